@@ -1,0 +1,35 @@
+#pragma once
+// The daemon's configuration: what `ckptd --config FILE` reads. Every field's default is
+// CONTRACT.md's and is written where the field is declared; config/ckptd.yaml mirrors them.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "core/types.h"
+
+namespace ckpt {
+
+struct DaemonConfig {
+  std::string listen = "127.0.0.1:7070";          // gRPC (WorkerService, AdminService)
+  std::string metrics_listen = "127.0.0.1:9464";  // HTTP /metrics
+  std::string data_dir = "./ckptd-data";          // the SQLite store lives here
+  std::string store_backend = "sqlite";           // store.backend; the only backend so far
+  int threads = 0;                                // io_context threads; 0 = number of cores
+  int64_t lease_ttl_ms = 10000;                   // a silent worker stream loses its tasks after this
+  int64_t heartbeat_interval_ms = 3000;           // told to workers in `welcome`
+  int64_t shutdown_grace_ms = 10000;              // SIGTERM: how long pending rounds may finish
+  std::string log_level = "info";                 // log.level: trace|debug|info|warn|error
+  PipelineDefaults defaults;                      // applied to pipelines that leave a key out
+  std::vector<PipelineSpec> pipelines;            // declared at start (and on SIGHUP)
+};
+
+// Parses and validates YAML text. `source_name` names the file in errors, which read
+// "<source_name>:<line>:<column>: <reason>" (1-based) inside an INVALID_ARGUMENT status.
+Result<DaemonConfig> ParseDaemonConfig(const std::string& yaml_text, const std::string& source_name);
+
+// Reads `path` and parses it; a missing or unreadable file is an error naming the path.
+Result<DaemonConfig> LoadDaemonConfig(const std::string& path);
+
+}  // namespace ckpt

@@ -1,0 +1,67 @@
+#include "core/spec_validation.h"
+
+#include <set>
+
+namespace ckpt {
+
+Status ValidateId(const std::string& id, const std::string& what) {
+  if (id.empty()) return Status::InvalidArgument(what + " is empty");
+  if (id.size() > kMaxIdBytes) {
+    return Status::InvalidArgument(what + " is longer than " + std::to_string(kMaxIdBytes) +
+                                   " bytes");
+  }
+  for (unsigned char c : id) {
+    if (c < 0x20 || c == 0x7f) {
+      return Status::InvalidArgument(what + " contains a control character");
+    }
+  }
+  return Status::Ok();
+}
+
+namespace {
+
+Status CheckDuration(int64_t value, int64_t min, const char* name) {
+  if (value < min) {
+    return Status::InvalidArgument(std::string(name) + " is " + std::to_string(value) +
+                                   ", must be at least " + std::to_string(min));
+  }
+  if (value > kMaxDurationMs) {
+    return Status::InvalidArgument(std::string(name) + " is " + std::to_string(value) +
+                                   ", must be at most " + std::to_string(kMaxDurationMs) +
+                                   " (a week)");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status ValidateSpec(const PipelineSpec& spec) {
+  if (auto s = ValidateId(spec.key.job_id, "job_id"); !s.ok()) return s;
+  if (auto s = ValidateId(spec.key.pipeline_id, "pipeline_id"); !s.ok()) return s;
+  if (spec.task_ids.empty()) return Status::InvalidArgument("task_ids is empty");
+  if (spec.task_ids.size() > kMaxTasksPerPipeline) {
+    return Status::InvalidArgument("more than " + std::to_string(kMaxTasksPerPipeline) +
+                                   " tasks in one pipeline");
+  }
+  std::set<std::string> seen;
+  for (size_t i = 0; i < spec.task_ids.size(); ++i) {
+    const std::string what = "task_ids[" + std::to_string(i) + "]";
+    if (auto s = ValidateId(spec.task_ids[i], what); !s.ok()) return s;
+    if (!seen.insert(spec.task_ids[i]).second) {
+      return Status::InvalidArgument(what + " \"" + spec.task_ids[i] + "\" is a duplicate");
+    }
+  }
+  if (auto s = CheckDuration(spec.interval_ms, kMinIntervalMs, "interval_ms"); !s.ok()) return s;
+  if (auto s = CheckDuration(spec.timeout_ms, 1, "timeout_ms"); !s.ok()) return s;
+  if (auto s = CheckDuration(spec.min_pause_ms, 0, "min_pause_ms"); !s.ok()) return s;
+  if (spec.tolerable_failures < 0) {
+    return Status::InvalidArgument("tolerable_failures is negative");
+  }
+  if (spec.retained < 1 || spec.retained > kMaxRetained) {
+    return Status::InvalidArgument("retained is " + std::to_string(spec.retained) +
+                                   ", must be between 1 and " + std::to_string(kMaxRetained));
+  }
+  return Status::Ok();
+}
+
+}  // namespace ckpt

@@ -1,0 +1,115 @@
+#pragma once
+// Domain types shared by the coordinator, the store and the edges. No protos, no gRPC here.
+
+#include <chrono>
+#include <compare>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace ckpt {
+
+using SteadyTime = std::chrono::steady_clock::time_point;
+using Millis = std::chrono::milliseconds;
+
+struct PipelineKey {
+  std::string job_id;
+  std::string pipeline_id;
+
+  auto operator<=>(const PipelineKey&) const = default;
+  bool operator==(const PipelineKey&) const = default;
+  // "job/pipeline", for logs and messages.
+  std::string ToString() const { return job_id + "/" + pipeline_id; }
+};
+
+struct PipelineKeyHash {
+  size_t operator()(const PipelineKey& k) const {
+    return std::hash<std::string>()(k.job_id) * 31 + std::hash<std::string>()(k.pipeline_id);
+  }
+};
+
+enum class PipelineState { kWaitingForTasks, kRunning, kPaused, kFailed, kStopped };
+enum class CheckpointKind { kCheckpoint, kSavepoint, kSavepointAndStop };
+enum class CheckpointStatus { kPending, kCompleted, kFailed, kExpired };
+
+// Short names as CONTRACT.md writes them ("RUNNING", "SAVEPOINT", "EXPIRED").
+const char* PipelineStateName(PipelineState s);
+const char* CheckpointKindName(CheckpointKind k);
+const char* CheckpointStatusName(CheckpointStatus s);
+
+// Defaults are CONTRACT.md's; the config's `defaults:` section overrides them.
+struct PipelineDefaults {
+  int64_t interval_ms = 10000;
+  int64_t timeout_ms = 600000;
+  int64_t min_pause_ms = 0;
+  int32_t tolerable_failures = 0;
+  int32_t retained = 10;
+};
+
+struct PipelineSpec {
+  PipelineKey key;
+  std::vector<std::string> task_ids;  // the full expected set, no duplicates
+  int64_t interval_ms = 10000;
+  int64_t timeout_ms = 600000;
+  int64_t min_pause_ms = 0;
+  int32_t tolerable_failures = 0;
+  int32_t retained = 10;
+
+  bool operator==(const PipelineSpec&) const = default;
+};
+
+struct TaskState {
+  std::string uri;
+  int64_t size_bytes = 0;
+  std::string checksum;
+
+  bool operator==(const TaskState&) const = default;
+};
+
+struct CompletedCheckpoint {
+  int64_t checkpoint_id = 0;
+  CheckpointKind kind = CheckpointKind::kCheckpoint;
+  int64_t triggered_at_ms = 0;  // wall clock
+  int64_t finished_at_ms = 0;   // wall clock
+  std::string location;         // savepoints: where the state went
+  std::map<std::string, TaskState> task_states;
+
+  bool operator==(const CompletedCheckpoint&) const = default;
+};
+
+// The operator-sticky part of a pipeline's state: what survives a restart.
+// WAITING_FOR_TASKS and RUNNING are derived from live sessions, so they are both kActive here.
+enum class StickyState { kActive = 0, kPaused = 1, kFailed = 2, kStopped = 3 };
+
+struct PipelineCounters {
+  int64_t completed_count = 0;
+  int64_t failed_count = 0;
+  int64_t expired_count = 0;
+  int64_t consecutive_failures = 0;
+
+  bool operator==(const PipelineCounters&) const = default;
+};
+
+// What the store keeps per pipeline besides its checkpoint history and its id counter.
+struct PipelineRecord {
+  PipelineSpec spec;
+  int64_t generation = 1;
+  StickyState sticky = StickyState::kActive;
+  PipelineCounters counters;
+  int64_t last_completed_id = 0;
+  CheckpointKind last_completed_kind = CheckpointKind::kCheckpoint;
+  int64_t last_completed_at_ms = 0;  // wall clock; 0 = never
+  bool from_config = false;          // declared in the config file: reloads may update it
+
+  bool operator==(const PipelineRecord&) const = default;
+};
+
+// A pipeline as loaded from the store at start.
+struct StoredPipeline {
+  PipelineRecord record;
+  int64_t id_counter = 0;  // end of the durably reserved id range; ids above it are free
+};
+
+}  // namespace ckpt

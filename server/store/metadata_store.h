@@ -1,0 +1,52 @@
+#pragma once
+// MetadataStore: what the daemon keeps durable. One backend so far (SQLite, sqlite_store.h); the
+// interface is what an etcd backend would implement too.
+//
+// Threading: every method may be called from any thread. Writes are asynchronous: they are applied
+// in the order they were called, by the store's own writer thread, batched into one transaction
+// (group commit). `done` runs on the writer thread once the write is durable (or has failed); it must
+// not block: post to your strand from it. Reads and Load are blocking and must not run on a strand.
+
+#include <functional>
+#include <vector>
+
+#include "common/status.h"
+#include "core/types.h"
+
+namespace ckpt {
+
+class MetadataStore {
+ public:
+  using Done = std::function<void(Status)>;
+
+  virtual ~MetadataStore() = default;
+
+  // Blocking. Every pipeline with its record and id counter. Call before serving.
+  virtual Result<std::vector<StoredPipeline>> LoadPipelines() = 0;
+
+  // Creates or replaces the pipeline's record (spec, generation, sticky state, counters, last
+  // completed). Does not touch the id counter or the history.
+  virtual void PutPipeline(const PipelineRecord& record, Done done) = 0;
+
+  // Raises the pipeline's id counter to `new_counter` (never lowers it). The counter outlives
+  // DeletePipeline, so ids are never reused for the same (job, pipeline).
+  virtual void ReserveIds(const PipelineKey& key, int64_t new_counter, Done done) = 0;
+
+  // One transaction: appends `checkpoint` to the history, writes `record_after` (the pipeline's
+  // record with this checkpoint counted), and trims completed checkpoints (not savepoints) beyond
+  // record_after.spec.retained.
+  virtual void CommitCheckpoint(const PipelineRecord& record_after,
+                                const CompletedCheckpoint& checkpoint, Done done) = 0;
+
+  // Removes the record and the checkpoint history of the pipeline (not its id counter).
+  virtual void DeletePipeline(const PipelineKey& key, Done done) = 0;
+
+  // Blocking. Completed checkpoints and savepoints, newest first, at most `limit` (0 = all).
+  virtual Result<std::vector<CompletedCheckpoint>> ListCompleted(const PipelineKey& key,
+                                                                 int limit) = 0;
+
+  // Blocking. Returns once everything written before the call is durable (or failed).
+  virtual void Flush() = 0;
+};
+
+}  // namespace ckpt

@@ -1,0 +1,47 @@
+#include "core/spec_validation.h"
+
+#include <gtest/gtest.h>
+
+namespace ckpt {
+namespace {
+
+PipelineSpec ValidSpec() {
+  PipelineSpec spec;
+  spec.key = {"job", "pipe"};
+  spec.task_ids = {"a", "b"};
+  return spec;
+}
+
+TEST(SpecValidation, AcceptsDefaults) { EXPECT_TRUE(ValidateSpec(ValidSpec()).ok()); }
+
+TEST(SpecValidation, RejectsNonsenseWithAReason) {
+  struct Case {
+    const char* name;
+    void (*mutate)(PipelineSpec&);
+    const char* expected_fragment;
+  };
+  const Case cases[] = {
+      {"empty job", [](PipelineSpec& s) { s.key.job_id = ""; }, "job_id is empty"},
+      {"control char", [](PipelineSpec& s) { s.key.pipeline_id = "a\nb"; }, "control character"},
+      {"long id", [](PipelineSpec& s) { s.key.job_id = std::string(300, 'x'); }, "longer than"},
+      {"no tasks", [](PipelineSpec& s) { s.task_ids.clear(); }, "task_ids is empty"},
+      {"duplicate task", [](PipelineSpec& s) { s.task_ids = {"a", "a"}; }, "duplicate"},
+      {"interval too short", [](PipelineSpec& s) { s.interval_ms = 5; }, "interval_ms"},
+      {"timeout zero", [](PipelineSpec& s) { s.timeout_ms = 0; }, "timeout_ms"},
+      {"negative pause", [](PipelineSpec& s) { s.min_pause_ms = -1; }, "min_pause_ms"},
+      {"absurd interval", [](PipelineSpec& s) { s.interval_ms = 1LL << 50; }, "a week"},
+      {"negative failures", [](PipelineSpec& s) { s.tolerable_failures = -1; }, "negative"},
+      {"retained zero", [](PipelineSpec& s) { s.retained = 0; }, "retained"},
+  };
+  for (const auto& c : cases) {
+    PipelineSpec spec = ValidSpec();
+    c.mutate(spec);
+    Status status = ValidateSpec(spec);
+    EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << c.name;
+    EXPECT_NE(status.message().find(c.expected_fragment), std::string::npos)
+        << c.name << ": " << status.message();
+  }
+}
+
+}  // namespace
+}  // namespace ckpt
