@@ -1,0 +1,104 @@
+#pragma once
+// What the PipelineCoordinator asks its runtime to do. The coordinator decides; the runtime
+// (runtime/pipeline_runner) carries actions out in the order given: sends to worker sessions,
+// arms Asio timers, writes to the store, logs, counts.
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "common/status.h"
+#include "core/types.h"
+
+namespace ckpt {
+
+using SessionId = uint64_t;
+
+struct SendTrigger {
+  std::vector<SessionId> to;
+  int64_t checkpoint_id = 0;
+  CheckpointKind kind = CheckpointKind::kCheckpoint;
+  int64_t timestamp_ms = 0;
+  int64_t generation = 0;
+  std::string target;
+};
+
+struct SendAbort {
+  std::vector<SessionId> to;
+  int64_t checkpoint_id = 0;
+  std::string reason;
+};
+
+struct SendComplete {
+  std::vector<SessionId> to;
+  int64_t checkpoint_id = 0;
+  CheckpointKind kind = CheckpointKind::kCheckpoint;
+};
+
+// Ends a worker stream with `status` (ABORTED for a lost takeover, ...).
+struct EndSession {
+  SessionId session = 0;
+  Status status;
+};
+
+// The wakeup timer drives periodic triggers, id-reservation retries and missing-task warnings.
+// Arming replaces the previous expiry; when it fires the runtime calls OnWakeup().
+struct ArmWakeup {
+  SteadyTime at;
+};
+struct CancelWakeup {};
+
+// The pending round's deadline; when it fires the runtime calls OnTimeout(checkpoint_id).
+struct ArmTimeout {
+  SteadyTime at;
+  int64_t checkpoint_id = 0;
+};
+struct CancelTimeout {};
+
+// Store writes. Completion comes back as OnIdsReserved/OnIdsReserveFailed and
+// OnCommitted/OnCommitFailed; PersistRecord is fire-and-forget (a failure is logged).
+struct ReserveIds {
+  int64_t new_counter = 0;
+};
+struct PersistRecord {
+  PipelineRecord record;
+};
+struct CommitCheckpoint {
+  PipelineRecord record_after;
+  CompletedCheckpoint checkpoint;
+};
+
+// A periodic trigger fired `delay` after it was due.
+struct RecordTriggerDelay {
+  std::chrono::microseconds delay{0};
+};
+
+// A round ended; for metrics and progress reporting.
+struct RoundFinished {
+  int64_t checkpoint_id = 0;
+  CheckpointKind kind = CheckpointKind::kCheckpoint;
+  CheckpointStatus status = CheckpointStatus::kCompleted;
+  std::chrono::microseconds duration{0};  // trigger to finish
+  std::string reason;                     // empty when completed
+};
+
+// A worker message that was dropped: `reason` is a metric label (unowned_task, not_pending, ...).
+struct IgnoredMessage {
+  std::string reason;
+};
+
+enum class LogLevel { kDebug, kInfo, kWarn, kError };
+// The runtime adds job and pipeline to every line.
+struct Log {
+  LogLevel level = LogLevel::kInfo;
+  std::string text;
+};
+
+using Action = std::variant<SendTrigger, SendAbort, SendComplete, EndSession, ArmWakeup,
+                            CancelWakeup, ArmTimeout, CancelTimeout, ReserveIds, PersistRecord,
+                            CommitCheckpoint, RecordTriggerDelay, RoundFinished, IgnoredMessage, Log>;
+using Actions = std::vector<Action>;
+
+}  // namespace ckpt

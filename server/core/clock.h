@@ -1,0 +1,30 @@
+#pragma once
+// Clock: the coordinator's only source of time, injected so that tests drive time by hand.
+
+#include <chrono>
+#include <cstdint>
+
+#include "core/types.h"
+
+namespace ckpt {
+
+class Clock {
+ public:
+  virtual ~Clock() = default;
+  // Monotonic time: what timers and intervals are measured in.
+  virtual SteadyTime SteadyNow() const = 0;
+  // Wall-clock milliseconds since the Unix epoch: what is stored and shown to people.
+  virtual int64_t WallMs() const = 0;
+};
+
+// Threading: safe for concurrent use (stateless).
+class SystemClock final : public Clock {
+ public:
+  SteadyTime SteadyNow() const override { return std::chrono::steady_clock::now(); }
+  int64_t WallMs() const override {
+    return std::chrono::duration_cast<Millis>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  }
+};
+
+}  // namespace ckpt

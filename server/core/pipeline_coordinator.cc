@@ -1,0 +1,579 @@
+// Rounds and the schedule: triggers, acks, declines, timeouts, store completions, operators.
+// Session registration and loss live in pipeline_coordinator_sessions.cc.
+#include "core/pipeline_coordinator.h"
+
+#include <algorithm>
+
+namespace ckpt {
+
+namespace {
+
+std::chrono::microseconds Since(SteadyTime from, SteadyTime now) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(now - from);
+}
+
+bool IsSavepoint(CheckpointKind kind) { return kind != CheckpointKind::kCheckpoint; }
+
+}  // namespace
+
+PipelineCoordinator::PipelineCoordinator(const StoredPipeline& stored, const Clock& clock,
+                                         CoordinatorOptions options)
+    : clock_(clock),
+      options_(std::move(options)),
+      spec_(stored.record.spec),
+      expected_(spec_.task_ids.begin(), spec_.task_ids.end()),
+      generation_(std::max<int64_t>(1, stored.record.generation)),
+      sticky_(stored.record.sticky),
+      counters_(stored.record.counters),
+      last_completed_id_(stored.record.last_completed_id),
+      last_completed_kind_(stored.record.last_completed_kind),
+      last_completed_at_ms_(stored.record.last_completed_at_ms),
+      from_config_(stored.record.from_config),
+      next_id_(stored.id_counter + 1),
+      reserved_end_(stored.id_counter) {}
+
+Actions PipelineCoordinator::Start(bool restarted) {
+  Actions out;
+  const SteadyTime now = clock_.SteadyNow();
+  next_missing_warn_at_ = now + options_.missing_tasks_warn_interval;
+  if (restarted) {
+    BumpGeneration("daemon start", out);
+    if (last_completed_at_ms_ > 0) {
+      // The schedule continues from the last durable checkpoint, not from process start: map its
+      // wall-clock time onto the steady clock.
+      const Millis age{std::max<int64_t>(0, clock_.WallMs() - last_completed_at_ms_)};
+      last_trigger_at_ = now - age;
+      last_finished_at_ = now - age;
+    }
+  } else {
+    Persist(out);
+  }
+  MaybeReserveIds(out);
+  Rearm(out);
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Schedule
+
+std::optional<SteadyTime> PipelineCoordinator::NextPeriodicDue() const {
+  if (!last_trigger_at_) return clock_.SteadyNow();  // never triggered: due now
+  SteadyTime due = *last_trigger_at_ + Millis(spec_.interval_ms);
+  if (last_finished_at_) due = std::max(due, *last_finished_at_ + Millis(spec_.min_pause_ms));
+  return due;
+}
+
+std::optional<SteadyTime> PipelineCoordinator::DesiredWakeup() const {
+  if (shutting_down_) return std::nullopt;
+  std::optional<SteadyTime> at;
+  auto consider = [&at](std::optional<SteadyTime> t) {
+    if (t && (!at || *t < *at)) at = t;
+  };
+  if (reserve_retry_at_ && !reserve_in_flight_) consider(reserve_retry_at_);
+  if (queued_savepoint_) consider(queued_savepoint_->deadline);
+  if (sticky_ != StickyState::kActive) return at;
+  if (!AllTasksRegistered()) {
+    consider(next_missing_warn_at_);
+  } else if (!pending_ && !trigger_waits_for_ids_) {
+    consider(NextPeriodicDue());
+  }
+  return at;
+}
+
+void PipelineCoordinator::Rearm(Actions& out) {
+  std::optional<SteadyTime> want = DesiredWakeup();
+  if (want == armed_wakeup_) return;
+  armed_wakeup_ = want;
+  if (want) {
+    out.push_back(ArmWakeup{*want});
+  } else {
+    out.push_back(CancelWakeup{});
+  }
+}
+
+Actions PipelineCoordinator::OnWakeup() {
+  Actions out;
+  const SteadyTime now = clock_.SteadyNow();
+  armed_wakeup_.reset();  // it fired; a stale fire only makes us re-evaluate, which is harmless
+  if (reserve_retry_at_ && now >= *reserve_retry_at_) {
+    reserve_retry_at_.reset();
+    MaybeReserveIds(out);
+  }
+  if (queued_savepoint_ && now >= queued_savepoint_->deadline) {
+    FinishQueuedSavepoint("savepoint timed out before it could start", out);
+  }
+  if (!shutting_down_ && sticky_ == StickyState::kActive) {
+    if (!AllTasksRegistered()) {
+      if (now >= next_missing_warn_at_) {
+        std::vector<std::string> missing = MissingTasks();
+        std::string names;
+        for (size_t i = 0; i < missing.size() && i < 10; ++i) {
+          names += (i ? ", " : "") + missing[i];
+        }
+        if (missing.size() > 10) names += ", ... (" + std::to_string(missing.size()) + " in all)";
+        out.push_back(Log{LogLevel::kWarn, "waiting for " + std::to_string(missing.size()) +
+                                               " of " + std::to_string(expected_.size()) +
+                                               " tasks: " + names});
+        next_missing_warn_at_ = now + options_.missing_tasks_warn_interval;
+      }
+    } else if (!pending_) {
+      if (queued_savepoint_) {
+        const QueuedSavepoint sp = *queued_savepoint_;
+        TryTrigger(sp.stop ? CheckpointKind::kSavepointAndStop : CheckpointKind::kSavepoint,
+                   sp.target, TriggerCause::kSavepoint, out);
+      } else if (auto due = NextPeriodicDue(); due && now >= *due) {
+        TryTrigger(CheckpointKind::kCheckpoint, "", TriggerCause::kPeriodic, out);
+      }
+    }
+  }
+  Rearm(out);
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Ids
+
+void PipelineCoordinator::MaybeReserveIds(Actions& out) {
+  if (reserve_in_flight_ || reserve_retry_at_) return;
+  const int64_t left = reserved_end_ - next_id_ + 1;
+  if (left > options_.id_block / 2) return;
+  reserve_in_flight_ = true;
+  out.push_back(ReserveIds{std::max(reserved_end_, next_id_ - 1) + options_.id_block});
+}
+
+Actions PipelineCoordinator::OnIdsReserved(int64_t counter) {
+  Actions out;
+  reserve_in_flight_ = false;
+  reserved_end_ = std::max(reserved_end_, counter);
+  if (trigger_waits_for_ids_) {
+    trigger_waits_for_ids_ = false;
+    // Re-drive the trigger that was waiting: a fresh wakeup evaluation does exactly that.
+    Actions more = OnWakeup();
+    out.insert(out.end(), more.begin(), more.end());
+    return out;
+  }
+  MaybeReserveIds(out);
+  Rearm(out);
+  return out;
+}
+
+Actions PipelineCoordinator::OnIdsReserveFailed(const Status& error) {
+  Actions out;
+  reserve_in_flight_ = false;
+  reserve_retry_at_ = clock_.SteadyNow() + options_.reserve_retry;
+  out.push_back(Log{LogLevel::kError, "reserving checkpoint ids failed (" + error.ToString() +
+                                          "); retrying in " +
+                                          std::to_string(options_.reserve_retry.count()) + " ms"});
+  Rearm(out);
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rounds
+
+bool PipelineCoordinator::TryTrigger(CheckpointKind kind, const std::string& target,
+                                     TriggerCause cause, Actions& out) {
+  if (pending_ || shutting_down_ || sticky_ != StickyState::kActive || !AllTasksRegistered()) {
+    return false;
+  }
+  if (next_id_ > reserved_end_) {
+    // No durable id left: wait for the reservation, whose completion re-drives this trigger.
+    trigger_waits_for_ids_ = true;
+    MaybeReserveIds(out);
+    out.push_back(Log{LogLevel::kDebug, "trigger waits for an id reservation"});
+    return false;
+  }
+  const SteadyTime now = clock_.SteadyNow();
+  if (cause == TriggerCause::kPeriodic) {
+    if (auto due = NextPeriodicDue(); due && last_trigger_at_) {
+      out.push_back(RecordTriggerDelay{Since(*due, now)});
+    }
+  }
+  PendingRound round;
+  round.id = next_id_++;
+  round.kind = kind;
+  round.target = IsSavepoint(kind) ? SavepointLocation(target, round.id) : "";
+  round.triggered_at = now;
+  round.triggered_at_ms = clock_.WallMs();
+  round.awaiting = expected_;
+  SteadyTime deadline = now + Millis(spec_.timeout_ms);
+  if (cause == TriggerCause::kSavepoint && queued_savepoint_) {
+    deadline = queued_savepoint_->deadline;  // a savepoint's timeout counts from the request
+    queued_savepoint_.reset();
+  }
+  round.deadline = deadline;
+  round.requested_target = target;
+  last_trigger_at_ = now;
+  out.push_back(SendTrigger{Sessions(), round.id, kind, round.triggered_at_ms, generation_,
+                            round.target});
+  out.push_back(ArmTimeout{deadline, round.id});
+  out.push_back(Log{LogLevel::kDebug, std::string("triggered ") + CheckpointKindName(kind) + " " +
+                                          std::to_string(round.id)});
+  pending_ = std::move(round);
+  MaybeReserveIds(out);
+  return true;
+}
+
+Actions PipelineCoordinator::OnTimeout(int64_t checkpoint_id) {
+  Actions out;
+  // Fenced by id and phase: a timeout already posted when the round ended or moved to the store
+  // is stale and dropped.
+  if (!pending_ || pending_->id != checkpoint_id || pending_->completing) return out;
+  const bool savepoint = IsSavepoint(pending_->kind);
+  FailRound(CheckpointStatus::kExpired,
+            "expired: " + std::to_string(pending_->awaiting.size()) + " of " +
+                std::to_string(expected_.size()) + " tasks did not acknowledge in time",
+            /*counts_as_failure=*/!savepoint, out);
+  Rearm(out);
+  return out;
+}
+
+Actions PipelineCoordinator::OnAck(SessionId session, int64_t checkpoint_id,
+                                   const std::string& task_id, const TaskState& state) {
+  Actions out;
+  auto owner = task_owner_.find(task_id);
+  if (owner == task_owner_.end() || owner->second != session) {
+    out.push_back(IgnoredMessage{"unowned_task"});
+    out.push_back(Log{LogLevel::kWarn, "ignored ack of checkpoint " +
+                                           std::to_string(checkpoint_id) + " for task " + task_id +
+                                           ", which this stream did not register"});
+    return out;
+  }
+  if (!pending_ || pending_->id != checkpoint_id || pending_->completing) {
+    out.push_back(IgnoredMessage{"not_pending"});
+    return out;
+  }
+  if (pending_->awaiting.erase(task_id) == 0) {
+    out.push_back(IgnoredMessage{"duplicate"});
+    return out;
+  }
+  pending_->acked[task_id] = state;
+  if (!pending_->awaiting.empty()) return out;
+
+  // Last ack: the round goes to the store and can no longer be aborted.
+  pending_->completing = true;
+  out.push_back(CancelTimeout{});
+  CompletedCheckpoint checkpoint;
+  checkpoint.checkpoint_id = pending_->id;
+  checkpoint.kind = pending_->kind;
+  checkpoint.triggered_at_ms = pending_->triggered_at_ms;
+  checkpoint.finished_at_ms = clock_.WallMs();
+  checkpoint.location = pending_->target;
+  checkpoint.task_states = pending_->acked;
+  out.push_back(CommitCheckpoint{ProjectedRecord(), std::move(checkpoint)});
+  return out;
+}
+
+Actions PipelineCoordinator::OnDecline(SessionId session, int64_t checkpoint_id,
+                                       const std::string& task_id, const std::string& reason,
+                                       bool expired) {
+  Actions out;
+  auto owner = task_owner_.find(task_id);
+  if (owner == task_owner_.end() || owner->second != session) {
+    out.push_back(IgnoredMessage{"unowned_task"});
+    out.push_back(Log{LogLevel::kWarn, "ignored decline of checkpoint " +
+                                           std::to_string(checkpoint_id) + " for task " + task_id +
+                                           ", which this stream did not register"});
+    return out;
+  }
+  if (!pending_ || pending_->id != checkpoint_id || pending_->completing) {
+    out.push_back(IgnoredMessage{"not_pending"});
+    return out;
+  }
+  const bool savepoint = IsSavepoint(pending_->kind);
+  FailRound(expired ? CheckpointStatus::kExpired : CheckpointStatus::kFailed,
+            "task " + task_id + (expired ? " expired it: " : " declined it: ") + reason,
+            /*counts_as_failure=*/!savepoint, out);
+  Rearm(out);
+  return out;
+}
+
+void PipelineCoordinator::FailRound(CheckpointStatus status, const std::string& reason,
+                                    bool counts_as_failure, Actions& out) {
+  PendingRound round = std::move(*pending_);
+  pending_.reset();
+  const SteadyTime now = clock_.SteadyNow();
+  last_finished_at_ = now;
+  out.push_back(CancelTimeout{});
+  out.push_back(SendAbort{Sessions(), round.id, reason});
+  if (status == CheckpointStatus::kExpired) {
+    ++counters_.expired_count;
+  } else {
+    ++counters_.failed_count;
+  }
+  RememberRound({round.id, round.kind, status, round.triggered_at_ms, clock_.WallMs(),
+                 static_cast<int>(round.acked.size()), static_cast<int>(expected_.size()), reason});
+  out.push_back(RoundFinished{round.id, round.kind, status, Since(round.triggered_at, now), reason});
+  out.push_back(Log{LogLevel::kWarn, std::string(CheckpointKindName(round.kind)) + " " +
+                                         std::to_string(round.id) + " " +
+                                         CheckpointStatusName(status) + ": " + reason});
+  if (counts_as_failure) {
+    ++counters_.consecutive_failures;
+    if (counters_.consecutive_failures > spec_.tolerable_failures) {
+      sticky_ = StickyState::kFailed;
+      out.push_back(Log{LogLevel::kError,
+                        "pipeline FAILED after " + std::to_string(counters_.consecutive_failures) +
+                            " consecutive failed checkpoints (tolerable_failures " +
+                            std::to_string(spec_.tolerable_failures) +
+                            "); it triggers nothing until resumed"});
+      FinishQueuedSavepoint("pipeline FAILED", out);
+    }
+  }
+  Persist(out);
+}
+
+Actions PipelineCoordinator::OnCommitted(int64_t checkpoint_id) {
+  Actions out;
+  if (!pending_ || !pending_->completing || pending_->id != checkpoint_id) {
+    // Cannot happen while the store reports each commit once; say so loudly if it does.
+    out.push_back(Log{LogLevel::kError, "store reported checkpoint " +
+                                            std::to_string(checkpoint_id) +
+                                            " durable, but it is not the round being completed"});
+    return out;
+  }
+  PendingRound round = std::move(*pending_);
+  pending_.reset();
+  const SteadyTime now = clock_.SteadyNow();
+  last_finished_at_ = now;
+  ++counters_.completed_count;
+  counters_.consecutive_failures = 0;
+  last_completed_id_ = round.id;
+  last_completed_kind_ = round.kind;
+  last_completed_at_ms_ = clock_.WallMs();
+  if (round.kind == CheckpointKind::kSavepointAndStop) sticky_ = StickyState::kStopped;
+  // Every session registered now, including one that joined after the trigger (CONTRACT.md).
+  out.push_back(SendComplete{Sessions(), round.id, round.kind});
+  out.push_back(RoundFinished{round.id, round.kind, CheckpointStatus::kCompleted,
+                              Since(round.triggered_at, now), ""});
+  if (sticky_ == StickyState::kStopped) {
+    out.push_back(Log{LogLevel::kInfo, "pipeline STOPPED after savepoint " +
+                                           std::to_string(round.id)});
+  }
+  Rearm(out);
+  if (queued_savepoint_ && !pending_) {
+    Actions more = OnWakeup();  // a queued savepoint starts right away, before any periodic one
+    out.insert(out.end(), more.begin(), more.end());
+  }
+  return out;
+}
+
+Actions PipelineCoordinator::OnCommitFailed(int64_t checkpoint_id, const Status& error) {
+  Actions out;
+  if (!pending_ || !pending_->completing || pending_->id != checkpoint_id) {
+    out.push_back(Log{LogLevel::kError, "store reported checkpoint " +
+                                            std::to_string(checkpoint_id) +
+                                            " failed, but it is not the round being completed"});
+    return out;
+  }
+  // A failed write is a failed checkpoint, never a complete one. Store failures count.
+  FailRound(CheckpointStatus::kFailed, "store write failed: " + error.message(),
+            /*counts_as_failure=*/true, out);
+  Rearm(out);
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Operators
+
+PipelineCoordinator::Outcome PipelineCoordinator::Pause() {
+  Outcome o;
+  if (sticky_ == StickyState::kPaused) return o;
+  if (sticky_ != StickyState::kActive) {
+    o.status = Status::FailedPrecondition(std::string("pipeline is ") +
+                                          PipelineStateName(State()) + "; only an active pipeline pauses");
+    return o;
+  }
+  sticky_ = StickyState::kPaused;
+  FinishQueuedSavepoint("pipeline PAUSED", o.actions);
+  o.actions.push_back(Log{LogLevel::kInfo, "pipeline paused"});
+  Persist(o.actions);
+  Rearm(o.actions);
+  return o;
+}
+
+PipelineCoordinator::Outcome PipelineCoordinator::Resume() {
+  Outcome o;
+  if (sticky_ == StickyState::kActive) {
+    o.status = Status::FailedPrecondition(std::string("pipeline is ") + PipelineStateName(State()) +
+                                          "; resume works from PAUSED, FAILED and STOPPED");
+    return o;
+  }
+  o.actions.push_back(Log{LogLevel::kInfo, std::string("pipeline resumed from ") +
+                                               PipelineStateName(State())});
+  sticky_ = StickyState::kActive;
+  counters_.consecutive_failures = 0;
+  BumpGeneration("resume", o.actions);
+  Rearm(o.actions);
+  return o;
+}
+
+PipelineCoordinator::Outcome PipelineCoordinator::TriggerCheckpoint(int64_t* checkpoint_id) {
+  Outcome o;
+  if (pending_) {
+    o.status = Status::FailedPrecondition("checkpoint " + std::to_string(pending_->id) +
+                                          " is pending");
+    return o;
+  }
+  if (State() != PipelineState::kRunning || shutting_down_) {
+    o.status = Status::FailedPrecondition(std::string("pipeline is ") + PipelineStateName(State()));
+    return o;
+  }
+  if (!TryTrigger(CheckpointKind::kCheckpoint, "", TriggerCause::kManual, o.actions)) {
+    o.status = Status::Unavailable("no checkpoint id is reserved yet; retry shortly");
+    return o;
+  }
+  if (checkpoint_id) *checkpoint_id = pending_->id;
+  Rearm(o.actions);
+  return o;
+}
+
+PipelineCoordinator::Outcome PipelineCoordinator::RequestSavepoint(const std::string& target,
+                                                                   bool stop, Millis timeout) {
+  Outcome o;
+  if (sticky_ != StickyState::kActive || shutting_down_) {
+    o.status = Status::FailedPrecondition(std::string("pipeline is ") + PipelineStateName(State()));
+    return o;
+  }
+  const CheckpointKind kind = stop ? CheckpointKind::kSavepointAndStop : CheckpointKind::kSavepoint;
+  if (pending_ && IsSavepoint(pending_->kind)) {
+    // Join the pending savepoint if it is the same request.
+    if (pending_->kind != kind || (!target.empty() && pending_->target != target)) {
+      o.status = Status::FailedPrecondition("a different savepoint is pending");
+    }
+    return o;
+  }
+  if (queued_savepoint_) {
+    if (queued_savepoint_->stop != stop || queued_savepoint_->target != target) {
+      o.status = Status::FailedPrecondition("a different savepoint is queued");
+    }
+    return o;
+  }
+  queued_savepoint_ = QueuedSavepoint{target, stop, clock_.SteadyNow() + timeout};
+  if (!pending_) {
+    Actions more = OnWakeup();
+    o.actions.insert(o.actions.end(), more.begin(), more.end());
+  } else {
+    o.actions.push_back(Log{LogLevel::kInfo, "savepoint queued behind checkpoint " +
+                                                 std::to_string(pending_->id)});
+    Rearm(o.actions);
+  }
+  return o;
+}
+
+void PipelineCoordinator::FinishQueuedSavepoint(const std::string& reason, Actions& out) {
+  if (!queued_savepoint_) return;
+  const CheckpointKind kind =
+      queued_savepoint_->stop ? CheckpointKind::kSavepointAndStop : CheckpointKind::kSavepoint;
+  queued_savepoint_.reset();
+  out.push_back(RoundFinished{0, kind, CheckpointStatus::kFailed, {}, reason});
+  out.push_back(Log{LogLevel::kWarn, "queued savepoint failed: " + reason});
+}
+
+Actions PipelineCoordinator::BeginShutdown() {
+  Actions out;
+  shutting_down_ = true;
+  FinishQueuedSavepoint("daemon shutting down", out);
+  Rearm(out);
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// State and queries
+
+void PipelineCoordinator::BumpGeneration(const std::string& why, Actions& out) {
+  ++generation_;
+  out.push_back(Log{LogLevel::kInfo, "generation " + std::to_string(generation_) + " (" + why + ")"});
+  Persist(out);
+}
+
+void PipelineCoordinator::Persist(Actions& out) const {
+  out.push_back(PersistRecord{ProjectedRecord()});
+}
+
+PipelineRecord PipelineCoordinator::ProjectedRecord() const {
+  PipelineRecord r;
+  r.spec = spec_;
+  r.generation = generation_;
+  r.sticky = sticky_;
+  r.counters = counters_;
+  r.last_completed_id = last_completed_id_;
+  r.last_completed_kind = last_completed_kind_;
+  r.last_completed_at_ms = last_completed_at_ms_;
+  r.from_config = from_config_;
+  if (pending_ && pending_->completing) {
+    // A commit is queued ahead of this write; writing the pre-commit record after it would undo
+    // it. If the commit fails, FailRound persists the real record again.
+    ++r.counters.completed_count;
+    r.counters.consecutive_failures = 0;
+    r.last_completed_id = pending_->id;
+    r.last_completed_kind = pending_->kind;
+    r.last_completed_at_ms = clock_.WallMs();
+    if (pending_->kind == CheckpointKind::kSavepointAndStop) r.sticky = StickyState::kStopped;
+  }
+  return r;
+}
+
+PipelineState PipelineCoordinator::State() const {
+  switch (sticky_) {
+    case StickyState::kPaused: return PipelineState::kPaused;
+    case StickyState::kFailed: return PipelineState::kFailed;
+    case StickyState::kStopped: return PipelineState::kStopped;
+    case StickyState::kActive: break;
+  }
+  return AllTasksRegistered() ? PipelineState::kRunning : PipelineState::kWaitingForTasks;
+}
+
+PipelineStatus PipelineCoordinator::Describe() const {
+  PipelineStatus s;
+  s.spec = spec_;
+  s.state = State();
+  s.generation = generation_;
+  s.registered_tasks = static_cast<int>(task_owner_.size());
+  s.missing_tasks = MissingTasks();
+  s.pending_checkpoint_id = pending_ ? pending_->id : 0;
+  s.last_completed_checkpoint_id = last_completed_id_;
+  s.last_completed_at_ms = last_completed_at_ms_;
+  s.counters = counters_;
+  s.sessions = static_cast<int>(sessions_.size());
+  return s;
+}
+
+std::optional<PendingSummary> PipelineCoordinator::Pending() const {
+  if (!pending_) return std::nullopt;
+  PendingSummary p;
+  p.checkpoint_id = pending_->id;
+  p.kind = pending_->kind;
+  p.triggered_at_ms = pending_->triggered_at_ms;
+  p.completing = pending_->completing;
+  for (const auto& [task, state] : pending_->acked) p.acked_tasks.push_back(task);
+  p.awaiting_tasks.assign(pending_->awaiting.begin(), pending_->awaiting.end());
+  return p;
+}
+
+std::vector<std::string> PipelineCoordinator::MissingTasks() const {
+  std::vector<std::string> missing;
+  for (const auto& task : spec_.task_ids) {
+    if (!task_owner_.count(task)) missing.push_back(task);
+  }
+  return missing;
+}
+
+std::vector<SessionId> PipelineCoordinator::Sessions() const {
+  std::vector<SessionId> ids;
+  ids.reserve(sessions_.size());
+  for (const auto& [id, info] : sessions_) ids.push_back(id);
+  return ids;
+}
+
+void PipelineCoordinator::RememberRound(RoundSummary summary) {
+  recent_.push_front(std::move(summary));
+  while (recent_.size() > options_.recent_rounds_kept) recent_.pop_back();
+}
+
+std::string PipelineCoordinator::SavepointLocation(const std::string& target, int64_t id) const {
+  if (!target.empty()) return target;
+  return options_.savepoint_root + "/" + spec_.key.job_id + "/" + spec_.key.pipeline_id + "/" +
+         std::to_string(id);
+}
+
+}  // namespace ckpt

@@ -1,0 +1,228 @@
+#pragma once
+// PipelineCoordinator decides when one pipeline checkpoints. It is a deterministic state machine:
+// events in (time reached, task registered or lost, ack, decline, store durable or failed,
+// savepoint asked, pause, resume), actions out (core/actions.h). It never blocks, does no I/O and
+// reads time only from the injected Clock, so its tests drive time by hand.
+//
+// Threading: not thread-safe. The runtime calls every method on the pipeline's strand only.
+//
+// Fencing (DESIGN.md): a timeout names its checkpoint id and is checked against the round's phase;
+// acks and declines name their checkpoint id; a round handed to the store (completing) is never
+// aborted, and a store completion is never dropped.
+
+#include <deque>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "core/actions.h"
+#include "core/clock.h"
+#include "core/types.h"
+
+namespace ckpt {
+
+struct CoordinatorOptions {
+  // While tasks are missing, a warning naming them is logged at most this often.
+  Millis missing_tasks_warn_interval{30000};
+  // Ids reserved per store write; a new block is reserved when half of the current one is used.
+  int64_t id_block = 100;
+  // A failed id reservation is retried after this long.
+  Millis reserve_retry{1000};
+  // Failed and expired rounds kept in memory for ListCheckpoints.
+  size_t recent_rounds_kept = 10;
+  // Where savepoints go when the request names no target: <savepoint_root>/<job>/<pipeline>/<id>.
+  std::string savepoint_root = "./ckptd-data/savepoints";
+};
+
+// What a worker learns in `welcome`.
+struct WelcomeInfo {
+  int64_t generation = 0;
+  PipelineState state = PipelineState::kWaitingForTasks;
+  int64_t last_completed_checkpoint_id = 0;
+  CheckpointKind last_completed_kind = CheckpointKind::kCheckpoint;
+};
+
+// A finished round kept in memory (failed and expired ones are not in the store).
+struct RoundSummary {
+  int64_t checkpoint_id = 0;
+  CheckpointKind kind = CheckpointKind::kCheckpoint;
+  CheckpointStatus status = CheckpointStatus::kFailed;
+  int64_t triggered_at_ms = 0;
+  int64_t finished_at_ms = 0;
+  int acked_tasks = 0;
+  int expected_tasks = 0;
+  std::string failure_reason;
+};
+
+// The pending round as ListCheckpoints shows it.
+struct PendingSummary {
+  int64_t checkpoint_id = 0;
+  CheckpointKind kind = CheckpointKind::kCheckpoint;
+  int64_t triggered_at_ms = 0;
+  bool completing = false;  // every task acked; the store is writing it
+  std::vector<std::string> acked_tasks;
+  std::vector<std::string> awaiting_tasks;
+};
+
+struct PipelineStatus {
+  PipelineSpec spec;
+  PipelineState state = PipelineState::kWaitingForTasks;
+  int64_t generation = 0;
+  int registered_tasks = 0;
+  std::vector<std::string> missing_tasks;
+  int64_t pending_checkpoint_id = 0;
+  int64_t last_completed_checkpoint_id = 0;
+  int64_t last_completed_at_ms = 0;
+  PipelineCounters counters;
+  int sessions = 0;
+};
+
+class PipelineCoordinator {
+ public:
+  // `clock` must outlive the coordinator.
+  PipelineCoordinator(const StoredPipeline& stored, const Clock& clock, CoordinatorOptions options);
+  PipelineCoordinator(const PipelineCoordinator&) = delete;
+  PipelineCoordinator& operator=(const PipelineCoordinator&) = delete;
+
+  // First event. `restarted`: loaded from the store at daemon start, which bumps the generation
+  // and takes the schedule's baseline from the last completed checkpoint.
+  Actions Start(bool restarted);
+
+  // --- timers ---
+  Actions OnWakeup();
+  Actions OnTimeout(int64_t checkpoint_id);
+
+  // --- worker sessions ---
+  struct Registration {
+    Status status;  // not OK: the stream is ended with it and nothing was registered
+    WelcomeInfo welcome;
+    Actions actions;  // to run after `welcome` is sent
+  };
+  Registration OnRegister(SessionId session, const std::string& worker_id,
+                          const std::vector<std::string>& task_ids, bool takeover);
+  // The stream ended (any reason: goodbye, cancel, lease expiry). Unknown sessions are ignored.
+  Actions OnSessionEnded(SessionId session, const std::string& why);
+  Actions OnAck(SessionId session, int64_t checkpoint_id, const std::string& task_id,
+                const TaskState& state);
+  Actions OnDecline(SessionId session, int64_t checkpoint_id, const std::string& task_id,
+                    const std::string& reason, bool expired);
+
+  // --- store completions ---
+  Actions OnIdsReserved(int64_t counter);
+  Actions OnIdsReserveFailed(const Status& error);
+  Actions OnCommitted(int64_t checkpoint_id);
+  Actions OnCommitFailed(int64_t checkpoint_id, const Status& error);
+
+  // --- operators ---
+  struct Outcome {
+    Status status;
+    Actions actions;
+  };
+  Outcome Pause();
+  Outcome Resume();
+  // Starts a checkpoint now. FAILED_PRECONDITION while a round is pending or when not RUNNING.
+  Outcome TriggerCheckpoint(int64_t* checkpoint_id);
+  // Asks for a savepoint (operator or worker). Joins one already queued or pending when `stop` and
+  // `target` agree; otherwise FAILED_PRECONDITION. `timeout` counts from now.
+  Outcome RequestSavepoint(const std::string& target, bool stop, Millis timeout);
+  // Daemon shutdown: no new triggers from now on; a pending round may still finish.
+  Actions BeginShutdown();
+
+  // --- queries ---
+  PipelineStatus Describe() const;
+  PipelineState State() const;
+  const PipelineKey& key() const { return spec_.key; }
+  std::optional<PendingSummary> Pending() const;
+  const std::deque<RoundSummary>& RecentRounds() const { return recent_; }
+  std::vector<SessionId> Sessions() const;
+  bool HasPendingRound() const { return pending_.has_value(); }
+
+ private:
+  struct PendingRound {
+    int64_t id = 0;
+    CheckpointKind kind = CheckpointKind::kCheckpoint;
+    std::string target;
+    SteadyTime triggered_at;
+    SteadyTime deadline;
+    int64_t triggered_at_ms = 0;
+    std::string requested_target;  // savepoints: the target as asked (empty: default location)
+    bool completing = false;
+    std::set<std::string> awaiting;
+    std::map<std::string, TaskState> acked;
+  };
+  struct QueuedSavepoint {
+    std::string target;  // empty: the default location
+    bool stop = false;
+    SteadyTime deadline;
+  };
+  struct SessionInfo {
+    std::string worker_id;
+    std::vector<std::string> task_ids;
+  };
+  enum class TriggerCause { kPeriodic, kManual, kSavepoint };
+
+  // Starts a round if one may start now, else does nothing; returns whether it started.
+  bool TryTrigger(CheckpointKind kind, const std::string& target, TriggerCause cause,
+                  Actions& out);
+  // Ends the pending (not completing) round as failed or expired and tells the workers.
+  void FailRound(CheckpointStatus status, const std::string& reason, bool counts_as_failure,
+                 Actions& out);
+  void FinishQueuedSavepoint(const std::string& reason, Actions& out);
+  void MaybeReserveIds(Actions& out);
+  void BumpGeneration(const std::string& why, Actions& out);
+  void Persist(Actions& out) const;
+  void Rearm(Actions& out);
+  void RememberRound(RoundSummary summary);
+  void LoseSession(SessionId session, const std::string& why, Actions& out);
+
+  bool AllTasksRegistered() const { return task_owner_.size() == expected_.size(); }
+  std::vector<std::string> MissingTasks() const;
+  std::optional<SteadyTime> NextPeriodicDue() const;
+  std::optional<SteadyTime> DesiredWakeup() const;
+  // The record as the store will hold it once every write already handed to it is applied.
+  PipelineRecord ProjectedRecord() const;
+  std::string SavepointLocation(const std::string& target, int64_t id) const;
+
+  // Constant after construction.
+  const Clock& clock_;
+  const CoordinatorOptions options_;
+
+  // Everything below is accessed only on the pipeline's strand (see the class comment).
+  PipelineSpec spec_;
+  std::set<std::string> expected_;
+  int64_t generation_ = 1;
+  StickyState sticky_ = StickyState::kActive;
+  PipelineCounters counters_;
+  int64_t last_completed_id_ = 0;
+  CheckpointKind last_completed_kind_ = CheckpointKind::kCheckpoint;
+  int64_t last_completed_at_ms_ = 0;
+  bool from_config_ = false;
+  bool shutting_down_ = false;
+
+  // Ids: next_id_ .. reserved_end_ are durably reserved and free to hand out.
+  int64_t next_id_ = 1;
+  int64_t reserved_end_ = 0;
+  bool reserve_in_flight_ = false;
+  std::optional<SteadyTime> reserve_retry_at_;
+  bool trigger_waits_for_ids_ = false;
+
+  // Schedule.
+  std::optional<SteadyTime> last_trigger_at_;
+  std::optional<SteadyTime> last_finished_at_;
+  std::optional<SteadyTime> armed_wakeup_;
+  SteadyTime next_missing_warn_at_;
+
+  std::optional<PendingRound> pending_;
+  std::optional<QueuedSavepoint> queued_savepoint_;
+
+  std::map<SessionId, SessionInfo> sessions_;
+  std::map<std::string, SessionId> task_owner_;
+  std::set<std::string> ever_registered_;  // in this process: a second registration is a return
+
+  std::deque<RoundSummary> recent_;
+};
+
+}  // namespace ckpt

@@ -1,0 +1,137 @@
+// Worker sessions: registration, takeover, loss. Rounds and the schedule are in
+// pipeline_coordinator.cc.
+#include <algorithm>
+
+#include "core/pipeline_coordinator.h"
+#include "core/spec_validation.h"
+
+namespace ckpt {
+
+namespace {
+
+std::string JoinNames(const std::vector<std::string>& names) {
+  std::string out;
+  for (size_t i = 0; i < names.size() && i < 10; ++i) out += (i ? ", " : "") + names[i];
+  if (names.size() > 10) out += ", ... (" + std::to_string(names.size()) + " in all)";
+  return out;
+}
+
+}  // namespace
+
+PipelineCoordinator::Registration PipelineCoordinator::OnRegister(
+    SessionId session, const std::string& worker_id, const std::vector<std::string>& task_ids,
+    bool takeover) {
+  Registration reg;
+  if (sessions_.count(session)) {
+    reg.status = Status::InvalidArgument("this stream already said hello");
+    return reg;
+  }
+  if (auto s = ValidateId(worker_id, "worker_id"); !s.ok()) {
+    reg.status = s;
+    return reg;
+  }
+  if (task_ids.empty()) {
+    reg.status = Status::InvalidArgument("hello names no task_ids");
+    return reg;
+  }
+  std::set<std::string> seen;
+  std::set<SessionId> holders;  // other live streams holding any of these tasks
+  for (const auto& task : task_ids) {
+    if (auto s = ValidateId(task, "task_id"); !s.ok()) {
+      reg.status = s;
+      return reg;
+    }
+    if (!seen.insert(task).second) {
+      reg.status = Status::InvalidArgument("task " + task + " is named twice");
+      return reg;
+    }
+    if (!expected_.count(task)) {
+      reg.status = Status::InvalidArgument("task " + task + " is not a task of pipeline " +
+                                           spec_.key.ToString());
+      return reg;
+    }
+    if (auto owner = task_owner_.find(task); owner != task_owner_.end()) {
+      if (!takeover) {
+        reg.status = Status::AlreadyExists(
+            "task " + task + " is held by worker " + sessions_.at(owner->second).worker_id +
+            " on another live stream (send hello with takeover to replace it)");
+        return reg;
+      }
+      holders.insert(owner->second);
+    }
+  }
+
+  Actions& out = reg.actions;
+  bool returning = false;
+  for (const auto& task : task_ids) returning = returning || ever_registered_.count(task) > 0;
+  for (SessionId old : holders) {
+    // The newer stream wins: end the old one whole (its other tasks are lost with it).
+    out.push_back(EndSession{old, Status::Aborted("tasks taken over by worker " + worker_id)});
+    LoseSession(old, "taken over by worker " + worker_id, out);
+  }
+  sessions_[session] = SessionInfo{worker_id, task_ids};
+  for (const auto& task : task_ids) {
+    task_owner_[task] = session;
+    ever_registered_.insert(task);
+  }
+  if (!holders.empty()) {
+    // LoseSession bumped the generation for the tasks the old stream held.
+  } else if (returning) {
+    // The first registrations of a pipeline do not bump the generation; a return after a loss does.
+    BumpGeneration("tasks re-registered by worker " + worker_id, out);
+  }
+  if (AllTasksRegistered()) {
+    out.push_back(Log{LogLevel::kInfo, "all " + std::to_string(expected_.size()) +
+                                           " tasks registered; pipeline " +
+                                           PipelineStateName(State())});
+    next_missing_warn_at_ = clock_.SteadyNow() + options_.missing_tasks_warn_interval;
+  }
+  reg.welcome = WelcomeInfo{generation_, State(), last_completed_id_, last_completed_kind_};
+  Rearm(out);
+  return reg;
+}
+
+Actions PipelineCoordinator::OnSessionEnded(SessionId session, const std::string& why) {
+  Actions out;
+  if (!sessions_.count(session)) return out;
+  LoseSession(session, why, out);
+  Rearm(out);
+  return out;
+}
+
+void PipelineCoordinator::LoseSession(SessionId session, const std::string& why, Actions& out) {
+  auto it = sessions_.find(session);
+  if (it == sessions_.end()) return;
+  std::vector<std::string> lost;
+  for (const auto& task : it->second.task_ids) {
+    auto owner = task_owner_.find(task);
+    if (owner != task_owner_.end() && owner->second == session) {
+      task_owner_.erase(owner);
+      lost.push_back(task);
+    }
+  }
+  const std::string worker = it->second.worker_id;
+  sessions_.erase(it);
+  if (lost.empty()) return;
+
+  out.push_back(Log{LogLevel::kWarn, "lost task(s) " + JoinNames(lost) + " of worker " + worker +
+                                         " (" + why + "); waiting for tasks"});
+  next_missing_warn_at_ = clock_.SteadyNow() + options_.missing_tasks_warn_interval;
+  BumpGeneration("task loss", out);
+  if (pending_ && !pending_->completing) {
+    // A round already with the store completes anyway; any other is aborted, and a savepoint is
+    // queued again while its timeout lasts. Task loss does not count toward tolerable_failures.
+    const bool savepoint = pending_->kind != CheckpointKind::kCheckpoint;
+    const QueuedSavepoint requeue{pending_->requested_target,
+                                  pending_->kind == CheckpointKind::kSavepointAndStop,
+                                  pending_->deadline};
+    FailRound(CheckpointStatus::kFailed, "task(s) lost: " + JoinNames(lost),
+              /*counts_as_failure=*/false, out);
+    if (savepoint && clock_.SteadyNow() < requeue.deadline && !queued_savepoint_) {
+      queued_savepoint_ = requeue;
+      out.push_back(Log{LogLevel::kInfo, "savepoint queued again until its tasks are back"});
+    }
+  }
+}
+
+}  // namespace ckpt

@@ -1,0 +1,160 @@
+#pragma once
+// Drives a PipelineCoordinator by hand: a manual clock, timers that fire when time is advanced past
+// them, and a store whose completions the test performs (or lets happen at once).
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "core/pipeline_coordinator.h"
+
+namespace ckpt::testing {
+
+class ManualClock final : public Clock {
+ public:
+  SteadyTime SteadyNow() const override { return now_; }
+  int64_t WallMs() const override { return wall_ms_; }
+  void Advance(Millis d) {
+    now_ += d;
+    wall_ms_ += d.count();
+  }
+  void AdvanceTo(SteadyTime t) {
+    if (t > now_) Advance(std::chrono::duration_cast<Millis>(t - now_));
+  }
+  void SetWallMs(int64_t ms) { wall_ms_ = ms; }
+
+ private:
+  SteadyTime now_{Millis(1'000'000)};
+  int64_t wall_ms_ = 1'700'000'000'000;
+};
+
+inline PipelineSpec MakeSpec(std::vector<std::string> tasks = {"a", "b"}) {
+  PipelineSpec spec;
+  spec.key = {"job", "pipe"};
+  spec.task_ids = std::move(tasks);
+  spec.interval_ms = 1000;
+  spec.timeout_ms = 5000;
+  spec.min_pause_ms = 0;
+  spec.tolerable_failures = 0;
+  return spec;
+}
+
+class Harness {
+ public:
+  explicit Harness(PipelineSpec spec = MakeSpec(), int64_t id_counter = 0,
+                   CoordinatorOptions options = {}) {
+    StoredPipeline stored;
+    stored.record.spec = std::move(spec);
+    stored.id_counter = id_counter;
+    Build(stored, options);
+  }
+  Harness(const StoredPipeline& stored, CoordinatorOptions options) { Build(stored, options); }
+
+  void Build(const StoredPipeline& stored, CoordinatorOptions options) {
+    options.missing_tasks_warn_interval = Millis(10000);
+    coordinator = std::make_unique<PipelineCoordinator>(stored, clock, options);
+  }
+
+  PipelineCoordinator& c() { return *coordinator; }
+
+  // Applies actions the way the runtime would, recording them.
+  void Apply(const Actions& actions) {
+    for (const auto& action : actions) {
+      all.push_back(action);
+      if (auto* a = std::get_if<ArmWakeup>(&action)) wakeup = a->at;
+      if (std::holds_alternative<CancelWakeup>(action)) wakeup.reset();
+      if (auto* a = std::get_if<ArmTimeout>(&action)) timeout = *a;
+      if (std::holds_alternative<CancelTimeout>(action)) timeout.reset();
+      if (auto* a = std::get_if<SendTrigger>(&action)) triggers.push_back(*a);
+      if (auto* a = std::get_if<SendAbort>(&action)) aborts.push_back(*a);
+      if (auto* a = std::get_if<SendComplete>(&action)) completes.push_back(*a);
+      if (auto* a = std::get_if<EndSession>(&action)) ended.push_back(*a);
+      if (auto* a = std::get_if<RecordTriggerDelay>(&action)) delays.push_back(a->delay);
+      if (auto* a = std::get_if<RoundFinished>(&action)) finished.push_back(*a);
+      if (auto* a = std::get_if<IgnoredMessage>(&action)) ignored.push_back(a->reason);
+      if (auto* a = std::get_if<PersistRecord>(&action)) persisted.push_back(a->record);
+      if (auto* a = std::get_if<Log>(&action)) logs.push_back(*a);
+      if (auto* a = std::get_if<ReserveIds>(&action)) {
+        reserve_requests.push_back(a->new_counter);
+        if (auto_reserve) Apply(coordinator->OnIdsReserved(a->new_counter));
+      }
+      if (auto* a = std::get_if<CommitCheckpoint>(&action)) {
+        commits.push_back(*a);
+        if (auto_commit) Apply(coordinator->OnCommitted(a->checkpoint.checkpoint_id));
+      }
+    }
+  }
+
+  void Start(bool restarted = false) { Apply(coordinator->Start(restarted)); }
+
+  // Registers every task of the spec on one session (id 1 by default).
+  void RegisterAll(SessionId session = 1, const std::string& worker = "w1") {
+    auto reg = coordinator->OnRegister(session, worker, coordinator->Describe().spec.task_ids, false);
+    ASSERT_TRUE(reg.status.ok()) << reg.status.ToString();
+    Apply(reg.actions);
+  }
+
+  // Moves time forward by `d`, firing the timers that come due, in order.
+  void RunFor(Millis d) {
+    const SteadyTime end = clock.SteadyNow() + d;
+    for (;;) {
+      std::optional<SteadyTime> next;
+      bool is_timeout = false;
+      if (wakeup && *wakeup <= end) next = wakeup;
+      if (timeout && timeout->at <= end && (!next || timeout->at < *next)) {
+        next = timeout->at;
+        is_timeout = true;
+      }
+      if (!next) break;
+      clock.AdvanceTo(*next);
+      if (is_timeout) {
+        const int64_t id = timeout->checkpoint_id;
+        timeout.reset();
+        Apply(coordinator->OnTimeout(id));
+      } else {
+        wakeup.reset();
+        Apply(coordinator->OnWakeup());
+      }
+    }
+    clock.AdvanceTo(end);
+  }
+
+  void AckAll(int64_t id, SessionId session = 1) {
+    for (const auto& task : coordinator->Describe().spec.task_ids) {
+      Apply(coordinator->OnAck(session, id, task, TaskState{"mem://" + task, 1, "c"}));
+    }
+  }
+
+  int64_t LastTriggerId() const { return triggers.empty() ? 0 : triggers.back().checkpoint_id; }
+
+  bool LoggedContaining(LogLevel level, const std::string& fragment) const {
+    for (const auto& l : logs) {
+      if (l.level == level && l.text.find(fragment) != std::string::npos) return true;
+    }
+    return false;
+  }
+
+  ManualClock clock;
+  std::unique_ptr<PipelineCoordinator> coordinator;
+  bool auto_reserve = true;
+  bool auto_commit = true;
+
+  std::optional<SteadyTime> wakeup;
+  std::optional<ArmTimeout> timeout;
+  std::vector<Action> all;
+  std::vector<SendTrigger> triggers;
+  std::vector<SendAbort> aborts;
+  std::vector<SendComplete> completes;
+  std::vector<EndSession> ended;
+  std::vector<std::chrono::microseconds> delays;
+  std::vector<RoundFinished> finished;
+  std::vector<std::string> ignored;
+  std::vector<PipelineRecord> persisted;
+  std::vector<Log> logs;
+  std::vector<int64_t> reserve_requests;
+  std::vector<CommitCheckpoint> commits;
+};
+
+}  // namespace ckpt::testing
