@@ -57,7 +57,9 @@ Actions PipelineCoordinator::Start(bool restarted) {
 // Schedule
 
 std::optional<SteadyTime> PipelineCoordinator::NextPeriodicDue() const {
-  if (!last_trigger_at_) return clock_.SteadyNow();  // never triggered: due now
+  // Never triggered: due at once. A fixed past time, not "now": a real clock moves between the
+  // wakeup and this check, and "now" would then always lie a little ahead.
+  if (!last_trigger_at_) return SteadyTime{};
   SteadyTime due = *last_trigger_at_ + Millis(spec_.interval_ms);
   if (last_finished_at_) due = std::max(due, *last_finished_at_ + Millis(spec_.min_pause_ms));
   return due;

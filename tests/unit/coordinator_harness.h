@@ -14,7 +14,12 @@ namespace ckpt::testing {
 
 class ManualClock final : public Clock {
  public:
-  SteadyTime SteadyNow() const override { return now_; }
+  // With ticking on, every reading moves time on by 1 us, as a real clock does between two reads.
+  SteadyTime SteadyNow() const override {
+    if (ticking_) now_ += std::chrono::microseconds(1);
+    return now_;
+  }
+  void SetTicking(bool on) { ticking_ = on; }
   int64_t WallMs() const override { return wall_ms_; }
   void Advance(Millis d) {
     now_ += d;
@@ -26,7 +31,8 @@ class ManualClock final : public Clock {
   void SetWallMs(int64_t ms) { wall_ms_ = ms; }
 
  private:
-  SteadyTime now_{Millis(1'000'000)};
+  mutable SteadyTime now_{Millis(1'000'000)};
+  bool ticking_ = false;
   int64_t wall_ms_ = 1'700'000'000'000;
 };
 

@@ -37,6 +37,18 @@ TEST(Coordinator, WaitsForAllTasksThenTriggersAndCompletes) {
   EXPECT_EQ(h.c().Describe().last_completed_checkpoint_id, 1);
 }
 
+TEST(Coordinator, FirstTriggerHappensWithAClockThatMovesBetweenReads) {
+  Harness h;
+  h.clock.SetTicking(true);
+  h.Start();
+  h.RegisterAll();
+  h.RunFor(milliseconds(1));
+  ASSERT_EQ(h.triggers.size(), 1u);
+  h.AckAll(h.LastTriggerId());
+  h.RunFor(milliseconds(1000));
+  EXPECT_EQ(h.triggers.size(), 2u);
+}
+
 TEST(Coordinator, PeriodicTriggersRespectTheInterval) {
   Harness h;
   h.Start();

@@ -1,0 +1,57 @@
+#include "rpc/proto_convert.h"
+
+namespace ckpt {
+
+v1::CheckpointKind ToProto(CheckpointKind kind) {
+  switch (kind) {
+    case CheckpointKind::kCheckpoint: return v1::CHECKPOINT_KIND_CHECKPOINT;
+    case CheckpointKind::kSavepoint: return v1::CHECKPOINT_KIND_SAVEPOINT;
+    case CheckpointKind::kSavepointAndStop: return v1::CHECKPOINT_KIND_SAVEPOINT_AND_STOP;
+  }
+  return v1::CHECKPOINT_KIND_UNSPECIFIED;
+}
+
+v1::PipelineState ToProto(PipelineState state) {
+  switch (state) {
+    case PipelineState::kWaitingForTasks: return v1::PIPELINE_STATE_WAITING_FOR_TASKS;
+    case PipelineState::kRunning: return v1::PIPELINE_STATE_RUNNING;
+    case PipelineState::kPaused: return v1::PIPELINE_STATE_PAUSED;
+    case PipelineState::kFailed: return v1::PIPELINE_STATE_FAILED;
+    case PipelineState::kStopped: return v1::PIPELINE_STATE_STOPPED;
+  }
+  return v1::PIPELINE_STATE_UNSPECIFIED;
+}
+
+void ToProto(const OutboundMessage& message, v1::CoordinatorMessage* out) {
+  if (auto* m = std::get_if<WelcomeMessage>(&message)) {
+    auto* w = out->mutable_welcome();
+    w->set_session_id(std::to_string(m->session));
+    w->set_generation(m->info.generation);
+    w->set_state(ToProto(m->info.state));
+    w->set_last_completed_checkpoint_id(m->info.last_completed_checkpoint_id);
+    w->set_last_completed_kind(ToProto(m->info.last_completed_kind));
+    w->set_heartbeat_interval_ms(m->heartbeat_interval_ms);
+    w->set_lease_ttl_ms(m->lease_ttl_ms);
+  } else if (auto* m = std::get_if<SendTrigger>(&message)) {
+    auto* t = out->mutable_trigger();
+    t->set_checkpoint_id(m->checkpoint_id);
+    t->set_kind(ToProto(m->kind));
+    t->set_timestamp_ms(m->timestamp_ms);
+    t->set_generation(m->generation);
+    t->set_target(m->target);
+  } else if (auto* m = std::get_if<SendAbort>(&message)) {
+    auto* a = out->mutable_abort();
+    a->set_checkpoint_id(m->checkpoint_id);
+    a->set_reason(m->reason);
+  } else if (auto* m = std::get_if<SendComplete>(&message)) {
+    auto* c = out->mutable_complete();
+    c->set_checkpoint_id(m->checkpoint_id);
+    c->set_kind(ToProto(m->kind));
+  }
+}
+
+TaskState FromProto(const v1::TaskState& state) {
+  return TaskState{state.uri(), state.size_bytes(), state.checksum()};
+}
+
+}  // namespace ckpt

@@ -1,0 +1,16 @@
+#pragma once
+// Proto <-> domain conversions for the worker protocol.
+
+#include "ckpt/v1/worker.pb.h"
+#include "core/types.h"
+#include "runtime/session_sink.h"
+
+namespace ckpt {
+
+v1::CheckpointKind ToProto(CheckpointKind kind);
+v1::PipelineState ToProto(PipelineState state);
+// Fills `out` with the proto form of a domain message to a worker.
+void ToProto(const OutboundMessage& message, v1::CoordinatorMessage* out);
+TaskState FromProto(const v1::TaskState& state);
+
+}  // namespace ckpt

@@ -1,0 +1,204 @@
+#include "rpc/worker_session.h"
+
+#include <spdlog/spdlog.h>
+
+#include <boost/asio/post.hpp>
+
+#include "core/spec_validation.h"
+#include "rpc/proto_convert.h"
+#include "rpc/status_mapping.h"
+
+namespace ckpt {
+
+namespace asio = boost::asio;
+using Steady = std::chrono::steady_clock;
+
+WorkerSession* WorkerSession::Create(SessionId id, const SessionDeps& deps) {
+  std::shared_ptr<WorkerSession> session(new WorkerSession(id, deps));
+  session->self_ = session;
+  ++session->metrics_.worker_sessions;
+  session->last_activity_ = Steady::now().time_since_epoch().count();
+  // A stream that never says hello is ended by the lease like a silent one.
+  session->ArmLease(Steady::now() + session->lease_ttl_);
+  session->StartRead(&session->in_);
+  return session.get();
+}
+
+WorkerSession::WorkerSession(SessionId id, const SessionDeps& deps)
+    : id_(id),
+      registry_(deps.registry),
+      metrics_(deps.metrics),
+      lease_ttl_(deps.lease_ttl_ms),
+      lease_strand_(asio::make_strand(deps.io)),
+      lease_timer_(lease_strand_) {}
+
+std::shared_ptr<PipelineRunner> WorkerSession::runner() {
+  std::lock_guard lock(runner_mu_);
+  return runner_;
+}
+
+void WorkerSession::OnReadDone(bool ok) {
+  if (!ok) {
+    // The worker closed its side (or the call is going away): its tasks are gone.
+    ReportEnded("stream ended by the worker");
+    End(Status::Ok());
+    return;
+  }
+  last_activity_ = Steady::now().time_since_epoch().count();
+  if (HandleMessage()) StartRead(&in_);
+}
+
+bool WorkerSession::HandleMessage() {
+  if (!hello_seen_) {
+    if (!in_.has_hello()) {
+      End(Status::InvalidArgument("the first message on a stream must be hello"));
+      return false;
+    }
+    hello_seen_ = true;
+    return HandleHello(in_.hello());
+  }
+  auto pipeline = runner();
+  if (!pipeline) return false;  // hello was refused; End is already on its way
+  switch (in_.msg_case()) {
+    case v1::WorkerMessage::kHello:
+      ReportEnded("second hello");
+      End(Status::InvalidArgument("hello was already sent on this stream"));
+      return false;
+    case v1::WorkerMessage::kAck:
+      pipeline->Ack(id_, in_.ack().checkpoint_id(), in_.ack().task_id(),
+                    FromProto(in_.ack().state()));
+      return true;
+    case v1::WorkerMessage::kDecline:
+      pipeline->Decline(id_, in_.decline().checkpoint_id(), in_.decline().task_id(),
+                        in_.decline().reason(), in_.decline().expired());
+      return true;
+    case v1::WorkerMessage::kHeartbeat:
+      return true;  // the activity time is all a heartbeat is for
+    case v1::WorkerMessage::kSavepointRequest:
+      pipeline->RequestSavepoint(id_, in_.savepoint_request().target(),
+                                 in_.savepoint_request().stop());
+      return true;
+    case v1::WorkerMessage::kGoodbye:
+      ReportEnded("goodbye");
+      End(Status::Ok());
+      return false;
+    case v1::WorkerMessage::MSG_NOT_SET:
+      break;
+  }
+  // A message kind this build does not know (a newer worker): ignore it, count it.
+  metrics_.CountIgnored("unknown_message");
+  return true;
+}
+
+bool WorkerSession::HandleHello(const v1::Hello& hello) {
+  for (const auto& [id, what] : {std::pair{&hello.job_id(), "job_id"},
+                                 std::pair{&hello.pipeline_id(), "pipeline_id"}}) {
+    if (auto s = ValidateId(*id, what); !s.ok()) {
+      End(s);
+      return false;
+    }
+  }
+  HelloInfo info;
+  info.worker_id = hello.worker_id();
+  info.key = PipelineKey{hello.job_id(), hello.pipeline_id()};
+  info.task_ids.assign(hello.task_ids().begin(), hello.task_ids().end());
+  info.takeover = hello.takeover();
+  auto pipeline = registry_.Find(info.key);
+  if (!pipeline) {
+    End(Status::NotFound("no pipeline " + info.key.ToString()));
+    return false;
+  }
+  {
+    std::lock_guard lock(runner_mu_);
+    runner_ = pipeline;
+  }
+  pipeline->Register(id_, shared_from_this(), std::move(info));
+  return true;
+}
+
+void WorkerSession::ReportEnded(const std::string& why) {
+  if (end_reported_.exchange(true)) return;
+  if (auto pipeline = runner()) pipeline->SessionEnded(id_, why);
+}
+
+void WorkerSession::Send(OutboundMessage message) {
+  std::lock_guard lock(mu_);
+  if (finish_requested_ || done_) return;
+  out_queue_.emplace_back();
+  ToProto(message, &out_queue_.back());
+  if (!writing_) StartNextWriteLocked();
+}
+
+void WorkerSession::End(Status status) {
+  std::lock_guard lock(mu_);
+  if (finish_requested_) return;
+  finish_requested_ = true;
+  finish_status_ = std::move(status);
+  MaybeFinishLocked();
+}
+
+void WorkerSession::StartNextWriteLocked() {
+  writing_ = true;
+  StartWrite(&out_queue_.front());
+}
+
+void WorkerSession::OnWriteDone(bool ok) {
+  std::lock_guard lock(mu_);
+  out_queue_.pop_front();
+  writing_ = false;
+  if (!ok) {
+    // The stream is broken; nothing more will get through.
+    out_queue_.clear();
+    if (!finish_requested_) {
+      finish_requested_ = true;
+      finish_status_ = Status::Unavailable("write to the worker failed");
+    }
+  }
+  if (!out_queue_.empty()) {
+    StartNextWriteLocked();
+  } else {
+    MaybeFinishLocked();
+  }
+}
+
+void WorkerSession::MaybeFinishLocked() {
+  // Queued messages go out first (a welcome before an error cannot happen, but an abort before a
+  // shutdown status can); Finish is called exactly once.
+  if (!finish_requested_ || writing_ || !out_queue_.empty() || finished_) return;
+  finished_ = true;
+  Finish(ToGrpcStatus(finish_status_));
+}
+
+void WorkerSession::OnCancel() {
+  ReportEnded("stream cancelled");
+  End(Status::Unavailable("stream cancelled"));
+}
+
+void WorkerSession::OnDone() {
+  done_ = true;
+  ReportEnded("stream ended");
+  --metrics_.worker_sessions;
+  asio::post(lease_strand_, [self = shared_from_this()] { self->lease_timer_.cancel(); });
+  auto last_reference_held_by_us = std::move(self_);
+}
+
+void WorkerSession::ArmLease(Steady::time_point at) {
+  asio::post(lease_strand_, [self = shared_from_this(), at] {
+    if (self->done_) return;
+    self->lease_timer_.expires_at(at);
+    self->lease_timer_.async_wait([self](const boost::system::error_code& ec) {
+      if (ec || self->done_) return;
+      const Steady::time_point last{Steady::duration(self->last_activity_.load())};
+      const Steady::time_point expiry = last + self->lease_ttl_;
+      if (Steady::now() < expiry) {
+        self->ArmLease(expiry);  // activity since: look again when the renewed lease ends
+        return;
+      }
+      self->ReportEnded("lease expired");
+      self->End(Status::DeadlineExceeded("lease expired: no message for " +
+                                         std::to_string(self->lease_ttl_.count()) + " ms"));
+    });
+  });
+}
+
+}  // namespace ckpt

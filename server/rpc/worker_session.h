@@ -1,0 +1,97 @@
+#pragma once
+// WorkerSession is one worker's Connect stream: the gRPC callback reactor and, for the pipeline,
+// the SessionSink it writes to.
+//
+// Threading: gRPC runs reactions on its own threads, a read and a write completion possibly at
+// once. Write state is guarded by mu_; the runner pointer by runner_mu_; done_ and the activity
+// time are atomics. Reactions never block and never touch a coordinator: they post to the
+// pipeline's strand through its runner. The lease timer lives on its own strand (lease_strand_).
+//
+// Lifetime: the session owns itself (self_) from Create until OnDone. Strand handlers and the lease
+// timer may hold more references, so every call after OnDone is a no-op. Finish is called exactly
+// once, every path (goodbye, errors, cancel, lease expiry, shutdown) going through End().
+
+#include <grpcpp/grpcpp.h>
+
+#include <atomic>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <deque>
+#include <memory>
+#include <mutex>
+
+#include "ckpt/v1/worker.grpc.pb.h"
+#include "runtime/daemon_metrics.h"
+#include "runtime/registry.h"
+#include "runtime/session_sink.h"
+
+namespace ckpt {
+
+struct SessionDeps {
+  Registry& registry;
+  DaemonMetrics& metrics;
+  boost::asio::io_context& io;
+  int64_t lease_ttl_ms;
+};
+
+class WorkerSession final
+    : public grpc::ServerBidiReactor<v1::WorkerMessage, v1::CoordinatorMessage>,
+      public SessionSink,
+      public std::enable_shared_from_this<WorkerSession> {
+ public:
+  // Returns the reactor for gRPC; it stays alive at least until OnDone.
+  static WorkerSession* Create(SessionId id, const SessionDeps& deps);
+
+  // SessionSink
+  void Send(OutboundMessage message) override;
+  void End(Status status) override;
+
+  // Reactions
+  void OnReadDone(bool ok) override;
+  void OnWriteDone(bool ok) override;
+  void OnCancel() override;
+  void OnDone() override;
+
+ private:
+  WorkerSession(SessionId id, const SessionDeps& deps);
+  // Handles in_; returns false when the stream must read no more.
+  bool HandleMessage();
+  bool HandleHello(const v1::Hello& hello);
+  void ReportEnded(const std::string& why);
+  void StartNextWriteLocked();
+  void MaybeFinishLocked();
+  void ArmLease(std::chrono::steady_clock::time_point at);
+  std::shared_ptr<PipelineRunner> runner();
+
+  // Constant after construction.
+  const SessionId id_;
+  Registry& registry_;
+  DaemonMetrics& metrics_;
+  const std::chrono::milliseconds lease_ttl_;
+
+  std::atomic<bool> done_{false};
+  std::atomic<bool> end_reported_{false};
+  std::atomic<std::chrono::steady_clock::rep> last_activity_{0};
+
+  // Touched only by read reactions, of which one is outstanding at a time.
+  v1::WorkerMessage in_;
+  bool hello_seen_ = false;
+
+  std::mutex runner_mu_;
+  std::shared_ptr<PipelineRunner> runner_;  // guarded by runner_mu_; set once, after hello
+
+  std::mutex mu_;
+  std::deque<v1::CoordinatorMessage> out_queue_;  // guarded by mu_; front() is in flight while writing_
+  bool writing_ = false;                          // guarded by mu_
+  bool finish_requested_ = false;                 // guarded by mu_
+  bool finished_ = false;                         // guarded by mu_
+  Status finish_status_;                          // guarded by mu_
+
+  boost::asio::strand<boost::asio::io_context::executor_type> lease_strand_;
+  boost::asio::steady_timer lease_timer_;  // lease_strand_ only
+
+  std::shared_ptr<WorkerSession> self_;  // released in OnDone
+};
+
+}  // namespace ckpt

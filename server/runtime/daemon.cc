@@ -1,0 +1,129 @@
+#include "runtime/daemon.h"
+
+#include <grpcpp/grpcpp.h>
+#include <spdlog/spdlog.h>
+
+#include <map>
+
+#include "rpc/worker_service.h"
+#include "store/sqlite_store.h"
+
+namespace ckpt {
+
+namespace {
+
+// gRPC messages beyond this are refused with RESOURCE_EXHAUSTED: an ack carries a few ids and a
+// URI, a hello at most kMaxTasksPerPipeline short ids.
+constexpr int kMaxMessageBytes = 8 << 20;
+
+}  // namespace
+
+Daemon::Daemon(DaemonConfig config, std::unique_ptr<MetadataStore> store)
+    : config_(std::move(config)), store_(std::move(store)) {}
+
+Daemon::~Daemon() { Shutdown(); }
+
+std::shared_ptr<PipelineRunner> Daemon::MakeRunner(const StoredPipeline& stored, bool restarted) {
+  RunnerOptions options;
+  options.heartbeat_interval_ms = config_.heartbeat_interval_ms;
+  options.lease_ttl_ms = config_.lease_ttl_ms;
+  options.coordinator.savepoint_root = config_.data_dir + "/savepoints";
+  return std::make_shared<PipelineRunner>(io_, stored, restarted, *store_, clock_, metrics_,
+                                          options);
+}
+
+Status Daemon::LoadPipelines() {
+  auto loaded = store_->LoadPipelines();
+  if (!loaded.ok()) return loaded.status();
+  std::map<PipelineKey, StoredPipeline> stored;
+  for (auto& p : *loaded) stored[p.record.spec.key] = std::move(p);
+
+  // Config-declared pipelines are created, or updated to match the file; API-created ones are
+  // left alone.
+  std::map<PipelineKey, bool> fresh;
+  for (const auto& spec : config_.pipelines) {
+    auto it = stored.find(spec.key);
+    if (it == stored.end()) {
+      StoredPipeline p;
+      p.record.spec = spec;
+      p.record.from_config = true;
+      stored[spec.key] = p;
+      fresh[spec.key] = true;
+    } else if (it->second.record.spec != spec || !it->second.record.from_config) {
+      spdlog::info("[{}] spec updated from the config file", spec.key.ToString());
+      it->second.record.spec = spec;
+      it->second.record.from_config = true;
+    }
+  }
+  for (const auto& [key, p] : stored) {
+    auto runner = MakeRunner(p, /*restarted=*/!fresh.count(key));
+    registry_.Add(runner);
+    runner->Start();
+  }
+  spdlog::info("{} pipeline(s) loaded ({} new from the config)", stored.size(), fresh.size());
+  return Status::Ok();
+}
+
+Status Daemon::Start() {
+  if (!store_) {
+    if (config_.store_backend != "sqlite") {
+      return Status::InvalidArgument("unknown store backend " + config_.store_backend);
+    }
+    auto opened = SqliteStore::Open(config_.data_dir);
+    if (!opened.ok()) return opened.status();
+    store_ = std::move(*opened);
+  }
+  work_ = std::make_unique<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>>(
+      io_.get_executor());
+  if (auto s = LoadPipelines(); !s.ok()) return s;
+
+  const unsigned threads =
+      config_.threads > 0 ? config_.threads : std::max(1u, std::thread::hardware_concurrency());
+  for (unsigned i = 0; i < threads; ++i) threads_.emplace_back([this] { io_.run(); });
+
+  worker_service_ = std::make_unique<WorkerServiceImpl>(
+      SessionDeps{registry_, metrics_, io_, config_.lease_ttl_ms});
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(config_.listen, grpc::InsecureServerCredentials(), &grpc_port_);
+  builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
+  builder.RegisterService(worker_service_.get());
+  server_ = builder.BuildAndStart();
+  started_ = true;
+  if (!server_ || grpc_port_ == 0) {
+    Shutdown();
+    return Status::Unavailable("cannot listen on " + config_.listen +
+                               " (address in use or not valid?)");
+  }
+  spdlog::info("ckptd serving on port {} with {} io thread(s), data in {}", grpc_port_, threads,
+               config_.data_dir);
+  return Status::Ok();
+}
+
+void Daemon::Shutdown() {
+  if (!started_ || stopped_) return;
+  stopped_ = true;
+  spdlog::info("shutting down: no new triggers; pending rounds have {} ms to finish",
+               config_.shutdown_grace_ms);
+  auto runners = registry_.All();
+  for (auto& r : runners) r->BeginShutdown();
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(config_.shutdown_grace_ms);
+  while (metrics_.pending_checkpoints.load() > 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));  // the controlling thread, not a strand
+  }
+  if (metrics_.pending_checkpoints.load() > 0) {
+    spdlog::warn("{} round(s) still pending after the grace period; they are aborted",
+                 metrics_.pending_checkpoints.load());
+  }
+  for (auto& r : runners) r->EndAllSessions(Status::Unavailable("ckptd is shutting down"));
+  if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  store_->Flush();
+  work_.reset();
+  io_.stop();
+  for (auto& t : threads_) t.join();
+  threads_.clear();
+  registry_.All().clear();
+  spdlog::info("shutdown complete");
+}
+
+}  // namespace ckpt

@@ -1,0 +1,71 @@
+#pragma once
+// Daemon assembles ckptd: the store, one runner per pipeline on a shared io_context run by a fixed
+// pool of threads, and the gRPC server. main.cc and the integration tests drive it.
+//
+// Threading: Start and Shutdown are called from one controlling thread (main, or a test), never
+// from an io_context thread. Accessors are safe from any thread once Start returned.
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "config/daemon_config.h"
+#include "core/clock.h"
+#include "runtime/daemon_metrics.h"
+#include "runtime/registry.h"
+#include "store/metadata_store.h"
+
+namespace grpc {
+class Server;
+}
+
+namespace ckpt {
+
+class WorkerServiceImpl;
+
+class Daemon {
+ public:
+  // `store`: null opens the configured backend in data_dir; tests may inject one (e.g. a
+  // fault-injecting wrapper).
+  explicit Daemon(DaemonConfig config, std::unique_ptr<MetadataStore> store = nullptr);
+  ~Daemon();
+  Daemon(const Daemon&) = delete;
+  Daemon& operator=(const Daemon&) = delete;
+
+  // Opens the store, loads and starts every pipeline, applies the config's pipelines, starts the
+  // io threads and the gRPC server. An error leaves nothing running.
+  Status Start();
+  // Graceful: stop triggering, let pending rounds finish within the grace period, flush the store,
+  // end worker streams with UNAVAILABLE, stop the server and the threads. Idempotent.
+  void Shutdown();
+
+  int grpc_port() const { return grpc_port_; }
+  Registry& registry() { return registry_; }
+  DaemonMetrics& metrics() { return metrics_; }
+  MetadataStore& store() { return *store_; }
+  const DaemonConfig& config() const { return config_; }
+  size_t io_threads() const { return threads_.size(); }
+
+ private:
+  Status LoadPipelines();
+  std::shared_ptr<PipelineRunner> MakeRunner(const StoredPipeline& stored, bool restarted);
+
+  // Constant after Start.
+  DaemonConfig config_;
+  SystemClock clock_;
+  DaemonMetrics metrics_;
+  std::unique_ptr<MetadataStore> store_;
+  boost::asio::io_context io_;
+  std::unique_ptr<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
+  std::vector<std::thread> threads_;
+  Registry registry_;
+  std::unique_ptr<WorkerServiceImpl> worker_service_;
+  std::unique_ptr<grpc::Server> server_;
+  int grpc_port_ = 0;
+  bool started_ = false;
+  bool stopped_ = false;
+};
+
+}  // namespace ckpt

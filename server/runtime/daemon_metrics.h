@@ -1,0 +1,44 @@
+#pragma once
+// DaemonMetrics: the daemon-wide counters, gauges and histograms that /metrics exports and the
+// benchmarks read. Units are in the names.
+// Threading: safe for concurrent use without external synchronization (atomics).
+
+#include <atomic>
+#include <cstdint>
+
+#include "metrics/histogram.h"
+
+namespace ckpt {
+
+struct DaemonMetrics {
+  std::atomic<uint64_t> checkpoints_completed_total{0};
+  std::atomic<uint64_t> checkpoints_failed_total{0};
+  std::atomic<uint64_t> checkpoints_expired_total{0};
+  std::atomic<uint64_t> acks_total{0};
+  std::atomic<uint64_t> triggers_total{0};
+  // ckptd_ignored_messages_total{reason}
+  std::atomic<uint64_t> ignored_unowned_task_total{0};
+  std::atomic<uint64_t> ignored_not_pending_total{0};
+  std::atomic<uint64_t> ignored_duplicate_total{0};
+  std::atomic<uint64_t> ignored_unknown_message_total{0};
+  std::atomic<int64_t> pending_checkpoints{0};  // gauge
+  std::atomic<int64_t> worker_sessions{0};      // gauge: open streams
+
+  LatencyHistogram trigger_delay;        // ckptd_trigger_delay_seconds: fire time minus due time
+  LatencyHistogram checkpoint_duration;  // ckptd_checkpoint_duration_seconds: trigger to complete
+  LatencyHistogram store_commit;         // ckptd_store_commit_seconds: queued to durable
+
+  void CountIgnored(const std::string& reason) {
+    if (reason == "unowned_task") {
+      ++ignored_unowned_task_total;
+    } else if (reason == "not_pending") {
+      ++ignored_not_pending_total;
+    } else if (reason == "duplicate") {
+      ++ignored_duplicate_total;
+    } else {
+      ++ignored_unknown_message_total;
+    }
+  }
+};
+
+}  // namespace ckpt

@@ -1,0 +1,225 @@
+#include "runtime/pipeline_runner.h"
+
+#include <spdlog/spdlog.h>
+
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/post.hpp>
+
+namespace ckpt {
+
+namespace asio = boost::asio;
+
+PipelineRunner::PipelineRunner(asio::io_context& io, const StoredPipeline& stored, bool restarted,
+                               MetadataStore& store, const Clock& clock, DaemonMetrics& metrics,
+                               RunnerOptions options)
+    : key_(stored.record.spec.key),
+      log_prefix_("[" + key_.job_id + "/" + key_.pipeline_id + "] "),
+      store_(store),
+      clock_(clock),
+      metrics_(metrics),
+      options_(std::move(options)),
+      restarted_(restarted),
+      strand_(asio::make_strand(io)),
+      coordinator_(stored, clock, options_.coordinator),
+      wakeup_timer_(strand_),
+      timeout_timer_(strand_) {}
+
+template <typename F>
+void PipelineRunner::Post(F&& f) {
+  asio::post(strand_, [self = shared_from_this(), f = std::forward<F>(f)]() mutable { f(*self); });
+}
+
+void PipelineRunner::Start() {
+  Post([](PipelineRunner& r) { r.Run(r.coordinator_.Start(r.restarted_)); });
+}
+
+void PipelineRunner::Register(SessionId session, std::shared_ptr<SessionSink> sink,
+                              HelloInfo hello) {
+  Post([session, sink = std::move(sink), hello = std::move(hello)](PipelineRunner& r) {
+    auto reg = r.coordinator_.OnRegister(session, hello.worker_id, hello.task_ids, hello.takeover);
+    if (!reg.status.ok()) {
+      r.LogLine(LogLevel::kWarn, "refused hello from worker " + hello.worker_id + ": " +
+                                     reg.status.ToString());
+      sink->End(reg.status);
+      return;
+    }
+    r.sessions_[session] = sink;
+    r.LogLine(LogLevel::kInfo, "worker " + hello.worker_id + " registered " +
+                                   std::to_string(hello.task_ids.size()) + " task(s) (session " +
+                                   std::to_string(session) + ")");
+    // Welcome first: the actions may hold a trigger for this very session.
+    sink->Send(WelcomeMessage{session, reg.welcome, r.options_.heartbeat_interval_ms,
+                              r.options_.lease_ttl_ms});
+    r.Run(std::move(reg.actions));
+  });
+}
+
+void PipelineRunner::Ack(SessionId session, int64_t checkpoint_id, std::string task_id,
+                         TaskState state) {
+  ++metrics_.acks_total;
+  Post([=, task_id = std::move(task_id), state = std::move(state)](PipelineRunner& r) {
+    r.Run(r.coordinator_.OnAck(session, checkpoint_id, task_id, state));
+  });
+}
+
+void PipelineRunner::Decline(SessionId session, int64_t checkpoint_id, std::string task_id,
+                             std::string reason, bool expired) {
+  Post([=, task_id = std::move(task_id), reason = std::move(reason)](PipelineRunner& r) {
+    r.Run(r.coordinator_.OnDecline(session, checkpoint_id, task_id, reason, expired));
+  });
+}
+
+void PipelineRunner::RequestSavepoint(SessionId session, std::string target, bool stop) {
+  Post([=, target = std::move(target)](PipelineRunner& r) {
+    // A worker's request uses the pipeline's checkpoint timeout as the savepoint's.
+    auto outcome = r.coordinator_.RequestSavepoint(
+        target, stop, Millis(r.coordinator_.Describe().spec.timeout_ms));
+    if (!outcome.status.ok()) {
+      r.LogLine(LogLevel::kWarn, "savepoint request of session " + std::to_string(session) +
+                                     " refused: " + outcome.status.ToString());
+    }
+    r.Run(std::move(outcome.actions));
+  });
+}
+
+void PipelineRunner::SessionEnded(SessionId session, std::string why) {
+  Post([session, why = std::move(why)](PipelineRunner& r) {
+    r.sessions_.erase(session);
+    r.Run(r.coordinator_.OnSessionEnded(session, why));
+  });
+}
+
+void PipelineRunner::BeginShutdown() {
+  Post([](PipelineRunner& r) { r.Run(r.coordinator_.BeginShutdown()); });
+}
+
+void PipelineRunner::EndAllSessions(Status status) {
+  Post([status = std::move(status)](PipelineRunner& r) {
+    auto sessions = std::move(r.sessions_);
+    r.sessions_.clear();
+    for (auto& [id, sink] : sessions) {
+      r.Run(r.coordinator_.OnSessionEnded(id, "daemon shutting down"));
+      sink->End(status);
+    }
+  });
+}
+
+void PipelineRunner::Inspect(std::function<void(const PipelineCoordinator&)> fn) {
+  Post([fn = std::move(fn)](PipelineRunner& r) { fn(r.coordinator_); });
+}
+
+void PipelineRunner::Run(Actions actions) {
+  for (const Action& action : actions) {
+    try {
+      Execute(action);
+    } catch (const std::exception& e) {
+      // A failure while carrying out an action must not silently stop the schedule: log it with
+      // job and pipeline and re-arm the wakeup, which re-evaluates everything.
+      LogLine(LogLevel::kError, std::string("action failed: ") + e.what() +
+                                    "; schedule re-armed in 1 s");
+      ArmWakeupAt(clock_.SteadyNow() + Millis(1000));
+    }
+  }
+  const bool pending = coordinator_.HasPendingRound();
+  if (pending != counted_pending_) {
+    metrics_.pending_checkpoints += pending ? 1 : -1;
+    counted_pending_ = pending;
+  }
+}
+
+void PipelineRunner::Execute(const Action& action) {
+  auto send = [this](const std::vector<SessionId>& to, const OutboundMessage& message) {
+    for (SessionId id : to) {
+      if (auto it = sessions_.find(id); it != sessions_.end()) it->second->Send(message);
+    }
+  };
+  if (auto* a = std::get_if<SendTrigger>(&action)) {
+    ++metrics_.triggers_total;
+    send(a->to, *a);
+  } else if (auto* a = std::get_if<SendAbort>(&action)) {
+    send(a->to, *a);
+  } else if (auto* a = std::get_if<SendComplete>(&action)) {
+    send(a->to, *a);
+  } else if (auto* a = std::get_if<EndSession>(&action)) {
+    if (auto it = sessions_.find(a->session); it != sessions_.end()) {
+      it->second->End(a->status);
+      sessions_.erase(it);
+    }
+  } else if (auto* a = std::get_if<ArmWakeup>(&action)) {
+    ArmWakeupAt(a->at);
+  } else if (std::holds_alternative<CancelWakeup>(action)) {
+    wakeup_timer_.cancel();
+  } else if (auto* a = std::get_if<ArmTimeout>(&action)) {
+    ArmTimeoutAt(a->at, a->checkpoint_id);
+  } else if (std::holds_alternative<CancelTimeout>(action)) {
+    timeout_timer_.cancel();
+  } else if (auto* a = std::get_if<ReserveIds>(&action)) {
+    const int64_t counter = a->new_counter;
+    store_.ReserveIds(key_, counter, [self = shared_from_this(), counter](Status s) {
+      self->Post([counter, s = std::move(s)](PipelineRunner& r) {
+        r.Run(s.ok() ? r.coordinator_.OnIdsReserved(counter)
+                     : r.coordinator_.OnIdsReserveFailed(s));
+      });
+    });
+  } else if (auto* a = std::get_if<PersistRecord>(&action)) {
+    store_.PutPipeline(a->record, [self = shared_from_this()](Status s) {
+      if (!s.ok()) self->LogLine(LogLevel::kError, "persisting pipeline state failed: " + s.ToString());
+    });
+  } else if (auto* a = std::get_if<CommitCheckpoint>(&action)) {
+    const int64_t id = a->checkpoint.checkpoint_id;
+    const SteadyTime queued_at = clock_.SteadyNow();
+    store_.CommitCheckpoint(a->record_after, a->checkpoint,
+                            [self = shared_from_this(), id, queued_at](Status s) {
+      self->metrics_.store_commit.ObserveMicros(
+          std::chrono::duration_cast<std::chrono::microseconds>(self->clock_.SteadyNow() - queued_at)
+              .count());
+      // Never dropped: what is durable is complete (the coordinator checks the id and phase).
+      self->Post([id, s = std::move(s)](PipelineRunner& r) {
+        r.Run(s.ok() ? r.coordinator_.OnCommitted(id) : r.coordinator_.OnCommitFailed(id, s));
+      });
+    });
+  } else if (auto* a = std::get_if<RecordTriggerDelay>(&action)) {
+    metrics_.trigger_delay.ObserveMicros(a->delay.count());
+  } else if (auto* a = std::get_if<RoundFinished>(&action)) {
+    switch (a->status) {
+      case CheckpointStatus::kCompleted:
+        ++metrics_.checkpoints_completed_total;
+        metrics_.checkpoint_duration.ObserveMicros(a->duration.count());
+        break;
+      case CheckpointStatus::kExpired: ++metrics_.checkpoints_expired_total; break;
+      default: ++metrics_.checkpoints_failed_total; break;
+    }
+  } else if (auto* a = std::get_if<IgnoredMessage>(&action)) {
+    metrics_.CountIgnored(a->reason);
+  } else if (auto* a = std::get_if<Log>(&action)) {
+    LogLine(a->level, a->text);
+  }
+}
+
+void PipelineRunner::ArmWakeupAt(SteadyTime at) {
+  wakeup_timer_.expires_at(at);  // cancels an earlier wait; its handler sees operation_aborted
+  wakeup_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+    if (ec) return;
+    self->Run(self->coordinator_.OnWakeup());
+  });
+}
+
+void PipelineRunner::ArmTimeoutAt(SteadyTime at, int64_t checkpoint_id) {
+  timeout_timer_.expires_at(at);
+  timeout_timer_.async_wait(
+      [self = shared_from_this(), checkpoint_id](const boost::system::error_code& ec) {
+        if (ec) return;
+        self->Run(self->coordinator_.OnTimeout(checkpoint_id));
+      });
+}
+
+void PipelineRunner::LogLine(LogLevel level, const std::string& text) const {
+  switch (level) {
+    case LogLevel::kDebug: spdlog::debug("{}{}", log_prefix_, text); break;
+    case LogLevel::kInfo: spdlog::info("{}{}", log_prefix_, text); break;
+    case LogLevel::kWarn: spdlog::warn("{}{}", log_prefix_, text); break;
+    case LogLevel::kError: spdlog::error("{}{}", log_prefix_, text); break;
+  }
+}
+
+}  // namespace ckpt

@@ -1,0 +1,86 @@
+#pragma once
+// PipelineRunner runs one PipelineCoordinator on its own strand and carries out its actions: sends
+// to worker sessions, Asio timers, store writes (whose completions it posts back to the strand),
+// logs with job and pipeline, metrics.
+//
+// Threading: public methods may be called from any thread; each posts its work to strand_ and
+// returns at once. Members under "strand_" are touched only by handlers running on strand_. Nothing
+// on the strand blocks: the store is asynchronous and sessions queue their writes.
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "core/pipeline_coordinator.h"
+#include "runtime/daemon_metrics.h"
+#include "runtime/session_sink.h"
+#include "store/metadata_store.h"
+
+namespace ckpt {
+
+struct RunnerOptions {
+  int64_t heartbeat_interval_ms = 3000;
+  int64_t lease_ttl_ms = 10000;
+  CoordinatorOptions coordinator;
+};
+
+class PipelineRunner : public std::enable_shared_from_this<PipelineRunner> {
+ public:
+  // `store`, `clock` and `metrics` must outlive the runner and every handler it posts.
+  PipelineRunner(boost::asio::io_context& io, const StoredPipeline& stored, bool restarted,
+                 MetadataStore& store, const Clock& clock, DaemonMetrics& metrics,
+                 RunnerOptions options);
+  PipelineRunner(const PipelineRunner&) = delete;
+  PipelineRunner& operator=(const PipelineRunner&) = delete;
+
+  const PipelineKey& key() const { return key_; }
+
+  void Start();
+
+  // Worker stream events. Register answers on `sink`: welcome, or End with the error.
+  void Register(SessionId session, std::shared_ptr<SessionSink> sink, HelloInfo hello);
+  void Ack(SessionId session, int64_t checkpoint_id, std::string task_id, TaskState state);
+  void Decline(SessionId session, int64_t checkpoint_id, std::string task_id, std::string reason,
+               bool expired);
+  void RequestSavepoint(SessionId session, std::string target, bool stop);
+  void SessionEnded(SessionId session, std::string why);
+
+  // Daemon shutdown: stop triggering; later end every stream with `status`.
+  void BeginShutdown();
+  void EndAllSessions(Status status);
+
+  // Runs `fn` on the strand with the coordinator (read-only use). For status queries and tests.
+  void Inspect(std::function<void(const PipelineCoordinator&)> fn);
+
+ private:
+  void Run(Actions actions);  // strand_
+  void Execute(const Action& action);
+  void ArmWakeupAt(SteadyTime at);
+  void ArmTimeoutAt(SteadyTime at, int64_t checkpoint_id);
+  void LogLine(LogLevel level, const std::string& text) const;
+  template <typename F>
+  void Post(F&& f);
+
+  // Constant after construction.
+  const PipelineKey key_;
+  const std::string log_prefix_;
+  MetadataStore& store_;
+  const Clock& clock_;
+  DaemonMetrics& metrics_;
+  const RunnerOptions options_;
+  const bool restarted_;
+
+  // strand_: every member below is touched only on it.
+  boost::asio::strand<boost::asio::io_context::executor_type> strand_;
+  PipelineCoordinator coordinator_;
+  boost::asio::steady_timer wakeup_timer_;
+  boost::asio::steady_timer timeout_timer_;
+  std::map<SessionId, std::shared_ptr<SessionSink>> sessions_;
+  bool counted_pending_ = false;  // whether this pipeline adds one to metrics_.pending_checkpoints
+};
+
+}  // namespace ckpt

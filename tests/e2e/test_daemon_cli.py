@@ -1,0 +1,62 @@
+"""ckptd's command line as a user meets it: --version, --check-config, bad configs, SIGTERM."""
+import argparse
+import signal
+import subprocess
+import sys
+import unittest
+
+import e2e_util as e2e
+
+BUILD_DIR = None
+
+
+class DaemonCliTest(unittest.TestCase):
+    def setUp(self):
+        self.ws = e2e.Workspace(BUILD_DIR)
+
+    def tearDown(self):
+        self.ws.close()
+
+    def run_ckptd(self, *args):
+        return subprocess.run([self.ws.binary("ckptd"), *args], capture_output=True, text=True,
+                              timeout=30)
+
+    def test_version(self):
+        r = self.run_ckptd("--version")
+        self.assertEqual(r.returncode, 0)
+        self.assertRegex(r.stdout, r"^ckptd \d+\.\d+\.\d+")
+
+    def test_check_config_accepts_a_valid_file(self):
+        config = self.ws.write_config("pipelines:\n  - {job_id: j, pipeline_id: p, parallelism: 2}\n")
+        r = self.run_ckptd("--check-config", config)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("valid", r.stdout)
+
+    def test_check_config_names_file_line_and_column(self):
+        config = self.ws.write_config("pipelines:\n  - job_id: j\n    pipeline_id: p\n"
+                                      "    parallelism: 2\n    interval_ms: 5\n")
+        r = self.run_ckptd("--check-config", config)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn(config + ":", r.stderr)
+        self.assertIn("interval_ms", r.stderr)
+        self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+
+    def test_bad_config_at_start_exits_non_zero(self):
+        config = self.ws.write_config("threads: lots\n")
+        r = self.run_ckptd("--config", config)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn(":3:", r.stderr)  # the third line of the file (after listen and data_dir)
+
+    def test_sigterm_shuts_down_cleanly(self):
+        config = self.ws.write_config("")
+        daemon = self.ws.start_daemon(config)
+        self.assertEqual(e2e.stop(daemon, signal.SIGTERM), 0)
+        self.assertIn("shutdown complete", self.ws.read_log("ckptd.log"))
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--build-dir", required=True)
+    args, rest = parser.parse_known_args()
+    BUILD_DIR = args.build_dir
+    unittest.main(argv=[sys.argv[0]] + rest)

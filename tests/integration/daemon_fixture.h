@@ -1,0 +1,85 @@
+#pragma once
+// A real ckptd in process: gRPC on 127.0.0.1:0, a SQLite file in a fresh temp dir, removed after.
+
+#include <gtest/gtest.h>
+#include <grpcpp/grpcpp.h>
+
+#include <filesystem>
+#include <future>
+#include <random>
+
+#include <spdlog/spdlog.h>
+
+#include "runtime/daemon.h"
+
+namespace ckpt::testing {
+
+inline PipelineSpec TestSpec(const std::string& pipeline, std::vector<std::string> tasks,
+                             int64_t interval_ms = 100, int64_t timeout_ms = 10000) {
+  PipelineSpec spec;
+  spec.key = {"job", pipeline};
+  spec.task_ids = std::move(tasks);
+  spec.interval_ms = interval_ms;
+  spec.timeout_ms = timeout_ms;
+  spec.retained = 1000;
+  return spec;
+}
+
+// Polls `cond` until it holds or the deadline passes; for state that has no event to wait on.
+template <typename F>
+bool Eventually(F cond, std::chrono::milliseconds timeout = std::chrono::milliseconds(10000)) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (cond()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return cond();
+}
+
+class DaemonTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::random_device rd;
+    data_dir_ = std::filesystem::temp_directory_path() /
+                ("ckptd-it-" + std::to_string(::getpid()) + "-" + std::to_string(rd()));
+    config_.listen = "127.0.0.1:0";
+    config_.data_dir = data_dir_.string();
+    config_.threads = 2;
+    config_.lease_ttl_ms = 3000;
+    config_.heartbeat_interval_ms = 1000;
+    config_.shutdown_grace_ms = 1000;
+  }
+  void TearDown() override {
+    daemon_.reset();
+    std::filesystem::remove_all(data_dir_);
+  }
+
+  void StartDaemon() {
+    if (getenv("CKPT_TEST_DEBUG")) spdlog::set_level(spdlog::level::debug);
+    daemon_ = std::make_unique<Daemon>(config_);
+    Status s = daemon_->Start();
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    channel_ = grpc::CreateChannel("127.0.0.1:" + std::to_string(daemon_->grpc_port()),
+                                   grpc::InsecureChannelCredentials());
+  }
+  void StopDaemon() {
+    daemon_->Shutdown();
+    daemon_.reset();
+  }
+
+  // The coordinator's status, read on its strand.
+  PipelineStatus Describe(const std::string& pipeline) {
+    auto runner = daemon_->registry().Find({"job", pipeline});
+    EXPECT_NE(runner, nullptr);
+    std::promise<PipelineStatus> p;
+    runner->Inspect([&p](const PipelineCoordinator& c) { p.set_value(c.Describe()); });
+    return p.get_future().get();
+  }
+
+  std::filesystem::path data_dir_;
+  DaemonConfig config_;
+  std::unique_ptr<Daemon> daemon_;
+  std::shared_ptr<grpc::Channel> channel_;
+};
+
+}  // namespace ckpt::testing
