@@ -96,7 +96,32 @@ Status Daemon::Start() {
   }
   spdlog::info("ckptd serving on port {} with {} io thread(s), data in {}", grpc_port_, threads,
                config_.data_dir);
+  stats_timer_ = std::make_unique<boost::asio::steady_timer>(io_);
+  ScheduleStats();
   return Status::Ok();
+}
+
+void Daemon::ScheduleStats() {
+  stats_timer_->expires_after(std::chrono::minutes(1));
+  stats_timer_->async_wait([this](const boost::system::error_code& ec) {
+    if (ec) return;
+    LogStats("stats");
+    ScheduleStats();
+  });
+}
+
+void Daemon::LogStats(const char* what) const {
+  const auto delay = metrics_.trigger_delay.Take();
+  const auto duration = metrics_.checkpoint_duration.Take();
+  spdlog::info(
+      "{}: {} pipeline(s), {} worker session(s); checkpoints completed {}, failed {}, expired {}; "
+      "trigger delay p50 <= {:.0f} us, p99 <= {:.0f} us, max {} us (n={}); checkpoint duration "
+      "p50 <= {:.1f} ms, p99 <= {:.1f} ms (bucket bounds)",
+      what, registry_.size(), metrics_.worker_sessions.load(),
+      metrics_.checkpoints_completed_total.load(), metrics_.checkpoints_failed_total.load(),
+      metrics_.checkpoints_expired_total.load(), delay.QuantileMicros(0.5),
+      delay.QuantileMicros(0.99), delay.max_micros, delay.count,
+      duration.QuantileMicros(0.5) / 1000, duration.QuantileMicros(0.99) / 1000);
 }
 
 void Daemon::Shutdown() {
@@ -122,7 +147,7 @@ void Daemon::Shutdown() {
   io_.stop();
   for (auto& t : threads_) t.join();
   threads_.clear();
-  registry_.All().clear();
+  LogStats("totals");
   spdlog::info("shutdown complete");
 }
 

@@ -7,6 +7,7 @@
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -50,6 +51,9 @@ class Daemon {
 
  private:
   Status LoadPipelines();
+  // Logs one line of totals and trigger-delay percentiles now, and every minute while running.
+  void LogStats(const char* what) const;
+  void ScheduleStats();
   std::shared_ptr<PipelineRunner> MakeRunner(const StoredPipeline& stored, bool restarted);
 
   // Constant after Start.
@@ -63,6 +67,9 @@ class Daemon {
   Registry registry_;
   std::unique_ptr<WorkerServiceImpl> worker_service_;
   std::unique_ptr<grpc::Server> server_;
+  // Touched only by its own chain of handlers (one outstanding at a time) and then dropped by
+  // io_.stop(): never cancelled from another thread.
+  std::unique_ptr<boost::asio::steady_timer> stats_timer_;
   int grpc_port_ = 0;
   bool started_ = false;
   bool stopped_ = false;

@@ -1,0 +1,851 @@
+#include "store/sqlite_store.h"
+
+#include <pthread.h>
+#include <spdlog/spdlog.h>
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <utility>
+
+#include "store/sqlite_db.h"
+
+namespace ckpt {
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using sqlite::Db;
+using sqlite::ResetGuard;
+using sqlite::Stmt;
+
+// Version 1. A later version adds a migration step in CreateOrCheckSchema and bumps kSchemaVersion;
+// an older ckptd refuses the newer file instead of misreading it.
+constexpr const char* kSchemaV1 = R"sql(
+CREATE TABLE pipelines (
+  job_id               TEXT    NOT NULL,
+  pipeline_id          TEXT    NOT NULL,
+  task_ids             TEXT    NOT NULL,  -- JSON array of strings
+  interval_ms          INTEGER NOT NULL,
+  timeout_ms           INTEGER NOT NULL,
+  min_pause_ms         INTEGER NOT NULL,
+  tolerable_failures   INTEGER NOT NULL,
+  retained             INTEGER NOT NULL,
+  generation           INTEGER NOT NULL,
+  sticky_state         INTEGER NOT NULL,  -- 0 active, 1 paused, 2 failed, 3 stopped
+  completed_count      INTEGER NOT NULL,
+  failed_count         INTEGER NOT NULL,
+  expired_count        INTEGER NOT NULL,
+  consecutive_failures INTEGER NOT NULL,
+  last_completed_id    INTEGER NOT NULL,
+  last_completed_kind  INTEGER NOT NULL,  -- as checkpoints.kind
+  last_completed_at_ms INTEGER NOT NULL,
+  from_config          INTEGER NOT NULL,
+  PRIMARY KEY (job_id, pipeline_id)
+);
+-- Apart from pipelines because a counter outlives its pipeline: ids are never reused, not even by
+-- DeletePipeline followed by CreatePipeline of the same name.
+CREATE TABLE id_counters (
+  job_id      TEXT    NOT NULL,
+  pipeline_id TEXT    NOT NULL,
+  counter     INTEGER NOT NULL,
+  PRIMARY KEY (job_id, pipeline_id)
+);
+CREATE TABLE checkpoints (
+  job_id          TEXT    NOT NULL,
+  pipeline_id     TEXT    NOT NULL,
+  checkpoint_id   INTEGER NOT NULL,
+  kind            INTEGER NOT NULL,  -- 0 checkpoint, 1 savepoint, 2 savepoint and stop
+  triggered_at_ms INTEGER NOT NULL,
+  finished_at_ms  INTEGER NOT NULL,
+  location        TEXT    NOT NULL,
+  task_states     TEXT    NOT NULL,  -- JSON object: task_id -> {uri, size_bytes, checksum}
+  PRIMARY KEY (job_id, pipeline_id, checkpoint_id)
+);
+)sql";
+
+constexpr const char* kTables[] = {"pipelines", "id_counters", "checkpoints"};
+
+// Stored integers are spelled out rather than static_cast, so reordering an enum cannot silently
+// change the meaning of rows already on disk.
+int64_t KindToInt(CheckpointKind kind) {
+  switch (kind) {
+    case CheckpointKind::kCheckpoint: return 0;
+    case CheckpointKind::kSavepoint: return 1;
+    case CheckpointKind::kSavepointAndStop: return 2;
+  }
+  return 0;
+}
+
+std::optional<CheckpointKind> KindFromInt(int64_t value) {
+  switch (value) {
+    case 0: return CheckpointKind::kCheckpoint;
+    case 1: return CheckpointKind::kSavepoint;
+    case 2: return CheckpointKind::kSavepointAndStop;
+    default: return std::nullopt;
+  }
+}
+
+int64_t StickyToInt(StickyState sticky) {
+  switch (sticky) {
+    case StickyState::kActive: return 0;
+    case StickyState::kPaused: return 1;
+    case StickyState::kFailed: return 2;
+    case StickyState::kStopped: return 3;
+  }
+  return 0;
+}
+
+std::optional<StickyState> StickyFromInt(int64_t value) {
+  switch (value) {
+    case 0: return StickyState::kActive;
+    case 1: return StickyState::kPaused;
+    case 2: return StickyState::kFailed;
+    case 3: return StickyState::kStopped;
+    default: return std::nullopt;
+  }
+}
+
+// JSON rather than a joined string: any id round-trips, and an empty list is distinct from [""].
+// dump() throws on invalid UTF-8; that must fail the one write, never the daemon.
+Result<std::string> TaskIdsToJson(const std::vector<std::string>& task_ids) {
+  try {
+    return json(task_ids).dump();
+  } catch (const json::exception& e) {
+    return Status::InvalidArgument(std::string("task_ids cannot be stored: ") + e.what());
+  }
+}
+
+Result<std::string> TaskStatesToJson(const std::map<std::string, TaskState>& states) {
+  try {
+    json object = json::object();
+    for (const auto& [task_id, state] : states) {
+      object[task_id] = {
+          {"uri", state.uri}, {"size_bytes", state.size_bytes}, {"checksum", state.checksum}};
+    }
+    return object.dump();
+  } catch (const json::exception& e) {
+    return Status::InvalidArgument(std::string("task states cannot be stored: ") + e.what());
+  }
+}
+
+std::optional<std::vector<std::string>> TaskIdsFromJson(const std::string& text) {
+  json value = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!value.is_array()) return std::nullopt;
+  std::vector<std::string> ids;
+  ids.reserve(value.size());
+  for (const auto& id : value) {
+    if (!id.is_string()) return std::nullopt;
+    ids.push_back(id.get<std::string>());
+  }
+  return ids;
+}
+
+std::optional<std::map<std::string, TaskState>> TaskStatesFromJson(const std::string& text) {
+  json value = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!value.is_object()) return std::nullopt;
+  std::map<std::string, TaskState> states;
+  for (const auto& [task_id, state] : value.items()) {
+    if (!state.is_object()) return std::nullopt;
+    auto uri = state.find("uri");
+    auto size = state.find("size_bytes");
+    auto checksum = state.find("checksum");
+    if (uri == state.end() || !uri->is_string() || size == state.end() ||
+        !size->is_number_integer() || checksum == state.end() || !checksum->is_string()) {
+      return std::nullopt;
+    }
+    states[task_id] =
+        TaskState{uri->get<std::string>(), size->get<int64_t>(), checksum->get<std::string>()};
+  }
+  return states;
+}
+
+// What Open found in the file before writing anything to it.
+enum class FileIdentity { kEmpty, kOurs };
+
+// Reads only: a file we refuse must be left exactly as it was.
+Result<FileIdentity> Inspect(Db& db) {
+  const std::string& path = db.path();
+  auto app_id = db.QueryInt("PRAGMA application_id");
+  if (!app_id.ok()) {
+    const int code = db.LastErrorCode();
+    if (code == SQLITE_NOTADB) {
+      return Status::FailedPrecondition(
+          path +
+          " is not a SQLite database; refusing to use or overwrite it (move it away or "
+          "point data_dir elsewhere)");
+    }
+    if (sqlite::PrimaryCode(code) == SQLITE_CORRUPT) {
+      return Status::FailedPrecondition(path + " is a damaged SQLite database (" +
+                                        app_id.status().message() + "); refusing to use it");
+    }
+    return Status::Unavailable("cannot read " + path + ": " + app_id.status().message());
+  }
+  auto user_version = db.QueryInt("PRAGMA user_version");
+  if (!user_version.ok()) {
+    return Status::Unavailable("cannot read " + path + ": " + user_version.status().message());
+  }
+  // Every schema object (table, index, view, trigger) except SQLite's own.
+  std::vector<std::string> objects;
+  {
+    auto stmt = Stmt::Prepare(
+        db,
+        "SELECT type || ' ' || name FROM sqlite_schema WHERE name NOT LIKE 'sqlite\\_%' "
+        "ESCAPE '\\' ORDER BY type != 'table', name");
+    if (!stmt.ok())
+      return Status::Unavailable("cannot read " + path + ": " + stmt.status().message());
+    ResetGuard guard(*stmt);
+    int rc;
+    while ((rc = stmt->Step()) == SQLITE_ROW) objects.push_back(stmt->ColumnText(0));
+    if (rc != SQLITE_DONE) return db.Error(rc, "reading the schema of " + path);
+  }
+
+  if (*app_id == 0 && *user_version == 0 && objects.empty()) return FileIdentity::kEmpty;
+  if (*app_id != SqliteStore::kApplicationId) {
+    // Tables first: "table users, table orders and 4 more" says whose file it might be.
+    std::string what = objects.empty() ? std::string("no tables") : std::string();
+    for (size_t i = 0; i < objects.size() && i < 3; ++i) what += (i ? ", " : "") + objects[i];
+    if (objects.size() > 3) what += " and " + std::to_string(objects.size() - 3) + " more";
+    char hex[16];
+    std::snprintf(hex, sizeof(hex), "0x%08x", static_cast<uint32_t>(*app_id));
+    return Status::FailedPrecondition(
+        path + " is a SQLite database but not a ckptd one (application_id " + hex + ", " + what +
+        "); refusing to use or change it (move it away or point data_dir elsewhere)");
+  }
+  if (*user_version > SqliteStore::kSchemaVersion) {
+    return Status::FailedPrecondition(
+        path + " has schema version " + std::to_string(*user_version) +
+        ", written by a newer ckptd; this one understands up to version " +
+        std::to_string(SqliteStore::kSchemaVersion) + " and will not downgrade it");
+  }
+  if (*user_version < 1) {
+    return Status::FailedPrecondition(path + " has ckptd's application_id but schema version " +
+                                      std::to_string(*user_version) +
+                                      "; refusing to guess what it holds");
+  }
+  for (const char* table : kTables) {
+    if (std::find(objects.begin(), objects.end(), std::string("table ") + table) == objects.end()) {
+      return Status::FailedPrecondition(path + " is a ckptd database without its '" + table +
+                                        "' table; refusing to use it");
+    }
+  }
+  return FileIdentity::kOurs;
+}
+
+Status CreateSchema(Db& db) {
+  const std::string& path = db.path();
+  // IMMEDIATE takes the write lock first, so a concurrent opener cannot create it twice; inspect
+  // again under the lock.
+  if (Status s = db.Exec("BEGIN IMMEDIATE"); !s.ok()) {
+    return Status::Unavailable("cannot create the schema in " + path + ": " + s.message());
+  }
+  auto identity = Inspect(db);
+  Status status;
+  if (!identity.ok()) {
+    status = identity.status();
+  } else if (*identity == FileIdentity::kEmpty) {
+    status =
+        db.Exec(std::string(kSchemaV1) +
+                "PRAGMA application_id = " + std::to_string(SqliteStore::kApplicationId) +
+                ";\nPRAGMA user_version = " + std::to_string(SqliteStore::kSchemaVersion) + ";");
+    if (status.ok()) status = db.Exec("COMMIT");
+  }
+  if (!status.ok()) {
+    if (db.InTransaction()) (void)db.Exec("ROLLBACK");
+    return Status(status.code(), "cannot create the schema in " + path + ": " + status.message());
+  }
+  if (db.InTransaction()) return db.Exec("COMMIT");  // someone else created it meanwhile
+  return Status::Ok();
+}
+
+// The pipelines columns, in the order BindRecord binds (?1..?18) and ReadRecord reads (0..17).
+// clang-format off
+constexpr const char* kRecordColumns[] = {
+    "job_id", "pipeline_id", "task_ids", "interval_ms", "timeout_ms", "min_pause_ms",
+    "tolerable_failures", "retained", "generation", "sticky_state", "completed_count",
+    "failed_count", "expired_count", "consecutive_failures", "last_completed_id",
+    "last_completed_kind", "last_completed_at_ms", "from_config"};
+// clang-format on
+constexpr int kRecordColumnCount = sizeof(kRecordColumns) / sizeof(kRecordColumns[0]);
+
+// "<prefix>job_id, <prefix>pipeline_id, ..." over kRecordColumns.
+std::string JoinColumns(const std::string& prefix) {
+  std::string out;
+  for (int i = 0; i < kRecordColumnCount; ++i) {
+    if (i) out += ", ";
+    out += prefix + kRecordColumns[i];
+  }
+  return out;
+}
+
+// Binds ?1..?18 in kRecordColumns order.
+void BindRecord(Stmt& stmt, const PipelineRecord& r, const std::string& task_ids_json) {
+  stmt.Bind(1, r.spec.key.job_id);
+  stmt.Bind(2, r.spec.key.pipeline_id);
+  stmt.Bind(3, task_ids_json);
+  stmt.Bind(4, r.spec.interval_ms);
+  stmt.Bind(5, r.spec.timeout_ms);
+  stmt.Bind(6, r.spec.min_pause_ms);
+  stmt.Bind(7, int64_t{r.spec.tolerable_failures});
+  stmt.Bind(8, int64_t{r.spec.retained});
+  stmt.Bind(9, r.generation);
+  stmt.Bind(10, StickyToInt(r.sticky));
+  stmt.Bind(11, r.counters.completed_count);
+  stmt.Bind(12, r.counters.failed_count);
+  stmt.Bind(13, r.counters.expired_count);
+  stmt.Bind(14, r.counters.consecutive_failures);
+  stmt.Bind(15, r.last_completed_id);
+  stmt.Bind(16, KindToInt(r.last_completed_kind));
+  stmt.Bind(17, r.last_completed_at_ms);
+  stmt.Bind(18, int64_t{r.from_config ? 1 : 0});
+}
+
+// Reads columns 0..17 in kRecordColumns order.
+Result<PipelineRecord> ReadRecord(const Stmt& stmt, const std::string& path) {
+  PipelineRecord r;
+  r.spec.key.job_id = stmt.ColumnText(0);
+  r.spec.key.pipeline_id = stmt.ColumnText(1);
+  const std::string where = "pipeline " + r.spec.key.ToString() + " in " + path;
+  auto task_ids = TaskIdsFromJson(stmt.ColumnText(2));
+  if (!task_ids) return Status::Internal("unreadable task_ids of " + where);
+  r.spec.task_ids = std::move(*task_ids);
+  r.spec.interval_ms = stmt.ColumnInt(3);
+  r.spec.timeout_ms = stmt.ColumnInt(4);
+  r.spec.min_pause_ms = stmt.ColumnInt(5);
+  r.spec.tolerable_failures = static_cast<int32_t>(stmt.ColumnInt(6));
+  r.spec.retained = static_cast<int32_t>(stmt.ColumnInt(7));
+  r.generation = stmt.ColumnInt(8);
+  auto sticky = StickyFromInt(stmt.ColumnInt(9));
+  if (!sticky) return Status::Internal("unknown sticky_state of " + where);
+  r.sticky = *sticky;
+  r.counters.completed_count = stmt.ColumnInt(10);
+  r.counters.failed_count = stmt.ColumnInt(11);
+  r.counters.expired_count = stmt.ColumnInt(12);
+  r.counters.consecutive_failures = stmt.ColumnInt(13);
+  r.last_completed_id = stmt.ColumnInt(14);
+  auto kind = KindFromInt(stmt.ColumnInt(15));
+  if (!kind) return Status::Internal("unknown last_completed_kind of " + where);
+  r.last_completed_kind = *kind;
+  r.last_completed_at_ms = stmt.ColumnInt(16);
+  r.from_config = stmt.ColumnInt(17) != 0;
+  return r;
+}
+
+// Prepares `sql` into `stmt`, keeping the first error.
+void PrepareInto(Db& db, Stmt& stmt, const std::string& sql, Status& status) {
+  if (!status.ok()) return;
+  auto prepared = Stmt::Prepare(db, sql);
+  if (!prepared.ok()) {
+    status = prepared.status();
+    return;
+  }
+  stmt = std::move(*prepared);
+}
+
+}  // namespace
+
+// The writer connection and its cached statements: the writer thread's alone once Open returns.
+// `db` is declared first so it is destroyed last, after the statements prepared on it.
+struct SqliteStore::WriterConn {
+  Db db;
+  Stmt begin, commit, rollback, savepoint, release, rollback_to;
+  Stmt upsert_pipeline, raise_counter, insert_checkpoint, trim_checkpoints;
+  Stmt delete_pipeline, delete_checkpoints;
+
+  Status Prepare() {
+    Status s;
+    PrepareInto(db, begin, "BEGIN IMMEDIATE", s);
+    PrepareInto(db, commit, "COMMIT", s);
+    PrepareInto(db, rollback, "ROLLBACK", s);
+    PrepareInto(db, savepoint, "SAVEPOINT op", s);
+    PrepareInto(db, release, "RELEASE op", s);
+    PrepareInto(db, rollback_to, "ROLLBACK TO op", s);
+    std::string params;
+    std::string assignments;
+    for (int i = 0; i < kRecordColumnCount; ++i) {
+      params += (i ? ", ?" : "?") + std::to_string(i + 1);
+      if (i < 2) continue;  // the key columns are what conflicts
+      if (!assignments.empty()) assignments += ", ";
+      assignments += std::string(kRecordColumns[i]) + " = excluded." + kRecordColumns[i];
+    }
+    PrepareInto(db, upsert_pipeline,
+                "INSERT INTO pipelines (" + JoinColumns("") + ") VALUES (" + params +
+                    ") ON CONFLICT (job_id, pipeline_id) DO UPDATE SET " + assignments,
+                s);
+    PrepareInto(db, raise_counter,
+                "INSERT INTO id_counters (job_id, pipeline_id, counter) VALUES (?1, ?2, ?3) "
+                "ON CONFLICT (job_id, pipeline_id) DO UPDATE SET "
+                "counter = MAX(counter, excluded.counter)",
+                s);
+    PrepareInto(db, insert_checkpoint,
+                "INSERT INTO checkpoints (job_id, pipeline_id, checkpoint_id, kind, "
+                "triggered_at_ms, finished_at_ms, location, task_states) "
+                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                s);
+    // Deletes the plain checkpoints older than the ?3+1-th newest one; none if there are fewer
+    // (the subquery is then NULL). Savepoints (kind != 0) are never trimmed.
+    PrepareInto(db, trim_checkpoints,
+                "DELETE FROM checkpoints WHERE job_id = ?1 AND pipeline_id = ?2 AND kind = 0 "
+                "AND checkpoint_id < (SELECT checkpoint_id FROM checkpoints "
+                "WHERE job_id = ?1 AND pipeline_id = ?2 AND kind = 0 "
+                "ORDER BY checkpoint_id DESC LIMIT 1 OFFSET ?3)",
+                s);
+    PrepareInto(db, delete_pipeline, "DELETE FROM pipelines WHERE job_id = ?1 AND pipeline_id = ?2",
+                s);
+    PrepareInto(db, delete_checkpoints,
+                "DELETE FROM checkpoints WHERE job_id = ?1 AND pipeline_id = ?2", s);
+    return s;
+  }
+
+  Status PutPipeline(const PipelineRecord& record) {
+    const std::string key = record.spec.key.ToString();
+    auto task_ids = TaskIdsToJson(record.spec.task_ids);
+    if (!task_ids.ok()) {
+      return Status::InvalidArgument("pipeline " + key + ": " + task_ids.status().message());
+    }
+    ResetGuard guard(upsert_pipeline);
+    BindRecord(upsert_pipeline, record, *task_ids);
+    if (int rc = upsert_pipeline.Step(); rc != SQLITE_DONE) {
+      return db.Error(rc, "writing pipeline " + key);
+    }
+    return Status::Ok();
+  }
+
+  Status RaiseCounter(const PipelineKey& key, int64_t counter) {
+    ResetGuard guard(raise_counter);
+    raise_counter.Bind(1, key.job_id);
+    raise_counter.Bind(2, key.pipeline_id);
+    raise_counter.Bind(3, counter);
+    if (int rc = raise_counter.Step(); rc != SQLITE_DONE) {
+      return db.Error(rc, "raising the id counter of " + key.ToString());
+    }
+    return Status::Ok();
+  }
+
+  Status ReserveIds(const PipelineKey& key, int64_t new_counter) {
+    if (new_counter < 0) {
+      return Status::InvalidArgument("id counter of " + key.ToString() + " cannot be " +
+                                     std::to_string(new_counter));
+    }
+    return RaiseCounter(key, new_counter);
+  }
+
+  Status CommitCheckpoint(const PipelineRecord& record, const CompletedCheckpoint& cp) {
+    const PipelineKey& key = record.spec.key;
+    const std::string what =
+        "checkpoint " + std::to_string(cp.checkpoint_id) + " of " + key.ToString();
+    if (cp.checkpoint_id <= 0) return Status::InvalidArgument(what + ": ids start at 1");
+    auto states = TaskStatesToJson(cp.task_states);
+    if (!states.ok()) return Status::InvalidArgument(what + ": " + states.status().message());
+    {
+      ResetGuard guard(insert_checkpoint);
+      insert_checkpoint.Bind(1, key.job_id);
+      insert_checkpoint.Bind(2, key.pipeline_id);
+      insert_checkpoint.Bind(3, cp.checkpoint_id);
+      insert_checkpoint.Bind(4, KindToInt(cp.kind));
+      insert_checkpoint.Bind(5, cp.triggered_at_ms);
+      insert_checkpoint.Bind(6, cp.finished_at_ms);
+      insert_checkpoint.Bind(7, cp.location);
+      insert_checkpoint.Bind(8, *states);
+      if (int rc = insert_checkpoint.Step(); rc != SQLITE_DONE) {
+        if (rc == SQLITE_CONSTRAINT_PRIMARYKEY) {
+          // Overwriting would rewrite history a worker may already have been told about.
+          return Status::AlreadyExists(what + " is already stored; not overwriting it");
+        }
+        return db.Error(rc, "storing " + what);
+      }
+    }
+    if (Status s = PutPipeline(record); !s.ok()) return s;
+    // Normally a no-op (the id came from a durably reserved block). If a caller ever committed an
+    // id it had not reserved, this still keeps the id from being handed out again after a restart.
+    if (Status s = RaiseCounter(key, cp.checkpoint_id); !s.ok()) return s;
+    ResetGuard guard(trim_checkpoints);
+    trim_checkpoints.Bind(1, key.job_id);
+    trim_checkpoints.Bind(2, key.pipeline_id);
+    // At least the checkpoint just stored survives, whatever `retained` says.
+    trim_checkpoints.Bind(3, int64_t{std::max(record.spec.retained, 1) - 1});
+    if (int rc = trim_checkpoints.Step(); rc != SQLITE_DONE) {
+      return db.Error(rc, "trimming the history of " + key.ToString());
+    }
+    return Status::Ok();
+  }
+
+  Status DeletePipeline(const PipelineKey& key) {
+    for (Stmt* stmt : {&delete_checkpoints, &delete_pipeline}) {
+      ResetGuard guard(*stmt);
+      stmt->Bind(1, key.job_id);
+      stmt->Bind(2, key.pipeline_id);
+      if (int rc = stmt->Step(); rc != SQLITE_DONE) {
+        return db.Error(rc, "deleting pipeline " + key.ToString());
+      }
+    }
+    return Status::Ok();
+  }
+};
+
+// The read-only connection: used under read_mu_ by whichever thread reads.
+struct SqliteStore::ReaderConn {
+  Db db;
+  Stmt load_pipelines, list_completed, read_counter;
+
+  Status Prepare() {
+    Status s;
+    PrepareInto(db, load_pipelines,
+                "SELECT " + JoinColumns("p.") +
+                    ", COALESCE(c.counter, 0) FROM pipelines p LEFT JOIN id_counters c "
+                    "ON c.job_id = p.job_id AND c.pipeline_id = p.pipeline_id "
+                    "ORDER BY p.job_id, p.pipeline_id",
+                s);
+    PrepareInto(db, list_completed,
+                "SELECT checkpoint_id, kind, triggered_at_ms, finished_at_ms, location, "
+                "task_states FROM checkpoints WHERE job_id = ?1 AND pipeline_id = ?2 "
+                "ORDER BY checkpoint_id DESC LIMIT ?3",
+                s);
+    PrepareInto(db, read_counter,
+                "SELECT counter FROM id_counters WHERE job_id = ?1 AND pipeline_id = ?2", s);
+    return s;
+  }
+};
+
+Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& data_dir) {
+  return Open(data_dir, SqliteStoreOptions{});
+}
+
+Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& data_dir,
+                                                       SqliteStoreOptions options) {
+  if (data_dir.empty()) return Status::InvalidArgument("data_dir is empty");
+  std::error_code ec;
+  fs::create_directories(data_dir, ec);
+  if (ec) {
+    return Status::FailedPrecondition("cannot create data_dir " + data_dir + ": " + ec.message());
+  }
+  if (!fs::is_directory(data_dir, ec)) {
+    return Status::FailedPrecondition("data_dir " + data_dir + " is not a directory");
+  }
+  const std::string path = (fs::path(data_dir) / kFileName).string();
+  if (auto st = fs::status(path, ec); !ec && fs::exists(st) && !fs::is_regular_file(st)) {
+    return Status::FailedPrecondition(path + " exists but is not a regular file");
+  }
+
+  auto writer = std::make_unique<WriterConn>();
+  {
+    auto db = Db::Open(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                       options.vfs);
+    if (!db.ok()) return db.status();
+    writer->db = std::move(*db);
+  }
+  sqlite3_busy_timeout(writer->db.get(), options.busy_timeout_ms);
+
+  // Look first: nothing below may write to a file we are going to refuse.
+  auto identity = Inspect(writer->db);
+  if (!identity.ok()) return identity.status();
+
+  // WAL: readers do not block the writer nor wait for it, and a commit appends and fsyncs the log
+  // instead of rewriting pages. FULL: that fsync happens at every COMMIT (NORMAL would skip it and
+  // lose recent commits on power loss, breaking "complete only after durable").
+  auto mode = writer->db.QueryText("PRAGMA journal_mode = WAL");
+  if (!mode.ok()) {
+    return Status::Unavailable("cannot switch " + path + " to WAL: " + mode.status().message());
+  }
+  if (*mode != "wal") {
+    return Status::FailedPrecondition(path + " stays in journal_mode '" + *mode +
+                                      "', WAL is required (is data_dir on a local file system?)");
+  }
+  if (Status s = writer->db.Exec("PRAGMA synchronous = FULL"); !s.ok()) {
+    return Status::Unavailable(path + ": " + s.message());
+  }
+  if (*identity == FileIdentity::kEmpty) {
+    if (Status s = CreateSchema(writer->db); !s.ok()) return s;
+  }
+  if (Status s = writer->Prepare(); !s.ok()) {
+    return Status(s.code(), path + ": " + s.message());
+  }
+
+  auto reader = std::make_unique<ReaderConn>();
+  {
+    auto db = Db::Open(path, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, options.vfs);
+    if (!db.ok()) return db.status();
+    reader->db = std::move(*db);
+  }
+  sqlite3_busy_timeout(reader->db.get(), options.busy_timeout_ms);
+  if (Status s = reader->Prepare(); !s.ok()) {
+    return Status(s.code(), path + ": " + s.message());
+  }
+
+  return std::unique_ptr<SqliteStore>(
+      new SqliteStore(path, std::move(options), std::move(writer), std::move(reader)));
+}
+
+SqliteStore::SqliteStore(std::string path, SqliteStoreOptions options,
+                         std::unique_ptr<WriterConn> writer, std::unique_ptr<ReaderConn> reader)
+    : path_(std::move(path)),
+      options_(std::move(options)),
+      writer_(std::move(writer)),
+      reader_(std::move(reader)) {
+  writer_thread_ = std::thread([this] { WriterLoop(); });
+}
+
+SqliteStore::~SqliteStore() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  work_cv_.notify_one();
+  if (writer_thread_.joinable()) writer_thread_.join();
+  // writer_ and reader_ close their connections as members are destroyed; no thread is left.
+}
+
+void SqliteStore::Enqueue(Apply apply, Done done) {
+  {
+    std::lock_guard lock(mu_);
+    // Accepted while stopping too: a callback run during the final drain may enqueue a follow-up
+    // write, and the writer keeps going until the queue is empty.
+    if (!writer_exited_) {
+      queue_.push_back(Op{std::move(apply), std::move(done)});
+      ++enqueued_;
+      work_cv_.notify_one();
+      return;
+    }
+  }
+  spdlog::error("store {}: write after the store was closed; failing it", path_);
+  if (done) done(Status::Unavailable("store " + path_ + " is closed"));
+}
+
+void SqliteStore::PutPipeline(const PipelineRecord& record, Done done) {
+  Enqueue([record](WriterConn& w) { return w.PutPipeline(record); }, std::move(done));
+}
+
+void SqliteStore::ReserveIds(const PipelineKey& key, int64_t new_counter, Done done) {
+  Enqueue([key, new_counter](WriterConn& w) { return w.ReserveIds(key, new_counter); },
+          std::move(done));
+}
+
+void SqliteStore::CommitCheckpoint(const PipelineRecord& record_after,
+                                   const CompletedCheckpoint& checkpoint, Done done) {
+  Enqueue([record_after,
+           checkpoint](WriterConn& w) { return w.CommitCheckpoint(record_after, checkpoint); },
+          std::move(done));
+}
+
+void SqliteStore::DeletePipeline(const PipelineKey& key, Done done) {
+  Enqueue([key](WriterConn& w) { return w.DeletePipeline(key); }, std::move(done));
+}
+
+void SqliteStore::Flush() {
+  if (std::this_thread::get_id() == writer_thread_.get_id()) {
+    // From a `done` callback: the writer would wait for itself forever.
+    spdlog::error("store {}: Flush called from a store callback; not waiting", path_);
+    return;
+  }
+  std::unique_lock lock(mu_);
+  const uint64_t target = enqueued_;
+  flushed_cv_.wait(lock, [&] { return finished_ >= target || writer_exited_; });
+}
+
+void SqliteStore::WriterLoop() {
+  pthread_setname_np(pthread_self(), "ckpt-store");
+  std::vector<Op> batch;
+  for (;;) {
+    {
+      std::unique_lock lock(mu_);
+      work_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) {  // stopping, and everything is applied
+        writer_exited_ = true;
+        break;
+      }
+      batch.swap(queue_);
+    }
+    const size_t count = batch.size();
+    RunBatch(batch);
+    batch.clear();  // drop the callbacks' captures before Flush can return
+    {
+      std::lock_guard lock(mu_);
+      finished_ += count;
+    }
+    flushed_cv_.notify_all();
+  }
+  flushed_cv_.notify_all();
+}
+
+void SqliteStore::RunBatch(std::vector<Op>& batch) {
+  std::vector<Status> results(batch.size());
+  const std::string count = std::to_string(batch.size());
+  auto fail_all = [&](const Status& status) {
+    for (Status& r : results) r = status;
+    Finish(batch, results);
+  };
+  if (broken_) return fail_all(broken_status_);
+
+  WriterConn& w = *writer_;
+  const auto start = std::chrono::steady_clock::now();
+  if (int rc = w.begin.Run(); rc != SQLITE_DONE) {
+    Status s = w.db.Error(rc, "BEGIN on " + path_);
+    spdlog::error("store: {} writes failed, nothing written: {}", count, s.ToString());
+    return fail_all(Status(s.code(), "nothing written: " + s.message()));
+  }
+
+  Status lost;  // set when the transaction as a whole is lost
+  for (size_t i = 0; i < batch.size(); ++i) {
+    if (int rc = w.savepoint.Run(); rc != SQLITE_DONE) {
+      lost = w.db.Error(rc, "SAVEPOINT");
+      break;
+    }
+    Status s;
+    try {
+      s = batch[i].apply(w);
+    } catch (const std::exception& e) {
+      s = Status::Internal(std::string("unexpected exception in a store write: ") + e.what());
+    }
+    if (s.ok()) {
+      if (int rc = w.release.Run(); rc != SQLITE_DONE) {
+        lost = w.db.Error(rc, "RELEASE");
+        break;
+      }
+      continue;
+    }
+    if (!w.db.InTransaction()) {
+      // SQLite rolled the whole transaction back by itself (I/O error, disk full, out of memory):
+      // the ops applied before this one are gone as well.
+      lost = s;
+      break;
+    }
+    int rc = w.rollback_to.Run();
+    if (rc == SQLITE_DONE) rc = w.release.Run();
+    if (rc != SQLITE_DONE) {
+      lost = w.db.Error(rc, "ROLLBACK TO");
+      break;
+    }
+    spdlog::error("store: write rolled back, the others of its batch proceed: {}", s.ToString());
+    results[i] = std::move(s);
+  }
+  if (!lost.ok()) {
+    // Nothing is committed: this batch never reaches COMMIT. If even ROLLBACK fails the connection
+    // stays inside the transaction and every later BEGIN fails, which is still a truthful failure.
+    if (w.db.InTransaction()) (void)w.rollback.Run();
+    Status s(lost.code(),
+             "transaction of " + count + " writes rolled back, nothing written: " + lost.message());
+    spdlog::error("store: {}", s.ToString());
+    return fail_all(s);
+  }
+
+  if (int rc = w.commit.Run(); rc != SQLITE_DONE) {
+    Status s = w.db.Error(rc, "COMMIT of " + count + " writes to " + path_);
+    const int primary = sqlite::PrimaryCode(rc);
+    if ((primary == SQLITE_BUSY || primary == SQLITE_LOCKED) && w.db.InTransaction()) {
+      // The transaction is still open and nothing reached the log: a clean failure.
+      (void)w.rollback.Run();
+      spdlog::error("store: {} writes failed, nothing written: {}", count, s.ToString());
+      return fail_all(s);
+    }
+    // Frames may or may not be in the WAL: after a crash this batch could reappear. Reporting it
+    // failed could make workers discard state that is in fact the latest durable checkpoint;
+    // reporting it done could promise what is lost. So neither is reported (DESIGN.md).
+    if (w.db.InTransaction()) (void)w.rollback.Run();
+    broken_ = true;
+    broken_status_ =
+        Status::Unavailable("store stopped after a commit with unknown outcome: " + s.message());
+    spdlog::critical("store: {}; whether these {} writes are durable is unknown, reporting neither",
+                     s.ToString(), count);
+    if (options_.on_fatal) {
+      options_.on_fatal(broken_status_);
+    } else {
+      spdlog::critical("store: stopping the process (fail-stop); restart reloads what is durable");
+      spdlog::default_logger()->flush();
+      std::abort();
+    }
+    return;  // these ops are counted neither committed nor failed: nobody can know yet
+  }
+
+  const int64_t micros = std::chrono::duration_cast<std::chrono::microseconds>(
+                             std::chrono::steady_clock::now() - start)
+                             .count();
+  batches_committed_.fetch_add(1, std::memory_order_relaxed);
+  if (on_commit_latency) on_commit_latency(micros);
+  Finish(batch, results);
+}
+
+void SqliteStore::Finish(std::vector<Op>& batch, const std::vector<Status>& results) {
+  uint64_t ok = 0;
+  for (const Status& r : results) ok += r.ok() ? 1 : 0;
+  // Counted before the callbacks, so that whoever a callback wakes sees the counts.
+  ops_committed_.fetch_add(ok, std::memory_order_relaxed);
+  ops_failed_.fetch_add(results.size() - ok, std::memory_order_relaxed);
+  for (size_t i = 0; i < batch.size(); ++i) {
+    if (!batch[i].done) continue;
+    // A throwing callback must not take the writer thread (and with it every pipeline) down.
+    try {
+      batch[i].done(results[i]);
+    } catch (const std::exception& e) {
+      spdlog::error("store: a write's completion callback threw: {}", e.what());
+    } catch (...) {
+      spdlog::error("store: a write's completion callback threw");
+    }
+  }
+}
+
+Result<std::vector<StoredPipeline>> SqliteStore::LoadPipelines() {
+  std::lock_guard lock(read_mu_);
+  Stmt& stmt = reader_->load_pipelines;
+  ResetGuard guard(stmt);
+  std::vector<StoredPipeline> pipelines;
+  int rc;
+  while ((rc = stmt.Step()) == SQLITE_ROW) {
+    auto record = ReadRecord(stmt, path_);
+    if (!record.ok()) return record.status();
+    pipelines.push_back(StoredPipeline{std::move(*record), stmt.ColumnInt(kRecordColumnCount)});
+  }
+  if (rc != SQLITE_DONE) return reader_->db.Error(rc, "loading pipelines from " + path_);
+  return pipelines;
+}
+
+Result<std::vector<CompletedCheckpoint>> SqliteStore::ListCompleted(const PipelineKey& key,
+                                                                    int limit) {
+  std::lock_guard lock(read_mu_);
+  Stmt& stmt = reader_->list_completed;
+  ResetGuard guard(stmt);
+  stmt.Bind(1, key.job_id);
+  stmt.Bind(2, key.pipeline_id);
+  stmt.Bind(3, int64_t{limit > 0 ? limit : -1});  // a negative LIMIT means none in SQLite
+  std::vector<CompletedCheckpoint> checkpoints;
+  int rc;
+  while ((rc = stmt.Step()) == SQLITE_ROW) {
+    CompletedCheckpoint cp;
+    cp.checkpoint_id = stmt.ColumnInt(0);
+    const std::string where =
+        "checkpoint " + std::to_string(cp.checkpoint_id) + " of " + key.ToString() + " in " + path_;
+    auto kind = KindFromInt(stmt.ColumnInt(1));
+    if (!kind) return Status::Internal("unknown kind of " + where);
+    cp.kind = *kind;
+    cp.triggered_at_ms = stmt.ColumnInt(2);
+    cp.finished_at_ms = stmt.ColumnInt(3);
+    cp.location = stmt.ColumnText(4);
+    auto states = TaskStatesFromJson(stmt.ColumnText(5));
+    if (!states) return Status::Internal("unreadable task states of " + where);
+    cp.task_states = std::move(*states);
+    checkpoints.push_back(std::move(cp));
+  }
+  if (rc != SQLITE_DONE) {
+    return reader_->db.Error(rc, "listing checkpoints of " + key.ToString() + " in " + path_);
+  }
+  return checkpoints;
+}
+
+Result<int64_t> SqliteStore::LoadIdCounter(const PipelineKey& key) {
+  std::lock_guard lock(read_mu_);
+  Stmt& stmt = reader_->read_counter;
+  ResetGuard guard(stmt);
+  stmt.Bind(1, key.job_id);
+  stmt.Bind(2, key.pipeline_id);
+  int rc = stmt.Step();
+  if (rc == SQLITE_ROW) return stmt.ColumnInt(0);
+  if (rc == SQLITE_DONE) return int64_t{0};
+  return reader_->db.Error(rc, "reading the id counter of " + key.ToString() + " in " + path_);
+}
+
+}  // namespace ckpt

@@ -1,0 +1,66 @@
+#pragma once
+// FaultInjectingStore: a MetadataStore that forwards to another one but can be told to fail the
+// next N CommitCheckpoint or ReserveIds calls with a chosen Status. For tests (store failures must
+// fail the checkpoint, failed reservations must be retried), never for production.
+//
+// Threading: any thread may call anything, like MetadataStore. The injection plan is guarded by
+// `mu_`; everything else is the inner store's business. An injected failure is still reported the
+// way a real one is: on the inner store's writer thread, in call order relative to the other
+// writes. To get that, the failed call is replaced by a write that changes nothing —
+// ReserveIds(key, 0), which never lowers a counter — whose callback reports the injected Status.
+// (With a backend that keeps counter rows, that can leave a row with counter 0, which reads the
+// same as no row.) Nothing of the failed op itself is written.
+
+#include <memory>
+#include <mutex>
+#include <optional>
+
+#include "store/metadata_store.h"
+
+namespace ckpt {
+
+class FaultInjectingStore final : public MetadataStore {
+ public:
+  explicit FaultInjectingStore(std::unique_ptr<MetadataStore> inner);
+
+  // The next `count` calls (of any pipeline, or only of `only` if given) fail with `status`
+  // (not OK). Replaces an earlier plan for the same kind of call; count 0 cancels it.
+  void FailNextCommits(int count, Status status, std::optional<PipelineKey> only = std::nullopt);
+  void FailNextReserves(int count, Status status, std::optional<PipelineKey> only = std::nullopt);
+
+  // How many calls failed by injection so far.
+  int injected_commit_failures() const;
+  int injected_reserve_failures() const;
+
+  MetadataStore& inner() { return *inner_; }
+
+  Result<std::vector<StoredPipeline>> LoadPipelines() override;
+  void PutPipeline(const PipelineRecord& record, Done done) override;
+  void ReserveIds(const PipelineKey& key, int64_t new_counter, Done done) override;
+  void CommitCheckpoint(const PipelineRecord& record_after, const CompletedCheckpoint& checkpoint,
+                        Done done) override;
+  void DeletePipeline(const PipelineKey& key, Done done) override;
+  Result<std::vector<CompletedCheckpoint>> ListCompleted(const PipelineKey& key,
+                                                         int limit) override;
+  void Flush() override;
+
+ private:
+  struct Plan {
+    int remaining = 0;
+    Status status;
+    std::optional<PipelineKey> only;
+    int injected = 0;
+  };
+
+  // If `plan` says this call fails, consumes one and returns the Status to report.
+  std::optional<Status> Take(Plan& plan, const PipelineKey& key);
+  // Reports `status` through the inner store's writer thread, in order.
+  void FailInOrder(const PipelineKey& key, Status status, Done done);
+
+  const std::unique_ptr<MetadataStore> inner_;
+  mutable std::mutex mu_;
+  Plan commits_;   // guarded by mu_
+  Plan reserves_;  // guarded by mu_
+};
+
+}  // namespace ckpt

@@ -1,0 +1,820 @@
+#include "store/sqlite_store.h"
+
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <iostream>
+#include <iterator>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "store/fault_injecting_store.h"
+
+namespace ckpt {
+namespace {
+
+namespace fs = std::filesystem;
+using std::chrono::seconds;
+
+// Generous: TSan and a loaded CI machine are slow, and a passing test never waits this long.
+constexpr auto kDeadline = seconds(30);
+
+// ---------------------------------------------------------------------------------------------
+// A VFS that wraps the default one and can make xSync fail, to reach the "COMMIT outcome unknown"
+// path without a broken disk.
+
+std::atomic<bool> g_fail_sync{false};
+std::atomic<int> g_failed_syncs{0};
+
+struct FaultFile {
+  sqlite3_file base;
+  sqlite3_file* real;  // points just past this struct, in the same allocation
+};
+
+sqlite3_vfs* RealVfs(sqlite3_vfs* vfs) { return static_cast<sqlite3_vfs*>(vfs->pAppData); }
+sqlite3_file* Real(sqlite3_file* f) { return reinterpret_cast<FaultFile*>(f)->real; }
+
+int FClose(sqlite3_file* f) { return Real(f)->pMethods->xClose(Real(f)); }
+int FRead(sqlite3_file* f, void* b, int n, sqlite3_int64 o) {
+  return Real(f)->pMethods->xRead(Real(f), b, n, o);
+}
+int FWrite(sqlite3_file* f, const void* b, int n, sqlite3_int64 o) {
+  return Real(f)->pMethods->xWrite(Real(f), b, n, o);
+}
+int FTruncate(sqlite3_file* f, sqlite3_int64 size) {
+  return Real(f)->pMethods->xTruncate(Real(f), size);
+}
+int FSync(sqlite3_file* f, int flags) {
+  if (g_fail_sync.load()) {
+    g_failed_syncs.fetch_add(1);
+    return SQLITE_IOERR_FSYNC;
+  }
+  return Real(f)->pMethods->xSync(Real(f), flags);
+}
+int FFileSize(sqlite3_file* f, sqlite3_int64* size) {
+  return Real(f)->pMethods->xFileSize(Real(f), size);
+}
+int FLock(sqlite3_file* f, int l) { return Real(f)->pMethods->xLock(Real(f), l); }
+int FUnlock(sqlite3_file* f, int l) { return Real(f)->pMethods->xUnlock(Real(f), l); }
+int FCheckReserved(sqlite3_file* f, int* out) {
+  return Real(f)->pMethods->xCheckReservedLock(Real(f), out);
+}
+int FFileControl(sqlite3_file* f, int op, void* arg) {
+  return Real(f)->pMethods->xFileControl(Real(f), op, arg);
+}
+int FSectorSize(sqlite3_file* f) { return Real(f)->pMethods->xSectorSize(Real(f)); }
+int FDeviceCharacteristics(sqlite3_file* f) {
+  return Real(f)->pMethods->xDeviceCharacteristics(Real(f));
+}
+int FShmMap(sqlite3_file* f, int region, int size, int extend, void volatile** p) {
+  return Real(f)->pMethods->xShmMap(Real(f), region, size, extend, p);
+}
+int FShmLock(sqlite3_file* f, int offset, int n, int flags) {
+  return Real(f)->pMethods->xShmLock(Real(f), offset, n, flags);
+}
+void FShmBarrier(sqlite3_file* f) { Real(f)->pMethods->xShmBarrier(Real(f)); }
+int FShmUnmap(sqlite3_file* f, int del) { return Real(f)->pMethods->xShmUnmap(Real(f), del); }
+int FFetch(sqlite3_file* f, sqlite3_int64 o, int n, void** p) {
+  return Real(f)->pMethods->xFetch(Real(f), o, n, p);
+}
+int FUnfetch(sqlite3_file* f, sqlite3_int64 o, void* p) {
+  return Real(f)->pMethods->xUnfetch(Real(f), o, p);
+}
+
+// clang-format off
+const sqlite3_io_methods kFaultIo = {
+    3, FClose, FRead, FWrite, FTruncate, FSync, FFileSize, FLock, FUnlock, FCheckReserved,
+    FFileControl, FSectorSize, FDeviceCharacteristics, FShmMap, FShmLock, FShmBarrier, FShmUnmap,
+    FFetch, FUnfetch};
+// clang-format on
+
+int FOpen(sqlite3_vfs* vfs, const char* name, sqlite3_file* file, int flags, int* out_flags) {
+  auto* f = reinterpret_cast<FaultFile*>(file);
+  f->real = reinterpret_cast<sqlite3_file*>(f + 1);
+  int rc = RealVfs(vfs)->xOpen(RealVfs(vfs), name, f->real, flags, out_flags);
+  f->base.pMethods = f->real->pMethods ? &kFaultIo : nullptr;
+  return rc;
+}
+int FDelete(sqlite3_vfs* vfs, const char* name, int sync_dir) {
+  return RealVfs(vfs)->xDelete(RealVfs(vfs), name, sync_dir);
+}
+int FAccess(sqlite3_vfs* vfs, const char* name, int flags, int* out) {
+  return RealVfs(vfs)->xAccess(RealVfs(vfs), name, flags, out);
+}
+int FFullPathname(sqlite3_vfs* vfs, const char* name, int n, char* out) {
+  return RealVfs(vfs)->xFullPathname(RealVfs(vfs), name, n, out);
+}
+
+const char* FaultVfsName() {
+  static const char* name = [] {
+    static sqlite3_vfs vfs;
+    sqlite3_vfs* real = sqlite3_vfs_find(nullptr);
+    vfs = *real;  // the remaining methods ignore their vfs argument in the unix VFS
+    vfs.iVersion = 2;
+    vfs.szOsFile = static_cast<int>(sizeof(FaultFile)) + real->szOsFile;
+    vfs.zName = "ckpt-fault-test";
+    vfs.pAppData = real;
+    vfs.xOpen = FOpen;
+    vfs.xDelete = FDelete;
+    vfs.xAccess = FAccess;
+    vfs.xFullPathname = FFullPathname;
+    sqlite3_vfs_register(&vfs, /*makeDflt=*/0);
+    return vfs.zName;
+  }();
+  return name;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+PipelineRecord MakeRecord(const std::string& job, const std::string& pipeline, int retained = 10) {
+  PipelineRecord r;
+  r.spec.key = {job, pipeline};
+  r.spec.task_ids = {"0", "1", "2"};
+  r.spec.retained = retained;
+  return r;
+}
+
+CompletedCheckpoint MakeCheckpoint(int64_t id, CheckpointKind kind = CheckpointKind::kCheckpoint) {
+  CompletedCheckpoint cp;
+  cp.checkpoint_id = id;
+  cp.kind = kind;
+  cp.triggered_at_ms = 1700000000000 + id * 1000;
+  cp.finished_at_ms = cp.triggered_at_ms + 250;
+  if (kind != CheckpointKind::kCheckpoint) cp.location = "s3://bucket/sp-" + std::to_string(id);
+  cp.task_states["0"] = {"file:///state/" + std::to_string(id) + "/0", 100 + id, "crc:0"};
+  cp.task_states["1"] = {"file:///state/" + std::to_string(id) + "/1", 200 + id, "crc:1"};
+  return cp;
+}
+
+std::vector<int64_t> Ids(const std::vector<CompletedCheckpoint>& checkpoints) {
+  std::vector<int64_t> ids;
+  for (const auto& cp : checkpoints) ids.push_back(cp.checkpoint_id);
+  return ids;
+}
+
+// Issues a write and waits (with a deadline) for its callback.
+Status Await(const std::function<void(MetadataStore::Done)>& issue) {
+  auto promise = std::make_shared<std::promise<Status>>();
+  auto future = promise->get_future();
+  issue([promise](Status s) { promise->set_value(std::move(s)); });
+  if (future.wait_for(kDeadline) != std::future_status::ready) {
+    return Status::DeadlineExceeded("store callback did not run within the deadline");
+  }
+  return future.get();
+}
+
+std::string ReadFile(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// Holds the writer thread inside a `done` callback until released, so that whatever is queued
+// meanwhile lands in one batch. (Blocking in `done` is forbidden in production; here it is the
+// point.)
+class WriterGate {
+ public:
+  MetadataStore::Done Callback() {
+    return [this](Status) {
+      std::unique_lock lock(mu_);
+      entered_ = true;
+      cv_.notify_all();
+      cv_.wait(lock, [&] { return released_; });
+    };
+  }
+  bool WaitEntered() {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, kDeadline, [&] { return entered_; });
+  }
+  void Release() {
+    std::lock_guard lock(mu_);
+    released_ = true;
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool entered_ = false;
+  bool released_ = false;
+};
+
+class SqliteStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string pattern = (fs::temp_directory_path() / "ckptd-sqlite-test-XXXXXX").string();
+    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
+    dir_ = pattern;
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+
+  std::unique_ptr<SqliteStore> OpenStore(SqliteStoreOptions options = {}) {
+    auto store = SqliteStore::Open(dir_.string(), std::move(options));
+    EXPECT_TRUE(store.ok()) << store.status().ToString();
+    if (!store.ok()) return nullptr;
+    return std::move(*store);
+  }
+
+  fs::path db_path() const { return dir_ / "ckptd.db"; }
+
+  fs::path dir_;
+};
+
+TEST_F(SqliteStoreTest, PipelineRecordRoundTripsEveryField) {
+  PipelineRecord r;
+  r.spec.key = {"job-α", "pipe 1"};
+  r.spec.task_ids = {"source-0", "sink/1", "ü,ber", "with \"quotes\""};
+  r.spec.interval_ms = 12345;
+  r.spec.timeout_ms = 67890;
+  r.spec.min_pause_ms = 111;
+  r.spec.tolerable_failures = 3;
+  r.spec.retained = 7;
+  r.generation = 42;
+  r.sticky = StickyState::kStopped;
+  r.counters = {5, 6, 7, 2};
+  r.last_completed_id = 99;
+  r.last_completed_kind = CheckpointKind::kSavepointAndStop;
+  r.last_completed_at_ms = 1700000001234;
+  r.from_config = true;
+  PipelineRecord other = MakeRecord("job-α", "pipe 0");
+  other.sticky = StickyState::kPaused;
+
+  {
+    auto store = OpenStore();
+    ASSERT_TRUE(store);
+    ASSERT_TRUE(Await([&](auto done) { store->PutPipeline(r, done); }).ok());
+    ASSERT_TRUE(Await([&](auto done) { store->PutPipeline(other, done); }).ok());
+    auto loaded = store->LoadPipelines();
+    ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+    ASSERT_EQ(loaded->size(), 2u);
+    EXPECT_EQ((*loaded)[0].record, other);  // ordered by key
+    EXPECT_EQ((*loaded)[1].record, r);
+    EXPECT_EQ((*loaded)[1].id_counter, 0);
+
+    // Put replaces every field.
+    r.sticky = StickyState::kFailed;
+    r.spec.task_ids = {"only"};
+    r.counters.consecutive_failures = 0;
+    r.last_completed_kind = CheckpointKind::kSavepoint;
+    r.from_config = false;
+    ASSERT_TRUE(Await([&](auto done) { store->PutPipeline(r, done); }).ok());
+    loaded = store->LoadPipelines();
+    ASSERT_TRUE(loaded.ok());
+    ASSERT_EQ(loaded->size(), 2u);
+    EXPECT_EQ((*loaded)[1].record, r);
+  }
+  auto store = OpenStore();
+  ASSERT_TRUE(store);
+  auto loaded = store->LoadPipelines();
+  ASSERT_TRUE(loaded.ok());
+  ASSERT_EQ(loaded->size(), 2u);
+  EXPECT_EQ((*loaded)[1].record, r);
+}
+
+TEST_F(SqliteStoreTest, IdCounterOnlyGrowsAndOutlivesDeleteAndReopen) {
+  const PipelineRecord r = MakeRecord("j", "p");
+  const PipelineKey key = r.spec.key;
+  {
+    auto store = OpenStore();
+    ASSERT_TRUE(store);
+    ASSERT_TRUE(Await([&](auto done) { store->PutPipeline(r, done); }).ok());
+    ASSERT_TRUE(Await([&](auto done) { store->ReserveIds(key, 100, done); }).ok());
+    ASSERT_TRUE(Await([&](auto done) { store->ReserveIds(key, 50, done); }).ok());
+    EXPECT_EQ(*store->LoadIdCounter(key), 100);
+    ASSERT_TRUE(Await([&](auto done) { store->ReserveIds(key, 200, done); }).ok());
+    auto loaded = store->LoadPipelines();
+    ASSERT_TRUE(loaded.ok());
+    ASSERT_EQ(loaded->size(), 1u);
+    EXPECT_EQ((*loaded)[0].id_counter, 200);
+
+    Status negative = Await([&](auto done) { store->ReserveIds(key, -1, done); });
+    EXPECT_EQ(negative.code(), StatusCode::kInvalidArgument) << negative.ToString();
+
+    ASSERT_TRUE(Await([&](auto done) { store->DeletePipeline(key, done); }).ok());
+    loaded = store->LoadPipelines();
+    ASSERT_TRUE(loaded.ok());
+    EXPECT_TRUE(loaded->empty());
+    EXPECT_EQ(*store->LoadIdCounter(key), 200);
+    EXPECT_EQ(*store->LoadIdCounter({"j", "never"}), 0);
+
+    // Re-created under the same name: the counter is still there.
+    ASSERT_TRUE(Await([&](auto done) { store->PutPipeline(r, done); }).ok());
+    loaded = store->LoadPipelines();
+    ASSERT_TRUE(loaded.ok());
+    ASSERT_EQ(loaded->size(), 1u);
+    EXPECT_EQ((*loaded)[0].id_counter, 200);
+  }
+  auto store = OpenStore();
+  ASSERT_TRUE(store);
+  auto loaded = store->LoadPipelines();
+  ASSERT_TRUE(loaded.ok());
+  ASSERT_EQ(loaded->size(), 1u);
+  EXPECT_EQ((*loaded)[0].id_counter, 200);
+  ASSERT_TRUE(Await([&](auto done) { store->ReserveIds(key, 150, done); }).ok());
+  EXPECT_EQ(*store->LoadIdCounter(key), 200);
+}
+
+TEST_F(SqliteStoreTest, CommitCheckpointThenListNewestFirstWithTaskStates) {
+  auto store = OpenStore();
+  ASSERT_TRUE(store);
+  PipelineRecord r = MakeRecord("j", "p");
+  const PipelineRecord neighbour = MakeRecord("j", "q");
+  std::vector<CompletedCheckpoint> committed;
+  for (int64_t id : {1, 2, 4}) {
+    CompletedCheckpoint cp =
+        MakeCheckpoint(id, id == 2 ? CheckpointKind::kSavepoint : CheckpointKind::kCheckpoint);
+    r.counters.completed_count += 1;
+    r.last_completed_id = id;
+    r.last_completed_kind = cp.kind;
+    r.last_completed_at_ms = cp.finished_at_ms;
+    ASSERT_TRUE(Await([&](auto done) { store->CommitCheckpoint(r, cp, done); }).ok());
+    committed.insert(committed.begin(), cp);
+  }
+  ASSERT_TRUE(
+      Await([&](auto done) { store->CommitCheckpoint(neighbour, MakeCheckpoint(3), done); }).ok());
+
+  auto listed = store->ListCompleted(r.spec.key, 0);
+  ASSERT_TRUE(listed.ok()) << listed.status().ToString();
+  EXPECT_EQ(*listed, committed);  // newest first, every field and task state intact
+  EXPECT_EQ((*listed)[1].location, "s3://bucket/sp-2");
+  EXPECT_EQ((*listed)[0].task_states.at("1").size_bytes, 204);
+
+  listed = store->ListCompleted(r.spec.key, 2);
+  ASSERT_TRUE(listed.ok());
+  EXPECT_EQ(Ids(*listed), (std::vector<int64_t>{4, 2}));
+  listed = store->ListCompleted({"j", "unknown"}, 0);
+  ASSERT_TRUE(listed.ok());
+  EXPECT_TRUE(listed->empty());
+
+  // The record was written in the same transaction, and the counter covers the ids.
+  auto loaded = store->LoadPipelines();
+  ASSERT_TRUE(loaded.ok());
+  ASSERT_EQ(loaded->size(), 2u);
+  EXPECT_EQ((*loaded)[0].record, r);
+  EXPECT_EQ((*loaded)[0].id_counter, 4);
+  EXPECT_EQ((*loaded)[1].record, neighbour);
+
+  Status bad = Await([&](auto done) { store->CommitCheckpoint(r, MakeCheckpoint(0), done); });
+  EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument) << bad.ToString();
+}
+
+TEST_F(SqliteStoreTest, UnstorableTextFailsTheWriteNotTheStore) {
+  auto store = OpenStore();
+  ASSERT_TRUE(store);
+  PipelineRecord r = MakeRecord("j", "p");
+  r.spec.task_ids.push_back("bad\xff\xfe");  // not UTF-8: JSON cannot hold it
+  Status put = Await([&](auto done) { store->PutPipeline(r, done); });
+  EXPECT_EQ(put.code(), StatusCode::kInvalidArgument) << put.ToString();
+  r = MakeRecord("j", "p");
+  CompletedCheckpoint cp = MakeCheckpoint(1);
+  cp.task_states["0"].uri = "file:///\xc3";
+  Status commit = Await([&](auto done) { store->CommitCheckpoint(r, cp, done); });
+  EXPECT_EQ(commit.code(), StatusCode::kInvalidArgument) << commit.ToString();
+  // Nothing of either was written, and the store goes on.
+  auto loaded = store->LoadPipelines();
+  ASSERT_TRUE(loaded.ok());
+  EXPECT_TRUE(loaded->empty());
+  ASSERT_TRUE(Await([&](auto done) { store->CommitCheckpoint(r, MakeCheckpoint(1), done); }).ok());
+}
+
+TEST_F(SqliteStoreTest, RetentionTrimsCheckpointsButKeepsSavepoints) {
+  auto store = OpenStore();
+  ASSERT_TRUE(store);
+  PipelineRecord r = MakeRecord("j", "p", /*retained=*/3);
+  for (int64_t id = 1; id <= 10; ++id) {
+    CheckpointKind kind = id == 4 || id == 7 ? CheckpointKind::kSavepoint
+                          : id == 8          ? CheckpointKind::kSavepointAndStop
+                                             : CheckpointKind::kCheckpoint;
+    store->CommitCheckpoint(r, MakeCheckpoint(id, kind),
+                            [](Status s) { EXPECT_TRUE(s.ok()) << s.ToString(); });
+  }
+  store->Flush();
+  auto listed = store->ListCompleted(r.spec.key, 0);
+  ASSERT_TRUE(listed.ok());
+  // Checkpoints 1 2 3 5 6 9 10: the 3 newest stay. Savepoints 4 7 8 all stay.
+  EXPECT_EQ(Ids(*listed), (std::vector<int64_t>{10, 9, 8, 7, 6, 4}));
+
+  // A smaller window applies from the next commit on.
+  r.spec.retained = 1;
+  ASSERT_TRUE(Await([&](auto done) { store->CommitCheckpoint(r, MakeCheckpoint(11), done); }).ok());
+  listed = store->ListCompleted(r.spec.key, 0);
+  ASSERT_TRUE(listed.ok());
+  EXPECT_EQ(Ids(*listed), (std::vector<int64_t>{11, 8, 7, 4}));
+}
+
+TEST_F(SqliteStoreTest, DuplicateCheckpointIdFailsOnlyThatOpOfItsBatch) {
+  auto store = OpenStore();
+  ASSERT_TRUE(store);
+  PipelineRecord a = MakeRecord("j", "a");
+  PipelineRecord b = MakeRecord("j", "b");
+  a.counters.completed_count = 1;
+
+  WriterGate gate;
+  store->ReserveIds(a.spec.key, 10, gate.Callback());
+  ASSERT_TRUE(gate.WaitEntered());
+  const uint64_t batches_before = store->batches_committed();
+
+  std::mutex mu;
+  std::vector<std::pair<int, Status>> results;
+  auto record = [&](int n) {
+    return [&, n](Status s) {
+      std::lock_guard lock(mu);
+      results.emplace_back(n, std::move(s));
+    };
+  };
+  CompletedCheckpoint first = MakeCheckpoint(1);
+  CompletedCheckpoint duplicate = MakeCheckpoint(1);
+  duplicate.location = "must not overwrite";
+  PipelineRecord a_dup = a;
+  a_dup.counters.completed_count = 99;  // must be rolled back with its op
+  store->CommitCheckpoint(a, first, record(0));
+  store->CommitCheckpoint(a_dup, duplicate, record(1));
+  store->PutPipeline(b, record(2));
+  store->CommitCheckpoint(b, MakeCheckpoint(1), record(3));
+  gate.Release();
+  store->Flush();
+
+  ASSERT_EQ(results.size(), 4u);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(results[i].first, i);  // in call order
+  EXPECT_TRUE(results[0].second.ok()) << results[0].second.ToString();
+  EXPECT_EQ(results[1].second.code(), StatusCode::kAlreadyExists) << results[1].second.ToString();
+  EXPECT_NE(results[1].second.message().find("checkpoint 1 of j/a"), std::string::npos)
+      << results[1].second.message();
+  EXPECT_TRUE(results[2].second.ok()) << results[2].second.ToString();
+  EXPECT_TRUE(results[3].second.ok()) << results[3].second.ToString();
+  EXPECT_EQ(store->batches_committed(), batches_before + 1) << "the four ops shared one batch";
+
+  auto listed = store->ListCompleted(a.spec.key, 0);
+  ASSERT_TRUE(listed.ok());
+  ASSERT_EQ(listed->size(), 1u);
+  EXPECT_EQ((*listed)[0], first);
+  auto loaded = store->LoadPipelines();
+  ASSERT_TRUE(loaded.ok());
+  ASSERT_EQ(loaded->size(), 2u);
+  EXPECT_EQ((*loaded)[0].record, a);
+  EXPECT_EQ((*loaded)[1].record, b);
+}
+
+TEST_F(SqliteStoreTest, GroupCommitBatchesWritesFromManyThreads) {
+  auto store = OpenStore();
+  ASSERT_TRUE(store);
+  std::mutex latency_mu;
+  std::vector<int64_t> latencies;
+  store->on_commit_latency = [&](int64_t micros) {
+    std::lock_guard lock(latency_mu);
+    latencies.push_back(micros);
+  };
+
+  constexpr int kThreads = 4;
+  constexpr int kOpsPerThread = 250;  // every 5th a checkpoint commit, the rest reservations
+  std::mutex mu;
+  std::vector<std::vector<int>> seen(kThreads);  // per caller: op numbers, in callback order
+  std::set<std::thread::id> callback_threads;
+  int failures = 0;
+  const uint64_t batches_before = store->batches_committed();
+  const uint64_t ops_before = store->ops_committed();
+
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      PipelineRecord r = MakeRecord("job", "p" + std::to_string(t), /*retained=*/5);
+      for (int i = 0; i < kOpsPerThread; ++i) {
+        auto done = [&, t, i](Status s) {
+          std::lock_guard lock(mu);
+          if (!s.ok()) ++failures;
+          seen[t].push_back(i);
+          callback_threads.insert(std::this_thread::get_id());
+        };
+        if (i % 5 == 4) {
+          r.counters.completed_count += 1;
+          store->CommitCheckpoint(r, MakeCheckpoint(i + 1), done);
+        } else {
+          store->ReserveIds(r.spec.key, i + 1, done);
+        }
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  store->Flush();
+
+  const uint64_t batches = store->batches_committed() - batches_before;
+  const uint64_t ops = store->ops_committed() - ops_before;
+  std::cout << "[ group commit ] " << kThreads * kOpsPerThread << " ops from " << kThreads
+            << " threads in " << batches << " batches" << std::endl;
+  RecordProperty("batches", static_cast<int>(batches));
+  EXPECT_EQ(failures, 0);
+  EXPECT_EQ(ops, static_cast<uint64_t>(kThreads * kOpsPerThread));
+  EXPECT_LT(batches, ops);
+  for (int t = 0; t < kThreads; ++t) {
+    ASSERT_EQ(seen[t].size(), static_cast<size_t>(kOpsPerThread));
+    for (int i = 0; i < kOpsPerThread; ++i) ASSERT_EQ(seen[t][i], i) << "caller " << t;
+  }
+  EXPECT_EQ(callback_threads.size(), 1u) << "every callback runs on the one writer thread";
+  EXPECT_EQ(callback_threads.count(std::this_thread::get_id()), 0u);
+  {
+    std::lock_guard lock(latency_mu);
+    EXPECT_EQ(latencies.size(), batches);
+    for (int64_t micros : latencies) EXPECT_GE(micros, 0);
+  }
+
+  auto loaded = store->LoadPipelines();
+  ASSERT_TRUE(loaded.ok());
+  ASSERT_EQ(loaded->size(), static_cast<size_t>(kThreads));
+  for (const auto& p : *loaded) {
+    EXPECT_EQ(p.id_counter, kOpsPerThread);
+    EXPECT_EQ(p.record.counters.completed_count, kOpsPerThread / 5);
+    auto listed = store->ListCompleted(p.record.spec.key, 0);
+    ASSERT_TRUE(listed.ok());
+    EXPECT_EQ(Ids(*listed), (std::vector<int64_t>{250, 245, 240, 235, 230}));
+  }
+}
+
+TEST_F(SqliteStoreTest, WritesQueuedBehindABusyWriterShareOneBatch) {
+  auto store = OpenStore();
+  ASSERT_TRUE(store);
+  WriterGate gate;
+  store->ReserveIds({"j", "gate"}, 1, gate.Callback());
+  ASSERT_TRUE(gate.WaitEntered());
+  const uint64_t batches_before = store->batches_committed();
+  std::atomic<int> ok{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 1; i <= 50; ++i) {
+        store->ReserveIds({"j", "p" + std::to_string(t)}, i, [&](Status s) {
+          if (s.ok()) ok.fetch_add(1);
+        });
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  gate.Release();
+  store->Flush();
+  EXPECT_EQ(ok.load(), 200);
+  EXPECT_EQ(store->batches_committed(), batches_before + 1);
+}
+
+TEST_F(SqliteStoreTest, FlushReturnsOnlyAfterEveryEarlierCallbackRan) {
+  auto store = OpenStore();
+  ASSERT_TRUE(store);
+  std::atomic<int> called{0};
+  for (int i = 1; i <= 300; ++i) {
+    store->ReserveIds({"j", "p"}, i, [&](Status) { called.fetch_add(1); });
+  }
+  store->Flush();
+  EXPECT_EQ(called.load(), 300);
+  store->Flush();  // nothing queued: returns at once
+}
+
+TEST_F(SqliteStoreTest, ReopenAfterCloseKeepsEverything) {
+  PipelineRecord r = MakeRecord("j", "p", /*retained=*/2);
+  r.generation = 3;
+  r.sticky = StickyState::kPaused;
+  std::vector<CompletedCheckpoint> expected;
+  {
+    auto store = OpenStore();
+    ASSERT_TRUE(store);
+    // No Flush and no waiting: the destructor applies everything queued before closing.
+    store->PutPipeline(r, nullptr);
+    store->ReserveIds(r.spec.key, 1000, nullptr);
+    for (int64_t id = 1; id <= 4; ++id) {
+      auto cp =
+          MakeCheckpoint(id, id == 1 ? CheckpointKind::kSavepoint : CheckpointKind::kCheckpoint);
+      r.counters.completed_count = id;
+      r.last_completed_id = id;
+      store->CommitCheckpoint(r, cp, nullptr);
+      if (id != 2) expected.insert(expected.begin(), cp);
+    }
+  }
+  EXPECT_FALSE(fs::exists(dir_ / "ckptd.db-wal")) << "a clean close checkpoints the WAL";
+  auto store = OpenStore();
+  ASSERT_TRUE(store);
+  auto loaded = store->LoadPipelines();
+  ASSERT_TRUE(loaded.ok());
+  ASSERT_EQ(loaded->size(), 1u);
+  EXPECT_EQ((*loaded)[0].record, r);
+  EXPECT_EQ((*loaded)[0].id_counter, 1000);
+  auto listed = store->ListCompleted(r.spec.key, 0);
+  ASSERT_TRUE(listed.ok());
+  EXPECT_EQ(*listed, expected);
+}
+
+TEST_F(SqliteStoreTest, ReadsAnswerWhileTheWriterIsBusy) {
+  auto store = OpenStore();
+  ASSERT_TRUE(store);
+  PipelineRecord r = MakeRecord("j", "p");
+  ASSERT_TRUE(Await([&](auto done) { store->PutPipeline(r, done); }).ok());
+  WriterGate gate;
+  store->ReserveIds(r.spec.key, 5, gate.Callback());
+  ASSERT_TRUE(gate.WaitEntered());
+  store->CommitCheckpoint(r, MakeCheckpoint(1), nullptr);  // queued behind the gate
+  // The writer thread is stuck; reads go through their own connection.
+  auto loaded = store->LoadPipelines();
+  ASSERT_TRUE(loaded.ok());
+  ASSERT_EQ(loaded->size(), 1u);
+  EXPECT_EQ((*loaded)[0].id_counter, 5);
+  auto listed = store->ListCompleted(r.spec.key, 0);
+  ASSERT_TRUE(listed.ok());
+  EXPECT_TRUE(listed->empty());
+  gate.Release();
+  store->Flush();
+  listed = store->ListCompleted(r.spec.key, 0);
+  ASSERT_TRUE(listed.ok());
+  EXPECT_EQ(listed->size(), 1u);
+}
+
+TEST_F(SqliteStoreTest, GarbageFileIsRefusedAndLeftUntouched) {
+  std::string garbage;
+  for (int i = 0; i < 2000; ++i) garbage += "not a database " + std::to_string(i) + "\n";
+  {
+    std::ofstream out(db_path(), std::ios::binary);
+    out << garbage;
+  }
+  auto store = SqliteStore::Open(dir_.string());
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(store.status().message().find(db_path().string()), std::string::npos)
+      << store.status().message();
+  EXPECT_NE(store.status().message().find("not a SQLite database"), std::string::npos)
+      << store.status().message();
+  EXPECT_EQ(ReadFile(db_path()), garbage);
+  EXPECT_FALSE(fs::exists(dir_ / "ckptd.db-wal"));
+  EXPECT_FALSE(fs::exists(dir_ / "ckptd.db-shm"));
+}
+
+TEST_F(SqliteStoreTest, ForeignSqliteDatabaseIsRefused) {
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(db_path().c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db, "CREATE TABLE users (id INTEGER); INSERT INTO users VALUES (7);",
+                           nullptr, nullptr, nullptr),
+              SQLITE_OK);
+    sqlite3_close(db);
+  }
+  const std::string before = ReadFile(db_path());
+  auto store = SqliteStore::Open(dir_.string());
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(store.status().message().find(db_path().string()), std::string::npos)
+      << store.status().message();
+  EXPECT_NE(store.status().message().find("not a ckptd one"), std::string::npos)
+      << store.status().message();
+  EXPECT_NE(store.status().message().find("table users"), std::string::npos)
+      << store.status().message();
+  EXPECT_EQ(ReadFile(db_path()), before);
+}
+
+TEST_F(SqliteStoreTest, OtherApplicationIdOrNewerSchemaIsRefused) {
+  { ASSERT_TRUE(OpenStore()); }
+  auto set_pragma = [&](const std::string& sql) {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(db_path().c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(db);
+  };
+  set_pragma("PRAGMA user_version = 2");
+  auto store = SqliteStore::Open(dir_.string());
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(store.status().message().find("schema version 2"), std::string::npos)
+      << store.status().message();
+  EXPECT_NE(store.status().message().find("newer"), std::string::npos) << store.status().message();
+
+  set_pragma("PRAGMA user_version = 1; PRAGMA application_id = 1234");
+  store = SqliteStore::Open(dir_.string());
+  ASSERT_FALSE(store.ok());
+  EXPECT_NE(store.status().message().find("not a ckptd one"), std::string::npos)
+      << store.status().message();
+
+  set_pragma("PRAGMA application_id = " + std::to_string(SqliteStore::kApplicationId));
+  EXPECT_TRUE(OpenStore());
+}
+
+TEST_F(SqliteStoreTest, DataDirThatCannotBeCreatedIsAnError) {
+  { std::ofstream(dir_ / "plain-file") << "x"; }
+  const std::string data_dir = (dir_ / "plain-file" / "data").string();
+  auto store = SqliteStore::Open(data_dir);
+  ASSERT_FALSE(store.ok());
+  EXPECT_NE(store.status().message().find(data_dir), std::string::npos) << store.status().message();
+
+  store = SqliteStore::Open((dir_ / "plain-file").string());
+  ASSERT_FALSE(store.ok());
+  EXPECT_NE(store.status().message().find("plain-file"), std::string::npos)
+      << store.status().message();
+}
+
+TEST_F(SqliteStoreTest, CommitWithUnknownOutcomeReportsNeitherAndStopsWriting) {
+  std::promise<Status> fatal;
+  auto fatal_future = fatal.get_future();
+  SqliteStoreOptions options;
+  options.vfs = FaultVfsName();
+  options.on_fatal = [&](const Status& s) { fatal.set_value(s); };
+  auto store = OpenStore(std::move(options));
+  ASSERT_TRUE(store);
+  PipelineRecord r = MakeRecord("j", "p");
+  ASSERT_TRUE(Await([&](auto done) { store->PutPipeline(r, done); }).ok());
+
+  std::atomic<int> callbacks{0};
+  g_fail_sync = true;
+  store->CommitCheckpoint(r, MakeCheckpoint(1), [&](Status) { callbacks.fetch_add(1); });
+  ASSERT_EQ(fatal_future.wait_for(kDeadline), std::future_status::ready);
+  g_fail_sync = false;
+  EXPECT_GT(g_failed_syncs.load(), 0);
+  Status fatal_status = fatal_future.get();
+  EXPECT_EQ(fatal_status.code(), StatusCode::kUnavailable);
+  EXPECT_NE(fatal_status.message().find("unknown outcome"), std::string::npos)
+      << fatal_status.message();
+
+  // Later writes fail cleanly without touching the file; the unknown one is never reported.
+  Status later = Await([&](auto done) { store->ReserveIds(r.spec.key, 10, done); });
+  EXPECT_EQ(later.code(), StatusCode::kUnavailable) << later.ToString();
+  store->Flush();
+  EXPECT_EQ(callbacks.load(), 0);
+  store.reset();
+
+  // What is on disk is consistent either way, and the store opens again.
+  auto reopened = OpenStore();
+  ASSERT_TRUE(reopened);
+  auto loaded = reopened->LoadPipelines();
+  ASSERT_TRUE(loaded.ok());
+  EXPECT_EQ(loaded->size(), 1u);
+}
+
+// ---------------------------------------------------------------------------------------------
+
+class FaultInjectingStoreTest : public SqliteStoreTest {};
+
+TEST_F(FaultInjectingStoreTest, FailsTheCallsItWasToldToInOrder) {
+  auto sqlite = SqliteStore::Open(dir_.string());
+  ASSERT_TRUE(sqlite.ok()) << sqlite.status().ToString();
+  SqliteStore* inner = sqlite->get();
+  FaultInjectingStore store(std::move(*sqlite));
+  PipelineRecord r = MakeRecord("j", "p");
+  PipelineRecord other = MakeRecord("j", "q");
+
+  std::mutex mu;
+  std::vector<std::pair<int, Status>> results;
+  auto record = [&](int n) {
+    return [&, n](Status s) {
+      std::lock_guard lock(mu);
+      results.emplace_back(n, std::move(s));
+    };
+  };
+  store.FailNextCommits(2, Status::Internal("disk on fire"));
+  store.FailNextReserves(1, Status::Unavailable("reservation refused"), PipelineKey{"j", "p"});
+  store.PutPipeline(r, record(0));
+  store.CommitCheckpoint(r, MakeCheckpoint(1), record(1));      // injected
+  store.ReserveIds(other.spec.key, 50, record(2));              // not the targeted pipeline
+  store.ReserveIds(r.spec.key, 100, record(3));                 // injected
+  store.CommitCheckpoint(other, MakeCheckpoint(2), record(4));  // injected (any pipeline)
+  store.CommitCheckpoint(r, MakeCheckpoint(3), record(5));
+  store.ReserveIds(r.spec.key, 200, record(6));
+  store.Flush();
+
+  ASSERT_EQ(results.size(), 7u);
+  for (int i = 0; i < 7; ++i) EXPECT_EQ(results[i].first, i) << "callbacks in call order";
+  EXPECT_TRUE(results[0].second.ok());
+  EXPECT_EQ(results[1].second.code(), StatusCode::kInternal);
+  EXPECT_EQ(results[1].second.message(), "disk on fire");
+  EXPECT_TRUE(results[2].second.ok());
+  EXPECT_EQ(results[3].second.code(), StatusCode::kUnavailable);
+  EXPECT_EQ(results[4].second.message(), "disk on fire");
+  EXPECT_TRUE(results[5].second.ok()) << results[5].second.ToString();
+  EXPECT_TRUE(results[6].second.ok());
+  EXPECT_EQ(store.injected_commit_failures(), 2);
+  EXPECT_EQ(store.injected_reserve_failures(), 1);
+
+  // Nothing of the failed calls was written.
+  auto listed = store.ListCompleted(r.spec.key, 0);
+  ASSERT_TRUE(listed.ok());
+  EXPECT_EQ(Ids(*listed), (std::vector<int64_t>{3}));
+  listed = store.ListCompleted(other.spec.key, 0);
+  ASSERT_TRUE(listed.ok());
+  EXPECT_TRUE(listed->empty());
+  EXPECT_EQ(*inner->LoadIdCounter(r.spec.key), 200);
+  EXPECT_EQ(*inner->LoadIdCounter(other.spec.key), 50);
+
+  // A new plan replaces the old one; count 0 cancels.
+  store.FailNextCommits(5, Status::Internal("x"));
+  store.FailNextCommits(0, Status::Internal("x"));
+  EXPECT_TRUE(Await([&](auto done) { store.CommitCheckpoint(r, MakeCheckpoint(4), done); }).ok());
+
+  ASSERT_TRUE(Await([&](auto done) { store.DeletePipeline(r.spec.key, done); }).ok());
+  auto loaded = store.LoadPipelines();
+  ASSERT_TRUE(loaded.ok());
+  EXPECT_TRUE(loaded->empty());  // `other` never had a record: its commit was the failed one
+}
+
+}  // namespace
+}  // namespace ckpt
