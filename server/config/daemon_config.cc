@@ -1,0 +1,332 @@
+#include "config/daemon_config.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <sstream>
+
+#include <yaml-cpp/yaml.h>
+
+#include "config/yaml_walk.h"
+#include "core/spec_validation.h"
+
+namespace ckpt {
+namespace {
+
+constexpr std::string_view kTopLevelKeys[] = {
+    "listen",       "metrics_listen",        "data_dir",          "store", "threads",
+    "lease_ttl_ms", "heartbeat_interval_ms", "shutdown_grace_ms", "log",   "defaults",
+    "pipelines"};
+constexpr std::string_view kStoreKeys[] = {"backend"};
+constexpr std::string_view kLogKeys[] = {"level"};
+// The keys PipelineDefaults and PipelineSpec share: `defaults` may set exactly what a pipeline may.
+constexpr std::string_view kPolicyKeys[] = {"interval_ms", "timeout_ms", "min_pause_ms",
+                                            "tolerable_failures", "retained"};
+constexpr std::string_view kPipelineKeys[] = {
+    "job_id",     "pipeline_id",  "task_ids",           "parallelism", "interval_ms",
+    "timeout_ms", "min_pause_ms", "tolerable_failures", "retained"};
+// spdlog's level names.
+constexpr std::string_view kLogLevels[] = {"trace", "debug",    "info", "warn",
+                                           "error", "critical", "off"};
+constexpr std::string_view kBackends[] = {"sqlite"};
+constexpr int kMaxThreads = 256;
+
+std::string JoinNames(std::span<const std::string_view> names) {
+  std::string out;
+  for (std::string_view name : names) out += (out.empty() ? "" : ", ") + std::string(name);
+  return out;
+}
+
+// Reads one policy key into a PipelineDefaults or a PipelineSpec (same member names). Only the type
+// is checked here: ValidateSpec judges the values, so the file and the admin API share one set of
+// rules.
+template <typename Policy>
+MaybeYamlError ReadPolicyField(const YamlField& field, Policy* target) {
+  if (field.name == "interval_ms") return ReadIntAs(field, &target->interval_ms);
+  if (field.name == "timeout_ms") return ReadIntAs(field, &target->timeout_ms);
+  if (field.name == "min_pause_ms") return ReadIntAs(field, &target->min_pause_ms);
+  if (field.name == "tolerable_failures") return ReadIntAs(field, &target->tolerable_failures);
+  if (field.name == "retained") return ReadIntAs(field, &target->retained);
+  return field.ValueError("internal: no reader for key '" + field.name + "'");
+}
+
+PipelineSpec SpecFromDefaults(const PipelineDefaults& defaults) {
+  PipelineSpec spec;
+  spec.interval_ms = defaults.interval_ms;
+  spec.timeout_ms = defaults.timeout_ms;
+  spec.min_pause_ms = defaults.min_pause_ms;
+  spec.tolerable_failures = defaults.tolerable_failures;
+  spec.retained = defaults.retained;
+  return spec;
+}
+
+// `parallelism: N` names the tasks "0" .. "N-1", as `ckptctl pipeline create --parallelism` does.
+MaybeYamlError ReadParallelism(const YamlField& field, std::vector<std::string>* task_ids) {
+  int64_t count = 0;
+  if (auto error = ReadInt(field, 1, kMaxTasksPerPipeline, &count)) return error;
+  task_ids->clear();
+  for (int64_t i = 0; i < count; ++i) task_ids->push_back(std::to_string(i));
+  return std::nullopt;
+}
+
+// The reason `address` is not HOST:PORT, or nothing. gRPC wants IPv6 hosts in brackets.
+std::optional<std::string> CheckHostPort(const std::string& address) {
+  const size_t colon = address.rfind(':');
+  if (colon == std::string::npos) return "expected HOST:PORT, got '" + address + "'";
+  const std::string host = address.substr(0, colon);
+  const std::string port = address.substr(colon + 1);
+  if (host.empty()) return "the host is empty in '" + address + "'";
+  const bool bracketed = host.front() == '[' && host.back() == ']';
+  if (host.find(':') != std::string::npos && !bracketed) {
+    return "an IPv6 host needs brackets, as in [::1]:7070; got '" + address + "'";
+  }
+  if (std::any_of(host.begin(), host.end(), [](unsigned char c) { return std::isspace(c); })) {
+    return "the host contains whitespace in '" + address + "'";
+  }
+  const bool digits = !port.empty() && port.size() <= 5 &&
+                      std::all_of(port.begin(), port.end(),
+                                  [](unsigned char c) { return std::isdigit(c); });
+  if (!digits || std::stoi(port) > 65535) {
+    return "the port must be a number from 0 to 65535; got '" + address + "'";
+  }
+  return std::nullopt;
+}
+
+// Reads the YAML tree into a DaemonConfig, stopping at the first problem.
+class ConfigReader {
+ public:
+  MaybeYamlError Read(const YAML::Node& root);
+  DaemonConfig Take() { return std::move(config_); }
+
+ private:
+  MaybeYamlError ReadTopLevelField(const YamlField& field);
+  MaybeYamlError ReadAddress(const YamlField& field, std::string* out);
+  MaybeYamlError ReadDataDir(const YamlField& field);
+  MaybeYamlError ReadChoice(const YamlField& field, std::span<const std::string_view> choices,
+                            std::string* out);
+  MaybeYamlError ReadDefaults(const YamlField& field);
+  MaybeYamlError ReadPipelines(const YamlField& field);
+  MaybeYamlError ReadPipeline(const YAML::Node& entry, const std::string& path, PipelineSpec* spec);
+  MaybeYamlError CheckHeartbeat() const;
+
+  DaemonConfig config_;
+  // Read after the walk, because pipelines inherit from `defaults` wherever it sits in the file.
+  std::optional<YamlField> defaults_;
+  std::optional<YamlField> pipelines_;
+  // Remembered to point at whichever the file set when the two disagree.
+  std::optional<YamlField> lease_;
+  std::optional<YamlField> heartbeat_;
+};
+
+MaybeYamlError ConfigReader::Read(const YAML::Node& root) {
+  // An empty or comment-only file is a valid config: every default applies.
+  if (root.IsNull()) return std::nullopt;
+  auto visit = [this](const YamlField& field) { return ReadTopLevelField(field); };
+  if (auto error = ForEachField(root, "", kTopLevelKeys, visit)) return error;
+  if (defaults_) {
+    if (auto error = ReadDefaults(*defaults_)) return error;
+  }
+  if (pipelines_) {
+    if (auto error = ReadPipelines(*pipelines_)) return error;
+  }
+  return CheckHeartbeat();
+}
+
+MaybeYamlError ConfigReader::ReadTopLevelField(const YamlField& field) {
+  const std::string& name = field.name;
+  if (name == "listen") return ReadAddress(field, &config_.listen);
+  if (name == "metrics_listen") return ReadAddress(field, &config_.metrics_listen);
+  if (name == "data_dir") return ReadDataDir(field);
+  if (name == "threads") return ReadIntAs(field, &config_.threads, 0, kMaxThreads);
+  if (name == "shutdown_grace_ms") {
+    return ReadInt(field, 0, kMaxDurationMs, &config_.shutdown_grace_ms);
+  }
+  if (name == "lease_ttl_ms") {
+    lease_ = field;
+    return ReadInt(field, 1, kMaxDurationMs, &config_.lease_ttl_ms);
+  }
+  if (name == "heartbeat_interval_ms") {
+    heartbeat_ = field;
+    return ReadInt(field, 1, kMaxDurationMs, &config_.heartbeat_interval_ms);
+  }
+  if (name == "store") {
+    return ForEachField(field.value, field.path, kStoreKeys, [this](const YamlField& f) {
+      return ReadChoice(f, kBackends, &config_.store_backend);
+    });
+  }
+  if (name == "log") {
+    return ForEachField(field.value, field.path, kLogKeys, [this](const YamlField& f) {
+      return ReadChoice(f, kLogLevels, &config_.log_level);
+    });
+  }
+  (name == "defaults" ? defaults_ : pipelines_) = field;
+  return std::nullopt;
+}
+
+MaybeYamlError ConfigReader::ReadAddress(const YamlField& field, std::string* out) {
+  if (auto error = ReadString(field, out)) return error;
+  if (auto reason = CheckHostPort(*out)) return field.ValueError(field.path + ": " + *reason);
+  return std::nullopt;
+}
+
+MaybeYamlError ConfigReader::ReadDataDir(const YamlField& field) {
+  if (auto error = ReadString(field, &config_.data_dir)) return error;
+  if (config_.data_dir.empty()) return field.ValueError("data_dir is empty");
+  return std::nullopt;
+}
+
+MaybeYamlError ConfigReader::ReadChoice(const YamlField& field,
+                                        std::span<const std::string_view> choices,
+                                        std::string* out) {
+  std::string value;
+  if (auto error = ReadString(field, &value)) return error;
+  if (std::find(choices.begin(), choices.end(), value) != choices.end()) {
+    *out = value;
+    return std::nullopt;
+  }
+  std::string reason = field.path + " '" + value + "' is not one of " + JoinNames(choices);
+  if (std::string guess = ClosestMatch(value, choices); !guess.empty()) {
+    reason += "; did you mean '" + guess + "'?";
+  }
+  return field.ValueError(reason);
+}
+
+MaybeYamlError ConfigReader::ReadDefaults(const YamlField& field) {
+  PipelineDefaults& defaults = config_.defaults;
+  auto visit = [&defaults](const YamlField& f) { return ReadPolicyField(f, &defaults); };
+  if (auto error = ForEachField(field.value, field.path, kPolicyKeys, visit)) return error;
+  // Held to the pipeline rules with stand-in ids, so a bad default is reported once, here, rather
+  // than at every pipeline that inherits it (or not at all when no pipeline is declared).
+  PipelineSpec probe = SpecFromDefaults(defaults);
+  probe.key = {"defaults", "defaults"};
+  probe.task_ids = {"0"};
+  if (Status status = ValidateSpec(probe); !status.ok()) {
+    return field.ValueError("defaults: " + status.message());
+  }
+  return std::nullopt;
+}
+
+MaybeYamlError ConfigReader::ReadPipelines(const YamlField& field) {
+  const YAML::Node& list = field.value;
+  if (list.IsNull()) return std::nullopt;
+  if (!list.IsSequence()) {
+    return field.ValueError("pipelines: expected a list of pipelines, got " + DescribeNode(list));
+  }
+  std::map<PipelineKey, std::string> declared;  // key -> path of its first entry
+  size_t index = 0;
+  for (auto it = list.begin(); it != list.end(); ++it, ++index) {
+    const YAML::Node entry = *it;
+    const std::string path = "pipelines[" + std::to_string(index) + "]";
+    if (entry.IsNull()) {
+      // A bare "-" has the next token's mark; the list's own is the closest honest position.
+      return YamlError{list.Mark(), path + " is empty; expected a map of keys"};
+    }
+    PipelineSpec spec;
+    if (auto error = ReadPipeline(entry, path, &spec)) return error;
+    if (auto [first, inserted] = declared.emplace(spec.key, path); !inserted) {
+      return YamlError{entry.Mark(), path + ": duplicate pipeline " + spec.key.ToString() +
+                                       ", already declared in " + first->second};
+    }
+    config_.pipelines.push_back(std::move(spec));
+  }
+  return std::nullopt;
+}
+
+MaybeYamlError ConfigReader::ReadPipeline(const YAML::Node& entry, const std::string& path,
+                                          PipelineSpec* spec) {
+  if (!entry.IsMap()) {
+    return YamlError{entry.Mark(), path + " must be a map of keys, got " + DescribeNode(entry)};
+  }
+  *spec = SpecFromDefaults(config_.defaults);
+  bool has_job_id = false;
+  bool has_pipeline_id = false;
+  bool has_tasks = false;
+  auto visit = [&](const YamlField& field) -> MaybeYamlError {
+    if (field.name == "job_id") {
+      has_job_id = true;
+      return ReadString(field, &spec->key.job_id);
+    }
+    if (field.name == "pipeline_id") {
+      has_pipeline_id = true;
+      return ReadString(field, &spec->key.pipeline_id);
+    }
+    if (field.name == "task_ids" || field.name == "parallelism") {
+      if (has_tasks) {
+        return YamlError{field.key.Mark(), path + ": give task_ids or parallelism, not both"};
+      }
+      has_tasks = true;
+      return field.name == "task_ids" ? ReadStringList(field, &spec->task_ids)
+                                      : ReadParallelism(field, &spec->task_ids);
+    }
+    return ReadPolicyField(field, spec);
+  };
+  if (auto error = ForEachField(entry, path, kPipelineKeys, visit)) return error;
+  // A missing key has no position in yaml-cpp: point at the entry that lacks it.
+  if (!has_job_id) return YamlError{entry.Mark(), path + ": missing required key 'job_id'"};
+  if (!has_pipeline_id) {
+    return YamlError{entry.Mark(), path + ": missing required key 'pipeline_id'"};
+  }
+  if (!has_tasks) {
+    return YamlError{entry.Mark(), path + ": missing required key 'task_ids' or 'parallelism'"};
+  }
+  if (Status status = ValidateSpec(*spec); !status.ok()) {
+    return YamlError{entry.Mark(), path + ": " + status.message()};
+  }
+  return std::nullopt;
+}
+
+MaybeYamlError ConfigReader::CheckHeartbeat() const {
+  if (config_.heartbeat_interval_ms < config_.lease_ttl_ms) return std::nullopt;
+  // The defaults agree, so the file set at least one of them; blame the heartbeat if it is there.
+  const YamlField& culprit = heartbeat_ ? *heartbeat_ : *lease_;
+  return culprit.ValueError("heartbeat_interval_ms (" +
+                            std::to_string(config_.heartbeat_interval_ms) +
+                            ") must be less than lease_ttl_ms (" +
+                            std::to_string(config_.lease_ttl_ms) + ")");
+}
+
+}  // namespace
+
+Result<DaemonConfig> ParseDaemonConfig(const std::string& yaml_text,
+                                       const std::string& source_name) {
+  // yaml-cpp reports syntax errors (and too-deep nesting) by exception; they end here.
+  try {
+    YAML::Node root;
+    ConfigReader reader;
+    MaybeYamlError error = LoadSingleDocument(yaml_text, &root);
+    if (!error) error = reader.Read(root);
+    if (error) return Status::InvalidArgument(FormatYamlError(source_name, *error));
+    return reader.Take();
+  } catch (const YAML::Exception& e) {
+    return Status::InvalidArgument(FormatYamlError(source_name, {e.mark, e.msg}));
+  } catch (const std::exception& e) {
+    return Status::InvalidArgument(source_name + ": " + e.what());
+  } catch (...) {
+    return Status::InvalidArgument(source_name + ": unexpected error while reading the config");
+  }
+}
+
+Result<DaemonConfig> LoadDaemonConfig(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    return Status::InvalidArgument(path + ": is a directory, not a config file");
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    const int error = errno;
+    const std::string reason = path + ": cannot open: " + std::strerror(error);
+    return error == ENOENT ? Status::NotFound(reason) : Status::InvalidArgument(reason);
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) return Status::InvalidArgument(path + ": read error");
+  return ParseDaemonConfig(text.str(), path);
+}
+
+}  // namespace ckpt

@@ -20,7 +20,7 @@ struct DaemonConfig {
   int64_t lease_ttl_ms = 10000;                   // a silent worker stream loses its tasks after this
   int64_t heartbeat_interval_ms = 3000;           // told to workers in `welcome`
   int64_t shutdown_grace_ms = 10000;              // SIGTERM: how long pending rounds may finish
-  std::string log_level = "info";                 // log.level: trace|debug|info|warn|error
+  std::string log_level = "info";                 // log.level: trace .. critical, or off
   PipelineDefaults defaults;                      // applied to pipelines that leave a key out
   std::vector<PipelineSpec> pipelines;            // declared at start (and on SIGHUP)
 };

@@ -1,0 +1,485 @@
+#include "config/daemon_config.h"
+
+#include <gtest/gtest.h>
+
+#include <cctype>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace ckpt {
+namespace {
+
+DaemonConfig ParseOk(const std::string& yaml) {
+  Result<DaemonConfig> result = ParseDaemonConfig(yaml, "test.yaml");
+  EXPECT_TRUE(result.ok()) << result.status().ToString() << "\nfor:\n" << yaml;
+  return result.ok() ? *result : DaemonConfig{};
+}
+
+std::vector<std::string> Range(int n) {
+  std::vector<std::string> ids;
+  for (int i = 0; i < n; ++i) ids.push_back(std::to_string(i));
+  return ids;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Broken configs: each must fail with INVALID_ARGUMENT at an exact 1-based position.
+
+struct BrokenCase {
+  const char* name;
+  const char* yaml;
+  const char* position;  // "line:column"
+  const char* fragment;  // part of the reason
+};
+
+const BrokenCase kBrokenCases[] = {
+    {"unknown top-level key", "threads: 2\nbogus: 1\n", "2:1",
+     "unknown key 'bogus' at the top level"},
+    {"typo in a pipeline, with a suggestion",
+     "pipelines:\n"
+     "  - job_id: j\n"
+     "    pipeline_id: p\n"
+     "    parallelism: 2\n"
+     "    intervall_ms: 1000\n",
+     "5:5", "unknown key 'intervall_ms' in pipelines[0]; did you mean 'interval_ms'?"},
+    {"typo at the top level", "lissen: 127.0.0.1:7070\n", "1:1", "did you mean 'listen'?"},
+    {"missing _ms suffix in defaults", "defaults:\n  timeout: 5000\n", "2:3",
+     "unknown key 'timeout' in defaults; did you mean 'timeout_ms'?"},
+    {"string where an integer is expected", "threads: many\n", "1:10",
+     "threads: expected an integer, got 'many'"},
+    {"quoted number", "lease_ttl_ms: \"5000\"\n", "1:15",
+     "expected an integer number of milliseconds, got the quoted string \"5000\""},
+    {"float for an _ms key", "defaults:\n  interval_ms: 1.5\n", "2:16",
+     "defaults.interval_ms: expected an integer number of milliseconds, got '1.5'"},
+    {"duration suffix for an _ms key", "shutdown_grace_ms: 10s\n", "1:20",
+     "integer number of milliseconds, got '10s'"},
+    {"map where a scalar is expected", "listen:\n  host: 127.0.0.1\n", "2:3",
+     "listen: expected a string, got a map"},
+    {"list where a map is expected", "store: [sqlite]\n", "1:8",
+     "store must be a map of keys, got a list"},
+    {"empty value points at its key", "listen: 127.0.0.1:1\nthreads:\nlog: {level: info}\n",
+     "2:1", "threads: expected an integer, got nothing"},
+    {"syntax error: unclosed flow list", "pipelines: [a\nthreads: 2\n", "2:8",
+     "end of sequence flow not found"},
+    {"syntax error: tab indentation", "log:\n\tlevel: info\n", "2:7", "illegal map value"},
+    {"missing job_id",
+     "pipelines:\n"
+     "  - pipeline_id: p\n"
+     "    parallelism: 2\n",
+     "2:5", "pipelines[0]: missing required key 'job_id'"},
+    {"missing pipeline_id",
+     "pipelines:\n"
+     "  - job_id: j\n"
+     "    parallelism: 2\n",
+     "2:5", "missing required key 'pipeline_id'"},
+    {"neither task_ids nor parallelism",
+     "pipelines:\n"
+     "  - job_id: j\n"
+     "    pipeline_id: p\n"
+     "  - job_id: j\n"
+     "    pipeline_id: q\n",
+     "2:5", "pipelines[0]: missing required key 'task_ids' or 'parallelism'"},
+    {"duplicate top-level key", "threads: 1\nlisten: 127.0.0.1:1\nthreads: 2\n", "3:1",
+     "duplicate key 'threads' at the top level (first at line 1)"},
+    {"duplicate key in a pipeline",
+     "pipelines:\n"
+     "  - job_id: j\n"
+     "    pipeline_id: p\n"
+     "    job_id: k\n"
+     "    parallelism: 1\n",
+     "4:5", "duplicate key 'job_id' in pipelines[0]"},
+    {"duplicate key in a flow map", "log: {level: info, level: warn}\n", "1:20",
+     "duplicate key 'level' in log"},
+    {"duplicate pipeline",
+     "pipelines:\n"
+     "  - {job_id: j, pipeline_id: p, parallelism: 1}\n"
+     "  - {job_id: j, pipeline_id: q, parallelism: 1}\n"
+     "  - {job_id: j, pipeline_id: p, parallelism: 1}\n",
+     "4:5", "pipelines[2]: duplicate pipeline j/p, already declared in pipelines[0]"},
+    {"both task_ids and parallelism",
+     "pipelines:\n"
+     "  - job_id: j\n"
+     "    pipeline_id: p\n"
+     "    task_ids: [a, b]\n"
+     "    parallelism: 2\n",
+     "5:5", "give task_ids or parallelism, not both"},
+    {"interval too short",
+     "pipelines:\n"
+     "  - job_id: j\n"
+     "    pipeline_id: p\n"
+     "    parallelism: 1\n"
+     "    interval_ms: 5\n",
+     "2:5", "pipelines[0]: interval_ms is 5, must be at least 10"},
+    {"interval too short in defaults", "defaults:\n  interval_ms: 9\n", "2:3",
+     "defaults: interval_ms is 9, must be at least 10"},
+    {"timeout 0 in defaults", "defaults:\n  timeout_ms: 0\n", "2:3",
+     "defaults: timeout_ms is 0, must be at least 1"},
+    {"timeout 0 in a pipeline",
+     "pipelines:\n"
+     "  - job_id: j\n"
+     "    pipeline_id: p\n"
+     "    parallelism: 1\n"
+     "    timeout_ms: 0\n",
+     "2:5", "timeout_ms is 0"},
+    {"retained 0 in defaults", "defaults: {retained: 0}\n", "1:11", "retained is 0"},
+    {"empty job_id",
+     "pipelines:\n"
+     "  - job_id: \"\"\n"
+     "    pipeline_id: p\n"
+     "    parallelism: 1\n",
+     "2:5", "job_id is empty"},
+    {"duplicate task ids",
+     "pipelines:\n"
+     "  - job_id: j\n"
+     "    pipeline_id: p\n"
+     "    task_ids: [a, b, a]\n",
+     "2:5", "task_ids[2] \"a\" is a duplicate"},
+    {"task id that is not a string",
+     "pipelines:\n"
+     "  - job_id: j\n"
+     "    pipeline_id: p\n"
+     "    task_ids: [a, [b]]\n",
+     "4:19", "pipelines[0].task_ids[1]: expected a string, got a list"},
+    {"task_ids not a list",
+     "pipelines:\n"
+     "  - job_id: j\n"
+     "    pipeline_id: p\n"
+     "    task_ids: a\n",
+     "4:15", "expected a list of strings, got 'a'"},
+    {"heartbeat equal to lease", "lease_ttl_ms: 2000\nheartbeat_interval_ms: 2000\n", "2:24",
+     "heartbeat_interval_ms (2000) must be less than lease_ttl_ms (2000)"},
+    {"lease below the default heartbeat", "lease_ttl_ms: 1000\n", "1:15",
+     "heartbeat_interval_ms (3000) must be less than lease_ttl_ms (1000)"},
+    {"heartbeat zero", "heartbeat_interval_ms: 0\n", "1:24",
+     "heartbeat_interval_ms is 0, must be between 1 and"},
+    {"negative shutdown grace", "shutdown_grace_ms: -1\n", "1:20",
+     "shutdown_grace_ms is -1, must be between 0 and"},
+    {"bad backend", "store:\n  backend: postgres\n", "2:12",
+     "store.backend 'postgres' is not one of sqlite"},
+    {"bad log level", "log:\n  level: verbose\n", "2:10",
+     "log.level 'verbose' is not one of trace, debug, info, warn, error, critical, off"},
+    {"log level typo", "log: {level: inf}\n", "1:14", "did you mean 'info'?"},
+    {"listen without a port", "listen: localhost\n", "1:9",
+     "listen: expected HOST:PORT, got 'localhost'"},
+    {"metrics port out of range", "metrics_listen: 0.0.0.0:70000\n", "1:17",
+     "metrics_listen: the port must be a number from 0 to 65535"},
+    {"listen with an empty host", "listen: \":7070\"\n", "1:9", "the host is empty"},
+    {"IPv6 host without brackets", "listen: \"::1:7070\"\n", "1:9", "needs brackets"},
+    {"negative parallelism",
+     "pipelines:\n"
+     "  - job_id: j\n"
+     "    pipeline_id: p\n"
+     "    parallelism: -2\n",
+     "4:18", "pipelines[0].parallelism is -2, must be between 1 and 100000"},
+    {"zero parallelism", "pipelines: [{job_id: j, pipeline_id: p, parallelism: 0}]\n", "1:54",
+     "parallelism is 0"},
+    {"threads out of range", "threads: 99999999999\n", "1:10",
+     "threads is 99999999999, must be between 0 and 256"},
+    {"threads above the cap", "threads: 257\n", "1:10", "must be between 0 and 256"},
+    {"negative threads", "threads: -1\n", "1:10", "threads is -1"},
+    {"integer beyond 64 bits", "shutdown_grace_ms: 99999999999999999999999\n", "1:20",
+     "shutdown_grace_ms is 99999999999999999999999, must be between"},
+    {"int32 field overflow",
+     "pipelines:\n"
+     "  - job_id: j\n"
+     "    pipeline_id: p\n"
+     "    parallelism: 1\n"
+     "    retained: 3000000000\n",
+     "5:15", "pipelines[0].retained is 3000000000, must be between -2147483648 and 2147483647"},
+    {"hex is not decimal", "threads: 0x10\n", "1:10", "expected an integer, got '0x10'"},
+    {"top level is a list", "- listen\n- threads\n", "1:1",
+     "the top level must be a map of keys, got a list"},
+    {"top level is a scalar", "# a comment\nhello\n", "2:1",
+     "the top level must be a map of keys, got 'hello'"},
+    {"pipelines is a map", "pipelines:\n  job_id: j\n", "2:3",
+     "pipelines: expected a list of pipelines, got a map"},
+    {"pipeline entry is a scalar", "pipelines:\n  - p0\n", "2:5",
+     "pipelines[0] must be a map of keys, got 'p0'"},
+    {"bare dash as a pipeline entry", "pipelines:\n  -\n", "2:3",
+     "pipelines[0] is empty; expected a map of keys"},
+    {"empty task id item",
+     "pipelines:\n"
+     "  - job_id: j\n"
+     "    pipeline_id: p\n"
+     "    task_ids:\n"
+     "      - a\n"
+     "      -\n",
+     "5:7", "pipelines[0].task_ids[1]: expected a string, got nothing"},
+    {"key in the wrong case", "Threads: 2\n", "1:1", "did you mean 'threads'?"},
+    {"log level in the wrong case", "log: {level: INFO}\n", "1:14", "did you mean 'info'?"},
+    {"explicit string tag on an integer", "threads: !!str 5\n", "1:10",
+     "expected an integer, got '5' tagged tag:yaml.org,2002:str"},
+    {"non-string key", "? [a, b]\n: 1\n", "1:3", "keys must be strings, got a list"},
+    {"two documents", "threads: 1\n---\nthreads: 2\n", "3:1", "one YAML document"},
+    {"two documents, the second after an empty one", "threads: 1\n---\n---\nthreads: 2\n", "4:1",
+     "one YAML document"},
+    // YAML::LoadAll loops forever on these (yaml-cpp issue #1040); the loader must not.
+    {"stray comma", ",\n", "1:1", "unexpected ','"},
+    {"stray comma after a document", "threads: 1\n---\n,\n", "3:1", "unexpected ','"},
+    {"data_dir empty", "data_dir: \"\"\n", "1:11", "data_dir is empty"},
+    {"undefined alias", "threads: *nope\n", "1:10", "anchor is not defined"},
+};
+
+class ConfigBroken : public ::testing::TestWithParam<BrokenCase> {};
+
+TEST_P(ConfigBroken, FailsAtItsPosition) {
+  const BrokenCase& c = GetParam();
+  SCOPED_TRACE(c.yaml);
+  Result<DaemonConfig> result = ParseDaemonConfig(c.yaml, "test.yaml");
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.status().code(), StatusCode::kInvalidArgument);
+  const std::string& message = result.status().message();
+  const std::string prefix = std::string("test.yaml:") + c.position + ": ";
+  EXPECT_EQ(message.substr(0, prefix.size()), prefix) << message;
+  EXPECT_NE(message.find(c.fragment), std::string::npos) << message;
+}
+
+// "unknown top-level key" -> "unknown_top_level_key": gtest names allow only [A-Za-z0-9_].
+std::string CaseName(const ::testing::TestParamInfo<BrokenCase>& info) {
+  std::string name = info.param.name;
+  for (char& ch : name) {
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  }
+  return name;
+}
+
+INSTANTIATE_TEST_SUITE_P(Config, ConfigBroken, ::testing::ValuesIn(kBrokenCases), CaseName);
+
+TEST(ConfigErrors, TableIsLargeEnough) { EXPECT_GE(std::size(kBrokenCases), 15u); }
+
+TEST(ConfigErrors, GarbageNeverThrows) {
+  // Odd inputs that have crashed YAML loaders elsewhere: all must come back as statuses.
+  const std::string inputs[] = {
+      std::string("threads: 1\0garbage", 19),
+      "\xff\xfe\x00",
+      std::string(5000, '[') + std::string(5000, ']'),
+      "a: &a [*a]\n",
+      "pipelines: &p [*p]\n",
+      "%YAML 9.9\n---\nthreads: 1\n",
+      "!!binary threads: 1\n",
+      "{",
+      "'unterminated",
+  };
+  for (const std::string& input : inputs) {
+    Result<DaemonConfig> result = ParseDaemonConfig(input, "odd.yaml");
+    if (!result.ok()) {
+      EXPECT_EQ(result.status().code(), StatusCode::kInvalidArgument);
+      EXPECT_EQ(result.status().message().rfind("odd.yaml", 0), 0u) << result.status().message();
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Valid configs.
+
+TEST(ConfigParse, EmptyFileMeansAllDefaults) {
+  const DaemonConfig expected;
+  for (const char* yaml : {"", "\n\n", "# only a comment\n# and another\n", "---\n", "{}\n"}) {
+    SCOPED_TRACE(yaml);
+    DaemonConfig config = ParseOk(yaml);
+    EXPECT_EQ(config.listen, "127.0.0.1:7070");
+    EXPECT_EQ(config.metrics_listen, "127.0.0.1:9464");
+    EXPECT_EQ(config.data_dir, "./ckptd-data");
+    EXPECT_EQ(config.store_backend, "sqlite");
+    EXPECT_EQ(config.threads, 0);
+    EXPECT_EQ(config.lease_ttl_ms, 10000);
+    EXPECT_EQ(config.heartbeat_interval_ms, 3000);
+    EXPECT_EQ(config.shutdown_grace_ms, 10000);
+    EXPECT_EQ(config.log_level, "info");
+    EXPECT_EQ(config.defaults.interval_ms, 10000);
+    EXPECT_EQ(config.defaults.timeout_ms, 600000);
+    EXPECT_EQ(config.defaults.min_pause_ms, 0);
+    EXPECT_EQ(config.defaults.tolerable_failures, 0);
+    EXPECT_EQ(config.defaults.retained, 10);
+    EXPECT_TRUE(config.pipelines.empty());
+  }
+}
+
+TEST(ConfigParse, ReadsEveryTopLevelKey) {
+  DaemonConfig config = ParseOk(
+      "listen: 0.0.0.0:7171\n"
+      "metrics_listen: \"[::1]:9000\"\n"
+      "data_dir: /var/lib/ckptd\n"
+      "store:\n"
+      "  backend: sqlite\n"
+      "threads: 4\n"
+      "lease_ttl_ms: 20000\n"
+      "heartbeat_interval_ms: 5000\n"
+      "shutdown_grace_ms: 0\n"
+      "log:\n"
+      "  level: debug\n");
+  EXPECT_EQ(config.listen, "0.0.0.0:7171");
+  EXPECT_EQ(config.metrics_listen, "[::1]:9000");
+  EXPECT_EQ(config.data_dir, "/var/lib/ckptd");
+  EXPECT_EQ(config.store_backend, "sqlite");
+  EXPECT_EQ(config.threads, 4);
+  EXPECT_EQ(config.lease_ttl_ms, 20000);
+  EXPECT_EQ(config.heartbeat_interval_ms, 5000);
+  EXPECT_EQ(config.shutdown_grace_ms, 0);
+  EXPECT_EQ(config.log_level, "debug");
+}
+
+TEST(ConfigParse, EmptySectionsAreAllowed) {
+  // A section whose keys are all commented out is null in YAML: it means "all defaults".
+  DaemonConfig config = ParseOk("store:\nlog:\ndefaults:\n  # interval_ms: 10000\npipelines:\n");
+  EXPECT_EQ(config.store_backend, "sqlite");
+  EXPECT_EQ(config.log_level, "info");
+  EXPECT_EQ(config.defaults.interval_ms, 10000);
+  EXPECT_TRUE(config.pipelines.empty());
+}
+
+TEST(ConfigParse, PipelinesInheritDefaultsAndOverrideThem) {
+  // `defaults` comes after `pipelines` on purpose: order in the file must not matter.
+  DaemonConfig config = ParseOk(
+      "pipelines:\n"
+      "  - job_id: etl\n"
+      "    pipeline_id: ingest\n"
+      "    task_ids: [reader, \"writer\", 7]\n"
+      "    timeout_ms: 30000\n"
+      "    retained: 3\n"
+      "  - job_id: etl\n"
+      "    pipeline_id: enrich\n"
+      "    parallelism: 3\n"
+      "defaults:\n"
+      "  interval_ms: 2000\n"
+      "  min_pause_ms: 500\n"
+      "  tolerable_failures: 2\n"
+      "  retained: 20\n");
+  ASSERT_EQ(config.pipelines.size(), 2u);
+  const PipelineSpec& ingest = config.pipelines[0];
+  EXPECT_EQ(ingest.key, (PipelineKey{"etl", "ingest"}));
+  EXPECT_EQ(ingest.task_ids, (std::vector<std::string>{"reader", "writer", "7"}));
+  EXPECT_EQ(ingest.interval_ms, 2000);
+  EXPECT_EQ(ingest.timeout_ms, 30000);
+  EXPECT_EQ(ingest.min_pause_ms, 500);
+  EXPECT_EQ(ingest.tolerable_failures, 2);
+  EXPECT_EQ(ingest.retained, 3);
+
+  const PipelineSpec& enrich = config.pipelines[1];
+  EXPECT_EQ(enrich.key, (PipelineKey{"etl", "enrich"}));
+  EXPECT_EQ(enrich.task_ids, Range(3));
+  EXPECT_EQ(enrich.interval_ms, 2000);
+  EXPECT_EQ(enrich.timeout_ms, 600000);  // CONTRACT.md's default: `defaults` left it out
+  EXPECT_EQ(enrich.min_pause_ms, 500);
+  EXPECT_EQ(enrich.tolerable_failures, 2);
+  EXPECT_EQ(enrich.retained, 20);
+  EXPECT_EQ(config.defaults.interval_ms, 2000);
+}
+
+TEST(ConfigParse, ParallelismNamesTasksFromZero) {
+  DaemonConfig config = ParseOk("pipelines: [{job_id: j, pipeline_id: p, parallelism: 12}]\n");
+  ASSERT_EQ(config.pipelines.size(), 1u);
+  EXPECT_EQ(config.pipelines[0].task_ids, Range(12));
+  EXPECT_EQ(config.pipelines[0].task_ids.back(), "11");
+}
+
+TEST(ConfigParse, SamePipelineIdInDifferentJobsIsFine) {
+  DaemonConfig config = ParseOk(
+      "pipelines:\n"
+      "  - {job_id: a, pipeline_id: p, parallelism: 1}\n"
+      "  - {job_id: b, pipeline_id: p, parallelism: 1}\n");
+  EXPECT_EQ(config.pipelines.size(), 2u);
+}
+
+TEST(ConfigParse, AcceptsBoundaryValues) {
+  DaemonConfig config = ParseOk(
+      "threads: 256\n"
+      "listen: localhost:0\n"
+      "metrics_listen: 127.0.0.1:65535\n"
+      "lease_ttl_ms: 2\n"
+      "heartbeat_interval_ms: 1\n"
+      "defaults: {interval_ms: 10, timeout_ms: 1, min_pause_ms: 0, retained: 1}\n"
+      "pipelines: [{job_id: j, pipeline_id: p, parallelism: +1, tolerable_failures: 0}]\n"
+      "---\n");
+  EXPECT_EQ(config.threads, 256);
+  EXPECT_EQ(config.listen, "localhost:0");
+  EXPECT_EQ(config.lease_ttl_ms, 2);
+  EXPECT_EQ(config.heartbeat_interval_ms, 1);
+  ASSERT_EQ(config.pipelines.size(), 1u);
+  EXPECT_EQ(config.pipelines[0].interval_ms, 10);
+  EXPECT_EQ(config.pipelines[0].retained, 1);
+  EXPECT_EQ(config.pipelines[0].task_ids, Range(1));
+}
+
+TEST(ConfigParse, AnchorsAndAliasesWork) {
+  DaemonConfig config = ParseOk(
+      "defaults: {interval_ms: &fast 1000}\n"
+      "pipelines:\n"
+      "  - {job_id: j, pipeline_id: p, task_ids: &tasks [a, b], timeout_ms: *fast}\n"
+      "  - {job_id: j, pipeline_id: q, task_ids: *tasks}\n");
+  ASSERT_EQ(config.pipelines.size(), 2u);
+  EXPECT_EQ(config.pipelines[0].timeout_ms, 1000);
+  EXPECT_EQ(config.pipelines[1].task_ids, (std::vector<std::string>{"a", "b"}));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Files.
+
+TEST(ConfigLoad, MissingFileIsAnErrorNamingThePath) {
+  const std::string path = ::testing::TempDir() + "/ckptd-config-test-no-such-file.yaml";
+  Result<DaemonConfig> result = LoadDaemonConfig(path);
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(result.status().message().find(path), std::string::npos);
+}
+
+TEST(ConfigLoad, DirectoryIsAnError) {
+  Result<DaemonConfig> result = LoadDaemonConfig(::testing::TempDir());
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(ConfigLoad, ErrorsNameTheFile) {
+  const std::string path = ::testing::TempDir() + "/ckptd-config-test-broken.yaml";
+  {
+    std::ofstream out(path);
+    out << "threads: 1\nthreds: 2\n";
+  }
+  Result<DaemonConfig> result = LoadDaemonConfig(path);
+  std::remove(path.c_str());
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.status().message(),
+            path + ":2:1: unknown key 'threds' at the top level; did you mean 'threads'?");
+}
+
+TEST(ConfigLoad, ShippedExampleHoldsTheDefaults) {
+  Result<DaemonConfig> result =
+      LoadDaemonConfig(std::string(CKPT_SOURCE_DIR) + "/config/ckptd.yaml");
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  // The example documents the defaults by setting them: it must read as the built-in defaults.
+  const DaemonConfig defaults;
+  EXPECT_EQ(result->listen, defaults.listen);
+  EXPECT_EQ(result->metrics_listen, defaults.metrics_listen);
+  EXPECT_EQ(result->data_dir, defaults.data_dir);
+  EXPECT_EQ(result->store_backend, defaults.store_backend);
+  EXPECT_EQ(result->threads, defaults.threads);
+  EXPECT_EQ(result->lease_ttl_ms, defaults.lease_ttl_ms);
+  EXPECT_EQ(result->heartbeat_interval_ms, defaults.heartbeat_interval_ms);
+  EXPECT_EQ(result->shutdown_grace_ms, defaults.shutdown_grace_ms);
+  EXPECT_EQ(result->log_level, defaults.log_level);
+  EXPECT_EQ(result->defaults.interval_ms, defaults.defaults.interval_ms);
+  EXPECT_EQ(result->defaults.timeout_ms, defaults.defaults.timeout_ms);
+  EXPECT_EQ(result->defaults.min_pause_ms, defaults.defaults.min_pause_ms);
+  EXPECT_EQ(result->defaults.tolerable_failures, defaults.defaults.tolerable_failures);
+  EXPECT_EQ(result->defaults.retained, defaults.defaults.retained);
+  EXPECT_TRUE(result->pipelines.empty());
+}
+
+TEST(ConfigLoad, ShippedDemoDeclaresFourPipelines) {
+  Result<DaemonConfig> result =
+      LoadDaemonConfig(std::string(CKPT_SOURCE_DIR) + "/config/demo.yaml");
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  EXPECT_EQ(result->data_dir, "./ckptd-data");
+  ASSERT_EQ(result->pipelines.size(), 4u);
+  for (int i = 0; i < 4; ++i) {
+    const PipelineSpec& spec = result->pipelines[i];
+    EXPECT_EQ(spec.key, (PipelineKey{"demo", "p" + std::to_string(i)}));
+    EXPECT_EQ(spec.task_ids, Range(2));
+    EXPECT_EQ(spec.interval_ms, 1000);
+    EXPECT_EQ(spec.timeout_ms, 10000);
+  }
+}
+
+}  // namespace
+}  // namespace ckpt
