@@ -1,1 +1,57 @@
-int main() { return 0; }
+// ckpt-worker-sim: simulated workers for a ckptd daemon (see CONTRACT.md, "Worker simulator").
+// Exit codes: 0 normal end (duration, SIGINT, SIGTERM); 1 could not connect / every pipeline
+// refused; 2 bad flags.
+
+#include <pthread.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "sim/event_log.h"
+#include "sim/sim_options.h"
+#include "sim/sim_report.h"
+#include "sim/simulation.h"
+
+int main(int argc, char** argv) {
+  using namespace ckpt::sim;
+  ParsedCommandLine parsed = ParseCommandLine(argc, argv);
+  if (!parsed.run) {
+    std::fputs(parsed.message.c_str(), parsed.exit_code == 0 ? stdout : stderr);
+    return parsed.exit_code;
+  }
+
+  // Blocked before any thread exists, so every thread (the runtime's, gRPC's) inherits the mask and
+  // only the main thread takes SIGINT/SIGTERM, synchronously.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  std::unique_ptr<EventLog> event_log;
+  if (!parsed.options.event_log.empty()) {
+    std::string error;
+    event_log = EventLog::Open(parsed.options.event_log, &error);
+    if (!event_log) {
+      std::fprintf(stderr, "ckpt-worker-sim: %s\n", error.c_str());
+      return 2;
+    }
+  }
+
+  const bool progress = parsed.options.progress || ::isatty(STDERR_FILENO) == 1;
+  const bool json = parsed.options.json;
+  Simulation simulation(std::move(parsed.options), event_log.get(), progress);
+  const SimOutcome outcome = simulation.Run(signals);
+
+  if (json) {
+    std::printf("%s\n", SummaryToJson(outcome.summary).dump().c_str());
+  } else {
+    std::fputs(SummaryToText(outcome.summary).c_str(), stdout);
+  }
+  std::fflush(stdout);
+  if (outcome.exit_code != 0) std::fprintf(stderr, "ckpt-worker-sim: %s\n", outcome.reason.c_str());
+  return outcome.exit_code;
+}

@@ -1,0 +1,239 @@
+#pragma once
+// The ckpt worker SDK: serve pipelines of a ckptd daemon from a worker process.
+//
+//   ckpt::sdk::WorkerRuntime runtime("127.0.0.1:7070");
+//   ckpt::sdk::PipelineWorker* self = nullptr;
+//   ckpt::sdk::PipelineHandlers handlers;
+//   handlers.on_trigger = [&self](const ckpt::sdk::Trigger& t) {
+//     // snapshot the task's state, then:
+//     self->Ack(t.checkpoint_id, "0", {.uri = "s3://bucket/chk-" +
+//     std::to_string(t.checkpoint_id)});
+//   };
+//   auto worker = runtime.AddPipeline({.worker_id = "w1", .job_id = "job", .pipeline_id = "p0",
+//                                      .task_ids = {"0"}}, std::move(handlers));
+//   self = worker.get();
+//   worker->Start();
+//   ...
+//   worker->Goodbye();
+//   worker->WaitUntilStopped(std::chrono::steady_clock::now() + std::chrono::seconds(2));
+//
+// Threads: a WorkerRuntime owns a fixed pool of threads (an Asio io_context) that runs every
+// pipeline's timers and handlers, and a few gRPC channels that every pipeline's stream shares.
+// A pipeline is one Connect stream and a strand: thousands of pipelines cost memory, not threads.
+
+#include <grpcpp/support/status_code_enum.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/strand.hpp>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ckpt::sdk {
+
+namespace internal {
+class RuntimeCore;
+}  // namespace internal
+
+enum class CheckpointKind {
+  kUnspecified = 0,
+  kCheckpoint = 1,
+  kSavepoint = 2,
+  kSavepointAndStop = 3
+};
+// "CHECKPOINT", "SAVEPOINT", "SAVEPOINT_AND_STOP" or "UNSPECIFIED".
+const char* ToString(CheckpointKind kind);
+
+enum class PipelineState {
+  kUnspecified = 0,
+  kWaitingForTasks = 1,
+  kRunning = 2,
+  kPaused = 3,
+  kFailed = 4,
+  kStopped = 5,
+};
+// "WAITING_FOR_TASKS", "RUNNING", ... (the names of CONTRACT.md).
+const char* ToString(PipelineState state);
+
+// "OK", "NOT_FOUND", "UNAVAILABLE", ...
+const char* StatusCodeName(grpc::StatusCode code);
+
+// The daemon accepted the stream (the answer to hello).
+struct Welcome {
+  std::string session_id;
+  int64_t generation = 0;
+  PipelineState state = PipelineState::kUnspecified;
+  // Also a completion notice: the latest durable checkpoint, which after a daemon crash may be one
+  // no `complete` was received for.
+  int64_t last_completed_checkpoint_id = 0;
+  CheckpointKind last_completed_kind = CheckpointKind::kUnspecified;
+  int64_t heartbeat_interval_ms = 0;
+  int64_t lease_ttl_ms = 0;
+};
+
+// Take a snapshot of every task of this stream, then Ack (or Decline) it per task.
+struct Trigger {
+  int64_t checkpoint_id = 0;
+  CheckpointKind kind = CheckpointKind::kUnspecified;
+  int64_t timestamp_ms = 0;
+  int64_t generation = 0;
+  std::string target;  // where a savepoint's state should go; empty for checkpoints
+};
+
+// A task's snapshot, opaque to the daemon and stored with the completed checkpoint.
+struct TaskStateInfo {
+  std::string uri;
+  int64_t size_bytes = 0;
+  std::string checksum;
+};
+
+// Why a stream ended when the user did not end it.
+struct Disconnect {
+  grpc::StatusCode code = grpc::StatusCode::OK;
+  std::string message;
+  bool was_connected = false;  // a welcome had arrived on the stream that ended
+  bool will_retry = false;     // false: the worker is stopped for good (see PipelineWorker)
+  std::chrono::milliseconds retry_in{0};
+};
+
+// All optional. Threading: invoked on the runtime's threads, serialized per pipeline (its strand),
+// never two at once for one pipeline. They must not block (a blocked handler holds a runtime
+// thread) and must not throw (an exception is printed to stderr and dropped). They may call any
+// method of their PipelineWorker. Capture the worker by raw or weak pointer, not by shared_ptr: a
+// handler holding its own worker's handle is a reference cycle that keeps it running. What they
+// refer to must live until Stop() returned (called off the runtime's threads; dropping the last
+// handle does it), the worker is stopped (WaitUntilStopped) or the runtime is destroyed. The
+// handlers themselves are released once the worker is stopped.
+struct PipelineHandlers {
+  std::function<void(const Welcome&)> on_welcome;
+  std::function<void(const Trigger&)> on_trigger;
+  std::function<void(int64_t checkpoint_id, const std::string& reason)> on_abort;
+  // May name a checkpoint this stream never saw a trigger for (a takeover, a reconnect): it then
+  // means "this is now the latest durable checkpoint".
+  std::function<void(int64_t checkpoint_id, CheckpointKind kind)> on_complete;
+  std::function<void(const Disconnect&)> on_disconnected;
+};
+
+struct PipelineWorkerOptions {
+  std::string worker_id;
+  std::string job_id;
+  std::string pipeline_id;
+  std::vector<std::string> task_ids;  // every task this stream runs
+  // Every hello after the first asks for takeover: a live stream holding our tasks is then most
+  // likely our own previous stream (or our previous process's), not yet seen dead by the daemon.
+  // The first hello never takes over, so a worker started by mistake beside a live one sees
+  // ALREADY_EXISTS once; its retry then takes over, and the other worker stops with ABORTED rather
+  // than fighting back. With false, every hello is without takeover and ALREADY_EXISTS is retried
+  // until the daemon drops the old stream (at the latest when its lease expires).
+  bool takeover_on_reconnect = true;
+  // Reconnect backoff: doubles from initial up to max, each delay jittered to [d/2, d].
+  std::chrono::milliseconds backoff_initial{100};
+  std::chrono::milliseconds backoff_max{5000};
+};
+
+// Monotonic counters of one pipeline's connection life (for tests and metrics).
+struct PipelineWorkerCounters {
+  uint64_t attempts = 0;       // streams opened
+  uint64_t connects = 0;       // welcomes received
+  uint64_t reconnects = 0;     // welcomes received after the first one
+  uint64_t disconnects = 0;    // streams that ended without the user asking
+  uint64_t dropped_sends = 0;  // acks, declines, savepoint requests dropped: no session was up
+};
+
+// One pipeline's Connect stream, reconnected with backoff until stopped.
+//
+// Threading: every method is safe to call from any thread, including from handlers; none blocks
+// except WaitUntilStopped. Requests are carried out in order on the pipeline's strand.
+//
+// Connection: Start() opens a stream and sends hello; after welcome the worker heartbeats at the
+// daemon's heartbeat_interval_ms. When the stream ends without the user asking, on_disconnected
+// reports the status, then:
+//   - INVALID_ARGUMENT, PERMISSION_DENIED, UNAUTHENTICATED, UNIMPLEMENTED: stop for good (retrying
+//     the same hello cannot succeed);
+//   - ABORTED (another stream took our tasks over): stop for good, do not fight back;
+//   - NOT_FOUND (no such pipeline yet): retry at the maximum backoff, as it may be created later;
+//   - anything else (UNAVAILABLE, DEADLINE_EXCEEDED = lease expired, ALREADY_EXISTS, OK without our
+//     goodbye, ...): retry with exponential backoff. The backoff restarts from backoff_initial once
+//     a session stayed up for a second.
+//
+// Sends: Ack, Decline and RequestSavepoint go out only on a welcomed stream, before Goodbye.
+// Otherwise (connecting, backing off, stopped) they are dropped and counted, not queued: an ack
+// belongs to a session, and after a reconnect the daemon has aborted that round anyway (a new
+// generation) and will trigger a new one.
+//
+// Lifetime: the last shared_ptr handle going away stops the worker (like Stop()). A stopped worker
+// stays stopped: Start() does nothing; add the pipeline again to serve it again. Handles may
+// outlive the WorkerRuntime; their methods then do nothing.
+class PipelineWorker {
+ public:
+  using Executor = boost::asio::strand<boost::asio::io_context::executor_type>;
+
+  virtual ~PipelineWorker() = default;
+
+  // Connects. Only the first call has an effect.
+  virtual void Start() = 0;
+
+  // The task's snapshot for this checkpoint is done.
+  virtual void Ack(int64_t checkpoint_id, std::string task_id, TaskStateInfo state) = 0;
+  // The task cannot take this checkpoint (expired: it gave up waiting locally); it fails at once.
+  virtual void Decline(int64_t checkpoint_id, std::string task_id, std::string reason,
+                       bool expired = false) = 0;
+  // Asks the daemon for a savepoint of this pipeline.
+  virtual void RequestSavepoint(std::string target, bool stop) = 0;
+
+  // Deregisters the tasks cleanly: sends goodbye and lets the daemon end the stream (cancels it if
+  // that takes longer than timeout). Never reconnects afterwards. Handlers keep running until the
+  // stream ended (a late `complete` is still worth knowing).
+  virtual void Goodbye(std::chrono::milliseconds timeout = std::chrono::seconds(5)) = 0;
+  // Cancels the stream (the daemon sees the task lost) and never reconnects. No handler starts
+  // after Stop() returns. Called off the runtime's threads it also waits for a handler running at
+  // that moment, so what the handlers refer to may be destroyed right after; called on a runtime
+  // thread (from a handler) it does not wait, and another pipeline's handler may still be running.
+  // Dropping the last handle calls Stop().
+  virtual void Stop() = 0;
+
+  // Blocks until the worker is stopped for good (after Goodbye, Stop or an error that is not
+  // retried) and its stream is gone, or until deadline. True if stopped. Called on a runtime thread
+  // (from a handler) it cannot wait and only reports the current state.
+  virtual bool WaitUntilStopped(std::chrono::steady_clock::time_point deadline) = 0;
+
+  virtual bool IsConnected() const = 0;  // a welcomed stream is up
+  virtual bool IsStopped() const = 0;    // stopped for good
+  virtual PipelineWorkerCounters counters() const = 0;
+
+  // The pipeline's strand, on which the handlers run. Post your own work or bind your timers to it
+  // to be serialized with the handlers. Work still queued when the runtime is destroyed never runs
+  // (it is destroyed); an I/O object (timer) made on it must be owned by its handler or destroyed
+  // before the runtime.
+  virtual Executor executor() const = 0;
+};
+
+// Owns the threads and channels that serve every pipeline of a process.
+//
+// Threading: AddPipeline is safe from any thread, including handlers. The destructor stops every
+// pipeline (cancels the streams: use Goodbye first for a clean deregistration), waits for their
+// streams to end, and joins the threads: no handler runs after it returns. It must not be called
+// from a handler (it would wait for itself).
+class WorkerRuntime {
+ public:
+  // server_address: "host:port" (any gRPC target). threads: the io_context's threads (default 1).
+  // channels: gRPC channels (each its own TCP connection) that pipelines are spread over.
+  explicit WorkerRuntime(std::string server_address, int threads = 1, int channels = 1);
+  ~WorkerRuntime();
+  WorkerRuntime(const WorkerRuntime&) = delete;
+  WorkerRuntime& operator=(const WorkerRuntime&) = delete;
+
+  // A new, not yet started worker for one pipeline. Handlers are fixed for the worker's life.
+  std::shared_ptr<PipelineWorker> AddPipeline(PipelineWorkerOptions options,
+                                              PipelineHandlers handlers);
+
+  const std::string& server_address() const;
+
+ private:
+  std::shared_ptr<internal::RuntimeCore> core_;
+};
+
+}  // namespace ckpt::sdk

@@ -1,0 +1,110 @@
+#include "sdk/messages.h"
+
+namespace ckpt::sdk::internal {
+
+v1::WorkerMessage MakeHello(const PipelineWorkerOptions& options, bool takeover) {
+  v1::WorkerMessage message;
+  v1::Hello* hello = message.mutable_hello();
+  hello->set_worker_id(options.worker_id);
+  hello->set_job_id(options.job_id);
+  hello->set_pipeline_id(options.pipeline_id);
+  for (const std::string& task : options.task_ids) hello->add_task_ids(task);
+  hello->set_takeover(takeover);
+  return message;
+}
+
+v1::WorkerMessage MakeAck(int64_t checkpoint_id, std::string task_id, TaskStateInfo state) {
+  v1::WorkerMessage message;
+  v1::Ack* ack = message.mutable_ack();
+  ack->set_checkpoint_id(checkpoint_id);
+  ack->set_task_id(std::move(task_id));
+  v1::TaskState* proto_state = ack->mutable_state();
+  proto_state->set_uri(std::move(state.uri));
+  proto_state->set_size_bytes(state.size_bytes);
+  proto_state->set_checksum(std::move(state.checksum));
+  return message;
+}
+
+v1::WorkerMessage MakeDecline(int64_t checkpoint_id, std::string task_id, std::string reason,
+                              bool expired) {
+  v1::WorkerMessage message;
+  v1::Decline* decline = message.mutable_decline();
+  decline->set_checkpoint_id(checkpoint_id);
+  decline->set_task_id(std::move(task_id));
+  decline->set_reason(std::move(reason));
+  decline->set_expired(expired);
+  return message;
+}
+
+v1::WorkerMessage MakeSavepointRequest(std::string target, bool stop) {
+  v1::WorkerMessage message;
+  message.mutable_savepoint_request()->set_target(std::move(target));
+  message.mutable_savepoint_request()->set_stop(stop);
+  return message;
+}
+
+v1::WorkerMessage MakeHeartbeat() {
+  v1::WorkerMessage message;
+  message.mutable_heartbeat();
+  return message;
+}
+
+v1::WorkerMessage MakeGoodbye() {
+  v1::WorkerMessage message;
+  message.mutable_goodbye();
+  return message;
+}
+
+CheckpointKind FromProto(v1::CheckpointKind kind) {
+  switch (kind) {
+    case v1::CHECKPOINT_KIND_CHECKPOINT:
+      return CheckpointKind::kCheckpoint;
+    case v1::CHECKPOINT_KIND_SAVEPOINT:
+      return CheckpointKind::kSavepoint;
+    case v1::CHECKPOINT_KIND_SAVEPOINT_AND_STOP:
+      return CheckpointKind::kSavepointAndStop;
+    default:
+      return CheckpointKind::kUnspecified;
+  }
+}
+
+PipelineState FromProto(v1::PipelineState state) {
+  switch (state) {
+    case v1::PIPELINE_STATE_WAITING_FOR_TASKS:
+      return PipelineState::kWaitingForTasks;
+    case v1::PIPELINE_STATE_RUNNING:
+      return PipelineState::kRunning;
+    case v1::PIPELINE_STATE_PAUSED:
+      return PipelineState::kPaused;
+    case v1::PIPELINE_STATE_FAILED:
+      return PipelineState::kFailed;
+    case v1::PIPELINE_STATE_STOPPED:
+      return PipelineState::kStopped;
+    default:
+      return PipelineState::kUnspecified;
+  }
+}
+
+Welcome FromProto(const v1::Welcome& welcome) {
+  Welcome out;
+  out.session_id = welcome.session_id();
+  out.generation = welcome.generation();
+  out.state = FromProto(welcome.state());
+  out.last_completed_checkpoint_id = welcome.last_completed_checkpoint_id();
+  out.last_completed_kind = FromProto(welcome.last_completed_kind());
+  out.heartbeat_interval_ms = welcome.heartbeat_interval_ms();
+  out.lease_ttl_ms = welcome.lease_ttl_ms();
+  return out;
+}
+
+Trigger FromProto(const v1::Trigger& trigger) {
+  Trigger out;
+  out.checkpoint_id = trigger.checkpoint_id();
+  out.kind = FromProto(trigger.kind());
+  out.timestamp_ms = trigger.timestamp_ms();
+  out.generation = trigger.generation();
+  out.target = trigger.target();
+  return out;
+}
+
+}  // namespace ckpt::sdk::internal

@@ -1,0 +1,22 @@
+#pragma once
+// Conversions between the worker protocol's protos and the SDK's public types.
+
+#include "ckpt/v1/worker.pb.h"
+#include "ckpt/worker.h"
+
+namespace ckpt::sdk::internal {
+
+v1::WorkerMessage MakeHello(const PipelineWorkerOptions& options, bool takeover);
+v1::WorkerMessage MakeAck(int64_t checkpoint_id, std::string task_id, TaskStateInfo state);
+v1::WorkerMessage MakeDecline(int64_t checkpoint_id, std::string task_id, std::string reason,
+                              bool expired);
+v1::WorkerMessage MakeSavepointRequest(std::string target, bool stop);
+v1::WorkerMessage MakeHeartbeat();
+v1::WorkerMessage MakeGoodbye();
+
+CheckpointKind FromProto(v1::CheckpointKind kind);
+PipelineState FromProto(v1::PipelineState state);
+Welcome FromProto(const v1::Welcome& welcome);
+Trigger FromProto(const v1::Trigger& trigger);
+
+}  // namespace ckpt::sdk::internal

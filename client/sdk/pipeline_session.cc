@@ -1,0 +1,291 @@
+#include "sdk/pipeline_session.h"
+
+#include "sdk/messages.h"
+#include "sdk/retry_policy.h"
+
+namespace ckpt::sdk::internal {
+
+using std::chrono::milliseconds;
+using std::chrono::steady_clock;
+
+PipelineSession::PipelineSession(std::shared_ptr<RuntimeCore> core, PipelineWorkerOptions options,
+                                 PipelineHandlers handlers)
+    : core_(std::move(core)),
+      stub_(core_->NextStub()),
+      options_(std::move(options)),
+      strand_(boost::asio::make_strand(core_->io_context())),
+      handlers_(std::move(handlers)),
+      backoff_(BackoffPolicy{options_.backoff_initial, options_.backoff_max}, core_->NextSeed()),
+      heartbeat_timer_(strand_),
+      retry_timer_(strand_),
+      goodbye_timer_(strand_) {}
+
+PipelineSession::~PipelineSession() { core_->Unregister(this); }
+
+// ---- Public methods: any thread; they only post. ----
+
+void PipelineSession::Start() {
+  PostToStrand([self = shared_from_this()] {
+    if (self->phase_ == Phase::kIdle && self->HandlersEnabled()) self->StartAttempt();
+  });
+}
+
+void PipelineSession::Ack(int64_t checkpoint_id, std::string task_id, TaskStateInfo state) {
+  if (!PostToStrand([self = shared_from_this(), message = MakeAck(checkpoint_id, std::move(task_id),
+                                                                  std::move(state))]() mutable {
+        self->Send(std::move(message));
+      })) {
+    dropped_sends_.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+void PipelineSession::Decline(int64_t checkpoint_id, std::string task_id, std::string reason,
+                              bool expired) {
+  if (!PostToStrand(
+          [self = shared_from_this(), message = MakeDecline(checkpoint_id, std::move(task_id),
+                                                            std::move(reason), expired)]() mutable {
+            self->Send(std::move(message));
+          })) {
+    dropped_sends_.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+void PipelineSession::RequestSavepoint(std::string target, bool stop) {
+  if (!PostToStrand([self = shared_from_this(),
+                     message = MakeSavepointRequest(std::move(target), stop)]() mutable {
+        self->Send(std::move(message));
+      })) {
+    dropped_sends_.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+void PipelineSession::Goodbye(milliseconds timeout) {
+  PostToStrand([self = shared_from_this(), timeout] { self->HandleGoodbye(timeout); });
+}
+
+void PipelineSession::Stop() {
+  // Takes effect for handlers at once; the stream is cancelled on the strand.
+  stop_requested_.store(true, std::memory_order_release);
+  // Off the runtime's threads, also wait for a handler running right now: after Stop() returns,
+  // what the handlers refer to may go. (On a runtime thread that could wait for ourselves, or for
+  // a handler that is stopping us.)
+  if (!core_->RunningInThisThread()) {
+    std::lock_guard<std::mutex> wait_for_handler(handler_mu_);
+  }
+  PostToStrand([self = shared_from_this()] { self->HandleStop(); });
+}
+
+bool PipelineSession::WaitUntilStopped(steady_clock::time_point deadline) {
+  std::unique_lock<std::mutex> lock(stopped_mu_);
+  // On a runtime thread the wait could be for ourselves (a single-thread runtime, or our strand).
+  if (core_->RunningInThisThread()) return stopped_;
+  return stopped_cv_.wait_until(lock, deadline, [this] { return stopped_; });
+}
+
+void PipelineSession::WaitUntilStoppedForever() {
+  std::unique_lock<std::mutex> lock(stopped_mu_);
+  stopped_cv_.wait(lock, [this] { return stopped_; });
+}
+
+bool PipelineSession::IsStopped() const {
+  std::lock_guard<std::mutex> lock(stopped_mu_);
+  return stopped_;
+}
+
+PipelineWorkerCounters PipelineSession::counters() const {
+  PipelineWorkerCounters counters;
+  counters.attempts = attempts_.load(std::memory_order_relaxed);
+  counters.connects = connects_.load(std::memory_order_relaxed);
+  counters.reconnects = reconnects_.load(std::memory_order_relaxed);
+  counters.disconnects = disconnects_.load(std::memory_order_relaxed);
+  counters.dropped_sends = dropped_sends_.load(std::memory_order_relaxed);
+  return counters;
+}
+
+// ---- Attempt callbacks: gRPC threads; they only post. ----
+
+void PipelineSession::OnAttemptMessage(uint64_t attempt_id, v1::CoordinatorMessage message) {
+  PostToStrand([self = shared_from_this(), attempt_id, message = std::move(message)] {
+    self->HandleMessage(attempt_id, message);
+  });
+}
+
+void PipelineSession::OnAttemptDone(uint64_t attempt_id, grpc::Status status) {
+  PostToStrand([self = shared_from_this(), attempt_id, status = std::move(status)] {
+    self->HandleAttemptDone(attempt_id, status);
+  });
+}
+
+// ---- The state machine: strand_ only. ----
+
+void PipelineSession::StartAttempt() {
+  ++attempt_id_;
+  welcomed_this_attempt_ = false;
+  phase_ = Phase::kConnecting;
+  attempts_.fetch_add(1, std::memory_order_relaxed);
+  // Not on the first hello (see PipelineWorkerOptions::takeover_on_reconnect).
+  const bool takeover = options_.takeover_on_reconnect && attempt_id_ > 1;
+  attempt_ =
+      ConnectAttempt::Start(stub_, attempt_id_, MakeHello(options_, takeover), shared_from_this());
+}
+
+void PipelineSession::Send(v1::WorkerMessage message) {
+  if (phase_ == Phase::kConnected && attempt_ && attempt_->Send(std::move(message))) return;
+  dropped_sends_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void PipelineSession::HandleMessage(uint64_t attempt_id, const v1::CoordinatorMessage& message) {
+  if (attempt_id != attempt_id_ || !attempt_) return;
+  if (phase_ != Phase::kConnecting && phase_ != Phase::kConnected &&
+      phase_ != Phase::kSayingGoodbye) {
+    return;
+  }
+  switch (message.msg_case()) {
+    case v1::CoordinatorMessage::kWelcome: {
+      if (welcomed_this_attempt_) return;  // a second welcome means nothing new
+      welcomed_this_attempt_ = true;
+      connects_.fetch_add(1, std::memory_order_relaxed);
+      if (ever_welcomed_) reconnects_.fetch_add(1, std::memory_order_relaxed);
+      ever_welcomed_ = true;
+      welcomed_at_ = steady_clock::now();
+      const int64_t interval_ms = message.welcome().heartbeat_interval_ms();
+      heartbeat_interval_ = interval_ms > 0 ? milliseconds(interval_ms) : kDefaultHeartbeatInterval;
+      if (phase_ == Phase::kConnecting) {
+        phase_ = Phase::kConnected;
+        connected_.store(true, std::memory_order_relaxed);
+        ArmHeartbeat();
+      }
+      InvokeHandler(handlers_.on_welcome, FromProto(message.welcome()));
+      return;
+    }
+    case v1::CoordinatorMessage::kTrigger:
+      InvokeHandler(handlers_.on_trigger, FromProto(message.trigger()));
+      return;
+    case v1::CoordinatorMessage::kAbort:
+      InvokeHandler(handlers_.on_abort, message.abort().checkpoint_id(), message.abort().reason());
+      return;
+    case v1::CoordinatorMessage::kComplete:
+      InvokeHandler(handlers_.on_complete, message.complete().checkpoint_id(),
+                    FromProto(message.complete().kind()));
+      return;
+    default:
+      return;  // a message kind this SDK does not know yet
+  }
+}
+
+void PipelineSession::HandleAttemptDone(uint64_t attempt_id, const grpc::Status& status) {
+  if (attempt_id != attempt_id_ || !attempt_) return;
+  attempt_.reset();
+  connected_.store(false, std::memory_order_relaxed);
+  heartbeat_timer_.cancel();
+  goodbye_timer_.cancel();
+  if (phase_ == Phase::kSayingGoodbye || phase_ == Phase::kStopping) {
+    Finish();
+    return;
+  }
+  if (phase_ != Phase::kConnecting && phase_ != Phase::kConnected) return;  // no stream otherwise
+
+  disconnects_.fetch_add(1, std::memory_order_relaxed);
+  const bool was_connected = welcomed_this_attempt_;
+  if (was_connected && steady_clock::now() - welcomed_at_ >= kStableSession) backoff_.Reset();
+
+  Disconnect info;
+  info.code = status.error_code();
+  info.message = status.error_message();
+  info.was_connected = was_connected;
+  const StreamEndAction action = ClassifyStreamEnd(info.code);
+  if (action == StreamEndAction::kGiveUp) {
+    InvokeHandler(handlers_.on_disconnected, info);
+    Finish();
+    return;
+  }
+  const milliseconds delay =
+      action == StreamEndAction::kRetrySlowly ? backoff_.AtMax() : backoff_.Next();
+  info.will_retry = true;
+  info.retry_in = delay;
+  phase_ = Phase::kBackingOff;
+  retry_timer_.expires_after(delay);
+  retry_timer_.async_wait(
+      [self = shared_from_this(), id = attempt_id_](const boost::system::error_code& error) {
+        // A cancelled timer's handler may already be queued: check the phase, not only the error.
+        if (error || self->phase_ != Phase::kBackingOff || self->attempt_id_ != id) return;
+        self->StartAttempt();
+      });
+  InvokeHandler(handlers_.on_disconnected, info);
+}
+
+void PipelineSession::HandleGoodbye(milliseconds timeout) {
+  switch (phase_) {
+    case Phase::kIdle:
+    case Phase::kBackingOff:
+      Finish();
+      return;
+    case Phase::kConnecting:
+    case Phase::kConnected:
+      // Before the welcome too: hello is already first in the stream's queue.
+      attempt_->Send(MakeGoodbye());
+      phase_ = Phase::kSayingGoodbye;
+      connected_.store(false, std::memory_order_relaxed);
+      heartbeat_timer_.cancel();
+      goodbye_timer_.expires_after(timeout);
+      goodbye_timer_.async_wait(
+          [self = shared_from_this(), id = attempt_id_](const boost::system::error_code& error) {
+            if (error || self->phase_ != Phase::kSayingGoodbye || self->attempt_id_ != id) return;
+            if (self->attempt_) self->attempt_->Cancel();
+          });
+      return;
+    default:
+      return;
+  }
+}
+
+void PipelineSession::HandleStop() {
+  switch (phase_) {
+    case Phase::kIdle:
+    case Phase::kBackingOff:
+      Finish();
+      return;
+    case Phase::kConnecting:
+    case Phase::kConnected:
+    case Phase::kSayingGoodbye:
+      phase_ = Phase::kStopping;
+      connected_.store(false, std::memory_order_relaxed);
+      CancelTimers();
+      attempt_->Cancel();  // HandleAttemptDone finishes
+      return;
+    default:
+      return;
+  }
+}
+
+void PipelineSession::ArmHeartbeat() {
+  heartbeat_timer_.expires_after(heartbeat_interval_);
+  heartbeat_timer_.async_wait(
+      [self = shared_from_this(), id = attempt_id_](const boost::system::error_code& error) {
+        if (error || self->phase_ != Phase::kConnected || self->attempt_id_ != id) return;
+        self->attempt_->Send(MakeHeartbeat());
+        self->ArmHeartbeat();
+      });
+}
+
+void PipelineSession::CancelTimers() {
+  heartbeat_timer_.cancel();
+  retry_timer_.cancel();
+  goodbye_timer_.cancel();
+}
+
+void PipelineSession::Finish() {
+  phase_ = Phase::kStopped;
+  connected_.store(false, std::memory_order_relaxed);
+  CancelTimers();
+  attempt_.reset();
+  // Whatever the handlers captured is released now, which breaks cycles through user objects.
+  handlers_ = PipelineHandlers{};
+  {
+    std::lock_guard<std::mutex> lock(stopped_mu_);
+    stopped_ = true;
+  }
+  stopped_cv_.notify_all();
+}
+
+}  // namespace ckpt::sdk::internal

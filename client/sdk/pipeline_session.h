@@ -1,0 +1,134 @@
+#pragma once
+// PipelineSession is the PipelineWorker implementation: one pipeline's connection state machine.
+//
+//   Idle --Start--> Connecting --welcome--> Connected
+//   Connecting/Connected --stream ended--> BackingOff --timer--> Connecting   (retried statuses)
+//   Connecting/Connected --stream ended--> Stopped                            (given-up statuses)
+//   Connecting/Connected --Goodbye--> SayingGoodbye --stream ended--> Stopped
+//   any --Stop--> Stopping --stream ended--> Stopped   (or Stopped at once when no stream is up)
+//
+// Threading: public methods are thread-safe and post to strand_; all state below "strand_ only"
+// is touched only there. Attempt callbacks arrive on gRPC threads and are posted too.
+
+#include <atomic>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+
+#include "ckpt/worker.h"
+#include "sdk/backoff.h"
+#include "sdk/connect_attempt.h"
+#include "sdk/runtime_core.h"
+
+namespace ckpt::sdk::internal {
+
+class PipelineSession final : public PipelineWorker,
+                              public AttemptListener,
+                              public std::enable_shared_from_this<PipelineSession> {
+ public:
+  // Used when the daemon announces no heartbeat interval (the daemon's default).
+  static constexpr std::chrono::milliseconds kDefaultHeartbeatInterval{3000};
+  // A session that stayed up this long resets the backoff.
+  static constexpr std::chrono::milliseconds kStableSession{1000};
+
+  PipelineSession(std::shared_ptr<RuntimeCore> core, PipelineWorkerOptions options,
+                  PipelineHandlers handlers);
+  ~PipelineSession() override;
+
+  void Start() override;
+  void Ack(int64_t checkpoint_id, std::string task_id, TaskStateInfo state) override;
+  void Decline(int64_t checkpoint_id, std::string task_id, std::string reason,
+               bool expired) override;
+  void RequestSavepoint(std::string target, bool stop) override;
+  void Goodbye(std::chrono::milliseconds timeout) override;
+  void Stop() override;
+  bool WaitUntilStopped(std::chrono::steady_clock::time_point deadline) override;
+  bool IsConnected() const override { return connected_.load(std::memory_order_relaxed); }
+  bool IsStopped() const override;
+  PipelineWorkerCounters counters() const override;
+  Executor executor() const override { return strand_; }
+
+  // For the runtime's shutdown: no deadline, and not from a runtime thread.
+  void WaitUntilStoppedForever();
+
+  void OnAttemptMessage(uint64_t attempt_id, v1::CoordinatorMessage message) override;
+  void OnAttemptDone(uint64_t attempt_id, grpc::Status status) override;
+
+ private:
+  enum class Phase {
+    kIdle,
+    kConnecting,
+    kConnected,
+    kBackingOff,
+    kSayingGoodbye,
+    kStopping,
+    kStopped
+  };
+
+  // False if the runtime has shut down (fn is dropped).
+  template <class Fn>
+  bool PostToStrand(Fn&& fn) {
+    return core_->Post(strand_, std::forward<Fn>(fn));
+  }
+
+  // All on strand_.
+  void StartAttempt();
+  void Send(v1::WorkerMessage message);
+  void HandleMessage(uint64_t attempt_id, const v1::CoordinatorMessage& message);
+  void HandleAttemptDone(uint64_t attempt_id, const grpc::Status& status);
+  void HandleGoodbye(std::chrono::milliseconds timeout);
+  void HandleStop();
+  void ArmHeartbeat();
+  void CancelTimers();
+  // Enters Stopped: releases the handlers (and whatever they captured) and wakes waiters.
+  void Finish();
+  // Handlers run only while the user has not called Stop.
+  bool HandlersEnabled() const { return !stop_requested_.load(std::memory_order_acquire); }
+  // Runs a user handler (if set and Stop was not called) under handler_mu_, so that Stop() from
+  // outside the runtime can wait for a handler that is running at that moment.
+  template <class Fn, class... Args>
+  void InvokeHandler(const Fn& handler, Args&&... args) {
+    if (!handler) return;
+    std::lock_guard<std::mutex> lock(handler_mu_);
+    if (HandlersEnabled()) handler(std::forward<Args>(args)...);
+  }
+
+  // Constant after construction. core_ is first: destroyed last, after the timers and the strand.
+  const std::shared_ptr<RuntimeCore> core_;
+  v1::WorkerService::Stub& stub_;  // owned by core_
+  const PipelineWorkerOptions options_;
+  const Executor strand_;
+
+  // strand_ only.
+  PipelineHandlers handlers_;
+  Phase phase_ = Phase::kIdle;
+  std::shared_ptr<ConnectAttempt> attempt_;  // the current stream, until its OnAttemptDone
+  uint64_t attempt_id_ = 0;                  // fences timers and messages of older attempts
+  bool welcomed_this_attempt_ = false;
+  bool ever_welcomed_ = false;
+  std::chrono::steady_clock::time_point welcomed_at_;
+  std::chrono::milliseconds heartbeat_interval_ = kDefaultHeartbeatInterval;
+  Backoff backoff_;
+  boost::asio::steady_timer heartbeat_timer_;
+  boost::asio::steady_timer retry_timer_;
+  boost::asio::steady_timer goodbye_timer_;
+
+  // Held while a handler runs (on strand_), and briefly by Stop() off the runtime's threads.
+  std::mutex handler_mu_;
+  std::atomic<bool> stop_requested_{false};
+  std::atomic<bool> connected_{false};
+  std::atomic<uint64_t> attempts_{0};
+  std::atomic<uint64_t> connects_{0};
+  std::atomic<uint64_t> reconnects_{0};
+  std::atomic<uint64_t> disconnects_{0};
+  std::atomic<uint64_t> dropped_sends_{0};
+
+  mutable std::mutex stopped_mu_;
+  std::condition_variable stopped_cv_;
+  bool stopped_ = false;  // guarded by stopped_mu_
+};
+
+}  // namespace ckpt::sdk::internal

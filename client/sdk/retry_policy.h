@@ -1,0 +1,16 @@
+#pragma once
+// What a worker does when its stream ends without it asking: one table, at the edge.
+
+#include <grpcpp/support/status_code_enum.h>
+
+namespace ckpt::sdk::internal {
+
+enum class StreamEndAction {
+  kRetry,        // exponential backoff
+  kRetrySlowly,  // at the maximum backoff: the cause is not expected to clear soon
+  kGiveUp,       // stop for good and report
+};
+
+StreamEndAction ClassifyStreamEnd(grpc::StatusCode code);
+
+}  // namespace ckpt::sdk::internal

@@ -1,0 +1,125 @@
+#include "sdk/runtime_core.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <random>
+
+#include "sdk/pipeline_session.h"
+
+namespace ckpt::sdk::internal {
+namespace {
+
+// The core whose thread this is (nullptr off the runtime's threads).
+thread_local const RuntimeCore* tls_current_core = nullptr;
+
+// The channel's own reconnect backoff (gRPC defaults to 1 s growing to 120 s) caps how fast any
+// stream can come back after the daemon restarts: keep it in the range of the streams' backoff.
+constexpr int kChannelInitialReconnectMs = 100;
+constexpr int kChannelMinConnectTimeoutMs = 1000;
+constexpr int kChannelMaxReconnectMs = 2000;
+
+std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address, int index,
+                                           bool own_connection) {
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, kChannelInitialReconnectMs);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, kChannelMinConnectTimeoutMs);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, kChannelMaxReconnectMs);
+  if (own_connection) {
+    // Without this, channels with equal arguments share one subchannel (one TCP connection).
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+    args.SetInt("ckpt.sdk.channel_index", index);
+  }
+  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+}
+
+}  // namespace
+
+RuntimeCore::RuntimeCore(std::string server_address, int threads, int channels)
+    : server_address_(std::move(server_address)),
+      seed_base_(std::random_device{}() * 0x9E3779B97F4A7C15ULL),
+      io_(std::max(threads, 1)) {
+  channels = std::max(channels, 1);
+  for (int i = 0; i < channels; ++i) {
+    channels_.push_back(MakeChannel(server_address_, i, channels > 1));
+    stubs_.push_back(v1::WorkerService::NewStub(channels_.back()));
+  }
+  work_.emplace(io_.get_executor());
+  for (int i = 0; i < std::max(threads, 1); ++i) threads_.emplace_back([this] { RunThread(); });
+}
+
+RuntimeCore::~RuntimeCore() { Shutdown(); }
+
+void RuntimeCore::RunThread() {
+  tls_current_core = this;
+  for (;;) {
+    try {
+      io_.run();
+      return;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "ckpt worker sdk: a handler threw (ignored): %s\n", e.what());
+    } catch (...) {
+      std::fprintf(stderr, "ckpt worker sdk: a handler threw (ignored)\n");
+    }
+  }
+}
+
+bool RuntimeCore::RunningInThisThread() const { return tls_current_core == this; }
+
+v1::WorkerService::Stub& RuntimeCore::NextStub() {
+  return *stubs_[next_stub_.fetch_add(1, std::memory_order_relaxed) % stubs_.size()];
+}
+
+uint64_t RuntimeCore::NextSeed() {
+  // splitmix64 over a counter: distinct, well-mixed seeds.
+  uint64_t z = seed_base_ + 0x9E3779B97F4A7C15ULL * (next_seed_.fetch_add(1) + 1);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+void RuntimeCore::Register(const std::shared_ptr<PipelineSession>& session) {
+  std::lock_guard<std::mutex> lock(sessions_mu_);
+  sessions_[session.get()] = session;
+}
+
+void RuntimeCore::Unregister(const PipelineSession* session) {
+  std::lock_guard<std::mutex> lock(sessions_mu_);
+  sessions_.erase(session);
+}
+
+void RuntimeCore::Shutdown() {
+  if (shut_down_) return;
+  shut_down_ = true;
+  if (RunningInThisThread()) {
+    // Joining our own thread cannot work; failing loudly beats a deadlock.
+    std::fprintf(stderr, "ckpt worker sdk: WorkerRuntime destroyed from one of its own handlers\n");
+    std::abort();
+  }
+  std::vector<std::shared_ptr<PipelineSession>> live;
+  {
+    std::lock_guard<std::mutex> lock(sessions_mu_);
+    for (auto& [ptr, weak] : sessions_) {
+      if (auto session = weak.lock()) live.push_back(std::move(session));
+    }
+  }
+  for (auto& session : live) session->Stop();
+  // Cancelled streams end promptly; their OnDone runs on gRPC threads and posts to the strands,
+  // which the threads still run. After this no gRPC reaction refers to any pipeline.
+  for (auto& session : live) session->WaitUntilStoppedForever();
+  live.clear();
+  {
+    std::unique_lock<std::shared_mutex> lock(post_mu_);
+    closed_ = true;
+  }
+  work_.reset();
+  io_.stop();
+  for (std::thread& thread : threads_) thread.join();
+  threads_.clear();
+  // Destroys what is still queued (user timers, late posts) while the services are alive: handlers
+  // holding pipelines release them, and pipelines that still have handles keep valid strands.
+  io_.shutdown();
+}
+
+}  // namespace ckpt::sdk::internal

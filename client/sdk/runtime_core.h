@@ -1,0 +1,96 @@
+#pragma once
+// What every pipeline of a WorkerRuntime shares: the io_context and its threads, the gRPC channels,
+// and the list of live pipelines (so that shutdown can stop them all).
+
+#include <grpcpp/grpcpp.h>
+
+#include <atomic>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <shared_mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "ckpt/v1/worker.grpc.pb.h"
+
+namespace ckpt::sdk::internal {
+
+class PipelineSession;
+
+// An io_context whose handlers can be destroyed without destroying the context: pipelines may
+// outlive the runtime (users hold handles), and their strands and timers need the context's
+// services until they go.
+class RuntimeIoContext : public boost::asio::io_context {
+ public:
+  using boost::asio::execution_context::shutdown;
+  using boost::asio::io_context::io_context;
+};
+
+// Threading: safe for concurrent use without external synchronization. Shutdown is called once,
+// from a thread that is not one of the runtime's.
+// Lifetime: shared by the WorkerRuntime and every PipelineSession; the last one out destroys it.
+class RuntimeCore {
+ public:
+  RuntimeCore(std::string server_address, int threads, int channels);
+  ~RuntimeCore();
+  RuntimeCore(const RuntimeCore&) = delete;
+  RuntimeCore& operator=(const RuntimeCore&) = delete;
+
+  // Stops every pipeline, waits for their streams to end, joins the threads and destroys the queued
+  // handlers. Afterwards Post refuses everything.
+  void Shutdown();
+
+  // Posts fn to ex unless the runtime shut down; false (and fn destroyed) if it did.
+  template <class Executor, class Fn>
+  bool Post(const Executor& ex, Fn&& fn) {
+    std::shared_lock<std::shared_mutex> lock(post_mu_);
+    if (closed_) return false;
+    boost::asio::post(ex, std::forward<Fn>(fn));
+    return true;
+  }
+
+  RuntimeIoContext& io_context() { return io_; }
+  const std::string& server_address() const { return server_address_; }
+  // The stub of the next channel, round robin. Stubs live as long as the core.
+  v1::WorkerService::Stub& NextStub();
+  // A fresh seed for a pipeline's jitter.
+  uint64_t NextSeed();
+  // True on one of this runtime's threads.
+  bool RunningInThisThread() const;
+
+  void Register(const std::shared_ptr<PipelineSession>& session);
+  void Unregister(const PipelineSession* session);
+
+ private:
+  void RunThread();
+
+  // Constant after construction.
+  const std::string server_address_;
+  std::vector<std::shared_ptr<grpc::Channel>> channels_;
+  std::vector<std::unique_ptr<v1::WorkerService::Stub>> stubs_;
+  const uint64_t seed_base_;
+
+  RuntimeIoContext io_;
+  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
+  std::vector<std::thread> threads_;  // joined by Shutdown
+  bool shut_down_ = false;            // touched only by the constructor and Shutdown
+
+  std::atomic<uint64_t> next_stub_{0};
+  std::atomic<uint64_t> next_seed_{0};
+
+  std::shared_mutex post_mu_;
+  bool closed_ = false;  // guarded by post_mu_
+
+  std::mutex sessions_mu_;
+  std::unordered_map<const PipelineSession*, std::weak_ptr<PipelineSession>>
+      sessions_;  // guarded by sessions_mu_
+};
+
+}  // namespace ckpt::sdk::internal

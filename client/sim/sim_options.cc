@@ -1,0 +1,133 @@
+#include "sim/sim_options.h"
+
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+
+#include "sim/duration.h"
+
+namespace ckpt::sim {
+namespace {
+
+constexpr char kProgram[] = "ckpt-worker-sim";
+
+ParsedCommandLine Error(std::string message) {
+  for (char& c : message) {
+    if (c == '\n') c = ' ';
+  }
+  ParsedCommandLine result;
+  result.exit_code = 2;
+  result.message = std::string(kProgram) + ": " + message + "\n";
+  return result;
+}
+
+// Parses a duration flag; false with *error set when it does not parse.
+bool ParseDurationFlag(const std::string& flag, const std::string& text,
+                       std::chrono::milliseconds* out, std::string* error) {
+  std::string why;
+  std::optional<std::chrono::milliseconds> value = ParseDuration(text, &why);
+  if (!value) {
+    *error = flag + ": " + why;
+    return false;
+  }
+  *out = *value;
+  return true;
+}
+
+}  // namespace
+
+ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
+  SimOptions options;
+  std::string interval_text, timeout_text, duration_text, connect_timeout_text;
+  uint64_t seed = 0;
+
+  CLI::App app{
+      "Simulates workers of a ckptd daemon: serves pipelines p0..p<N-1> of a job, acks "
+      "every checkpoint after a delay, and prints what it saw.",
+      kProgram};
+  app.add_option("--server", options.server, "Daemon address HOST:PORT")->capture_default_str();
+  app.add_option("--job", options.job, "Job id")->required();
+  app.add_option("--pipelines", options.pipelines, "Pipelines p0..p<N-1> to serve")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--tasks-per-pipeline", options.tasks_per_pipeline,
+                 "Tasks 0..<M-1> per pipeline, all in one stream")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  CLI::Option* create = app.add_flag("--create", options.create,
+                                     "Create the pipelines first (needs the AdminService)");
+  app.add_option("--interval", interval_text, "Checkpoint interval of created pipelines, e.g. 1s")
+      ->needs(create);
+  app.add_option("--timeout", timeout_text, "Checkpoint timeout of created pipelines, e.g. 10s")
+      ->needs(create);
+  app.add_option("--ack-delay-ms", options.ack_delay_ms, "Delay between a trigger and the acks")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--decline-rate", options.decline_rate,
+                 "Fraction of triggers declined by one task, 0..1")
+      ->capture_default_str();
+  app.add_option("--duration", duration_text,
+                 "Run this long, e.g. 30s (0 or absent: until SIGINT)");
+  app.add_option("--connect-timeout", connect_timeout_text,
+                 "Exit 1 if no pipeline connected by then (0: wait forever) [10s]");
+  app.add_flag("--json", options.json, "Print the summary as one JSON object");
+  app.add_flag("--progress", options.progress,
+               "Progress line on stderr every 5 s (default: only when stderr is a terminal)");
+  app.add_option("--threads", options.threads, "Worker runtime threads")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--channels", options.channels, "gRPC channels (TCP connections) to the daemon")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--worker-id", options.worker_id, "Worker id [sim-<pid>]");
+  app.add_option("--event-log", options.event_log,
+                 "Append a line per trigger, complete and abort seen to this file");
+  CLI::Option* seed_option = app.add_option("--seed", seed, "Seed of the decline choices");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    ParsedCommandLine result;
+    result.message = app.help();
+    return result;
+  } catch (const CLI::ParseError& e) {
+    return Error(std::string(e.what()) + " (see --help)");
+  }
+
+  std::string error;
+  if (!interval_text.empty()) {
+    options.interval.emplace();
+    if (!ParseDurationFlag("--interval", interval_text, &*options.interval, &error))
+      return Error(error);
+  }
+  if (!timeout_text.empty()) {
+    options.timeout.emplace();
+    if (!ParseDurationFlag("--timeout", timeout_text, &*options.timeout, &error))
+      return Error(error);
+  }
+  if (!duration_text.empty() &&
+      !ParseDurationFlag("--duration", duration_text, &options.duration, &error)) {
+    return Error(error);
+  }
+  if (!connect_timeout_text.empty() && !ParseDurationFlag("--connect-timeout", connect_timeout_text,
+                                                          &options.connect_timeout, &error)) {
+    return Error(error);
+  }
+  if (options.job.empty()) return Error("--job must not be empty");
+  if (!(options.decline_rate >= 0 && options.decline_rate <= 1)) {
+    return Error("--decline-rate must be between 0 and 1, got " +
+                 std::to_string(options.decline_rate));
+  }
+  if (options.create) {
+    return Error("--create needs the AdminService, not available in this build");
+  }
+  if (options.worker_id.empty()) options.worker_id = "sim-" + std::to_string(::getpid());
+  if (seed_option->count() > 0) options.seed = seed;
+
+  ParsedCommandLine result;
+  result.run = true;
+  result.options = std::move(options);
+  return result;
+}
+
+}  // namespace ckpt::sim

@@ -1,0 +1,41 @@
+#pragma once
+// ckpt-worker-sim's command line.
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace ckpt::sim {
+
+struct SimOptions {
+  std::string server = "127.0.0.1:7070";
+  std::string job;             // required
+  int pipelines = 1;           // p0 .. p<N-1>
+  int tasks_per_pipeline = 1;  // tasks "0" .. "<M-1>" of each pipeline
+  bool create = false;         // create the pipelines first (needs the AdminService)
+  std::optional<std::chrono::milliseconds> interval;  // with --create
+  std::optional<std::chrono::milliseconds> timeout;   // with --create
+  int64_t ack_delay_ms = 0;                           // delay between a trigger and the acks
+  double decline_rate = 0;                            // fraction of triggers declined (by one task)
+  std::chrono::milliseconds duration{0};              // 0: until SIGINT or SIGTERM
+  std::chrono::milliseconds connect_timeout{10'000};  // give up if no pipeline connected by then
+  bool json = false;                                  // summary as one JSON object
+  bool progress = false;         // progress lines on stderr even when it is not a terminal
+  int threads = 2;               // the worker runtime's threads
+  int channels = 1;              // gRPC channels (TCP connections) to the daemon
+  std::string worker_id;         // default "sim-<pid>"
+  std::string event_log;         // append trigger/complete/abort lines to this file
+  std::optional<uint64_t> seed;  // for the decline choices; random by default
+};
+
+struct ParsedCommandLine {
+  bool run = false;     // false: exit with exit_code, printing message
+  int exit_code = 0;    // 0 for --help, 2 for bad flags
+  std::string message;  // help text (exit 0, for stdout) or a one-line error (for stderr)
+  SimOptions options;
+};
+
+ParsedCommandLine ParseCommandLine(int argc, const char* const* argv);
+
+}  // namespace ckpt::sim

@@ -1,0 +1,136 @@
+#include "sim/sim_pipeline.h"
+
+#include <boost/asio/steady_timer.hpp>
+#include <cstdio>
+
+namespace ckpt::sim {
+
+using std::chrono::duration_cast;
+using std::chrono::microseconds;
+
+void SimCounters::RecordDisconnect(const std::string& pipeline_id,
+                                   const sdk::Disconnect& disconnect) {
+  std::lock_guard<std::mutex> lock(mu_);
+  last_disconnect_ = disconnect;
+  last_disconnect_pipeline_ = pipeline_id;
+}
+
+std::optional<sdk::Disconnect> SimCounters::last_disconnect() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return last_disconnect_;
+}
+
+std::string SimCounters::last_disconnect_pipeline() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return last_disconnect_pipeline_;
+}
+
+SimPipeline::SimPipeline(SimPipelineConfig config, SimCounters& counters, EventLog* event_log)
+    : config_(std::move(config)), counters_(counters), event_log_(event_log), rng_(config_.seed) {
+  for (int i = 0; i < config_.tasks; ++i) task_ids_.push_back(std::to_string(i));
+}
+
+void SimPipeline::Start(sdk::WorkerRuntime& runtime) {
+  sdk::PipelineWorkerOptions options;
+  options.worker_id = config_.worker_id;
+  options.job_id = config_.job_id;
+  options.pipeline_id = config_.pipeline_id;
+  options.task_ids = task_ids_;
+  sdk::PipelineHandlers handlers;
+  // `this` outlives the runtime, hence every handler.
+  handlers.on_welcome = [this](const sdk::Welcome&) { counters_.welcomes.fetch_add(1); };
+  handlers.on_trigger = [this](const sdk::Trigger& trigger) { OnTrigger(trigger); };
+  handlers.on_complete = [this](int64_t id, sdk::CheckpointKind kind) { OnComplete(id, kind); };
+  handlers.on_abort = [this](int64_t id, const std::string&) { OnAbort(id); };
+  handlers.on_disconnected = [this](const sdk::Disconnect& d) { OnDisconnected(d); };
+  worker_ = runtime.AddPipeline(std::move(options), std::move(handlers));
+  worker_->Start();
+}
+
+void SimPipeline::Log(const char* event, int64_t checkpoint_id, const char* kind) {
+  if (!event_log_) return;
+  std::string line = std::string(event) + " " + config_.job_id + " " + config_.pipeline_id + " " +
+                     std::to_string(checkpoint_id);
+  if (kind) line += std::string(" ") + kind;
+  event_log_->Append(line);
+}
+
+void SimPipeline::OnTrigger(const sdk::Trigger& trigger) {
+  const Clock::time_point now = Clock::now();
+  counters_.triggers.fetch_add(1, std::memory_order_relaxed);
+  Log("trigger", trigger.checkpoint_id, sdk::ToString(trigger.kind));
+  if (last_trigger_at_) {
+    trigger_gap_micros_.push_back(duration_cast<microseconds>(now - *last_trigger_at_).count());
+  }
+  last_trigger_at_ = now;
+  triggered_at_[trigger.checkpoint_id] = now;
+  while (triggered_at_.size() > kRememberedTriggers) triggered_at_.erase(triggered_at_.begin());
+
+  if (config_.ack_delay.count() == 0) {
+    Respond(trigger.checkpoint_id);
+    return;
+  }
+  // The timer belongs to its handler, so the runtime's shutdown can destroy both (see
+  // PipelineWorker::executor()).
+  auto timer = std::make_shared<boost::asio::steady_timer>(worker_->executor(), config_.ack_delay);
+  timer->async_wait(
+      [this, timer, id = trigger.checkpoint_id](const boost::system::error_code& error) {
+        if (!error) Respond(id);
+      });
+}
+
+void SimPipeline::Respond(int64_t checkpoint_id) {
+  if (triggered_at_.count(checkpoint_id) == 0) return;  // aborted (or long gone) meanwhile
+  if (config_.decline_rate > 0 &&
+      std::uniform_real_distribution<double>(0.0, 1.0)(rng_) < config_.decline_rate) {
+    const size_t task = std::uniform_int_distribution<size_t>(0, task_ids_.size() - 1)(rng_);
+    worker_->Decline(checkpoint_id, task_ids_[task], "simulated decline", /*expired=*/false);
+    counters_.declines.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  for (const std::string& task : task_ids_) {
+    sdk::TaskStateInfo state;
+    state.uri = "sim://" + config_.job_id + "/" + config_.pipeline_id + "/chk-" +
+                std::to_string(checkpoint_id) + "/" + task;
+    worker_->Ack(checkpoint_id, task, std::move(state));
+  }
+  counters_.acks.fetch_add(task_ids_.size(), std::memory_order_relaxed);
+}
+
+void SimPipeline::OnComplete(int64_t checkpoint_id, sdk::CheckpointKind kind) {
+  const Clock::time_point now = Clock::now();
+  counters_.completes.fetch_add(1, std::memory_order_relaxed);
+  Log("complete", checkpoint_id, sdk::ToString(kind));
+  auto it = triggered_at_.find(checkpoint_id);
+  // A complete for a trigger this stream never saw (takeover, reconnect) has no duration.
+  if (it != triggered_at_.end()) {
+    checkpoint_micros_.push_back(duration_cast<microseconds>(now - it->second).count());
+  }
+  // This one and every older one are finished.
+  triggered_at_.erase(triggered_at_.begin(), triggered_at_.upper_bound(checkpoint_id));
+}
+
+void SimPipeline::OnAbort(int64_t checkpoint_id) {
+  counters_.aborts.fetch_add(1, std::memory_order_relaxed);
+  Log("abort", checkpoint_id, nullptr);
+  triggered_at_.erase(checkpoint_id);
+}
+
+void SimPipeline::OnDisconnected(const sdk::Disconnect& disconnect) {
+  counters_.RecordDisconnect(config_.pipeline_id, disconnect);
+  // A pipeline that is not there yet: say so once, it is the most likely user mistake.
+  if (disconnect.code == grpc::StatusCode::NOT_FOUND &&
+      !counters_.not_found_reported.exchange(true)) {
+    std::fprintf(stderr,
+                 "ckpt-worker-sim: %s/%s: NOT_FOUND: %s (retrying slowly until it is created)\n",
+                 config_.job_id.c_str(), config_.pipeline_id.c_str(), disconnect.message.c_str());
+  }
+  if (!disconnect.will_retry) {
+    counters_.stopped_pipelines.fetch_add(1);
+    std::fprintf(stderr, "ckpt-worker-sim: %s/%s stopped: %s: %s\n", config_.job_id.c_str(),
+                 config_.pipeline_id.c_str(), sdk::StatusCodeName(disconnect.code),
+                 disconnect.message.c_str());
+  }
+}
+
+}  // namespace ckpt::sim

@@ -1,0 +1,94 @@
+#pragma once
+// One simulated pipeline: acks (or declines) every trigger after a delay and records what it saw.
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "ckpt/worker.h"
+#include "sim/event_log.h"
+
+namespace ckpt::sim {
+
+// Totals over every pipeline. Threading: atomics, and last_disconnect under mu.
+struct SimCounters {
+  std::atomic<uint64_t> triggers{0};
+  std::atomic<uint64_t> acks{0};
+  std::atomic<uint64_t> declines{0};
+  std::atomic<uint64_t> completes{0};
+  std::atomic<uint64_t> aborts{0};
+  std::atomic<uint64_t> welcomes{0};
+  std::atomic<uint64_t> stopped_pipelines{0};  // gave up for good (an error not retried)
+  std::atomic<bool> not_found_reported{false};
+
+  void RecordDisconnect(const std::string& pipeline_id, const sdk::Disconnect& disconnect);
+  // The latest disconnect of any pipeline (none yet: nullopt) and that pipeline's id.
+  std::optional<sdk::Disconnect> last_disconnect() const;
+  std::string last_disconnect_pipeline() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::optional<sdk::Disconnect> last_disconnect_;  // guarded by mu_
+  std::string last_disconnect_pipeline_;            // guarded by mu_
+};
+
+struct SimPipelineConfig {
+  std::string worker_id;
+  std::string job_id;
+  std::string pipeline_id;
+  int tasks = 1;
+  std::chrono::milliseconds ack_delay{0};
+  double decline_rate = 0;
+  uint64_t seed = 0;
+};
+
+// Threading: the handlers run on the pipeline's strand (ckpt::sdk); the samples are touched only
+// there, and read after the runtime is destroyed. Must outlive the WorkerRuntime it is started on.
+class SimPipeline {
+ public:
+  SimPipeline(SimPipelineConfig config, SimCounters& counters, EventLog* event_log);
+  SimPipeline(const SimPipeline&) = delete;
+  SimPipeline& operator=(const SimPipeline&) = delete;
+
+  void Start(sdk::WorkerRuntime& runtime);
+  sdk::PipelineWorker& worker() const { return *worker_; }
+
+  // Only once the runtime is gone.
+  const std::vector<int64_t>& checkpoint_micros() const { return checkpoint_micros_; }
+  const std::vector<int64_t>& trigger_gap_micros() const { return trigger_gap_micros_; }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  // Triggers remembered for their complete; older ones are long finished.
+  static constexpr size_t kRememberedTriggers = 16;
+
+  void OnTrigger(const sdk::Trigger& trigger);
+  void OnComplete(int64_t checkpoint_id, sdk::CheckpointKind kind);
+  void OnAbort(int64_t checkpoint_id);
+  void OnDisconnected(const sdk::Disconnect& disconnect);
+  // Acks with every task, or declines with one (decline_rate); nothing if the round was aborted.
+  void Respond(int64_t checkpoint_id);
+  void Log(const char* event, int64_t checkpoint_id, const char* kind);
+
+  const SimPipelineConfig config_;
+  SimCounters& counters_;
+  EventLog* const event_log_;  // may be null; must outlive the runtime
+  std::vector<std::string> task_ids_;
+  std::shared_ptr<sdk::PipelineWorker> worker_;
+
+  // Pipeline strand only.
+  std::map<int64_t, Clock::time_point> triggered_at_;  // by checkpoint id, not yet finished
+  std::optional<Clock::time_point> last_trigger_at_;
+  std::vector<int64_t> checkpoint_micros_;
+  std::vector<int64_t> trigger_gap_micros_;
+  std::mt19937_64 rng_;
+};
+
+}  // namespace ckpt::sim

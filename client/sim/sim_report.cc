@@ -1,0 +1,67 @@
+#include "sim/sim_report.h"
+
+#include <cmath>
+#include <cstdio>
+
+namespace ckpt::sim {
+namespace {
+
+// Microsecond resolution is all the samples have.
+double Round3(double ms) { return std::round(ms * 1000.0) / 1000.0; }
+
+nlohmann::ordered_json LatencyJson(const LatencySummary& latency) {
+  return {{"p50", Round3(latency.p50_ms)},
+          {"p99", Round3(latency.p99_ms)},
+          {"max", Round3(latency.max_ms)}};
+}
+
+std::string LatencyText(const LatencySummary& latency) {
+  char buffer[160];
+  std::snprintf(buffer, sizeof buffer, "p50 %.2f  p99 %.2f  max %.2f  (%llu samples)",
+                latency.p50_ms, latency.p99_ms, latency.max_ms,
+                static_cast<unsigned long long>(latency.count));
+  return buffer;
+}
+
+}  // namespace
+
+nlohmann::ordered_json SummaryToJson(const SimSummary& s) {
+  return {
+      {"pipelines", s.pipelines},
+      {"tasks", s.tasks},
+      {"triggers", s.triggers},
+      {"acks", s.acks},
+      {"declines", s.declines},
+      {"completes", s.completes},
+      {"aborts", s.aborts},
+      {"duration_ms", s.duration_ms},
+      {"checkpoint_ms", LatencyJson(s.checkpoint)},
+      {"trigger_gap_ms", LatencyJson(s.trigger_gap)},
+      {"connects", s.connects},
+      {"reconnects", s.reconnects},
+      {"disconnects", s.disconnects},
+      {"dropped_sends", s.dropped_sends},
+  };
+}
+
+std::string SummaryToText(const SimSummary& s) {
+  char head[512];
+  std::snprintf(
+      head, sizeof head,
+      "ckpt-worker-sim: job %s on %s, %d pipelines, %d tasks, %.1f s\n"
+      "  triggers %llu  acks %llu  declines %llu  completes %llu  aborts %llu\n",
+      s.job.c_str(), s.server.c_str(), s.pipelines, s.tasks, s.duration_ms / 1000.0,
+      static_cast<unsigned long long>(s.triggers), static_cast<unsigned long long>(s.acks),
+      static_cast<unsigned long long>(s.declines), static_cast<unsigned long long>(s.completes),
+      static_cast<unsigned long long>(s.aborts));
+  char tail[256];
+  std::snprintf(
+      tail, sizeof tail, "  connects %llu  reconnects %llu  disconnects %llu  dropped sends %llu\n",
+      static_cast<unsigned long long>(s.connects), static_cast<unsigned long long>(s.reconnects),
+      static_cast<unsigned long long>(s.disconnects),
+      static_cast<unsigned long long>(s.dropped_sends));
+  return std::string(head) + "  checkpoint ms (trigger to complete): " + LatencyText(s.checkpoint) +
+         "\n  trigger gap ms: " + LatencyText(s.trigger_gap) + "\n" + tail;
+}
+
+}  // namespace ckpt::sim

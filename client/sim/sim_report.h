@@ -1,0 +1,38 @@
+#pragma once
+// The simulator's end-of-run summary, as text or as one JSON object (CONTRACT.md's keys).
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "sim/latency_summary.h"
+
+namespace ckpt::sim {
+
+struct SimSummary {
+  std::string server;
+  std::string job;
+  int pipelines = 0;
+  int tasks = 0;  // over all pipelines
+  uint64_t triggers = 0;
+  uint64_t acks = 0;
+  uint64_t declines = 0;
+  uint64_t completes = 0;
+  uint64_t aborts = 0;
+  uint64_t connects = 0;
+  uint64_t reconnects = 0;
+  uint64_t disconnects = 0;
+  uint64_t dropped_sends = 0;
+  int64_t duration_ms = 0;
+  LatencySummary checkpoint;   // trigger to complete, as the worker saw it
+  LatencySummary trigger_gap;  // between consecutive triggers of a pipeline
+};
+
+// Keys: pipelines, tasks, triggers, acks, declines, completes, aborts, duration_ms,
+// checkpoint_ms {p50, p99, max}, trigger_gap_ms {p50, p99, max}, connects, reconnects,
+// disconnects, dropped_sends.
+nlohmann::ordered_json SummaryToJson(const SimSummary& summary);
+// A few human lines, newline-terminated.
+std::string SummaryToText(const SimSummary& summary);
+
+}  // namespace ckpt::sim

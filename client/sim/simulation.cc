@@ -1,0 +1,171 @@
+#include "sim/simulation.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <ctime>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "sim/sim_pipeline.h"
+
+namespace ckpt::sim {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::duration_cast;
+using std::chrono::milliseconds;
+
+// How often the main thread looks at the run's state between signals.
+constexpr milliseconds kPollEvery{100};
+
+enum class WaitResult { kSignal, kTimeout };
+
+WaitResult WaitForSignal(const sigset_t& signals, milliseconds timeout) {
+  timespec ts{};
+  ts.tv_sec = static_cast<time_t>(timeout.count() / 1000);
+  ts.tv_nsec = static_cast<long>((timeout.count() % 1000) * 1'000'000);
+  for (;;) {
+    const int signal = sigtimedwait(&signals, nullptr, &ts);
+    if (signal > 0) return WaitResult::kSignal;
+    if (errno == EINTR) continue;  // another signal; the remaining time is close enough
+    return WaitResult::kTimeout;
+  }
+}
+
+// Why nothing connected, naming the address.
+std::string ConnectFailure(const SimOptions& options, const SimCounters& counters,
+                           const char* when) {
+  std::string reason = "could not connect to " + options.server + " " + when;
+  const std::optional<sdk::Disconnect> last = counters.last_disconnect();
+  if (!last) return reason + ": no answer";
+  reason += std::string(": ") + sdk::StatusCodeName(last->code);
+  if (!last->message.empty()) reason += ": " + last->message;
+  if (last->code == grpc::StatusCode::NOT_FOUND) {
+    reason += " (pipeline " + options.job + "/" + counters.last_disconnect_pipeline() +
+              " does not exist: create it first, e.g. with ckptctl pipeline create)";
+  }
+  return reason;
+}
+
+// Why the run ended early although pipelines had connected.
+std::string StoppedReason(const SimOptions& options, const SimCounters& counters) {
+  std::string reason = "every pipeline stopped";
+  const std::optional<sdk::Disconnect> last = counters.last_disconnect();
+  if (last) {
+    reason += "; the last, " + options.job + "/" + counters.last_disconnect_pipeline() + ": " +
+              sdk::StatusCodeName(last->code) + ": " + last->message;
+  }
+  return reason;
+}
+
+std::string ProgressLine(milliseconds elapsed, size_t connected, size_t pipelines,
+                         const SimCounters& counters) {
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "ckpt-worker-sim: %llds connected %zu/%zu triggers %llu acks %llu completes %llu "
+                "aborts %llu\n",
+                static_cast<long long>(elapsed.count() / 1000), connected, pipelines,
+                static_cast<unsigned long long>(counters.triggers.load()),
+                static_cast<unsigned long long>(counters.acks.load()),
+                static_cast<unsigned long long>(counters.completes.load()),
+                static_cast<unsigned long long>(counters.aborts.load()));
+  return line;
+}
+
+}  // namespace
+
+SimOutcome Simulation::Run(const sigset_t& signals) {
+  SimCounters counters;
+  const uint64_t seed = options_.seed ? *options_.seed : std::random_device{}();
+  // Declared before the runtime: handlers refer to the pipelines, which must outlive it.
+  std::vector<std::unique_ptr<SimPipeline>> pipelines;
+  for (int i = 0; i < options_.pipelines; ++i) {
+    SimPipelineConfig config;
+    config.worker_id = options_.worker_id;
+    config.job_id = options_.job;
+    config.pipeline_id = "p" + std::to_string(i);
+    config.tasks = options_.tasks_per_pipeline;
+    config.ack_delay = milliseconds(options_.ack_delay_ms);
+    config.decline_rate = options_.decline_rate;
+    config.seed = seed + static_cast<uint64_t>(i) * 0x9E3779B97F4A7C15ULL;
+    pipelines.push_back(std::make_unique<SimPipeline>(std::move(config), counters, event_log_));
+  }
+
+  SimOutcome outcome;
+  const Clock::time_point started = Clock::now();
+  Clock::time_point ended;
+  {
+    sdk::WorkerRuntime runtime(options_.server, options_.threads, options_.channels);
+    for (auto& pipeline : pipelines) pipeline->Start(runtime);
+
+    Clock::time_point next_progress = started + kProgressEvery;
+    for (;;) {
+      if (WaitForSignal(signals, kPollEvery) == WaitResult::kSignal) break;
+      const Clock::time_point now = Clock::now();
+      if (options_.duration.count() > 0 && now - started >= options_.duration) break;
+      if (counters.welcomes.load() == 0 && options_.connect_timeout.count() > 0 &&
+          now - started >= options_.connect_timeout) {
+        outcome.exit_code = 1;
+        outcome.reason = ConnectFailure(options_, counters, "within the connect timeout");
+        break;
+      }
+      if (counters.stopped_pipelines.load() >= pipelines.size()) {
+        outcome.exit_code = 1;
+        outcome.reason = counters.welcomes.load() == 0
+                             ? ConnectFailure(options_, counters, "(every pipeline refused)")
+                             : StoppedReason(options_, counters);
+        break;
+      }
+      if (progress_ && now >= next_progress) {
+        size_t connected = 0;
+        for (auto& pipeline : pipelines) connected += pipeline->worker().IsConnected() ? 1 : 0;
+        std::fputs(ProgressLine(duration_cast<milliseconds>(now - started), connected,
+                                pipelines.size(), counters)
+                       .c_str(),
+                   stderr);
+        next_progress += kProgressEvery;
+      }
+    }
+    ended = Clock::now();
+
+    // Deregister cleanly, all streams at once, within one bounded wait.
+    for (auto& pipeline : pipelines) pipeline->worker().Goodbye(kGoodbyeWait);
+    const Clock::time_point deadline = Clock::now() + kGoodbyeWait;
+    for (auto& pipeline : pipelines) pipeline->worker().WaitUntilStopped(deadline);
+  }  // the runtime's destructor cancels what is left; no handler runs after it
+
+  if (outcome.exit_code == 0 && counters.welcomes.load() == 0) {
+    outcome.exit_code = 1;
+    outcome.reason = ConnectFailure(options_, counters, "during the run");
+  }
+
+  SimSummary& summary = outcome.summary;
+  summary.server = options_.server;
+  summary.job = options_.job;
+  summary.pipelines = options_.pipelines;
+  summary.tasks = options_.pipelines * options_.tasks_per_pipeline;
+  summary.triggers = counters.triggers.load();
+  summary.acks = counters.acks.load();
+  summary.declines = counters.declines.load();
+  summary.completes = counters.completes.load();
+  summary.aborts = counters.aborts.load();
+  summary.duration_ms = duration_cast<milliseconds>(ended - started).count();
+  std::vector<int64_t> checkpoint_micros, gap_micros;
+  for (auto& pipeline : pipelines) {
+    const sdk::PipelineWorkerCounters worker = pipeline->worker().counters();
+    summary.connects += worker.connects;
+    summary.reconnects += worker.reconnects;
+    summary.disconnects += worker.disconnects;
+    summary.dropped_sends += worker.dropped_sends;
+    checkpoint_micros.insert(checkpoint_micros.end(), pipeline->checkpoint_micros().begin(),
+                             pipeline->checkpoint_micros().end());
+    gap_micros.insert(gap_micros.end(), pipeline->trigger_gap_micros().begin(),
+                      pipeline->trigger_gap_micros().end());
+  }
+  summary.checkpoint = Summarize(std::move(checkpoint_micros));
+  summary.trigger_gap = Summarize(std::move(gap_micros));
+  return outcome;
+}
+
+}  // namespace ckpt::sim

@@ -1,0 +1,106 @@
+// The worker SDK against a real daemon: rounds, reconnect after a daemon restart, goodbye, and a
+// worker-requested savepoint.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <ckpt/worker.h>
+
+#include "daemon_fixture.h"
+
+namespace ckpt::testing {
+namespace {
+
+using std::chrono::milliseconds;
+
+// A pipeline served through the SDK that acks every trigger for all its tasks at once.
+struct AckingWorker {
+  AckingWorker(sdk::WorkerRuntime& runtime, const std::string& pipeline,
+               std::vector<std::string> tasks) {
+    sdk::PipelineHandlers handlers;
+    handlers.on_trigger = [this, tasks](const sdk::Trigger& t) {
+      last_trigger_kind = t.kind;
+      for (const auto& task : tasks) {
+        worker->Ack(t.checkpoint_id, task, {"mem://" + task + "/" + std::to_string(t.checkpoint_id), 1, ""});
+      }
+    };
+    handlers.on_complete = [this](int64_t id, sdk::CheckpointKind kind) {
+      last_complete = id;
+      last_complete_kind = kind;
+      ++completes;
+    };
+    worker = runtime.AddPipeline({.worker_id = "sdk-" + pipeline, .job_id = "job",
+                                  .pipeline_id = pipeline, .task_ids = tasks,
+                                  .backoff_initial = milliseconds(50),
+                                  .backoff_max = milliseconds(200)},
+                                 std::move(handlers));
+    worker->Start();
+  }
+  std::shared_ptr<sdk::PipelineWorker> worker;
+  std::atomic<int> completes{0};
+  std::atomic<int64_t> last_complete{0};
+  std::atomic<sdk::CheckpointKind> last_complete_kind{sdk::CheckpointKind::kUnspecified};
+  std::atomic<sdk::CheckpointKind> last_trigger_kind{sdk::CheckpointKind::kUnspecified};
+};
+
+class SdkTest : public DaemonTest {
+ protected:
+  std::string Address() { return "127.0.0.1:" + std::to_string(daemon_->grpc_port()); }
+};
+
+TEST_F(SdkTest, CheckpointsCompleteThroughTheSdk) {
+  config_.pipelines = {TestSpec("p", {"0", "1"}, 50)};
+  StartDaemon();
+  sdk::WorkerRuntime runtime(Address());
+  AckingWorker w(runtime, "p", {"0", "1"});
+  ASSERT_TRUE(Eventually([&] { return w.completes.load() >= 3; }));
+  auto history = daemon_->store().ListCompleted({"job", "p"}, 0);
+  ASSERT_TRUE(history.ok());
+  bool found = false;
+  for (const auto& c : *history) found = found || c.checkpoint_id == w.last_complete.load();
+  EXPECT_TRUE(found) << "a checkpoint the SDK heard complete is not in the store";
+  w.worker->Goodbye();
+  ASSERT_TRUE(w.worker->WaitUntilStopped(std::chrono::steady_clock::now() + std::chrono::seconds(5)));
+  EXPECT_TRUE(Eventually([&] {
+    auto s = Describe("p");
+    return s.state == PipelineState::kWaitingForTasks && s.sessions == 0;
+  })) << "goodbye must deregister the tasks";
+}
+
+TEST_F(SdkTest, ReconnectsToARestartedDaemonByItself) {
+  config_.pipelines = {TestSpec("p", {"0"}, 50)};
+  StartDaemon();
+  config_.listen = Address();  // the restarted daemon comes back on the same port
+  sdk::WorkerRuntime runtime(Address());
+  AckingWorker w(runtime, "p", {"0"});
+  ASSERT_TRUE(Eventually([&] { return w.completes.load() >= 2; }));
+  const int64_t before = w.last_complete.load();
+  StopDaemon();
+  StartDaemon();
+  ASSERT_TRUE(Eventually([&] { return w.last_complete.load() > before; }))
+      << "no checkpoint completed after the restart";
+  EXPECT_GE(w.worker->counters().reconnects, 1u);
+}
+
+TEST_F(SdkTest, WorkerRequestedSavepointWithStopLeavesThePipelineStopped) {
+  config_.pipelines = {TestSpec("p", {"0"}, 60000)};  // no periodic trigger in the way
+  StartDaemon();
+  sdk::WorkerRuntime runtime(Address());
+  AckingWorker w(runtime, "p", {"0"});
+  ASSERT_TRUE(Eventually([&] { return w.completes.load() >= 1; }));  // the first checkpoint
+  ASSERT_TRUE(Eventually([&] { return w.worker->IsConnected(); }));
+  w.worker->RequestSavepoint("", /*stop=*/true);
+  ASSERT_TRUE(Eventually([&] {
+    return w.last_complete_kind.load() == sdk::CheckpointKind::kSavepointAndStop;
+  }));
+  EXPECT_EQ(w.last_trigger_kind.load(), sdk::CheckpointKind::kSavepointAndStop);
+  EXPECT_TRUE(Eventually([&] { return Describe("p").state == PipelineState::kStopped; }));
+  auto history = daemon_->store().ListCompleted({"job", "p"}, 1);
+  ASSERT_TRUE(history.ok());
+  ASSERT_EQ(history->size(), 1u);
+  EXPECT_EQ(history->front().kind, CheckpointKind::kSavepointAndStop);
+  EXPECT_EQ(history->front().location, config_.data_dir + "/savepoints/job/p/" +
+                                           std::to_string(history->front().checkpoint_id));
+}
+
+}  // namespace
+}  // namespace ckpt::testing

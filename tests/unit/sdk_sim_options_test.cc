@@ -1,0 +1,155 @@
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "sim/duration.h"
+#include "sim/sim_options.h"
+
+namespace ckpt::sim {
+namespace {
+
+using std::chrono::milliseconds;
+
+TEST(SdkSimDuration, AcceptsTheContractUnits) {
+  EXPECT_EQ(ParseDuration("250ms", nullptr), milliseconds(250));
+  EXPECT_EQ(ParseDuration("30s", nullptr), milliseconds(30'000));
+  EXPECT_EQ(ParseDuration("2m", nullptr), milliseconds(120'000));
+  EXPECT_EQ(ParseDuration("1h", nullptr), milliseconds(3'600'000));
+  EXPECT_EQ(ParseDuration("1.5s", nullptr), milliseconds(1500));
+  EXPECT_EQ(ParseDuration("0", nullptr), milliseconds(0));
+  EXPECT_EQ(ParseDuration("0s", nullptr), milliseconds(0));
+}
+
+TEST(SdkSimDuration, RejectsWithAReason) {
+  struct Case {
+    const char* text;
+    const char* fragment;
+  };
+  const Case cases[] = {
+      {"", "expected a non-negative number"},
+      {"s", "expected a non-negative number"},
+      {"-1s", "expected a non-negative number"},
+      {"10", "missing unit"},
+      {"10x", "unknown unit"},
+      {"10 s", "unknown unit"},
+      {"1e3s", "unknown unit"},
+      {"99999999h", "ten years"},
+  };
+  for (const Case& c : cases) {
+    std::string error;
+    EXPECT_FALSE(ParseDuration(c.text, &error).has_value()) << c.text;
+    EXPECT_NE(error.find(c.fragment), std::string::npos) << c.text << ": " << error;
+    EXPECT_NE(error.find(std::string("\"") + c.text + "\""), std::string::npos) << error;
+  }
+}
+
+ParsedCommandLine Parse(std::vector<const char*> args) {
+  args.insert(args.begin(), "ckpt-worker-sim");
+  return ParseCommandLine(static_cast<int>(args.size()), args.data());
+}
+
+TEST(SdkSimOptions, Defaults) {
+  ParsedCommandLine parsed = Parse({"--job", "j"});
+  ASSERT_TRUE(parsed.run) << parsed.message;
+  const SimOptions& o = parsed.options;
+  EXPECT_EQ(o.server, "127.0.0.1:7070");
+  EXPECT_EQ(o.job, "j");
+  EXPECT_EQ(o.pipelines, 1);
+  EXPECT_EQ(o.tasks_per_pipeline, 1);
+  EXPECT_EQ(o.ack_delay_ms, 0);
+  EXPECT_EQ(o.decline_rate, 0);
+  EXPECT_EQ(o.duration, milliseconds(0));
+  EXPECT_EQ(o.threads, 2);
+  EXPECT_FALSE(o.json);
+  EXPECT_EQ(o.worker_id.rfind("sim-", 0), 0u);
+  EXPECT_FALSE(o.seed.has_value());
+}
+
+TEST(SdkSimOptions, EveryFlag) {
+  ParsedCommandLine parsed = Parse({"--server",
+                                    "h:1",
+                                    "--job",
+                                    "j",
+                                    "--pipelines",
+                                    "5",
+                                    "--tasks-per-pipeline",
+                                    "3",
+                                    "--ack-delay-ms",
+                                    "20",
+                                    "--decline-rate",
+                                    "0.25",
+                                    "--duration",
+                                    "1.5m",
+                                    "--json",
+                                    "--threads",
+                                    "4",
+                                    "--channels",
+                                    "2",
+                                    "--worker-id",
+                                    "w",
+                                    "--event-log",
+                                    "/tmp/x",
+                                    "--progress",
+                                    "--connect-timeout",
+                                    "0",
+                                    "--seed",
+                                    "9"});
+  ASSERT_TRUE(parsed.run) << parsed.message;
+  const SimOptions& o = parsed.options;
+  EXPECT_EQ(o.server, "h:1");
+  EXPECT_EQ(o.pipelines, 5);
+  EXPECT_EQ(o.tasks_per_pipeline, 3);
+  EXPECT_EQ(o.ack_delay_ms, 20);
+  EXPECT_DOUBLE_EQ(o.decline_rate, 0.25);
+  EXPECT_EQ(o.duration, milliseconds(90'000));
+  EXPECT_TRUE(o.json);
+  EXPECT_TRUE(o.progress);
+  EXPECT_EQ(o.threads, 4);
+  EXPECT_EQ(o.channels, 2);
+  EXPECT_EQ(o.worker_id, "w");
+  EXPECT_EQ(o.event_log, "/tmp/x");
+  EXPECT_EQ(o.connect_timeout, milliseconds(0));
+  EXPECT_EQ(o.seed, 9u);
+}
+
+TEST(SdkSimOptions, BadFlagsExitTwoWithOneLine) {
+  const std::vector<std::vector<const char*>> cases = {
+      {},
+      {"--job", "j", "--bogus"},
+      {"--job", "j", "--pipelines", "0"},
+      {"--job", "j", "--tasks-per-pipeline", "-1"},
+      {"--job", "j", "--decline-rate", "1.5"},
+      {"--job", "j", "--ack-delay-ms", "-3"},
+      {"--job", "j", "--duration", "10"},
+      {"--job", "j", "--interval", "1s"},
+      {"--job", "j", "--threads", "zero"},
+      {"--job", ""},
+  };
+  for (const auto& args : cases) {
+    ParsedCommandLine parsed = Parse(args);
+    EXPECT_FALSE(parsed.run);
+    EXPECT_EQ(parsed.exit_code, 2);
+    ASSERT_FALSE(parsed.message.empty());
+    EXPECT_EQ(parsed.message.find('\n'), parsed.message.size() - 1) << parsed.message;
+    EXPECT_EQ(parsed.message.rfind("ckpt-worker-sim: ", 0), 0u) << parsed.message;
+  }
+}
+
+TEST(SdkSimOptions, CreateIsNotAvailableYet) {
+  ParsedCommandLine parsed =
+      Parse({"--job", "j", "--create", "--interval", "1s", "--timeout", "10s"});
+  EXPECT_FALSE(parsed.run);
+  EXPECT_EQ(parsed.exit_code, 2);
+  EXPECT_NE(parsed.message.find("--create needs the AdminService, not available in this build"),
+            std::string::npos);
+}
+
+TEST(SdkSimOptions, HelpExitsZero) {
+  ParsedCommandLine parsed = Parse({"--help"});
+  EXPECT_FALSE(parsed.run);
+  EXPECT_EQ(parsed.exit_code, 0);
+  EXPECT_NE(parsed.message.find("--tasks-per-pipeline"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ckpt::sim
