@@ -77,7 +77,8 @@ std::optional<SteadyTime> PipelineCoordinator::DesiredWakeup() const {
   if (!AllTasksRegistered()) {
     consider(next_missing_warn_at_);
   } else if (!pending_ && !trigger_waits_for_ids_) {
-    consider(NextPeriodicDue());
+    // A queued savepoint starts as soon as it can, ignoring interval and min pause.
+    consider(queued_savepoint_ ? SteadyTime{} : *NextPeriodicDue());
   }
   return at;
 }
@@ -490,6 +491,13 @@ void PipelineCoordinator::BumpGeneration(const std::string& why, Actions& out) {
 
 void PipelineCoordinator::Persist(Actions& out) const {
   out.push_back(PersistRecord{ProjectedRecord()});
+}
+
+Actions PipelineCoordinator::OnPersistFailed() {
+  // The latest record wins: write what holds now, not the one that failed.
+  Actions out;
+  Persist(out);
+  return out;
 }
 
 PipelineRecord PipelineCoordinator::ProjectedRecord() const {

@@ -115,6 +115,8 @@ class PipelineCoordinator {
   Actions OnIdsReserveFailed(const Status& error);
   Actions OnCommitted(int64_t checkpoint_id);
   Actions OnCommitFailed(int64_t checkpoint_id, const Status& error);
+  // A PersistRecord write failed (and was retried after a pause by the runtime).
+  Actions OnPersistFailed();
 
   // --- operators ---
   struct Outcome {

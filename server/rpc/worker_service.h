@@ -15,7 +15,7 @@ class WorkerServiceImpl final : public v1::WorkerService::CallbackService {
 
   grpc::ServerBidiReactor<v1::WorkerMessage, v1::CoordinatorMessage>* Connect(
       grpc::CallbackServerContext* context) override {
-    return WorkerSession::Create(next_session_id_++, deps_);
+    return WorkerSession::Create(next_session_id_++, deps_, context);
   }
 
  private:

@@ -13,8 +13,9 @@ namespace ckpt {
 namespace asio = boost::asio;
 using Steady = std::chrono::steady_clock;
 
-WorkerSession* WorkerSession::Create(SessionId id, const SessionDeps& deps) {
-  std::shared_ptr<WorkerSession> session(new WorkerSession(id, deps));
+WorkerSession* WorkerSession::Create(SessionId id, const SessionDeps& deps,
+                                     grpc::CallbackServerContext* context) {
+  std::shared_ptr<WorkerSession> session(new WorkerSession(id, deps, context));
   session->self_ = session;
   ++session->metrics_.worker_sessions;
   session->last_activity_ = Steady::now().time_since_epoch().count();
@@ -24,8 +25,10 @@ WorkerSession* WorkerSession::Create(SessionId id, const SessionDeps& deps) {
   return session.get();
 }
 
-WorkerSession::WorkerSession(SessionId id, const SessionDeps& deps)
+WorkerSession::WorkerSession(SessionId id, const SessionDeps& deps,
+                             grpc::CallbackServerContext* context)
     : id_(id),
+      context_(context),
       registry_(deps.registry),
       metrics_(deps.metrics),
       lease_ttl_(deps.lease_ttl_ms),
@@ -108,22 +111,35 @@ bool WorkerSession::HandleHello(const v1::Hello& hello) {
     End(Status::NotFound("no pipeline " + info.key.ToString()));
     return false;
   }
-  {
-    std::lock_guard lock(runner_mu_);
-    runner_ = pipeline;
-  }
+  // Under runner_mu_, so that a cancel racing with this hello either comes first (and nothing is
+  // registered) or comes after and finds the runner (and its SessionEnded follows the Register on
+  // the strand). Posting does not block.
+  std::lock_guard lock(runner_mu_);
+  if (end_reported_) return false;
+  runner_ = pipeline;
   pipeline->Register(id_, shared_from_this(), std::move(info));
   return true;
 }
 
 void WorkerSession::ReportEnded(const std::string& why) {
-  if (end_reported_.exchange(true)) return;
-  if (auto pipeline = runner()) pipeline->SessionEnded(id_, why);
+  std::lock_guard lock(runner_mu_);  // see HandleHello
+  if (end_reported_) return;
+  end_reported_ = true;
+  if (runner_) runner_->SessionEnded(id_, why);
 }
 
 void WorkerSession::Send(OutboundMessage message) {
   std::lock_guard lock(mu_);
   if (finish_requested_ || done_) return;
+  if (out_queue_.size() >= kMaxQueuedMessages) {
+    // The worker is not reading. It is broken either way; cancelling fails the outstanding write,
+    // which lets Finish go ahead instead of waiting on a peer that never drains.
+    out_queue_.erase(out_queue_.begin() + (writing_ ? 1 : 0), out_queue_.end());
+    finish_requested_ = true;
+    finish_status_ = Status::Unavailable("worker stopped reading its stream");
+    context_->TryCancel();
+    return;
+  }
   out_queue_.emplace_back();
   ToProto(message, &out_queue_.back());
   if (!writing_) StartNextWriteLocked();

@@ -41,7 +41,9 @@ class WorkerSession final
       public std::enable_shared_from_this<WorkerSession> {
  public:
   // Returns the reactor for gRPC; it stays alive at least until OnDone.
-  static WorkerSession* Create(SessionId id, const SessionDeps& deps);
+  // `context` is gRPC's, valid until OnDone.
+  static WorkerSession* Create(SessionId id, const SessionDeps& deps,
+                               grpc::CallbackServerContext* context);
 
   // SessionSink
   void Send(OutboundMessage message) override;
@@ -54,7 +56,10 @@ class WorkerSession final
   void OnDone() override;
 
  private:
-  WorkerSession(SessionId id, const SessionDeps& deps);
+  // A worker further behind than this many messages is not reading; its stream is cancelled.
+  static constexpr size_t kMaxQueuedMessages = 10000;
+
+  WorkerSession(SessionId id, const SessionDeps& deps, grpc::CallbackServerContext* context);
   // Handles in_; returns false when the stream must read no more.
   bool HandleMessage();
   bool HandleHello(const v1::Hello& hello);
@@ -66,12 +71,13 @@ class WorkerSession final
 
   // Constant after construction.
   const SessionId id_;
+  grpc::CallbackServerContext* const context_;  // gRPC's; valid until OnDone
   Registry& registry_;
   DaemonMetrics& metrics_;
   const std::chrono::milliseconds lease_ttl_;
 
   std::atomic<bool> done_{false};
-  std::atomic<bool> end_reported_{false};
+  bool end_reported_ = false;  // guarded by runner_mu_: ordered with the hello's Register
   std::atomic<std::chrono::steady_clock::rep> last_activity_{0};
 
   // Touched only by read reactions, of which one is outstanding at a time.
@@ -79,7 +85,7 @@ class WorkerSession final
   bool hello_seen_ = false;
 
   std::mutex runner_mu_;
-  std::shared_ptr<PipelineRunner> runner_;  // guarded by runner_mu_; set once, after hello
+  std::shared_ptr<PipelineRunner> runner_;  // guarded by runner_mu_; set once, at hello
 
   std::mutex mu_;
   std::deque<v1::CoordinatorMessage> out_queue_;  // guarded by mu_; front() is in flight while writing_

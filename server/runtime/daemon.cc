@@ -21,7 +21,12 @@ constexpr int kMaxMessageBytes = 8 << 20;
 Daemon::Daemon(DaemonConfig config, std::unique_ptr<MetadataStore> store)
     : config_(std::move(config)), store_(std::move(store)) {}
 
-Daemon::~Daemon() { Shutdown(); }
+Daemon::~Daemon() {
+  Shutdown();
+  // The store's writer may still call back into runners, which post to io_: close it while io_ is
+  // alive (io_ is stopped, so such posts are only queued and destroyed with it).
+  store_.reset();
+}
 
 std::shared_ptr<PipelineRunner> Daemon::MakeRunner(const StoredPipeline& stored, bool restarted) {
   RunnerOptions options;
@@ -69,6 +74,9 @@ Status Daemon::Start() {
     if (config_.store_backend != "sqlite") {
       return Status::InvalidArgument("unknown store backend " + config_.store_backend);
     }
+    auto lock = DataDirLock::Acquire(config_.data_dir);
+    if (!lock.ok()) return lock.status();
+    data_dir_lock_ = std::move(*lock);
     auto opened = SqliteStore::Open(config_.data_dir);
     if (!opened.ok()) return opened.status();
     store_ = std::move(*opened);

@@ -16,6 +16,7 @@
 #include "core/clock.h"
 #include "runtime/daemon_metrics.h"
 #include "runtime/registry.h"
+#include "store/data_dir_lock.h"
 #include "store/metadata_store.h"
 
 namespace grpc {
@@ -60,6 +61,7 @@ class Daemon {
   DaemonConfig config_;
   SystemClock clock_;
   DaemonMetrics metrics_;
+  std::unique_ptr<DataDirLock> data_dir_lock_;  // held while the store is open
   std::unique_ptr<MetadataStore> store_;
   boost::asio::io_context io_;
   std::unique_ptr<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;

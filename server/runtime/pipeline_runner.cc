@@ -22,7 +22,8 @@ PipelineRunner::PipelineRunner(asio::io_context& io, const StoredPipeline& store
       strand_(asio::make_strand(io)),
       coordinator_(stored, clock, options_.coordinator),
       wakeup_timer_(strand_),
-      timeout_timer_(strand_) {}
+      timeout_timer_(strand_),
+      persist_retry_timer_(strand_) {}
 
 template <typename F>
 void PipelineRunner::Post(F&& f) {
@@ -95,12 +96,14 @@ void PipelineRunner::BeginShutdown() {
 
 void PipelineRunner::EndAllSessions(Status status) {
   Post([status = std::move(status)](PipelineRunner& r) {
+    // Tell the coordinator first, with every sink still in place, so that the abort of a pending
+    // round reaches every worker before its stream ends.
+    for (const auto& [id, sink] : r.sessions_) {
+      r.Run(r.coordinator_.OnSessionEnded(id, "daemon shutting down"));
+    }
     auto sessions = std::move(r.sessions_);
     r.sessions_.clear();
-    for (auto& [id, sink] : sessions) {
-      r.Run(r.coordinator_.OnSessionEnded(id, "daemon shutting down"));
-      sink->End(status);
-    }
+    for (auto& [id, sink] : sessions) sink->End(status);
   });
 }
 
@@ -163,7 +166,16 @@ void PipelineRunner::Execute(const Action& action) {
     });
   } else if (auto* a = std::get_if<PersistRecord>(&action)) {
     store_.PutPipeline(a->record, [self = shared_from_this()](Status s) {
-      if (!s.ok()) self->LogLine(LogLevel::kError, "persisting pipeline state failed: " + s.ToString());
+      if (s.ok()) return;
+      self->LogLine(LogLevel::kError,
+                    "persisting pipeline state failed: " + s.ToString() + "; retrying in 1 s");
+      self->Post([](PipelineRunner& r) {
+        r.persist_retry_timer_.expires_after(std::chrono::seconds(1));
+        r.persist_retry_timer_.async_wait(
+            [self = r.shared_from_this()](const boost::system::error_code& ec) {
+              if (!ec) self->Run(self->coordinator_.OnPersistFailed());
+            });
+      });
     });
   } else if (auto* a = std::get_if<CommitCheckpoint>(&action)) {
     const int64_t id = a->checkpoint.checkpoint_id;
@@ -181,6 +193,7 @@ void PipelineRunner::Execute(const Action& action) {
   } else if (auto* a = std::get_if<RecordTriggerDelay>(&action)) {
     metrics_.trigger_delay.ObserveMicros(a->delay.count());
   } else if (auto* a = std::get_if<RoundFinished>(&action)) {
+    if (a->checkpoint_id == 0) return;  // a savepoint that never started: no checkpoint failed
     switch (a->status) {
       case CheckpointStatus::kCompleted:
         ++metrics_.checkpoints_completed_total;

@@ -79,6 +79,7 @@ class PipelineRunner : public std::enable_shared_from_this<PipelineRunner> {
   PipelineCoordinator coordinator_;
   boost::asio::steady_timer wakeup_timer_;
   boost::asio::steady_timer timeout_timer_;
+  boost::asio::steady_timer persist_retry_timer_;
   std::map<SessionId, std::shared_ptr<SessionSink>> sessions_;
   bool counted_pending_ = false;  // whether this pipeline adds one to metrics_.pending_checkpoints
 };

@@ -2,13 +2,17 @@
 completed checkpoint is lost (within `retained`) and no id is reused."""
 import argparse
 import collections
+import os
+import random
 import signal
 import sys
+import time
 import unittest
 
 import e2e_util as e2e
 
 BUILD_DIR = None
+ROUNDS = 3
 
 CONFIG = """
 lease_ttl_ms: 2000
@@ -36,19 +40,25 @@ class CrashRestartTest(unittest.TestCase):
         return [e for e in e2e.read_events(self.events) if e[0] == "complete"]
 
     def test_kill_dash_nine_loses_nothing_and_reuses_no_id(self):
+        rng = random.Random(os.getpid())
         daemon = self.ws.start_daemon(self.config)
         sim = self.ws.start("ckpt-worker-sim", "--server", f"127.0.0.1:{self.ws.port}",
                             "--job", "e2e", "--pipelines", "4", "--tasks-per-pipeline", "2",
                             "--ack-delay-ms", "5", "--event-log", self.events)
-        e2e.wait_until(lambda: len(self.completes()) >= 20, 60, "20 completed checkpoints")
-
-        daemon.send_signal(signal.SIGKILL)
-        daemon.wait()
-        before = len(self.completes())
-        daemon = self.ws.start_daemon(self.config)
+        for round_no in range(ROUNDS):
+            # Kill at a random moment: after a random number of further completes, plus a
+            # random slice of an interval so the kill lands mid-round as often as between rounds.
+            target = len(self.completes()) + rng.randint(5, 30)
+            e2e.wait_until(lambda: len(self.completes()) >= target, 60,
+                           f"checkpoints to complete (round {round_no})")
+            time.sleep(rng.uniform(0, 0.1))
+            daemon.send_signal(signal.SIGKILL)
+            daemon.wait()
+            daemon = self.ws.start_daemon(self.config)
         # The simulator reconnects by itself and checkpoints complete again.
-        e2e.wait_until(lambda: len(self.completes()) >= before + 20, 60,
-                       "checkpoints to complete after the restart")
+        after = len(self.completes()) + 20
+        e2e.wait_until(lambda: len(self.completes()) >= after, 60,
+                       "checkpoints to complete after the last restart")
         self.assertEqual(e2e.stop(sim, signal.SIGTERM), 0, self.ws.read_log("ckpt-worker-sim.log"))
         self.assertEqual(e2e.stop(daemon, signal.SIGTERM), 0, self.ws.read_log("ckptd.log"))
 
@@ -69,7 +79,7 @@ class CrashRestartTest(unittest.TestCase):
         for pipeline, ids in triggers.items():
             for a, b in zip(ids, ids[1:]):
                 self.assertLess(a, b, f"{pipeline}: id {b} after {a} (reused or reordered)")
-        print(f"e2e crash/restart: {len(completed)} completes verified in the store, "
+        print(f"e2e crash/restart: {ROUNDS} kill -9 rounds, {len(completed)} completes verified in the store, "
               f"{sum(len(v) for v in triggers.values())} trigger ids strictly increasing")
 
 

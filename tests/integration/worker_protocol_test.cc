@@ -257,3 +257,19 @@ TEST_F(WorkerProtocolTest, RestartKeepsHistoryAndContinuesIdsAboveTheCounter) {
 
 }  // namespace
 }  // namespace ckpt::testing
+
+namespace ckpt::testing {
+namespace {
+
+TEST_F(DaemonTest, SecondDaemonOnTheSameDataDirIsRefused) {
+  StartDaemon();
+  Daemon second(config_);
+  Status s = second.Start();
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(s.message().find("in use by another ckptd (pid " + std::to_string(::getpid())),
+            std::string::npos)
+      << s.message();
+}
+
+}  // namespace
+}  // namespace ckpt::testing

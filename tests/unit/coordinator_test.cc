@@ -454,6 +454,44 @@ TEST(Coordinator, SavepointQueuedBehindAPendingCheckpointStartsRightAfterIt) {
   EXPECT_EQ(h.triggers.size(), 2u);
 }
 
+TEST(Coordinator, SavepointQueuedBehindADeclinedCheckpointStartsAtOnce) {
+  PipelineSpec spec = MakeSpec();
+  spec.interval_ms = 600000;  // the periodic schedule must not be what starts it
+  spec.tolerable_failures = 5;
+  Harness h(spec);
+  h.Start();
+  h.RegisterAll();
+  h.RunFor(milliseconds(0));
+  h.Apply(h.c().RequestSavepoint("", false, milliseconds(60000)).actions);
+  h.Apply(h.c().OnDecline(1, h.LastTriggerId(), "a", "x", false));
+  h.RunFor(milliseconds(0));
+  ASSERT_EQ(h.triggers.size(), 2u);
+  EXPECT_EQ(h.triggers[1].kind, CheckpointKind::kSavepoint);
+}
+
+TEST(Coordinator, SavepointAbortedByTaskLossIsQueuedAgainAndStartsWhenTasksReturn) {
+  PipelineSpec spec = MakeSpec();
+  spec.interval_ms = 600000;
+  Harness h(spec);
+  h.Start();
+  h.RegisterAll();
+  h.RunFor(milliseconds(0));
+  h.AckAll(h.LastTriggerId());
+  h.Apply(h.c().RequestSavepoint("", true, milliseconds(60000)).actions);
+  h.RunFor(milliseconds(0));
+  ASSERT_EQ(h.triggers.size(), 2u);
+  h.Apply(h.c().OnSessionEnded(1, "worker restarted"));
+  EXPECT_EQ(h.aborts.size(), 1u);
+  h.RunFor(milliseconds(2000));
+  EXPECT_EQ(h.triggers.size(), 2u) << "waits while tasks are missing";
+  h.RegisterAll(2, "w1-again");
+  h.RunFor(milliseconds(0));
+  ASSERT_EQ(h.triggers.size(), 3u);
+  EXPECT_EQ(h.triggers[2].kind, CheckpointKind::kSavepointAndStop);
+  h.AckAll(h.LastTriggerId(), 2);
+  EXPECT_EQ(h.c().State(), PipelineState::kStopped);
+}
+
 TEST(Coordinator, QueuedSavepointTimesOutWhileTasksAreMissing) {
   Harness h;
   h.Start();
