@@ -82,6 +82,7 @@ struct RoundFinished {
   CheckpointStatus status = CheckpointStatus::kCompleted;
   std::chrono::microseconds duration{0};  // trigger to finish
   std::string reason;                     // empty when completed
+  bool task_loss = false;                 // aborted because a task was lost: not a failure
 };
 
 // A worker message that was dropped: `reason` is a metric label (unowned_task, not_pending, ...).

@@ -226,7 +226,7 @@ Actions PipelineCoordinator::OnTimeout(int64_t checkpoint_id) {
   FailRound(CheckpointStatus::kExpired,
             "expired: " + std::to_string(pending_->awaiting.size()) + " of " +
                 std::to_string(expected_.size()) + " tasks did not acknowledge in time",
-            /*counts_as_failure=*/!savepoint, out);
+            savepoint ? FailureCause::kSavepoint : FailureCause::kCounted, out);
   Rearm(out);
   return out;
 }
@@ -286,31 +286,34 @@ Actions PipelineCoordinator::OnDecline(SessionId session, int64_t checkpoint_id,
   const bool savepoint = IsSavepoint(pending_->kind);
   FailRound(expired ? CheckpointStatus::kExpired : CheckpointStatus::kFailed,
             "task " + task_id + (expired ? " expired it: " : " declined it: ") + reason,
-            /*counts_as_failure=*/!savepoint, out);
+            savepoint ? FailureCause::kSavepoint : FailureCause::kCounted, out);
   Rearm(out);
   return out;
 }
 
 void PipelineCoordinator::FailRound(CheckpointStatus status, const std::string& reason,
-                                    bool counts_as_failure, Actions& out) {
+                                    FailureCause cause, Actions& out) {
   PendingRound round = std::move(*pending_);
   pending_.reset();
   const SteadyTime now = clock_.SteadyNow();
   last_finished_at_ = now;
   out.push_back(CancelTimeout{});
   out.push_back(SendAbort{Sessions(), round.id, reason});
-  if (status == CheckpointStatus::kExpired) {
+  if (cause == FailureCause::kTaskLoss) {
+    // Not the pipeline's failure: workers come and go. The history still shows the round.
+  } else if (status == CheckpointStatus::kExpired) {
     ++counters_.expired_count;
   } else {
     ++counters_.failed_count;
   }
   RememberRound({round.id, round.kind, status, round.triggered_at_ms, clock_.WallMs(),
                  static_cast<int>(round.acked.size()), static_cast<int>(expected_.size()), reason});
-  out.push_back(RoundFinished{round.id, round.kind, status, Since(round.triggered_at, now), reason});
+  out.push_back(RoundFinished{round.id, round.kind, status, Since(round.triggered_at, now), reason,
+                              cause == FailureCause::kTaskLoss});
   out.push_back(Log{LogLevel::kWarn, std::string(CheckpointKindName(round.kind)) + " " +
                                          std::to_string(round.id) + " " +
                                          CheckpointStatusName(status) + ": " + reason});
-  if (counts_as_failure) {
+  if (cause == FailureCause::kCounted) {
     ++counters_.consecutive_failures;
     if (counters_.consecutive_failures > spec_.tolerable_failures) {
       sticky_ = StickyState::kFailed;
@@ -370,7 +373,7 @@ Actions PipelineCoordinator::OnCommitFailed(int64_t checkpoint_id, const Status&
   }
   // A failed write is a failed checkpoint, never a complete one. Store failures count.
   FailRound(CheckpointStatus::kFailed, "store write failed: " + error.message(),
-            /*counts_as_failure=*/true, out);
+            FailureCause::kCounted, out);
   Rearm(out);
   return out;
 }

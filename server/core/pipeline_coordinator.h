@@ -169,8 +169,14 @@ class PipelineCoordinator {
   // Starts a round if one may start now, else does nothing; returns whether it started.
   bool TryTrigger(CheckpointKind kind, const std::string& target, TriggerCause cause,
                   Actions& out);
+  // Why a round ended without completing, as far as the counters care.
+  enum class FailureCause {
+    kCounted,    // decline, expiry, store failure: counts toward tolerable_failures
+    kSavepoint,  // a savepoint's decline or expiry: counted as failed, not toward tolerable_failures
+    kTaskLoss,   // a task lost (or taken over): the round is in the history, no counter moves
+  };
   // Ends the pending (not completing) round as failed or expired and tells the workers.
-  void FailRound(CheckpointStatus status, const std::string& reason, bool counts_as_failure,
+  void FailRound(CheckpointStatus status, const std::string& reason, FailureCause cause,
                  Actions& out);
   void FinishQueuedSavepoint(const std::string& reason, Actions& out);
   void MaybeReserveIds(Actions& out);

@@ -126,7 +126,7 @@ void PipelineCoordinator::LoseSession(SessionId session, const std::string& why,
                                   pending_->kind == CheckpointKind::kSavepointAndStop,
                                   pending_->deadline};
     FailRound(CheckpointStatus::kFailed, "task(s) lost: " + JoinNames(lost),
-              /*counts_as_failure=*/false, out);
+              FailureCause::kTaskLoss, out);
     if (savepoint && clock_.SteadyNow() < requeue.deadline && !queued_savepoint_) {
       queued_savepoint_ = requeue;
       out.push_back(Log{LogLevel::kInfo, "savepoint queued again until its tasks are back"});

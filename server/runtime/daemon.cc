@@ -122,12 +122,14 @@ void Daemon::LogStats(const char* what) const {
   const auto delay = metrics_.trigger_delay.Take();
   const auto duration = metrics_.checkpoint_duration.Take();
   spdlog::info(
-      "{}: {} pipeline(s), {} worker session(s); checkpoints completed {}, failed {}, expired {}; "
+      "{}: {} pipeline(s), {} worker session(s); checkpoints completed {}, failed {}, expired {}, "
+      "aborted by task loss {}; "
       "trigger delay p50 <= {:.0f} us, p99 <= {:.0f} us, max {} us (n={}); checkpoint duration "
       "p50 <= {:.1f} ms, p99 <= {:.1f} ms (bucket bounds)",
       what, registry_.size(), metrics_.worker_sessions.load(),
       metrics_.checkpoints_completed_total.load(), metrics_.checkpoints_failed_total.load(),
-      metrics_.checkpoints_expired_total.load(), delay.QuantileMicros(0.5),
+      metrics_.checkpoints_expired_total.load(), metrics_.checkpoints_aborted_total.load(),
+      delay.QuantileMicros(0.5),
       delay.QuantileMicros(0.99), delay.max_micros, delay.count,
       duration.QuantileMicros(0.5) / 1000, duration.QuantileMicros(0.99) / 1000);
 }

@@ -14,6 +14,7 @@ struct DaemonMetrics {
   std::atomic<uint64_t> checkpoints_completed_total{0};
   std::atomic<uint64_t> checkpoints_failed_total{0};
   std::atomic<uint64_t> checkpoints_expired_total{0};
+  std::atomic<uint64_t> checkpoints_aborted_total{0};  // by task loss, takeover or shutdown
   std::atomic<uint64_t> acks_total{0};
   std::atomic<uint64_t> triggers_total{0};
   // ckptd_ignored_messages_total{reason}

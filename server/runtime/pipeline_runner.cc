@@ -194,6 +194,10 @@ void PipelineRunner::Execute(const Action& action) {
     metrics_.trigger_delay.ObserveMicros(a->delay.count());
   } else if (auto* a = std::get_if<RoundFinished>(&action)) {
     if (a->checkpoint_id == 0) return;  // a savepoint that never started: no checkpoint failed
+    if (a->task_loss) {
+      ++metrics_.checkpoints_aborted_total;
+      return;
+    }
     switch (a->status) {
       case CheckpointStatus::kCompleted:
         ++metrics_.checkpoints_completed_total;

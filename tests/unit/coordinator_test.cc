@@ -275,6 +275,10 @@ TEST(Coordinator, TaskLossAbortsPendingAndReRegistrationRestoresRunning) {
   EXPECT_EQ(h.aborts[0].to, (std::vector<SessionId>{1}));
   EXPECT_EQ(h.c().Describe().generation, gen + 1);
   EXPECT_EQ(h.c().Describe().counters.consecutive_failures, 0) << "task loss does not count";
+  EXPECT_EQ(h.c().Describe().counters.failed_count, 0) << "nor is it the pipeline's failure";
+  ASSERT_EQ(h.finished.size(), 1u);
+  EXPECT_TRUE(h.finished[0].task_loss);
+  EXPECT_EQ(h.c().RecentRounds().front().status, CheckpointStatus::kFailed) << "but it is in the history";
   EXPECT_EQ(h.c().State(), PipelineState::kWaitingForTasks);
   EXPECT_EQ(h.c().Describe().missing_tasks, (std::vector<std::string>{"b"}));
   EXPECT_TRUE(h.LoggedContaining(LogLevel::kWarn, "lost task(s) b"));
