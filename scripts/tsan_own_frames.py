@@ -32,7 +32,8 @@ def main(paths):
     own = 0
     total = 0
     for path in paths:
-        text = open(path, errors="replace").read()
+        with open(path, errors="replace") as f:
+            text = f.read()
         for report in text.split("WARNING: ThreadSanitizer")[1:]:
             report = report.split("SUMMARY:")[0]
             total += 1
