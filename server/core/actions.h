@@ -83,6 +83,8 @@ struct RoundFinished {
   std::chrono::microseconds duration{0};  // trigger to finish
   std::string reason;                     // empty when completed
   bool task_loss = false;                 // aborted because a task was lost: not a failure
+  bool requeued = false;                  // a savepoint aborted by task loss, queued again
+  std::string location;                   // savepoints: where the state went
 };
 
 // A worker message that was dropped: `reason` is a metric label (unowned_task, not_pending, ...).

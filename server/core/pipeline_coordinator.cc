@@ -309,7 +309,7 @@ void PipelineCoordinator::FailRound(CheckpointStatus status, const std::string& 
   RememberRound({round.id, round.kind, status, round.triggered_at_ms, clock_.WallMs(),
                  static_cast<int>(round.acked.size()), static_cast<int>(expected_.size()), reason});
   out.push_back(RoundFinished{round.id, round.kind, status, Since(round.triggered_at, now), reason,
-                              cause == FailureCause::kTaskLoss});
+                              cause == FailureCause::kTaskLoss, false, round.target});
   out.push_back(Log{LogLevel::kWarn, std::string(CheckpointKindName(round.kind)) + " " +
                                          std::to_string(round.id) + " " +
                                          CheckpointStatusName(status) + ": " + reason});
@@ -350,7 +350,7 @@ Actions PipelineCoordinator::OnCommitted(int64_t checkpoint_id) {
   // Every session registered now, including one that joined after the trigger (CONTRACT.md).
   out.push_back(SendComplete{Sessions(), round.id, round.kind});
   out.push_back(RoundFinished{round.id, round.kind, CheckpointStatus::kCompleted,
-                              Since(round.triggered_at, now), ""});
+                              Since(round.triggered_at, now), "", false, false, round.target});
   if (sticky_ == StickyState::kStopped) {
     out.push_back(Log{LogLevel::kInfo, "pipeline STOPPED after savepoint " +
                                            std::to_string(round.id)});
@@ -475,6 +475,79 @@ void PipelineCoordinator::FinishQueuedSavepoint(const std::string& reason, Actio
   out.push_back(Log{LogLevel::kWarn, "queued savepoint failed: " + reason});
 }
 
+PipelineCoordinator::Outcome PipelineCoordinator::UpdateSpec(const PipelineSpec& spec) {
+  Outcome o;
+  if (spec.key != spec_.key) {
+    o.status = Status::InvalidArgument("an update cannot change the job or pipeline id");
+    return o;
+  }
+  const std::set<std::string> new_tasks(spec.task_ids.begin(), spec.task_ids.end());
+  const bool tasks_changed = new_tasks != expected_;
+  spec_ = spec;
+  expected_ = new_tasks;
+  o.actions.push_back(Log{LogLevel::kInfo, "spec updated" + std::string(tasks_changed
+                                                                            ? " (task set changed)"
+                                                                            : "")});
+  if (tasks_changed) {
+    // Streams holding tasks that left the set are ended whole; their other tasks come back with
+    // the worker's next hello.
+    std::set<SessionId> leaving;
+    for (const auto& [task, session] : task_owner_) {
+      if (!expected_.count(task)) leaving.insert(session);
+    }
+    for (SessionId session : leaving) {
+      o.actions.push_back(EndSession{
+          session, Status::InvalidArgument("the pipeline's task set changed; register again")});
+      LoseSession(session, "task set updated", o.actions);
+    }
+    if (pending_ && !pending_->completing) {
+      FailRound(CheckpointStatus::kFailed, "the pipeline's task set changed",
+                FailureCause::kTaskLoss, o.actions);
+    }
+    BumpGeneration("task set updated", o.actions);
+  } else {
+    Persist(o.actions);
+  }
+  Rearm(o.actions);
+  return o;
+}
+
+Actions PipelineCoordinator::Delete() {
+  Actions out;
+  shutting_down_ = true;  // no trigger, no wakeup from now on
+  FinishQueuedSavepoint("pipeline deleted", out);
+  if (pending_ && !pending_->completing) {
+    const PendingRound& round = *pending_;
+    out.push_back(SendAbort{Sessions(), round.id, "pipeline deleted"});
+    out.push_back(RoundFinished{round.id, round.kind, CheckpointStatus::kFailed,
+                                Since(round.triggered_at, clock_.SteadyNow()), "pipeline deleted",
+                                true, false, round.target});
+    pending_.reset();
+  }
+  for (SessionId session : Sessions()) {
+    out.push_back(EndSession{session, Status::NotFound("pipeline " + spec_.key.ToString() +
+                                                       " was deleted")});
+  }
+  sessions_.clear();
+  task_owner_.clear();
+  out.push_back(CancelTimeout{});
+  armed_wakeup_.reset();
+  out.push_back(CancelWakeup{});
+  return out;
+}
+
+std::optional<SavepointView> PipelineCoordinator::CurrentSavepoint() const {
+  if (pending_ && IsSavepoint(pending_->kind)) {
+    return SavepointView{pending_->id, pending_->kind == CheckpointKind::kSavepointAndStop,
+                         static_cast<int>(pending_->acked.size()),
+                         static_cast<int>(expected_.size()), pending_->target};
+  }
+  if (queued_savepoint_) {
+    return SavepointView{0, queued_savepoint_->stop, 0, static_cast<int>(expected_.size()), ""};
+  }
+  return std::nullopt;
+}
+
 Actions PipelineCoordinator::BeginShutdown() {
   Actions out;
   shutting_down_ = true;
@@ -548,6 +621,7 @@ PipelineStatus PipelineCoordinator::Describe() const {
   s.last_completed_at_ms = last_completed_at_ms_;
   s.counters = counters_;
   s.sessions = static_cast<int>(sessions_.size());
+  s.from_config = from_config_;
   return s;
 }
 
@@ -560,6 +634,7 @@ std::optional<PendingSummary> PipelineCoordinator::Pending() const {
   p.completing = pending_->completing;
   for (const auto& [task, state] : pending_->acked) p.acked_tasks.push_back(task);
   p.awaiting_tasks.assign(pending_->awaiting.begin(), pending_->awaiting.end());
+  p.expected_tasks = static_cast<int>(expected_.size());
   return p;
 }
 

@@ -65,6 +65,16 @@ struct PendingSummary {
   bool completing = false;  // every task acked; the store is writing it
   std::vector<std::string> acked_tasks;
   std::vector<std::string> awaiting_tasks;
+  int expected_tasks = 0;
+};
+
+// The savepoint this pipeline is working on, if any: queued (id 0) or triggered.
+struct SavepointView {
+  int64_t checkpoint_id = 0;  // 0 while queued
+  bool stop = false;
+  int acked_tasks = 0;
+  int expected_tasks = 0;
+  std::string location;  // once triggered
 };
 
 struct PipelineStatus {
@@ -78,6 +88,7 @@ struct PipelineStatus {
   int64_t last_completed_at_ms = 0;
   PipelineCounters counters;
   int sessions = 0;
+  bool from_config = false;
 };
 
 class PipelineCoordinator {
@@ -132,6 +143,12 @@ class PipelineCoordinator {
   Outcome RequestSavepoint(const std::string& target, bool stop, Millis timeout);
   // Daemon shutdown: no new triggers from now on; a pending round may still finish.
   Actions BeginShutdown();
+  // Replaces the spec (same key). A changed task set bumps the generation, aborts the pending
+  // round (unless it is with the store) and ends the streams of tasks that left the set.
+  Outcome UpdateSpec(const PipelineSpec& spec);
+  // The pipeline is being deleted: ends every stream with NOT_FOUND, stops the timers, fails a
+  // queued savepoint. Nothing is persisted; the caller deletes the record.
+  Actions Delete();
 
   // --- queries ---
   PipelineStatus Describe() const;
@@ -141,6 +158,9 @@ class PipelineCoordinator {
   const std::deque<RoundSummary>& RecentRounds() const { return recent_; }
   std::vector<SessionId> Sessions() const;
   bool HasPendingRound() const { return pending_.has_value(); }
+  std::optional<SavepointView> CurrentSavepoint() const;
+  const PipelineSpec& spec() const { return spec_; }
+  bool from_config() const { return from_config_; }
 
  private:
   struct PendingRound {

@@ -127,8 +127,15 @@ void PipelineCoordinator::LoseSession(SessionId session, const std::string& why,
                                   pending_->deadline};
     FailRound(CheckpointStatus::kFailed, "task(s) lost: " + JoinNames(lost),
               FailureCause::kTaskLoss, out);
-    if (savepoint && clock_.SteadyNow() < requeue.deadline && !queued_savepoint_) {
+    if (savepoint && !shutting_down_ && clock_.SteadyNow() < requeue.deadline &&
+        !queued_savepoint_) {
       queued_savepoint_ = requeue;
+      for (auto it = out.rbegin(); it != out.rend(); ++it) {
+        if (auto* finished = std::get_if<RoundFinished>(&*it)) {
+          finished->requeued = true;  // not the savepoint's end: its callers keep waiting
+          break;
+        }
+      }
       out.push_back(Log{LogLevel::kInfo, "savepoint queued again until its tasks are back"});
     }
   }

@@ -5,6 +5,8 @@
 
 #include <map>
 
+#include "core/spec_validation.h"
+#include "rpc/admin_service.h"
 #include "rpc/worker_service.h"
 #include "store/sqlite_store.h"
 
@@ -95,6 +97,8 @@ Status Daemon::Start() {
   builder.AddListeningPort(config_.listen, grpc::InsecureServerCredentials(), &grpc_port_);
   builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
   builder.RegisterService(worker_service_.get());
+  admin_service_ = std::make_unique<AdminServiceImpl>(*this);
+  builder.RegisterService(admin_service_.get());
   server_ = builder.BuildAndStart();
   started_ = true;
   if (!server_ || grpc_port_ == 0) {
@@ -107,6 +111,46 @@ Status Daemon::Start() {
   stats_timer_ = std::make_unique<boost::asio::steady_timer>(io_);
   ScheduleStats();
   return Status::Ok();
+}
+
+int64_t Daemon::uptime_ms() const {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                               started_at_)
+      .count();
+}
+
+void Daemon::CreatePipeline(const PipelineSpec& spec,
+                            std::function<void(Result<std::shared_ptr<PipelineRunner>>)> done) {
+  if (auto s = ValidateSpec(spec); !s.ok()) return done(s);
+  if (registry_.Find(spec.key)) {
+    return done(Status::AlreadyExists("pipeline " + spec.key.ToString() + " exists"));
+  }
+  // Ids are never reused, not even after DeletePipeline and a create under the same name.
+  auto counter = store_->LoadIdCounter(spec.key);
+  if (!counter.ok()) return done(counter.status());
+  StoredPipeline stored;
+  stored.record.spec = spec;
+  stored.id_counter = *counter;
+  store_->PutPipeline(stored.record, [this, stored, done = std::move(done)](Status s) {
+    if (!s.ok()) return done(Status::Unavailable("storing the pipeline failed: " + s.message()));
+    auto runner = MakeRunner(stored, /*restarted=*/false);
+    if (!registry_.Add(runner)) {
+      return done(Status::AlreadyExists("pipeline " + stored.record.spec.key.ToString() + " exists"));
+    }
+    runner->Start();
+    spdlog::info("[{}] pipeline created ({} tasks, interval {} ms)",
+                 stored.record.spec.key.ToString(), stored.record.spec.task_ids.size(),
+                 stored.record.spec.interval_ms);
+    done(runner);
+  });
+}
+
+void Daemon::DeletePipeline(std::shared_ptr<PipelineRunner> runner,
+                            std::function<void(Status)> done) {
+  runner->Delete([this, key = runner->key(), done = std::move(done)]() mutable {
+    registry_.Remove(key);
+    store_->DeletePipeline(key, std::move(done));
+  });
 }
 
 void Daemon::ScheduleStats() {
@@ -139,6 +183,11 @@ void Daemon::Shutdown() {
   stopped_ = true;
   spdlog::info("shutting down: no new triggers; pending rounds have {} ms to finish",
                config_.shutdown_grace_ms);
+  // Savepoint waiters learn first, and plainly: this daemon will not finish their savepoint.
+  if (admin_service_) {
+    admin_service_->EndSavepointStreams(
+        Status::Unavailable("ckptd is shutting down; the savepoint did not complete here"));
+  }
   auto runners = registry_.All();
   for (auto& r : runners) r->BeginShutdown();
   const auto deadline =
@@ -153,6 +202,7 @@ void Daemon::Shutdown() {
   for (auto& r : runners) r->EndAllSessions(Status::Unavailable("ckptd is shutting down"));
   if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   store_->Flush();
+  admin_pool_.join();
   work_.reset();
   io_.stop();
   for (auto& t : threads_) t.join();

@@ -8,6 +8,8 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <functional>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -26,6 +28,7 @@ class Server;
 namespace ckpt {
 
 class WorkerServiceImpl;
+class AdminServiceImpl;
 
 class Daemon {
  public:
@@ -42,6 +45,20 @@ class Daemon {
   // Graceful: stop triggering, let pending rounds finish within the grace period, flush the store,
   // end worker streams with UNAVAILABLE, stop the server and the threads. Idempotent.
   void Shutdown();
+
+  // --- operator actions (AdminService); never called on a strand ---
+  // Creates a pipeline (spec validated) and starts it once its record is durable. `done` runs on
+  // the store's thread or the caller's; it must not block. Blocking: reads the id counter, so call
+  // it from admin_pool().
+  void CreatePipeline(const PipelineSpec& spec,
+                      std::function<void(Result<std::shared_ptr<PipelineRunner>>)> done);
+  // Ends the pipeline's streams with NOT_FOUND, stops it and deletes its record and history (not
+  // its id counter). `done` runs once the delete is durable; it must not block.
+  void DeletePipeline(std::shared_ptr<PipelineRunner> runner, std::function<void(Status)> done);
+  // One thread for operator work that blocks (store reads), so that no strand and no gRPC
+  // reaction ever waits on disk.
+  boost::asio::thread_pool& admin_pool() { return admin_pool_; }
+  int64_t uptime_ms() const;
 
   int grpc_port() const { return grpc_port_; }
   Registry& registry() { return registry_; }
@@ -68,6 +85,9 @@ class Daemon {
   std::vector<std::thread> threads_;
   Registry registry_;
   std::unique_ptr<WorkerServiceImpl> worker_service_;
+  std::unique_ptr<AdminServiceImpl> admin_service_;
+  boost::asio::thread_pool admin_pool_{1};
+  const std::chrono::steady_clock::time_point started_at_ = std::chrono::steady_clock::now();
   std::unique_ptr<grpc::Server> server_;
   // Touched only by its own chain of handlers (one outstanding at a time) and then dropped by
   // io_.stop(): never cancelled from another thread.

@@ -27,7 +27,10 @@ PipelineRunner::PipelineRunner(asio::io_context& io, const StoredPipeline& store
 
 template <typename F>
 void PipelineRunner::Post(F&& f) {
-  asio::post(strand_, [self = shared_from_this(), f = std::forward<F>(f)]() mutable { f(*self); });
+  asio::post(strand_, [self = shared_from_this(), f = std::forward<F>(f)]() mutable {
+    if (self->deleted_) return;  // a deleted pipeline hears nothing more
+    f(*self);
+  });
 }
 
 void PipelineRunner::Start() {
@@ -67,6 +70,71 @@ void PipelineRunner::Decline(SessionId session, int64_t checkpoint_id, std::stri
                              std::string reason, bool expired) {
   Post([=, task_id = std::move(task_id), reason = std::move(reason)](PipelineRunner& r) {
     r.Run(r.coordinator_.OnDecline(session, checkpoint_id, task_id, reason, expired));
+  });
+}
+
+void PipelineRunner::Pause(StatusDone done) {
+  Post([done = std::move(done)](PipelineRunner& r) {
+    auto outcome = r.coordinator_.Pause();
+    r.Run(std::move(outcome.actions));
+    done(outcome.status, r.coordinator_.Describe());
+  });
+}
+
+void PipelineRunner::Resume(StatusDone done) {
+  Post([done = std::move(done)](PipelineRunner& r) {
+    auto outcome = r.coordinator_.Resume();
+    r.Run(std::move(outcome.actions));
+    done(outcome.status, r.coordinator_.Describe());
+  });
+}
+
+void PipelineRunner::Update(PipelineSpec spec, StatusDone done) {
+  Post([spec = std::move(spec), done = std::move(done)](PipelineRunner& r) {
+    auto outcome = r.coordinator_.UpdateSpec(spec);
+    r.Run(std::move(outcome.actions));
+    done(outcome.status, r.coordinator_.Describe());
+  });
+}
+
+void PipelineRunner::TriggerCheckpoint(
+    std::function<void(Status, const std::optional<PendingSummary>&)> done) {
+  Post([done = std::move(done)](PipelineRunner& r) {
+    auto outcome = r.coordinator_.TriggerCheckpoint(nullptr);
+    r.Run(std::move(outcome.actions));
+    done(outcome.status, r.coordinator_.Pending());
+  });
+}
+
+void PipelineRunner::RequestSavepoint(std::string target, bool stop, Millis timeout,
+                                      std::shared_ptr<SavepointObserver> observer) {
+  Post([target = std::move(target), stop, timeout,
+        observer = std::move(observer)](PipelineRunner& r) {
+    auto outcome = r.coordinator_.RequestSavepoint(target, stop, timeout);
+    if (!outcome.status.ok()) {
+      SavepointUpdate refused;
+      refused.key = r.key_;
+      refused.phase = SavepointPhase::kFailed;
+      refused.failure_reason = outcome.status.message();
+      observer->OnSavepointUpdate(refused);
+      return;
+    }
+    r.savepoint_observers_.push_back(observer);
+    if (r.last_savepoint_update_) observer->OnSavepointUpdate(*r.last_savepoint_update_);
+    r.Run(std::move(outcome.actions));
+  });
+}
+
+void PipelineRunner::Delete(std::function<void()> done) {
+  Post([done = std::move(done)](PipelineRunner& r) {
+    r.Run(r.coordinator_.Delete());
+    r.sessions_.clear();
+    r.wakeup_timer_.cancel();
+    r.timeout_timer_.cancel();
+    r.persist_retry_timer_.cancel();
+    r.deleted_ = true;
+    r.LogLine(LogLevel::kInfo, "pipeline deleted");
+    done();
   });
 }
 
@@ -123,6 +191,7 @@ void PipelineRunner::Run(Actions actions) {
       ArmWakeupAt(clock_.SteadyNow() + Millis(1000));
     }
   }
+  if (!savepoint_observers_.empty()) NotifySavepointObservers(nullptr);
   const bool pending = coordinator_.HasPendingRound();
   if (pending != counted_pending_) {
     metrics_.pending_checkpoints += pending ? 1 : -1;
@@ -193,6 +262,7 @@ void PipelineRunner::Execute(const Action& action) {
   } else if (auto* a = std::get_if<RecordTriggerDelay>(&action)) {
     metrics_.trigger_delay.ObserveMicros(a->delay.count());
   } else if (auto* a = std::get_if<RoundFinished>(&action)) {
+    if (a->kind != CheckpointKind::kCheckpoint && !a->requeued) NotifySavepointObservers(a);
     if (a->checkpoint_id == 0) return;  // a savepoint that never started: no checkpoint failed
     if (a->task_loss) {
       ++metrics_.checkpoints_aborted_total;
@@ -210,6 +280,35 @@ void PipelineRunner::Execute(const Action& action) {
     metrics_.CountIgnored(a->reason);
   } else if (auto* a = std::get_if<Log>(&action)) {
     LogLine(a->level, a->text);
+  }
+}
+
+void PipelineRunner::NotifySavepointObservers(const RoundFinished* finished) {
+  SavepointUpdate update;
+  update.key = key_;
+  if (finished) {
+    update.savepoint_id = finished->checkpoint_id;
+    update.phase = finished->status == CheckpointStatus::kCompleted ? SavepointPhase::kCompleted
+                                                                    : SavepointPhase::kFailed;
+    update.expected_tasks = static_cast<int>(coordinator_.spec().task_ids.size());
+    update.acked_tasks = update.phase == SavepointPhase::kCompleted ? update.expected_tasks : 0;
+    update.location = finished->location;
+    update.failure_reason = finished->reason;
+  } else if (auto view = coordinator_.CurrentSavepoint()) {
+    update.savepoint_id = view->checkpoint_id;
+    update.phase = view->checkpoint_id ? SavepointPhase::kInProgress : SavepointPhase::kQueued;
+    update.acked_tasks = view->acked_tasks;
+    update.expected_tasks = view->expected_tasks;
+    update.location = view->location;
+  } else {
+    return;  // between a round's end and the next step: the final update comes with RoundFinished
+  }
+  if (last_savepoint_update_ == update) return;
+  last_savepoint_update_ = update;
+  for (const auto& observer : savepoint_observers_) observer->OnSavepointUpdate(update);
+  if (update.final()) {
+    savepoint_observers_.clear();
+    last_savepoint_update_.reset();
   }
 }
 

@@ -13,10 +13,13 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "core/pipeline_coordinator.h"
 #include "runtime/daemon_metrics.h"
+#include "runtime/savepoint_observer.h"
 #include "runtime/session_sink.h"
 #include "store/metadata_store.h"
 
@@ -53,11 +56,25 @@ class PipelineRunner : public std::enable_shared_from_this<PipelineRunner> {
   void BeginShutdown();
   void EndAllSessions(Status status);
 
+  // --- operators; each `done` runs on the strand and must not block ---
+  using StatusDone = std::function<void(Status, const PipelineStatus&)>;
+  void Pause(StatusDone done);
+  void Resume(StatusDone done);
+  void Update(PipelineSpec spec, StatusDone done);
+  void TriggerCheckpoint(std::function<void(Status, const std::optional<PendingSummary>&)> done);
+  // Asks for a savepoint; `observer` gets its progress and exactly one final update (also when the
+  // request is refused). Joining callers all get the same savepoint's updates.
+  void RequestSavepoint(std::string target, bool stop, Millis timeout,
+                        std::shared_ptr<SavepointObserver> observer);
+  // Ends every stream with NOT_FOUND and stops the pipeline for good; `done` runs once it is.
+  void Delete(std::function<void()> done);
+
   // Runs `fn` on the strand with the coordinator (read-only use). For status queries and tests.
   void Inspect(std::function<void(const PipelineCoordinator&)> fn);
 
  private:
   void Run(Actions actions);  // strand_
+  void NotifySavepointObservers(const RoundFinished* finished);
   void Execute(const Action& action);
   void ArmWakeupAt(SteadyTime at);
   void ArmTimeoutAt(SteadyTime at, int64_t checkpoint_id);
@@ -82,6 +99,9 @@ class PipelineRunner : public std::enable_shared_from_this<PipelineRunner> {
   boost::asio::steady_timer persist_retry_timer_;
   std::map<SessionId, std::shared_ptr<SessionSink>> sessions_;
   bool counted_pending_ = false;  // whether this pipeline adds one to metrics_.pending_checkpoints
+  bool deleted_ = false;          // after Delete, every event is dropped
+  std::vector<std::shared_ptr<SavepointObserver>> savepoint_observers_;
+  std::optional<SavepointUpdate> last_savepoint_update_;
 };
 
 }  // namespace ckpt

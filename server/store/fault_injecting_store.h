@@ -40,6 +40,9 @@ class FaultInjectingStore final : public MetadataStore {
   void CommitCheckpoint(const PipelineRecord& record_after, const CompletedCheckpoint& checkpoint,
                         Done done) override;
   void DeletePipeline(const PipelineKey& key, Done done) override;
+  Result<int64_t> LoadIdCounter(const PipelineKey& key) override {
+    return inner_->LoadIdCounter(key);
+  }
   Result<std::vector<CompletedCheckpoint>> ListCompleted(const PipelineKey& key,
                                                          int limit) override;
   void Flush() override;

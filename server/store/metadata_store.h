@@ -41,6 +41,10 @@ class MetadataStore {
   // Removes the record and the checkpoint history of the pipeline (not its id counter).
   virtual void DeletePipeline(const PipelineKey& key, Done done) = 0;
 
+  // Blocking. The pipeline's id counter (0 if it never had one); it outlives DeletePipeline, so a
+  // pipeline created again under the same name continues above it.
+  virtual Result<int64_t> LoadIdCounter(const PipelineKey& key) = 0;
+
   // Blocking. Completed checkpoints and savepoints, newest first, at most `limit` (0 = all).
   virtual Result<std::vector<CompletedCheckpoint>> ListCompleted(const PipelineKey& key,
                                                                  int limit) = 0;

@@ -88,7 +88,7 @@ class SqliteStore final : public MetadataStore {
   // Blocking read of a pipeline's id counter, 0 if it never had one. It also answers for deleted
   // pipelines (whose counter lives on), which LoadPipelines cannot: a pipeline re-created under an
   // old name must continue above this value. Not (yet) part of MetadataStore.
-  Result<int64_t> LoadIdCounter(const PipelineKey& key);
+  Result<int64_t> LoadIdCounter(const PipelineKey& key) override;
 
   // The database file, for messages.
   const std::string& path() const { return path_; }

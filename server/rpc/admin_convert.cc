@@ -1,0 +1,118 @@
+#include "rpc/admin_convert.h"
+
+#include "rpc/proto_convert.h"
+
+namespace ckpt {
+
+namespace {
+
+v1::CheckpointStatus ToProto(CheckpointStatus s) {
+  switch (s) {
+    case CheckpointStatus::kPending: return v1::CHECKPOINT_STATUS_PENDING;
+    case CheckpointStatus::kCompleted: return v1::CHECKPOINT_STATUS_COMPLETED;
+    case CheckpointStatus::kFailed: return v1::CHECKPOINT_STATUS_FAILED;
+    case CheckpointStatus::kExpired: return v1::CHECKPOINT_STATUS_EXPIRED;
+  }
+  return v1::CHECKPOINT_STATUS_UNSPECIFIED;
+}
+
+}  // namespace
+
+PipelineSpec SpecFromCreate(const v1::PipelineSpec& proto, const PipelineDefaults& defaults) {
+  PipelineSpec spec;
+  spec.key = {proto.job_id(), proto.pipeline_id()};
+  spec.task_ids.assign(proto.task_ids().begin(), proto.task_ids().end());
+  spec.interval_ms = proto.has_interval_ms() ? proto.interval_ms() : defaults.interval_ms;
+  spec.timeout_ms = proto.has_timeout_ms() ? proto.timeout_ms() : defaults.timeout_ms;
+  spec.min_pause_ms = proto.has_min_pause_ms() ? proto.min_pause_ms() : defaults.min_pause_ms;
+  spec.tolerable_failures =
+      proto.has_tolerable_failures() ? proto.tolerable_failures() : defaults.tolerable_failures;
+  spec.retained = proto.has_retained() ? proto.retained() : defaults.retained;
+  return spec;
+}
+
+PipelineSpec SpecFromUpdate(const v1::PipelineSpec& proto, const PipelineSpec& current) {
+  PipelineSpec spec = current;
+  if (proto.task_ids_size() > 0) spec.task_ids.assign(proto.task_ids().begin(), proto.task_ids().end());
+  if (proto.has_interval_ms()) spec.interval_ms = proto.interval_ms();
+  if (proto.has_timeout_ms()) spec.timeout_ms = proto.timeout_ms();
+  if (proto.has_min_pause_ms()) spec.min_pause_ms = proto.min_pause_ms();
+  if (proto.has_tolerable_failures()) spec.tolerable_failures = proto.tolerable_failures();
+  if (proto.has_retained()) spec.retained = proto.retained();
+  return spec;
+}
+
+void ToProto(const PipelineStatus& s, v1::Pipeline* out) {
+  auto* spec = out->mutable_spec();
+  spec->set_job_id(s.spec.key.job_id);
+  spec->set_pipeline_id(s.spec.key.pipeline_id);
+  for (const auto& t : s.spec.task_ids) spec->add_task_ids(t);
+  spec->set_interval_ms(s.spec.interval_ms);
+  spec->set_timeout_ms(s.spec.timeout_ms);
+  spec->set_min_pause_ms(s.spec.min_pause_ms);
+  spec->set_tolerable_failures(s.spec.tolerable_failures);
+  spec->set_retained(s.spec.retained);
+  out->set_state(ckpt::ToProto(s.state));
+  out->set_generation(s.generation);
+  out->set_expected_tasks(static_cast<int32_t>(s.spec.task_ids.size()));
+  out->set_registered_tasks(s.registered_tasks);
+  for (const auto& t : s.missing_tasks) out->add_missing_tasks(t);
+  out->set_pending_checkpoint_id(s.pending_checkpoint_id);
+  out->set_last_completed_checkpoint_id(s.last_completed_checkpoint_id);
+  out->set_last_completed_at_ms(s.last_completed_at_ms);
+  out->set_completed_count(s.counters.completed_count);
+  out->set_failed_count(s.counters.failed_count);
+  out->set_expired_count(s.counters.expired_count);
+  out->set_consecutive_failures(s.counters.consecutive_failures);
+  out->set_from_config(s.from_config);
+}
+
+void ToProto(const CompletedCheckpoint& c, int expected_tasks, v1::CheckpointInfo* out) {
+  out->set_checkpoint_id(c.checkpoint_id);
+  out->set_kind(ckpt::ToProto(c.kind));
+  out->set_status(v1::CHECKPOINT_STATUS_COMPLETED);
+  out->set_triggered_at_ms(c.triggered_at_ms);
+  out->set_finished_at_ms(c.finished_at_ms);
+  out->set_acked_tasks(static_cast<int32_t>(c.task_states.size()));
+  out->set_expected_tasks(expected_tasks);
+  out->set_location(c.location);
+  for (const auto& [task, state] : c.task_states) {
+    auto& s = (*out->mutable_state())[task];
+    s.set_uri(state.uri);
+    s.set_size_bytes(state.size_bytes);
+    s.set_checksum(state.checksum);
+  }
+}
+
+void ToProto(const RoundSummary& r, v1::CheckpointInfo* out) {
+  out->set_checkpoint_id(r.checkpoint_id);
+  out->set_kind(ckpt::ToProto(r.kind));
+  out->set_status(ToProto(r.status));
+  out->set_triggered_at_ms(r.triggered_at_ms);
+  out->set_finished_at_ms(r.finished_at_ms);
+  out->set_acked_tasks(r.acked_tasks);
+  out->set_expected_tasks(r.expected_tasks);
+  out->set_failure_reason(r.failure_reason);
+}
+
+void ToProto(const PendingSummary& p, v1::CheckpointInfo* out) {
+  out->set_checkpoint_id(p.checkpoint_id);
+  out->set_kind(ckpt::ToProto(p.kind));
+  out->set_status(v1::CHECKPOINT_STATUS_PENDING);
+  out->set_triggered_at_ms(p.triggered_at_ms);
+  out->set_acked_tasks(static_cast<int32_t>(p.acked_tasks.size()));
+  out->set_expected_tasks(p.expected_tasks);
+  for (const auto& t : p.awaiting_tasks) out->add_pending_tasks(t);
+}
+
+v1::SavepointStatus ToProto(SavepointPhase phase) {
+  switch (phase) {
+    case SavepointPhase::kQueued: return v1::SAVEPOINT_STATUS_QUEUED;
+    case SavepointPhase::kInProgress: return v1::SAVEPOINT_STATUS_IN_PROGRESS;
+    case SavepointPhase::kCompleted: return v1::SAVEPOINT_STATUS_COMPLETED;
+    case SavepointPhase::kFailed: return v1::SAVEPOINT_STATUS_FAILED;
+  }
+  return v1::SAVEPOINT_STATUS_UNSPECIFIED;
+}
+
+}  // namespace ckpt

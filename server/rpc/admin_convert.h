@@ -1,0 +1,24 @@
+#pragma once
+// Proto <-> domain conversions for the operator API.
+
+#include <optional>
+
+#include "ckpt/v1/admin.pb.h"
+#include "core/pipeline_coordinator.h"
+#include "core/types.h"
+#include "runtime/savepoint_observer.h"
+
+namespace ckpt {
+
+// A create request: unset fields take `defaults`.
+PipelineSpec SpecFromCreate(const v1::PipelineSpec& proto, const PipelineDefaults& defaults);
+// An update request: unset fields (and an empty task_ids) keep `current`'s.
+PipelineSpec SpecFromUpdate(const v1::PipelineSpec& proto, const PipelineSpec& current);
+
+void ToProto(const PipelineStatus& status, v1::Pipeline* out);
+void ToProto(const CompletedCheckpoint& checkpoint, int expected_tasks, v1::CheckpointInfo* out);
+void ToProto(const RoundSummary& round, v1::CheckpointInfo* out);
+void ToProto(const PendingSummary& pending, v1::CheckpointInfo* out);
+v1::SavepointStatus ToProto(SavepointPhase phase);
+
+}  // namespace ckpt

@@ -1,0 +1,268 @@
+#include "rpc/admin_service.h"
+
+#include <boost/asio/post.hpp>
+
+#include "core/spec_validation.h"
+#include "rpc/admin_convert.h"
+#include "rpc/status_mapping.h"
+#include "runtime/daemon.h"
+
+namespace ckpt {
+
+namespace {
+
+constexpr int kDefaultCheckpointListLimit = 20;
+constexpr int64_t kDefaultSavepointTimeoutMs = 300000;
+
+grpc::ServerUnaryReactor* Reply(grpc::CallbackServerContext* ctx, const Status& status) {
+  auto* reactor = ctx->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(status));
+  return reactor;
+}
+
+// Finishes the RPC with the pipeline's status once an operator action ran on its strand.
+PipelineRunner::StatusDone ReplyWithPipeline(grpc::ServerUnaryReactor* reactor, v1::Pipeline* resp) {
+  return [reactor, resp](Status s, const PipelineStatus& status) {
+    if (s.ok()) ToProto(status, resp);
+    reactor->Finish(ToGrpcStatus(s));
+  };
+}
+
+}  // namespace
+
+Result<std::shared_ptr<PipelineRunner>> AdminServiceImpl::Lookup(
+    const std::string& job_id, const std::string& pipeline_id) const {
+  if (auto s = ValidateId(job_id, "job_id"); !s.ok()) return s;
+  if (auto s = ValidateId(pipeline_id, "pipeline_id"); !s.ok()) return s;
+  auto runner = daemon_.registry().Find({job_id, pipeline_id});
+  if (!runner) return Status::NotFound("no pipeline " + job_id + "/" + pipeline_id);
+  return runner;
+}
+
+grpc::ServerUnaryReactor* AdminServiceImpl::CreatePipeline(grpc::CallbackServerContext* ctx,
+                                                           const v1::PipelineSpec* req,
+                                                           v1::Pipeline* resp) {
+  auto* reactor = ctx->DefaultReactor();
+  PipelineSpec spec = SpecFromCreate(*req, daemon_.config().defaults);
+  // Creating reads the id counter from the store: on the admin pool, not on this gRPC thread.
+  boost::asio::post(daemon_.admin_pool(), [this, spec, reactor, resp] {
+    daemon_.CreatePipeline(spec, [reactor, resp](Result<std::shared_ptr<PipelineRunner>> runner) {
+      if (!runner.ok()) return reactor->Finish(ToGrpcStatus(runner.status()));
+      (*runner)->Inspect([reactor, resp](const PipelineCoordinator& c) {
+        ToProto(c.Describe(), resp);
+        reactor->Finish(grpc::Status::OK);
+      });
+    });
+  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* AdminServiceImpl::UpdatePipeline(grpc::CallbackServerContext* ctx,
+                                                           const v1::PipelineSpec* req,
+                                                           v1::Pipeline* resp) {
+  auto runner = Lookup(req->job_id(), req->pipeline_id());
+  if (!runner.ok()) return Reply(ctx, runner.status());
+  auto* reactor = ctx->DefaultReactor();
+  v1::PipelineSpec update = *req;
+  (*runner)->Inspect([runner = *runner, update, reactor, resp](const PipelineCoordinator& c) {
+    PipelineSpec spec = SpecFromUpdate(update, c.spec());
+    if (auto s = ValidateSpec(spec); !s.ok()) return reactor->Finish(ToGrpcStatus(s));
+    runner->Update(spec, ReplyWithPipeline(reactor, resp));
+  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* AdminServiceImpl::DeletePipeline(grpc::CallbackServerContext* ctx,
+                                                           const v1::PipelineRef* req,
+                                                           v1::DeletePipelineResponse* resp) {
+  auto runner = Lookup(req->job_id(), req->pipeline_id());
+  if (!runner.ok()) return Reply(ctx, runner.status());
+  auto* reactor = ctx->DefaultReactor();
+  daemon_.DeletePipeline(*runner, [reactor](Status s) { reactor->Finish(ToGrpcStatus(s)); });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* AdminServiceImpl::GetPipeline(grpc::CallbackServerContext* ctx,
+                                                        const v1::PipelineRef* req,
+                                                        v1::Pipeline* resp) {
+  auto runner = Lookup(req->job_id(), req->pipeline_id());
+  if (!runner.ok()) return Reply(ctx, runner.status());
+  auto* reactor = ctx->DefaultReactor();
+  (*runner)->Inspect([reactor, resp](const PipelineCoordinator& c) {
+    ToProto(c.Describe(), resp);
+    reactor->Finish(grpc::Status::OK);
+  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* AdminServiceImpl::ListPipelines(grpc::CallbackServerContext* ctx,
+                                                          const v1::ListPipelinesRequest* req,
+                                                          v1::ListPipelinesResponse* resp) {
+  std::vector<std::shared_ptr<PipelineRunner>> runners;
+  for (auto& r : daemon_.registry().All()) {
+    if (req->job_id().empty() || r->key().job_id == req->job_id()) runners.push_back(std::move(r));
+  }
+  std::sort(runners.begin(), runners.end(),
+            [](const auto& a, const auto& b) { return a->key() < b->key(); });
+  auto* reactor = ctx->DefaultReactor();
+  if (runners.empty()) {
+    reactor->Finish(grpc::Status::OK);
+    return reactor;
+  }
+  // Each pipeline answers on its own strand; the last one to answer finishes the RPC.
+  struct Gather {
+    std::mutex mu;
+    std::vector<PipelineStatus> statuses;
+    size_t remaining;
+  };
+  auto gather = std::make_shared<Gather>();
+  gather->statuses.resize(runners.size());
+  gather->remaining = runners.size();
+  for (size_t i = 0; i < runners.size(); ++i) {
+    runners[i]->Inspect([gather, i, reactor, resp](const PipelineCoordinator& c) {
+      std::lock_guard lock(gather->mu);
+      gather->statuses[i] = c.Describe();
+      if (--gather->remaining > 0) return;
+      for (const auto& s : gather->statuses) ToProto(s, resp->add_pipelines());
+      reactor->Finish(grpc::Status::OK);
+    });
+  }
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* AdminServiceImpl::PausePipeline(grpc::CallbackServerContext* ctx,
+                                                          const v1::PipelineRef* req,
+                                                          v1::Pipeline* resp) {
+  auto runner = Lookup(req->job_id(), req->pipeline_id());
+  if (!runner.ok()) return Reply(ctx, runner.status());
+  auto* reactor = ctx->DefaultReactor();
+  (*runner)->Pause(ReplyWithPipeline(reactor, resp));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* AdminServiceImpl::ResumePipeline(grpc::CallbackServerContext* ctx,
+                                                           const v1::PipelineRef* req,
+                                                           v1::Pipeline* resp) {
+  auto runner = Lookup(req->job_id(), req->pipeline_id());
+  if (!runner.ok()) return Reply(ctx, runner.status());
+  auto* reactor = ctx->DefaultReactor();
+  (*runner)->Resume(ReplyWithPipeline(reactor, resp));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* AdminServiceImpl::TriggerCheckpoint(grpc::CallbackServerContext* ctx,
+                                                              const v1::PipelineRef* req,
+                                                              v1::CheckpointInfo* resp) {
+  auto runner = Lookup(req->job_id(), req->pipeline_id());
+  if (!runner.ok()) return Reply(ctx, runner.status());
+  auto* reactor = ctx->DefaultReactor();
+  (*runner)->TriggerCheckpoint(
+      [reactor, resp](Status s, const std::optional<PendingSummary>& pending) {
+        if (s.ok() && pending) ToProto(*pending, resp);
+        reactor->Finish(ToGrpcStatus(s));
+      });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* AdminServiceImpl::ListCheckpoints(grpc::CallbackServerContext* ctx,
+                                                            const v1::ListCheckpointsRequest* req,
+                                                            v1::ListCheckpointsResponse* resp) {
+  auto runner = Lookup(req->job_id(), req->pipeline_id());
+  if (!runner.ok()) return Reply(ctx, runner.status());
+  if (req->limit() < 0) return Reply(ctx, Status::InvalidArgument("limit is negative"));
+  const int limit = req->limit() > 0 ? req->limit() : kDefaultCheckpointListLimit;
+  auto* reactor = ctx->DefaultReactor();
+  // What only memory has (the pending round, recent failures) comes from the strand; completed
+  // ones from the store, read on the admin pool.
+  (*runner)->Inspect([this, key = (*runner)->key(), limit, reactor,
+                      resp](const PipelineCoordinator& c) {
+    const int expected = static_cast<int>(c.spec().task_ids.size());
+    auto pending = c.Pending();
+    std::vector<RoundSummary> recent(c.RecentRounds().begin(), c.RecentRounds().end());
+    boost::asio::post(daemon_.admin_pool(), [this, key, limit, reactor, resp, expected, pending,
+                                             recent = std::move(recent)] {
+      auto completed = daemon_.store().ListCompleted(key, limit);
+      if (!completed.ok()) return reactor->Finish(ToGrpcStatus(completed.status()));
+      if (pending) ToProto(*pending, resp->add_checkpoints());
+      // Finished rounds newest first: ids grow with time, so merge by id.
+      auto c = completed->begin();
+      auto r = recent.begin();
+      int added = 0;
+      while (added < limit && (c != completed->end() || r != recent.end())) {
+        if (r == recent.end() || (c != completed->end() && c->checkpoint_id > r->checkpoint_id)) {
+          ToProto(*c++, expected, resp->add_checkpoints());
+        } else {
+          ToProto(*r++, resp->add_checkpoints());
+        }
+        ++added;
+      }
+      reactor->Finish(grpc::Status::OK);
+    });
+  });
+  return reactor;
+}
+
+grpc::ServerWriteReactor<v1::SavepointProgress>* AdminServiceImpl::TriggerSavepoint(
+    grpc::CallbackServerContext* ctx, const v1::TriggerSavepointRequest* req) {
+  auto refuse = [](const Status& s) {
+    class Refusal final : public grpc::ServerWriteReactor<v1::SavepointProgress> {
+     public:
+      explicit Refusal(const Status& s) { Finish(ToGrpcStatus(s)); }
+      void OnDone() override { delete this; }
+    };
+    return new Refusal(s);
+  };
+  if (auto s = ValidateId(req->job_id(), "job_id"); !s.ok()) return refuse(s);
+  if (req->timeout_ms() < 0 || req->timeout_ms() > kMaxDurationMs) {
+    return refuse(Status::InvalidArgument("timeout_ms must be between 0 (default) and a week"));
+  }
+  std::vector<std::shared_ptr<PipelineRunner>> runners;
+  if (!req->pipeline_id().empty()) {
+    auto runner = Lookup(req->job_id(), req->pipeline_id());
+    if (!runner.ok()) return refuse(runner.status());
+    runners.push_back(*runner);
+  } else {
+    for (auto& r : daemon_.registry().All()) {
+      if (r->key().job_id == req->job_id()) runners.push_back(std::move(r));
+    }
+    if (runners.empty()) return refuse(Status::NotFound("job " + req->job_id() + " has no pipelines"));
+  }
+  std::vector<std::string> ids;
+  for (const auto& r : runners) ids.push_back(r->key().pipeline_id);
+  auto stream = SavepointStream::Create(req->job_id(), ids);
+  {
+    std::lock_guard lock(mu_);
+    std::erase_if(savepoint_streams_, [](const auto& w) { return w.expired(); });
+    savepoint_streams_.push_back(stream);
+  }
+  const Millis timeout(req->timeout_ms() > 0 ? req->timeout_ms() : kDefaultSavepointTimeoutMs);
+  for (const auto& r : runners) r->RequestSavepoint(req->target(), req->stop(), timeout, stream);
+  return stream->reactor();
+}
+
+void AdminServiceImpl::EndSavepointStreams(const Status& status) {
+  std::lock_guard lock(mu_);
+  for (const auto& weak : savepoint_streams_) {
+    if (auto stream = weak.lock()) stream->End(status);
+  }
+  savepoint_streams_.clear();
+}
+
+grpc::ServerUnaryReactor* AdminServiceImpl::GetDaemonStatus(grpc::CallbackServerContext* ctx,
+                                                            const v1::GetDaemonStatusRequest* req,
+                                                            v1::DaemonStatus* resp) {
+  const auto& m = daemon_.metrics();
+  resp->set_version(CKPT_VERSION);
+  resp->set_uptime_ms(daemon_.uptime_ms());
+  resp->set_pipelines(static_cast<int32_t>(daemon_.registry().size()));
+  resp->set_worker_sessions(static_cast<int32_t>(m.worker_sessions.load()));
+  resp->set_io_threads(static_cast<int32_t>(daemon_.io_threads()));
+  resp->set_data_dir(daemon_.config().data_dir);
+  resp->set_checkpoints_completed(static_cast<int64_t>(m.checkpoints_completed_total.load()));
+  resp->set_checkpoints_failed(static_cast<int64_t>(m.checkpoints_failed_total.load()));
+  resp->set_checkpoints_expired(static_cast<int64_t>(m.checkpoints_expired_total.load()));
+  resp->set_pending_checkpoints(m.pending_checkpoints.load());
+  return Reply(ctx, Status::Ok());
+}
+
+}  // namespace ckpt

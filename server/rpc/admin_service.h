@@ -1,0 +1,67 @@
+#pragma once
+// AdminService: the operator API (CONTRACT.md), over gRPC's callback API. Handlers convert protos
+// to domain types, post the work to the pipeline's strand (or to the daemon's admin pool when it
+// must read the store), and finish the RPC from there: no handler blocks a gRPC thread.
+//
+// Threading: handlers run on gRPC's threads; the service holds only the daemon reference and the
+// set of open savepoint streams (guarded by mu_).
+
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "ckpt/v1/admin.grpc.pb.h"
+#include "rpc/savepoint_stream.h"
+
+namespace ckpt {
+
+class Daemon;
+class PipelineRunner;
+
+class AdminServiceImpl final : public v1::AdminService::CallbackService {
+ public:
+  // `daemon` must outlive the service.
+  explicit AdminServiceImpl(Daemon& daemon) : daemon_(daemon) {}
+
+  // Ends every open TriggerSavepoint stream with `status` (daemon shutdown).
+  void EndSavepointStreams(const Status& status);
+
+  grpc::ServerUnaryReactor* CreatePipeline(grpc::CallbackServerContext* ctx,
+                                           const v1::PipelineSpec* req, v1::Pipeline* resp) override;
+  grpc::ServerUnaryReactor* UpdatePipeline(grpc::CallbackServerContext* ctx,
+                                           const v1::PipelineSpec* req, v1::Pipeline* resp) override;
+  grpc::ServerUnaryReactor* DeletePipeline(grpc::CallbackServerContext* ctx,
+                                           const v1::PipelineRef* req,
+                                           v1::DeletePipelineResponse* resp) override;
+  grpc::ServerUnaryReactor* GetPipeline(grpc::CallbackServerContext* ctx,
+                                        const v1::PipelineRef* req, v1::Pipeline* resp) override;
+  grpc::ServerUnaryReactor* ListPipelines(grpc::CallbackServerContext* ctx,
+                                          const v1::ListPipelinesRequest* req,
+                                          v1::ListPipelinesResponse* resp) override;
+  grpc::ServerUnaryReactor* PausePipeline(grpc::CallbackServerContext* ctx,
+                                          const v1::PipelineRef* req, v1::Pipeline* resp) override;
+  grpc::ServerUnaryReactor* ResumePipeline(grpc::CallbackServerContext* ctx,
+                                           const v1::PipelineRef* req, v1::Pipeline* resp) override;
+  grpc::ServerUnaryReactor* TriggerCheckpoint(grpc::CallbackServerContext* ctx,
+                                              const v1::PipelineRef* req,
+                                              v1::CheckpointInfo* resp) override;
+  grpc::ServerUnaryReactor* ListCheckpoints(grpc::CallbackServerContext* ctx,
+                                            const v1::ListCheckpointsRequest* req,
+                                            v1::ListCheckpointsResponse* resp) override;
+  grpc::ServerWriteReactor<v1::SavepointProgress>* TriggerSavepoint(
+      grpc::CallbackServerContext* ctx, const v1::TriggerSavepointRequest* req) override;
+  grpc::ServerUnaryReactor* GetDaemonStatus(grpc::CallbackServerContext* ctx,
+                                            const v1::GetDaemonStatusRequest* req,
+                                            v1::DaemonStatus* resp) override;
+
+ private:
+  // The runner of an existing pipeline, or a NOT_FOUND / INVALID_ARGUMENT status.
+  Result<std::shared_ptr<PipelineRunner>> Lookup(const std::string& job_id,
+                                                 const std::string& pipeline_id) const;
+
+  Daemon& daemon_;
+  std::mutex mu_;
+  std::vector<std::weak_ptr<SavepointStream>> savepoint_streams_;  // guarded by mu_
+};
+
+}  // namespace ckpt

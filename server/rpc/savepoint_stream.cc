@@ -1,0 +1,120 @@
+#include "rpc/savepoint_stream.h"
+
+#include "rpc/admin_convert.h"
+#include "rpc/status_mapping.h"
+
+namespace ckpt {
+
+std::shared_ptr<SavepointStream> SavepointStream::Create(
+    const std::string& job_id, const std::vector<std::string>& pipeline_ids) {
+  std::shared_ptr<SavepointStream> stream(new SavepointStream(job_id, pipeline_ids));
+  stream->self_ = stream;
+  std::lock_guard lock(stream->mu_);
+  stream->MaybeWriteLocked();  // the first message: every pipeline queued
+  return stream;
+}
+
+SavepointStream::SavepointStream(const std::string& job_id,
+                                 const std::vector<std::string>& pipeline_ids)
+    : job_id_(job_id) {
+  for (const auto& id : pipeline_ids) {
+    SavepointUpdate queued;
+    queued.key = {job_id, id};
+    by_pipeline_[id] = queued;
+  }
+}
+
+void SavepointStream::OnSavepointUpdate(const SavepointUpdate& update) {
+  std::lock_guard lock(mu_);
+  if (finished_) return;
+  auto it = by_pipeline_.find(update.key.pipeline_id);
+  if (it == by_pipeline_.end() || it->second.final()) return;
+  it->second = update;
+  dirty_ = true;
+  MaybeWriteLocked();
+}
+
+bool SavepointStream::AllFinalLocked() const {
+  for (const auto& [id, u] : by_pipeline_) {
+    if (!u.final()) return false;
+  }
+  return true;
+}
+
+void SavepointStream::BuildLocked(v1::SavepointProgress* out) const {
+  out->Clear();
+  out->set_job_id(job_id_);
+  bool any_failed = false;
+  for (const auto& [id, u] : by_pipeline_) {
+    auto* p = out->add_savepoints();
+    p->set_pipeline_id(id);
+    p->set_savepoint_id(u.savepoint_id);
+    p->set_status(ToProto(u.phase));
+    p->set_acked_tasks(u.acked_tasks);
+    p->set_expected_tasks(u.expected_tasks);
+    p->set_location(u.location);
+    p->set_failure_reason(u.failure_reason);
+    any_failed = any_failed || u.phase == SavepointPhase::kFailed;
+  }
+  const bool final = AllFinalLocked();
+  out->set_final(final);
+  out->set_status(!final ? v1::SAVEPOINT_STATUS_IN_PROGRESS
+                         : any_failed ? v1::SAVEPOINT_STATUS_FAILED : v1::SAVEPOINT_STATUS_COMPLETED);
+  out->set_elapsed_ms(std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::steady_clock::now() - started_)
+                          .count());
+}
+
+void SavepointStream::MaybeWriteLocked() {
+  if (writing_ || finished_ || done_) return;
+  if (dirty_ && !final_written_) {
+    BuildLocked(&in_flight_);
+    final_written_ = in_flight_.final();
+    dirty_ = false;
+    writing_ = true;
+    StartWrite(&in_flight_);
+    return;
+  }
+  if (final_written_) {
+    finished_ = true;
+    Finish(grpc::Status::OK);
+  }
+}
+
+void SavepointStream::OnWriteDone(bool ok) {
+  std::lock_guard lock(mu_);
+  writing_ = false;
+  if (!ok) {
+    // The caller went away; the savepoints themselves go on.
+    if (!finished_) {
+      finished_ = true;
+      Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "progress write failed"));
+    }
+    return;
+  }
+  MaybeWriteLocked();
+}
+
+void SavepointStream::End(const Status& status) {
+  std::lock_guard lock(mu_);
+  if (finished_ || final_written_ || done_) return;
+  finished_ = true;
+  Finish(ToGrpcStatus(status));
+}
+
+void SavepointStream::OnCancel() {
+  std::lock_guard lock(mu_);
+  if (finished_) return;
+  finished_ = true;
+  Finish(grpc::Status::CANCELLED);
+}
+
+void SavepointStream::OnDone() {
+  {
+    std::lock_guard lock(mu_);
+    done_ = true;
+  }
+  auto last_reference_held_by_us = std::move(self_);
+}
+
+}  // namespace ckpt
