@@ -353,6 +353,30 @@ TEST_F(AdminTest, SavepointTimesOutAndErrorsAreClear) {
   EXPECT_NE(paused.last().savepoints(0).failure_reason().find("PAUSED"), std::string::npos);
 }
 
+TEST_F(AdminTest, DaemonShutdownDuringASavepointEndsTheStreamUnavailableNotCompleted) {
+  StartAdmin();
+  ASSERT_TRUE(Create("p", {"a", "b"}, 60000).ok());
+  RawWorker w(channel_);
+  w.Hello("job", "p", {"a"});  // b is missing: the savepoint stays queued
+  SavepointResult result;
+  std::thread savepoint_thread([&] { result = Savepoint("p", false, 60000); });
+  ASSERT_TRUE(Eventually([&] { return daemon_->metrics().worker_sessions.load() >= 1; }));
+  // Wait until the request reached the pipeline (the first progress message is out).
+  ASSERT_TRUE(Eventually([&] {
+    std::promise<bool> queued;
+    daemon_->registry().Find({"job", "p"})->Inspect(
+        [&](const PipelineCoordinator& c) { queued.set_value(c.CurrentSavepoint().has_value()); });
+    return queued.get_future().get();
+  }));
+  StopDaemon();
+  savepoint_thread.join();
+  EXPECT_EQ(result.status.error_code(), grpc::StatusCode::UNAVAILABLE)
+      << result.status.error_message();
+  for (const auto& p : result.progress) {
+    EXPECT_NE(p.status(), v1::SAVEPOINT_STATUS_COMPLETED);
+  }
+}
+
 TEST_F(AdminTest, PipelinesCreatedThroughTheApiComeBackAfterARestartWithTheirHistory) {
   StartAdmin();
   ASSERT_TRUE(Create("p", {"a"}, 50).ok());
