@@ -1,0 +1,74 @@
+// A store that fails: the checkpoint fails with the store's reason and is never reported complete;
+// the daemon keeps serving and completes checkpoints again once the store recovers.
+#include <gtest/gtest.h>
+
+#include "daemon_fixture.h"
+#include "raw_worker.h"
+#include "store/fault_injecting_store.h"
+#include "store/sqlite_store.h"
+
+namespace ckpt::testing {
+namespace {
+
+TEST_F(DaemonTest, FailedCommitFailsTheCheckpointAndNothingIsReportedComplete) {
+  config_.pipelines = {TestSpec("p", {"a"}, 50)};
+  config_.pipelines[0].tolerable_failures = 10;
+  auto sqlite = SqliteStore::Open(config_.data_dir);
+  ASSERT_TRUE(sqlite.ok()) << sqlite.status().ToString();
+  auto faulty = std::make_unique<FaultInjectingStore>(std::move(*sqlite));
+  FaultInjectingStore* faults = faulty.get();
+  faults->FailNextCommits(2, Status::Internal("disk I/O error (injected)"));
+  daemon_ = std::make_unique<Daemon>(config_, std::move(faulty));
+  ASSERT_TRUE(daemon_->Start().ok());
+  channel_ = grpc::CreateChannel("127.0.0.1:" + std::to_string(daemon_->grpc_port()),
+                                 grpc::InsecureChannelCredentials());
+
+  RawWorker w(channel_);
+  w.Hello("job", "p", {"a"});
+  std::vector<int64_t> failed_ids;
+  for (int i = 0; i < 2; ++i) {
+    auto t = w.WaitTrigger();
+    ASSERT_TRUE(t);
+    w.Ack(t->trigger().checkpoint_id(), "a");
+    auto abort = w.WaitFor([](const v1::CoordinatorMessage& m) { return m.has_abort() || m.has_complete(); });
+    ASSERT_TRUE(abort);
+    ASSERT_TRUE(abort->has_abort()) << "a checkpoint whose write failed was reported complete";
+    EXPECT_EQ(abort->abort().checkpoint_id(), t->trigger().checkpoint_id());
+    EXPECT_NE(abort->abort().reason().find("disk I/O error (injected)"), std::string::npos);
+    failed_ids.push_back(t->trigger().checkpoint_id());
+  }
+  // The store is healthy again: the next checkpoint completes.
+  auto t = w.WaitTrigger();
+  ASSERT_TRUE(t);
+  w.Ack(t->trigger().checkpoint_id(), "a");
+  auto complete = w.WaitComplete();
+  ASSERT_TRUE(complete);
+  EXPECT_EQ(faults->injected_commit_failures(), 2);
+  EXPECT_TRUE(Eventually([&] { return Describe("p").counters.failed_count == 2; }));
+  auto history = daemon_->store().ListCompleted({"job", "p"}, 0);
+  ASSERT_TRUE(history.ok());
+  for (const auto& c : *history) {
+    for (int64_t id : failed_ids) EXPECT_NE(c.checkpoint_id, id);
+  }
+}
+
+TEST_F(DaemonTest, FailedIdReservationIsRetriedAndTheScheduleGoesOn) {
+  config_.pipelines = {TestSpec("p", {"a"}, 50)};
+  auto sqlite = SqliteStore::Open(config_.data_dir);
+  ASSERT_TRUE(sqlite.ok());
+  auto faulty = std::make_unique<FaultInjectingStore>(std::move(*sqlite));
+  faulty->FailNextReserves(1, Status::Internal("database is locked (injected)"));
+  daemon_ = std::make_unique<Daemon>(config_, std::move(faulty));
+  ASSERT_TRUE(daemon_->Start().ok());
+  channel_ = grpc::CreateChannel("127.0.0.1:" + std::to_string(daemon_->grpc_port()),
+                                 grpc::InsecureChannelCredentials());
+  RawWorker w(channel_);
+  w.Hello("job", "p", {"a"});
+  auto t = w.WaitTrigger(milliseconds(10000));
+  ASSERT_TRUE(t) << "the trigger never came after the failed reservation";
+  w.Ack(t->trigger().checkpoint_id(), "a");
+  ASSERT_TRUE(w.WaitComplete());
+}
+
+}  // namespace
+}  // namespace ckpt::testing
