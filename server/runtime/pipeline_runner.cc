@@ -28,9 +28,19 @@ PipelineRunner::PipelineRunner(asio::io_context& io, const StoredPipeline& store
 template <typename F>
 void PipelineRunner::Post(F&& f) {
   asio::post(strand_, [self = shared_from_this(), f = std::forward<F>(f)]() mutable {
-    if (self->deleted_) return;  // a deleted pipeline hears nothing more
+    if (self->deleted_) return;  // a deleted pipeline hears nothing more from workers or the store
     f(*self);
   });
+}
+
+template <typename F>
+void PipelineRunner::PostOperator(F&& f) {
+  // Operator calls always run: each answers its caller, with NOT_FOUND once the pipeline is gone.
+  asio::post(strand_, [self = shared_from_this(), f = std::forward<F>(f)]() mutable { f(*self); });
+}
+
+Status PipelineRunner::DeletedStatus() const {
+  return Status::NotFound("pipeline " + key_.ToString() + " was deleted");
 }
 
 void PipelineRunner::Start() {
@@ -39,7 +49,8 @@ void PipelineRunner::Start() {
 
 void PipelineRunner::Register(SessionId session, std::shared_ptr<SessionSink> sink,
                               HelloInfo hello) {
-  Post([session, sink = std::move(sink), hello = std::move(hello)](PipelineRunner& r) {
+  PostOperator([session, sink = std::move(sink), hello = std::move(hello)](PipelineRunner& r) {
+    if (r.deleted_) return sink->End(r.DeletedStatus());  // raced with DeletePipeline
     auto reg = r.coordinator_.OnRegister(session, hello.worker_id, hello.task_ids, hello.takeover);
     if (!reg.status.ok()) {
       r.LogLine(LogLevel::kWarn, "refused hello from worker " + hello.worker_id + ": " +
@@ -74,7 +85,8 @@ void PipelineRunner::Decline(SessionId session, int64_t checkpoint_id, std::stri
 }
 
 void PipelineRunner::Pause(StatusDone done) {
-  Post([done = std::move(done)](PipelineRunner& r) {
+  PostOperator([done = std::move(done)](PipelineRunner& r) {
+    if (r.deleted_) return done(r.DeletedStatus(), {});
     auto outcome = r.coordinator_.Pause();
     r.Run(std::move(outcome.actions));
     done(outcome.status, r.coordinator_.Describe());
@@ -82,7 +94,8 @@ void PipelineRunner::Pause(StatusDone done) {
 }
 
 void PipelineRunner::Resume(StatusDone done) {
-  Post([done = std::move(done)](PipelineRunner& r) {
+  PostOperator([done = std::move(done)](PipelineRunner& r) {
+    if (r.deleted_) return done(r.DeletedStatus(), {});
     auto outcome = r.coordinator_.Resume();
     r.Run(std::move(outcome.actions));
     done(outcome.status, r.coordinator_.Describe());
@@ -90,7 +103,8 @@ void PipelineRunner::Resume(StatusDone done) {
 }
 
 void PipelineRunner::Update(PipelineSpec spec, StatusDone done) {
-  Post([spec = std::move(spec), done = std::move(done)](PipelineRunner& r) {
+  PostOperator([spec = std::move(spec), done = std::move(done)](PipelineRunner& r) {
+    if (r.deleted_) return done(r.DeletedStatus(), {});
     auto outcome = r.coordinator_.UpdateSpec(spec);
     r.Run(std::move(outcome.actions));
     done(outcome.status, r.coordinator_.Describe());
@@ -99,7 +113,8 @@ void PipelineRunner::Update(PipelineSpec spec, StatusDone done) {
 
 void PipelineRunner::TriggerCheckpoint(
     std::function<void(Status, const std::optional<PendingSummary>&)> done) {
-  Post([done = std::move(done)](PipelineRunner& r) {
+  PostOperator([done = std::move(done)](PipelineRunner& r) {
+    if (r.deleted_) return done(r.DeletedStatus(), std::nullopt);
     auto outcome = r.coordinator_.TriggerCheckpoint(nullptr);
     r.Run(std::move(outcome.actions));
     done(outcome.status, r.coordinator_.Pending());
@@ -108,9 +123,10 @@ void PipelineRunner::TriggerCheckpoint(
 
 void PipelineRunner::RequestSavepoint(std::string target, bool stop, Millis timeout,
                                       std::shared_ptr<SavepointObserver> observer) {
-  Post([target = std::move(target), stop, timeout,
-        observer = std::move(observer)](PipelineRunner& r) {
-    auto outcome = r.coordinator_.RequestSavepoint(target, stop, timeout);
+  PostOperator([target = std::move(target), stop, timeout,
+                observer = std::move(observer)](PipelineRunner& r) {
+    auto outcome = r.deleted_ ? PipelineCoordinator::Outcome{r.DeletedStatus(), {}}
+                              : r.coordinator_.RequestSavepoint(target, stop, timeout);
     if (!outcome.status.ok()) {
       SavepointUpdate refused;
       refused.key = r.key_;
@@ -126,7 +142,8 @@ void PipelineRunner::RequestSavepoint(std::string target, bool stop, Millis time
 }
 
 void PipelineRunner::Delete(std::function<void()> done) {
-  Post([done = std::move(done)](PipelineRunner& r) {
+  PostOperator([done = std::move(done)](PipelineRunner& r) {
+    if (r.deleted_) return done();
     r.Run(r.coordinator_.Delete());
     r.sessions_.clear();
     r.wakeup_timer_.cancel();
@@ -176,7 +193,7 @@ void PipelineRunner::EndAllSessions(Status status) {
 }
 
 void PipelineRunner::Inspect(std::function<void(const PipelineCoordinator&)> fn) {
-  Post([fn = std::move(fn)](PipelineRunner& r) { fn(r.coordinator_); });
+  PostOperator([fn = std::move(fn)](PipelineRunner& r) { fn(r.coordinator_); });
 }
 
 void PipelineRunner::Run(Actions actions) {

@@ -81,6 +81,9 @@ class PipelineRunner : public std::enable_shared_from_this<PipelineRunner> {
   void LogLine(LogLevel level, const std::string& text) const;
   template <typename F>
   void Post(F&& f);
+  template <typename F>
+  void PostOperator(F&& f);
+  Status DeletedStatus() const;
 
   // Constant after construction.
   const PipelineKey key_;
