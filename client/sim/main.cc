@@ -1,6 +1,6 @@
 // ckpt-worker-sim: simulated workers for a ckptd daemon (see CONTRACT.md, "Worker simulator").
 // Exit codes: 0 normal end (duration, SIGINT, SIGTERM); 1 could not connect / every pipeline
-// refused; 2 bad flags.
+// refused / --create failed; 2 bad flags.
 
 #include <pthread.h>
 #include <unistd.h>
@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 
+#include "sim/create_pipelines.h"
 #include "sim/event_log.h"
 #include "sim/sim_options.h"
 #include "sim/sim_report.h"
@@ -38,6 +39,14 @@ int main(int argc, char** argv) {
     if (!event_log) {
       std::fprintf(stderr, "ckpt-worker-sim: %s\n", error.c_str());
       return 2;
+    }
+  }
+
+  if (parsed.options.create) {
+    const std::string error = CreatePipelines(parsed.options);
+    if (!error.empty()) {
+      std::fprintf(stderr, "ckpt-worker-sim: %s\n", error.c_str());
+      return 1;
     }
   }
 

@@ -55,7 +55,7 @@ ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   CLI::Option* create = app.add_flag("--create", options.create,
-                                     "Create the pipelines first (needs the AdminService)");
+                                     "Create the pipelines first (ALREADY_EXISTS is fine)");
   app.add_option("--interval", interval_text, "Checkpoint interval of created pipelines, e.g. 1s")
       ->needs(create);
   app.add_option("--timeout", timeout_text, "Checkpoint timeout of created pipelines, e.g. 10s")
@@ -117,9 +117,6 @@ ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
   if (!(options.decline_rate >= 0 && options.decline_rate <= 1)) {
     return Error("--decline-rate must be between 0 and 1, got " +
                  std::to_string(options.decline_rate));
-  }
-  if (options.create) {
-    return Error("--create needs the AdminService, not available in this build");
   }
   if (options.worker_id.empty()) options.worker_id = "sim-" + std::to_string(::getpid());
   if (seed_option->count() > 0) options.seed = seed;

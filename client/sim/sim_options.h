@@ -13,7 +13,7 @@ struct SimOptions {
   std::string job;             // required
   int pipelines = 1;           // p0 .. p<N-1>
   int tasks_per_pipeline = 1;  // tasks "0" .. "<M-1>" of each pipeline
-  bool create = false;         // create the pipelines first (needs the AdminService)
+  bool create = false;         // create the pipelines first (AdminService.CreatePipeline)
   std::optional<std::chrono::milliseconds> interval;  // with --create
   std::optional<std::chrono::milliseconds> timeout;   // with --create
   int64_t ack_delay_ms = 0;                           // delay between a trigger and the acks

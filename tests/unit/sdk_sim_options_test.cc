@@ -135,13 +135,13 @@ TEST(SdkSimOptions, BadFlagsExitTwoWithOneLine) {
   }
 }
 
-TEST(SdkSimOptions, CreateIsNotAvailableYet) {
+TEST(SdkSimOptions, CreateTakesIntervalAndTimeout) {
   ParsedCommandLine parsed =
       Parse({"--job", "j", "--create", "--interval", "1s", "--timeout", "10s"});
-  EXPECT_FALSE(parsed.run);
-  EXPECT_EQ(parsed.exit_code, 2);
-  EXPECT_NE(parsed.message.find("--create needs the AdminService, not available in this build"),
-            std::string::npos);
+  ASSERT_TRUE(parsed.run) << parsed.message;
+  EXPECT_TRUE(parsed.options.create);
+  EXPECT_EQ(parsed.options.interval, milliseconds(1000));
+  EXPECT_EQ(parsed.options.timeout, milliseconds(10'000));
 }
 
 TEST(SdkSimOptions, HelpExitsZero) {

@@ -1,0 +1,49 @@
+#pragma once
+// What every ckptctl command shares: the global flags, its result, and how a subcommand hands its
+// work to main (an Action recorded while parsing, run once parsing is over, so global flags given
+// after the subcommand are known).
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+namespace ckpt::ctl {
+
+struct GlobalOptions {
+  std::string server = "127.0.0.1:7070";  // --server, else $CKPTCTL_SERVER
+  std::string output = "table";           // -o table|json
+  bool json() const { return output == "json"; }
+};
+
+// Exit codes: 0 success, 1 the request failed (or a savepoint FAILED), 2 bad flags or values.
+struct CommandResult {
+  int exit_code = 0;
+  std::string error;  // one line for stderr, without "ckptctl: "
+
+  static CommandResult Ok() { return {}; }
+  static CommandResult Failed(std::string why) { return {1, std::move(why)}; }
+  static CommandResult BadUsage(std::string why) { return {2, std::move(why)}; }
+};
+
+using Action = std::function<CommandResult()>;
+
+struct CommandContext {
+  GlobalOptions global;
+  Action action;  // set by the subcommand that was chosen
+};
+
+// Each adds its subcommand(s) to `app`; `context` must outlive the app.
+void AddStatusCommand(CLI::App& app, CommandContext& context);
+void AddPipelineCommands(CLI::App& app, CommandContext& context);
+void AddCheckpointCommands(CLI::App& app, CommandContext& context);
+void AddSavepointCommand(CLI::App& app, CommandContext& context);
+
+inline int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace ckpt::ctl

@@ -1,0 +1,104 @@
+// ckptctl checkpoint trigger | list.
+
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+
+#include "ctl/command.h"
+#include "ctl/connection.h"
+#include "ctl/output_json.h"
+#include "ctl/output_views.h"
+
+namespace ckpt::ctl {
+namespace {
+
+struct CheckpointFlags {
+  std::string job, pipeline;
+  int64_t limit = 0;  // 0: the daemon's default
+};
+
+CommandResult RunTrigger(const GlobalOptions& global, const CheckpointFlags& flags) {
+  v1::PipelineRef ref;
+  ref.set_job_id(flags.job);
+  ref.set_pipeline_id(flags.pipeline);
+  Connection connection(global.server);
+  v1::CheckpointInfo checkpoint;
+  const std::string error =
+      connection.Call(&v1::AdminService::Stub::TriggerCheckpoint, ref, &checkpoint);
+  if (!error.empty()) return CommandResult::Failed(error);
+  const std::string text = global.json() ? Dump(CheckpointJson(checkpoint))
+                                         : TriggeredLine(flags.job, flags.pipeline, checkpoint);
+  std::fputs(text.c_str(), stdout);
+  return CommandResult::Ok();
+}
+
+CommandResult RunList(const GlobalOptions& global, const CheckpointFlags& flags) {
+  if (flags.limit < 0 || flags.limit > INT32_MAX) {
+    return CommandResult::BadUsage("--limit: must be a non-negative number, got " +
+                                   std::to_string(flags.limit));
+  }
+  v1::ListCheckpointsRequest request;
+  request.set_job_id(flags.job);
+  request.set_pipeline_id(flags.pipeline);
+  request.set_limit(static_cast<int32_t>(flags.limit));
+  Connection connection(global.server);
+  v1::ListCheckpointsResponse response;
+  const std::string error =
+      connection.Call(&v1::AdminService::Stub::ListCheckpoints, request, &response);
+  if (!error.empty()) return CommandResult::Failed(error);
+  if (global.json()) {
+    Json array = Json::array();
+    for (const v1::CheckpointInfo& c : response.checkpoints()) array.push_back(CheckpointJson(c));
+    std::fputs(Dump(array).c_str(), stdout);
+  } else {
+    std::fputs(CheckpointsView(response.checkpoints(), NowMs()).c_str(), stdout);
+  }
+  return CommandResult::Ok();
+}
+
+}  // namespace
+
+void AddCheckpointCommands(CLI::App& app, CommandContext& context) {
+  CLI::App* checkpoint = app.add_subcommand("checkpoint", "Trigger and inspect checkpoints");
+  checkpoint->fallthrough();
+  checkpoint->require_subcommand(1);
+  checkpoint->footer(R"(Examples:
+  ckptctl checkpoint trigger etl p0
+  ckptctl checkpoint list etl p0 --limit 5)");
+
+  {
+    auto flags = std::make_shared<CheckpointFlags>();
+    CLI::App* cmd = checkpoint->add_subcommand(
+        "trigger",
+        "Start a checkpoint now (fails while one is pending or the pipeline is not "
+        "RUNNING)");
+    cmd->fallthrough();
+    cmd->footer(R"(Examples:
+  ckptctl checkpoint trigger etl p0
+  ckptctl checkpoint trigger etl p0 -o json)");
+    cmd->add_option("job", flags->job, "Job id")->required();
+    cmd->add_option("pipeline", flags->pipeline, "Pipeline id")->required();
+    cmd->callback([&context, flags] {
+      context.action = [&context, flags] { return RunTrigger(context.global, *flags); };
+    });
+  }
+  {
+    auto flags = std::make_shared<CheckpointFlags>();
+    CLI::App* cmd = checkpoint->add_subcommand(
+        "list",
+        "The pending checkpoint (with the tasks it waits for), then finished ones, newest first");
+    cmd->fallthrough();
+    cmd->footer(R"(Examples:
+  ckptctl checkpoint list etl p0
+  ckptctl checkpoint list etl p0 --limit 50 -o json)");
+    cmd->add_option("job", flags->job, "Job id")->required();
+    cmd->add_option("pipeline", flags->pipeline, "Pipeline id")->required();
+    cmd->add_option("--limit", flags->limit, "At most this many (default: the daemon's, 20)")
+        ->type_name("N");
+    cmd->callback([&context, flags] {
+      context.action = [&context, flags] { return RunList(context.global, *flags); };
+    });
+  }
+}
+
+}  // namespace ckpt::ctl

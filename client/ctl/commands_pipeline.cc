@@ -1,0 +1,280 @@
+// ckptctl pipeline create | update | list | get | delete | pause | resume.
+
+#include <cstdio>
+#include <memory>
+
+#include "ctl/command.h"
+#include "ctl/connection.h"
+#include "ctl/names.h"
+#include "ctl/output_json.h"
+#include "ctl/output_views.h"
+#include "ctl/spec_flags.h"
+
+namespace ckpt::ctl {
+namespace {
+
+// CLI11 writes into these; Collect() keeps only the flags given.
+struct SpecFlagBindings {
+  std::string tasks, interval, timeout, min_pause;
+  int64_t parallelism = 0, tolerable_failures = 0, retained = 0;
+  CLI::Option *tasks_option = nullptr, *parallelism_option = nullptr, *interval_option = nullptr,
+              *timeout_option = nullptr, *min_pause_option = nullptr,
+              *tolerable_failures_option = nullptr, *retained_option = nullptr;
+
+  SpecFlags Collect() const {
+    SpecFlags flags;
+    if (tasks_option->count() > 0) flags.tasks = tasks;
+    if (parallelism_option->count() > 0) flags.parallelism = parallelism;
+    if (interval_option->count() > 0) flags.interval = interval;
+    if (timeout_option->count() > 0) flags.timeout = timeout;
+    if (min_pause_option->count() > 0) flags.min_pause = min_pause;
+    if (tolerable_failures_option->count() > 0) flags.tolerable_failures = tolerable_failures;
+    if (retained_option->count() > 0) flags.retained = retained;
+    return flags;
+  }
+};
+
+struct PipelineFlags {
+  std::string job, pipeline;
+  SpecFlagBindings spec;
+};
+
+struct ListFlags {
+  std::string job;
+};
+
+void AddSpecOptions(CLI::App* cmd, SpecFlagBindings* b, const char* unset_means) {
+  const std::string unset = std::string(" (default: ") + unset_means + ")";
+  b->tasks_option =
+      cmd->add_option("--tasks", b->tasks, "Task ids, comma-separated: a,b,c")->type_name("IDS");
+  b->parallelism_option =
+      cmd->add_option("--parallelism", b->parallelism, "N tasks named 0 .. N-1")->type_name("N");
+  b->interval_option = cmd->add_option("--interval", b->interval,
+                                       "Time between periodic checkpoints, e.g. 10s" + unset)
+                           ->type_name("DURATION");
+  b->timeout_option =
+      cmd->add_option("--timeout", b->timeout,
+                      "A checkpoint not fully acked in this time expires, e.g. 10m" + unset)
+          ->type_name("DURATION");
+  b->min_pause_option =
+      cmd->add_option("--min-pause", b->min_pause,
+                      "Least time from the end of one round to the next periodic trigger" + unset)
+          ->type_name("DURATION");
+  b->tolerable_failures_option =
+      cmd->add_option("--tolerable-failures", b->tolerable_failures,
+                      "Consecutive failures tolerated before the pipeline is FAILED" + unset)
+          ->type_name("N");
+  b->retained_option =
+      cmd->add_option("--retained", b->retained, "Completed checkpoints kept" + unset)
+          ->type_name("N");
+}
+
+void AddRefPositionals(CLI::App* cmd, std::string* job, std::string* pipeline) {
+  cmd->add_option("job", *job, "Job id")->required();
+  cmd->add_option("pipeline", *pipeline, "Pipeline id")->required();
+}
+
+v1::PipelineRef Ref(const std::string& job, const std::string& pipeline) {
+  v1::PipelineRef ref;
+  ref.set_job_id(job);
+  ref.set_pipeline_id(pipeline);
+  return ref;
+}
+
+// A pipeline the daemon returned: the whole object as JSON, or a headline and the details.
+void PrintPipeline(const GlobalOptions& global, const std::string& headline,
+                   const v1::Pipeline& pipeline) {
+  if (global.json()) {
+    std::fputs(Dump(PipelineJson(pipeline)).c_str(), stdout);
+    return;
+  }
+  std::string text = headline.empty() ? "" : headline + "\n";
+  text += PipelineDetail(pipeline, NowMs());
+  std::fputs(text.c_str(), stdout);
+}
+
+CommandResult RunCreate(const GlobalOptions& global, const PipelineFlags& flags) {
+  v1::PipelineSpec spec;
+  spec.set_job_id(flags.job);
+  spec.set_pipeline_id(flags.pipeline);
+  std::string error;
+  if (!ApplySpecFlags(flags.spec.Collect(), TasksRule::kRequired, &spec, &error)) {
+    return CommandResult::BadUsage(error);
+  }
+  Connection connection(global.server);
+  v1::Pipeline pipeline;
+  error = connection.Call(&v1::AdminService::Stub::CreatePipeline, spec, &pipeline);
+  if (!error.empty()) return CommandResult::Failed(error);
+  PrintPipeline(global, "Created pipeline " + flags.job + "/" + flags.pipeline + ".", pipeline);
+  return CommandResult::Ok();
+}
+
+CommandResult RunUpdate(const GlobalOptions& global, const PipelineFlags& flags) {
+  const SpecFlags given = flags.spec.Collect();
+  if (given.empty()) {
+    return CommandResult::BadUsage(
+        "nothing to update: give at least one of --tasks, --parallelism, --interval, --timeout, "
+        "--min-pause, --tolerable-failures, --retained");
+  }
+  v1::PipelineSpec spec;
+  spec.set_job_id(flags.job);
+  spec.set_pipeline_id(flags.pipeline);
+  std::string error;
+  if (!ApplySpecFlags(given, TasksRule::kOptional, &spec, &error)) {
+    return CommandResult::BadUsage(error);
+  }
+  Connection connection(global.server);
+  v1::Pipeline pipeline;
+  error = connection.Call(&v1::AdminService::Stub::UpdatePipeline, spec, &pipeline);
+  if (!error.empty()) return CommandResult::Failed(error);
+  PrintPipeline(global, "Updated pipeline " + flags.job + "/" + flags.pipeline + ".", pipeline);
+  return CommandResult::Ok();
+}
+
+CommandResult RunList(const GlobalOptions& global, const ListFlags& flags) {
+  v1::ListPipelinesRequest request;
+  request.set_job_id(flags.job);
+  Connection connection(global.server);
+  v1::ListPipelinesResponse response;
+  const std::string error =
+      connection.Call(&v1::AdminService::Stub::ListPipelines, request, &response);
+  if (!error.empty()) return CommandResult::Failed(error);
+  SortPipelines(response.mutable_pipelines());
+  if (global.json()) {
+    Json array = Json::array();
+    for (const v1::Pipeline& p : response.pipelines()) array.push_back(PipelineJson(p));
+    std::fputs(Dump(array).c_str(), stdout);
+  } else {
+    std::fputs(PipelinesTable(response.pipelines(), NowMs()).c_str(), stdout);
+  }
+  return CommandResult::Ok();
+}
+
+// get, pause, resume: a PipelineRef in, a Pipeline out.
+CommandResult RunRefCall(const GlobalOptions& global, const PipelineFlags& flags,
+                         grpc::Status (v1::AdminService::Stub::*method)(grpc::ClientContext*,
+                                                                        const v1::PipelineRef&,
+                                                                        v1::Pipeline*),
+                         const char* verb) {
+  Connection connection(global.server);
+  v1::Pipeline pipeline;
+  const std::string error = connection.Call(method, Ref(flags.job, flags.pipeline), &pipeline);
+  if (!error.empty()) return CommandResult::Failed(error);
+  if (verb == nullptr || global.json()) {
+    PrintPipeline(global, "", pipeline);
+  } else {
+    std::fprintf(stdout, "%s pipeline %s/%s: now %s.\n", verb, flags.job.c_str(),
+                 flags.pipeline.c_str(), ShortName(pipeline.state()).c_str());
+  }
+  return CommandResult::Ok();
+}
+
+CommandResult RunDelete(const GlobalOptions& global, const PipelineFlags& flags) {
+  Connection connection(global.server);
+  v1::DeletePipelineResponse response;
+  const std::string error = connection.Call(&v1::AdminService::Stub::DeletePipeline,
+                                            Ref(flags.job, flags.pipeline), &response);
+  if (!error.empty()) return CommandResult::Failed(error);
+  if (global.json()) {
+    std::fputs(Dump(DeletedJson(flags.job, flags.pipeline)).c_str(), stdout);
+  } else {
+    std::fprintf(stdout, "Deleted pipeline %s/%s.\n", flags.job.c_str(), flags.pipeline.c_str());
+  }
+  return CommandResult::Ok();
+}
+
+// A subcommand of `pipeline` whose flags live as long as the app (held by its callback).
+CLI::App* AddSub(CLI::App* parent, const char* name, const char* description,
+                 const char* examples) {
+  CLI::App* cmd = parent->add_subcommand(name, description);
+  cmd->fallthrough();
+  cmd->footer(std::string("Examples:\n") + examples);
+  return cmd;
+}
+
+}  // namespace
+
+void AddPipelineCommands(CLI::App& app, CommandContext& context) {
+  CLI::App* pipeline =
+      app.add_subcommand("pipeline", "Create, change, inspect and delete pipelines");
+  pipeline->fallthrough();
+  pipeline->require_subcommand(1);
+  pipeline->footer(R"(Examples:
+  ckptctl pipeline create --job etl --pipeline p0 --tasks src,map,sink --interval 30s
+  ckptctl pipeline list --job etl
+  ckptctl pipeline pause etl p0)");
+
+  {
+    auto flags = std::make_shared<PipelineFlags>();
+    CLI::App* cmd = AddSub(
+        pipeline, "create", "Create a pipeline; flags left out take the daemon's defaults",
+        "  ckptctl pipeline create --job etl --pipeline p0 --parallelism 4\n"
+        "  ckptctl pipeline create --job etl --pipeline p1 --tasks src,map,sink --interval 30s "
+        "--timeout 5m\n"
+        "  ckptctl pipeline create --job etl --pipeline p2 --parallelism 2 --tolerable-failures 3 "
+        "-o json");
+    cmd->add_option("--job", flags->job, "Job id")->required();
+    cmd->add_option("--pipeline", flags->pipeline, "Pipeline id")->required();
+    AddSpecOptions(cmd, &flags->spec, "the daemon's defaults");
+    cmd->callback([&context, flags] {
+      context.action = [&context, flags] { return RunCreate(context.global, *flags); };
+    });
+  }
+  {
+    auto flags = std::make_shared<PipelineFlags>();
+    CLI::App* cmd = AddSub(pipeline, "update", "Change a pipeline; flags left out keep their value",
+                           "  ckptctl pipeline update etl p0 --interval 1m\n"
+                           "  ckptctl pipeline update etl p0 --parallelism 8 --timeout 20m");
+    AddRefPositionals(cmd, &flags->job, &flags->pipeline);
+    AddSpecOptions(cmd, &flags->spec, "unchanged");
+    cmd->callback([&context, flags] {
+      context.action = [&context, flags] { return RunUpdate(context.global, *flags); };
+    });
+  }
+  {
+    auto flags = std::make_shared<ListFlags>();
+    CLI::App* cmd = AddSub(pipeline, "list", "List pipelines, of every job or of one",
+                           "  ckptctl pipeline list\n"
+                           "  ckptctl pipeline list --job etl -o json");
+    cmd->add_option("--job", flags->job, "Only this job's pipelines");
+    cmd->callback([&context, flags] {
+      context.action = [&context, flags] { return RunList(context.global, *flags); };
+    });
+  }
+  struct RefCommand {
+    const char* name;
+    const char* description;
+    const char* examples;
+  };
+  const RefCommand ref_commands[] = {
+      {"get", "Show one pipeline's status",
+       "  ckptctl pipeline get etl p0\n  ckptctl pipeline get etl p0 -o json"},
+      {"delete", "Delete a pipeline", "  ckptctl pipeline delete etl p0"},
+      {"pause", "Stop periodic checkpoints (a pending one still finishes)",
+       "  ckptctl pipeline pause etl p0"},
+      {"resume", "Resume periodic checkpoints; also clears FAILED and STOPPED",
+       "  ckptctl pipeline resume etl p0"},
+  };
+  for (const RefCommand& ref : ref_commands) {
+    auto flags = std::make_shared<PipelineFlags>();
+    CLI::App* cmd = AddSub(pipeline, ref.name, ref.description, ref.examples);
+    AddRefPositionals(cmd, &flags->job, &flags->pipeline);
+    const std::string name = ref.name;
+    cmd->callback([&context, flags, name] {
+      context.action = [&context, flags, name] {
+        const GlobalOptions& g = context.global;
+        if (name == "get")
+          return RunRefCall(g, *flags, &v1::AdminService::Stub::GetPipeline, nullptr);
+        if (name == "pause") {
+          return RunRefCall(g, *flags, &v1::AdminService::Stub::PausePipeline, "Paused");
+        }
+        if (name == "resume") {
+          return RunRefCall(g, *flags, &v1::AdminService::Stub::ResumePipeline, "Resumed");
+        }
+        return RunDelete(g, *flags);
+      };
+    });
+  }
+}
+
+}  // namespace ckpt::ctl

@@ -1,0 +1,226 @@
+// ckptctl savepoint: asks for a savepoint of a job (or one pipeline), follows its progress, and
+// prints each pipeline's savepoint id and location.
+
+#include <unistd.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "ctl/command.h"
+#include "ctl/connection.h"
+#include "ctl/durations.h"
+#include "ctl/live_block.h"
+#include "ctl/names.h"
+#include "ctl/output_json.h"
+#include "ctl/output_views.h"
+#include "ctl/savepoint_view.h"
+
+namespace ckpt::ctl {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+constexpr int64_t kDefaultTimeoutMs = 300'000;  // the daemon's, when none is sent
+constexpr milliseconds kDeadlineSlack{30'000};  // beyond the savepoint's own timeout
+constexpr milliseconds kRedrawEvery{200};       // the live view's clock
+
+struct SavepointFlags {
+  std::string job, pipeline, target, timeout;
+  bool stop = false;
+  CLI::Option* timeout_option = nullptr;
+};
+
+// The progress stream, read on its own thread so that the main thread can redraw the live view's
+// elapsed time while no message arrives. Threading: Wait and Finish are called from one thread;
+// the reader thread only pushes to queue_.
+class ProgressStream {
+ public:
+  ProgressStream(const Connection& connection, const v1::TriggerSavepointRequest& request,
+                 milliseconds deadline) {
+    Connection::Prepare(&context_, deadline);
+    reader_ = connection.admin().TriggerSavepoint(&context_, request);
+    thread_ = std::thread([this] { ReadAll(); });
+  }
+  ~ProgressStream() {
+    if (thread_.joinable()) {
+      context_.TryCancel();
+      thread_.join();
+    }
+  }
+  ProgressStream(const ProgressStream&) = delete;
+  ProgressStream& operator=(const ProgressStream&) = delete;
+
+  // Every message not yet returned, waiting for one until `until` (nullopt: for as long as it
+  // takes); *ended is set once the stream has no more.
+  std::deque<v1::SavepointProgress> Wait(std::optional<Clock::time_point> until, bool* ended) {
+    std::unique_lock<std::mutex> lock(mu_);
+    auto ready = [this] { return !queue_.empty() || ended_; };
+    if (until) {
+      cv_.wait_until(lock, *until, ready);
+    } else {
+      cv_.wait(lock, ready);
+    }
+    std::deque<v1::SavepointProgress> messages;
+    messages.swap(queue_);
+    *ended = ended_;
+    return messages;
+  }
+
+  // Only once Wait reported the end.
+  grpc::Status Finish() {
+    thread_.join();
+    return reader_->Finish();
+  }
+
+ private:
+  void ReadAll() {
+    v1::SavepointProgress message;
+    while (reader_->Read(&message)) {
+      std::lock_guard<std::mutex> lock(mu_);
+      queue_.push_back(message);
+      cv_.notify_one();
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    ended_ = true;
+    cv_.notify_one();
+  }
+
+  grpc::ClientContext context_;
+  std::unique_ptr<grpc::ClientReader<v1::SavepointProgress>> reader_;
+  std::thread thread_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<v1::SavepointProgress> queue_;  // guarded by mu_
+  bool ended_ = false;                       // guarded by mu_
+};
+
+// "p1: reason" of the first failed pipeline, and how many others failed.
+std::string FailureSummary(const v1::SavepointProgress& result) {
+  std::string first;
+  int failed = 0;
+  for (const v1::PipelineSavepoint& s : result.savepoints()) {
+    if (s.status() != v1::SAVEPOINT_STATUS_FAILED) continue;
+    if (++failed == 1) {
+      first = s.pipeline_id() + (s.failure_reason().empty() ? "" : ": " + s.failure_reason());
+    }
+  }
+  if (failed == 0) return "";
+  if (failed > 1) first += " (and " + std::to_string(failed - 1) + " more)";
+  return first;
+}
+
+CommandResult RunSavepoint(const GlobalOptions& global, const SavepointFlags& flags) {
+  v1::TriggerSavepointRequest request;
+  request.set_job_id(flags.job);
+  request.set_pipeline_id(flags.pipeline);
+  request.set_target(flags.target);
+  request.set_stop(flags.stop);
+  if (flags.timeout_option->count() > 0) {
+    std::string why;
+    const std::optional<int64_t> timeout_ms = ParseDurationMs(flags.timeout, &why);
+    if (!timeout_ms) return CommandResult::BadUsage("--timeout: " + why);
+    if (*timeout_ms <= 0) return CommandResult::BadUsage("--timeout: must be more than 0");
+    request.set_timeout_ms(*timeout_ms);
+  }
+  const milliseconds deadline =
+      milliseconds(request.timeout_ms() > 0 ? request.timeout_ms() : kDefaultTimeoutMs) +
+      kDeadlineSlack;
+  const std::string what =
+      flags.pipeline.empty() ? "job " + flags.job : flags.job + "/" + flags.pipeline;
+
+  const bool terminal = ::isatty(STDOUT_FILENO) == 1;
+  LiveBlock live(stdout);
+  ProgressChangeLog changes;
+  const Clock::time_point started = Clock::now();
+  auto elapsed_ms = [started] {
+    return std::chrono::duration_cast<milliseconds>(Clock::now() - started).count();
+  };
+
+  Connection connection(global.server);
+  ProgressStream stream(connection, request, deadline);
+  v1::SavepointProgress latest;
+  std::optional<v1::SavepointProgress> result;
+  int64_t received = 0;
+  for (bool ended = false; !ended;) {
+    std::optional<Clock::time_point> until;
+    if (terminal) until = Clock::now() + kRedrawEvery;
+    for (v1::SavepointProgress& message : stream.Wait(until, &ended)) {
+      ++received;
+      if (!terminal) {
+        for (const std::string& line : changes.Changes(message, elapsed_ms())) {
+          std::fprintf(stderr, "%s\n", line.c_str());
+        }
+      }
+      if (message.final()) result = message;
+      latest = std::move(message);
+    }
+    if (terminal && !ended) live.Draw(LiveProgressLines(flags.job, latest, elapsed_ms()));
+  }
+  const grpc::Status status = stream.Finish();
+  live.Clear();
+
+  if (result) {
+    const std::string text =
+        global.json() ? Dump(SavepointJson(*result)) : SavepointResult(*result);
+    std::fputs(text.c_str(), stdout);
+    if (result->status() != v1::SAVEPOINT_STATUS_COMPLETED) {
+      const std::string failures = FailureSummary(*result);
+      return CommandResult::Failed("savepoint of " + what + " " + ShortName(result->status()) +
+                                   (failures.empty() ? "" : ": " + failures));
+    }
+    return CommandResult::Ok();
+  }
+  if (status.ok()) {
+    return CommandResult::Failed("the savepoint stream of " + what + " ended without a result");
+  }
+  if (status.error_code() == grpc::StatusCode::UNAVAILABLE && received > 0) {
+    return CommandResult::Failed(
+        "the daemon went away during the savepoint (UNAVAILABLE); it was not completed");
+  }
+  if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED && received > 0) {
+    return CommandResult::Failed("no result for the savepoint of " + what + " within " +
+                                 FormatDuration(deadline.count()) +
+                                 " (DEADLINE_EXCEEDED); it may still finish on the daemon");
+  }
+  return CommandResult::Failed(connection.Describe(status, deadline));
+}
+
+}  // namespace
+
+void AddSavepointCommand(CLI::App& app, CommandContext& context) {
+  auto flags = std::make_shared<SavepointFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "savepoint",
+      "Take a savepoint of a job's pipelines (or one), wait for it, and print where it went");
+  cmd->fallthrough();
+  cmd->footer(R"(Shows live progress on a terminal; otherwise a line on stderr per change.
+Exits non-zero if any pipeline's savepoint FAILED.
+
+Examples:
+  ckptctl savepoint --job etl
+  ckptctl savepoint --job etl --pipeline p0 --target s3://bucket/savepoints/etl
+  ckptctl savepoint --job etl --stop --timeout 10m -o json)");
+  cmd->add_option("--job", flags->job, "Job id")->required();
+  cmd->add_option("--pipeline", flags->pipeline,
+                  "Only this pipeline (default: every one of the job)");
+  cmd->add_option("--target", flags->target,
+                  "Where the state goes (default: <data_dir>/savepoints/<job>/<pipeline>/<id>)")
+      ->type_name("URI");
+  cmd->add_flag("--stop", flags->stop, "Leave each pipeline STOPPED once its savepoint completes");
+  flags->timeout_option =
+      cmd->add_option("--timeout", flags->timeout,
+                      "Give up after this long, counted from the request (default: 5m)")
+          ->type_name("DURATION");
+  cmd->callback([&context, flags] {
+    context.action = [&context, flags] { return RunSavepoint(context.global, *flags); };
+  });
+}
+
+}  // namespace ckpt::ctl

@@ -1,0 +1,28 @@
+#pragma once
+// Durations as ckptctl reads and prints them: "250ms", "10s", "1.5m", "2h"; and times relative to
+// now ("3s ago", "never").
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace ckpt::ctl {
+
+// A non-negative number (decimals allowed) and one unit: ms, s, m or h. A bare number, even "0",
+// is rejected ("needs a unit"), as are negative, unknown-unit and absurd (over a year) values;
+// *error then holds a reason quoting the text.
+std::optional<int64_t> ParseDurationMs(std::string_view text, std::string* error);
+
+// An exact spelling, largest units first, zero parts left out: "0s", "250ms", "1.5s", "10s", "5m",
+// "1h30m", "1m30.5s". Negative: a leading "-".
+std::string FormatDuration(int64_t ms);
+
+// How long ago `then_ms` was, both in ms since the Unix epoch: "just now" (under a second, or in
+// the future by clock skew), "3s ago", "2m ago", "5h ago", "3d ago"; "never" when then_ms <= 0.
+std::string FormatAgo(int64_t then_ms, int64_t now_ms);
+
+// A running time for progress displays: "0.4s", "12.3s", "2m05s", "1h02m".
+std::string FormatElapsed(int64_t ms);
+
+}  // namespace ckpt::ctl

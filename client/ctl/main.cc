@@ -1,0 +1,95 @@
+// ckptctl: the operator CLI of ckptd (CONTRACT.md, "CLI: ckptctl").
+// Exit codes: 0 success; 1 the request failed, the daemon could not be reached, or a savepoint
+// FAILED; 2 bad flags or values. Every failure is one line on stderr: "ckptctl: <reason>".
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "ctl/command.h"
+#include "ctl/connection.h"
+
+namespace {
+
+constexpr char kExamples[] = R"(Examples:
+  ckptctl status
+  ckptctl pipeline create --job etl --pipeline p0 --parallelism 4 --interval 30s
+  ckptctl pipeline list -o json
+  ckptctl checkpoint list etl p0
+  ckptctl savepoint --job etl --stop
+  CKPTCTL_SERVER=ckptd.internal:7070 ckptctl pipeline get etl p0
+
+Global flags may come before or after the command.)";
+
+constexpr char kGlobalFlags[] =
+    "\n\nGlobal flags (before or after the command): --server HOST:PORT (default: "
+    "$CKPTCTL_SERVER, else 127.0.0.1:7070), -o/--output table|json.";
+
+// Subcommands' help does not list the app's options: say them in every footer.
+void AddGlobalFlagsNote(CLI::App* app) {
+  for (CLI::App* sub : app->get_subcommands([](CLI::App*) { return true; })) {
+    sub->footer(sub->get_footer() + kGlobalFlags);
+    AddGlobalFlagsNote(sub);
+  }
+}
+
+std::string OneLine(std::string text) {
+  for (char& c : text) {
+    if (c == '\n') c = ' ';
+  }
+  while (!text.empty() && text.back() == ' ') text.pop_back();
+  return text;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace ckpt::ctl;
+  CommandContext context;
+  CLI::App app{"Operates a ckptd daemon: pipelines, checkpoints and savepoints.", "ckptctl"};
+  app.add_option("--server", context.global.server,
+                 "Daemon address HOST:PORT (default: $CKPTCTL_SERVER, else 127.0.0.1:7070)")
+      ->envname("CKPTCTL_SERVER")
+      ->type_name("HOST:PORT");
+  app.add_option("-o,--output", context.global.output, "Output format: table or json")
+      ->check(CLI::IsMember({"table", "json"}))
+      ->capture_default_str();
+  app.set_version_flag("--version", std::string("ckptctl ") + CKPTCTL_VERSION);
+  app.require_subcommand(1);
+  app.footer(kExamples);
+  AddStatusCommand(app, context);
+  AddPipelineCommands(app, context);
+  AddCheckpointCommands(app, context);
+  AddSavepointCommand(app, context);
+  AddGlobalFlagsNote(&app);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success& e) {  // --help, --version
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::string why = OneLine(e.what());
+    // "ckptctl bogus" and "ckptctl pipeline bogus": the word is left over, and CLI11 only says
+    // that a subcommand is required.
+    const std::vector<std::string> left = app.remaining();
+    if (why.find("subcommand is required") != std::string::npos && !left.empty()) {
+      why = "unknown command \"" + left.front() + "\"";
+    }
+    std::fprintf(stderr, "ckptctl: %s (see --help)\n", why.c_str());
+    return 2;
+  }
+  if (!context.action) {  // require_subcommand makes this unreachable; stay safe anyway
+    std::fputs("ckptctl: no command given (see --help)\n", stderr);
+    return 2;
+  }
+
+  SilenceGrpcLogging();
+  const CommandResult result = context.action();
+  std::fflush(stdout);
+  if (result.exit_code != 0) {
+    std::fprintf(stderr, "ckptctl: %s\n",
+                 OneLine(result.error.empty() ? "failed" : result.error).c_str());
+  }
+  return result.exit_code;
+}

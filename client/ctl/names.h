@@ -1,0 +1,23 @@
+#pragma once
+// The short enum names CONTRACT.md uses ("RUNNING", "SAVEPOINT_AND_STOP", "COMPLETED"), for
+// tables and JSON alike.
+
+#include <grpcpp/support/status.h>
+
+#include <string>
+
+#include "ckpt/v1/admin.pb.h"
+#include "ckpt/v1/common.pb.h"
+
+namespace ckpt::ctl {
+
+// Values this build does not know print as "UNKNOWN(<number>)".
+std::string ShortName(v1::PipelineState state);
+std::string ShortName(v1::CheckpointKind kind);
+std::string ShortName(v1::CheckpointStatus status);
+std::string ShortName(v1::SavepointStatus status);
+
+// "NOT_FOUND", "UNAVAILABLE", ...
+const char* StatusCodeName(grpc::StatusCode code);
+
+}  // namespace ckpt::ctl

@@ -1,0 +1,113 @@
+#include "ctl/output_json.h"
+
+#include <map>
+
+#include "ctl/names.h"
+
+namespace ckpt::ctl {
+namespace {
+
+template <typename Strings>
+Json StringArray(const Strings& strings) {
+  Json array = Json::array();
+  for (const std::string& s : strings) array.push_back(s);
+  return array;
+}
+
+}  // namespace
+
+Json PipelineJson(const v1::Pipeline& p) {
+  const v1::PipelineSpec& spec = p.spec();
+  return {
+      {"job_id", spec.job_id()},
+      {"pipeline_id", spec.pipeline_id()},
+      {"state", ShortName(p.state())},
+      {"generation", p.generation()},
+      {"expected_tasks", p.expected_tasks()},
+      {"registered_tasks", p.registered_tasks()},
+      {"missing_tasks", StringArray(p.missing_tasks())},
+      {"pending_checkpoint_id", p.pending_checkpoint_id()},
+      {"last_completed_checkpoint_id", p.last_completed_checkpoint_id()},
+      {"last_completed_at_ms", p.last_completed_at_ms()},
+      {"completed_count", p.completed_count()},
+      {"failed_count", p.failed_count()},
+      {"expired_count", p.expired_count()},
+      {"consecutive_failures", p.consecutive_failures()},
+      {"interval_ms", spec.interval_ms()},
+      {"timeout_ms", spec.timeout_ms()},
+      {"min_pause_ms", spec.min_pause_ms()},
+      {"task_ids", StringArray(spec.task_ids())},
+      {"tolerable_failures", spec.tolerable_failures()},
+      {"retained", spec.retained()},
+      {"from_config", p.from_config()},
+  };
+}
+
+Json CheckpointJson(const v1::CheckpointInfo& c) {
+  // The proto map's order is unspecified: sort for stable output.
+  const std::map<std::string, v1::TaskState> sorted(c.state().begin(), c.state().end());
+  Json state = Json::object();
+  for (const auto& [task_id, task] : sorted) {
+    state[task_id] = {
+        {"uri", task.uri()}, {"size_bytes", task.size_bytes()}, {"checksum", task.checksum()}};
+  }
+  return {
+      {"checkpoint_id", c.checkpoint_id()},
+      {"kind", ShortName(c.kind())},
+      {"status", ShortName(c.status())},
+      {"triggered_at_ms", c.triggered_at_ms()},
+      {"finished_at_ms", c.finished_at_ms()},
+      {"acked_tasks", c.acked_tasks()},
+      {"expected_tasks", c.expected_tasks()},
+      {"failure_reason", c.failure_reason()},
+      {"location", c.location()},
+      {"state", std::move(state)},
+      {"pending_tasks", StringArray(c.pending_tasks())},
+  };
+}
+
+Json DaemonStatusJson(const v1::DaemonStatus& s) {
+  return {
+      {"version", s.version()},
+      {"uptime_ms", s.uptime_ms()},
+      {"pipelines", s.pipelines()},
+      {"worker_sessions", s.worker_sessions()},
+      {"io_threads", s.io_threads()},
+      {"data_dir", s.data_dir()},
+      {"checkpoints_completed", s.checkpoints_completed()},
+      {"checkpoints_failed", s.checkpoints_failed()},
+      {"checkpoints_expired", s.checkpoints_expired()},
+      {"pending_checkpoints", s.pending_checkpoints()},
+  };
+}
+
+Json SavepointJson(const v1::SavepointProgress& progress) {
+  Json savepoints = Json::array();
+  for (const v1::PipelineSavepoint& s : progress.savepoints()) {
+    savepoints.push_back({
+        {"pipeline_id", s.pipeline_id()},
+        {"savepoint_id", s.savepoint_id()},
+        {"status", ShortName(s.status())},
+        {"location", s.location()},
+        {"failure_reason", s.failure_reason()},
+        {"acked_tasks", s.acked_tasks()},
+        {"expected_tasks", s.expected_tasks()},
+    });
+  }
+  return {
+      {"job_id", progress.job_id()},
+      {"status", ShortName(progress.status())},
+      {"savepoints", std::move(savepoints)},
+      {"elapsed_ms", progress.elapsed_ms()},
+  };
+}
+
+Json DeletedJson(const std::string& job_id, const std::string& pipeline_id) {
+  return {{"job_id", job_id}, {"pipeline_id", pipeline_id}, {"deleted", true}};
+}
+
+std::string Dump(const Json& json) {
+  return json.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+}
+
+}  // namespace ckpt::ctl

@@ -1,0 +1,31 @@
+#pragma once
+// `-o json`: the protos as CONTRACT.md names them. snake_case keys, every key present (zeros
+// included), integers as numbers, lists as arrays, enums as short names ("RUNNING").
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "ckpt/v1/admin.pb.h"
+
+namespace ckpt::ctl {
+
+using Json = nlohmann::ordered_json;
+
+// CONTRACT.md's Pipeline keys, then task_ids, tolerable_failures, retained, from_config.
+Json PipelineJson(const v1::Pipeline& pipeline);
+// checkpoint_id, kind, status, triggered_at_ms, finished_at_ms, acked_tasks, expected_tasks,
+// failure_reason, location, state {task_id: {uri, size_bytes, checksum}} (sorted by task id),
+// pending_tasks.
+Json CheckpointJson(const v1::CheckpointInfo& checkpoint);
+// Every DaemonStatus field under its proto name.
+Json DaemonStatusJson(const v1::DaemonStatus& status);
+// {job_id, status, savepoints: [{pipeline_id, savepoint_id, status, location, failure_reason,
+// acked_tasks, expected_tasks}], elapsed_ms}.
+Json SavepointJson(const v1::SavepointProgress& progress);
+// {job_id, pipeline_id, deleted: true}.
+Json DeletedJson(const std::string& job_id, const std::string& pipeline_id);
+
+// One document, indented, newline-terminated. Invalid UTF-8 is replaced, never thrown about.
+std::string Dump(const Json& json);
+
+}  // namespace ckpt::ctl

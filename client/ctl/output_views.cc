@@ -1,0 +1,169 @@
+#include "ctl/output_views.h"
+
+#include <algorithm>
+
+#include "ctl/durations.h"
+#include "ctl/names.h"
+#include "ctl/output_table.h"
+
+namespace ckpt::ctl {
+namespace {
+
+std::string Key(const v1::Pipeline& p) { return p.spec().job_id() + "/" + p.spec().pipeline_id(); }
+
+std::string IdOrDash(int64_t id) { return id > 0 ? std::to_string(id) : "-"; }
+
+std::string Fraction(int64_t done, int64_t of) {
+  return std::to_string(done) + "/" + std::to_string(of);
+}
+
+std::string LastCompleted(const v1::Pipeline& p, int64_t now_ms) {
+  if (p.last_completed_checkpoint_id() <= 0) return "never";
+  return std::to_string(p.last_completed_checkpoint_id()) + ", " +
+         FormatAgo(p.last_completed_at_ms(), now_ms);
+}
+
+// Failed rounds say why; savepoints say where.
+std::string Detail(const v1::CheckpointInfo& c) {
+  if (!c.failure_reason().empty()) return c.failure_reason();
+  return c.location();
+}
+
+std::string Took(const v1::CheckpointInfo& c) {
+  if (c.finished_at_ms() <= 0 || c.triggered_at_ms() <= 0) return "-";
+  return FormatDuration(c.finished_at_ms() - c.triggered_at_ms());
+}
+
+std::string PendingLines(const v1::CheckpointInfo& c, int64_t now_ms) {
+  std::string text = "Pending: " + ShortName(c.kind()) + " " + std::to_string(c.checkpoint_id()) +
+                     ", triggered " + FormatAgo(c.triggered_at_ms(), now_ms) + ", " +
+                     Fraction(c.acked_tasks(), c.expected_tasks()) + " tasks acked\n";
+  if (c.pending_tasks_size() > 0) {
+    text += "  waiting for " + std::to_string(c.pending_tasks_size()) +
+            (c.pending_tasks_size() == 1 ? " task: " : " tasks: ") +
+            JoinAbbreviated(c.pending_tasks(), 20) + "\n";
+  }
+  return text;
+}
+
+}  // namespace
+
+std::string JoinAbbreviated(const google::protobuf::RepeatedPtrField<std::string>& items,
+                            size_t max_items) {
+  std::string text;
+  const size_t shown = std::min(static_cast<size_t>(items.size()), max_items);
+  for (size_t i = 0; i < shown; ++i) {
+    if (i > 0) text += ", ";
+    text += items[static_cast<int>(i)];
+  }
+  if (static_cast<size_t>(items.size()) > shown) {
+    text += ", … (" + std::to_string(items.size() - shown) + " more)";
+  }
+  return text;
+}
+
+void SortPipelines(Pipelines* pipelines) {
+  std::sort(pipelines->begin(), pipelines->end(), [](const v1::Pipeline& a, const v1::Pipeline& b) {
+    if (a.spec().job_id() != b.spec().job_id()) return a.spec().job_id() < b.spec().job_id();
+    return a.spec().pipeline_id() < b.spec().pipeline_id();
+  });
+}
+
+std::string PipelinesTable(const Pipelines& pipelines, int64_t now_ms) {
+  if (pipelines.empty()) return "No pipelines.\n";
+  Table table({"JOB", "PIPELINE", "STATE", "TASKS", "PENDING", "LAST CHECKPOINT", "COMPLETED",
+               "FAILED", "EXPIRED", "INTERVAL", "TIMEOUT"});
+  for (const v1::Pipeline& p : pipelines) {
+    table.AddRow({p.spec().job_id(), p.spec().pipeline_id(), ShortName(p.state()),
+                  Fraction(p.registered_tasks(), p.expected_tasks()),
+                  IdOrDash(p.pending_checkpoint_id()), LastCompleted(p, now_ms),
+                  std::to_string(p.completed_count()), std::to_string(p.failed_count()),
+                  std::to_string(p.expired_count()), FormatDuration(p.spec().interval_ms()),
+                  FormatDuration(p.spec().timeout_ms())});
+  }
+  return table.Render();
+}
+
+std::string PipelineDetail(const v1::Pipeline& p, int64_t now_ms) {
+  const v1::PipelineSpec& spec = p.spec();
+  Table table;
+  table.AddRow({"Pipeline:", Key(p)});
+  table.AddRow({"State:", ShortName(p.state())});
+  table.AddRow({"Generation:", std::to_string(p.generation())});
+  table.AddRow({"Tasks:", Fraction(p.registered_tasks(), p.expected_tasks()) + " registered (" +
+                              JoinAbbreviated(spec.task_ids()) + ")"});
+  table.AddRow(
+      {"Missing tasks:", p.missing_tasks().empty() ? "none" : JoinAbbreviated(p.missing_tasks())});
+  table.AddRow({"Pending checkpoint:", p.pending_checkpoint_id() > 0
+                                           ? std::to_string(p.pending_checkpoint_id())
+                                           : "none"});
+  table.AddRow({"Last completed:", LastCompleted(p, now_ms)});
+  table.AddRow({"Checkpoints:", "completed " + std::to_string(p.completed_count()) + ", failed " +
+                                    std::to_string(p.failed_count()) + ", expired " +
+                                    std::to_string(p.expired_count()) + ", consecutive failures " +
+                                    std::to_string(p.consecutive_failures())});
+  table.AddRow({"Interval:", FormatDuration(spec.interval_ms())});
+  table.AddRow({"Timeout:", FormatDuration(spec.timeout_ms())});
+  table.AddRow({"Min pause:", FormatDuration(spec.min_pause_ms())});
+  table.AddRow({"Tolerable failures:", std::to_string(spec.tolerable_failures())});
+  table.AddRow({"Retained:", std::to_string(spec.retained())});
+  table.AddRow({"From config:", p.from_config() ? "yes" : "no"});
+  return table.Render();
+}
+
+std::string CheckpointsView(const Checkpoints& checkpoints, int64_t now_ms) {
+  std::string text;
+  Table finished({"ID", "KIND", "STATUS", "TRIGGERED", "TOOK", "ACKED", "LOCATION / REASON"});
+  for (const v1::CheckpointInfo& c : checkpoints) {
+    if (c.status() == v1::CHECKPOINT_STATUS_PENDING) {
+      text += PendingLines(c, now_ms);
+      continue;
+    }
+    finished.AddRow({std::to_string(c.checkpoint_id()), ShortName(c.kind()), ShortName(c.status()),
+                     FormatAgo(c.triggered_at_ms(), now_ms), Took(c),
+                     Fraction(c.acked_tasks(), c.expected_tasks()), Detail(c)});
+  }
+  if (text.empty()) text = "No checkpoint pending.\n";
+  text += "\n";
+  text += finished.empty() ? "No finished checkpoints.\n" : finished.Render();
+  return text;
+}
+
+std::string TriggeredLine(const std::string& job_id, const std::string& pipeline_id,
+                          const v1::CheckpointInfo& c) {
+  return "Triggered " + ShortName(c.kind()) + " " + std::to_string(c.checkpoint_id()) + " of " +
+         job_id + "/" + pipeline_id + ": " + ShortName(c.status()) + ", " +
+         Fraction(c.acked_tasks(), c.expected_tasks()) + " tasks acked\n";
+}
+
+std::string DaemonSummary(const v1::DaemonStatus& s, const std::string& server) {
+  return "ckptd " + s.version() + " at " + server + ": serving, up " +
+         FormatElapsed(s.uptime_ms()) + "\n" + "  pipelines " + std::to_string(s.pipelines()) +
+         ", worker sessions " + std::to_string(s.worker_sessions()) + ", pending checkpoints " +
+         std::to_string(s.pending_checkpoints()) + ", io threads " +
+         std::to_string(s.io_threads()) + "\n" + "  checkpoints completed " +
+         std::to_string(s.checkpoints_completed()) + ", failed " +
+         std::to_string(s.checkpoints_failed()) + ", expired " +
+         std::to_string(s.checkpoints_expired()) + "; data_dir " + s.data_dir() + "\n";
+}
+
+std::string SavepointResult(const v1::SavepointProgress& result) {
+  bool any_reason = false;
+  for (const v1::PipelineSavepoint& s : result.savepoints()) {
+    any_reason = any_reason || !s.failure_reason().empty();
+  }
+  std::vector<std::string> headers = {"PIPELINE", "SAVEPOINT", "STATUS", "ACKED", "LOCATION"};
+  if (any_reason) headers.push_back("REASON");
+  Table table(std::move(headers));
+  for (const v1::PipelineSavepoint& s : result.savepoints()) {
+    std::vector<std::string> row = {s.pipeline_id(), IdOrDash(s.savepoint_id()),
+                                    ShortName(s.status()),
+                                    Fraction(s.acked_tasks(), s.expected_tasks()), s.location()};
+    if (any_reason) row.push_back(s.failure_reason());
+    table.AddRow(std::move(row));
+  }
+  return "Savepoint of job " + result.job_id() + ": " + ShortName(result.status()) + " in " +
+         FormatElapsed(result.elapsed_ms()) + "\n" + table.Render();
+}
+
+}  // namespace ckpt::ctl

@@ -1,0 +1,45 @@
+#pragma once
+// `-o table`: what an operator reads. Pure functions of the protos and the current time (ms since
+// the Unix epoch), so tests pin the output exactly.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ckpt/v1/admin.pb.h"
+
+namespace ckpt::ctl {
+
+using Pipelines = google::protobuf::RepeatedPtrField<v1::Pipeline>;
+using Checkpoints = google::protobuf::RepeatedPtrField<v1::CheckpointInfo>;
+
+// "a, b, c", or the first `max_items` and "… (N more)".
+std::string JoinAbbreviated(const google::protobuf::RepeatedPtrField<std::string>& items,
+                            size_t max_items = 10);
+
+// By job id, then pipeline id: tables and JSON in a stable order, whatever the daemon's.
+void SortPipelines(Pipelines* pipelines);
+
+// One row per pipeline: JOB PIPELINE STATE TASKS PENDING LAST CHECKPOINT COMPLETED FAILED EXPIRED
+// INTERVAL TIMEOUT. "No pipelines." when there are none.
+std::string PipelinesTable(const Pipelines& pipelines, int64_t now_ms);
+
+// Everything about one pipeline, a "Key: value" line each.
+std::string PipelineDetail(const v1::Pipeline& pipeline, int64_t now_ms);
+
+// The pending round first, with the tasks it still waits for (what an operator asks first about a
+// stuck checkpoint), then the finished ones as a table, in the daemon's order (newest first).
+std::string CheckpointsView(const Checkpoints& checkpoints, int64_t now_ms);
+
+// A one-line account of a checkpoint just triggered.
+std::string TriggeredLine(const std::string& job_id, const std::string& pipeline_id,
+                          const v1::CheckpointInfo& checkpoint);
+
+// Three lines of daemon health: version and uptime, load, totals.
+std::string DaemonSummary(const v1::DaemonStatus& status, const std::string& server);
+
+// The end of `ckptctl savepoint`: a headline, then a row per pipeline with its savepoint id and
+// location (and a REASON column when any failed).
+std::string SavepointResult(const v1::SavepointProgress& result);
+
+}  // namespace ckpt::ctl

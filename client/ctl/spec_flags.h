@@ -1,0 +1,45 @@
+#pragma once
+// The flags of `pipeline create` and `pipeline update`, turned into a PipelineSpec. A flag left out
+// stays unset in the spec (proto3 optional), so the daemon's defaults apply (create) or the value
+// is kept (update).
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ckpt/v1/admin.pb.h"
+
+namespace ckpt::ctl {
+
+// As typed; nullopt when the flag was not given.
+struct SpecFlags {
+  std::optional<std::string> tasks;     // --tasks a,b,c
+  std::optional<int64_t> parallelism;   // --parallelism N: tasks "0" .. "N-1"
+  std::optional<std::string> interval;  // durations: --interval 10s ...
+  std::optional<std::string> timeout;
+  std::optional<std::string> min_pause;
+  std::optional<int64_t> tolerable_failures;
+  std::optional<int64_t> retained;
+
+  bool empty() const {
+    return !tasks && !parallelism && !interval && !timeout && !min_pause && !tolerable_failures &&
+           !retained;
+  }
+};
+
+enum class TasksRule {
+  kRequired,  // create: exactly one of --tasks and --parallelism
+  kOptional,  // update: at most one; none keeps the task set
+};
+
+// "a,b,c" -> {"a","b","c"}; spaces around ids are dropped. Empty ids and duplicates are errors.
+std::optional<std::vector<std::string>> ParseTaskList(const std::string& text, std::string* error);
+
+// Fills spec's task_ids and the optional fields from flags. False with *error (one line naming the
+// flag) when a value is bad: both or neither task flag (per `rule`), a duration without a unit,
+// a negative or too large number.
+bool ApplySpecFlags(const SpecFlags& flags, TasksRule rule, v1::PipelineSpec* spec,
+                    std::string* error);
+
+}  // namespace ckpt::ctl
