@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # The main job, end to end: set up, build, start ckptd on its embedded SQLite store with
-# config/demo.yaml, serve its pipelines with simulated workers, and show checkpoints completing.
-# Usage: scripts/demo.sh [SECONDS]   (default 10). Data stays in ./ckptd-data: run it again and
-# the daemon continues from the stored checkpoints.
+# config/demo.yaml, serve its pipelines with simulated workers, show checkpoints completing, take
+# a savepoint of the job with ckptctl while they run, and show the result.
+# Usage: scripts/demo.sh [SECONDS]   (default 10, at least 4). Data stays in ./ckptd-data: run it
+# again and the daemon continues from the stored checkpoints.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build_dir=${BUILD_DIR:-$root/build}
 seconds=${1:-10}
+[ "$seconds" -ge 4 ] 2>/dev/null || { echo "usage: scripts/demo.sh [SECONDS >= 4]" >&2; exit 2; }
 cd "$root"
 
 "$root/scripts/setup.sh"
@@ -14,13 +16,16 @@ echo "== build"
 "$root/scripts/build.sh" "$build_dir" >/dev/null
 ckptd=$build_dir/server/ckptd
 sim=$build_dir/client/ckpt-worker-sim
+ctl=$build_dir/client/ckptctl
+export CKPTCTL_SERVER=127.0.0.1:7070
 
 mkdir -p ckptd-data
 log=ckptd-data/ckptd.log
 echo "== starting ckptd (config/demo.yaml, log in $log)"
 "$ckptd" --config config/demo.yaml >>"$log" 2>&1 &
 daemon=$!
-trap 'kill $daemon 2>/dev/null || true' EXIT
+sim_pid=
+trap 'kill $daemon $sim_pid 2>/dev/null || true' EXIT
 
 for _ in $(seq 1 100); do
   if ! kill -0 $daemon 2>/dev/null; then
@@ -34,13 +39,24 @@ done
 
 echo "== simulated workers: job demo, 4 pipelines x 2 tasks, ${seconds}s"
 "$sim" --server 127.0.0.1:7070 --job demo --pipelines 4 --tasks-per-pipeline 2 \
-  --ack-delay-ms 20 --duration "${seconds}s"
+  --ack-delay-ms 20 --duration "${seconds}s" > ckptd-data/sim-summary.txt &
+sim_pid=$!
+sleep $((seconds / 2))
 
-echo "== completed checkpoints in the store (ckptd-data/ckptd.db)"
-sqlite3 -header -column ckptd-data/ckptd.db \
-  "SELECT pipeline_id, COUNT(*) AS kept, MAX(checkpoint_id) AS latest_id,
-          datetime(MAX(finished_at_ms) / 1000, 'unixepoch') AS latest_at_utc
-   FROM checkpoints WHERE job_id = 'demo' GROUP BY pipeline_id ORDER BY pipeline_id;"
+echo "== ckptctl status"
+"$ctl" status
+echo "== ckptctl savepoint --job demo (while the workers run)"
+"$ctl" savepoint --job demo --timeout 1m
+echo "== ckptctl checkpoint list demo p0 --limit 3"
+"$ctl" checkpoint list demo p0 --limit 3
+
+wait $sim_pid
+sim_pid=
+echo "== what the workers saw"
+cat ckptd-data/sim-summary.txt
+
+echo "== ckptctl pipeline list --job demo (workers gone: waiting for tasks)"
+"$ctl" pipeline list --job demo
 
 echo "== stopping ckptd (SIGTERM)"
 kill -TERM $daemon

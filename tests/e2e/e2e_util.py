@@ -2,14 +2,17 @@
 
 Every process started here is killed and every temp dir removed when the test ends.
 """
+import argparse
 import os
 import shutil
 import signal
 import socket
 import sqlite3
 import subprocess
+import sys
 import tempfile
 import time
+import unittest
 
 
 def free_port():
@@ -57,9 +60,9 @@ class Workspace:
         return config
 
     def start(self, name, *args, log=None):
-        out = open(self.path(log or (name + ".log")), "ab")
-        proc = subprocess.Popen([self.binary(name), *args], stdout=out, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL)
+        with open(self.path(log or (name + ".log")), "ab") as out:  # the child keeps its own fd
+            proc = subprocess.Popen([self.binary(name), *args], stdout=out,
+                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         self.procs.append(proc)
         return proc
 
@@ -113,3 +116,12 @@ def read_events(path):
                 except ValueError:
                     pass  # a line cut short by SIGKILL
     return events
+
+
+def main(module_globals):
+    """Runs a test module's unittest tests; sets its BUILD_DIR from --build-dir."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--build-dir", required=True)
+    args, rest = parser.parse_known_args()
+    module_globals["BUILD_DIR"] = args.build_dir
+    unittest.main(module=module_globals["__name__"], argv=[sys.argv[0]] + rest)

@@ -1,11 +1,9 @@
 """ckptctl as an operator meets it: a real ckptd, the real binary, JSON parsed and checked, tables,
 exit codes and one-line errors; savepoints while ckpt-worker-sim serves the job."""
-import argparse
 import json
 import os
 import signal
 import subprocess
-import sys
 import time
 import unittest
 
@@ -462,8 +460,4 @@ class CkptctlTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--build-dir", required=True)
-    args, rest = parser.parse_known_args()
-    BUILD_DIR = args.build_dir
-    unittest.main(argv=[sys.argv[0]] + rest)
+    e2e.main(globals())

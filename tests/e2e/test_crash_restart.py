@@ -1,11 +1,9 @@
 """ckptd and ckpt-worker-sim as processes: checkpoints complete; after kill -9 and a restart no
 completed checkpoint is lost (within `retained`) and no id is reused."""
-import argparse
 import collections
 import os
 import random
 import signal
-import sys
 import time
 import unittest
 
@@ -84,8 +82,4 @@ class CrashRestartTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--build-dir", required=True)
-    args, rest = parser.parse_known_args()
-    BUILD_DIR = args.build_dir
-    unittest.main(argv=[sys.argv[0]] + rest)
+    e2e.main(globals())

@@ -1,8 +1,6 @@
 """ckptd's command line as a user meets it: --version, --check-config, bad configs, SIGTERM."""
-import argparse
 import signal
 import subprocess
-import sys
 import unittest
 
 import e2e_util as e2e
@@ -55,8 +53,4 @@ class DaemonCliTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--build-dir", required=True)
-    args, rest = parser.parse_known_args()
-    BUILD_DIR = args.build_dir
-    unittest.main(argv=[sys.argv[0]] + rest)
+    e2e.main(globals())

@@ -1,22 +1,19 @@
-#include "sim/duration.h"
+#include "common/duration.h"
 
 #include <cmath>
-#include <cstdint>
 
-namespace ckpt::sim {
+namespace ckpt::cli {
 namespace {
 
-constexpr double kMaxMillis = 10.0 * 365 * 24 * 3600 * 1000;  // ten years
-
-std::optional<std::chrono::milliseconds> Fail(std::string_view text, const char* why,
-                                              std::string* error) {
-  if (error) *error = "invalid duration \"" + std::string(text) + "\": " + why;
+std::optional<int64_t> Fail(std::string_view text, std::string_view why, std::string* error) {
+  if (error) *error = "invalid duration \"" + std::string(text) + "\": " + std::string(why);
   return std::nullopt;
 }
 
 }  // namespace
 
-std::optional<std::chrono::milliseconds> ParseDuration(std::string_view text, std::string* error) {
+std::optional<int64_t> ParseDurationMs(std::string_view text, std::string* error,
+                                       DurationOptions options) {
   size_t pos = 0;
   double value = 0;
   bool any_digit = false;
@@ -35,8 +32,9 @@ std::optional<std::chrono::milliseconds> ParseDuration(std::string_view text, st
       ++pos;
     }
   }
-  if (!any_digit)
-    return Fail(text, "expected a non-negative number and a unit (ms, s, m, h), e.g. 30s", error);
+  if (!any_digit) {
+    return Fail(text, "expected a non-negative number and a unit (ms, s, m or h), e.g. 30s", error);
+  }
   const std::string_view unit = text.substr(pos);
   double factor = 0;
   if (unit == "ms") {
@@ -48,14 +46,17 @@ std::optional<std::chrono::milliseconds> ParseDuration(std::string_view text, st
   } else if (unit == "h") {
     factor = 3'600'000;
   } else if (unit.empty()) {
+    if (!options.allow_bare_zero) return Fail(text, "needs a unit (ms, s, m or h), e.g. 10s", error);
     if (value != 0) return Fail(text, "missing unit (ms, s, m or h)", error);
     factor = 1;
   } else {
     return Fail(text, "unknown unit (use ms, s, m or h)", error);
   }
   const double millis = value * factor;
-  if (millis > kMaxMillis) return Fail(text, "longer than ten years", error);
-  return std::chrono::milliseconds(static_cast<int64_t>(std::llround(millis)));
+  if (millis > static_cast<double>(options.max_ms)) {
+    return Fail(text, std::string("longer than ") + options.max_text, error);
+  }
+  return static_cast<int64_t>(std::llround(millis));
 }
 
-}  // namespace ckpt::sim
+}  // namespace ckpt::cli
