@@ -124,7 +124,8 @@ CommandResult RunSavepoint(const GlobalOptions& global, const SavepointFlags& fl
   request.set_stop(flags.stop);
   if (flags.timeout_option->count() > 0) {
     std::string why;
-    const std::optional<int64_t> timeout_ms = ParseDurationMs(flags.timeout, &why);
+    const std::optional<int64_t> timeout_ms =
+        cli::ParseDurationMs(flags.timeout, &why, kDurationOptions);
     if (!timeout_ms) return CommandResult::BadUsage("--timeout: " + why);
     if (*timeout_ms <= 0) return CommandResult::BadUsage("--timeout: must be more than 0");
     request.set_timeout_ms(*timeout_ms);

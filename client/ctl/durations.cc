@@ -1,17 +1,9 @@
 #include "ctl/durations.h"
 
-#include <cmath>
 #include <cstdio>
 
 namespace ckpt::ctl {
 namespace {
-
-constexpr double kMaxMillis = 366.0 * 24 * 3600 * 1000;  // a year: longer is a typo
-
-std::optional<int64_t> Fail(std::string_view text, const char* why, std::string* error) {
-  if (error) *error = "invalid duration \"" + std::string(text) + "\": " + why;
-  return std::nullopt;
-}
 
 // "1.500" -> "1.5", "2.000" -> "2".
 std::string TrimmedDecimal(double value) {
@@ -24,48 +16,6 @@ std::string TrimmedDecimal(double value) {
 }
 
 }  // namespace
-
-std::optional<int64_t> ParseDurationMs(std::string_view text, std::string* error) {
-  size_t pos = 0;
-  double value = 0;
-  bool any_digit = false;
-  while (pos < text.size() && text[pos] >= '0' && text[pos] <= '9') {
-    value = value * 10 + (text[pos] - '0');
-    any_digit = true;
-    ++pos;
-  }
-  if (pos < text.size() && text[pos] == '.') {
-    ++pos;
-    double scale = 0.1;
-    while (pos < text.size() && text[pos] >= '0' && text[pos] <= '9') {
-      value += (text[pos] - '0') * scale;
-      scale /= 10;
-      any_digit = true;
-      ++pos;
-    }
-  }
-  if (!any_digit) {
-    return Fail(text, "expected a non-negative number and a unit (ms, s, m or h), e.g. 30s", error);
-  }
-  const std::string_view unit = text.substr(pos);
-  double factor = 0;
-  if (unit == "ms") {
-    factor = 1;
-  } else if (unit == "s") {
-    factor = 1000;
-  } else if (unit == "m") {
-    factor = 60'000;
-  } else if (unit == "h") {
-    factor = 3'600'000;
-  } else if (unit.empty()) {
-    return Fail(text, "needs a unit (ms, s, m or h), e.g. 10s", error);
-  } else {
-    return Fail(text, "unknown unit (use ms, s, m or h)", error);
-  }
-  const double millis = value * factor;
-  if (millis > kMaxMillis) return Fail(text, "longer than a year", error);
-  return static_cast<int64_t>(std::llround(millis));
-}
 
 std::string FormatDuration(int64_t ms) {
   if (ms < 0) return "-" + FormatDuration(-ms);

@@ -3,16 +3,16 @@
 // now ("3s ago", "never").
 
 #include <cstdint>
-#include <optional>
 #include <string>
-#include <string_view>
+
+#include "common/duration.h"
 
 namespace ckpt::ctl {
 
-// A non-negative number (decimals allowed) and one unit: ms, s, m or h. A bare number, even "0",
-// is rejected ("needs a unit"), as are negative, unknown-unit and absurd (over a year) values;
-// *error then holds a reason quoting the text.
-std::optional<int64_t> ParseDurationMs(std::string_view text, std::string* error);
+// How ckptctl parses a duration flag with cli::ParseDurationMs: a bare number, even "0", is
+// rejected ("needs a unit"), as is anything over a year.
+inline constexpr cli::DurationOptions kDurationOptions{
+    .allow_bare_zero = false, .max_ms = 366LL * 24 * 3600 * 1000, .max_text = "a year"};
 
 // An exact spelling, largest units first, zero parts left out: "0s", "250ms", "1.5s", "10s", "5m",
 // "1h30m", "1m30.5s". Negative: a leading "-".

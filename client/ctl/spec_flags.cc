@@ -22,7 +22,7 @@ bool SetDuration(const char* flag, const std::optional<std::string>& text,
                  std::string* error) {
   if (!text) return true;
   std::string why;
-  const std::optional<int64_t> ms = ParseDurationMs(*text, &why);
+  const std::optional<int64_t> ms = cli::ParseDurationMs(*text, &why, kDurationOptions);
   if (!ms) {
     *error = std::string(flag) + ": " + why;
     return false;

@@ -4,8 +4,6 @@
 
 #include <CLI/CLI.hpp>
 
-#include "sim/duration.h"
-
 namespace ckpt::sim {
 namespace {
 
@@ -25,12 +23,12 @@ ParsedCommandLine Error(std::string message) {
 bool ParseDurationFlag(const std::string& flag, const std::string& text,
                        std::chrono::milliseconds* out, std::string* error) {
   std::string why;
-  std::optional<std::chrono::milliseconds> value = ParseDuration(text, &why);
-  if (!value) {
+  const std::optional<int64_t> ms = cli::ParseDurationMs(text, &why, kDurationOptions);
+  if (!ms) {
     *error = flag + ": " + why;
     return false;
   }
-  *out = *value;
+  *out = std::chrono::milliseconds(*ms);
   return true;
 }
 

@@ -6,7 +6,14 @@
 #include <optional>
 #include <string>
 
+#include "common/duration.h"
+
 namespace ckpt::sim {
+
+// How ckpt-worker-sim parses its duration flags with cli::ParseDurationMs: "0" alone is accepted
+// (zero needs no unit); anything over ten years is rejected.
+inline constexpr cli::DurationOptions kDurationOptions{
+    .allow_bare_zero = true, .max_ms = 10LL * 365 * 24 * 3600 * 1000, .max_text = "ten years"};
 
 struct SimOptions {
   std::string server = "127.0.0.1:7070";

@@ -1,42 +1,67 @@
 #include <gtest/gtest.h>
 
 #include "ctl/durations.h"
+#include "sim/sim_options.h"
 
 namespace ckpt::ctl {
 namespace {
 
-TEST(CtlDurations, ParsesEveryUnit) {
-  EXPECT_EQ(ParseDurationMs("250ms", nullptr), 250);
-  EXPECT_EQ(ParseDurationMs("10s", nullptr), 10'000);
-  EXPECT_EQ(ParseDurationMs("5m", nullptr), 300'000);
-  EXPECT_EQ(ParseDurationMs("2h", nullptr), 7'200'000);
-  EXPECT_EQ(ParseDurationMs("1.5s", nullptr), 1500);
-  EXPECT_EQ(ParseDurationMs("0s", nullptr), 0);
-  EXPECT_EQ(ParseDurationMs("0ms", nullptr), 0);
+// cli::ParseDurationMs, with the options of both its callers: ckptctl (kDurationOptions) and
+// ckpt-worker-sim (sim::kDurationOptions).
+TEST(ClientDuration, ParsesEveryUnit) {
+  for (const cli::DurationOptions& options : {kDurationOptions, sim::kDurationOptions}) {
+    EXPECT_EQ(cli::ParseDurationMs("250ms", nullptr, options), 250);
+    EXPECT_EQ(cli::ParseDurationMs("10s", nullptr, options), 10'000);
+    EXPECT_EQ(cli::ParseDurationMs("30s", nullptr, options), 30'000);
+    EXPECT_EQ(cli::ParseDurationMs("2m", nullptr, options), 120'000);
+    EXPECT_EQ(cli::ParseDurationMs("5m", nullptr, options), 300'000);
+    EXPECT_EQ(cli::ParseDurationMs("1h", nullptr, options), 3'600'000);
+    EXPECT_EQ(cli::ParseDurationMs("2h", nullptr, options), 7'200'000);
+    EXPECT_EQ(cli::ParseDurationMs("1.5s", nullptr, options), 1500);
+    EXPECT_EQ(cli::ParseDurationMs("0s", nullptr, options), 0);
+    EXPECT_EQ(cli::ParseDurationMs("0ms", nullptr, options), 0);
+  }
 }
 
-TEST(CtlDurations, RejectsWithAReasonQuotingTheText) {
+TEST(ClientDuration, SimAcceptsABareZero) {
+  EXPECT_EQ(cli::ParseDurationMs("0", nullptr, sim::kDurationOptions), 0);
+}
+
+TEST(ClientDuration, RejectsWithAReasonQuotingTheText) {
   struct Case {
     const char* text;
     const char* fragment;
   };
-  const Case cases[] = {
-      {"10", "needs a unit"},
-      {"0", "needs a unit"},
+  const Case either[] = {
       {"", "expected a non-negative number"},
       {"s", "expected a non-negative number"},
       {"-1s", "expected a non-negative number"},
       {"10x", "unknown unit"},
       {"1m30s", "unknown unit"},
       {"10 s", "unknown unit"},
+      {"1e3s", "unknown unit"},
+  };
+  const Case ctl_only[] = {
+      {"10", "needs a unit"},
+      {"0", "needs a unit"},
       {"9999h", "longer than a year"},
   };
-  for (const Case& c : cases) {
+  const Case sim_only[] = {
+      {"10", "missing unit"},
+      {"99999999h", "ten years"},
+  };
+  auto expect_rejected = [](const Case& c, const cli::DurationOptions& options) {
     std::string error;
-    EXPECT_FALSE(ParseDurationMs(c.text, &error).has_value()) << c.text;
+    EXPECT_FALSE(cli::ParseDurationMs(c.text, &error, options).has_value()) << c.text;
     EXPECT_NE(error.find(c.fragment), std::string::npos) << c.text << ": " << error;
     EXPECT_NE(error.find(std::string("\"") + c.text + "\""), std::string::npos) << error;
+  };
+  for (const Case& c : either) {
+    expect_rejected(c, kDurationOptions);
+    expect_rejected(c, sim::kDurationOptions);
   }
+  for (const Case& c : ctl_only) expect_rejected(c, kDurationOptions);
+  for (const Case& c : sim_only) expect_rejected(c, sim::kDurationOptions);
 }
 
 TEST(CtlDurations, FormatsExactlyWithTheLargestUnits) {
@@ -55,7 +80,7 @@ TEST(CtlDurations, FormatsExactlyWithTheLargestUnits) {
 
 TEST(CtlDurations, FormattedDurationsParseBack) {
   for (int64_t ms : {0LL, 250LL, 10'000LL, 300'000LL, 3'600'000LL, 7'200'000LL}) {
-    EXPECT_EQ(ParseDurationMs(FormatDuration(ms), nullptr), ms) << ms;
+    EXPECT_EQ(cli::ParseDurationMs(FormatDuration(ms), nullptr, kDurationOptions), ms) << ms;
   }
 }
 

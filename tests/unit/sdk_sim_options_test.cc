@@ -2,46 +2,12 @@
 
 #include <vector>
 
-#include "sim/duration.h"
 #include "sim/sim_options.h"
 
 namespace ckpt::sim {
 namespace {
 
 using std::chrono::milliseconds;
-
-TEST(SdkSimDuration, AcceptsTheContractUnits) {
-  EXPECT_EQ(ParseDuration("250ms", nullptr), milliseconds(250));
-  EXPECT_EQ(ParseDuration("30s", nullptr), milliseconds(30'000));
-  EXPECT_EQ(ParseDuration("2m", nullptr), milliseconds(120'000));
-  EXPECT_EQ(ParseDuration("1h", nullptr), milliseconds(3'600'000));
-  EXPECT_EQ(ParseDuration("1.5s", nullptr), milliseconds(1500));
-  EXPECT_EQ(ParseDuration("0", nullptr), milliseconds(0));
-  EXPECT_EQ(ParseDuration("0s", nullptr), milliseconds(0));
-}
-
-TEST(SdkSimDuration, RejectsWithAReason) {
-  struct Case {
-    const char* text;
-    const char* fragment;
-  };
-  const Case cases[] = {
-      {"", "expected a non-negative number"},
-      {"s", "expected a non-negative number"},
-      {"-1s", "expected a non-negative number"},
-      {"10", "missing unit"},
-      {"10x", "unknown unit"},
-      {"10 s", "unknown unit"},
-      {"1e3s", "unknown unit"},
-      {"99999999h", "ten years"},
-  };
-  for (const Case& c : cases) {
-    std::string error;
-    EXPECT_FALSE(ParseDuration(c.text, &error).has_value()) << c.text;
-    EXPECT_NE(error.find(c.fragment), std::string::npos) << c.text << ": " << error;
-    EXPECT_NE(error.find(std::string("\"") + c.text + "\""), std::string::npos) << error;
-  }
-}
 
 ParsedCommandLine Parse(std::vector<const char*> args) {
   args.insert(args.begin(), "ckpt-worker-sim");
