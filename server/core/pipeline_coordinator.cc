@@ -471,7 +471,7 @@ void PipelineCoordinator::FinishQueuedSavepoint(const std::string& reason, Actio
   const CheckpointKind kind =
       queued_savepoint_->stop ? CheckpointKind::kSavepointAndStop : CheckpointKind::kSavepoint;
   queued_savepoint_.reset();
-  out.push_back(RoundFinished{0, kind, CheckpointStatus::kFailed, {}, reason});
+  out.push_back(RoundFinished{0, kind, CheckpointStatus::kFailed, {}, reason, false, false, ""});
   out.push_back(Log{LogLevel::kWarn, "queued savepoint failed: " + reason});
 }
 

@@ -207,6 +207,7 @@ void Daemon::Shutdown() {
   io_.stop();
   for (auto& t : threads_) t.join();
   threads_.clear();
+  for (auto& r : runners) r->ReleaseAfterStop();
   LogStats("totals");
   spdlog::info("shutdown complete");
 }

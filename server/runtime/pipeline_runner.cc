@@ -192,6 +192,11 @@ void PipelineRunner::EndAllSessions(Status status) {
   });
 }
 
+void PipelineRunner::ReleaseAfterStop() {
+  sessions_.clear();
+  savepoint_observers_.clear();
+}
+
 void PipelineRunner::Inspect(std::function<void(const PipelineCoordinator&)> fn) {
   PostOperator([fn = std::move(fn)](PipelineRunner& r) { fn(r.coordinator_); });
 }

@@ -69,6 +69,11 @@ class PipelineRunner : public std::enable_shared_from_this<PipelineRunner> {
   // Ends every stream with NOT_FOUND and stops the pipeline for good; `done` runs once it is.
   void Delete(std::function<void()> done);
 
+  // Only once the io_context is stopped and its threads joined: drops the references to sessions
+  // and savepoint observers, which hold the runner in turn. Handlers that would have dropped them
+  // (a SessionEnded still queued at stop) never run, and the cycle would outlive the daemon.
+  void ReleaseAfterStop();
+
   // Runs `fn` on the strand with the coordinator (read-only use). For status queries and tests.
   void Inspect(std::function<void(const PipelineCoordinator&)> fn);
 
