@@ -18,6 +18,21 @@ Status ValidateId(const std::string& id, const std::string& what) {
   return Status::Ok();
 }
 
+Status ValidateSavepointTarget(const std::string& target) {
+  if (target.empty()) return Status::Ok();
+  if (target.size() > kMaxUriBytes) {
+    return Status::InvalidArgument("savepoint target is longer than " +
+                                   std::to_string(kMaxUriBytes) + " bytes");
+  }
+  return ValidateId(target, "savepoint target");
+}
+
+std::string TruncateReason(std::string text) {
+  if (text.size() <= kMaxReasonBytes) return text;
+  text.resize(kMaxReasonBytes);
+  return text + "... (truncated)";
+}
+
 namespace {
 
 Status CheckDuration(int64_t value, int64_t min, const char* name) {

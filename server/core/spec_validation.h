@@ -18,6 +18,15 @@ inline constexpr int32_t kMaxRetained = 100000;
 
 // OK, or INVALID_ARGUMENT naming `what` ("job_id", "task_ids[3]") and why.
 Status ValidateId(const std::string& id, const std::string& what);
+
+// Free text and URIs from workers and operators: bounded, so that one message copied to every
+// stream of a pipeline (an abort's reason) or kept in the history stays small.
+inline constexpr size_t kMaxReasonBytes = 1024;
+inline constexpr size_t kMaxUriBytes = 4096;
+// A savepoint target: empty (the default location) or at most kMaxUriBytes, no control characters.
+Status ValidateSavepointTarget(const std::string& target);
+// Cuts `text` to kMaxReasonBytes, saying so at the end.
+std::string TruncateReason(std::string text);
 Status ValidateSpec(const PipelineSpec& spec);
 
 }  // namespace ckpt

@@ -13,6 +13,8 @@ namespace {
 
 constexpr int kDefaultCheckpointListLimit = 20;
 constexpr int64_t kDefaultSavepointTimeoutMs = 300000;
+// Below gRPC's default 4 MiB receive limit, with room for the pending round.
+constexpr size_t kMaxListReplyBytes = 3 << 20;
 
 grpc::ServerUnaryReactor* Reply(grpc::CallbackServerContext* ctx, const Status& status) {
   auto* reactor = ctx->DefaultReactor();
@@ -63,12 +65,15 @@ grpc::ServerUnaryReactor* AdminServiceImpl::UpdatePipeline(grpc::CallbackServerC
   auto runner = Lookup(req->job_id(), req->pipeline_id());
   if (!runner.ok()) return Reply(ctx, runner.status());
   auto* reactor = ctx->DefaultReactor();
-  v1::PipelineSpec update = *req;
-  (*runner)->Inspect([runner = *runner, update, reactor, resp](const PipelineCoordinator& c) {
-    PipelineSpec spec = SpecFromUpdate(update, c.spec());
-    if (auto s = ValidateSpec(spec); !s.ok()) return reactor->Finish(ToGrpcStatus(s));
-    runner->Update(spec, ReplyWithPipeline(reactor, resp));
-  });
+  // Merged with the spec of the moment on the strand, in the same step that applies it, so that
+  // two concurrent updates of different fields both hold.
+  (*runner)->Update(
+      [update = *req](const PipelineSpec& current) -> Result<PipelineSpec> {
+        PipelineSpec spec = SpecFromUpdate(update, current);
+        if (auto s = ValidateSpec(spec); !s.ok()) return s;
+        return spec;
+      },
+      ReplyWithPipeline(reactor, resp));
   return reactor;
 }
 
@@ -189,11 +194,16 @@ grpc::ServerUnaryReactor* AdminServiceImpl::ListCheckpoints(grpc::CallbackServer
       auto r = recent.begin();
       int added = 0;
       while (added < limit && (c != completed->end() || r != recent.end())) {
+        v1::CheckpointInfo info;
         if (r == recent.end() || (c != completed->end() && c->checkpoint_id > r->checkpoint_id)) {
-          ToProto(*c++, expected, resp->add_checkpoints());
+          ToProto(*c++, expected, &info);
         } else {
-          ToProto(*r++, resp->add_checkpoints());
+          ToProto(*r++, &info);
         }
+        // Per-task state makes entries big (thousands of tasks): stop before the reply outgrows
+        // what a default gRPC client accepts; the newest always come first.
+        if (added > 0 && resp->ByteSizeLong() + info.ByteSizeLong() > kMaxListReplyBytes) break;
+        *resp->add_checkpoints() = std::move(info);
         ++added;
       }
       reactor->Finish(grpc::Status::OK);
@@ -213,6 +223,7 @@ grpc::ServerWriteReactor<v1::SavepointProgress>* AdminServiceImpl::TriggerSavepo
     return new Refusal(s);
   };
   if (auto s = ValidateId(req->job_id(), "job_id"); !s.ok()) return refuse(s);
+  if (auto s = ValidateSavepointTarget(req->target()); !s.ok()) return refuse(s);
   if (req->timeout_ms() < 0 || req->timeout_ms() > kMaxDurationMs) {
     return refuse(Status::InvalidArgument("timeout_ms must be between 0 (default) and a week"));
   }

@@ -42,9 +42,11 @@ std::shared_ptr<PipelineRunner> WorkerSession::runner() {
 
 void WorkerSession::OnReadDone(bool ok) {
   if (!ok) {
-    // The worker closed its side (or the call is going away): its tasks are gone.
+    // The worker closed its side without goodbye, or sent bytes that do not parse (gRPC reports
+    // both alike), or the call is going away: its tasks are gone. A clean end is a goodbye.
     ReportEnded("stream ended by the worker");
-    End(Status::Ok());
+    End(Status::InvalidArgument(
+        "the stream closed without goodbye, or a message could not be parsed"));
     return;
   }
   last_activity_ = Steady::now().time_since_epoch().count();
@@ -67,17 +69,32 @@ bool WorkerSession::HandleMessage() {
       ReportEnded("second hello");
       End(Status::InvalidArgument("hello was already sent on this stream"));
       return false;
-    case v1::WorkerMessage::kAck:
-      pipeline->Ack(id_, in_.ack().checkpoint_id(), in_.ack().task_id(),
-                    FromProto(in_.ack().state()));
+    case v1::WorkerMessage::kAck: {
+      const auto& state = in_.ack().state();
+      if (state.uri().size() > kMaxUriBytes || state.checksum().size() > kMaxReasonBytes) {
+        // Stored with the checkpoint and listed to operators: a state this big is a bug.
+        ReportEnded("oversized ack");
+        End(Status::InvalidArgument("ack state too large: uri at most " +
+                                    std::to_string(kMaxUriBytes) + " bytes, checksum at most " +
+                                    std::to_string(kMaxReasonBytes)));
+        return false;
+      }
+      pipeline->Ack(id_, in_.ack().checkpoint_id(), in_.ack().task_id(), FromProto(state));
       return true;
+    }
     case v1::WorkerMessage::kDecline:
+      // The reason goes into the abort sent to every stream of the pipeline: keep it short.
       pipeline->Decline(id_, in_.decline().checkpoint_id(), in_.decline().task_id(),
-                        in_.decline().reason(), in_.decline().expired());
+                        TruncateReason(in_.decline().reason()), in_.decline().expired());
       return true;
     case v1::WorkerMessage::kHeartbeat:
       return true;  // the activity time is all a heartbeat is for
     case v1::WorkerMessage::kSavepointRequest:
+      if (auto s = ValidateSavepointTarget(in_.savepoint_request().target()); !s.ok()) {
+        ReportEnded("bad savepoint request");
+        End(s);
+        return false;
+      }
       pipeline->RequestSavepoint(id_, in_.savepoint_request().target(),
                                  in_.savepoint_request().stop());
       return true;

@@ -102,10 +102,12 @@ void PipelineRunner::Resume(StatusDone done) {
   });
 }
 
-void PipelineRunner::Update(PipelineSpec spec, StatusDone done) {
-  PostOperator([spec = std::move(spec), done = std::move(done)](PipelineRunner& r) {
+void PipelineRunner::Update(SpecMerge merge, StatusDone done) {
+  PostOperator([merge = std::move(merge), done = std::move(done)](PipelineRunner& r) {
     if (r.deleted_) return done(r.DeletedStatus(), {});
-    auto outcome = r.coordinator_.UpdateSpec(spec);
+    auto spec = merge(r.coordinator_.spec());
+    if (!spec.ok()) return done(spec.status(), r.coordinator_.Describe());
+    auto outcome = r.coordinator_.UpdateSpec(*spec);
     r.Run(std::move(outcome.actions));
     done(outcome.status, r.coordinator_.Describe());
   });

@@ -60,7 +60,10 @@ class PipelineRunner : public std::enable_shared_from_this<PipelineRunner> {
   using StatusDone = std::function<void(Status, const PipelineStatus&)>;
   void Pause(StatusDone done);
   void Resume(StatusDone done);
-  void Update(PipelineSpec spec, StatusDone done);
+  // `merge` turns the current spec into the new one (or refuses), on the strand, in the same step
+  // that applies it.
+  using SpecMerge = std::function<Result<PipelineSpec>(const PipelineSpec& current)>;
+  void Update(SpecMerge merge, StatusDone done);
   void TriggerCheckpoint(std::function<void(Status, const std::optional<PendingSummary>&)> done);
   // Asks for a savepoint; `observer` gets its progress and exactly one final update (also when the
   // request is refused). Joining callers all get the same savepoint's updates.
