@@ -1,4 +1,5 @@
 """ckptd's command line as a user meets it: --version, --check-config, bad configs, SIGTERM."""
+import os
 import signal
 import subprocess
 import unittest
@@ -44,6 +45,28 @@ class DaemonCliTest(unittest.TestCase):
         r = self.run_ckptd("--config", config)
         self.assertNotEqual(r.returncode, 0)
         self.assertIn(":3:", r.stderr)  # the third line of the file (after listen and data_dir)
+
+    def test_corrupt_database_is_refused_not_reset(self):
+        config = self.ws.write_config("")
+        os.makedirs(self.ws.path("data"))
+        garbage = b"this is not a database, and it must survive ckptd's start\n" * 100
+        with open(self.ws.path("data/ckptd.db"), "wb") as f:
+            f.write(garbage)
+        r = self.run_ckptd("--config", config)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("ckptd.db", r.stderr + r.stdout)
+        with open(self.ws.path("data/ckptd.db"), "rb") as f:
+            self.assertEqual(f.read(), garbage, "the file was changed")
+
+    def test_second_daemon_on_the_same_data_dir_is_refused(self):
+        config = self.ws.write_config("")
+        daemon = self.ws.start_daemon(config)
+        with open(self.ws.path("other.yaml"), "w") as f:
+            f.write(f"listen: 127.0.0.1:{e2e.free_port()}\ndata_dir: {self.ws.path('data')}\n")
+        r = self.run_ckptd("--config", self.ws.path("other.yaml"))
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn(f"in use by another ckptd (pid {daemon.pid})", r.stderr + r.stdout)
+        self.assertEqual(e2e.stop(daemon, signal.SIGTERM), 0)
 
     def test_sigterm_shuts_down_cleanly(self):
         config = self.ws.write_config("")
