@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs every test: setup, configure, build, then ctest: unit, integration and end-to-end tests
 # (the e2e ones drive the built binaries as processes). Then the same suites under sanitizers:
-# ASan+UBSan (all of them) and TSan (unit and integration). Non-zero exit if anything failed.
-# CKPT_SKIP_SANITIZERS=1 skips the sanitizer builds (a quick local run).
+# ASan+UBSan (all of them) and TSan (unit and integration), then the libFuzzer targets for
+# CKPT_FUZZ_SECONDS (default 60) each (scripts/fuzz.sh). Non-zero exit if anything failed.
+# CKPT_SKIP_SANITIZERS=1 skips the sanitizer builds and the fuzzing (a quick local run).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build_dir=${BUILD_DIR:-$root/build}
@@ -36,3 +37,6 @@ trap 'rm -rf "$tsan_logs"' EXIT
 TSAN_OPTIONS="halt_on_error=0 exitcode=0 log_path=$tsan_logs/tsan" \
   "$root/build-tsan/tests/integration_tests" >/dev/null
 python3 "$root/scripts/tsan_own_frames.py" "$tsan_logs"/tsan.* /dev/null
+
+echo "== fuzzing (scripts/fuzz.sh, ${CKPT_FUZZ_SECONDS:-60}s per target, seed ${CKPT_FUZZ_SEED:-1})"
+CKPT_FUZZ_SEED=${CKPT_FUZZ_SEED:-1} "$root/scripts/fuzz.sh" "${CKPT_FUZZ_SECONDS:-60}"

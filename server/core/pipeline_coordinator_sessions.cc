@@ -120,15 +120,16 @@ void PipelineCoordinator::LoseSession(SessionId session, const std::string& why,
   BumpGeneration("task loss", out);
   if (pending_ && !pending_->completing) {
     // A round already with the store completes anyway; any other is aborted, and a savepoint is
-    // queued again while its timeout lasts. Task loss does not count toward tolerable_failures.
+    // queued again while its timeout lasts, unless the pipeline was paused meanwhile (a queued
+    // savepoint fails on PAUSED). Task loss does not count toward tolerable_failures.
     const bool savepoint = pending_->kind != CheckpointKind::kCheckpoint;
     const QueuedSavepoint requeue{pending_->requested_target,
                                   pending_->kind == CheckpointKind::kSavepointAndStop,
                                   pending_->deadline};
     FailRound(CheckpointStatus::kFailed, "task(s) lost: " + JoinNames(lost),
               FailureCause::kTaskLoss, out);
-    if (savepoint && !shutting_down_ && clock_.SteadyNow() < requeue.deadline &&
-        !queued_savepoint_) {
+    if (savepoint && !shutting_down_ && sticky_ == StickyState::kActive &&
+        clock_.SteadyNow() < requeue.deadline && !queued_savepoint_) {
       queued_savepoint_ = requeue;
       for (auto it = out.rbegin(); it != out.rend(); ++it) {
         if (auto* finished = std::get_if<RoundFinished>(&*it)) {

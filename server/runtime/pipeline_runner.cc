@@ -266,7 +266,8 @@ void PipelineRunner::Execute(const Action& action) {
         r.persist_retry_timer_.expires_after(std::chrono::seconds(1));
         r.persist_retry_timer_.async_wait(
             [self = r.shared_from_this()](const boost::system::error_code& ec) {
-              if (!ec) self->Run(self->coordinator_.OnPersistFailed());
+              // A retry armed before a Delete must not write the record back.
+              if (!ec && !self->deleted_) self->Run(self->coordinator_.OnPersistFailed());
             });
       });
     });
