@@ -231,21 +231,29 @@ Actions PipelineCoordinator::OnTimeout(int64_t checkpoint_id) {
   return out;
 }
 
-Actions PipelineCoordinator::OnAck(SessionId session, int64_t checkpoint_id,
-                                   const std::string& task_id, const TaskState& state) {
-  Actions out;
+bool PipelineCoordinator::AcceptsRoundMessage(SessionId session, int64_t checkpoint_id,
+                                              const std::string& task_id, const char* what,
+                                              Actions& out) const {
   auto owner = task_owner_.find(task_id);
   if (owner == task_owner_.end() || owner->second != session) {
     out.push_back(IgnoredMessage{"unowned_task"});
-    out.push_back(Log{LogLevel::kWarn, "ignored ack of checkpoint " +
+    out.push_back(Log{LogLevel::kWarn, std::string("ignored ") + what + " of checkpoint " +
                                            std::to_string(checkpoint_id) + " for task " + task_id +
                                            ", which this stream did not register"});
-    return out;
+    return false;
   }
+  // Fenced by id and phase: old, unknown or already-finished rounds, and a round with the store.
   if (!pending_ || pending_->id != checkpoint_id || pending_->completing) {
     out.push_back(IgnoredMessage{"not_pending"});
-    return out;
+    return false;
   }
+  return true;
+}
+
+Actions PipelineCoordinator::OnAck(SessionId session, int64_t checkpoint_id,
+                                   const std::string& task_id, const TaskState& state) {
+  Actions out;
+  if (!AcceptsRoundMessage(session, checkpoint_id, task_id, "ack", out)) return out;
   if (pending_->awaiting.erase(task_id) == 0) {
     out.push_back(IgnoredMessage{"duplicate"});
     return out;
@@ -271,18 +279,7 @@ Actions PipelineCoordinator::OnDecline(SessionId session, int64_t checkpoint_id,
                                        const std::string& task_id, const std::string& reason,
                                        bool expired) {
   Actions out;
-  auto owner = task_owner_.find(task_id);
-  if (owner == task_owner_.end() || owner->second != session) {
-    out.push_back(IgnoredMessage{"unowned_task"});
-    out.push_back(Log{LogLevel::kWarn, "ignored decline of checkpoint " +
-                                           std::to_string(checkpoint_id) + " for task " + task_id +
-                                           ", which this stream did not register"});
-    return out;
-  }
-  if (!pending_ || pending_->id != checkpoint_id || pending_->completing) {
-    out.push_back(IgnoredMessage{"not_pending"});
-    return out;
-  }
+  if (!AcceptsRoundMessage(session, checkpoint_id, task_id, "decline", out)) return out;
   const bool savepoint = IsSavepoint(pending_->kind);
   FailRound(expired ? CheckpointStatus::kExpired : CheckpointStatus::kFailed,
             "task " + task_id + (expired ? " expired it: " : " declined it: ") + reason,

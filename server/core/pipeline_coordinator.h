@@ -199,6 +199,10 @@ class PipelineCoordinator {
   void FailRound(CheckpointStatus status, const std::string& reason, FailureCause cause,
                  Actions& out);
   void FinishQueuedSavepoint(const std::string& reason, Actions& out);
+  // Whether an ack or decline (`what`) concerns the pending round and a task of this stream;
+  // when not, records why it is ignored.
+  bool AcceptsRoundMessage(SessionId session, int64_t checkpoint_id, const std::string& task_id,
+                           const char* what, Actions& out) const;
   void MaybeReserveIds(Actions& out);
   void BumpGeneration(const std::string& why, Actions& out);
   void Persist(Actions& out) const;
