@@ -34,8 +34,10 @@ TSAN_OPTIONS="suppressions=$root/tests/tsan.supp halt_on_error=1" \
 # integration tests run once more unsuppressed, and no report may have an access in our code.
 tsan_logs=$(mktemp -d)
 trap 'rm -rf "$tsan_logs"' EXIT
+# Only the reports matter here: printing thousands of them slows the run enough to fail timing
+# tests, whose verdict is the suppressed run's above.
 TSAN_OPTIONS="halt_on_error=0 exitcode=0 log_path=$tsan_logs/tsan" \
-  "$root/build-tsan/tests/integration_tests" >/dev/null
+  "$root/build-tsan/tests/integration_tests" >/dev/null || true
 python3 "$root/scripts/tsan_own_frames.py" "$tsan_logs"/tsan.* /dev/null
 
 echo "== fuzzing (scripts/fuzz.sh, ${CKPT_FUZZ_SECONDS:-60}s per target, seed ${CKPT_FUZZ_SEED:-1})"
