@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "core/path_segment.h"
+
 namespace ckpt {
 
 namespace {
@@ -657,8 +659,8 @@ void PipelineCoordinator::RememberRound(RoundSummary summary) {
 
 std::string PipelineCoordinator::SavepointLocation(const std::string& target, int64_t id) const {
   if (!target.empty()) return target;
-  return options_.savepoint_root + "/" + spec_.key.job_id + "/" + spec_.key.pipeline_id + "/" +
-         std::to_string(id);
+  return options_.savepoint_root + "/" + EncodePathSegment(spec_.key.job_id) + "/" +
+         EncodePathSegment(spec_.key.pipeline_id) + "/" + std::to_string(id);
 }
 
 }  // namespace ckpt

@@ -33,7 +33,8 @@ struct CoordinatorOptions {
   Millis reserve_retry{1000};
   // Failed and expired rounds kept in memory for ListCheckpoints.
   size_t recent_rounds_kept = 10;
-  // Where savepoints go when the request names no target: <savepoint_root>/<job>/<pipeline>/<id>.
+  // Where savepoints go when the request names no target: <savepoint_root>/<job>/<pipeline>/<id>,
+  // job and pipeline encoded by EncodePathSegment.
   std::string savepoint_root = "./ckptd-data/savepoints";
 };
 

@@ -458,6 +458,18 @@ TEST(Coordinator, SavepointQueuedBehindAPendingCheckpointStartsRightAfterIt) {
   EXPECT_EQ(h.triggers.size(), 2u);
 }
 
+TEST(Coordinator, DefaultSavepointLocationStaysUnderTheRootWhateverTheIds) {
+  PipelineSpec spec = MakeSpec();
+  spec.key = {"../..", "etc/passwd"};
+  Harness h(spec);
+  h.Start();
+  h.RegisterAll();
+  h.Apply(h.c().RequestSavepoint("", false, milliseconds(60000)).actions);
+  ASSERT_EQ(h.triggers.size(), 1u);
+  EXPECT_EQ(h.triggers[0].target, "./ckptd-data/savepoints/..%2F../etc%2Fpasswd/" +
+                                      std::to_string(h.triggers[0].checkpoint_id));
+}
+
 TEST(Coordinator, SavepointQueuedBehindADeclinedCheckpointStartsAtOnce) {
   PipelineSpec spec = MakeSpec();
   spec.interval_ms = 600000;  // the periodic schedule must not be what starts it
