@@ -430,6 +430,31 @@ TEST(Coordinator, PauseStopsPeriodicTriggersButThePendingRoundFinishes) {
   EXPECT_EQ(h.c().State(), PipelineState::kPaused);
 }
 
+// A round triggered before a pause is not fenced by the generation that Resume bumps: acks are
+// matched by checkpoint id, so the round still completes once, and the schedule goes on from it.
+TEST(Coordinator, RoundStartedBeforePauseCompletesWhenAckedAfterResume) {
+  Harness h;
+  h.Start();
+  h.RegisterAll();
+  h.RunFor(milliseconds(0));
+  ASSERT_EQ(h.triggers.size(), 1u);
+  const int64_t id = h.LastTriggerId();
+  const int64_t generation_at_trigger = h.c().Describe().generation;
+  h.Apply(h.c().Pause().actions);
+  h.RunFor(milliseconds(200));
+  auto resumed = h.c().Resume();
+  ASSERT_TRUE(resumed.status.ok());
+  h.Apply(resumed.actions);
+  EXPECT_GT(h.c().Describe().generation, generation_at_trigger);
+  EXPECT_EQ(h.triggers.size(), 1u) << "resume must not start a second round beside the pending one";
+  h.AckAll(id);
+  ASSERT_EQ(h.completes.size(), 1u);
+  EXPECT_EQ(h.completes[0].checkpoint_id, id);
+  h.RunFor(milliseconds(1000));
+  ASSERT_EQ(h.triggers.size(), 2u) << "the periodic schedule resumes after the round";
+  EXPECT_GT(h.triggers[1].checkpoint_id, id);
+}
+
 TEST(Coordinator, SavepointQueuedBehindAPendingCheckpointStartsRightAfterIt) {
   PipelineSpec spec = MakeSpec();
   spec.min_pause_ms = 5000;  // would hold back a periodic trigger; a savepoint ignores it
