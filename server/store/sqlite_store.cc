@@ -743,6 +743,17 @@ void SqliteStore::RunBatch(std::vector<Op>& batch) {
       spdlog::error("store: {} writes failed, nothing written: {}", count, s.ToString());
       return fail_all(s);
     }
+    if (primary == SQLITE_FULL) {
+      // The disk refused a write of the log. SQLite appends a transaction's frames in order and
+      // marks the last one as the commit; a refused (or short) write stops it before that mark is
+      // complete, and a frame cut short fails its checksum at recovery. So nothing of this batch
+      // can ever reappear: a clean failure, and the store goes on once space returns. (A failed
+      // fsync is different: the frames may be on disk, and that stays fail-stop below.)
+      if (w.db.InTransaction()) (void)w.rollback.Run();
+      Status full(s.code(), "disk full, nothing written: " + s.message());
+      spdlog::error("store: {} writes failed: {}", count, full.ToString());
+      return fail_all(full);
+    }
     // Frames may or may not be in the WAL: after a crash this batch could reappear. Reporting it
     // failed could make workers discard state that is in fact the latest durable checkpoint;
     // reporting it done could promise what is lost. So neither is reported (DESIGN.md).

@@ -30,14 +30,17 @@ constexpr auto kDeadline = seconds(30);
 
 // ---------------------------------------------------------------------------------------------
 // A VFS that wraps the default one and can make xSync fail, to reach the "COMMIT outcome unknown"
-// path without a broken disk.
+// path without a broken disk, or refuse writes to the log as a full disk does.
 
 std::atomic<bool> g_fail_sync{false};
 std::atomic<int> g_failed_syncs{0};
+std::atomic<bool> g_wal_disk_full{false};
+std::atomic<int> g_refused_wal_writes{0};
 
 struct FaultFile {
   sqlite3_file base;
   sqlite3_file* real;  // points just past this struct, in the same allocation
+  bool is_wal;
 };
 
 sqlite3_vfs* RealVfs(sqlite3_vfs* vfs) { return static_cast<sqlite3_vfs*>(vfs->pAppData); }
@@ -48,6 +51,10 @@ int FRead(sqlite3_file* f, void* b, int n, sqlite3_int64 o) {
   return Real(f)->pMethods->xRead(Real(f), b, n, o);
 }
 int FWrite(sqlite3_file* f, const void* b, int n, sqlite3_int64 o) {
+  if (reinterpret_cast<FaultFile*>(f)->is_wal && g_wal_disk_full.load()) {
+    g_refused_wal_writes.fetch_add(1);
+    return SQLITE_FULL;  // what the unix VFS returns for ENOSPC
+  }
   return Real(f)->pMethods->xWrite(Real(f), b, n, o);
 }
 int FTruncate(sqlite3_file* f, sqlite3_int64 size) {
@@ -100,6 +107,7 @@ const sqlite3_io_methods kFaultIo = {
 int FOpen(sqlite3_vfs* vfs, const char* name, sqlite3_file* file, int flags, int* out_flags) {
   auto* f = reinterpret_cast<FaultFile*>(file);
   f->real = reinterpret_cast<sqlite3_file*>(f + 1);
+  f->is_wal = (flags & SQLITE_OPEN_WAL) != 0;
   int rc = RealVfs(vfs)->xOpen(RealVfs(vfs), name, f->real, flags, out_flags);
   f->base.pMethods = f->real->pMethods ? &kFaultIo : nullptr;
   return rc;
@@ -749,6 +757,36 @@ TEST_F(SqliteStoreTest, CommitWithUnknownOutcomeReportsNeitherAndStopsWriting) {
   auto loaded = reopened->LoadPipelines();
   ASSERT_TRUE(loaded.ok());
   EXPECT_EQ(loaded->size(), 1u);
+}
+
+TEST_F(SqliteStoreTest, DiskFullAtCommitFailsCleanlyAndTheStoreGoesOnWhenSpaceReturns) {
+  std::atomic<bool> fatal{false};
+  SqliteStoreOptions options;
+  options.vfs = FaultVfsName();
+  options.on_fatal = [&](const Status&) { fatal = true; };
+  auto store = OpenStore(std::move(options));
+  ASSERT_TRUE(store);
+  PipelineRecord r = MakeRecord("j", "p", 100);
+  ASSERT_TRUE(Await([&](auto done) { store->PutPipeline(r, done); }).ok());
+
+  g_wal_disk_full = true;
+  Status refused = Await([&](auto done) { store->CommitCheckpoint(r, MakeCheckpoint(1), done); });
+  g_wal_disk_full = false;
+  EXPECT_GT(g_refused_wal_writes.load(), 0);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.message().find("disk full"), std::string::npos) << refused.ToString();
+  EXPECT_FALSE(fatal.load()) << "a refused write is a known outcome, not a reason to stop";
+
+  ASSERT_TRUE(Await([&](auto done) { store->CommitCheckpoint(r, MakeCheckpoint(2), done); }).ok())
+      << "the store goes on once space returns";
+  store.reset();
+
+  auto reopened = OpenStore();
+  ASSERT_TRUE(reopened);
+  auto listed = reopened->ListCompleted(r.spec.key, 0);
+  ASSERT_TRUE(listed.ok()) << listed.status().ToString();
+  ASSERT_EQ(listed->size(), 1u) << "the refused checkpoint must not reappear after a reopen";
+  EXPECT_EQ((*listed)[0].checkpoint_id, 2);
 }
 
 // ---------------------------------------------------------------------------------------------
