@@ -1,0 +1,138 @@
+"""The Debian package, installed into this machine for real: built with scripts/package.sh from
+the tree under test, installed with `apt-get install ./ckptd_*.deb`, then checked: the service
+user exists, `ckptd --check-config /etc/ckptd/ckptd.yaml` passes, `systemd-analyze verify` passes
+on the installed unit, the installed daemon runs as that user on /var/lib/ckptd, and the
+package removes cleanly again. Everything it installed or created is removed at the end.
+
+Needs root and apt-get; skipped otherwise, and skipped if a ckptd package is already installed
+(the test never touches an operator's installation)."""
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import unittest
+
+import e2e_util as e2e
+
+BUILD_DIR = None
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+
+
+def skip_reason():
+    if os.geteuid() != 0:
+        return "needs root to install a package"
+    for tool in ("apt-get", "dpkg-deb", "cpack"):
+        if shutil.which(tool) is None:
+            return f"{tool} not found"
+    r = subprocess.run(["dpkg-query", "-W", "-f=${Status}", "ckptd"], capture_output=True, text=True)
+    if "install ok installed" in r.stdout:
+        return "a ckptd package is already installed here; not touching it"
+    return None
+
+
+SKIP = skip_reason()
+
+
+def run(*argv, **kw):
+    kw.setdefault("timeout", 600)
+    return subprocess.run(list(argv), capture_output=True, text=True, **kw)
+
+
+@unittest.skipIf(SKIP, SKIP or "")
+class PackageTest(unittest.TestCase):
+    def setUp(self):
+        self.out = tempfile.mkdtemp(prefix="ckptd-pkg-")
+        self.installed = False
+        self.daemon = None
+
+    def tearDown(self):
+        if self.daemon is not None and self.daemon.poll() is None:
+            self.daemon.kill()
+            self.daemon.wait()
+        if self.installed:
+            run("apt-get", "purge", "-y", "-qq", "ckptd", env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"))
+        # Purge keeps history and the user by design; this test's own are removed here.
+        shutil.rmtree("/var/lib/ckptd", ignore_errors=True)
+        run("deluser", "--system", "--quiet", "ckptd")
+        run("delgroup", "--system", "--quiet", "ckptd")
+        shutil.rmtree(self.out, ignore_errors=True)
+
+    def test_install_check_config_verify_run_and_remove(self):
+        built = run(os.path.join(ROOT, "scripts", "package.sh"), BUILD_DIR, self.out)
+        self.assertEqual(built.returncode, 0, built.stdout + built.stderr)
+        deb = built.stdout.strip().splitlines()[-1]
+        self.assertTrue(os.path.basename(deb).startswith("ckptd_") and deb.endswith(".deb"), deb)
+
+        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+        inst = run("apt-get", "install", "-y", "-qq", "--no-install-recommends", deb, env=env)
+        self.installed = inst.returncode == 0
+        self.assertEqual(inst.returncode, 0, inst.stdout + inst.stderr)
+        print(f"\ninstalled {os.path.basename(deb)}", flush=True)
+
+        self.assertEqual(run("id", "ckptd").returncode, 0, "the package creates the service user")
+        for path in ("/usr/bin/ckptd", "/usr/bin/ckptctl", "/usr/bin/ckpt-worker-sim",
+                     "/usr/lib/systemd/system/ckptd.service", "/usr/share/man/man8/ckptd.8.gz"):
+            self.assertTrue(os.path.exists(path), path)
+        conffiles = run("dpkg-query", "-W", "-f=${Conffiles}", "ckptd").stdout
+        self.assertIn("/etc/ckptd/ckptd.yaml", conffiles, "operator edits must survive upgrades")
+
+        check = run("/usr/bin/ckptd", "--check-config", "/etc/ckptd/ckptd.yaml")
+        self.assertEqual(check.returncode, 0, check.stdout + check.stderr)
+        print("ckptd --check-config /etc/ckptd/ckptd.yaml: " + (check.stdout + check.stderr).strip())
+        with open("/etc/ckptd/ckptd.yaml") as f:
+            self.assertIn("\ndata_dir: /var/lib/ckptd\n", f.read())
+
+        if shutil.which("systemd-analyze"):
+            verify = run("systemd-analyze", "verify", "/usr/lib/systemd/system/ckptd.service")
+            self.assertEqual(verify.returncode, 0, verify.stdout + verify.stderr)
+            self.assertEqual((verify.stdout + verify.stderr).strip(), "",
+                             "systemd-analyze verify warns about the unit")
+            print("systemd-analyze verify ckptd.service: exit 0, no output")
+
+        self.run_installed_daemon_as_its_user()
+
+        removed = run("apt-get", "remove", "-y", "-qq", "ckptd", env=env)
+        self.assertEqual(removed.returncode, 0, removed.stdout + removed.stderr)
+        self.assertFalse(os.path.exists("/usr/bin/ckptd"))
+        self.assertTrue(os.path.exists("/var/lib/ckptd/ckptd.db"),
+                        "removing the package keeps the checkpoint history")
+
+    def run_installed_daemon_as_its_user(self):
+        """The packaged config with free ports (others may be taken here), run as `ckptd`."""
+        port, metrics_port = e2e.free_port(), e2e.free_port()
+        with open("/etc/ckptd/ckptd.yaml") as f:
+            text = f.read()
+        text = text.replace("\nlisten: 127.0.0.1:7070\n", f"\nlisten: 127.0.0.1:{port}\n")
+        text = text.replace("\nmetrics_listen: 127.0.0.1:9464\n",
+                            f"\nmetrics_listen: 127.0.0.1:{metrics_port}\n")
+        config = os.path.join(self.out, "ckptd.yaml")
+        with open(config, "w") as f:
+            f.write(text)
+        os.chmod(self.out, 0o755)
+        os.chmod(config, 0o644)
+        log_path = os.path.join(self.out, "ckptd.log")
+        with open(log_path, "wb") as log:  # the child keeps its own descriptor
+            self.daemon = subprocess.Popen(["setpriv", "--reuid=ckptd", "--regid=ckptd",
+                                            "--init-groups", "/usr/bin/ckptd", "--config", config],
+                                           stdout=log, stderr=subprocess.STDOUT)
+
+        def log_text():
+            with open(log_path, errors="replace") as f:
+                return f.read()
+
+        def listening():
+            with socket.socket() as s:
+                return s.connect_ex(("127.0.0.1", port)) == 0
+        e2e.wait_until(lambda: listening() or self.daemon.poll() is not None, 30,
+                       "the installed ckptd to listen")
+        self.assertIsNone(self.daemon.poll(), log_text())
+        self.assertEqual(e2e.stop(self.daemon, signal.SIGTERM), 0, log_text())
+        st = os.stat("/var/lib/ckptd/ckptd.db")
+        self.assertEqual(run("id", "-u", "ckptd").stdout.strip(), str(st.st_uid),
+                         "the store belongs to the service user")
+
+
+if __name__ == "__main__":
+    e2e.main(globals())
