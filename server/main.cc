@@ -7,7 +7,9 @@
 #include <cstdio>
 
 #include "config/daemon_config.h"
+#include "logging/log_setup.h"
 #include "runtime/daemon.h"
+#include "systemd/notify.h"
 
 namespace {
 
@@ -70,35 +72,54 @@ int main(int argc, char** argv) {
     }
     config = std::move(*loaded);
   }
-  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
-  spdlog::set_level(spdlog::level::from_str(config.log_level));
+  const ckpt::LogStyle log_style = ckpt::ChooseLogStyle(config.log_format);
+  ckpt::SetUpLogging(log_style, config.log_level);
 
   const sigset_t signals = BlockDaemonSignals();
   ckpt::Daemon daemon(config);
+  ckpt::systemd::NotifyStatus("starting: opening the store, loading pipelines");
   if (auto status = daemon.Start(); !status.ok()) {
     spdlog::critical("cannot start: {}", status.message());
+    ckpt::systemd::NotifyStatus("failed to start: " + status.message());
     return 1;
+  }
+  // Only now: the store is open, the pipelines are loaded and every port accepts.
+  const std::string serving =
+      "serving gRPC on port " + std::to_string(daemon.grpc_port()) + ", " +
+      std::to_string(daemon.registry().size()) + " pipeline(s)";
+  ckpt::systemd::NotifyReady(serving);
+  spdlog::info("log format: {}", ckpt::LogStyleName(log_style));
+  std::unique_ptr<ckpt::systemd::Watchdog> watchdog;
+  if (auto interval = ckpt::systemd::WatchdogInterval()) {
+    spdlog::info("systemd watchdog: {} ms; pinging every {} ms from the event loop",
+                 interval->count() / 1000, interval->count() / 2000);
+    watchdog = std::make_unique<ckpt::systemd::Watchdog>(daemon.io_context(), *interval);
   }
   for (;;) {
     int sig = 0;
     sigwait(&signals, &sig);
     if (sig == SIGHUP) {
-      spdlog::info("SIGHUP: reloading the log level from {}",
-                   config_path.empty() ? "(no config file)" : config_path);
-      if (!config_path.empty()) {
+      ckpt::systemd::NotifyReloading("reloading " + config_path);
+      if (config_path.empty()) {
+        spdlog::info("SIGHUP: no config file (started on built-in defaults); nothing to reload");
+      } else {
+        spdlog::info("SIGHUP: reloading {}", config_path);
         auto reloaded = ckpt::LoadDaemonConfig(config_path);
         if (!reloaded.ok()) {
           spdlog::error("reload refused, keeping the running config: {}",
                         reloaded.status().message());
         } else {
-          spdlog::set_level(spdlog::level::from_str(reloaded->log_level));
+          daemon.Reload(*reloaded);
         }
       }
+      ckpt::systemd::NotifyReady(serving + "; reloaded");
       continue;
     }
     spdlog::info("{}: graceful shutdown", sig == SIGTERM ? "SIGTERM" : "SIGINT");
     break;
   }
+  ckpt::systemd::NotifyStopping("shutting down: pending checkpoints may finish");
   daemon.Shutdown();
+  watchdog.reset();  // the io_context is stopped: no handler of its is running
   return 0;
 }

@@ -20,11 +20,12 @@ namespace ckpt {
 namespace {
 
 constexpr std::string_view kTopLevelKeys[] = {
-    "listen",       "metrics_listen",        "data_dir",          "store", "threads",
-    "lease_ttl_ms", "heartbeat_interval_ms", "shutdown_grace_ms", "log",   "defaults",
-    "pipelines"};
+    "listen",       "metrics_listen",        "metrics",           "data_dir", "store",
+    "threads",      "lease_ttl_ms",          "heartbeat_interval_ms", "shutdown_grace_ms",
+    "log",          "defaults",              "pipelines"};
 constexpr std::string_view kStoreKeys[] = {"backend"};
-constexpr std::string_view kLogKeys[] = {"level"};
+constexpr std::string_view kLogKeys[] = {"level", "format"};
+constexpr std::string_view kMetricsKeys[] = {"per_pipeline"};
 // The keys PipelineDefaults and PipelineSpec share: `defaults` may set exactly what a pipeline may.
 constexpr std::string_view kPolicyKeys[] = {"interval_ms", "timeout_ms", "min_pause_ms",
                                             "tolerable_failures", "retained"};
@@ -34,6 +35,7 @@ constexpr std::string_view kPipelineKeys[] = {
 // spdlog's level names.
 constexpr std::string_view kLogLevels[] = {"trace", "debug",    "info", "warn",
                                            "error", "critical", "off"};
+constexpr std::string_view kLogFormats[] = {"text", "json"};
 constexpr std::string_view kBackends[] = {"sqlite"};
 constexpr int kMaxThreads = 256;
 
@@ -141,7 +143,19 @@ MaybeYamlError ConfigReader::Read(const YAML::Node& root) {
 MaybeYamlError ConfigReader::ReadTopLevelField(const YamlField& field) {
   const std::string& name = field.name;
   if (name == "listen") return ReadAddress(field, &config_.listen);
-  if (name == "metrics_listen") return ReadAddress(field, &config_.metrics_listen);
+  if (name == "metrics_listen") {
+    // "" (quoted: a bare `metrics_listen:` is more likely a mistake) turns the HTTP server off.
+    if (field.value.IsScalar() && field.value.Scalar().empty()) {
+      config_.metrics_listen.clear();
+      return std::nullopt;
+    }
+    return ReadAddress(field, &config_.metrics_listen);
+  }
+  if (name == "metrics") {
+    return ForEachField(field.value, field.path, kMetricsKeys, [this](const YamlField& f) {
+      return ReadBool(f, &config_.metrics_per_pipeline);
+    });
+  }
   if (name == "data_dir") return ReadDataDir(field);
   if (name == "threads") return ReadIntAs(field, &config_.threads, 0, kMaxThreads);
   if (name == "shutdown_grace_ms") {
@@ -162,6 +176,7 @@ MaybeYamlError ConfigReader::ReadTopLevelField(const YamlField& field) {
   }
   if (name == "log") {
     return ForEachField(field.value, field.path, kLogKeys, [this](const YamlField& f) {
+      if (f.name == "format") return ReadChoice(f, kLogFormats, &config_.log_format);
       return ReadChoice(f, kLogLevels, &config_.log_level);
     });
   }

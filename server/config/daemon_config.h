@@ -13,7 +13,11 @@ namespace ckpt {
 
 struct DaemonConfig {
   std::string listen = "127.0.0.1:7070";          // gRPC (WorkerService, AdminService)
-  std::string metrics_listen = "127.0.0.1:9464";  // HTTP /metrics
+  // HTTP /metrics, /healthz, /readyz; "" serves none of them. Port 0 picks a free port.
+  std::string metrics_listen = "127.0.0.1:9464";
+  // metrics.per_pipeline: also export per-pipeline series labelled job and pipeline. Off by
+  // default: 100,000 pipelines would be 100,000 series per metric on the Prometheus server.
+  bool metrics_per_pipeline = false;
   std::string data_dir = "./ckptd-data";          // the SQLite store lives here
   std::string store_backend = "sqlite";           // store.backend; the only backend so far
   int threads = 0;                                // io_context threads; 0 = number of cores
@@ -21,6 +25,7 @@ struct DaemonConfig {
   int64_t heartbeat_interval_ms = 3000;           // told to workers in `welcome`
   int64_t shutdown_grace_ms = 10000;              // SIGTERM: how long pending rounds may finish
   std::string log_level = "info";                 // log.level: trace .. critical, or off
+  std::string log_format = "text";                // log.format: text, or json (one object a line)
   PipelineDefaults defaults;                      // applied to pipelines that leave a key out
   std::vector<PipelineSpec> pipelines;            // declared at start (and on SIGHUP)
 };

@@ -231,6 +231,19 @@ MaybeYamlError ReadString(const YamlField& field, std::string* out) {
   return std::nullopt;
 }
 
+MaybeYamlError ReadBool(const YamlField& field, bool* out) {
+  if (field.value.IsScalar() && !IsQuoted(field.value)) {
+    std::string text = field.value.Scalar();
+    std::transform(text.begin(), text.end(), text.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    if (text == "true" || text == "false") {
+      *out = text == "true";
+      return std::nullopt;
+    }
+  }
+  return field.ValueError(field.path + ": expected true or false, got " + DescribeNode(field.value));
+}
+
 MaybeYamlError ReadStringList(const YamlField& field, std::vector<std::string>* out) {
   if (!field.value.IsSequence()) {
     return field.ValueError(field.path + ": expected a list of strings, got " +

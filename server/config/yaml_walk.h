@@ -82,6 +82,10 @@ MaybeYamlError ReadIntAs(const YamlField& field, T* out,
 // A scalar (not null, not a map or list), as text.
 MaybeYamlError ReadString(const YamlField& field, std::string* out);
 
+// `true` or `false` as written (YAML 1.2's core schema, any case). "yes", "on", 1 and quoted
+// strings are refused: a config read the same way by every YAML tool is worth the strictness.
+MaybeYamlError ReadBool(const YamlField& field, bool* out);
+
 // A list of scalars. Elements are named "<path>[i]" in messages.
 MaybeYamlError ReadStringList(const YamlField& field, std::vector<std::string>* out);
 

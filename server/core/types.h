@@ -31,6 +31,7 @@ struct PipelineKeyHash {
 };
 
 enum class PipelineState { kWaitingForTasks, kRunning, kPaused, kFailed, kStopped };
+inline constexpr size_t kPipelineStateCount = 5;
 enum class CheckpointKind { kCheckpoint, kSavepoint, kSavepointAndStop };
 enum class CheckpointStatus { kPending, kCompleted, kFailed, kExpired };
 

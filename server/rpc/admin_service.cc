@@ -45,7 +45,7 @@ grpc::ServerUnaryReactor* AdminServiceImpl::CreatePipeline(grpc::CallbackServerC
                                                            const v1::PipelineSpec* req,
                                                            v1::Pipeline* resp) {
   auto* reactor = ctx->DefaultReactor();
-  PipelineSpec spec = SpecFromCreate(*req, daemon_.config().defaults);
+  PipelineSpec spec = SpecFromCreate(*req, daemon_.pipeline_defaults());
   // Creating reads the id counter from the store: on the admin pool, not on this gRPC thread.
   boost::asio::post(daemon_.admin_pool(), [this, spec, reactor, resp] {
     daemon_.CreatePipeline(spec, [reactor, resp](Result<std::shared_ptr<PipelineRunner>> runner) {

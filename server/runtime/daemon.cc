@@ -1,12 +1,17 @@
 #include "runtime/daemon.h"
 
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
 #include <spdlog/spdlog.h>
 
+#include <condition_variable>
 #include <map>
 
 #include "core/spec_validation.h"
+#include "http/metrics_server.h"
 #include "rpc/admin_service.h"
+#include "runtime/metrics_page.h"
 #include "rpc/worker_service.h"
 #include "store/sqlite_store.h"
 
@@ -18,10 +23,24 @@ namespace {
 // URI, a hello at most kMaxTasksPerPipeline short ids.
 constexpr int kMaxMessageBytes = 8 << 20;
 
+// The gRPC services whose health grpc.health.v1 reports by name ("" is the whole server).
+constexpr const char* kHealthServices[] = {"ckpt.v1.WorkerService", "ckpt.v1.AdminService"};
+
+// A reload waits this long for its pipeline changes (store writes, strands) before reporting
+// the ones not done as failed; they may still finish later.
+constexpr auto kReloadWait = std::chrono::seconds(10);
+
+const double kProcessStart =
+    std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+
 }  // namespace
 
 Daemon::Daemon(DaemonConfig config, std::unique_ptr<MetadataStore> store)
-    : config_(std::move(config)), store_(std::move(store)) {}
+    : config_(std::move(config)), store_(std::move(store)) {
+  defaults_ = config_.defaults;
+  per_pipeline_metrics_ = config_.metrics_per_pipeline;
+  log_level_ = config_.log_level;
+}
 
 Daemon::~Daemon() {
   Shutdown();
@@ -93,6 +112,10 @@ Status Daemon::Start() {
 
   worker_service_ = std::make_unique<WorkerServiceImpl>(
       SessionDeps{registry_, metrics_, io_, config_.lease_ttl_ms});
+  // Process-wide switches, read by the builder: grpc.health.v1.Health and
+  // grpc.reflection.v1alpha.ServerReflection, so that standard probes and tools work.
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   builder.AddListeningPort(config_.listen, grpc::InsecureServerCredentials(), &grpc_port_);
   builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
@@ -106,11 +129,155 @@ Status Daemon::Start() {
     return Status::Unavailable("cannot listen on " + config_.listen +
                                " (address in use or not valid?)");
   }
-  spdlog::info("ckptd serving on port {} with {} io thread(s), data in {}", grpc_port_, threads,
-               config_.data_dir);
+  // Until every port accepts; the default service starts SERVING and would say so too early.
+  if (auto* health = server_->GetHealthCheckService()) health->SetServingStatus(false);
+  if (!config_.metrics_listen.empty()) {
+    HttpEndpoints endpoints;
+    endpoints.metrics = [this] { return MetricsText(); };
+    endpoints.ready = [this] { return ready(); };
+    metrics_server_ = std::make_unique<MetricsServer>(io_, std::move(endpoints));
+    if (Status s = metrics_server_->Listen(config_.metrics_listen); !s.ok()) {
+      Shutdown();
+      return s;
+    }
+  }
+  // Every port accepts now: health SERVING (the default service starts so, by name too).
+  if (auto* health = server_->GetHealthCheckService()) {
+    health->SetServingStatus(true);
+    for (const char* service : kHealthServices) health->SetServingStatus(service, true);
+  }
+  ready_ = true;
+  spdlog::info("ckptd serving on port {} with {} io thread(s), data in {}; {}", grpc_port_,
+               threads, config_.data_dir,
+               metrics_server_ ? "metrics on port " + std::to_string(metrics_server_->port())
+                               : std::string("metrics off"));
   stats_timer_ = std::make_unique<boost::asio::steady_timer>(io_);
   ScheduleStats();
   return Status::Ok();
+}
+
+int Daemon::metrics_port() const { return metrics_server_ ? metrics_server_->port() : 0; }
+
+std::string Daemon::MetricsText() const {
+  MetricsPageOptions options;
+  options.version = CKPT_VERSION;
+  options.per_pipeline = per_pipeline_metrics_.load();
+  options.start_time_seconds = kProcessStart;
+  return RenderMetricsPage(metrics_, registry_, options);
+}
+
+namespace {
+
+// Counts down the pipeline changes a reload started, so that it can wait for them with a deadline.
+class ReloadLatch {
+ public:
+  explicit ReloadLatch(int count) : remaining_(count) {}
+  void Done(int ReloadResult::*outcome) {
+    std::lock_guard lock(mu_);
+    ++(result_.*outcome);
+    if (--remaining_ == 0) cv_.notify_all();
+  }
+  // The outcomes counted so far; the changes not done in time count as failed.
+  ReloadResult Wait(std::chrono::steady_clock::duration timeout) {
+    std::unique_lock lock(mu_);
+    cv_.wait_for(lock, timeout, [this] { return remaining_ == 0; });
+    ReloadResult result = result_;
+    result.failed += remaining_;
+    return result;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int remaining_;        // guarded by mu_
+  ReloadResult result_;  // guarded by mu_
+};
+
+}  // namespace
+
+ReloadResult Daemon::Reload(const DaemonConfig& next) {
+  std::vector<std::string> needs_restart;
+  auto restart_only = [&](const char* key, const auto& running, const auto& wanted) {
+    if (running == wanted) return;
+    spdlog::warn("reload: {} changed ({} -> {}); needs a restart, keeping {}", key, running,
+                 wanted, running);
+    needs_restart.push_back(key);
+  };
+  restart_only("listen", config_.listen, next.listen);
+  restart_only("metrics_listen", config_.metrics_listen, next.metrics_listen);
+  restart_only("data_dir", config_.data_dir, next.data_dir);
+  restart_only("store.backend", config_.store_backend, next.store_backend);
+  restart_only("threads", config_.threads, next.threads);
+  restart_only("lease_ttl_ms", config_.lease_ttl_ms, next.lease_ttl_ms);
+  restart_only("heartbeat_interval_ms", config_.heartbeat_interval_ms,
+               next.heartbeat_interval_ms);
+  restart_only("shutdown_grace_ms", config_.shutdown_grace_ms, next.shutdown_grace_ms);
+  restart_only("log.format", config_.log_format, next.log_format);
+
+  if (next.log_level != log_level_) {
+    spdlog::info("reload: log.level {} -> {}", log_level_, next.log_level);
+    spdlog::set_level(spdlog::level::from_str(next.log_level));
+    log_level_ = next.log_level;
+  }
+  if (next.metrics_per_pipeline != per_pipeline_metrics_.load()) {
+    spdlog::info("reload: metrics.per_pipeline -> {}", next.metrics_per_pipeline);
+    per_pipeline_metrics_ = next.metrics_per_pipeline;
+  }
+  {
+    std::lock_guard lock(defaults_mu_);
+    if (!(next.defaults.interval_ms == defaults_.interval_ms &&
+          next.defaults.timeout_ms == defaults_.timeout_ms &&
+          next.defaults.min_pause_ms == defaults_.min_pause_ms &&
+          next.defaults.tolerable_failures == defaults_.tolerable_failures &&
+          next.defaults.retained == defaults_.retained)) {
+      spdlog::info("reload: pipeline defaults changed; they apply to pipelines created from now on "
+                   "and to declared ones");
+    }
+    defaults_ = next.defaults;
+  }
+
+  // Declared pipelines: created, or updated to match the file, as at start; but a pipeline
+  // created through the API is never touched by a reload (CONTRACT.md).
+  auto latch = std::make_shared<ReloadLatch>(static_cast<int>(next.pipelines.size()));
+  for (const PipelineSpec& spec : next.pipelines) {
+    const std::string name = spec.key.ToString();
+    if (auto runner = registry_.Find(spec.key)) {
+      runner->ApplyDeclaredSpec(spec, [latch, name](Result<bool> changed) {
+        if (!changed.ok()) {
+          const bool api = changed.status().code() == StatusCode::kFailedPrecondition;
+          spdlog::log(api ? spdlog::level::warn : spdlog::level::err, "[{}] reload: {}", name,
+                      changed.status().message());
+          return latch->Done(api ? &ReloadResult::left_alone : &ReloadResult::failed);
+        }
+        if (*changed) spdlog::info("[{}] reload: spec updated from the config file", name);
+        latch->Done(*changed ? &ReloadResult::updated : &ReloadResult::unchanged);
+      });
+      continue;
+    }
+    CreatePipeline(
+        spec,
+        [latch, name](Result<std::shared_ptr<PipelineRunner>> created) {
+          if (!created.ok()) {
+            spdlog::error("[{}] reload: not created: {}", name, created.status().message());
+            return latch->Done(&ReloadResult::failed);
+          }
+          latch->Done(&ReloadResult::created);
+        },
+        /*from_config=*/true);
+  }
+  ReloadResult result = latch->Wait(kReloadWait);
+  result.needs_restart = std::move(needs_restart);
+  spdlog::info(
+      "reload done: {} pipeline(s) created, {} updated, {} unchanged, {} left alone (created "
+      "through the API), {} failed; {} key(s) need a restart",
+      result.created, result.updated, result.unchanged, result.left_alone, result.failed,
+      result.needs_restart.size());
+  return result;
+}
+
+PipelineDefaults Daemon::pipeline_defaults() const {
+  std::lock_guard lock(defaults_mu_);
+  return defaults_;
 }
 
 int64_t Daemon::uptime_ms() const {
@@ -120,7 +287,8 @@ int64_t Daemon::uptime_ms() const {
 }
 
 void Daemon::CreatePipeline(const PipelineSpec& spec,
-                            std::function<void(Result<std::shared_ptr<PipelineRunner>>)> done) {
+                            std::function<void(Result<std::shared_ptr<PipelineRunner>>)> done,
+                            bool from_config) {
   if (auto s = ValidateSpec(spec); !s.ok()) return done(s);
   if (registry_.Find(spec.key)) {
     return done(Status::AlreadyExists("pipeline " + spec.key.ToString() + " exists"));
@@ -130,6 +298,7 @@ void Daemon::CreatePipeline(const PipelineSpec& spec,
   if (!counter.ok()) return done(counter.status());
   StoredPipeline stored;
   stored.record.spec = spec;
+  stored.record.from_config = from_config;
   stored.id_counter = *counter;
   store_->PutPipeline(stored.record, [this, stored, done = std::move(done)](Status s) {
     if (!s.ok()) return done(Status::Unavailable("storing the pipeline failed: " + s.message()));
@@ -181,6 +350,12 @@ void Daemon::LogStats(const char* what) const {
 void Daemon::Shutdown() {
   if (!started_ || stopped_) return;
   stopped_ = true;
+  // Probes learn first: not ready, health NOT_SERVING (and it stays so), then the rest stops.
+  ready_ = false;
+  if (server_) {
+    if (auto* health = server_->GetHealthCheckService()) health->Shutdown();
+  }
+  if (metrics_server_) metrics_server_->Stop();
   spdlog::info("shutting down: no new triggers; pending rounds have {} ms to finish",
                config_.shutdown_grace_ms);
   // Savepoint waiters learn first, and plainly: this daemon will not finish their savepoint.

@@ -9,8 +9,11 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/thread_pool.hpp>
+#include <atomic>
 #include <functional>
 #include <memory>
+#include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -29,6 +32,17 @@ namespace ckpt {
 
 class WorkerServiceImpl;
 class AdminServiceImpl;
+class MetricsServer;
+
+// What a reload did (Daemon::Reload); every item is also logged.
+struct ReloadResult {
+  std::vector<std::string> needs_restart;  // keys that changed but apply only at the next start
+  int created = 0;     // declared pipelines new to the daemon
+  int updated = 0;     // declared pipelines whose spec changed
+  int unchanged = 0;
+  int left_alone = 0;  // declared in the file, but created through the API
+  int failed = 0;      // refused (invalid, store error) or not done in time
+};
 
 class Daemon {
  public:
@@ -40,8 +54,14 @@ class Daemon {
   Daemon& operator=(const Daemon&) = delete;
 
   // Opens the store, loads and starts every pipeline, applies the config's pipelines, starts the
-  // io threads and the gRPC server. An error leaves nothing running.
+  // io threads, the gRPC server (with grpc.health.v1 and reflection) and the HTTP server. When it
+  // returns OK every port accepts and ready() is true. An error leaves nothing running.
   Status Start();
+  // SIGHUP: applies what can change while running (log.level, metrics.per_pipeline, defaults,
+  // declared pipelines) from `next`, a freshly read config, and logs every other changed key as
+  // needing a restart. Pipelines created through the API are left alone. Blocks the controlling
+  // thread (store reads, waiting for the strands) for a bounded time; never call it on a strand.
+  ReloadResult Reload(const DaemonConfig& next);
   // Graceful: stop triggering, let pending rounds finish within the grace period, flush the store,
   // end worker streams with UNAVAILABLE, stop the server and the threads. Idempotent.
   void Shutdown();
@@ -50,8 +70,10 @@ class Daemon {
   // Creates a pipeline (spec validated) and starts it once its record is durable. `done` runs on
   // the store's thread or the caller's; it must not block. Blocking: reads the id counter, so call
   // it from admin_pool().
+  // `from_config`: declared in the config file (a reload may update it later).
   void CreatePipeline(const PipelineSpec& spec,
-                      std::function<void(Result<std::shared_ptr<PipelineRunner>>)> done);
+                      std::function<void(Result<std::shared_ptr<PipelineRunner>>)> done,
+                      bool from_config = false);
   // Ends the pipeline's streams with NOT_FOUND, stops it and deletes its record and history (not
   // its id counter). `done` runs once the delete is durable; it must not block.
   void DeletePipeline(std::shared_ptr<PipelineRunner> runner, std::function<void(Status)> done);
@@ -61,6 +83,16 @@ class Daemon {
   int64_t uptime_ms() const;
 
   int grpc_port() const { return grpc_port_; }
+  // The HTTP port (/metrics, /healthz, /readyz); 0 when metrics_listen is "".
+  int metrics_port() const;
+  // True from the end of a successful Start until Shutdown begins: /readyz and gRPC health.
+  bool ready() const { return ready_.load(); }
+  // The /metrics page. Safe from any thread; reads atomics only.
+  std::string MetricsText() const;
+  // Pipeline defaults as last loaded (start or reload). Safe from any thread.
+  PipelineDefaults pipeline_defaults() const;
+  // For the systemd watchdog, whose pings must come from the loop they vouch for.
+  boost::asio::io_context& io_context() { return io_; }
   Registry& registry() { return registry_; }
   DaemonMetrics& metrics() { return metrics_; }
   MetadataStore& store() { return *store_; }
@@ -74,7 +106,7 @@ class Daemon {
   void ScheduleStats();
   std::shared_ptr<PipelineRunner> MakeRunner(const StoredPipeline& stored, bool restarted);
 
-  // Constant after Start.
+  // Constant after Start: the configuration the daemon started with (reloads never change it).
   DaemonConfig config_;
   SystemClock clock_;
   DaemonMetrics metrics_;
@@ -89,6 +121,16 @@ class Daemon {
   boost::asio::thread_pool admin_pool_{1};
   const std::chrono::steady_clock::time_point started_at_ = std::chrono::steady_clock::now();
   std::unique_ptr<grpc::Server> server_;
+  // Declared after io_, so destroyed before it: its dropped handlers hold only shared state.
+  std::unique_ptr<MetricsServer> metrics_server_;
+
+  // Read from any thread; written by Start, Shutdown and Reload.
+  std::atomic<bool> ready_{false};
+  std::atomic<bool> per_pipeline_metrics_{false};
+  mutable std::mutex defaults_mu_;
+  PipelineDefaults defaults_;  // guarded by defaults_mu_
+  // Controlling thread only (Start, Reload): the log level in force.
+  std::string log_level_;
   // Touched only by its own chain of handlers (one outstanding at a time) and then dropped by
   // io_.stop(): never cancelled from another thread.
   std::unique_ptr<boost::asio::steady_timer> stats_timer_;

@@ -3,8 +3,12 @@
 // benchmarks read. Units are in the names.
 // Threading: safe for concurrent use without external synchronization (atomics).
 
+#include <array>
 #include <atomic>
 #include <cstdint>
+#include <string>
+
+#include "core/types.h"
 
 #include "metrics/histogram.h"
 
@@ -24,6 +28,9 @@ struct DaemonMetrics {
   std::atomic<uint64_t> ignored_unknown_message_total{0};
   std::atomic<int64_t> pending_checkpoints{0};  // gauge
   std::atomic<int64_t> worker_sessions{0};      // gauge: open streams
+  // ckptd_pipelines{state}: each runner moves its one count between states on its strand, so a
+  // scrape reads five atomics instead of visiting every pipeline.
+  std::array<std::atomic<int64_t>, kPipelineStateCount> pipelines_by_state{};
 
   LatencyHistogram trigger_delay;        // ckptd_trigger_delay_seconds: fire time minus due time
   LatencyHistogram checkpoint_duration;  // ckptd_checkpoint_duration_seconds: trigger to complete

@@ -5,6 +5,8 @@
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/post.hpp>
 
+#include "logging/log_context.h"
+
 namespace ckpt {
 
 namespace asio = boost::asio;
@@ -23,7 +25,10 @@ PipelineRunner::PipelineRunner(asio::io_context& io, const StoredPipeline& store
       coordinator_(stored, clock, options_.coordinator),
       wakeup_timer_(strand_),
       timeout_timer_(strand_),
-      persist_retry_timer_(strand_) {}
+      persist_retry_timer_(strand_) {
+  pipeline_metrics_.last_completed_at_ms.store(stored.record.last_completed_at_ms,
+                                               std::memory_order_relaxed);
+}
 
 template <typename F>
 void PipelineRunner::Post(F&& f) {
@@ -152,6 +157,7 @@ void PipelineRunner::Delete(std::function<void()> done) {
     r.timeout_timer_.cancel();
     r.persist_retry_timer_.cancel();
     r.deleted_ = true;
+    r.CountState(std::nullopt);
     r.LogLine(LogLevel::kInfo, "pipeline deleted");
     done();
   });
@@ -194,6 +200,21 @@ void PipelineRunner::EndAllSessions(Status status) {
   });
 }
 
+void PipelineRunner::ApplyDeclaredSpec(PipelineSpec spec, std::function<void(Result<bool>)> done) {
+  PostOperator([spec = std::move(spec), done = std::move(done)](PipelineRunner& r) {
+    if (r.deleted_) return done(r.DeletedStatus());
+    if (!r.coordinator_.from_config()) {
+      return done(Status::FailedPrecondition(
+          "created through the API; a reload leaves it as it is"));
+    }
+    if (r.coordinator_.spec() == spec) return done(false);
+    auto outcome = r.coordinator_.UpdateSpec(spec);
+    r.Run(std::move(outcome.actions));
+    if (!outcome.status.ok()) return done(outcome.status);
+    done(true);
+  });
+}
+
 void PipelineRunner::ReleaseAfterStop() {
   sessions_.clear();
   savepoint_observers_.clear();
@@ -220,7 +241,19 @@ void PipelineRunner::Run(Actions actions) {
   if (pending != counted_pending_) {
     metrics_.pending_checkpoints += pending ? 1 : -1;
     counted_pending_ = pending;
+    pipeline_metrics_.pending.store(pending, std::memory_order_relaxed);
   }
+  if (!deleted_) CountState(coordinator_.State());
+}
+
+void PipelineRunner::CountState(std::optional<PipelineState> state) {
+  if (state == counted_state_) return;
+  if (counted_state_) --metrics_.pipelines_by_state[static_cast<size_t>(*counted_state_)];
+  if (state) {
+    ++metrics_.pipelines_by_state[static_cast<size_t>(*state)];
+    pipeline_metrics_.state.store(static_cast<int>(*state), std::memory_order_relaxed);
+  }
+  counted_state_ = state;
 }
 
 void PipelineRunner::Execute(const Action& action) {
@@ -296,10 +329,18 @@ void PipelineRunner::Execute(const Action& action) {
     switch (a->status) {
       case CheckpointStatus::kCompleted:
         ++metrics_.checkpoints_completed_total;
+        ++pipeline_metrics_.checkpoints_completed_total;
+        pipeline_metrics_.last_completed_at_ms.store(clock_.WallMs(), std::memory_order_relaxed);
         metrics_.checkpoint_duration.ObserveMicros(a->duration.count());
         break;
-      case CheckpointStatus::kExpired: ++metrics_.checkpoints_expired_total; break;
-      default: ++metrics_.checkpoints_failed_total; break;
+      case CheckpointStatus::kExpired:
+        ++metrics_.checkpoints_expired_total;
+        ++pipeline_metrics_.checkpoints_expired_total;
+        break;
+      default:
+        ++metrics_.checkpoints_failed_total;
+        ++pipeline_metrics_.checkpoints_failed_total;
+        break;
     }
   } else if (auto* a = std::get_if<IgnoredMessage>(&action)) {
     metrics_.CountIgnored(a->reason);
@@ -355,6 +396,7 @@ void PipelineRunner::ArmTimeoutAt(SteadyTime at, int64_t checkpoint_id) {
 }
 
 void PipelineRunner::LogLine(LogLevel level, const std::string& text) const {
+  const ScopedLogPipeline about(key_);  // log.format json gives job and pipeline fields
   switch (level) {
     case LogLevel::kDebug: spdlog::debug("{}{}", log_prefix_, text); break;
     case LogLevel::kInfo: spdlog::info("{}{}", log_prefix_, text); break;

@@ -19,6 +19,7 @@
 
 #include "core/pipeline_coordinator.h"
 #include "runtime/daemon_metrics.h"
+#include "runtime/pipeline_metrics.h"
 #include "runtime/savepoint_observer.h"
 #include "runtime/session_sink.h"
 #include "store/metadata_store.h"
@@ -80,6 +81,14 @@ class PipelineRunner : public std::enable_shared_from_this<PipelineRunner> {
   // Runs `fn` on the strand with the coordinator (read-only use). For status queries and tests.
   void Inspect(std::function<void(const PipelineCoordinator&)> fn);
 
+  // A config reload declares this pipeline with `spec`: applies it (on the strand) if the pipeline
+  // came from the config file, leaves it alone if it was created through the API. `done` gets
+  // whether the spec changed, or why it was not applied; it runs on the strand, must not block.
+  void ApplyDeclaredSpec(PipelineSpec spec, std::function<void(Result<bool>)> done);
+
+  // Safe from any thread, at any time: the numbers the per-pipeline series of /metrics show.
+  const PipelineMetrics& pipeline_metrics() const { return pipeline_metrics_; }
+
  private:
   void Run(Actions actions);  // strand_
   void NotifySavepointObservers(const RoundFinished* finished);
@@ -87,6 +96,8 @@ class PipelineRunner : public std::enable_shared_from_this<PipelineRunner> {
   void ArmWakeupAt(SteadyTime at);
   void ArmTimeoutAt(SteadyTime at, int64_t checkpoint_id);
   void LogLine(LogLevel level, const std::string& text) const;
+  // Moves this pipeline's count in metrics_.pipelines_by_state to `state` (nullopt: out of all).
+  void CountState(std::optional<PipelineState> state);
   template <typename F>
   void Post(F&& f);
   template <typename F>
@@ -102,6 +113,9 @@ class PipelineRunner : public std::enable_shared_from_this<PipelineRunner> {
   const RunnerOptions options_;
   const bool restarted_;
 
+  // Atomics: written on strand_, read by scrapes from any thread.
+  PipelineMetrics pipeline_metrics_;
+
   // strand_: every member below is touched only on it.
   boost::asio::strand<boost::asio::io_context::executor_type> strand_;
   PipelineCoordinator coordinator_;
@@ -110,6 +124,7 @@ class PipelineRunner : public std::enable_shared_from_this<PipelineRunner> {
   boost::asio::steady_timer persist_retry_timer_;
   std::map<SessionId, std::shared_ptr<SessionSink>> sessions_;
   bool counted_pending_ = false;  // whether this pipeline adds one to metrics_.pending_checkpoints
+  std::optional<PipelineState> counted_state_;  // where it adds one in pipelines_by_state
   bool deleted_ = false;          // after Delete, every event is dropped
   std::vector<std::shared_ptr<SavepointObserver>> savepoint_observers_;
   std::optional<SavepointUpdate> last_savepoint_update_;

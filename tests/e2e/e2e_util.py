@@ -39,6 +39,7 @@ class Workspace:
         self.build_dir = build_dir
         self.dir = tempfile.mkdtemp(prefix="ckptd-e2e-")
         self.port = free_port()
+        self.metrics_port = free_port()
         self.procs = []
 
     def path(self, name):
@@ -55,6 +56,7 @@ class Workspace:
         config = self.path("ckptd.yaml")
         with open(config, "w") as f:
             f.write(f"listen: 127.0.0.1:{self.port}\n")
+            f.write(f"metrics_listen: 127.0.0.1:{self.metrics_port}\n")
             f.write(f"data_dir: {self.path('data')}\n")
             f.write(body)
         return config

@@ -42,8 +42,7 @@ class CkptctlTest(unittest.TestCase):
     def setUp(self):
         self.ws = e2e.Workspace(BUILD_DIR)
         self.server = f"127.0.0.1:{self.ws.port}"
-        self.config = self.ws.write_config(
-            f"metrics_listen: 127.0.0.1:{e2e.free_port()}\n" + CONFIG)
+        self.config = self.ws.write_config(CONFIG)
         self.daemon = None
 
     def tearDown(self):

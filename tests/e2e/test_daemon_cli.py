@@ -44,7 +44,8 @@ class DaemonCliTest(unittest.TestCase):
         config = self.ws.write_config("threads: lots\n")
         r = self.run_ckptd("--config", config)
         self.assertNotEqual(r.returncode, 0)
-        self.assertIn(":3:", r.stderr)  # the third line of the file (after listen and data_dir)
+        # The fourth line of the file (after listen, metrics_listen and data_dir).
+        self.assertIn(":4:", r.stderr)
 
     def test_corrupt_database_is_refused_not_reset(self):
         config = self.ws.write_config("")

@@ -43,6 +43,7 @@ class DaemonTest : public ::testing::Test {
     data_dir_ = std::filesystem::temp_directory_path() /
                 ("ckptd-it-" + std::to_string(::getpid()) + "-" + std::to_string(rd()));
     config_.listen = "127.0.0.1:0";
+    config_.metrics_listen = "127.0.0.1:0";  // never the default port: tests run side by side
     config_.data_dir = data_dir_.string();
     config_.threads = 2;
     config_.lease_ttl_ms = 3000;

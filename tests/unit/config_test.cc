@@ -219,6 +219,22 @@ const BrokenCase kBrokenCases[] = {
     {"stray comma after a document", "threads: 1\n---\n,\n", "3:1", "unexpected ','"},
     {"data_dir empty", "data_dir: \"\"\n", "1:11", "data_dir is empty"},
     {"undefined alias", "threads: *nope\n", "1:10", "anchor is not defined"},
+    {"bad log format", "log:\n  format: xml\n", "2:11",
+     "log.format 'xml' is not one of text, json"},
+    {"log format typo", "log: {format: jsno}\n", "1:15", "did you mean 'json'?"},
+    {"per_pipeline as yes", "metrics:\n  per_pipeline: yes\n", "2:17",
+     "metrics.per_pipeline: expected true or false, got 'yes'"},
+    {"per_pipeline quoted", "metrics: {per_pipeline: \"true\"}\n", "1:25",
+     "metrics.per_pipeline: expected true or false, got the quoted string \"true\""},
+    {"per_pipeline as a number", "metrics:\n  per_pipeline: 1\n", "2:17",
+     "expected true or false, got '1'"},
+    {"typo in metrics", "metrics:\n  per_pipelines: true\n", "2:3",
+     "unknown key 'per_pipelines' in metrics; did you mean 'per_pipeline'?"},
+    {"metrics is a scalar", "metrics: on\n", "1:10", "metrics must be a map of keys, got 'on'"},
+    {"metrics_listen left empty", "metrics_listen:\n", "1:1",
+     "metrics_listen: expected a string, got nothing"},
+    {"metrics_listen without a port", "metrics_listen: localhost\n", "1:17",
+     "metrics_listen: expected HOST:PORT, got 'localhost'"},
 };
 
 class ConfigBroken : public ::testing::TestWithParam<BrokenCase> {};
@@ -287,6 +303,8 @@ TEST(ConfigParse, EmptyFileMeansAllDefaults) {
     EXPECT_EQ(config.heartbeat_interval_ms, 3000);
     EXPECT_EQ(config.shutdown_grace_ms, 10000);
     EXPECT_EQ(config.log_level, "info");
+    EXPECT_EQ(config.log_format, "text");
+    EXPECT_FALSE(config.metrics_per_pipeline);
     EXPECT_EQ(config.defaults.interval_ms, 10000);
     EXPECT_EQ(config.defaults.timeout_ms, 600000);
     EXPECT_EQ(config.defaults.min_pause_ms, 0);
@@ -308,7 +326,10 @@ TEST(ConfigParse, ReadsEveryTopLevelKey) {
       "heartbeat_interval_ms: 5000\n"
       "shutdown_grace_ms: 0\n"
       "log:\n"
-      "  level: debug\n");
+      "  level: debug\n"
+      "  format: json\n"
+      "metrics:\n"
+      "  per_pipeline: true\n");
   EXPECT_EQ(config.listen, "0.0.0.0:7171");
   EXPECT_EQ(config.metrics_listen, "[::1]:9000");
   EXPECT_EQ(config.data_dir, "/var/lib/ckptd");
@@ -318,6 +339,21 @@ TEST(ConfigParse, ReadsEveryTopLevelKey) {
   EXPECT_EQ(config.heartbeat_interval_ms, 5000);
   EXPECT_EQ(config.shutdown_grace_ms, 0);
   EXPECT_EQ(config.log_level, "debug");
+  EXPECT_EQ(config.log_format, "json");
+  EXPECT_TRUE(config.metrics_per_pipeline);
+}
+
+TEST(ConfigParse, EmptyMetricsListenTurnsTheHttpServerOff) {
+  EXPECT_EQ(ParseOk("metrics_listen: \"\"\n").metrics_listen, "");
+  EXPECT_EQ(ParseOk("metrics_listen: ''\n").metrics_listen, "");
+  EXPECT_EQ(ParseOk("metrics_listen: 127.0.0.1:0\n").metrics_listen, "127.0.0.1:0");
+}
+
+TEST(ConfigParse, BooleansInAnyCase) {
+  EXPECT_TRUE(ParseOk("metrics: {per_pipeline: True}\n").metrics_per_pipeline);
+  EXPECT_TRUE(ParseOk("metrics: {per_pipeline: TRUE}\n").metrics_per_pipeline);
+  EXPECT_FALSE(ParseOk("metrics: {per_pipeline: false}\n").metrics_per_pipeline);
+  EXPECT_FALSE(ParseOk("metrics:\n").metrics_per_pipeline);
 }
 
 TEST(ConfigParse, EmptySectionsAreAllowed) {
@@ -458,6 +494,8 @@ TEST(ConfigLoad, ShippedExampleHoldsTheDefaults) {
   EXPECT_EQ(result->heartbeat_interval_ms, defaults.heartbeat_interval_ms);
   EXPECT_EQ(result->shutdown_grace_ms, defaults.shutdown_grace_ms);
   EXPECT_EQ(result->log_level, defaults.log_level);
+  EXPECT_EQ(result->log_format, defaults.log_format);
+  EXPECT_EQ(result->metrics_per_pipeline, defaults.metrics_per_pipeline);
   EXPECT_EQ(result->defaults.interval_ms, defaults.defaults.interval_ms);
   EXPECT_EQ(result->defaults.timeout_ms, defaults.defaults.timeout_ms);
   EXPECT_EQ(result->defaults.min_pause_ms, defaults.defaults.min_pause_ms);

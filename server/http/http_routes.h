@@ -1,0 +1,35 @@
+#pragma once
+// What ckptd's HTTP endpoint answers, apart from the sockets: a request line in, a response out.
+// GET /metrics (Prometheus text), GET /healthz (the event loop answers), GET /readyz (ready to
+// serve); 404 for other paths, 405 for other methods.
+// Threading: Route is a pure function of its arguments; the endpoint callbacks must be safe to call
+// from any io thread and must not block.
+
+#include <functional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace ckpt {
+
+struct HttpEndpoints {
+  std::function<std::string()> metrics;  // the /metrics page
+  std::function<bool()> ready;           // whether /readyz says 200
+};
+
+struct HttpReply {
+  int status = 200;
+  std::string content_type = "text/plain; charset=utf-8";
+  std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;  // extra ones, e.g. Allow
+};
+
+// The content type Prometheus' text format 0.0.4 is served with.
+inline constexpr std::string_view kPrometheusContentType =
+    "text/plain; version=0.0.4; charset=utf-8";
+
+// `target` is the request target as sent ("/metrics?x=1"); the query is ignored.
+HttpReply Route(std::string_view method, std::string_view target, const HttpEndpoints& endpoints);
+
+}  // namespace ckpt

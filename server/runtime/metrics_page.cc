@@ -1,0 +1,140 @@
+#include "runtime/metrics_page.h"
+
+#include <algorithm>
+
+#include "metrics/prometheus_text.h"
+
+namespace ckpt {
+namespace {
+
+constexpr PipelineState kStates[] = {PipelineState::kWaitingForTasks, PipelineState::kRunning,
+                                     PipelineState::kPaused, PipelineState::kFailed,
+                                     PipelineState::kStopped};
+
+double Load(const std::atomic<uint64_t>& a) {
+  return static_cast<double>(a.load(std::memory_order_relaxed));
+}
+double Load(const std::atomic<int64_t>& a) {
+  return static_cast<double>(a.load(std::memory_order_relaxed));
+}
+
+void RenderPerPipeline(const Registry& registry, PrometheusText& out) {
+  auto runners = registry.All();
+  // Sorted, so that a page reads the same from one scrape to the next.
+  std::sort(runners.begin(), runners.end(),
+            [](const auto& a, const auto& b) { return a->key() < b->key(); });
+  struct Series {
+    const char* name;
+    const char* help;
+    const std::atomic<uint64_t> PipelineMetrics::*member;
+  };
+  const Series counters[] = {
+      {"ckptd_pipeline_checkpoints_completed_total", "Checkpoints and savepoints completed (durable), by pipeline.",
+       &PipelineMetrics::checkpoints_completed_total},
+      {"ckptd_pipeline_checkpoints_failed_total", "Checkpoints failed (declined, store failure), by pipeline.",
+       &PipelineMetrics::checkpoints_failed_total},
+      {"ckptd_pipeline_checkpoints_expired_total", "Checkpoints expired (not acknowledged in time), by pipeline.",
+       &PipelineMetrics::checkpoints_expired_total},
+  };
+  for (const Series& series : counters) {
+    out.Family(series.name, "counter", series.help);
+    for (const auto& runner : runners) {
+      const PipelineMetrics& m = runner->pipeline_metrics();
+      out.Sample(series.name, {{"job", runner->key().job_id}, {"pipeline", runner->key().pipeline_id}},
+                 Load(m.*series.member));
+    }
+  }
+  out.Family("ckptd_pipeline_state", "gauge",
+             "1 for the state the pipeline is in, 0 for the others.");
+  for (const auto& runner : runners) {
+    const int state = runner->pipeline_metrics().state.load(std::memory_order_relaxed);
+    for (PipelineState s : kStates) {
+      out.Sample("ckptd_pipeline_state",
+                 {{"job", runner->key().job_id},
+                  {"pipeline", runner->key().pipeline_id},
+                  {"state", PipelineStateName(s)}},
+                 static_cast<int>(s) == state ? 1 : 0);
+    }
+  }
+  out.Family("ckptd_pipeline_pending_checkpoints", "gauge",
+             "1 while the pipeline has a checkpoint or savepoint pending.");
+  for (const auto& runner : runners) {
+    out.Sample("ckptd_pipeline_pending_checkpoints",
+               {{"job", runner->key().job_id}, {"pipeline", runner->key().pipeline_id}},
+               runner->pipeline_metrics().pending.load(std::memory_order_relaxed) ? 1 : 0);
+  }
+  out.Family("ckptd_pipeline_last_completed_timestamp_seconds", "gauge",
+             "When the pipeline's last checkpoint completed (Unix time); 0 if never.");
+  for (const auto& runner : runners) {
+    const int64_t ms = runner->pipeline_metrics().last_completed_at_ms.load(std::memory_order_relaxed);
+    out.Sample("ckptd_pipeline_last_completed_timestamp_seconds",
+               {{"job", runner->key().job_id}, {"pipeline", runner->key().pipeline_id}},
+               static_cast<double>(ms) / 1000.0);
+  }
+}
+
+}  // namespace
+
+std::string RenderMetricsPage(const DaemonMetrics& m, const Registry& registry,
+                              const MetricsPageOptions& options) {
+  PrometheusText out;
+  out.Counter("ckptd_checkpoints_completed_total",
+              "Checkpoints and savepoints completed: acknowledged by every task and durable.",
+              Load(m.checkpoints_completed_total));
+  out.Counter("ckptd_checkpoints_failed_total",
+              "Checkpoints failed: declined by a task, or the store could not write them.",
+              Load(m.checkpoints_failed_total));
+  out.Counter("ckptd_checkpoints_expired_total",
+              "Checkpoints expired: not acknowledged by every task within timeout_ms.",
+              Load(m.checkpoints_expired_total));
+  out.Counter("ckptd_checkpoints_aborted_total",
+              "Checkpoints aborted by a lost task, a takeover, a task-set change or shutdown "
+              "(not counted as failures).",
+              Load(m.checkpoints_aborted_total));
+  out.Counter("ckptd_triggers_total", "Checkpoint and savepoint rounds triggered.",
+              Load(m.triggers_total));
+  out.Counter("ckptd_acks_total", "Acknowledgements received from tasks.", Load(m.acks_total));
+
+  out.Family("ckptd_ignored_messages_total", "counter",
+             "Worker messages ignored, by reason: unowned_task (a task this stream did not "
+             "register), not_pending (for a round that is not pending), duplicate, "
+             "unknown_message.");
+  out.Sample("ckptd_ignored_messages_total", {{"reason", "unowned_task"}},
+             Load(m.ignored_unowned_task_total));
+  out.Sample("ckptd_ignored_messages_total", {{"reason", "not_pending"}},
+             Load(m.ignored_not_pending_total));
+  out.Sample("ckptd_ignored_messages_total", {{"reason", "duplicate"}},
+             Load(m.ignored_duplicate_total));
+  out.Sample("ckptd_ignored_messages_total", {{"reason", "unknown_message"}},
+             Load(m.ignored_unknown_message_total));
+
+  out.Family("ckptd_checkpoint_duration_seconds", "histogram",
+             "Time from a checkpoint's trigger to its completion (durable).");
+  out.Histogram("ckptd_checkpoint_duration_seconds", {}, m.checkpoint_duration.Take());
+  out.Family("ckptd_trigger_delay_seconds", "histogram",
+             "Scheduling delay: actual trigger time minus due time.");
+  out.Histogram("ckptd_trigger_delay_seconds", {}, m.trigger_delay.Take());
+  out.Family("ckptd_store_commit_seconds", "histogram",
+             "Time from handing a completed checkpoint to the store to its commit (fsync "
+             "included).");
+  out.Histogram("ckptd_store_commit_seconds", {}, m.store_commit.Take());
+
+  out.Gauge("ckptd_pending_checkpoints", "Checkpoints and savepoints pending now (triggered, not "
+            "finished).", Load(m.pending_checkpoints));
+  out.Family("ckptd_pipelines", "gauge", "Pipelines by state.");
+  for (PipelineState s : kStates) {
+    out.Sample("ckptd_pipelines", {{"state", PipelineStateName(s)}},
+               Load(m.pipelines_by_state[static_cast<size_t>(s)]));
+  }
+  out.Gauge("ckptd_worker_sessions", "Open worker streams.", Load(m.worker_sessions));
+
+  out.Family("ckptd_build_info", "gauge", "Always 1; the labels name the build.");
+  out.Sample("ckptd_build_info", {{"version", options.version}}, 1);
+  out.Gauge("process_start_time_seconds", "When the process started (Unix time).",
+            options.start_time_seconds);
+
+  if (options.per_pipeline) RenderPerPipeline(registry, out);
+  return out.Take();
+}
+
+}  // namespace ckpt

@@ -1,0 +1,25 @@
+#pragma once
+// The /metrics page: ckptd's metrics (CONTRACT.md, Metrics) in the Prometheus text format.
+//
+// Threading: call from any thread that may take a short shared lock (an io thread serving HTTP, a
+// test). It reads only atomics: the daemon-wide DaemonMetrics and, when per-pipeline series are
+// on, each runner's PipelineMetrics through the registry's shared lock. It never posts to a
+// strand nor waits for one.
+
+#include <string>
+
+#include "runtime/daemon_metrics.h"
+#include "runtime/registry.h"
+
+namespace ckpt {
+
+struct MetricsPageOptions {
+  std::string version;        // ckptd_build_info{version}
+  bool per_pipeline = false;  // metrics.per_pipeline: the ckptd_pipeline_* series
+  double start_time_seconds = 0;  // process_start_time_seconds (Unix time)
+};
+
+std::string RenderMetricsPage(const DaemonMetrics& metrics, const Registry& registry,
+                              const MetricsPageOptions& options);
+
+}  // namespace ckpt

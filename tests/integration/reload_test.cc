@@ -1,0 +1,119 @@
+// SIGHUP's work (Daemon::Reload): declared pipelines created or updated, API-created ones left
+// alone, defaults and log level applied, restart-only keys reported.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <future>
+
+#include "daemon_fixture.h"
+
+namespace ckpt::testing {
+namespace {
+
+class ReloadTest : public DaemonTest {
+ protected:
+  void TearDown() override {
+    spdlog::set_level(spdlog::level::info);  // the level is process-wide
+    DaemonTest::TearDown();
+  }
+  void CreateThroughApi(const PipelineSpec& spec) {
+    std::promise<Status> created;
+    daemon_->CreatePipeline(spec, [&](Result<std::shared_ptr<PipelineRunner>> r) {
+      created.set_value(r.ok() ? Status::Ok() : r.status());
+    });
+    Status s = created.get_future().get();
+    ASSERT_TRUE(s.ok()) << s.ToString();
+  }
+  bool Has(const std::vector<std::string>& keys, const std::string& key) {
+    return std::find(keys.begin(), keys.end(), key) != keys.end();
+  }
+};
+
+TEST_F(ReloadTest, AppliesDeclaredPipelinesAndLeavesApiOnesAlone) {
+  config_.pipelines = {TestSpec("declared", {"0"}, 100)};
+  StartDaemon();
+  CreateThroughApi(TestSpec("api", {"0"}, 100));
+
+  DaemonConfig next = config_;
+  next.pipelines = {TestSpec("declared", {"0", "1"}, 200), TestSpec("fresh", {"0"}, 300),
+                    TestSpec("api", {"0"}, 999)};
+  ReloadResult result = daemon_->Reload(next);
+  EXPECT_EQ(result.updated, 1);
+  EXPECT_EQ(result.created, 1);
+  EXPECT_EQ(result.left_alone, 1);
+  EXPECT_EQ(result.failed, 0);
+  EXPECT_TRUE(result.needs_restart.empty());
+
+  PipelineStatus declared = Describe("declared");
+  EXPECT_EQ(declared.spec.interval_ms, 200);
+  EXPECT_EQ(declared.spec.task_ids, (std::vector<std::string>{"0", "1"}));
+  PipelineStatus fresh = Describe("fresh");
+  EXPECT_EQ(fresh.spec.interval_ms, 300);
+  EXPECT_TRUE(fresh.from_config);
+  PipelineStatus api = Describe("api");
+  EXPECT_EQ(api.spec.interval_ms, 100) << "a reload must not touch an API-created pipeline";
+  EXPECT_FALSE(api.from_config);
+
+  // The same file again changes nothing.
+  result = daemon_->Reload(next);
+  EXPECT_EQ(result.unchanged, 2);
+  EXPECT_EQ(result.created + result.updated, 0);
+  EXPECT_EQ(result.left_alone, 1);
+
+  // What a reload created or updated is durable, and still marked as declared.
+  config_ = next;
+  config_.pipelines.clear();
+  StopDaemon();
+  StartDaemon();
+  EXPECT_EQ(Describe("fresh").spec.interval_ms, 300);
+  EXPECT_TRUE(Describe("fresh").from_config);
+  EXPECT_EQ(Describe("declared").spec.interval_ms, 200);
+}
+
+TEST_F(ReloadTest, InvalidDeclaredPipelineFailsAloneAndTheRestApplies) {
+  StartDaemon();
+  DaemonConfig next = config_;
+  PipelineSpec bad = TestSpec("bad", {"0"}, 5);  // below the 10 ms minimum
+  next.pipelines = {bad, TestSpec("good", {"0"})};
+  ReloadResult result = daemon_->Reload(next);
+  EXPECT_EQ(result.failed, 1);
+  EXPECT_EQ(result.created, 1);
+  EXPECT_EQ(daemon_->registry().Find({"job", "bad"}), nullptr);
+  EXPECT_NE(daemon_->registry().Find({"job", "good"}), nullptr);
+}
+
+TEST_F(ReloadTest, LogLevelDefaultsAndPerPipelineMetricsApply) {
+  StartDaemon();
+  DaemonConfig next = config_;
+  next.log_level = "debug";
+  next.defaults.interval_ms = 4321;
+  next.metrics_per_pipeline = true;
+  next.pipelines = {TestSpec("p", {"0"})};
+  daemon_->Reload(next);
+  EXPECT_EQ(spdlog::get_level(), spdlog::level::debug);
+  EXPECT_EQ(daemon_->pipeline_defaults().interval_ms, 4321);
+  EXPECT_NE(daemon_->MetricsText().find("ckptd_pipeline_state{job=\"job\",pipeline=\"p\""),
+            std::string::npos);
+}
+
+TEST_F(ReloadTest, RestartOnlyKeysAreReportedAndKept) {
+  StartDaemon();
+  DaemonConfig next = config_;
+  next.listen = "127.0.0.1:1";
+  next.metrics_listen = "";
+  next.data_dir = "/elsewhere";
+  next.threads = 7;
+  next.lease_ttl_ms = 9000;
+  next.log_format = "json";
+  ReloadResult result = daemon_->Reload(next);
+  for (const char* key :
+       {"listen", "metrics_listen", "data_dir", "threads", "lease_ttl_ms", "log.format"}) {
+    EXPECT_TRUE(Has(result.needs_restart, key)) << key;
+  }
+  EXPECT_FALSE(Has(result.needs_restart, "heartbeat_interval_ms"));
+  EXPECT_EQ(daemon_->config().listen, "127.0.0.1:0") << "the running value is kept";
+  EXPECT_GT(daemon_->metrics_port(), 0);
+}
+
+}  // namespace
+}  // namespace ckpt::testing

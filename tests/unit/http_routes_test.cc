@@ -1,0 +1,60 @@
+// What the HTTP endpoint answers, without sockets.
+#include "http/http_routes.h"
+
+#include <gtest/gtest.h>
+
+namespace ckpt {
+namespace {
+
+HttpEndpoints Endpoints(bool ready) {
+  HttpEndpoints e;
+  e.metrics = [] { return std::string("m_total 1\n"); };
+  e.ready = [ready] { return ready; };
+  return e;
+}
+
+TEST(HttpRoutes, MetricsInThePrometheusContentType) {
+  HttpReply r = Route("GET", "/metrics", Endpoints(true));
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.content_type, kPrometheusContentType);
+  EXPECT_EQ(r.body, "m_total 1\n");
+}
+
+TEST(HttpRoutes, QueryStringIsIgnored) {
+  EXPECT_EQ(Route("GET", "/metrics?name[]=x", Endpoints(true)).status, 200);
+  EXPECT_EQ(Route("GET", "/healthz?verbose", Endpoints(true)).status, 200);
+}
+
+TEST(HttpRoutes, HealthzAnswersWhateverTheReadiness) {
+  EXPECT_EQ(Route("GET", "/healthz", Endpoints(false)).status, 200);
+  EXPECT_EQ(Route("GET", "/healthz", Endpoints(true)).status, 200);
+}
+
+TEST(HttpRoutes, ReadyzFollowsReadiness) {
+  EXPECT_EQ(Route("GET", "/readyz", Endpoints(true)).status, 200);
+  HttpReply r = Route("GET", "/readyz", Endpoints(false));
+  EXPECT_EQ(r.status, 503);
+  EXPECT_NE(r.body.find("not ready"), std::string::npos);
+  EXPECT_EQ(Route("GET", "/readyz", HttpEndpoints{}).status, 503);  // no callback: not ready
+}
+
+TEST(HttpRoutes, UnknownPathIs404) {
+  for (const char* target : {"/", "/metrics/", "/METRICS", "metrics", "", "/healthz/x", "*"}) {
+    SCOPED_TRACE(target);
+    EXPECT_EQ(Route("GET", target, Endpoints(true)).status, 404);
+  }
+}
+
+TEST(HttpRoutes, OtherMethodsAre405WithAllow) {
+  for (const char* method : {"POST", "PUT", "DELETE", "HEAD", "get", "BREW"}) {
+    SCOPED_TRACE(method);
+    HttpReply r = Route(method, "/metrics", Endpoints(true));
+    EXPECT_EQ(r.status, 405);
+    ASSERT_EQ(r.headers.size(), 1u);
+    EXPECT_EQ(r.headers[0].first, "Allow");
+    EXPECT_EQ(r.headers[0].second, "GET");
+  }
+}
+
+}  // namespace
+}  // namespace ckpt
