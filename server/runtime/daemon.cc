@@ -64,8 +64,9 @@ Status Daemon::LoadPipelines() {
   std::map<PipelineKey, StoredPipeline> stored;
   for (auto& p : *loaded) stored[p.record.spec.key] = std::move(p);
 
-  // Config-declared pipelines are created, or updated to match the file; API-created ones are
-  // left alone.
+  // Config-declared pipelines are created, or updated to match the file; a pipeline created
+  // through the API is left alone, at start as on reload, so that a restart never rewrites what
+  // an operator made.
   std::map<PipelineKey, bool> fresh;
   for (const auto& spec : config_.pipelines) {
     auto it = stored.find(spec.key);
@@ -75,10 +76,13 @@ Status Daemon::LoadPipelines() {
       p.record.from_config = true;
       stored[spec.key] = p;
       fresh[spec.key] = true;
-    } else if (it->second.record.spec != spec || !it->second.record.from_config) {
+    } else if (!it->second.record.from_config) {
+      spdlog::warn("[{}] declared in the config file but created through the API: left alone "
+                   "(delete it to let the file manage it)",
+                   spec.key.ToString());
+    } else if (it->second.record.spec != spec) {
       spdlog::info("[{}] spec updated from the config file", spec.key.ToString());
       it->second.record.spec = spec;
-      it->second.record.from_config = true;
     }
   }
   for (const auto& [key, p] : stored) {
@@ -290,20 +294,35 @@ void Daemon::CreatePipeline(const PipelineSpec& spec,
                             std::function<void(Result<std::shared_ptr<PipelineRunner>>)> done,
                             bool from_config) {
   if (auto s = ValidateSpec(spec); !s.ok()) return done(s);
-  if (registry_.Find(spec.key)) {
-    return done(Status::AlreadyExists("pipeline " + spec.key.ToString() + " exists"));
+  {
+    std::lock_guard lock(creating_mu_);
+    if (registry_.Find(spec.key) || !creating_.insert(spec.key).second) {
+      return done(Status::AlreadyExists("pipeline " + spec.key.ToString() + " exists"));
+    }
   }
+  auto created = [this, key = spec.key] {
+    std::lock_guard lock(creating_mu_);
+    creating_.erase(key);
+  };
   // Ids are never reused, not even after DeletePipeline and a create under the same name.
   auto counter = store_->LoadIdCounter(spec.key);
-  if (!counter.ok()) return done(counter.status());
+  if (!counter.ok()) {
+    created();
+    return done(counter.status());
+  }
   StoredPipeline stored;
   stored.record.spec = spec;
   stored.record.from_config = from_config;
   stored.id_counter = *counter;
-  store_->PutPipeline(stored.record, [this, stored, done = std::move(done)](Status s) {
-    if (!s.ok()) return done(Status::Unavailable("storing the pipeline failed: " + s.message()));
+  store_->PutPipeline(stored.record, [this, stored, created, done = std::move(done)](Status s) {
+    if (!s.ok()) {
+      created();
+      return done(Status::Unavailable("storing the pipeline failed: " + s.message()));
+    }
     auto runner = MakeRunner(stored, /*restarted=*/false);
-    if (!registry_.Add(runner)) {
+    const bool added = registry_.Add(runner);
+    created();
+    if (!added) {
       return done(Status::AlreadyExists("pipeline " + stored.record.spec.key.ToString() + " exists"));
     }
     runner->Start();

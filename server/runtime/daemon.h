@@ -13,6 +13,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -116,6 +117,12 @@ class Daemon {
   std::unique_ptr<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
   std::vector<std::thread> threads_;
   Registry registry_;
+  // Keys whose CreatePipeline is between its registry check and its registry Add (the store
+  // write in between): a second create of the same key is refused instead of overwriting the
+  // first one's stored record. Any thread (admin pool, Reload on the controlling thread, the
+  // store's callback); guarded by creating_mu_, held only for a set lookup.
+  std::mutex creating_mu_;
+  std::set<PipelineKey> creating_;
   std::unique_ptr<WorkerServiceImpl> worker_service_;
   std::unique_ptr<AdminServiceImpl> admin_service_;
   boost::asio::thread_pool admin_pool_{1};

@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <future>
+#include <mutex>
 
 #include "daemon_fixture.h"
+#include "store/sqlite_store.h"
 
 namespace ckpt::testing {
 namespace {
@@ -68,6 +70,104 @@ TEST_F(ReloadTest, AppliesDeclaredPipelinesAndLeavesApiOnesAlone) {
   EXPECT_EQ(Describe("fresh").spec.interval_ms, 300);
   EXPECT_TRUE(Describe("fresh").from_config);
   EXPECT_EQ(Describe("declared").spec.interval_ms, 200);
+
+  // A start with the same file treats the API-created pipeline as a reload does.
+  config_ = next;
+  StopDaemon();
+  StartDaemon();
+  EXPECT_EQ(Describe("api").spec.interval_ms, 100) << "a start must not rewrite it either";
+  EXPECT_FALSE(Describe("api").from_config);
+}
+
+// Between Hold() and Release(), holds every PutPipeline back, so that a test can have two creates
+// in flight at once. Threading: any thread; the gate is guarded by mu_.
+class GatedStore final : public MetadataStore {
+ public:
+  explicit GatedStore(std::unique_ptr<MetadataStore> inner) : inner_(std::move(inner)) {}
+  void Hold() {
+    std::lock_guard lock(mu_);
+    released_ = false;
+  }
+  size_t Held() {
+    std::lock_guard lock(mu_);
+    return held_.size();
+  }
+  void Release() {
+    std::vector<std::pair<PipelineRecord, Done>> held;
+    {
+      std::lock_guard lock(mu_);
+      released_ = true;
+      held.swap(held_);
+    }
+    for (auto& [record, done] : held) inner_->PutPipeline(record, std::move(done));
+  }
+  Result<std::vector<StoredPipeline>> LoadPipelines() override { return inner_->LoadPipelines(); }
+  void PutPipeline(const PipelineRecord& record, Done done) override {
+    {
+      std::lock_guard lock(mu_);
+      if (!released_) {
+        held_.emplace_back(record, std::move(done));
+        return;
+      }
+    }
+    inner_->PutPipeline(record, std::move(done));
+  }
+  void ReserveIds(const PipelineKey& key, int64_t counter, Done done) override {
+    inner_->ReserveIds(key, counter, std::move(done));
+  }
+  void CommitCheckpoint(const PipelineRecord& record, const CompletedCheckpoint& checkpoint,
+                        Done done) override {
+    inner_->CommitCheckpoint(record, checkpoint, std::move(done));
+  }
+  void DeletePipeline(const PipelineKey& key, Done done) override {
+    inner_->DeletePipeline(key, std::move(done));
+  }
+  Result<int64_t> LoadIdCounter(const PipelineKey& key) override {
+    return inner_->LoadIdCounter(key);
+  }
+  Result<std::vector<CompletedCheckpoint>> ListCompleted(const PipelineKey& key,
+                                                         int limit) override {
+    return inner_->ListCompleted(key, limit);
+  }
+  void Flush() override { inner_->Flush(); }
+
+ private:
+  std::unique_ptr<MetadataStore> inner_;
+  std::mutex mu_;
+  bool released_ = true;                                 // guarded by mu_
+  std::vector<std::pair<PipelineRecord, Done>> held_;  // guarded by mu_
+};
+
+TEST_F(ReloadTest, TwoCreatesOfOneKeyInFlightLeaveTheWinnersRecord) {
+  auto sqlite = SqliteStore::Open(config_.data_dir);
+  ASSERT_TRUE(sqlite.ok()) << sqlite.status().ToString();
+  auto gated = std::make_unique<GatedStore>(std::move(*sqlite));
+  GatedStore* gate = gated.get();
+  daemon_ = std::make_unique<Daemon>(config_, std::move(gated));
+  ASSERT_TRUE(daemon_->Start().ok());
+
+  // Both creates are in flight before either record is written.
+  std::promise<Result<std::shared_ptr<PipelineRunner>>> first, second;
+  gate->Hold();
+  daemon_->CreatePipeline(TestSpec("twice", {"0"}, 100),
+                          [&](Result<std::shared_ptr<PipelineRunner>> r) { first.set_value(r); });
+  daemon_->CreatePipeline(TestSpec("twice", {"0"}, 777),
+                          [&](Result<std::shared_ptr<PipelineRunner>> r) { second.set_value(r); });
+  EXPECT_EQ(gate->Held(), 1u) << "the refused create must not write a record of its own";
+  gate->Release();
+  {
+    // (Scoped: a runner must not outlive the daemon's io_context.)
+    auto a = first.get_future().get();
+    auto b = second.get_future().get();
+    ASSERT_TRUE(a.ok()) << a.status().ToString();
+    ASSERT_FALSE(b.ok()) << "the second create must be refused while the first is in flight";
+    EXPECT_EQ(b.status().code(), StatusCode::kAlreadyExists);
+  }
+  EXPECT_EQ(Describe("twice").spec.interval_ms, 100);
+  StopDaemon();
+  StartDaemon();
+  EXPECT_EQ(Describe("twice").spec.interval_ms, 100)
+      << "the refused create must not have overwritten the stored record";
 }
 
 TEST_F(ReloadTest, InvalidDeclaredPipelineFailsAloneAndTheRestApplies) {
