@@ -18,6 +18,7 @@ fi
 export CCACHE_BASEDIR=$root
 cmake --build "$build_dir" -j"$(nproc)" --target ckptd ckptctl ckpt-worker-sim man >/dev/null
 mkdir -p "$out_dir"
+rm -f "$out_dir"/ckptd_*.deb
 (cd "$build_dir" && cpack -G DEB -B "$out_dir" >/dev/null)
 rm -rf "$out_dir/_CPack_Packages"
 ls "$out_dir"/ckptd_*.deb

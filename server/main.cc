@@ -19,7 +19,14 @@ constexpr const char* kDescription =
     "Examples:\n"
     "  ckptd                               run on defaults (127.0.0.1:7070, ./ckptd-data)\n"
     "  ckptd --config /etc/ckptd/ckptd.yaml\n"
-    "  ckptd --check-config ckptd.yaml     validate a file and exit";
+    "  ckptd --check-config ckptd.yaml     validate a file and exit\n\n"
+    "Signals: SIGTERM/SIGINT shut down gracefully, SIGHUP reloads the config file.\n"
+    "Exit status: 0 after a clean shutdown or a valid --check-config; 78 for a config error\n"
+    "(the unit does not restart on it); 1 when the daemon cannot start (store, ports).";
+
+// sysexits.h's EX_CONFIG: systemd's RestartPreventExitStatus=78 keeps a broken config from
+// restarting in a loop.
+constexpr int kExitConfig = 78;
 
 // Blocks SIGINT, SIGTERM and SIGHUP in every thread; main waits for them with sigwait, so no
 // handler runs at an arbitrary point of another thread.
@@ -57,7 +64,7 @@ int main(int argc, char** argv) {
     auto config = ckpt::LoadDaemonConfig(check_path);
     if (!config.ok()) {
       std::fprintf(stderr, "ckptd: %s\n", config.status().message().c_str());
-      return 1;
+      return kExitConfig;
     }
     std::printf("%s: valid (%zu pipeline(s))\n", check_path.c_str(), config->pipelines.size());
     return 0;
@@ -68,7 +75,7 @@ int main(int argc, char** argv) {
     auto loaded = ckpt::LoadDaemonConfig(config_path);
     if (!loaded.ok()) {
       std::fprintf(stderr, "ckptd: %s\n", loaded.status().message().c_str());
-      return 1;
+      return kExitConfig;
     }
     config = std::move(*loaded);
   }

@@ -40,7 +40,7 @@ void RenderPerPipeline(const Registry& registry, PrometheusText& out) {
     out.Family(series.name, "counter", series.help);
     for (const auto& runner : runners) {
       const PipelineMetrics& m = runner->pipeline_metrics();
-      out.Sample(series.name, {{"job", runner->key().job_id}, {"pipeline", runner->key().pipeline_id}},
+      out.Sample(series.name, {{"job_id", runner->key().job_id}, {"pipeline_id", runner->key().pipeline_id}},
                  Load(m.*series.member));
     }
   }
@@ -50,8 +50,8 @@ void RenderPerPipeline(const Registry& registry, PrometheusText& out) {
     const int state = runner->pipeline_metrics().state.load(std::memory_order_relaxed);
     for (PipelineState s : kStates) {
       out.Sample("ckptd_pipeline_state",
-                 {{"job", runner->key().job_id},
-                  {"pipeline", runner->key().pipeline_id},
+                 {{"job_id", runner->key().job_id},
+                  {"pipeline_id", runner->key().pipeline_id},
                   {"state", PipelineStateName(s)}},
                  static_cast<int>(s) == state ? 1 : 0);
     }
@@ -60,7 +60,7 @@ void RenderPerPipeline(const Registry& registry, PrometheusText& out) {
              "1 while the pipeline has a checkpoint or savepoint pending.");
   for (const auto& runner : runners) {
     out.Sample("ckptd_pipeline_pending_checkpoints",
-               {{"job", runner->key().job_id}, {"pipeline", runner->key().pipeline_id}},
+               {{"job_id", runner->key().job_id}, {"pipeline_id", runner->key().pipeline_id}},
                runner->pipeline_metrics().pending.load(std::memory_order_relaxed) ? 1 : 0);
   }
   out.Family("ckptd_pipeline_last_completed_timestamp_seconds", "gauge",
@@ -68,7 +68,7 @@ void RenderPerPipeline(const Registry& registry, PrometheusText& out) {
   for (const auto& runner : runners) {
     const int64_t ms = runner->pipeline_metrics().last_completed_at_ms.load(std::memory_order_relaxed);
     out.Sample("ckptd_pipeline_last_completed_timestamp_seconds",
-               {{"job", runner->key().job_id}, {"pipeline", runner->key().pipeline_id}},
+               {{"job_id", runner->key().job_id}, {"pipeline_id", runner->key().pipeline_id}},
                static_cast<double>(ms) / 1000.0);
   }
 }

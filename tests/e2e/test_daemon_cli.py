@@ -35,7 +35,7 @@ class DaemonCliTest(unittest.TestCase):
         config = self.ws.write_config("pipelines:\n  - job_id: j\n    pipeline_id: p\n"
                                       "    parallelism: 2\n    interval_ms: 5\n")
         r = self.run_ckptd("--check-config", config)
-        self.assertNotEqual(r.returncode, 0)
+        self.assertEqual(r.returncode, 78, "EX_CONFIG, which the unit does not restart on")
         self.assertIn(config + ":", r.stderr)
         self.assertIn("interval_ms", r.stderr)
         self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
@@ -43,7 +43,7 @@ class DaemonCliTest(unittest.TestCase):
     def test_bad_config_at_start_exits_non_zero(self):
         config = self.ws.write_config("threads: lots\n")
         r = self.run_ckptd("--config", config)
-        self.assertNotEqual(r.returncode, 0)
+        self.assertEqual(r.returncode, 78, r.stderr)
         # The fourth line of the file (after listen, metrics_listen and data_dir).
         self.assertIn(":4:", r.stderr)
 

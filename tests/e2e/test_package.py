@@ -23,12 +23,16 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 def skip_reason():
     if os.geteuid() != 0:
         return "needs root to install a package"
-    for tool in ("apt-get", "dpkg-deb", "cpack"):
+    for tool in ("apt-get", "dpkg-deb", "cpack", "systemd-analyze"):
         if shutil.which(tool) is None:
             return f"{tool} not found"
     r = subprocess.run(["dpkg-query", "-W", "-f=${Status}", "ckptd"], capture_output=True, text=True)
-    if "install ok installed" in r.stdout:
-        return "a ckptd package is already installed here; not touching it"
+    if "install ok installed" in r.stdout or r.stdout.strip():
+        return "a ckptd package is (or was) installed here; not touching it"
+    if os.path.exists("/var/lib/ckptd"):
+        return "/var/lib/ckptd exists here (someone's checkpoint history); not touching it"
+    if subprocess.run(["id", "ckptd"], capture_output=True).returncode == 0:
+        return "a user ckptd exists here; not touching it"
     return None
 
 
@@ -84,12 +88,11 @@ class PackageTest(unittest.TestCase):
         with open("/etc/ckptd/ckptd.yaml") as f:
             self.assertIn("\ndata_dir: /var/lib/ckptd\n", f.read())
 
-        if shutil.which("systemd-analyze"):
-            verify = run("systemd-analyze", "verify", "/usr/lib/systemd/system/ckptd.service")
-            self.assertEqual(verify.returncode, 0, verify.stdout + verify.stderr)
-            self.assertEqual((verify.stdout + verify.stderr).strip(), "",
-                             "systemd-analyze verify warns about the unit")
-            print("systemd-analyze verify ckptd.service: exit 0, no output")
+        verify = run("systemd-analyze", "verify", "/usr/lib/systemd/system/ckptd.service")
+        self.assertEqual(verify.returncode, 0, verify.stdout + verify.stderr)
+        self.assertEqual((verify.stdout + verify.stderr).strip(), "",
+                         "systemd-analyze verify warns about the unit")
+        print("systemd-analyze verify ckptd.service: exit 0, no output")
 
         self.run_installed_daemon_as_its_user()
 

@@ -64,7 +64,8 @@ class StoreFaultTest(unittest.TestCase):
         os.mkdir(self.data)
         subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={TMPFS_SIZE}", "tmpfs", self.data],
                        check=True)
-        self.mounted = True
+        self.addCleanup(self.unmount)  # runs even if the rest of setUp fails
+        self.addCleanup(self.stop_processes)
         self.server = f"127.0.0.1:{self.ws.port}"
         self.events = self.ws.path("events.log")
         self.daemon = self.ws.start_daemon(self.ws.write_config(config()))
@@ -75,13 +76,16 @@ class StoreFaultTest(unittest.TestCase):
     def tearDown(self):
         if os.environ.get("CKPT_E2E_SHOW_LOG"):
             print(self.ws.read_log("ckptd.log")[-4000:])
+
+    def stop_processes(self):
         for p in self.ws.procs:
             if p.poll() is None:
                 p.kill()
             p.wait()
-        if self.mounted:
-            subprocess.run(["mount", "-o", "remount,rw", self.data], capture_output=True)
-            subprocess.run(["umount", "-l", self.data], capture_output=True)
+
+    def unmount(self):
+        subprocess.run(["mount", "-o", "remount,rw", self.data], capture_output=True)
+        subprocess.run(["umount", "-l", self.data], capture_output=True)
         self.ws.close()
 
     # --- helpers -------------------------------------------------------------------------------
@@ -128,6 +132,9 @@ class StoreFaultTest(unittest.TestCase):
         self.assertTrue(told, "the simulator saw no complete at all")
         self.assertEqual(told - stored, set(),
                          "workers were told these checkpoints are complete, the store lacks them")
+        aborted = {(e[2], e[3]) for e in e2e.read_events(self.events) if e[0] == "abort"}
+        self.assertEqual(aborted & stored, set(),
+                         "workers were told these rounds failed, yet the store has them")
         return len(told)
 
     def run_fault(self, inject, clear, reason_fragment):
@@ -160,14 +167,16 @@ class StoreFaultTest(unittest.TestCase):
         filler = os.path.join(self.data, "filler")
 
         def fill():
-            with open(filler, "wb") as f:
+            # Unbuffered: a short write at the end must not be retried by a buffer's close.
+            fd = os.open(filler, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+            try:
                 chunk = b"\0" * 65536
-                try:
-                    while True:
-                        f.write(chunk)
-                        f.flush()
-                except OSError as e:
-                    self.assertEqual(e.errno, errno.ENOSPC)
+                while True:
+                    os.write(fd, chunk)
+            except OSError as e:
+                self.assertEqual(e.errno, errno.ENOSPC)
+            finally:
+                os.close(fd)
 
         def free():
             self.failed_total_at_end = self.failed_total()

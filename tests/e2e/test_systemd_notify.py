@@ -77,9 +77,9 @@ class SystemdNotifyTest(unittest.TestCase):
         self.ws.procs.append(proc)
         return proc
 
-    def port_accepts(self):
+    def port_accepts(self, port=None):
         with socket.socket() as s:
-            return s.connect_ex(("127.0.0.1", self.ws.port)) == 0
+            return s.connect_ex(("127.0.0.1", port or self.ws.port)) == 0
 
     def test_ready_after_the_port_accepts_then_stopping(self):
         # A few declared pipelines, so that start has some work before READY.
@@ -90,17 +90,32 @@ class SystemdNotifyTest(unittest.TestCase):
 
         def check(fields):
             if "READY" in fields:
-                accepted_before_ready.append(self.port_accepts())
+                accepted_before_ready.append((self.port_accepts(),
+                                              self.port_accepts(self.ws.metrics_port)))
 
         ready = self.notify.wait_for("READY", 30, on_message=check)
         self.assertEqual(ready["READY"], "1")
-        self.assertEqual(accepted_before_ready, [True], "READY=1 came before the gRPC port accepted")
+        self.assertEqual(accepted_before_ready, [(True, True)],
+                         "READY=1 came before the gRPC and metrics ports accepted")
         self.assertIn("STATUS", ready)
         self.assertIn("serving gRPC", ready["STATUS"])
         proc.send_signal(signal.SIGTERM)
         stopping = self.notify.wait_for("STOPPING", 20)
         self.assertEqual(stopping["STOPPING"], "1")
         self.assertEqual(proc.wait(timeout=20), 0)
+
+    def test_no_ready_when_a_port_cannot_be_bound(self):
+        # The metrics port is taken: start fails, and systemd must never have heard READY=1.
+        with socket.socket() as busy:
+            busy.bind(("127.0.0.1", self.ws.metrics_port))
+            busy.listen()
+            proc = self.start(self.ws.write_config(""))
+            self.assertNotEqual(proc.wait(timeout=30), 0)
+        while self.notify.receive(0.2) is not None:
+            pass
+        ready = [m[2] for m in self.notify.messages if "READY" in m[1]]
+        self.assertEqual(ready, [], "READY=1 sent by a daemon that failed to start")
+        self.assertIn(str(self.ws.metrics_port), self.ws.read_log("ckptd.log"))
 
     def test_watchdog_pings_keep_coming(self):
         proc = self.start(self.ws.write_config(""), watchdog_usec=400_000)

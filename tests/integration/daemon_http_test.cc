@@ -118,7 +118,7 @@ TEST_F(DaemonHttpTest, PerPipelineSeriesWhenTurnedOnWithEscapedLabels) {
   config_.pipelines = {TestSpec("p \"quoted\" \\ slash", {"0"})};
   StartDaemon();
   const std::string page = Metrics();
-  const std::string labels = R"({job="job",pipeline="p \"quoted\" \\ slash")";
+  const std::string labels = R"({job_id="job",pipeline_id="p \"quoted\" \\ slash")";
   EXPECT_EQ(SampleValue(page, "ckptd_pipeline_checkpoints_completed_total" + labels + "}"), 0)
       << page;
   EXPECT_EQ(SampleValue(page, "ckptd_pipeline_state" + labels + ",state=\"WAITING_FOR_TASKS\"}"),

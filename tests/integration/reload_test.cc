@@ -192,7 +192,7 @@ TEST_F(ReloadTest, LogLevelDefaultsAndPerPipelineMetricsApply) {
   daemon_->Reload(next);
   EXPECT_EQ(spdlog::get_level(), spdlog::level::debug);
   EXPECT_EQ(daemon_->pipeline_defaults().interval_ms, 4321);
-  EXPECT_NE(daemon_->MetricsText().find("ckptd_pipeline_state{job=\"job\",pipeline=\"p\""),
+  EXPECT_NE(daemon_->MetricsText().find("ckptd_pipeline_state{job_id=\"job\",pipeline_id=\"p\""),
             std::string::npos);
 }
 
