@@ -8,6 +8,7 @@
 
 #include "config/daemon_config.h"
 #include "logging/log_setup.h"
+#include "rpc/grpc_log_bridge.h"
 #include "runtime/daemon.h"
 #include "systemd/notify.h"
 
@@ -81,6 +82,7 @@ int main(int argc, char** argv) {
   }
   const ckpt::LogStyle log_style = ckpt::ChooseLogStyle(config.log_format);
   ckpt::SetUpLogging(log_style, config.log_level);
+  ckpt::RouteGrpcLogsToSpdlog();
 
   const sigset_t signals = BlockDaemonSignals();
   ckpt::Daemon daemon(config);

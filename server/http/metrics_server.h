@@ -47,8 +47,8 @@ class MetricsServer {
   Status Listen(const std::string& address);
   // The bound port; 0 before Listen succeeded.
   int port() const { return port_; }
-  // Closes the listening socket (posted to its strand); open connections finish their request or
-  // are dropped when the io_context stops.
+  // Closes the listening socket on its strand and waits for that (the io threads must be
+  // running); open connections finish their request or are dropped when the io_context stops.
   void Stop();
 
   // How many connections are open now (for tests).

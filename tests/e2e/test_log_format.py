@@ -5,6 +5,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import unittest
 
@@ -35,7 +36,14 @@ class LogFormatTest(unittest.TestCase):
             "log:\n  format: json\n  level: debug\n"
             "pipelines:\n  - {job_id: 'j \"quoted\"', pipeline_id: p0, parallelism: 1,"
             " interval_ms: 100}\n")
-        proc, log_path = self.run_daemon(config)
+        # gRPC's own lines too: verbose gRPC logging, and a client that is not speaking HTTP/2.
+        proc, log_path = self.run_daemon(config, dict(os.environ, GRPC_VERBOSITY="info"))
+        with socket.create_connection(("127.0.0.1", self.ws.port), timeout=5) as garbage:
+            garbage.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            try:
+                garbage.recv(1024)
+            except OSError:
+                pass
         sim = self.ws.start("ckpt-worker-sim", "--server", f"127.0.0.1:{self.ws.port}",
                             "--job", 'j "quoted"', "--pipelines", "1", "--tasks-per-pipeline",
                             "1", "--duration", "1500ms")
@@ -62,6 +70,8 @@ class LogFormatTest(unittest.TestCase):
             self.assertFalse(r["message"].startswith("["), r["message"])
         self.assertTrue(any("registered" in r["message"] for r in about_pipeline))
         self.assertTrue(any(r["message"] == "shutdown complete" for r in records))
+        self.assertTrue(any(r["message"].startswith("grpc: ") for r in records),
+                        "gRPC's own lines did not go through the JSON format")
 
     def test_text_under_journald_has_no_timestamp(self):
         config = self.ws.write_config("")
