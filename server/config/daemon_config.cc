@@ -20,7 +20,8 @@ namespace ckpt {
 namespace {
 
 constexpr std::string_view kTopLevelKeys[] = {
-    "listen",       "metrics_listen",        "metrics",           "data_dir", "store",
+    "listen",       "metrics_listen",        "metrics",           "data_dir", "savepoint_root",
+    "store",
     "threads",      "lease_ttl_ms",          "heartbeat_interval_ms", "shutdown_grace_ms",
     "log",          "defaults",              "pipelines"};
 constexpr std::string_view kStoreKeys[] = {"backend"};
@@ -157,6 +158,13 @@ MaybeYamlError ConfigReader::ReadTopLevelField(const YamlField& field) {
     });
   }
   if (name == "data_dir") return ReadDataDir(field);
+  if (name == "savepoint_root") {
+    if (auto error = ReadString(field, &config_.savepoint_root)) return error;
+    if (auto s = ValidateSavepointTarget(config_.savepoint_root); !s.ok()) {
+      return field.ValueError("savepoint_root: " + s.message());
+    }
+    return std::nullopt;
+  }
   if (name == "threads") return ReadIntAs(field, &config_.threads, 0, kMaxThreads);
   if (name == "shutdown_grace_ms") {
     return ReadInt(field, 0, kMaxDurationMs, &config_.shutdown_grace_ms);

@@ -19,6 +19,10 @@ struct DaemonConfig {
   // default: 100,000 pipelines would be 100,000 series per metric on the Prometheus server.
   bool metrics_per_pipeline = false;
   std::string data_dir = "./ckptd-data";          // the SQLite store lives here
+  // Where savepoints requested without a target go: <savepoint_root>/<job>/<pipeline>/<id>, told
+  // to the workers, which write the state. "" = <data_dir>/savepoints. A path or URI the workers
+  // can reach (e.g. a shared file system or s3://bucket/savepoints).
+  std::string savepoint_root;
   std::string store_backend = "sqlite";           // store.backend; the only backend so far
   int threads = 0;                                // io_context threads; 0 = number of cores
   int64_t lease_ttl_ms = 10000;                   // a silent worker stream loses its tasks after this

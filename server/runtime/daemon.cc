@@ -53,7 +53,8 @@ std::shared_ptr<PipelineRunner> Daemon::MakeRunner(const StoredPipeline& stored,
   RunnerOptions options;
   options.heartbeat_interval_ms = config_.heartbeat_interval_ms;
   options.lease_ttl_ms = config_.lease_ttl_ms;
-  options.coordinator.savepoint_root = config_.data_dir + "/savepoints";
+  options.coordinator.savepoint_root =
+      config_.savepoint_root.empty() ? config_.data_dir + "/savepoints" : config_.savepoint_root;
   return std::make_shared<PipelineRunner>(io_, stored, restarted, *store_, clock_, metrics_,
                                           options);
 }
@@ -210,6 +211,7 @@ ReloadResult Daemon::Reload(const DaemonConfig& next) {
   restart_only("listen", config_.listen, next.listen);
   restart_only("metrics_listen", config_.metrics_listen, next.metrics_listen);
   restart_only("data_dir", config_.data_dir, next.data_dir);
+  restart_only("savepoint_root", config_.savepoint_root, next.savepoint_root);
   restart_only("store.backend", config_.store_backend, next.store_backend);
   restart_only("threads", config_.threads, next.threads);
   restart_only("lease_ttl_ms", config_.lease_ttl_ms, next.lease_ttl_ms);

@@ -102,5 +102,23 @@ TEST_F(SdkTest, WorkerRequestedSavepointWithStopLeavesThePipelineStopped) {
                                            std::to_string(history->front().checkpoint_id));
 }
 
+TEST_F(SdkTest, SavepointWithoutATargetGoesUnderTheConfiguredRoot) {
+  config_.pipelines = {TestSpec("p", {"0"}, 60000)};
+  config_.savepoint_root = "s3://bucket/savepoints";
+  StartDaemon();
+  sdk::WorkerRuntime runtime(Address());
+  AckingWorker w(runtime, "p", {"0"});
+  ASSERT_TRUE(Eventually([&] { return w.completes.load() >= 1; }));
+  ASSERT_TRUE(Eventually([&] { return w.worker->IsConnected(); }));
+  w.worker->RequestSavepoint("", /*stop=*/false);
+  ASSERT_TRUE(Eventually(
+      [&] { return w.last_complete_kind.load() == sdk::CheckpointKind::kSavepoint; }));
+  auto history = daemon_->store().ListCompleted({"job", "p"}, 1);
+  ASSERT_TRUE(history.ok());
+  ASSERT_EQ(history->size(), 1u);
+  EXPECT_EQ(history->front().location,
+            "s3://bucket/savepoints/job/p/" + std::to_string(history->front().checkpoint_id));
+}
+
 }  // namespace
 }  // namespace ckpt::testing

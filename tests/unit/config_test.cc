@@ -218,6 +218,8 @@ const BrokenCase kBrokenCases[] = {
     {"stray comma", ",\n", "1:1", "unexpected ','"},
     {"stray comma after a document", "threads: 1\n---\n,\n", "3:1", "unexpected ','"},
     {"data_dir empty", "data_dir: \"\"\n", "1:11", "data_dir is empty"},
+    {"savepoint_root with a control character", "savepoint_root: \"/a\\tb\"\n", "1:17",
+     "savepoint_root: savepoint target contains a control character"},
     {"undefined alias", "threads: *nope\n", "1:10", "anchor is not defined"},
     {"bad log format", "log:\n  format: xml\n", "2:11",
      "log.format 'xml' is not one of text, json"},
@@ -319,6 +321,7 @@ TEST(ConfigParse, ReadsEveryTopLevelKey) {
       "listen: 0.0.0.0:7171\n"
       "metrics_listen: \"[::1]:9000\"\n"
       "data_dir: /var/lib/ckptd\n"
+      "savepoint_root: s3://bucket/savepoints\n"
       "store:\n"
       "  backend: sqlite\n"
       "threads: 4\n"
@@ -333,6 +336,7 @@ TEST(ConfigParse, ReadsEveryTopLevelKey) {
   EXPECT_EQ(config.listen, "0.0.0.0:7171");
   EXPECT_EQ(config.metrics_listen, "[::1]:9000");
   EXPECT_EQ(config.data_dir, "/var/lib/ckptd");
+  EXPECT_EQ(config.savepoint_root, "s3://bucket/savepoints");
   EXPECT_EQ(config.store_backend, "sqlite");
   EXPECT_EQ(config.threads, 4);
   EXPECT_EQ(config.lease_ttl_ms, 20000);
@@ -488,6 +492,7 @@ TEST(ConfigLoad, ShippedExampleHoldsTheDefaults) {
   EXPECT_EQ(result->listen, defaults.listen);
   EXPECT_EQ(result->metrics_listen, defaults.metrics_listen);
   EXPECT_EQ(result->data_dir, defaults.data_dir);
+  EXPECT_EQ(result->savepoint_root, defaults.savepoint_root);
   EXPECT_EQ(result->store_backend, defaults.store_backend);
   EXPECT_EQ(result->threads, defaults.threads);
   EXPECT_EQ(result->lease_ttl_ms, defaults.lease_ttl_ms);
