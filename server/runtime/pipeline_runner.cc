@@ -286,6 +286,7 @@ void PipelineRunner::Execute(const Action& action) {
     });
   } else if (auto* a = std::get_if<RecordTriggerDelay>(&action)) {
     metrics_.trigger_delay.ObserveMicros(a->delay.count());
+    if (metrics_.trigger_delay_sample) metrics_.trigger_delay_sample(a->delay.count());
   } else if (auto* a = std::get_if<RoundFinished>(&action)) {
     if (a->kind != CheckpointKind::kCheckpoint && !a->requeued) NotifySavepointObservers(a);
     if (a->checkpoint_id == 0) return;  // a savepoint that never started: no checkpoint failed
