@@ -9,6 +9,7 @@
 // has made every pipeline's restart (generation bump, id reservation) durable.
 // Logs at the daemon's default level (info) go to stderr. Prints one JSON object on stdout.
 
+#include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include <atomic>
@@ -72,7 +73,9 @@ int main(int argc, char** argv) {
                                {"tasks", "2"}, {"threads", "0"}});
   const std::string dir = args.Str("dir");
   const int pipelines = static_cast<int>(args.Int("pipelines"));
-  spdlog::set_level(spdlog::level::info);  // the daemon's default log.level
+  // The daemon's default log.level, on stderr: stdout carries only the result.
+  spdlog::set_default_logger(spdlog::stderr_logger_mt("ckptd"));
+  spdlog::set_level(spdlog::level::info);
 
   std::filesystem::remove_all(dir);
   const auto populate_start = SteadyClock::now();
