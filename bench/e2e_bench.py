@@ -5,8 +5,9 @@ One run: ckptd with P pipelines of T tasks declared in its config (interval and 
 here), the simulator serving all of them (acks at once), a warm-up, then a measurement window read
 from the daemon itself: `ckptctl pipeline list -o json` before and after the window gives every
 pipeline's completed/failed/expired counts, /proc/<pid>/stat the daemon's CPU. The simulator's
-JSON summary gives checkpoint duration (trigger to `complete` as the worker saw it, whole run), the
-daemon's totals log line at shutdown its trigger delay (histogram bucket bounds, whole run).
+JSON summary gives checkpoint duration (trigger to `complete` as the worker saw it, rounds
+triggered after the warm-up), the daemon's totals log line at shutdown its trigger delay (histogram
+bucket bounds, whole run).
 
   e2e_bench.py --build-dir B --pipelines 5000 --tasks 2            a scale run (interval 1 s)
   e2e_bench.py --build-dir B --pipelines 16 --tasks 500 --interval-ms 10 --label ingest
@@ -107,7 +108,8 @@ def run(args):
         sim_proc = subprocess.Popen(
             [sim, "--server", f"127.0.0.1:{port}", "--job", job, "--pipelines",
              str(args.pipelines), "--tasks-per-pipeline", str(args.tasks), "--duration",
-             f"{duration}s", "--json", "--threads", str(args.sim_threads)],
+             f"{int(duration * 1000)}ms", "--warmup", f"{int(args.warmup_s * 1000)}ms", "--json",
+             "--threads", str(args.sim_threads), "--channels", str(args.sim_channels)],
             stdout=sim_out, stderr=subprocess.DEVNULL)
         log(f"{args.label}: {args.pipelines} x {args.tasks} tasks, interval {args.interval_ms} ms; "
             f"warm-up {args.warmup_s} s, window {args.window_s} s")
@@ -185,6 +187,7 @@ def main():
     p.add_argument("--warmup-s", type=float, default=5)
     p.add_argument("--window-s", type=float, default=10)
     p.add_argument("--sim-threads", type=int, default=2)
+    p.add_argument("--sim-channels", type=int, default=1, help="TCP connections of the simulator")
     p.add_argument("--max-p99-ms", type=float, default=100, help="checkpoint duration p99 target")
     p.add_argument("--label", default="scale")
     p.add_argument("--keep", action="store_true", help="keep the temp dir (logs, data)")

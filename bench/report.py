@@ -252,7 +252,7 @@ class Report:
             out += ["## End to end (ckptd + ckpt-worker-sim, loopback)", "",
                     "Rates and CPU over the measurement window, from the daemon's own counters; "
                     "checkpoint duration (trigger to `complete` at the worker) from the simulator, "
-                    "whole run; trigger delay p99 is the daemon histogram's bucket bound (x2 "
+                    "rounds triggered after the warm-up; trigger delay p99 is the daemon histogram's bucket bound (x2 "
                     "buckets), whole run.", "",
                     "| run | pipelines x tasks | interval ms | completed/s | acks/s | every round | "
                     "checkpoint p50 / p99 ms | trigger delay p99 <= us | daemon CPU % | sim CPU % | "

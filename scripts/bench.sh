@@ -13,6 +13,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${CKPT_BENCH_BUILD_DIR:-$root/build-bench}
 anchors_dir=${CKPT_ANCHORS_DIR:-$root/../shared/anchors}
+anchors_dir=$(cd "$anchors_dir" 2>/dev/null && pwd || echo "$anchors_dir")
 date=${CKPT_BENCH_DATE:-$(date -u +%Y-%m-%d)}
 results=$root/bench/results
 work=$build/bench-work
@@ -97,11 +98,13 @@ step "restart with 100,000 stored pipelines"
 run_bench 180 '"bench":"restart","pipelines":100000' \
   "$build/bench/ckpt-bench-restart" --dir "$work/restart" --pipelines 100000
 
+# Thousands of pipelines from one simulator: over 8 TCP connections, as a fleet of workers would
+# use many (over one, the simulator's single HTTP/2 connection adds tens of ms per round).
 step "end to end: ckptd + ckpt-worker-sim, 2 tasks per pipeline, 1 s interval"
 for p in 1000 5000 10000; do
   run_bench 180 "\"bench\":\"e2e\",\"label\":\"scale\",\"pipelines\":$p,\"tasks\":2" \
     "$python" "$root/bench/e2e_bench.py" --build-dir "$build" --work-dir "$work" \
-    --pipelines "$p" --tasks 2 --warmup-s 5 --window-s 10
+    --pipelines "$p" --tasks 2 --warmup-s 5 --window-s 10 --sim-channels 8
 done
 step "end to end: ack ingest at saturation (many tasks per pipeline, 10 ms interval)"
 for cfg in "16 500" "64 250"; do
