@@ -27,13 +27,19 @@ step() { echo "[bench] $*"; }
 
 # ---- packages and build --------------------------------------------------------------------------
 bash "$root/scripts/setup.sh"
-if ! "$python" -c 'import matplotlib' 2>/dev/null; then
+# Beyond the build's packages: the plot's, and what the anchors build with (their README).
+extra=()
+"$python" -c 'import matplotlib' 2>/dev/null || extra+=(python3-matplotlib)
+command -v javac >/dev/null || extra+=(openjdk-17-jdk-headless)
+dpkg-query -W -f='${Status}' libboost-system-dev 2>/dev/null | grep -q "install ok installed" ||
+  extra+=(libboost-system-dev)
+if [ ${#extra[@]} -gt 0 ]; then
   if [ "$(id -u)" -eq 0 ]; then
-    step "installing python3-matplotlib for the plot"
+    step "installing ${extra[*]}"
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-      python3-matplotlib >/dev/null
+      "${extra[@]}" >/dev/null
   else
-    step "python3-matplotlib is missing (apt-get install python3-matplotlib): no plot this time"
+    step "missing ${extra[*]} (apt-get install them): without them no plot or no anchors"
   fi
 fi
 step "building Release with CKPT_BENCH=ON in $(basename "$build")"
