@@ -36,7 +36,7 @@ bool ParseDurationFlag(const std::string& flag, const std::string& text,
 
 ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
   SimOptions options;
-  std::string interval_text, timeout_text, duration_text, connect_timeout_text;
+  std::string interval_text, timeout_text, duration_text, connect_timeout_text, warmup_text;
   uint64_t seed = 0;
 
   CLI::App app{
@@ -66,6 +66,9 @@ ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
       ->capture_default_str();
   app.add_option("--duration", duration_text,
                  "Run this long, e.g. 30s (0 or absent: until SIGINT)");
+  app.add_option("--warmup", warmup_text,
+                 "Leave rounds triggered in the first part of the run, e.g. 5s, out of the "
+                 "latency summary (counts still cover the whole run) [0]");
   app.add_option("--connect-timeout", connect_timeout_text,
                  "Exit 1 if no pipeline connected by then (0: wait forever) [10s]");
   app.add_flag("--json", options.json, "Print the summary as one JSON object");
@@ -105,6 +108,10 @@ ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
   }
   if (!duration_text.empty() &&
       !ParseDurationFlag("--duration", duration_text, &options.duration, &error)) {
+    return Error(error);
+  }
+  if (!warmup_text.empty() &&
+      !ParseDurationFlag("--warmup", warmup_text, &options.warmup, &error)) {
     return Error(error);
   }
   if (!connect_timeout_text.empty() && !ParseDurationFlag("--connect-timeout", connect_timeout_text,

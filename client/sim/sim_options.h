@@ -26,6 +26,10 @@ struct SimOptions {
   int64_t ack_delay_ms = 0;                           // delay between a trigger and the acks
   double decline_rate = 0;                            // fraction of triggers declined (by one task)
   std::chrono::milliseconds duration{0};              // 0: until SIGINT or SIGTERM
+  // Latency samples (checkpoint durations, trigger gaps) of rounds triggered before this much of
+  // the run has passed are left out of the summary: the first rounds of many pipelines that
+  // connect at once are a burst, not the steady state a benchmark measures. 0: keep every sample.
+  std::chrono::milliseconds warmup{0};
   std::chrono::milliseconds connect_timeout{10'000};  // give up if no pipeline connected by then
   bool json = false;                                  // summary as one JSON object
   bool progress = false;         // progress lines on stderr even when it is not a terminal

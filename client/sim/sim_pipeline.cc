@@ -59,7 +59,7 @@ void SimPipeline::OnTrigger(const sdk::Trigger& trigger) {
   const Clock::time_point now = Clock::now();
   counters_.triggers.fetch_add(1, std::memory_order_relaxed);
   Log("trigger", trigger.checkpoint_id, sdk::ToString(trigger.kind));
-  if (last_trigger_at_) {
+  if (last_trigger_at_ && *last_trigger_at_ >= config_.sample_from) {
     trigger_gap_micros_.push_back(duration_cast<microseconds>(now - *last_trigger_at_).count());
   }
   last_trigger_at_ = now;
@@ -103,7 +103,7 @@ void SimPipeline::OnComplete(int64_t checkpoint_id, sdk::CheckpointKind kind) {
   Log("complete", checkpoint_id, sdk::ToString(kind));
   auto it = triggered_at_.find(checkpoint_id);
   // A complete for a trigger this stream never saw (takeover, reconnect) has no duration.
-  if (it != triggered_at_.end()) {
+  if (it != triggered_at_.end() && it->second >= config_.sample_from) {
     checkpoint_micros_.push_back(duration_cast<microseconds>(now - it->second).count());
   }
   // This one and every older one are finished.

@@ -47,6 +47,8 @@ struct SimPipelineConfig {
   std::chrono::milliseconds ack_delay{0};
   double decline_rate = 0;
   uint64_t seed = 0;
+  // Rounds triggered before this are not sampled (SimOptions::warmup).
+  std::chrono::steady_clock::time_point sample_from{};
 };
 
 // Threading: the handlers run on the pipeline's strand (ckpt::sdk); the samples are touched only

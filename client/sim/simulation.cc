@@ -80,6 +80,7 @@ SimOutcome Simulation::Run(const sigset_t& signals) {
   const uint64_t seed = options_.seed ? *options_.seed : std::random_device{}();
   // Declared before the runtime: handlers refer to the pipelines, which must outlive it.
   std::vector<std::unique_ptr<SimPipeline>> pipelines;
+  const Clock::time_point sample_from = Clock::now() + options_.warmup;
   for (int i = 0; i < options_.pipelines; ++i) {
     SimPipelineConfig config;
     config.worker_id = options_.worker_id;
@@ -89,6 +90,7 @@ SimOutcome Simulation::Run(const sigset_t& signals) {
     config.ack_delay = milliseconds(options_.ack_delay_ms);
     config.decline_rate = options_.decline_rate;
     config.seed = seed + static_cast<uint64_t>(i) * 0x9E3779B97F4A7C15ULL;
+    config.sample_from = sample_from;
     pipelines.push_back(std::make_unique<SimPipeline>(std::move(config), counters, event_log_));
   }
 

@@ -653,8 +653,8 @@ std::vector<SessionId> PipelineCoordinator::Sessions() const {
 }
 
 void PipelineCoordinator::RememberRound(RoundSummary summary) {
-  recent_.push_front(std::move(summary));
-  while (recent_.size() > options_.recent_rounds_kept) recent_.pop_back();
+  recent_.insert(recent_.begin(), std::move(summary));
+  if (recent_.size() > options_.recent_rounds_kept) recent_.resize(options_.recent_rounds_kept);
 }
 
 std::string PipelineCoordinator::SavepointLocation(const std::string& target, int64_t id) const {

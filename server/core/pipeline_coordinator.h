@@ -10,7 +10,6 @@
 // acks and declines name their checkpoint id; a round handed to the store (completing) is never
 // aborted, and a store completion is never dropped.
 
-#include <deque>
 #include <map>
 #include <optional>
 #include <set>
@@ -156,7 +155,8 @@ class PipelineCoordinator {
   PipelineState State() const;
   const PipelineKey& key() const { return spec_.key; }
   std::optional<PendingSummary> Pending() const;
-  const std::deque<RoundSummary>& RecentRounds() const { return recent_; }
+  // Newest first.
+  const std::vector<RoundSummary>& RecentRounds() const { return recent_; }
   std::vector<SessionId> Sessions() const;
   bool HasPendingRound() const { return pending_.has_value(); }
   std::optional<SavepointView> CurrentSavepoint() const;
@@ -255,7 +255,10 @@ class PipelineCoordinator {
   std::map<std::string, SessionId> task_owner_;
   std::set<std::string> ever_registered_;  // in this process: a second registration is a return
 
-  std::deque<RoundSummary> recent_;
+  // Newest first, at most options_.recent_rounds_kept. A vector, not a deque: libstdc++'s deque
+  // allocates ~600 bytes even when empty, which is most of an idle pipeline's memory budget, and
+  // this holds only failed rounds (few, and inserting at the front of ten is cheap).
+  std::vector<RoundSummary> recent_;
 };
 
 }  // namespace ckpt

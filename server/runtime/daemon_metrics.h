@@ -1,11 +1,13 @@
 #pragma once
 // DaemonMetrics: the daemon-wide counters, gauges and histograms that /metrics exports and the
 // benchmarks read. Units are in the names.
-// Threading: safe for concurrent use without external synchronization (atomics).
+// Threading: safe for concurrent use without external synchronization (atomics), except
+// trigger_delay_sample, which is set before any runner starts and constant after.
 
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "core/types.h"
@@ -35,6 +37,11 @@ struct DaemonMetrics {
   LatencyHistogram trigger_delay;        // ckptd_trigger_delay_seconds: fire time minus due time
   LatencyHistogram checkpoint_duration;  // ckptd_checkpoint_duration_seconds: trigger to complete
   LatencyHistogram store_commit;         // ckptd_store_commit_seconds: queued to durable
+
+  // Empty (off) by default. The benchmarks set it to receive every periodic trigger's delay
+  // exactly: the histogram's buckets are x2 apart, too coarse to compare with the anchors. It runs
+  // on the pipeline's strand, from every io thread at once, so it must be lock-free and not block.
+  std::function<void(int64_t micros)> trigger_delay_sample;
 
   void CountIgnored(const std::string& reason) {
     if (reason == "unowned_task") {

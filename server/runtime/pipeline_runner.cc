@@ -15,17 +15,16 @@ PipelineRunner::PipelineRunner(asio::io_context& io, const StoredPipeline& store
                                MetadataStore& store, const Clock& clock, DaemonMetrics& metrics,
                                RunnerOptions options)
     : key_(stored.record.spec.key),
-      log_prefix_("[" + key_.job_id + "/" + key_.pipeline_id + "] "),
       store_(store),
       clock_(clock),
       metrics_(metrics),
-      options_(std::move(options)),
+      heartbeat_interval_ms_(options.heartbeat_interval_ms),
+      lease_ttl_ms_(options.lease_ttl_ms),
       restarted_(restarted),
       strand_(asio::make_strand(io)),
-      coordinator_(stored, clock, options_.coordinator),
+      coordinator_(stored, clock, std::move(options.coordinator)),
       wakeup_timer_(strand_),
-      timeout_timer_(strand_),
-      persist_retry_timer_(strand_) {
+      timeout_timer_(strand_) {
   pipeline_metrics_.last_completed_at_ms.store(stored.record.last_completed_at_ms,
                                                std::memory_order_relaxed);
 }
@@ -68,8 +67,7 @@ void PipelineRunner::Register(SessionId session, std::shared_ptr<SessionSink> si
                                    std::to_string(hello.task_ids.size()) + " task(s) (session " +
                                    std::to_string(session) + ")");
     // Welcome first: the actions may hold a trigger for this very session.
-    sink->Send(WelcomeMessage{session, reg.welcome, r.options_.heartbeat_interval_ms,
-                              r.options_.lease_ttl_ms});
+    sink->Send(WelcomeMessage{session, reg.welcome, r.heartbeat_interval_ms_, r.lease_ttl_ms_});
     r.Run(std::move(reg.actions));
   });
 }
@@ -155,7 +153,7 @@ void PipelineRunner::Delete(std::function<void()> done) {
     r.sessions_.clear();
     r.wakeup_timer_.cancel();
     r.timeout_timer_.cancel();
-    r.persist_retry_timer_.cancel();
+    if (r.persist_retry_timer_) r.persist_retry_timer_->cancel();
     r.deleted_ = true;
     r.CountState(std::nullopt);
     r.LogLine(LogLevel::kInfo, "pipeline deleted");
@@ -296,8 +294,9 @@ void PipelineRunner::Execute(const Action& action) {
       self->LogLine(LogLevel::kError,
                     "persisting pipeline state failed: " + s.ToString() + "; retrying in 1 s");
       self->Post([](PipelineRunner& r) {
-        r.persist_retry_timer_.expires_after(std::chrono::seconds(1));
-        r.persist_retry_timer_.async_wait(
+        if (!r.persist_retry_timer_) r.persist_retry_timer_ = std::make_unique<StrandTimer>(r.strand_);
+        r.persist_retry_timer_->expires_after(std::chrono::seconds(1));
+        r.persist_retry_timer_->async_wait(
             [self = r.shared_from_this()](const boost::system::error_code& ec) {
               // A retry armed before a Delete must not write the record back.
               if (!ec && !self->deleted_) self->Run(self->coordinator_.OnPersistFailed());
@@ -319,6 +318,7 @@ void PipelineRunner::Execute(const Action& action) {
     });
   } else if (auto* a = std::get_if<RecordTriggerDelay>(&action)) {
     metrics_.trigger_delay.ObserveMicros(a->delay.count());
+    if (metrics_.trigger_delay_sample) metrics_.trigger_delay_sample(a->delay.count());
   } else if (auto* a = std::get_if<RoundFinished>(&action)) {
     if (a->kind != CheckpointKind::kCheckpoint && !a->requeued) NotifySavepointObservers(a);
     if (a->checkpoint_id == 0) return;  // a savepoint that never started: no checkpoint failed
@@ -369,8 +369,8 @@ void PipelineRunner::NotifySavepointObservers(const RoundFinished* finished) {
   } else {
     return;  // between a round's end and the next step: the final update comes with RoundFinished
   }
-  if (last_savepoint_update_ == update) return;
-  last_savepoint_update_ = update;
+  if (last_savepoint_update_ && *last_savepoint_update_ == update) return;
+  last_savepoint_update_ = std::make_unique<SavepointUpdate>(update);
   for (const auto& observer : savepoint_observers_) observer->OnSavepointUpdate(update);
   if (update.final()) {
     savepoint_observers_.clear();
@@ -398,10 +398,10 @@ void PipelineRunner::ArmTimeoutAt(SteadyTime at, int64_t checkpoint_id) {
 void PipelineRunner::LogLine(LogLevel level, const std::string& text) const {
   const ScopedLogPipeline about(key_);  // log.format json gives job and pipeline fields
   switch (level) {
-    case LogLevel::kDebug: spdlog::debug("{}{}", log_prefix_, text); break;
-    case LogLevel::kInfo: spdlog::info("{}{}", log_prefix_, text); break;
-    case LogLevel::kWarn: spdlog::warn("{}{}", log_prefix_, text); break;
-    case LogLevel::kError: spdlog::error("{}{}", log_prefix_, text); break;
+    case LogLevel::kDebug: spdlog::debug("[{}/{}] {}", key_.job_id, key_.pipeline_id, text); break;
+    case LogLevel::kInfo: spdlog::info("[{}/{}] {}", key_.job_id, key_.pipeline_id, text); break;
+    case LogLevel::kWarn: spdlog::warn("[{}/{}] {}", key_.job_id, key_.pipeline_id, text); break;
+    case LogLevel::kError: spdlog::error("[{}/{}] {}", key_.job_id, key_.pipeline_id, text); break;
   }
 }
 

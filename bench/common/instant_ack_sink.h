@@ -1,0 +1,44 @@
+#pragma once
+// InstantAckSink: a worker session that acknowledges every trigger at once, for all of its tasks,
+// in process (no gRPC). Each ack goes through PipelineRunner::Ack, i.e. is posted to the
+// pipeline's strand as a message from a real session would be.
+//
+// Threading: Send and End are called on the pipeline's strand (as SessionSink allows any thread);
+// they only post. Holds the runner weakly: the runner holds its sinks, and a strong reference back
+// would keep both alive forever.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/pipeline_runner.h"
+#include "runtime/session_sink.h"
+
+namespace ckpt::bench {
+
+class InstantAckSink final : public SessionSink {
+ public:
+  InstantAckSink(std::weak_ptr<PipelineRunner> runner, SessionId session,
+                 std::vector<std::string> task_ids)
+      : runner_(std::move(runner)), session_(session), task_ids_(std::move(task_ids)) {}
+
+  void Send(OutboundMessage message) override {
+    const auto* trigger = std::get_if<SendTrigger>(&message);
+    if (!trigger) return;  // welcome, complete, abort: nothing to answer
+    auto runner = runner_.lock();
+    if (!runner) return;
+    for (const std::string& task : task_ids_) {
+      // A short state, as a real worker's ack carries a URI.
+      runner->Ack(session_, trigger->checkpoint_id, task,
+                  TaskState{"mem://chk-" + std::to_string(trigger->checkpoint_id), 0, ""});
+    }
+  }
+  void End(Status) override {}
+
+ private:
+  const std::weak_ptr<PipelineRunner> runner_;
+  const SessionId session_;
+  const std::vector<std::string> task_ids_;
+};
+
+}  // namespace ckpt::bench

@@ -1,0 +1,205 @@
+#!/usr/bin/env python3
+"""End-to-end benchmark: a Release ckptd and ckpt-worker-sim as processes on loopback.
+
+One run: ckptd with P pipelines of T tasks declared in its config (interval and timeout given
+here), the simulator serving all of them (acks at once), a warm-up, then a measurement window read
+from the daemon itself: `ckptctl pipeline list -o json` before and after the window gives every
+pipeline's completed/failed/expired counts, /proc/<pid>/stat the daemon's CPU. The simulator's
+JSON summary gives checkpoint duration (trigger to `complete` as the worker saw it, rounds
+triggered after the warm-up), the daemon's totals log line at shutdown its trigger delay (histogram
+bucket bounds, whole run).
+
+  e2e_bench.py --build-dir B --pipelines 5000 --tasks 2            a scale run (interval 1 s)
+  e2e_bench.py --build-dir B --pipelines 16 --tasks 500 --interval-ms 10 --label ingest
+                                                                   ack ingest at saturation
+Prints one JSON object on stdout; progress on stderr. Standard library only.
+"""
+import argparse
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import shutil
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def log(msg):
+    print(f"  [e2e] {msg}", file=sys.stderr, flush=True)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def cpu_seconds(pid):
+    """User + system CPU seconds of a process so far (fields 14 and 15 of /proc/<pid>/stat)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def proc_threads(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("Threads:"):
+                return int(line.split()[1])
+    return 0
+
+
+def list_pipelines(ckptctl, port, job):
+    out = subprocess.run([ckptctl, "--server", f"127.0.0.1:{port}", "-o", "json",
+                          "pipeline", "list", "--job", job],
+                         check=True, capture_output=True, text=True, timeout=60).stdout
+    return {p["pipeline_id"]: p for p in json.loads(out)}
+
+
+def write_config(path, port, data_dir, job, pipelines, tasks, interval_ms, timeout_ms):
+    with open(path, "w") as f:
+        f.write(f"listen: 127.0.0.1:{port}\n")
+        f.write("metrics_listen: 127.0.0.1:0\n")
+        f.write(f"data_dir: {data_dir}\n")
+        f.write("threads: 0\n")
+        f.write("log:\n  level: info\n")
+        f.write(f"defaults:\n  interval_ms: {interval_ms}\n  timeout_ms: {timeout_ms}\n")
+        f.write("pipelines:\n")
+        for i in range(pipelines):
+            f.write(f"  - {{job_id: {job}, pipeline_id: p{i}, parallelism: {tasks}}}\n")
+
+
+TOTALS = re.compile(r"totals: .*trigger delay p50 <= (\d+) us, p99 <= (\d+) us, max (\d+) us "
+                    r"\(n=(\d+)\)")
+
+
+def run(args):
+    server = os.path.join(args.build_dir, "server", "ckptd")
+    sim = os.path.join(args.build_dir, "client", "ckpt-worker-sim")
+    ckptctl = os.path.join(args.build_dir, "client", "ckptctl")
+    work = tempfile.mkdtemp(prefix="ckptd-bench-e2e-", dir=args.work_dir)
+    job = "e2e"
+    port = free_port()
+    config = os.path.join(work, "ckptd.yaml")
+    write_config(config, port, os.path.join(work, "data"), job, args.pipelines, args.tasks,
+                 args.interval_ms, args.timeout_ms)
+    daemon_log = open(os.path.join(work, "ckptd.log"), "w+")
+    daemon = subprocess.Popen([server, "--config", config], stdout=daemon_log,
+                              stderr=subprocess.STDOUT)
+    sim_proc = None
+    result = {"bench": "e2e", "label": args.label, "pipelines": args.pipelines,
+              "tasks": args.tasks, "interval_ms": args.interval_ms}
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            daemon_log.seek(0)
+            if "serving on port" in daemon_log.read():
+                break
+            if daemon.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("ckptd did not start; see its log")
+            time.sleep(0.1)
+        duration = args.warmup_s + args.window_s + 2
+        sim_out = open(os.path.join(work, "sim.json"), "w+")
+        sim_proc = subprocess.Popen(
+            [sim, "--server", f"127.0.0.1:{port}", "--job", job, "--pipelines",
+             str(args.pipelines), "--tasks-per-pipeline", str(args.tasks), "--duration",
+             f"{int(duration * 1000)}ms", "--warmup", f"{int(args.warmup_s * 1000)}ms", "--json",
+             "--threads", str(args.sim_threads), "--channels", str(args.sim_channels)],
+            stdout=sim_out, stderr=subprocess.DEVNULL)
+        log(f"{args.label}: {args.pipelines} x {args.tasks} tasks, interval {args.interval_ms} ms; "
+            f"warm-up {args.warmup_s} s, window {args.window_s} s")
+        time.sleep(args.warmup_s)
+        before = list_pipelines(ckptctl, port, job)
+        cpu0, sim_cpu0, t0 = cpu_seconds(daemon.pid), cpu_seconds(sim_proc.pid), time.monotonic()
+        time.sleep(args.window_s)
+        cpu1, sim_cpu1, t1 = cpu_seconds(daemon.pid), cpu_seconds(sim_proc.pid), time.monotonic()
+        after = list_pipelines(ckptctl, port, job)
+        threads = proc_threads(daemon.pid)
+        sim_proc.wait(timeout=duration + 30)
+        sim_out.seek(0)
+        summary = json.loads(sim_out.read().strip().splitlines()[-1])
+    finally:
+        if sim_proc and sim_proc.poll() is None:
+            sim_proc.kill()
+        if daemon.poll() is None:
+            daemon.send_signal(signal.SIGTERM)
+            try:
+                daemon.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                daemon.kill()
+    daemon_log.seek(0)
+    totals = TOTALS.search(daemon_log.read())
+    daemon_log.close()
+    if not args.keep:
+        shutil.rmtree(work, ignore_errors=True)
+
+    window = t1 - t0
+    def delta(key):
+        return {pid: after[pid][key] - before.get(pid, {}).get(key, 0) for pid in after}
+    completed = delta("completed_count")
+    failed = sum(delta("failed_count").values()) + sum(delta("expired_count").values())
+    # At a fixed interval every pipeline completes at least this many rounds in the window.
+    rounds_expected = max(0, int(window * 1000 // args.interval_ms) - 1)
+    behind = sum(1 for pid in completed if completed[pid] < rounds_expected)
+    total_completed = sum(completed.values())
+    running = sum(1 for p in after.values() if p["state"] == "RUNNING")
+    result.update({
+        "window_s": round(window, 3),
+        "running_pipelines": running,
+        "completed_per_s": total_completed / window,
+        "acks_per_s": total_completed * args.tasks / window,
+        "failed_or_expired": failed,
+        "rounds_expected_per_pipeline": rounds_expected,
+        "min_rounds_per_pipeline": min(completed.values()) if completed else 0,
+        "pipelines_behind": behind,
+        "daemon_cpu_pct": 100 * (cpu1 - cpu0) / window,
+        "sim_cpu_pct": 100 * (sim_cpu1 - sim_cpu0) / window,
+        "daemon_threads": threads,
+        "sim_acks_per_s": summary["acks"] / (summary["duration_ms"] / 1000),
+        "checkpoint_p50_ms": summary["checkpoint_ms"]["p50"],
+        "checkpoint_p99_ms": summary["checkpoint_ms"]["p99"],
+        "checkpoint_max_ms": summary["checkpoint_ms"]["max"],
+        "sim_aborts": summary["aborts"],
+        "trigger_delay_p50_le_us": int(totals.group(1)) if totals else None,
+        "trigger_delay_p99_le_us": int(totals.group(2)) if totals else None,
+        "trigger_delay_max_us": int(totals.group(3)) if totals else None,
+    })
+    every_round = (running == args.pipelines and behind == 0 and failed == 0)
+    result["every_round"] = every_round
+    result["sustained"] = every_round and summary["checkpoint_ms"]["p99"] <= args.max_p99_ms
+    result["status"] = "ok"
+    return result
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--build-dir", required=True)
+    p.add_argument("--work-dir", default=None, help="where temp dirs go (default: system temp)")
+    p.add_argument("--pipelines", type=int, default=1000)
+    p.add_argument("--tasks", type=int, default=2)
+    p.add_argument("--interval-ms", type=int, default=1000)
+    p.add_argument("--timeout-ms", type=int, default=10000)
+    p.add_argument("--warmup-s", type=float, default=5)
+    p.add_argument("--window-s", type=float, default=10)
+    p.add_argument("--sim-threads", type=int, default=2)
+    p.add_argument("--sim-channels", type=int, default=1, help="TCP connections of the simulator")
+    p.add_argument("--max-p99-ms", type=float, default=100, help="checkpoint duration p99 target")
+    p.add_argument("--label", default="scale")
+    p.add_argument("--keep", action="store_true", help="keep the temp dir (logs, data)")
+    args = p.parse_args()
+    try:
+        result = run(args)
+    except Exception as e:  # one failed configuration must not end the whole suite
+        result = {"bench": "e2e", "label": args.label, "pipelines": args.pipelines,
+                  "tasks": args.tasks, "interval_ms": args.interval_ms, "status": "failed",
+                  "error": str(e)}
+    print(json.dumps(result), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,367 @@
+#!/usr/bin/env python3
+"""Turns one bench run into bench/results/<date>.{json,md,png}.
+
+Inputs: the anchors' JSON lines of this run (run-anchors.sh's output; optional) and ckptd's
+(one JSON object per line from the ckpt-bench-* programs and e2e_bench.py). Every ratio compares
+figures of the same run, as the performance issue asks: absolute times on this machine move from
+run to run. The plot needs matplotlib (Debian: python3-matplotlib); without it the JSON and
+Markdown are still written.
+"""
+import argparse
+import json
+import os
+import sys
+
+KIB_PER_MB = 1024.0  # the anchors' rss_mb is VmRSS kB / 1024
+
+
+def read_jsonl(path):
+    rows = []
+    if path and os.path.exists(path):
+        with open(path) as f:
+            for line in f:
+                line = line.strip()
+                if line.startswith("{"):
+                    rows.append(json.loads(line))
+    return rows
+
+
+def pick(rows, **match):
+    return [r for r in rows if all(r.get(k) == v for k, v in match.items())]
+
+
+def one(rows, **match):
+    found = pick(rows, **match)
+    return found[0] if found else None
+
+
+def ok(row):
+    return row is not None and row.get("status") == "ok"
+
+
+def fmt(v, digits=0):
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:,.{digits}f}"
+    return f"{v:,}" if isinstance(v, int) else str(v)
+
+
+class Report:
+    def __init__(self, anchors, ckptd):
+        self.anchors = anchors
+        self.ckptd = ckptd
+        self.meta = one(anchors, anchor="meta") or {}
+        everything = pick(ckptd, bench="scheduler")
+        # Runs with a worker session per pipeline (rounds every interval), and idle runs (no
+        # session: every pipeline waits for its tasks), which measure what a pipeline itself costs.
+        self.sched = sorted((r for r in everything if r.get("sessions", True)),
+                            key=lambda r: r["pipelines"])
+        self.idle = sorted((r for r in everything if not r.get("sessions", True)),
+                           key=lambda r: r["pipelines"])
+        base = one(self.sched, pipelines=0)
+        self.rss0_kb = base["rss_kb"] if base else None
+        for r in self.sched + self.idle:
+            r["rss_kib_per_pipeline"] = (
+                (r["rss_kb"] - self.rss0_kb) / r["pipelines"]
+                if self.rss0_kb is not None and r["pipelines"] else None)
+        java = pick(anchors, anchor="java-sched")
+        idle = [r["rss_mb_idle"] for r in java if r.get("rss_mb_idle") is not None]
+        self.jvm_rss0_mb = min(idle) if idle else None
+        for r in java:
+            r["rss_kib_per_pipeline"] = (
+                (r["rss_mb"] - self.jvm_rss0_mb) * KIB_PER_MB / r["pipelines"]
+                if ok(r) and self.jvm_rss0_mb is not None else None)
+        # Both anchors report rss_mb_idle after their own setup; the smallest over a suite's rows is
+        # the closest to the process without pipelines, RSS(0).
+        asio = pick(anchors, anchor="asio-timers")
+        idle = [r["rss_mb_idle"] for r in asio if r.get("rss_mb_idle") is not None]
+        asio_rss0_mb = min(idle) if idle else None
+        for r in asio:
+            r["rss_kib_per_pipeline"] = (
+                (r["rss_mb"] - asio_rss0_mb) * KIB_PER_MB / r["timers"]
+                if ok(r) and asio_rss0_mb is not None else None)
+        self.targets = []
+
+    # --- lookups ---
+    def sched_row(self, p):
+        return one(self.sched, pipelines=p)
+
+    def asio_ckpt(self, timers):
+        return one(self.anchors, anchor="asio-timers", pattern="ckpt", threads=2, strand=True,
+                   timers=timers)
+
+    def java(self, mode, p):
+        return one(self.anchors, anchor="java-sched", mode=mode, pipelines=p)
+
+    def best_jvm_p99(self, p):
+        """The better (lower p99) SeaTunnel design at p pipelines among the rows that ran."""
+        rows = [self.java(m, p) for m in ("shared", "perpipeline")]
+        rows = [r for r in rows if ok(r)]
+        return min(rows, key=lambda r: r["lat_p99_us"]) if rows else None
+
+    def grpc_ingest_best(self):
+        rows = [r for r in pick(self.anchors, anchor="grpc-stream", test="ingest") if ok(r)]
+        return max(rows, key=lambda r: r["msgs_per_s"]) if rows else None
+
+    # --- targets ---
+    def add(self, name, measured, anchor, ratio, met, note=""):
+        self.targets.append({"target": name, "ckptd": measured, "anchor": anchor,
+                             "ratio": ratio, "met": met, "note": note})
+
+    def evaluate(self):
+        s1k, s100k = self.sched_row(1000), self.sched_row(100000)
+        if s1k and s100k:
+            threads = {r["pipelines"]: r["os_threads"] for r in self.sched if r["pipelines"]}
+            self.add("threads do not grow with pipelines (1k vs 100k)",
+                     f"{s1k['os_threads']} at 1k, {s100k['os_threads']} at 100k",
+                     self._jvm_threads_text(), None,
+                     len(set(threads.values())) == 1)
+        for p in (1000, 10000, 100000):
+            s, a = self.sched_row(p), self.asio_ckpt(p)
+            if s and ok(a):
+                ratio = s["p99_us"] / a["lat_p99_us"] if a["lat_p99_us"] else None
+                self.add(f"trigger delay p99 <= 3x bare Asio ckpt pattern at {p:,}",
+                         f"{s['p99_us']:,} us", f"{a['lat_p99_us']:,.0f} us (asio ckpt, 2 threads)",
+                         ratio, ratio is not None and ratio <= 3 and s["status"] == "ok",
+                         "" if s["status"] == "ok" else f"run status {s['status']}")
+        s10k, jvm = self.sched_row(10000), self.best_jvm_p99(10000)
+        if s10k and jvm:
+            ratio = jvm["lat_p99_us"] / s10k["p99_us"] if s10k["p99_us"] else None
+            self.add("trigger delay p99 at 10,000 >= 10x lower than the better JVM design",
+                     f"{s10k['p99_us']:,} us",
+                     f"{jvm['lat_p99_us']:,.0f} us (java {jvm['mode']})", ratio,
+                     ratio is not None and ratio >= 10, "ratio = JVM / ckptd")
+        jvm_shared = self.java("shared", 10000)
+        jvm_kib = jvm_shared.get("rss_kib_per_pipeline") if jvm_shared else None
+        jtxt = f"{jvm_kib:.1f} KiB (java shared at 10k, checkpointing)" if jvm_kib else "-"
+        for label, s in [("idle", r) for r in self.idle] + [
+                ("checkpointing every second, one 2-task session", self.sched_row(100000))]:
+            if s and s.get("rss_kib_per_pipeline") is not None:
+                kib = s["rss_kib_per_pipeline"]
+                self.add(f"RSS per pipeline <= 2 KiB ({label}, {s['pipelines']:,} pipelines)",
+                         f"{kib:.2f} KiB", jtxt, jvm_kib / kib if jvm_kib else None,
+                         kib <= 2.0, "ratio = JVM / ckptd")
+        ingest = [r for r in pick(self.ckptd, bench="e2e", label="ingest") if ok(r)]
+        grpc = self.grpc_ingest_best()
+        if ingest and grpc:
+            best = max(ingest, key=lambda r: r["acks_per_s"])
+            ratio = best["acks_per_s"] / grpc["msgs_per_s"]
+            self.add("ack ingest at saturation >= 50% of bare gRPC ingest",
+                     f"{best['acks_per_s']:,.0f} acks/s ({best['pipelines']} x {best['tasks']})",
+                     f"{grpc['msgs_per_s']:,} msgs/s (grpc {grpc['streams']} stream(s), "
+                     f"{grpc['sink']})", ratio, ratio >= 0.5)
+        scale = [r for r in pick(self.ckptd, bench="e2e", label="scale") if ok(r)]
+        if scale:
+            sustained = [r for r in scale if r.get("sustained")]
+            best = max(sustained, key=lambda r: r["pipelines"] * r["tasks"]) if sustained else None
+            tried = ", ".join(f"{r['pipelines']:,}x{r['tasks']}" for r in scale)
+            self.add("largest sustained at 1 s (every round, checkpoint p99 <= 100 ms) >= 5,000 x 2",
+                     f"{best['pipelines']:,} x {best['tasks']} (p99 {best['checkpoint_p99_ms']:.0f} ms)"
+                     if best else "none", "-", None,
+                     bool(best) and best["pipelines"] >= 5000 and best["tasks"] >= 2,
+                     f"tried {tried}")
+        group = one(self.ckptd, bench="store", mode="group")
+        single = one(self.ckptd, bench="store", mode="single")
+        if group:
+            ratio = group["completions_per_s"] / single["completions_per_s"] if single else None
+            self.add("store: >= 20,000 durable completions/s with group commit",
+                     f"{group['completions_per_s']:,.0f}/s",
+                     f"{single['completions_per_s']:,.0f}/s one txn+fsync each" if single else "-",
+                     ratio, group["completions_per_s"] >= 20000, "ratio = group / single")
+        restart = one(self.ckptd, bench="restart")
+        if restart:
+            self.add(f"restart: {restart['pipelines']:,} stored pipelines scheduled within 2 s",
+                     f"{restart['all_scheduled_s']:.2f} s", "-", None,
+                     ok(restart) and restart["all_scheduled_s"] <= 2.0)
+
+    def _jvm_threads_text(self):
+        parts = []
+        for mode in ("shared", "perpipeline"):
+            rows = [r for r in pick(self.anchors, anchor="java-sched", mode=mode) if ok(r)]
+            if rows:
+                parts.append(f"java {mode}: " + ", ".join(
+                    f"{r['os_threads']:,} at {r['pipelines']:,}" for r in rows))
+        return "; ".join(parts) or "-"
+
+    # --- outputs ---
+    def to_json(self, date):
+        return {"date": date, "machine": {k: self.meta.get(k) for k in
+                                          ("nproc", "cpu", "mem_gib", "kernel", "grpc", "boost",
+                                           "cxx", "java")},
+                "targets": self.targets, "ckptd": self.ckptd,
+                "anchors": [r for r in self.anchors if r.get("anchor") != "meta"]}
+
+    def to_markdown(self, date, plot_name):
+        out = [f"# ckptd benchmarks, {date}", ""]
+        m = self.meta
+        if m:
+            out += [f"Machine: {m.get('nproc')} cores ({m.get('cpu')}), {m.get('mem_gib')} GiB, "
+                    f"kernel {m.get('kernel')}; gRPC {m.get('grpc')}, Boost {m.get('boost')}, "
+                    f"{m.get('java')}. Anchors and ckptd ran in the same invocation, one "
+                    "benchmark at a time.", ""]
+        else:
+            out += ["The anchors did not run in this invocation: no ratios.", ""]
+        out += ["## Targets", "", "| target | ckptd | anchor (same run) | ratio | met |",
+                "|---|---|---|---|---|"]
+        for t in self.targets:
+            ratio = f"{t['ratio']:.2f}" if t["ratio"] is not None else "-"
+            note = f" ({t['note']})" if t["note"] else ""
+            out.append(f"| {t['target']}{note} | {t['ckptd']} | {t['anchor']} | {ratio} | "
+                       f"{'yes' if t['met'] else '**no**'} |")
+        out += ["", "## Trigger delay, threads, memory (in process, 1 s interval, staggered)", "",
+                "Delay = actual trigger (timer handler on the strand) minus due time, in us. "
+                "RSS per pipeline = (RSS(P) - RSS(0)) / P.", "",
+                "| system | pipelines | p50 | p99 | p99.9 | max | n / expected | OS threads | "
+                "RSS KiB/pipeline | CPU % |", "|---|---|---|---|---|---|---|---|---|---|"]
+        for p in (1000, 5000, 10000, 100000):
+            rows = []
+            s = self.sched_row(p)
+            if s:
+                rows.append(("**ckptd** (runners, 2 tasks, instant acks)", s["p50_us"], s["p99_us"],
+                             s["p999_us"], s["max_us"], f"{s['samples']:,} / {s['expected_samples']:,}",
+                             s["os_threads"], s.get("rss_kib_per_pipeline"), s["cpu_pct"]))
+            for pattern, label in (("ckpt", "bare Asio, ckpt pattern, strands"),
+                                   ("periodic", "bare Asio, periodic, strands")):
+                a = one(self.anchors, anchor="asio-timers", pattern=pattern, threads=2,
+                        strand=True, timers=p)
+                if ok(a):
+                    rows.append((label, a["lat_p50_us"], a["lat_p99_us"], a["lat_p999_us"],
+                                 a["lat_max_us"], f"{a['samples']:,} / {a['expected_samples']:,}",
+                                 a["os_threads"], a.get("rss_kib_per_pipeline"), a["cpu_pct"]))
+            for mode in ("shared", "shared-nohandoff", "perpipeline"):
+                j = self.java(mode, p)
+                if j and ok(j):
+                    rows.append((f"JVM {mode}", j["lat_p50_us"], j["lat_p99_us"], j["lat_p999_us"],
+                                 j["lat_max_us"], f"{j['samples']:,} / {j['expected_samples']:,}",
+                                 j["os_threads"], j.get("rss_kib_per_pipeline"), j["cpu_pct"]))
+                elif j:
+                    rows.append((f"JVM {mode}", None, None, None, None, j.get("status"), None,
+                                 None, None))
+            for r in rows:
+                out.append(f"| {r[0]} | {p:,} | {fmt(r[1])} | {fmt(r[2])} | {fmt(r[3])} | "
+                           f"{fmt(r[4])} | {r[5]} | {fmt(r[6])} | {fmt(r[7], 2)} | {fmt(r[8])} |")
+        floor = [r for r in pick(self.anchors, anchor="wake-floor") if ok(r)]
+        if floor:
+            out += ["", "OS wake-up floor (one thread, 1 ms period): " + "; ".join(
+                f"{r['via']} p50 {r['lat_p50_us']:.0f} us, p99 {r['lat_p99_us']:.0f} us"
+                for r in floor) + "."]
+        out += ["", f"![trigger delay p99 and threads against pipelines]({plot_name})", ""]
+        e2e = pick(self.ckptd, bench="e2e")
+        if e2e:
+            out += ["## End to end (ckptd + ckpt-worker-sim, loopback)", "",
+                    "Rates and CPU over the measurement window, from the daemon's own counters; "
+                    "checkpoint duration (trigger to `complete` at the worker) from the simulator, "
+                    "rounds triggered after the warm-up; trigger delay p99 is the daemon histogram's bucket bound (x2 "
+                    "buckets), whole run.", "",
+                    "| run | pipelines x tasks | interval ms | completed/s | acks/s | every round | "
+                    "checkpoint p50 / p99 ms | trigger delay p99 <= us | daemon CPU % | sim CPU % | "
+                    "daemon threads |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+            for r in e2e:
+                if not ok(r):
+                    out.append(f"| {r['label']} | {r['pipelines']:,} x {r['tasks']} | "
+                               f"{r['interval_ms']} | failed: {r.get('error', '')} | | | | | | | |")
+                    continue
+                every = "yes" if r["every_round"] else (
+                    f"no ({r['pipelines_behind']:,} behind, min {r['min_rounds_per_pipeline']}"
+                    f"/{r['rounds_expected_per_pipeline']})")
+                out.append(f"| {r['label']} | {r['pipelines']:,} x {r['tasks']} | {r['interval_ms']} | "
+                           f"{r['completed_per_s']:,.0f} | {r['acks_per_s']:,.0f} | {every} | "
+                           f"{r['checkpoint_p50_ms']:.1f} / {r['checkpoint_p99_ms']:.1f} | "
+                           f"{fmt(r['trigger_delay_p99_le_us'])} | {r['daemon_cpu_pct']:.0f} | "
+                           f"{r['sim_cpu_pct']:.0f} | {r['daemon_threads']} |")
+            grpc = [r for r in pick(self.anchors, anchor="grpc-stream", test="ingest") if ok(r)]
+            if grpc:
+                out += ["", "Bare gRPC ingest of the same run (anchors): " + "; ".join(
+                    f"{r['streams']} stream(s)/{r['channels']} conn/{r['sink']}: "
+                    f"{r['msgs_per_s']:,} msgs/s" for r in grpc) + "."]
+        store = pick(self.ckptd, bench="store")
+        if store:
+            out += ["", "## Store (SQLite, WAL, synchronous=FULL)", "",
+                    "| mode | pipelines in flight | offered rate | completions/s | mean batch | "
+                    "submit -> durable p50 / p99 ms |", "|---|---|---|---|---|---|"]
+            for r in store:
+                rate = f"{r['rate']:,.0f}/s" if r["rate"] else "closed loop"
+                out.append(f"| {r['mode']} | {r['inflight']:,} | {rate} | "
+                           f"{r['completions_per_s']:,.0f} | {r['mean_batch']:.1f} | "
+                           f"{r['latency_p50_us'] / 1000:.1f} / {r['latency_p99_us'] / 1000:.1f} |")
+        restart = one(self.ckptd, bench="restart")
+        if restart:
+            out += ["", "## Restart", "",
+                    f"{restart['pipelines']:,} stored pipelines: `Daemon::Start` returned after "
+                    f"{restart['start_returned_s']:.2f} s, every pipeline scheduled after "
+                    f"{restart['all_scheduled_s']:.2f} s, their restart writes durable after "
+                    f"{restart['restart_durable_s']:.2f} s (RSS {restart['rss_kb'] / 1024:.0f} MiB, "
+                    f"{restart['os_threads']} threads)."]
+        return "\n".join(out) + "\n"
+
+    def plot(self, path):
+        try:
+            import matplotlib
+            matplotlib.use("Agg")
+            import matplotlib.pyplot as plt
+        except ImportError:
+            print("report: matplotlib missing (Debian: python3-matplotlib); no plot", file=sys.stderr)
+            return False
+        series = []
+        s = [r for r in self.sched if r["pipelines"]]
+        series.append(("ckptd (in process)", [(r["pipelines"], r["p99_us"], r["os_threads"])
+                                               for r in s], "o-", "C3"))
+        e2e = [r for r in pick(self.ckptd, bench="e2e", label="scale") if ok(r)]
+        if e2e:
+            series.append(("ckptd end to end (bucket bound)",
+                           [(r["pipelines"], r["trigger_delay_p99_le_us"], r["daemon_threads"])
+                            for r in e2e], "o--", "C1"))
+        for pattern, color in (("ckpt", "C0"), ("periodic", "C9")):
+            rows = [r for r in pick(self.anchors, anchor="asio-timers", pattern=pattern, threads=2,
+                                    strand=True) if ok(r)]
+            series.append((f"bare Asio {pattern} (strands, 2 threads)",
+                           [(r["timers"], r["lat_p99_us"], r["os_threads"]) for r in rows],
+                           "s-", color))
+        for mode, color in (("shared", "C2"), ("shared-nohandoff", "C8"), ("perpipeline", "C4")):
+            rows = [r for r in pick(self.anchors, anchor="java-sched", mode=mode) if ok(r)]
+            series.append((f"JVM {mode}", [(r["pipelines"], r["lat_p99_us"], r["os_threads"])
+                                           for r in rows], "^-", color))
+        fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.8))
+        for label, pts, style, color in series:
+            pts = sorted(p for p in pts if p[1] is not None)
+            if not pts:
+                continue
+            xs = [p[0] for p in pts]
+            z = 5 if label.startswith("ckptd") else 2  # ckptd on top where lines coincide
+            ax1.plot(xs, [p[1] / 1000 for p in pts], style, color=color, label=label, zorder=z)
+            ax2.plot(xs, [p[2] for p in pts], style, color=color, label=label, zorder=z)
+        ax1.set(xscale="log", yscale="log", xlabel="pipelines (timers)",
+                ylabel="trigger delay p99 (ms)", title="Trigger delay p99, 1 s interval")
+        ax2.set(xscale="log", yscale="log", xlabel="pipelines (timers)", ylabel="OS threads",
+                title="Threads of the process")
+        for ax in (ax1, ax2):
+            ax.grid(True, which="both", alpha=0.3)
+        ax1.legend(fontsize=7)
+        fig.tight_layout()
+        fig.savefig(path, dpi=110)
+        return True
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--anchors", help="the anchors' JSON lines of this run")
+    p.add_argument("--ckptd", required=True, help="ckptd's benchmark JSON lines")
+    p.add_argument("--date", required=True)
+    p.add_argument("--out-dir", required=True)
+    args = p.parse_args()
+    report = Report(read_jsonl(args.anchors), read_jsonl(args.ckptd))
+    report.evaluate()
+    os.makedirs(args.out_dir, exist_ok=True)
+    base = os.path.join(args.out_dir, args.date)
+    with open(base + ".json", "w") as f:
+        json.dump(report.to_json(args.date), f, indent=1)
+        f.write("\n")
+    plotted = report.plot(base + ".png")
+    with open(base + ".md", "w") as f:
+        f.write(report.to_markdown(args.date, os.path.basename(base) + ".png" if plotted else ""))
+    print(f"wrote {base}.json, {base}.md" + (f", {base}.png" if plotted else ""))
+
+
+if __name__ == "__main__":
+    main()

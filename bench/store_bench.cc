@@ -1,0 +1,202 @@
+// ckpt-bench-store: durable checkpoint completions per second into SqliteStore, the daemon's store.
+//
+// Each of --inflight pipelines keeps one checkpoint commit in flight (as a pipeline does: at most
+// one round pending) and submits its next as soon as the previous is durable, from the store's
+// completion callback. Every commit is what the runner hands over when a round's last ack arrives:
+// the checkpoint with its task states, the pipeline record after it, and history trimming
+// (retained 10).
+//   --inflight 1      one transaction and one fsync per checkpoint (the store's batch is always one)
+//   --inflight 1000   group commit: the writer takes everything that arrived during the last fsync
+//   --rate R          instead of a closed loop, R commits per second spread evenly over --inflight
+//                     pipelines (one in flight each): the latency at a load the daemon really sees
+// Latency is last ack to complete as the store contributes to it: CommitCheckpoint called to its
+// durable callback. The file is in --dir (removed first), on the disk the daemon would use.
+// Prints one JSON object on stdout.
+
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <thread>
+#include <vector>
+
+#include "common/bench_args.h"
+#include "common/sample_recorder.h"
+#include "store/sqlite_store.h"
+
+namespace {
+
+using namespace ckpt;
+using namespace ckpt::bench;
+using SteadyClock = std::chrono::steady_clock;
+
+int64_t MicrosSince(SteadyClock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(SteadyClock::now() - t).count();
+}
+
+// One pipeline's side of the loop. Touched by the thread that submits its commit and then by the
+// store's writer thread in the callback; one commit in flight at a time orders the two.
+struct PipelineSlot {
+  PipelineRecord record;
+  int64_t next_id = 1;
+};
+
+class StoreLoad {
+ public:
+  StoreLoad(SqliteStore& store, int pipelines, int tasks, SampleRecorder& latencies)
+      : store_(store), latencies_(latencies), slots_(pipelines) {
+    for (int i = 0; i < pipelines; ++i) {
+      PipelineSpec& spec = slots_[i].record.spec;
+      spec.key = {"bench", "p" + std::to_string(i)};
+      for (int t = 0; t < tasks; ++t) spec.task_ids.push_back(std::to_string(t));
+      spec.interval_ms = 1000;
+      spec.retained = 10;
+    }
+  }
+
+  // Creates every pipeline with a reserved id range, durably.
+  void Populate() {
+    for (auto& slot : slots_) {
+      store_.PutPipeline(slot.record, nullptr);
+      store_.ReserveIds(slot.record.spec.key, int64_t{1} << 40, nullptr);
+    }
+    store_.Flush();
+  }
+
+  // Submits pipeline i's next checkpoint; `resubmit`: submit the next one from its callback.
+  void Submit(int i, bool resubmit) {
+    PipelineSlot& slot = slots_[i];
+    CompletedCheckpoint cp;
+    cp.checkpoint_id = slot.next_id++;
+    cp.triggered_at_ms = 1'700'000'000'000 + cp.checkpoint_id * 1000;
+    cp.finished_at_ms = cp.triggered_at_ms + 5;
+    for (const std::string& task : slot.record.spec.task_ids) {
+      cp.task_states[task] = TaskState{"s3://bucket/bench/" + slot.record.spec.key.pipeline_id +
+                                           "/chk-" + std::to_string(cp.checkpoint_id) + "/" + task,
+                                       4096, "crc32c:1a2b3c4d"};
+    }
+    slot.record.counters.completed_count += 1;
+    slot.record.last_completed_id = cp.checkpoint_id;
+    slot.record.last_completed_at_ms = cp.finished_at_ms;
+    in_flight_.fetch_add(1, std::memory_order_relaxed);
+    const auto submitted = SteadyClock::now();
+    store_.CommitCheckpoint(slot.record, cp, [this, i, resubmit, submitted](Status s) {
+      // The store's writer thread.
+      latencies_.Record(MicrosSince(submitted));
+      if (s.ok()) {
+        completed_.fetch_add(1, std::memory_order_relaxed);
+      } else {
+        failed_.fetch_add(1, std::memory_order_relaxed);
+      }
+      in_flight_.fetch_sub(1, std::memory_order_relaxed);
+      if (resubmit && running_.load(std::memory_order_relaxed)) Submit(i, true);
+    });
+  }
+
+  void Stop() { running_.store(false); }
+  uint64_t completed() const { return completed_.load(); }
+  uint64_t failed() const { return failed_.load(); }
+  int64_t in_flight() const { return in_flight_.load(); }
+  size_t pipelines() const { return slots_.size(); }
+
+ private:
+  SqliteStore& store_;
+  SampleRecorder& latencies_;
+  std::vector<PipelineSlot> slots_;
+  std::atomic<bool> running_{true};
+  std::atomic<uint64_t> completed_{0};
+  std::atomic<uint64_t> failed_{0};
+  std::atomic<int64_t> in_flight_{0};
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  BenchArgs args(argc, argv,
+                 {{"dir", "bench-store-data"},
+                  {"inflight", "1000"},
+                  {"rate", "0"},
+                  {"tasks", "2"},
+                  {"warmup-s", "1"},
+                  {"measure-s", "3"}});
+  const int inflight = static_cast<int>(args.Int("inflight"));
+  const double rate = args.Double("rate");
+  const double warmup_s = args.Double("warmup-s");
+  const double measure_s = args.Double("measure-s");
+  spdlog::set_level(spdlog::level::warn);
+
+  std::filesystem::remove_all(args.Str("dir"));
+  auto opened = SqliteStore::Open(args.Str("dir"));
+  if (!opened.ok()) {
+    std::fprintf(stderr, "ckpt-bench-store: %s\n", opened.status().ToString().c_str());
+    return 1;
+  }
+  SqliteStore& store = **opened;
+  SampleRecorder latencies(static_cast<size_t>(4'000'000));
+  StoreLoad load(store, inflight, static_cast<int>(args.Int("tasks")), latencies);
+  load.Populate();
+
+  std::atomic<bool> pacing{true};
+  std::thread pacer;
+  if (rate > 0) {
+    // Open loop: pipeline (k mod inflight) at start + k / rate, skipped while its previous commit
+    // is still in flight (a pipeline never has two rounds pending).
+    pacer = std::thread([&] {
+      const auto start = SteadyClock::now();
+      for (uint64_t k = 0; pacing.load(); ++k) {
+        const auto due = start + std::chrono::duration_cast<SteadyClock::duration>(
+                                     std::chrono::duration<double>(static_cast<double>(k) / rate));
+        std::this_thread::sleep_until(due);
+        if (load.in_flight() < static_cast<int64_t>(load.pipelines())) {
+          load.Submit(static_cast<int>(k % load.pipelines()), /*resubmit=*/false);
+        }
+      }
+    });
+  } else {
+    for (int i = 0; i < inflight; ++i) load.Submit(i, /*resubmit=*/true);
+  }
+
+  std::this_thread::sleep_for(std::chrono::duration<double>(warmup_s));
+  const uint64_t completed0 = load.completed();
+  const uint64_t batches0 = store.batches_committed();
+  const auto window_start = SteadyClock::now();
+  latencies.Arm();
+  std::this_thread::sleep_for(std::chrono::duration<double>(measure_s));
+  latencies.Disarm();
+  const double window_s =
+      std::chrono::duration<double>(SteadyClock::now() - window_start).count();
+  const uint64_t completed1 = load.completed();
+  const uint64_t batches1 = store.batches_committed();
+  pacing.store(false);
+  if (pacer.joinable()) pacer.join();
+  load.Stop();
+  store.Flush();  // every callback has run: the latency buffer is final
+
+  const std::vector<int64_t> samples = latencies.TakeSorted();
+  const double completions = static_cast<double>(completed1 - completed0);
+  const double batches = static_cast<double>(batches1 - batches0);
+  nlohmann::ordered_json out;
+  out["bench"] = "store";
+  out["mode"] = rate > 0 ? "paced" : (inflight == 1 ? "single" : "group");
+  out["inflight"] = inflight;
+  out["rate"] = rate;
+  out["window_s"] = window_s;
+  out["completions"] = completed1 - completed0;
+  out["completions_per_s"] = completions / window_s;
+  out["batches_per_s"] = batches / window_s;
+  out["mean_batch"] = batches > 0 ? completions / batches : 0.0;
+  out["failed"] = load.failed();
+  out["latency_samples"] = samples.size();
+  out["latency_p50_us"] = Percentile(samples, 0.50);
+  out["latency_p99_us"] = Percentile(samples, 0.99);
+  out["latency_max_us"] = samples.empty() ? 0 : samples.back();
+  out["status"] = load.failed() == 0 ? "ok" : "failed";
+  std::printf("%s\n", out.dump().c_str());
+  opened->reset();
+  std::filesystem::remove_all(args.Str("dir"));
+  return 0;
+}

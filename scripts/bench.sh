@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# Runs ckptd's benchmarks beside the performance anchors, in one invocation and one benchmark at a
+# time, and writes bench/results/<date>.{json,md,png}; docs/PERFORMANCE.md explains them.
+# Not part of CI. About 10 minutes on 2 cores, plus a first Release build.
+#
+#   scripts/bench.sh
+#   CKPT_ANCHORS_DIR=DIR       the anchors (default: ../shared/anchors beside the repo)
+#   CKPT_BENCH_SKIP_ANCHORS=1  ckptd's benchmarks only (the report then has no ratios)
+#   CKPT_BENCH_BUILD_DIR=DIR   the Release tree (default: build-bench)
+#   CKPT_BENCH_DATE=NAME       the results' file name (default: today, UTC)
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${CKPT_BENCH_BUILD_DIR:-$root/build-bench}
+anchors_dir=${CKPT_ANCHORS_DIR:-$root/../shared/anchors}
+anchors_dir=$(cd "$anchors_dir" 2>/dev/null && pwd || echo "$anchors_dir")
+date=${CKPT_BENCH_DATE:-$(date -u +%Y-%m-%d)}
+results=$root/bench/results
+work=$build/bench-work
+ckptd_jsonl=$work/ckptd.jsonl
+anchors_jsonl=$work/anchors.jsonl
+log=$work/bench.log
+python=/usr/bin/python3  # Debian's, which sees Debian's matplotlib
+started=$(date +%s)
+
+step() { echo "[bench] $*"; }
+
+# ---- packages and build --------------------------------------------------------------------------
+bash "$root/scripts/setup.sh"
+# Beyond the build's packages: the plot's, and what the anchors build with (their README).
+extra=()
+"$python" -c 'import matplotlib' 2>/dev/null || extra+=(python3-matplotlib)
+command -v javac >/dev/null || extra+=(openjdk-17-jdk-headless)
+dpkg-query -W -f='${Status}' libboost-system-dev 2>/dev/null | grep -q "install ok installed" ||
+  extra+=(libboost-system-dev)
+if [ ${#extra[@]} -gt 0 ]; then
+  if [ "$(id -u)" -eq 0 ]; then
+    step "installing ${extra[*]}"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+      "${extra[@]}" >/dev/null
+  else
+    step "missing ${extra[*]} (apt-get install them): without them no plot or no anchors"
+  fi
+fi
+step "building Release with CKPT_BENCH=ON in $(basename "$build")"
+export CCACHE_BASEDIR=$root
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCKPT_BENCH=ON \
+  -DCKPT_BUILD_TESTS=OFF >/dev/null
+cmake --build "$build" -j"$(nproc)" --target ckptd ckpt-worker-sim ckptctl \
+  ckpt-bench-scheduler ckpt-bench-store ckpt-bench-restart >/dev/null
+rm -rf "$work"
+mkdir -p "$work" "$results"
+: > "$ckptd_jsonl"
+
+# ---- anchors -------------------------------------------------------------------------------------
+# The full anchor suite takes about 5 minutes; this slice keeps every configuration the targets
+# compare with (the Java designs at 1k/5k/10k pipelines, wake floor, bare Asio, bare gRPC) and
+# drops the Java ablation and the 10/100-pipeline rows. It writes the anchors' results/partial.*.
+if [ -n "${CKPT_BENCH_SKIP_ANCHORS:-}" ]; then
+  step "anchors skipped (CKPT_BENCH_SKIP_ANCHORS): no ratios in this report"
+elif [ ! -x "$anchors_dir/run-anchors.sh" ]; then
+  step "no anchors at $anchors_dir (set CKPT_ANCHORS_DIR): ckptd only, no ratios in this report"
+else
+  step "anchors (about 5 minutes; progress in $anchors_dir/results/partial.log)"
+  if "$anchors_dir/run-anchors.sh" --java-modes "shared perpipeline" \
+      --java-pipes "1000 5000 10000" > "$work/anchors.txt" 2>>"$log"; then
+    cp "$anchors_dir/results/partial.jsonl" "$anchors_jsonl"
+  else
+    step "the anchors failed (see $log): ckptd only, no ratios in this report"
+  fi
+fi
+
+# ---- ckptd ---------------------------------------------------------------------------------------
+# run_bench <timeout_s> <json fields for a failure line> <command...>: keeps the last JSON line.
+run_bench() {
+  local limit=$1 fields=$2 out line
+  shift 2
+  out=$(timeout -s KILL "$limit" "$@" 2>>"$log") || true
+  line=$(printf '%s\n' "$out" | grep '^{' | tail -1 || true)
+  [ -n "$line" ] || line="{$fields,\"status\":\"failed\"}"
+  echo "$line" >> "$ckptd_jsonl"
+  echo "    $line" | cut -c1-150
+  sleep 1
+}
+
+step "scheduler, in process (each pipeline count in its own process)"
+for p in 0 1000 10000 100000; do
+  run_bench 120 "\"bench\":\"scheduler\",\"pipelines\":$p" \
+    "$build/bench/ckpt-bench-scheduler" --pipelines "$p" --warmup-s 2 --measure-s 5
+done
+step "scheduler: 100,000 idle pipelines (no worker connected), for memory"
+run_bench 60 '"bench":"scheduler","pipelines":100000,"sessions":false' \
+  "$build/bench/ckpt-bench-scheduler" --pipelines 100000 --sessions 0 --warmup-s 1 --measure-s 1
+
+step "store: one transaction per checkpoint, group commit, and a paced 5,000/s"
+run_bench 60 '"bench":"store","mode":"single"' \
+  "$build/bench/ckpt-bench-store" --dir "$work/store" --inflight 1 --measure-s 3
+run_bench 60 '"bench":"store","mode":"group"' \
+  "$build/bench/ckpt-bench-store" --dir "$work/store" --inflight 1000 --measure-s 3
+run_bench 60 '"bench":"store","mode":"paced"' \
+  "$build/bench/ckpt-bench-store" --dir "$work/store" --inflight 5000 --rate 5000 --measure-s 3
+
+step "restart with 100,000 stored pipelines"
+run_bench 180 '"bench":"restart","pipelines":100000' \
+  "$build/bench/ckpt-bench-restart" --dir "$work/restart" --pipelines 100000
+
+# Thousands of pipelines from one simulator: over 8 TCP connections, as a fleet of workers would
+# use many (over one, the simulator's single HTTP/2 connection adds tens of ms per round).
+step "end to end: ckptd + ckpt-worker-sim, 2 tasks per pipeline, 1 s interval"
+for p in 1000 5000 10000; do
+  run_bench 180 "\"bench\":\"e2e\",\"label\":\"scale\",\"pipelines\":$p,\"tasks\":2" \
+    "$python" "$root/bench/e2e_bench.py" --build-dir "$build" --work-dir "$work" \
+    --pipelines "$p" --tasks 2 --warmup-s 5 --window-s 10 --sim-channels 8
+done
+step "end to end: ack ingest at saturation (many tasks per pipeline, 10 ms interval)"
+for cfg in "16 500" "64 250"; do
+  set -- $cfg
+  run_bench 120 "\"bench\":\"e2e\",\"label\":\"ingest\",\"pipelines\":$1,\"tasks\":$2" \
+    "$python" "$root/bench/e2e_bench.py" --build-dir "$build" --work-dir "$work" \
+    --pipelines "$1" --tasks "$2" --interval-ms 10 --warmup-s 3 --window-s 5 --label ingest
+done
+
+# ---- report --------------------------------------------------------------------------------------
+"$python" "$root/bench/report.py" --anchors "$anchors_jsonl" --ckptd "$ckptd_jsonl" \
+  --date "$date" --out-dir "$results"
+step "done in $(( $(date +%s) - started )) s; logs in $log"
