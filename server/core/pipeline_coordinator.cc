@@ -106,8 +106,8 @@ void PipelineCoordinator::Rearm(Actions& out) {
 }
 
 Actions PipelineCoordinator::OnWakeup() {
-  // A periodic trigger: RecordTriggerDelay, SendTrigger, ArmTimeout, Log, now and then ReserveIds.
-  Actions out = WithCapacity(6);
+  // A periodic trigger: RecordTriggerDelay, SendTrigger, ArmTimeout, Log (and one in 50 ReserveIds).
+  Actions out = WithCapacity(4);
   const SteadyTime now = clock_.SteadyNow();
   armed_wakeup_.reset();  // it fired; a stale fire only makes us re-evaluate, which is harmless
   if (reserve_retry_at_ && now >= *reserve_retry_at_) {
@@ -270,7 +270,7 @@ Actions PipelineCoordinator::OnAck(SessionId session, int64_t checkpoint_id,
     out.push_back(IgnoredMessage{"duplicate"});
     return out;
   }
-  pending_->acked[task_id] = state;
+  pending_->acked.emplace(task_id, state);  // not there yet: it was still awaited
   if (!pending_->awaiting.empty()) return out;
 
   // Last ack: the round goes to the store and can no longer be aborted.
@@ -349,7 +349,7 @@ Actions PipelineCoordinator::OnCommitted(int64_t checkpoint_id) {
   }
   PendingRound round = std::move(*pending_);
   pending_.reset();
-  out.reserve(4);  // SendComplete, RoundFinished, ArmWakeup, maybe a Log
+  out.reserve(3);  // SendComplete, RoundFinished, ArmWakeup
   const SteadyTime now = clock_.SteadyNow();
   last_finished_at_ = now;
   ++counters_.completed_count;
