@@ -328,9 +328,14 @@ void PipelineRunner::Execute(Action& action) {
           std::chrono::duration_cast<std::chrono::microseconds>(self->clock_.SteadyNow() - queued_at)
               .count());
       // Never dropped: what is durable is complete (the coordinator checks the id and phase).
-      self->Post([id, s = std::move(s)](PipelineRunner& r) {
-        r.Run(s.ok() ? r.coordinator_.OnCommitted(id) : r.coordinator_.OnCommitFailed(id, s));
-      });
+      // The usual success posts a handler without the Status: smaller, and nothing to move.
+      if (s.ok()) {
+        self->Post([id](PipelineRunner& r) { r.Run(r.coordinator_.OnCommitted(id)); });
+      } else {
+        self->Post([id, s = std::move(s)](PipelineRunner& r) {
+          r.Run(r.coordinator_.OnCommitFailed(id, s));
+        });
+      }
     });
   } else if (auto* a = std::get_if<RecordTriggerDelay>(&action)) {
     metrics_.trigger_delay.ObserveMicros(a->delay.count());
