@@ -106,7 +106,7 @@ void PipelineCoordinator::Rearm(Actions& out) {
 }
 
 Actions PipelineCoordinator::OnWakeup() {
-  // A periodic trigger: RecordTriggerDelay, SendTrigger, ArmTimeout, Log (and one in 50 ReserveIds).
+  // A periodic trigger: RecordTriggerDelay, SendTrigger, ArmTimeout, Log (now and then ReserveIds).
   Actions out = WithCapacity(4);
   const SteadyTime now = clock_.SteadyNow();
   armed_wakeup_.reset();  // it fired; a stale fire only makes us re-evaluate, which is harmless
