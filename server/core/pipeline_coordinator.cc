@@ -16,6 +16,15 @@ std::chrono::microseconds Since(SteadyTime from, SteadyTime now) {
 
 bool IsSavepoint(CheckpointKind kind) { return kind != CheckpointKind::kCheckpoint; }
 
+// An empty Actions with room for `n`. The handlers a round runs through on every interval (wakeup
+// and trigger, last ack, commit) reserve what they usually push: an Action is a few hundred bytes,
+// and growing the vector one push at a time would reallocate and move it several times per round.
+Actions WithCapacity(size_t n) {
+  Actions out;
+  out.reserve(n);
+  return out;
+}
+
 }  // namespace
 
 PipelineCoordinator::PipelineCoordinator(const StoredPipeline& stored, const Clock& clock,
@@ -97,7 +106,8 @@ void PipelineCoordinator::Rearm(Actions& out) {
 }
 
 Actions PipelineCoordinator::OnWakeup() {
-  Actions out;
+  // A periodic trigger: RecordTriggerDelay, SendTrigger, ArmTimeout, Log (now and then ReserveIds).
+  Actions out = WithCapacity(4);
   const SteadyTime now = clock_.SteadyNow();
   armed_wakeup_.reset();  // it fired; a stale fire only makes us re-evaluate, which is harmless
   if (reserve_retry_at_ && now >= *reserve_retry_at_) {
@@ -200,7 +210,6 @@ bool PipelineCoordinator::TryTrigger(CheckpointKind kind, const std::string& tar
   round.target = IsSavepoint(kind) ? SavepointLocation(target, round.id) : "";
   round.triggered_at = now;
   round.triggered_at_ms = clock_.WallMs();
-  round.awaiting = expected_;
   SteadyTime deadline = now + Millis(spec_.timeout_ms);
   if (cause == TriggerCause::kSavepoint && queued_savepoint_) {
     deadline = queued_savepoint_->deadline;  // a savepoint's timeout counts from the request
@@ -226,7 +235,7 @@ Actions PipelineCoordinator::OnTimeout(int64_t checkpoint_id) {
   if (!pending_ || pending_->id != checkpoint_id || pending_->completing) return out;
   const bool savepoint = IsSavepoint(pending_->kind);
   FailRound(CheckpointStatus::kExpired,
-            "expired: " + std::to_string(pending_->awaiting.size()) + " of " +
+            "expired: " + std::to_string(expected_.size() - pending_->acked.size()) + " of " +
                 std::to_string(expected_.size()) + " tasks did not acknowledge in time",
             savepoint ? FailureCause::kSavepoint : FailureCause::kCounted, out);
   Rearm(out);
@@ -256,15 +265,16 @@ Actions PipelineCoordinator::OnAck(SessionId session, int64_t checkpoint_id,
                                    const std::string& task_id, const TaskState& state) {
   Actions out;
   if (!AcceptsRoundMessage(session, checkpoint_id, task_id, "ack", out)) return out;
-  if (pending_->awaiting.erase(task_id) == 0) {
+  // Not awaited (see PendingRound::acked): not expected, or acked already.
+  if (!expected_.count(task_id) || !pending_->acked.try_emplace(task_id, state).second) {
     out.push_back(IgnoredMessage{"duplicate"});
     return out;
   }
-  pending_->acked[task_id] = state;
-  if (!pending_->awaiting.empty()) return out;
+  if (pending_->acked.size() < expected_.size()) return out;
 
   // Last ack: the round goes to the store and can no longer be aborted.
   pending_->completing = true;
+  out.reserve(out.size() + 2);
   out.push_back(CancelTimeout{});
   CompletedCheckpoint checkpoint;
   checkpoint.checkpoint_id = pending_->id;
@@ -338,6 +348,7 @@ Actions PipelineCoordinator::OnCommitted(int64_t checkpoint_id) {
   }
   PendingRound round = std::move(*pending_);
   pending_.reset();
+  out.reserve(3);  // SendComplete, RoundFinished, ArmWakeup
   const SteadyTime now = clock_.SteadyNow();
   last_finished_at_ = now;
   ++counters_.completed_count;
@@ -632,7 +643,11 @@ std::optional<PendingSummary> PipelineCoordinator::Pending() const {
   p.triggered_at_ms = pending_->triggered_at_ms;
   p.completing = pending_->completing;
   for (const auto& [task, state] : pending_->acked) p.acked_tasks.push_back(task);
-  p.awaiting_tasks.assign(pending_->awaiting.begin(), pending_->awaiting.end());
+  if (!pending_->completing) {
+    for (const auto& task : expected_) {
+      if (!pending_->acked.count(task)) p.awaiting_tasks.push_back(task);
+    }
+  }
   p.expected_tasks = static_cast<int>(expected_.size());
   return p;
 }

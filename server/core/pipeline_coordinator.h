@@ -173,7 +173,11 @@ class PipelineCoordinator {
     int64_t triggered_at_ms = 0;
     std::string requested_target;  // savepoints: the target as asked (empty: default location)
     bool completing = false;
-    std::set<std::string> awaiting;
+    // The tasks that acked. The ones still awaited are expected_ minus these, kept implicit
+    // rather than copied at every trigger: while a round is pending and not completing,
+    // expected_ does not change (UpdateSpec fails such a round when the task set changes), and
+    // only tasks of expected_ are ever acked (OnRegister refuses any other task). A completing
+    // round awaits nothing.
     std::map<std::string, TaskState> acked;
   };
   struct QueuedSavepoint {

@@ -11,6 +11,27 @@ namespace ckpt {
 
 namespace asio = boost::asio;
 
+namespace {
+
+// Sends `message` to each session of message.to that is still registered, in order: a copy to
+// each but the last, which gets the message itself (a pipeline mostly has one session, so mostly
+// nothing is copied). Runs on the strand; `sessions` is the runner's map, which only strand
+// handlers change, and a sink's Send only queues or posts, so no entry goes away during the loop.
+template <typename Message>
+void SendToSessions(const std::map<SessionId, std::shared_ptr<SessionSink>>& sessions,
+                    Message& message) {
+  SessionSink* held = nullptr;  // the latest recipient found, not yet sent to
+  for (SessionId id : message.to) {
+    auto it = sessions.find(id);
+    if (it == sessions.end()) continue;
+    if (held) held->Send(message);
+    held = it->second.get();
+  }
+  if (held) held->Send(std::move(message));
+}
+
+}  // namespace
+
 PipelineRunner::PipelineRunner(asio::io_context& io, const StoredPipeline& stored, bool restarted,
                                MetadataStore& store, const Clock& clock, DaemonMetrics& metrics,
                                RunnerOptions options)
@@ -223,7 +244,7 @@ void PipelineRunner::Inspect(std::function<void(const PipelineCoordinator&)> fn)
 }
 
 void PipelineRunner::Run(Actions actions) {
-  for (const Action& action : actions) {
+  for (Action& action : actions) {
     try {
       Execute(action);
     } catch (const std::exception& e) {
@@ -254,19 +275,14 @@ void PipelineRunner::CountState(std::optional<PipelineState> state) {
   counted_state_ = state;
 }
 
-void PipelineRunner::Execute(const Action& action) {
-  auto send = [this](const std::vector<SessionId>& to, const OutboundMessage& message) {
-    for (SessionId id : to) {
-      if (auto it = sessions_.find(id); it != sessions_.end()) it->second->Send(message);
-    }
-  };
+void PipelineRunner::Execute(Action& action) {
   if (auto* a = std::get_if<SendTrigger>(&action)) {
     ++metrics_.triggers_total;
-    send(a->to, *a);
+    SendToSessions(sessions_, *a);
   } else if (auto* a = std::get_if<SendAbort>(&action)) {
-    send(a->to, *a);
+    SendToSessions(sessions_, *a);
   } else if (auto* a = std::get_if<SendComplete>(&action)) {
-    send(a->to, *a);
+    SendToSessions(sessions_, *a);
   } else if (auto* a = std::get_if<EndSession>(&action)) {
     if (auto it = sessions_.find(a->session); it != sessions_.end()) {
       it->second->End(a->status);
@@ -312,9 +328,14 @@ void PipelineRunner::Execute(const Action& action) {
           std::chrono::duration_cast<std::chrono::microseconds>(self->clock_.SteadyNow() - queued_at)
               .count());
       // Never dropped: what is durable is complete (the coordinator checks the id and phase).
-      self->Post([id, s = std::move(s)](PipelineRunner& r) {
-        r.Run(s.ok() ? r.coordinator_.OnCommitted(id) : r.coordinator_.OnCommitFailed(id, s));
-      });
+      // The usual success posts a handler without the Status: smaller, and nothing to move.
+      if (s.ok()) {
+        self->Post([id](PipelineRunner& r) { r.Run(r.coordinator_.OnCommitted(id)); });
+      } else {
+        self->Post([id, s = std::move(s)](PipelineRunner& r) {
+          r.Run(r.coordinator_.OnCommitFailed(id, s));
+        });
+      }
     });
   } else if (auto* a = std::get_if<RecordTriggerDelay>(&action)) {
     metrics_.trigger_delay.ObserveMicros(a->delay.count());
@@ -396,6 +417,11 @@ void PipelineRunner::ArmTimeoutAt(SteadyTime at, int64_t checkpoint_id) {
 }
 
 void PipelineRunner::LogLine(LogLevel level, const std::string& text) const {
+  // Filtered here as spdlog's default logger would filter it (its level; no backtrace is kept),
+  // before setting up the log context: most rounds log one debug line, which is off by default.
+  static constexpr spdlog::level::level_enum kSpdlogLevel[] = {
+      spdlog::level::debug, spdlog::level::info, spdlog::level::warn, spdlog::level::err};
+  if (!spdlog::should_log(kSpdlogLevel[static_cast<size_t>(level)])) return;
   const ScopedLogPipeline about(key_);  // log.format json gives job and pipeline fields
   switch (level) {
     case LogLevel::kDebug: spdlog::debug("[{}/{}] {}", key_.job_id, key_.pipeline_id, text); break;

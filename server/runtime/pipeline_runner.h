@@ -92,7 +92,8 @@ class PipelineRunner : public std::enable_shared_from_this<PipelineRunner> {
  private:
   void Run(Actions actions);  // strand_
   void NotifySavepointObservers(const RoundFinished* finished);
-  void Execute(const Action& action);
+  // May move out of `action` (a message goes to the last of its sessions without a copy).
+  void Execute(Action& action);
   void ArmWakeupAt(SteadyTime at);
   void ArmTimeoutAt(SteadyTime at, int64_t checkpoint_id);
   void LogLine(LogLevel level, const std::string& text) const;

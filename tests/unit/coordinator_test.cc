@@ -218,6 +218,55 @@ TEST(Coordinator, AcksForAnOldIdAreIgnored) {
   EXPECT_EQ(h.commits.size(), 1u);
 }
 
+TEST(Coordinator, PendingRoundReportsAckedAndAwaitedTasksAndIgnoresDuplicateAcks) {
+  PipelineSpec spec = MakeSpec({"c", "a", "b"});
+  spec.tolerable_failures = 5;
+  Harness h(spec);
+  h.auto_commit = false;
+  h.Start();
+  h.RegisterAll();
+  h.RunFor(milliseconds(0));
+  const int64_t id = h.LastTriggerId();
+  auto pending = h.c().Pending();
+  ASSERT_TRUE(pending.has_value());
+  EXPECT_TRUE(pending->acked_tasks.empty());
+  EXPECT_EQ(pending->awaiting_tasks, (std::vector<std::string>{"a", "b", "c"}));
+  EXPECT_EQ(pending->expected_tasks, 3);
+
+  h.Apply(h.c().OnAck(1, id, "b", {"mem://b", 1, ""}));
+  h.Apply(h.c().OnAck(1, id, "b", {"mem://b2", 2, ""}));  // again: ignored, the first one stands
+  ASSERT_EQ(h.ignored, (std::vector<std::string>{"duplicate"}));
+  pending = h.c().Pending();
+  EXPECT_EQ(pending->acked_tasks, (std::vector<std::string>{"b"}));
+  EXPECT_EQ(pending->awaiting_tasks, (std::vector<std::string>{"a", "c"}));
+  EXPECT_FALSE(pending->completing);
+  EXPECT_EQ(h.c().CurrentSavepoint(), std::nullopt);
+
+  // Expiry names how many tasks did not answer.
+  h.RunFor(milliseconds(5000));
+  ASSERT_EQ(h.aborts.size(), 1u);
+  EXPECT_EQ(h.aborts[0].reason, "expired: 2 of 3 tasks did not acknowledge in time");
+
+  // The next round starts with every task awaited again; once all acked it is completing.
+  h.RunFor(milliseconds(0));
+  const int64_t next = h.LastTriggerId();
+  ASSERT_GT(next, id);
+  EXPECT_EQ(h.c().Pending()->awaiting_tasks, (std::vector<std::string>{"a", "b", "c"}));
+  h.Apply(h.c().OnAck(1, next, "a", {"mem://a", 1, ""}));
+  h.Apply(h.c().OnAck(1, next, "c", {"mem://c", 1, ""}));
+  EXPECT_TRUE(h.commits.empty());
+  h.Apply(h.c().OnAck(1, next, "b", {"mem://b", 7, "x"}));
+  ASSERT_EQ(h.commits.size(), 1u);
+  EXPECT_EQ(h.commits[0].checkpoint.task_states.size(), 3u);
+  EXPECT_EQ(h.commits[0].checkpoint.task_states.at("b"), (TaskState{"mem://b", 7, "x"}));
+  pending = h.c().Pending();
+  EXPECT_TRUE(pending->completing);
+  EXPECT_EQ(pending->acked_tasks, (std::vector<std::string>{"a", "b", "c"}));
+  EXPECT_TRUE(pending->awaiting_tasks.empty());
+  h.Apply(h.c().OnAck(1, next, "a", {}));  // with the store: not pending any more
+  EXPECT_EQ(h.ignored.back(), "not_pending");
+}
+
 TEST(Coordinator, CompletingRoundIsNotAbortedByTaskLoss) {
   Harness h;
   h.auto_commit = false;
