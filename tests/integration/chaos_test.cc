@@ -4,6 +4,7 @@
 // end by checking that the daemon still does its job (a normal round completes).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <ckpt/worker.h>
 #include <latch>
@@ -571,6 +572,21 @@ TEST_F(ChaosTest, StaleAckReplayedRightAfterAReRegistrationIsIgnored) {
   ASSERT_TRUE(trigger);
   const int64_t stale = trigger->trigger().checkpoint_id();
   wa.Ack(stale, "a");
+  // a's ack must be in before b goes: arriving after the abort, it would be counted not_pending
+  // too, and the count below could not tell it from the replayed one.
+  auto runner = daemon_->registry().Find({"job", "p"});
+  ASSERT_TRUE(runner);
+  ASSERT_TRUE(Eventually([&] {
+    std::promise<bool> acked;
+    runner->Inspect([&](const PipelineCoordinator& c) {
+      auto pending = c.Pending();
+      acked.set_value(pending && std::find(pending->acked_tasks.begin(),
+                                           pending->acked_tasks.end(),
+                                           "a") != pending->acked_tasks.end());
+    });
+    return acked.get_future().get();
+  }));
+  runner.reset();
   wb->Cancel();  // b is lost before it acked: the round is aborted
   auto abort = wa.WaitAbort();
   ASSERT_TRUE(abort);
