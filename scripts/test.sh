@@ -35,9 +35,13 @@ TSAN_OPTIONS="suppressions=$root/tests/tsan.supp halt_on_error=1" \
 tsan_logs=$(mktemp -d)
 trap 'rm -rf "$tsan_logs"' EXIT
 # Only the reports matter here: printing thousands of them slows the run enough to fail timing
-# tests, whose verdict is the suppressed run's above.
+# tests, whose verdict is the suppressed run's above. The tests that push megabyte messages are
+# left out: unsuppressed, gRPC's copies of them raise report storms in which TSan's own report
+# lock has been seen to stall the run. A hard bound keeps CI's time whatever happens; the check
+# then reads every report gathered until then.
 TSAN_OPTIONS="halt_on_error=0 exitcode=0 log_path=$tsan_logs/tsan" \
-  "$root/build-tsan/tests/integration_tests" >/dev/null || true
+  timeout -s KILL 900 "$root/build-tsan/tests/integration_tests" \
+  --gtest_filter='-ChaosTest.Huge*:ChaosTest.ListCheckpointsOfALargePipeline*' >/dev/null || true
 python3 "$root/scripts/tsan_own_frames.py" "$tsan_logs"/tsan.* /dev/null
 
 echo "== fuzzing (scripts/fuzz.sh, ${CKPT_FUZZ_SECONDS:-60}s per target, seed ${CKPT_FUZZ_SEED:-1})"
