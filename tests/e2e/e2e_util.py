@@ -32,6 +32,15 @@ def wait_until(cond, timeout, what):
         raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
+def declared_pipelines(job, count, **fields):
+    """YAML for a `pipelines:` list declaring p0..p<count-1> of `job`, 2 tasks each, with the
+    given per-pipeline keys (e.g. interval_ms=100)."""
+    keys = "".join(f"    {k}: {v}\n" for k, v in fields.items())
+    return "pipelines:\n" + "".join(
+        f"  - job_id: {job}\n    pipeline_id: p{i}\n    parallelism: 2\n{keys}"
+        for i in range(count))
+
+
 class Workspace:
     """A temp dir with a config, and the processes started in it."""
 

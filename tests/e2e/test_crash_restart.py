@@ -18,17 +18,8 @@ BUILD_DIR = None
 ROUNDS = int(os.environ.get("CKPT_CRASH_ROUNDS", "3"))
 PIPELINES = int(os.environ.get("CKPT_CRASH_PIPELINES", "4"))
 
-CONFIG = """
-lease_ttl_ms: 2000
-heartbeat_interval_ms: 500
-pipelines:
-""" + "".join(f"""  - job_id: e2e
-    pipeline_id: p{i}
-    parallelism: 2
-    interval_ms: 100
-    timeout_ms: 5000
-    retained: 100000
-""" for i in range(PIPELINES))
+CONFIG = "lease_ttl_ms: 2000\nheartbeat_interval_ms: 500\n" + e2e.declared_pipelines(
+    "e2e", PIPELINES, interval_ms=100, timeout_ms=5000, retained=100000)
 
 
 class CrashRestartTest(unittest.TestCase):

@@ -42,18 +42,9 @@ MOUNT_ERROR = mount_error()
 
 
 def config():
-    return """
-lease_ttl_ms: 2000
-heartbeat_interval_ms: 500
-pipelines:
-""" + "".join(f"""  - job_id: faults
-    pipeline_id: p{i}
-    parallelism: 2
-    interval_ms: 100
-    timeout_ms: 5000
-    tolerable_failures: 100000
-    retained: 100000
-""" for i in range(PIPELINES))
+    return "lease_ttl_ms: 2000\nheartbeat_interval_ms: 500\n" + e2e.declared_pipelines(
+        "faults", PIPELINES, interval_ms=100, timeout_ms=5000, tolerable_failures=100000,
+        retained=100000)
 
 
 @unittest.skipIf(MOUNT_ERROR, MOUNT_ERROR or "")
