@@ -1,8 +1,8 @@
 // ckpt-bench-scheduler: the daemon's scheduler in process, without network or disk.
 //
-// P pipelines, each a real PipelineRunner (coordinator on its own strand, Asio timers) on one
-// io_context run by the daemon's thread count, with a 1 s interval and first triggers spread evenly
-// over one interval. Every pipeline has one in-process session that acks each trigger at once for
+// P pipelines, each a real PipelineRunner (coordinator on its own strand, Asio timers) on the
+// daemon's io shards (IoShards: one event loop per io thread, a pipeline on the shard its key
+// hashes to), with a 1 s interval and first triggers spread evenly over one interval. Every pipeline has one in-process session that acks each trigger at once for
 // all of its tasks, and the store is MemoryStore (commits complete at once), so a round is
 // trigger -> acks posted to the strand -> commit -> complete, and the next trigger is one interval
 // after this one. What is measured, over a window after a warm-up:
@@ -16,8 +16,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include <boost/asio/executor_work_guard.hpp>
-#include <boost/asio/io_context.hpp>
 #include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -31,6 +29,7 @@
 #include "common/sample_recorder.h"
 #include "core/clock.h"
 #include "runtime/daemon_metrics.h"
+#include "runtime/io_shards.h"
 #include "runtime/pipeline_runner.h"
 
 namespace {
@@ -43,27 +42,21 @@ double SecondsSince(SteadyClock::time_point t) {
   return std::chrono::duration<double>(SteadyClock::now() - t).count();
 }
 
-// Pipeline i's record, made so that its first trigger is due at wall0 + lead + i * (interval -
-// lead) / P: a "restarted" coordinator schedules its next trigger one interval after
-// last_completed_at_ms. Two constraints keep the phases staggered:
-// - last_completed_at_ms must not lie in the future when the runner starts (the coordinator
-//   would clamp the age to 0 and schedule one interval after its start, so every pipeline would
-//   take its creation time as its phase: 100,000 pipelines made in 0.4 s, back to back, clumped);
-// - a pipeline's first trigger must be due after it is made (setup takes well under an interval:
-//   pipeline i is made at about wall0 + i * setup / P).
-// A clump, once formed, would persist: the next trigger is one interval after this one.
-StoredPipeline MakePipeline(int i, int pipelines, int tasks, int64_t interval_ms, int64_t wall0) {
+// Pipeline i's record: a new pipeline (never triggered), so that its first trigger is the moment its
+// session registers, and the benchmark registers session i at i * interval / P into one interval.
+// That is how the phases are staggered. A phase set through a stored "last completed" time instead
+// would be at the mercy of setup: 100,000 pipelines take a few hundred ms to make, the io threads
+// fall behind, every trigger due meanwhile fires late and in a clump, and since each next trigger
+// is due one interval after the actual one, the clump comes back round after round.
+PipelineKey PipelineKeyOf(int i) { return {"bench", "p" + std::to_string(i)}; }
+
+StoredPipeline MakePipeline(int i, int tasks, int64_t interval_ms) {
   StoredPipeline stored;
   PipelineSpec& spec = stored.record.spec;
-  spec.key = {"bench", "p" + std::to_string(i)};
+  spec.key = PipelineKeyOf(i);
   for (int t = 0; t < tasks; ++t) spec.task_ids.push_back(std::to_string(t));
   spec.interval_ms = interval_ms;
   spec.timeout_ms = 10000;  // the anchors' watchdog: armed on each trigger, cancelled by the acks
-  const int64_t lead_ms = interval_ms / 20;
-  const int64_t phase_ms = static_cast<int64_t>(i) * (interval_ms - lead_ms) / std::max(pipelines, 1);
-  stored.record.last_completed_at_ms = wall0 + lead_ms + phase_ms - interval_ms;
-  stored.record.last_completed_id = 1;
-  stored.id_counter = 1;
   return stored;
 }
 
@@ -90,8 +83,7 @@ int main(int argc, char** argv) {
                                : std::max(1u, std::thread::hardware_concurrency());
   spdlog::set_level(spdlog::level::warn);  // the daemon logs every pipeline's start at info
 
-  boost::asio::io_context io;
-  auto work = boost::asio::make_work_guard(io);
+  IoShards shards(threads);
   DaemonMetrics metrics;
   const double rounds_in_window = measure_s * 1000.0 / static_cast<double>(interval_ms);
   SampleRecorder recorder(static_cast<size_t>(pipelines * (rounds_in_window + 2)) + 1024);
@@ -99,31 +91,37 @@ int main(int argc, char** argv) {
   MemoryStore store;
   SystemClock clock;
 
-  std::vector<std::thread> io_threads;
-  for (unsigned i = 0; i < threads; ++i) io_threads.emplace_back([&io] { io.run(); });
+  shards.Start();
 
+  // Every pipeline first, waiting for its tasks; then the sessions, paced over one interval.
   const auto setup_start = SteadyClock::now();
-  const int64_t wall0 = clock.WallMs();
   std::vector<std::shared_ptr<PipelineRunner>> runners;
   runners.reserve(pipelines);
   RunnerOptions options;
   for (int i = 0; i < pipelines; ++i) {
-    StoredPipeline stored = MakePipeline(i, pipelines, tasks, interval_ms, wall0);
-    auto runner = std::make_shared<PipelineRunner>(io, stored, /*restarted=*/true, store, clock,
-                                                   metrics, options);
+    auto runner = std::make_shared<PipelineRunner>(shards.For(PipelineKeyOf(i)),
+                                                   MakePipeline(i, tasks, interval_ms),
+                                                   /*restarted=*/false, store, clock, metrics,
+                                                   options);
     runner->Start();
-    if (!sessions) {
-      runners.push_back(std::move(runner));
-      continue;
-    }
-    const SessionId session = static_cast<SessionId>(i) + 1;
-    runner->Register(session,
-                     std::make_shared<InstantAckSink>(runner, session, stored.record.spec.task_ids),
-                     HelloInfo{"bench-worker", stored.record.spec.key, stored.record.spec.task_ids,
-                               /*takeover=*/false});
     runners.push_back(std::move(runner));
   }
   const double setup_s = SecondsSince(setup_start);
+  if (sessions) {
+    std::vector<std::string> task_ids;
+    for (int t = 0; t < tasks; ++t) task_ids.push_back(std::to_string(t));
+    const auto first = SteadyClock::now() + std::chrono::milliseconds(interval_ms / 10);
+    const std::chrono::duration<double, std::milli> spacing(static_cast<double>(interval_ms) /
+                                                            std::max(pipelines, 1));
+    for (int i = 0; i < pipelines; ++i) {
+      std::this_thread::sleep_until(
+          first + std::chrono::duration_cast<SteadyClock::duration>(spacing * i));
+      const SessionId session = static_cast<SessionId>(i) + 1;
+      runners[i]->Register(session, std::make_shared<InstantAckSink>(runners[i], session, task_ids),
+                           HelloInfo{"bench-worker", runners[i]->key(), task_ids,
+                                     /*takeover=*/false});
+    }
+  }
 
   std::this_thread::sleep_for(std::chrono::duration<double>(warmup_s));
   const ProcStatus before_window = ReadProcStatus();
@@ -143,9 +141,7 @@ int main(int argc, char** argv) {
   const ProcStatus end_window = ReadProcStatus();
 
   // Stop the io threads before reading the samples: no Record call can be running then.
-  work.reset();
-  io.stop();
-  for (auto& t : io_threads) t.join();
+  shards.Stop();
   for (auto& r : runners) r->ReleaseAfterStop();
 
   const std::vector<int64_t> samples = recorder.TakeSorted();

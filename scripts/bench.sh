@@ -61,10 +61,17 @@ if [ -n "${CKPT_BENCH_SKIP_ANCHORS:-}" ]; then
 elif [ ! -x "$anchors_dir/run-anchors.sh" ]; then
   step "no anchors at $anchors_dir (set CKPT_ANCHORS_DIR): ckptd only, no ratios in this report"
 else
-  step "anchors (about 5 minutes; progress in $anchors_dir/results/partial.log)"
-  if "$anchors_dir/run-anchors.sh" --java-modes "shared perpipeline" \
+  # The anchors build and write results inside their own directory, which may be read-only (a
+  # shared checkout): they run from a copy in the build tree, whose builds are kept between runs.
+  anchors_run=$build/anchors
+  mkdir -p "$anchors_run"
+  chmod -R u+w "$anchors_run"
+  cp -R "$anchors_dir"/. "$anchors_run"/
+  chmod -R u+w "$anchors_run"
+  step "anchors (about 5 minutes; progress in $anchors_run/results/partial.log)"
+  if "$anchors_run/run-anchors.sh" --java-modes "shared perpipeline" \
       --java-pipes "1000 5000 10000" > "$work/anchors.txt" 2>>"$log"; then
-    cp "$anchors_dir/results/partial.jsonl" "$anchors_jsonl"
+    cp "$anchors_run/results/partial.jsonl" "$anchors_jsonl"
   else
     step "the anchors failed (see $log): ckptd only, no ratios in this report"
   fi

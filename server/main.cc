@@ -100,9 +100,11 @@ int main(int argc, char** argv) {
   spdlog::info("log format: {}", ckpt::LogStyleName(log_style));
   std::unique_ptr<ckpt::systemd::Watchdog> watchdog;
   if (auto interval = ckpt::systemd::WatchdogInterval()) {
-    spdlog::info("systemd watchdog: {} ms; pinging every {} ms from the event loop",
-                 interval->count() / 1000, interval->count() / 2000);
-    watchdog = std::make_unique<ckpt::systemd::Watchdog>(daemon.io_context(), *interval);
+    spdlog::info("systemd watchdog: {} ms; pinging every {} ms while all {} event loop(s) turn",
+                 interval->count() / 1000, interval->count() / 2000, daemon.shards().size());
+    std::vector<boost::asio::io_context*> loops;
+    for (size_t i = 0; i < daemon.shards().size(); ++i) loops.push_back(&daemon.shards().at(i));
+    watchdog = std::make_unique<ckpt::systemd::Watchdog>(std::move(loops), *interval);
   }
   for (;;) {
     int sig = 0;
@@ -129,6 +131,6 @@ int main(int argc, char** argv) {
   }
   ckpt::systemd::NotifyStopping("shutting down: pending checkpoints may finish");
   daemon.Shutdown();
-  watchdog.reset();  // the io_context is stopped: no handler of its is running
+  watchdog.reset();  // the loops are stopped: no handler of theirs is running
   return 0;
 }

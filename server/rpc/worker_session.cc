@@ -32,7 +32,7 @@ WorkerSession::WorkerSession(SessionId id, const SessionDeps& deps,
       registry_(deps.registry),
       metrics_(deps.metrics),
       lease_ttl_(deps.lease_ttl_ms),
-      lease_strand_(asio::make_strand(deps.io)),
+      lease_strand_(asio::make_strand(deps.shards.Next())),
       lease_timer_(lease_strand_) {}
 
 std::shared_ptr<PipelineRunner> WorkerSession::runner() {

@@ -23,6 +23,7 @@
 
 #include "ckpt/v1/worker.grpc.pb.h"
 #include "runtime/daemon_metrics.h"
+#include "runtime/io_shards.h"
 #include "runtime/registry.h"
 #include "runtime/session_sink.h"
 
@@ -31,7 +32,7 @@ namespace ckpt {
 struct SessionDeps {
   Registry& registry;
   DaemonMetrics& metrics;
-  boost::asio::io_context& io;
+  IoShards& shards;  // each session's lease timer goes to the next shard in turn
   int64_t lease_ttl_ms;
 };
 

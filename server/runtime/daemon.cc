@@ -30,13 +30,19 @@ constexpr const char* kHealthServices[] = {"ckpt.v1.WorkerService", "ckpt.v1.Adm
 // the ones not done as failed; they may still finish later.
 constexpr auto kReloadWait = std::chrono::seconds(10);
 
+// The daemon's rule for `threads: 0`: one io thread per core.
+unsigned IoThreadCount(const DaemonConfig& config) {
+  return config.threads > 0 ? static_cast<unsigned>(config.threads)
+                            : std::max(1u, std::thread::hardware_concurrency());
+}
+
 const double kProcessStart =
     std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 
 }  // namespace
 
 Daemon::Daemon(DaemonConfig config, std::unique_ptr<MetadataStore> store)
-    : config_(std::move(config)), store_(std::move(store)) {
+    : config_(std::move(config)), store_(std::move(store)), shards_(IoThreadCount(config_)) {
   defaults_ = config_.defaults;
   per_pipeline_metrics_ = config_.metrics_per_pipeline;
   log_level_ = config_.log_level;
@@ -44,8 +50,8 @@ Daemon::Daemon(DaemonConfig config, std::unique_ptr<MetadataStore> store)
 
 Daemon::~Daemon() {
   Shutdown();
-  // The store's writer may still call back into runners, which post to io_: close it while io_ is
-  // alive (io_ is stopped, so such posts are only queued and destroyed with it).
+  // The store's writer may still call back into runners, which post to their shards: close it
+  // while the shards are alive (stopped, so such posts are only queued and destroyed with them).
   store_.reset();
 }
 
@@ -55,7 +61,7 @@ std::shared_ptr<PipelineRunner> Daemon::MakeRunner(const StoredPipeline& stored,
   options.lease_ttl_ms = config_.lease_ttl_ms;
   options.coordinator.savepoint_root =
       config_.savepoint_root.empty() ? config_.data_dir + "/savepoints" : config_.savepoint_root;
-  return std::make_shared<PipelineRunner>(io_, stored, restarted, *store_, clock_, metrics_,
+  return std::make_shared<PipelineRunner>(shards_.For(stored.record.spec.key), stored, restarted, *store_, clock_, metrics_,
                                           options);
 }
 
@@ -107,16 +113,12 @@ Status Daemon::Start() {
     if (!opened.ok()) return opened.status();
     store_ = std::move(*opened);
   }
-  work_ = std::make_unique<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>>(
-      io_.get_executor());
   if (auto s = LoadPipelines(); !s.ok()) return s;
 
-  const unsigned threads =
-      config_.threads > 0 ? config_.threads : std::max(1u, std::thread::hardware_concurrency());
-  for (unsigned i = 0; i < threads; ++i) threads_.emplace_back([this] { io_.run(); });
+  shards_.Start();
 
   worker_service_ = std::make_unique<WorkerServiceImpl>(
-      SessionDeps{registry_, metrics_, io_, config_.lease_ttl_ms});
+      SessionDeps{registry_, metrics_, shards_, config_.lease_ttl_ms});
   // Process-wide switches, read by the builder: grpc.health.v1.Health and
   // grpc.reflection.v1alpha.ServerReflection, so that standard probes and tools work.
   grpc::EnableDefaultHealthCheckService(true);
@@ -140,7 +142,7 @@ Status Daemon::Start() {
     HttpEndpoints endpoints;
     endpoints.metrics = [this] { return MetricsText(); };
     endpoints.ready = [this] { return ready(); };
-    metrics_server_ = std::make_unique<MetricsServer>(io_, std::move(endpoints));
+    metrics_server_ = std::make_unique<MetricsServer>(shards_.main(), std::move(endpoints));
     if (Status s = metrics_server_->Listen(config_.metrics_listen); !s.ok()) {
       Shutdown();
       return s;
@@ -153,10 +155,10 @@ Status Daemon::Start() {
   }
   ready_ = true;
   spdlog::info("ckptd serving on port {} with {} io thread(s), data in {}; {}", grpc_port_,
-               threads, config_.data_dir,
+               shards_.size(), config_.data_dir,
                metrics_server_ ? "metrics on port " + std::to_string(metrics_server_->port())
                                : std::string("metrics off"));
-  stats_timer_ = std::make_unique<boost::asio::steady_timer>(io_);
+  stats_timer_ = std::make_unique<boost::asio::steady_timer>(shards_.main());
   ScheduleStats();
   return Status::Ok();
 }
@@ -399,10 +401,7 @@ void Daemon::Shutdown() {
   if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   store_->Flush();
   admin_pool_.join();
-  work_.reset();
-  io_.stop();
-  for (auto& t : threads_) t.join();
-  threads_.clear();
+  shards_.Stop();
   for (auto& r : runners) r->ReleaseAfterStop();
   LogStats("totals");
   spdlog::info("shutdown complete");

@@ -1,12 +1,11 @@
 #pragma once
-// Daemon assembles ckptd: the store, one runner per pipeline on a shared io_context run by a fixed
-// pool of threads, and the gRPC server. main.cc and the integration tests drive it.
+// Daemon assembles ckptd: the store, one runner per pipeline on the io shards (a fixed number of
+// event loops, one thread each; runtime/io_shards.h), and the gRPC server. main.cc and the
+// integration tests drive it.
 //
 // Threading: Start and Shutdown are called from one controlling thread (main, or a test), never
 // from an io_context thread. Accessors are safe from any thread once Start returned.
 
-#include <boost/asio/executor_work_guard.hpp>
-#include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <atomic>
@@ -21,6 +20,7 @@
 #include "config/daemon_config.h"
 #include "core/clock.h"
 #include "runtime/daemon_metrics.h"
+#include "runtime/io_shards.h"
 #include "runtime/registry.h"
 #include "store/data_dir_lock.h"
 #include "store/metadata_store.h"
@@ -92,13 +92,13 @@ class Daemon {
   std::string MetricsText() const;
   // Pipeline defaults as last loaded (start or reload). Safe from any thread.
   PipelineDefaults pipeline_defaults() const;
-  // For the systemd watchdog, whose pings must come from the loop they vouch for.
-  boost::asio::io_context& io_context() { return io_; }
+  // For the systemd watchdog, whose pings must come from the loops they vouch for.
+  IoShards& shards() { return shards_; }
   Registry& registry() { return registry_; }
   DaemonMetrics& metrics() { return metrics_; }
   MetadataStore& store() { return *store_; }
   const DaemonConfig& config() const { return config_; }
-  size_t io_threads() const { return threads_.size(); }
+  size_t io_threads() const { return shards_.size(); }
 
  private:
   Status LoadPipelines();
@@ -113,9 +113,7 @@ class Daemon {
   DaemonMetrics metrics_;
   std::unique_ptr<DataDirLock> data_dir_lock_;  // held while the store is open
   std::unique_ptr<MetadataStore> store_;
-  boost::asio::io_context io_;
-  std::unique_ptr<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
-  std::vector<std::thread> threads_;
+  IoShards shards_;
   Registry registry_;
   // Keys whose CreatePipeline is between its registry check and its registry Add (the store
   // write in between): a second create of the same key is refused instead of overwriting the
@@ -128,7 +126,7 @@ class Daemon {
   boost::asio::thread_pool admin_pool_{1};
   const std::chrono::steady_clock::time_point started_at_ = std::chrono::steady_clock::now();
   std::unique_ptr<grpc::Server> server_;
-  // Declared after io_, so destroyed before it: its dropped handlers hold only shared state.
+  // Declared after shards_, so destroyed before them: its dropped handlers hold only shared state.
   std::unique_ptr<MetricsServer> metrics_server_;
 
   // Read from any thread; written by Start, Shutdown and Reload.
@@ -138,8 +136,8 @@ class Daemon {
   PipelineDefaults defaults_;  // guarded by defaults_mu_
   // Controlling thread only (Start, Reload): the log level in force.
   std::string log_level_;
-  // Touched only by its own chain of handlers (one outstanding at a time) and then dropped by
-  // io_.stop(): never cancelled from another thread.
+  // On shards_.main(). Touched only by its own chain of handlers (one outstanding at a time) and
+  // then dropped by shards_.Stop(): never cancelled from another thread.
   std::unique_ptr<boost::asio::steady_timer> stats_timer_;
   int grpc_port_ = 0;
   bool started_ = false;

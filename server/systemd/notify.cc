@@ -41,22 +41,33 @@ std::optional<std::chrono::microseconds> WatchdogInterval() {
   return std::chrono::microseconds(usec);
 }
 
-Watchdog::Watchdog(boost::asio::io_context& io, std::chrono::microseconds interval)
-    : period_(interval / 2), strand_(boost::asio::make_strand(io)), timer_(strand_) {
-  boost::asio::post(strand_, [this] { Ping(); });
+Watchdog::Watchdog(std::vector<boost::asio::io_context*> loops, std::chrono::microseconds interval)
+    : period_(interval / 2),
+      loops_(std::move(loops)),
+      answered_(std::make_shared<std::vector<std::atomic<bool>>>(loops_.size())),
+      strand_(boost::asio::make_strand(*loops_.at(0))),
+      timer_(strand_) {
+  for (auto& a : *answered_) a.store(true);  // the first tick pings: start-up was the proof
+  boost::asio::post(strand_, [this] { Tick(); });
 }
 
 Watchdog::~Watchdog() {
-  // The io_context is stopped by now (Daemon::Shutdown); a wait still queued is destroyed
-  // unrun with it.
+  // The loops are stopped by now (Daemon::Shutdown); a wait or probe still queued is destroyed
+  // unrun with them.
   timer_.cancel();
 }
 
-void Watchdog::Ping() {
-  Send("WATCHDOG=1");
+void Watchdog::Tick() {
+  bool all = true;
+  for (const auto& a : *answered_) all = all && a.load();
+  if (all) Send("WATCHDOG=1");
+  for (size_t i = 0; i < loops_.size(); ++i) {
+    (*answered_)[i].store(false);
+    boost::asio::post(*loops_[i], [answered = answered_, i] { (*answered)[i].store(true); });
+  }
   timer_.expires_after(period_);
   timer_.async_wait([this](const boost::system::error_code& ec) {
-    if (!ec) Ping();
+    if (!ec) Tick();
   });
 }
 

@@ -8,9 +8,12 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
+#include <atomic>
 #include <chrono>
+#include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace ckpt::systemd {
 
@@ -24,23 +27,28 @@ void NotifyStatus(const std::string& status);
 // or nothing when the watchdog is off.
 std::optional<std::chrono::microseconds> WatchdogInterval();
 
-// Sends WATCHDOG=1 every half of `interval` from a timer on the given io_context, so the pings
-// stop when the event loop stops turning and systemd restarts a wedged daemon. (With several io
-// threads, one stuck handler leaves the others pinging: the watchdog catches a loop that stops
-// entirely, as a deadlock of every thread or a stopped io_context does.)
-// Threading: construct and destroy on the controlling thread; the timer lives on its own strand.
-// Lifetime: destroy it before the io_context; once the io_context is stopped no ping is sent.
+// Sends WATCHDOG=1 every half of `interval` while every one of `loops` keeps turning: each tick
+// posts a probe to every loop and pings only if each loop ran the previous tick's probe. One
+// wedged loop (a handler that never returns, a deadlock) stops the pings as surely as a stopped
+// process does, and systemd restarts the daemon within about one interval.
+// Threading: construct and destroy on the controlling thread; the timer lives on a strand of
+// loops[0]; probes set an atomic each, which the timer reads.
+// Lifetime: destroy it after the loops are stopped (a queued probe holds only shared state); once
+// they are stopped no ping is sent.
 class Watchdog {
  public:
-  Watchdog(boost::asio::io_context& io, std::chrono::microseconds interval);
+  Watchdog(std::vector<boost::asio::io_context*> loops, std::chrono::microseconds interval);
   ~Watchdog();
   Watchdog(const Watchdog&) = delete;
   Watchdog& operator=(const Watchdog&) = delete;
 
  private:
-  void Ping();  // strand_
+  void Tick();  // strand_
 
   const std::chrono::microseconds period_;
+  const std::vector<boost::asio::io_context*> loops_;
+  // answered[i]: loop i ran the probe of the last tick. Shared with the probes in flight.
+  const std::shared_ptr<std::vector<std::atomic<bool>>> answered_;
   boost::asio::strand<boost::asio::io_context::executor_type> strand_;
   boost::asio::steady_timer timer_;  // strand_
 };

@@ -1,0 +1,64 @@
+#pragma once
+// IoShards: the daemon's event loops. One io_context per io thread, each run by exactly that one
+// thread; a pipeline lives on the shard its key hashes to (its strand, its timers), for the life
+// of the process.
+//
+// Why not one io_context run by every thread: Asio's scheduler keeps a single queue under a single
+// mutex, and a round is about ten trips through it (timer completions, strand invokers, the acks
+// and the store's completion posted back). At 100,000 rounds a second the io threads then wait on
+// that mutex and on each other; once behind, they fall further behind, because the contention
+// grows with the backlog. With one queue per thread they share nothing on the hot path: another
+// thread posting to a pipeline (a gRPC thread with an ack, the store's writer) still takes that
+// shard's lock, but two io threads never compete for one. The cost: a busy shard cannot borrow an
+// idle thread; pipelines hash evenly, so the load does too.
+//
+// Threading: construct, Start and Stop on the controlling thread (never on a shard's thread).
+// For, Next and the accessors are safe from any thread once constructed: the shards never change.
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <atomic>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "core/types.h"
+
+namespace ckpt {
+
+class IoShards {
+ public:
+  // `count` shards (at least one); nothing runs until Start.
+  explicit IoShards(unsigned count);
+  ~IoShards();
+  IoShards(const IoShards&) = delete;
+  IoShards& operator=(const IoShards&) = delete;
+
+  // One thread per shard. Handlers posted before Start run once it is called.
+  void Start();
+  // Stops every shard (queued handlers are dropped, not run) and joins the threads. Idempotent.
+  void Stop();
+
+  // The shard a pipeline lives on: the same for a key in every run of this build and every other
+  // (FNV-1a of job and pipeline id), so a restart puts each pipeline back where it was.
+  boost::asio::io_context& For(const PipelineKey& key);
+  // Shards in turn, for work that belongs to no pipeline (a worker stream's lease timer).
+  boost::asio::io_context& Next();
+  // Shard 0: the daemon's own timers and the HTTP server.
+  boost::asio::io_context& main() { return *shards_[0]->io; }
+  boost::asio::io_context& at(size_t i) { return *shards_[i]->io; }
+  size_t size() const { return shards_.size(); }
+
+  static size_t IndexFor(const PipelineKey& key, size_t shards);
+
+ private:
+  struct Shard {
+    std::unique_ptr<boost::asio::io_context> io;
+    std::unique_ptr<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work;
+    std::thread thread;
+  };
+  std::vector<std::unique_ptr<Shard>> shards_;
+  std::atomic<size_t> next_{0};
+};
+
+}  // namespace ckpt
