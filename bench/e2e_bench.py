@@ -66,7 +66,7 @@ def write_config(path, port, data_dir, job, pipelines, tasks, interval_ms, timeo
         f.write(f"listen: 127.0.0.1:{port}\n")
         f.write("metrics_listen: 127.0.0.1:0\n")
         f.write(f"data_dir: {data_dir}\n")
-        f.write("threads: 0\n")
+        f.write(f"threads: {os.environ.get('CKPT_E2E_THREADS', '0')}\n")
         f.write("log:\n  level: info\n")
         f.write(f"defaults:\n  interval_ms: {interval_ms}\n  timeout_ms: {timeout_ms}\n")
         f.write("pipelines:\n")
