@@ -61,8 +61,8 @@ std::shared_ptr<PipelineRunner> Daemon::MakeRunner(const StoredPipeline& stored,
   options.lease_ttl_ms = config_.lease_ttl_ms;
   options.coordinator.savepoint_root =
       config_.savepoint_root.empty() ? config_.data_dir + "/savepoints" : config_.savepoint_root;
-  return std::make_shared<PipelineRunner>(shards_.For(stored.record.spec.key), stored, restarted, *store_, clock_, metrics_,
-                                          options);
+  return std::make_shared<PipelineRunner>(shards_.For(stored.record.spec.key), stored, restarted,
+                                          *store_, clock_, metrics_, options);
 }
 
 Status Daemon::LoadPipelines() {

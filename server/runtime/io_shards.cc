@@ -21,9 +21,9 @@ IoShards::IoShards(unsigned count) {
   count = std::max(1u, count);
   for (unsigned i = 0; i < count; ++i) {
     auto shard = std::make_unique<Shard>();
-    // Concurrency hint 1: exactly one thread runs this io_context. Posts from other threads stay
-    // locked; the hint only spares the scheduler from waking other threads that do not exist.
-    shard->io = std::make_unique<boost::asio::io_context>(1);
+    // Concurrency hint 1 (Loop): exactly one thread runs this io_context. Posts from other threads
+    // stay locked; the hint only spares the scheduler from waking other threads that do not exist.
+    shard->io = std::make_unique<Loop>();
     shard->work = std::make_unique<
         boost::asio::executor_work_guard<boost::asio::io_context::executor_type>>(
         shard->io->get_executor());
@@ -31,7 +31,10 @@ IoShards::IoShards(unsigned count) {
   }
 }
 
-IoShards::~IoShards() { Stop(); }
+IoShards::~IoShards() {
+  Stop();
+  for (auto& shard : shards_) shard->io->DestroyPendingHandlers();
+}
 
 void IoShards::Start() {
   for (auto& shard : shards_) {

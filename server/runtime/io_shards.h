@@ -34,10 +34,16 @@ class IoShards {
   IoShards(const IoShards&) = delete;
   IoShards& operator=(const IoShards&) = delete;
 
-  // One thread per shard. Handlers posted before Start run once it is called.
+  // One thread per shard. Handlers posted before Start run once it is called. Once only: a
+  // stopped IoShards does not start again.
   void Start();
   // Stops every shard (queued handlers are dropped, not run) and joins the threads. Idempotent.
   void Stop();
+
+  // Destruction first destroys the handlers still queued on every shard, and only then the
+  // io_contexts: a handler queued on one shard may hold the last reference to an object whose
+  // timers belong to another (a worker stream's lease handler holds its session, the session its
+  // pipeline's runner), and that object must not outlive its own io_context.
 
   // The shard a pipeline lives on: the same for a key in every run of this build and every other
   // (FNV-1a of job and pipeline id), so a restart puts each pipeline back where it was.
@@ -52,8 +58,15 @@ class IoShards {
   static size_t IndexFor(const PipelineKey& key, size_t shards);
 
  private:
+  // An io_context whose pending handlers can be destroyed ahead of the io_context itself.
+  class Loop : public boost::asio::io_context {
+   public:
+    Loop() : boost::asio::io_context(1) {}
+    // Destroys every handler still queued (as ~io_context would first do). Safe to repeat.
+    void DestroyPendingHandlers() { shutdown(); }
+  };
   struct Shard {
-    std::unique_ptr<boost::asio::io_context> io;
+    std::unique_ptr<Loop> io;
     std::unique_ptr<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work;
     std::thread thread;
   };

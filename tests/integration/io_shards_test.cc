@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <filesystem>
 #include <future>
@@ -92,6 +93,26 @@ TEST(IoShardsTest, HandlersPostedBeforeStartRunAfterItAndStopDropsTheRest) {
   shards.Stop();  // idempotent
   boost::asio::post(shards.at(0), [&] { ++ran; });
   EXPECT_EQ(ran.load(), 2) << "a stopped shard runs nothing";
+}
+
+TEST(IoShardsTest, AHandlerQueuedOnOneShardMayOwnTimersOfAnother) {
+  // As at a daemon's shutdown: a handler still queued on shard 1 holds the last reference to an
+  // object with a timer on shard 0. Destroying the shards must destroy that handler while shard
+  // 0's io_context still exists (under ASan, the other order is a use after free).
+  struct Owner {
+    explicit Owner(boost::asio::io_context& io) : timer(io) {}
+    boost::asio::steady_timer timer;
+  };
+  auto shards = std::make_unique<IoShards>(2);
+  auto owner = std::make_shared<Owner>(shards->at(0));
+  owner->timer.expires_after(1h);
+  owner->timer.async_wait([](const boost::system::error_code&) {});
+  std::weak_ptr<Owner> watch = owner;
+  boost::asio::post(shards->at(1), [owner = std::move(owner)] {});
+  shards->Stop();
+  ASSERT_FALSE(watch.expired()) << "the queued handler holds it until the shards go";
+  shards.reset();
+  EXPECT_TRUE(watch.expired());
 }
 
 // A unix datagram socket standing in for systemd's NOTIFY_SOCKET.
