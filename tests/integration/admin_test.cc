@@ -231,7 +231,9 @@ TEST_F(AdminTest, ListCheckpointsShowsThePendingRoundWithItsMissingAcksFirst) {
   for (int i = 1; i < 4; ++i) {
     EXPECT_EQ(resp.checkpoints(i).status(), v1::CHECKPOINT_STATUS_COMPLETED);
     EXPECT_EQ(resp.checkpoints(i).state().size(), 2u);
-    if (i > 1) EXPECT_LT(resp.checkpoints(i).checkpoint_id(), resp.checkpoints(i - 1).checkpoint_id());
+    if (i > 1) {
+      EXPECT_LT(resp.checkpoints(i).checkpoint_id(), resp.checkpoints(i - 1).checkpoint_id());
+    }
   }
 }
 
