@@ -2,8 +2,9 @@
 //
 // P pipelines, each a real PipelineRunner (coordinator on its own strand, Asio timers) on the
 // daemon's io shards (IoShards: one event loop per io thread, a pipeline on the shard its key
-// hashes to), with a 1 s interval and first triggers spread evenly over one interval. Every pipeline has one in-process session that acks each trigger at once for
-// all of its tasks, and the store is MemoryStore (commits complete at once), so a round is
+// hashes to), with a 1 s interval and first triggers spread evenly over one interval. Every
+// pipeline has one in-process session that acks each trigger at once for all of its tasks, and
+// the store is MemoryStore (commits complete at once), so a round is
 // trigger -> acks posted to the strand -> commit -> complete, and the next trigger is one interval
 // after this one. What is measured, over a window after a warm-up:
 //   - trigger delay: actual trigger time minus due time, every sample exactly (through

@@ -30,6 +30,10 @@ class IoShards {
  public:
   // `count` shards (at least one); nothing runs until Start.
   explicit IoShards(unsigned count);
+  // Stops, then destroys the handlers still queued on every shard, and only then the
+  // io_contexts: a handler queued on one shard may hold the last reference to an object whose
+  // timers belong to another (a worker stream's lease handler holds its session, the session its
+  // pipeline's runner), and that object must not outlive its own io_context.
   ~IoShards();
   IoShards(const IoShards&) = delete;
   IoShards& operator=(const IoShards&) = delete;
@@ -39,11 +43,6 @@ class IoShards {
   void Start();
   // Stops every shard (queued handlers are dropped, not run) and joins the threads. Idempotent.
   void Stop();
-
-  // Destruction first destroys the handlers still queued on every shard, and only then the
-  // io_contexts: a handler queued on one shard may hold the last reference to an object whose
-  // timers belong to another (a worker stream's lease handler holds its session, the session its
-  // pipeline's runner), and that object must not outlive its own io_context.
 
   // The shard a pipeline lives on: the same for a key in every run of this build and every other
   // (FNV-1a of job and pipeline id), so a restart puts each pipeline back where it was.
