@@ -135,6 +135,15 @@ class Harness {
 
   int64_t LastTriggerId() const { return triggers.empty() ? 0 : triggers.back().checkpoint_id; }
 
+  // The usual opening: start, register every task on session 1, let the first (immediate) trigger
+  // fire. Returns its checkpoint id.
+  int64_t StartToFirstTrigger() {
+    Start();
+    RegisterAll();
+    RunFor(Millis(0));
+    return LastTriggerId();
+  }
+
   bool LoggedContaining(LogLevel level, const std::string& fragment) const {
     for (const auto& l : logs) {
       if (l.level == level && l.text.find(fragment) != std::string::npos) return true;

@@ -51,9 +51,7 @@ TEST(Coordinator, FirstTriggerHappensWithAClockThatMovesBetweenReads) {
 
 TEST(Coordinator, PeriodicTriggersRespectTheInterval) {
   Harness h;
-  h.Start();
-  h.RegisterAll();
-  h.RunFor(milliseconds(0));
+  h.StartToFirstTrigger();
   ASSERT_EQ(h.triggers.size(), 1u);
   h.RunFor(milliseconds(200));
   h.AckAll(h.LastTriggerId());
@@ -70,9 +68,7 @@ TEST(Coordinator, MinPauseCountsFromTheEndOfThePreviousRound) {
   PipelineSpec spec = MakeSpec();
   spec.min_pause_ms = 700;
   Harness h(spec);
-  h.Start();
-  h.RegisterAll();
-  h.RunFor(milliseconds(0));
+  h.StartToFirstTrigger();
   h.RunFor(milliseconds(900));  // the round takes 900 ms
   h.AckAll(h.LastTriggerId());
   h.RunFor(milliseconds(699));  // interval passed at 1000, but min pause holds until 1600
@@ -96,9 +92,7 @@ TEST(Coordinator, ExpiresAfterTimeoutAndAbortsWorkers) {
   PipelineSpec spec = MakeSpec();
   spec.tolerable_failures = 5;
   Harness h(spec);
-  h.Start();
-  h.RegisterAll();
-  h.RunFor(milliseconds(0));
+  h.StartToFirstTrigger();
   h.Apply(h.c().OnAck(1, 1, "a", {}));
   h.RunFor(milliseconds(4999));
   EXPECT_TRUE(h.aborts.empty());
@@ -118,9 +112,7 @@ TEST(Coordinator, DeclineFailsTheRoundAtOnce) {
   PipelineSpec spec = MakeSpec();
   spec.tolerable_failures = 1;
   Harness h(spec);
-  h.Start();
-  h.RegisterAll();
-  h.RunFor(milliseconds(0));
+  h.StartToFirstTrigger();
   h.Apply(h.c().OnDecline(1, 1, "b", "disk full", false));
   ASSERT_EQ(h.aborts.size(), 1u);
   EXPECT_NE(h.aborts[0].reason.find("disk full"), std::string::npos);
@@ -133,9 +125,7 @@ TEST(Coordinator, MoreThanTolerableFailuresPutsThePipelineInFailed) {
   PipelineSpec spec = MakeSpec();
   spec.tolerable_failures = 1;
   Harness h(spec);
-  h.Start();
-  h.RegisterAll();
-  h.RunFor(milliseconds(0));
+  h.StartToFirstTrigger();
   h.Apply(h.c().OnDecline(1, h.LastTriggerId(), "a", "x", false));
   EXPECT_EQ(h.c().State(), PipelineState::kRunning) << "one failure is tolerable";
   h.RunFor(milliseconds(1000));
@@ -161,9 +151,7 @@ TEST(Coordinator, SuccessResetsConsecutiveFailures) {
   PipelineSpec spec = MakeSpec();
   spec.tolerable_failures = 1;
   Harness h(spec);
-  h.Start();
-  h.RegisterAll();
-  h.RunFor(milliseconds(0));
+  h.StartToFirstTrigger();
   h.Apply(h.c().OnDecline(1, h.LastTriggerId(), "a", "x", false));
   h.RunFor(milliseconds(1000));
   h.AckAll(h.LastTriggerId());
@@ -177,9 +165,7 @@ TEST(Coordinator, StaleTimeoutOfAnOldRoundIsDropped) {
   PipelineSpec spec = MakeSpec();
   spec.tolerable_failures = 10;
   Harness h(spec);
-  h.Start();
-  h.RegisterAll();
-  h.RunFor(milliseconds(0));
+  h.StartToFirstTrigger();
   const int64_t first = h.LastTriggerId();
   h.AckAll(first);
   h.RunFor(milliseconds(1000));
@@ -202,9 +188,7 @@ TEST(Coordinator, StaleTimeoutOfAnOldRoundIsDropped) {
 
 TEST(Coordinator, AcksForAnOldIdAreIgnored) {
   Harness h;
-  h.Start();
-  h.RegisterAll();
-  h.RunFor(milliseconds(0));
+  h.StartToFirstTrigger();
   const int64_t first = h.LastTriggerId();
   h.Apply(h.c().OnDecline(1, first, "a", "x", false));
   h.Apply(h.c().Resume().actions);
@@ -223,10 +207,7 @@ TEST(Coordinator, PendingRoundReportsAckedAndAwaitedTasksAndIgnoresDuplicateAcks
   spec.tolerable_failures = 5;
   Harness h(spec);
   h.auto_commit = false;
-  h.Start();
-  h.RegisterAll();
-  h.RunFor(milliseconds(0));
-  const int64_t id = h.LastTriggerId();
+  const int64_t id = h.StartToFirstTrigger();
   auto pending = h.c().Pending();
   ASSERT_TRUE(pending.has_value());
   EXPECT_TRUE(pending->acked_tasks.empty());
@@ -270,10 +251,7 @@ TEST(Coordinator, PendingRoundReportsAckedAndAwaitedTasksAndIgnoresDuplicateAcks
 TEST(Coordinator, CompletingRoundIsNotAbortedByTaskLoss) {
   Harness h;
   h.auto_commit = false;
-  h.Start();
-  h.RegisterAll();
-  h.RunFor(milliseconds(0));
-  const int64_t id = h.LastTriggerId();
+  const int64_t id = h.StartToFirstTrigger();
   h.AckAll(id);
   ASSERT_EQ(h.commits.size(), 1u);
   h.Apply(h.c().OnSessionEnded(1, "stream cancelled"));  // lost after the last ack
@@ -294,10 +272,7 @@ TEST(Coordinator, StoreFailureFailsTheRoundAndIsNeverComplete) {
   spec.tolerable_failures = 3;
   Harness h(spec);
   h.auto_commit = false;
-  h.Start();
-  h.RegisterAll();
-  h.RunFor(milliseconds(0));
-  const int64_t id = h.LastTriggerId();
+  const int64_t id = h.StartToFirstTrigger();
   h.AckAll(id);
   h.Apply(h.c().OnCommitFailed(id, Status::Internal("disk I/O error")));
   EXPECT_TRUE(h.completes.empty());
@@ -466,9 +441,7 @@ TEST(Coordinator, IdsStrictlyIncreaseAcrossBlocks) {
 
 TEST(Coordinator, PauseStopsPeriodicTriggersButThePendingRoundFinishes) {
   Harness h;
-  h.Start();
-  h.RegisterAll();
-  h.RunFor(milliseconds(0));
+  h.StartToFirstTrigger();
   auto paused = h.c().Pause();
   ASSERT_TRUE(paused.status.ok());
   h.Apply(paused.actions);
@@ -483,9 +456,7 @@ TEST(Coordinator, PauseStopsPeriodicTriggersButThePendingRoundFinishes) {
 // matched by checkpoint id, so the round still completes once, and the schedule goes on from it.
 TEST(Coordinator, RoundStartedBeforePauseCompletesWhenAckedAfterResume) {
   Harness h;
-  h.Start();
-  h.RegisterAll();
-  h.RunFor(milliseconds(0));
+  h.StartToFirstTrigger();
   ASSERT_EQ(h.triggers.size(), 1u);
   const int64_t id = h.LastTriggerId();
   const int64_t generation_at_trigger = h.c().Describe().generation;
@@ -508,9 +479,7 @@ TEST(Coordinator, SavepointQueuedBehindAPendingCheckpointStartsRightAfterIt) {
   PipelineSpec spec = MakeSpec();
   spec.min_pause_ms = 5000;  // would hold back a periodic trigger; a savepoint ignores it
   Harness h(spec);
-  h.Start();
-  h.RegisterAll();
-  h.RunFor(milliseconds(0));
+  h.StartToFirstTrigger();
   auto sp = h.c().RequestSavepoint("", /*stop=*/true, milliseconds(60000));
   ASSERT_TRUE(sp.status.ok());
   h.Apply(sp.actions);
@@ -549,9 +518,7 @@ TEST(Coordinator, SavepointQueuedBehindADeclinedCheckpointStartsAtOnce) {
   spec.interval_ms = 600000;  // the periodic schedule must not be what starts it
   spec.tolerable_failures = 5;
   Harness h(spec);
-  h.Start();
-  h.RegisterAll();
-  h.RunFor(milliseconds(0));
+  h.StartToFirstTrigger();
   h.Apply(h.c().RequestSavepoint("", false, milliseconds(60000)).actions);
   h.Apply(h.c().OnDecline(1, h.LastTriggerId(), "a", "x", false));
   h.RunFor(milliseconds(0));
@@ -563,9 +530,7 @@ TEST(Coordinator, SavepointAbortedByTaskLossIsQueuedAgainAndStartsWhenTasksRetur
   PipelineSpec spec = MakeSpec();
   spec.interval_ms = 600000;
   Harness h(spec);
-  h.Start();
-  h.RegisterAll();
-  h.RunFor(milliseconds(0));
+  h.StartToFirstTrigger();
   h.AckAll(h.LastTriggerId());
   h.Apply(h.c().RequestSavepoint("", true, milliseconds(60000)).actions);
   h.RunFor(milliseconds(0));
