@@ -23,6 +23,7 @@ constexpr std::string_view kTopLevelKeys[] = {
     "listen",       "metrics_listen",        "metrics",           "data_dir", "savepoint_root",
     "store",
     "threads",      "lease_ttl_ms",          "heartbeat_interval_ms", "shutdown_grace_ms",
+    "start_spread_ms",
     "log",          "defaults",              "pipelines"};
 constexpr std::string_view kStoreKeys[] = {"backend"};
 constexpr std::string_view kLogKeys[] = {"level", "format"};
@@ -168,6 +169,9 @@ MaybeYamlError ConfigReader::ReadTopLevelField(const YamlField& field) {
   if (name == "threads") return ReadIntAs(field, &config_.threads, 0, kMaxThreads);
   if (name == "shutdown_grace_ms") {
     return ReadInt(field, 0, kMaxDurationMs, &config_.shutdown_grace_ms);
+  }
+  if (name == "start_spread_ms") {
+    return ReadInt(field, 0, kMaxDurationMs, &config_.start_spread_ms);
   }
   if (name == "lease_ttl_ms") {
     lease_ = field;

@@ -28,6 +28,10 @@ struct DaemonConfig {
   int64_t lease_ttl_ms = 10000;                   // a silent worker stream loses its tasks after this
   int64_t heartbeat_interval_ms = 3000;           // told to workers in `welcome`
   int64_t shutdown_grace_ms = 10000;              // SIGTERM: how long pending rounds may finish
+  // When a pipeline's tasks become all registered, its next periodic trigger waits a fixed
+  // per-pipeline fraction of min(this, its interval), so pipelines whose workers connect together
+  // do not checkpoint in lockstep (CoordinatorOptions::start_spread). 0 = trigger at once.
+  int64_t start_spread_ms = 1000;
   std::string log_level = "info";                 // log.level: trace .. critical, or off
   std::string log_format = "text";                // log.format: text, or json (one object a line)
   PipelineDefaults defaults;                      // applied to pipelines that leave a key out

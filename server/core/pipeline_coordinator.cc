@@ -68,12 +68,29 @@ Actions PipelineCoordinator::Start(bool restarted) {
 // Schedule
 
 std::optional<SteadyTime> PipelineCoordinator::NextPeriodicDue() const {
-  // Never triggered: due at once. A fixed past time, not "now": a real clock moves between the
-  // wakeup and this check, and "now" would then always lie a little ahead.
-  if (!last_trigger_at_) return SteadyTime{};
-  SteadyTime due = *last_trigger_at_ + Millis(spec_.interval_ms);
+  // Never triggered: due at once (after the start offset). A fixed past time, not "now": a real
+  // clock moves between the wakeup and this check, and "now" would then always lie a little ahead.
+  SteadyTime due = start_hold_until_.value_or(SteadyTime{});
+  if (last_trigger_at_) due = std::max(due, *last_trigger_at_ + Millis(spec_.interval_ms));
   if (last_finished_at_) due = std::max(due, *last_finished_at_ + Millis(spec_.min_pause_ms));
   return due;
+}
+
+std::chrono::microseconds PipelineCoordinator::StartOffset() const {
+  const int64_t span_ms = std::min<int64_t>(options_.start_spread.count(), spec_.interval_ms);
+  if (span_ms <= 0) return std::chrono::microseconds{0};
+  // The splitmix64 finalizer over the stable key hash: the hash's low bits also pick the
+  // pipeline's event loop, and the offset must not follow them.
+  uint64_t z = StableKeyHash(spec_.key);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  z ^= z >> 31;
+  const double fraction = static_cast<double>(z >> 11) * 0x1.0p-53;  // [0, 1)
+  return std::chrono::microseconds{static_cast<int64_t>(fraction * span_ms * 1000.0)};
+}
+
+void PipelineCoordinator::HoldForStartOffset() {
+  start_hold_until_ = clock_.SteadyNow() + StartOffset();
 }
 
 std::optional<SteadyTime> PipelineCoordinator::DesiredWakeup() const {
@@ -200,7 +217,8 @@ bool PipelineCoordinator::TryTrigger(CheckpointKind kind, const std::string& tar
   }
   const SteadyTime now = clock_.SteadyNow();
   if (cause == TriggerCause::kPeriodic) {
-    if (auto due = NextPeriodicDue(); due && last_trigger_at_) {
+    // A pipeline never triggered and never held has no due time to be late for.
+    if (auto due = NextPeriodicDue(); due && (last_trigger_at_ || start_hold_until_)) {
       out.push_back(RecordTriggerDelay{Since(*due, now)});
     }
   }
@@ -493,6 +511,7 @@ PipelineCoordinator::Outcome PipelineCoordinator::UpdateSpec(const PipelineSpec&
   }
   const std::set<std::string> new_tasks(spec.task_ids.begin(), spec.task_ids.end());
   const bool tasks_changed = new_tasks != expected_;
+  const bool all_before = AllTasksRegistered();
   spec_ = spec;
   expected_ = new_tasks;
   o.actions.push_back(Log{LogLevel::kInfo, "spec updated" + std::string(tasks_changed
@@ -515,6 +534,8 @@ PipelineCoordinator::Outcome PipelineCoordinator::UpdateSpec(const PipelineSpec&
                 FailureCause::kTaskLoss, o.actions);
     }
     BumpGeneration("task set updated", o.actions);
+    // Dropping the tasks that were missing completes the set.
+    if (AllTasksRegistered() && !all_before) HoldForStartOffset();
   } else {
     Persist(o.actions);
   }

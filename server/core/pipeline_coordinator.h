@@ -35,6 +35,14 @@ struct CoordinatorOptions {
   // Where savepoints go when the request names no target: <savepoint_root>/<job>/<pipeline>/<id>,
   // job and pipeline encoded by EncodePathSegment.
   std::string savepoint_root = "./ckptd-data/savepoints";
+  // Pipelines whose workers connect together (a fleet starting, every worker reconnecting after
+  // a daemon restart) would trigger together and stay together: rule 4 counts each interval from
+  // the actual trigger, so a clump never spreads by itself, and a clump of thousands of rounds
+  // meets the network and the store at once. So when its tasks become all registered, a pipeline
+  // holds its next periodic trigger until its start offset has passed: a fraction of
+  // min(start_spread, interval) fixed by its key. 0: no offset. Savepoints and TriggerCheckpoint
+  // do not wait for it.
+  Millis start_spread{0};
 };
 
 // What a worker learns in `welcome`.
@@ -218,6 +226,10 @@ class PipelineCoordinator {
   bool AllTasksRegistered() const { return task_owner_.size() == expected_.size(); }
   std::vector<std::string> MissingTasks() const;
   std::optional<SteadyTime> NextPeriodicDue() const;
+  // This pipeline's part of options_.start_spread (see there).
+  std::chrono::microseconds StartOffset() const;
+  // Called when the tasks have just become all registered.
+  void HoldForStartOffset();
   std::optional<SteadyTime> DesiredWakeup() const;
   // The record as the store will hold it once every write already handed to it is applied.
   PipelineRecord ProjectedRecord() const;
@@ -250,6 +262,9 @@ class PipelineCoordinator {
   std::optional<SteadyTime> last_trigger_at_;
   std::optional<SteadyTime> last_finished_at_;
   std::optional<SteadyTime> armed_wakeup_;
+  // No periodic trigger before this: the moment the tasks last became all registered, plus the
+  // start offset.
+  std::optional<SteadyTime> start_hold_until_;
   SteadyTime next_missing_warn_at_;
 
   std::optional<PendingRound> pending_;

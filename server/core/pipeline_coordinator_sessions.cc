@@ -62,6 +62,7 @@ PipelineCoordinator::Registration PipelineCoordinator::OnRegister(
   }
 
   Actions& out = reg.actions;
+  const bool all_before = AllTasksRegistered();  // a takeover replaces tasks that were all there
   bool returning = false;
   for (const auto& task : task_ids) returning = returning || ever_registered_.count(task) > 0;
   for (SessionId old : holders) {
@@ -85,6 +86,7 @@ PipelineCoordinator::Registration PipelineCoordinator::OnRegister(
                                            " tasks registered; pipeline " +
                                            PipelineStateName(State())});
     next_missing_warn_at_ = clock_.SteadyNow() + options_.missing_tasks_warn_interval;
+    if (!all_before) HoldForStartOffset();
   }
   reg.welcome = WelcomeInfo{generation_, State(), last_completed_id_, last_completed_kind_};
   Rearm(out);

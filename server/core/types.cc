@@ -2,6 +2,25 @@
 
 namespace ckpt {
 
+namespace {
+
+constexpr uint64_t kFnvOffset = 14695981039346656037ULL;
+
+uint64_t Fnv1a(uint64_t h, unsigned char c) { return (h ^ c) * 1099511628211ULL; }
+
+uint64_t Fnv1a(uint64_t h, const std::string& s) {
+  for (unsigned char c : s) h = Fnv1a(h, c);
+  return h;
+}
+
+}  // namespace
+
+uint64_t StableKeyHash(const PipelineKey& key) {
+  uint64_t h = Fnv1a(kFnvOffset, key.job_id);
+  h = Fnv1a(h, '\0');  // a separator: job "a" + pipeline "bc" is not job "ab" + pipeline "c"
+  return Fnv1a(h, key.pipeline_id);
+}
+
 const char* PipelineStateName(PipelineState s) {
   switch (s) {
     case PipelineState::kWaitingForTasks: return "WAITING_FOR_TASKS";

@@ -24,6 +24,11 @@ struct PipelineKey {
   std::string ToString() const { return job_id + "/" + pipeline_id; }
 };
 
+// FNV-1a of job id, a separator and pipeline id: the same in every run and every build, unlike
+// std::hash. What depends on it (a pipeline's event loop, its start offset) must not move between
+// restarts.
+uint64_t StableKeyHash(const PipelineKey& key);
+
 struct PipelineKeyHash {
   size_t operator()(const PipelineKey& k) const {
     return std::hash<std::string>()(k.job_id) * 31 + std::hash<std::string>()(k.pipeline_id);

@@ -59,6 +59,7 @@ std::shared_ptr<PipelineRunner> Daemon::MakeRunner(const StoredPipeline& stored,
   RunnerOptions options;
   options.heartbeat_interval_ms = config_.heartbeat_interval_ms;
   options.lease_ttl_ms = config_.lease_ttl_ms;
+  options.coordinator.start_spread = Millis(config_.start_spread_ms);
   options.coordinator.savepoint_root =
       config_.savepoint_root.empty() ? config_.data_dir + "/savepoints" : config_.savepoint_root;
   return std::make_shared<PipelineRunner>(shards_.For(stored.record.spec.key), stored, restarted,
@@ -220,6 +221,7 @@ ReloadResult Daemon::Reload(const DaemonConfig& next) {
   restart_only("heartbeat_interval_ms", config_.heartbeat_interval_ms,
                next.heartbeat_interval_ms);
   restart_only("shutdown_grace_ms", config_.shutdown_grace_ms, next.shutdown_grace_ms);
+  restart_only("start_spread_ms", config_.start_spread_ms, next.start_spread_ms);
   restart_only("log.format", config_.log_format, next.log_format);
 
   if (next.log_level != log_level_) {

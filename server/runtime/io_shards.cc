@@ -4,19 +4,6 @@
 
 namespace ckpt {
 
-namespace {
-
-constexpr uint64_t kFnvOffset = 14695981039346656037ULL;
-
-uint64_t Fnv1a(uint64_t h, unsigned char c) { return (h ^ c) * 1099511628211ULL; }
-
-uint64_t Fnv1a(uint64_t h, const std::string& s) {
-  for (unsigned char c : s) h = Fnv1a(h, c);
-  return h;
-}
-
-}  // namespace
-
 IoShards::IoShards(unsigned count) {
   count = std::max(1u, count);
   for (unsigned i = 0; i < count; ++i) {
@@ -55,10 +42,7 @@ void IoShards::Stop() {
 }
 
 size_t IoShards::IndexFor(const PipelineKey& key, size_t shards) {
-  uint64_t h = Fnv1a(kFnvOffset, key.job_id);
-  h = Fnv1a(h, '\0');  // a separator: job "a" + pipeline "bc" is not job "ab" + pipeline "c"
-  h = Fnv1a(h, key.pipeline_id);
-  return static_cast<size_t>(h % std::max<size_t>(1, shards));
+  return static_cast<size_t>(StableKeyHash(key) % std::max<size_t>(1, shards));
 }
 
 boost::asio::io_context& IoShards::For(const PipelineKey& key) {

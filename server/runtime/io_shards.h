@@ -45,7 +45,7 @@ class IoShards {
   void Stop();
 
   // The shard a pipeline lives on: the same for a key in every run of this build and every other
-  // (FNV-1a of job and pipeline id), so a restart puts each pipeline back where it was.
+  // (StableKeyHash), so a restart puts each pipeline back where it was.
   boost::asio::io_context& For(const PipelineKey& key);
   // Shards in turn, for work that belongs to no pipeline (a worker stream's lease timer).
   boost::asio::io_context& Next();

@@ -20,20 +20,22 @@ class ManualClock final : public Clock {
     return now_;
   }
   void SetTicking(bool on) { ticking_ = on; }
-  int64_t WallMs() const override { return wall_ms_; }
-  void Advance(Millis d) {
-    now_ += d;
-    wall_ms_ += d.count();
+  // Wall time moves with steady time, from a base SetWallMs may move.
+  int64_t WallMs() const override {
+    return wall_base_ms_ + std::chrono::duration_cast<Millis>(now_ - kStart).count();
   }
+  // Exact, to the nanosecond: the coordinator arms wakeups below a millisecond apart.
+  void Advance(SteadyTime::duration d) { now_ += d; }
   void AdvanceTo(SteadyTime t) {
-    if (t > now_) Advance(std::chrono::duration_cast<Millis>(t - now_));
+    if (t > now_) now_ = t;
   }
-  void SetWallMs(int64_t ms) { wall_ms_ = ms; }
+  void SetWallMs(int64_t ms) { wall_base_ms_ += ms - WallMs(); }
 
  private:
-  mutable SteadyTime now_{Millis(1'000'000)};
+  static constexpr SteadyTime kStart{Millis(1'000'000)};
+  mutable SteadyTime now_{kStart};
   bool ticking_ = false;
-  int64_t wall_ms_ = 1'700'000'000'000;
+  int64_t wall_base_ms_ = 1'700'000'000'000;
 };
 
 inline PipelineSpec MakeSpec(std::vector<std::string> tasks = {"a", "b"}) {
@@ -103,7 +105,7 @@ class Harness {
   }
 
   // Moves time forward by `d`, firing the timers that come due, in order.
-  void RunFor(Millis d) {
+  void RunFor(SteadyTime::duration d) {
     const SteadyTime end = clock.SteadyNow() + d;
     for (;;) {
       std::optional<SteadyTime> next;

@@ -1,0 +1,180 @@
+// The start offset (CoordinatorOptions::start_spread): once its tasks are all registered, a
+// pipeline's next periodic trigger waits a per-pipeline fraction of min(spread, interval).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+
+#include "coordinator_harness.h"
+
+namespace ckpt::testing {
+namespace {
+
+using std::chrono::microseconds;
+using std::chrono::milliseconds;
+
+CoordinatorOptions Spread(Millis spread) {
+  CoordinatorOptions options;
+  options.start_spread = spread;
+  return options;
+}
+
+PipelineSpec SpecNamed(const std::string& pipeline, int64_t interval_ms = 1000) {
+  PipelineSpec spec = MakeSpec();
+  spec.key.pipeline_id = pipeline;
+  spec.interval_ms = interval_ms;
+  return spec;
+}
+
+// How long after its tasks registered a fresh pipeline's first periodic trigger is due.
+SteadyTime::duration OffsetOf(const PipelineSpec& spec, Millis spread) {
+  Harness h(spec, 0, Spread(spread));
+  h.Start();
+  const SteadyTime registered = h.clock.SteadyNow();
+  h.RegisterAll();
+  EXPECT_TRUE(h.wakeup.has_value());
+  return h.wakeup.value_or(registered) - registered;
+}
+
+TEST(CoordinatorStartSpread, FirstTriggerComesAtTheOffsetAndNotBefore) {
+  Harness h(SpecNamed("p7"), 0, Spread(Millis(1000)));
+  h.Start();
+  const SteadyTime registered = h.clock.SteadyNow();
+  h.RegisterAll();
+  ASSERT_TRUE(h.wakeup.has_value());
+  const auto offset = *h.wakeup - registered;
+  ASSERT_GT(offset, microseconds(0)) << "this key's offset is not zero";
+  ASSERT_LT(offset, milliseconds(1000));
+
+  h.RunFor(offset - microseconds(1));
+  EXPECT_TRUE(h.triggers.empty()) << "no periodic trigger before the offset";
+  h.RunFor(microseconds(1));
+  ASSERT_EQ(h.triggers.size(), 1u);
+  ASSERT_EQ(h.delays.size(), 1u);
+  EXPECT_EQ(h.delays[0], microseconds(0)) << "the offset is part of the due time, not a delay";
+
+  // From then on the interval counts from that trigger as always.
+  h.AckAll(h.LastTriggerId());
+  h.RunFor(milliseconds(999));
+  EXPECT_EQ(h.triggers.size(), 1u);
+  h.RunFor(milliseconds(1));
+  EXPECT_EQ(h.triggers.size(), 2u);
+}
+
+TEST(CoordinatorStartSpread, OffsetsAreFixedPerKeyAndSpreadOverTheSpan) {
+  constexpr int kPipelines = 400;
+  constexpr int kBins = 10;
+  std::vector<int> per_bin(kBins, 0);
+  std::set<SteadyTime::duration> distinct;
+  for (int i = 0; i < kPipelines; ++i) {
+    const PipelineSpec spec = SpecNamed("pipeline-" + std::to_string(i));
+    const auto offset = OffsetOf(spec, Millis(1000));
+    ASSERT_GE(offset, SteadyTime::duration(0));
+    ASSERT_LT(offset, milliseconds(1000));
+    EXPECT_EQ(OffsetOf(spec, Millis(1000)), offset) << "the same key, the same offset";
+    distinct.insert(offset);
+    ++per_bin[std::chrono::duration_cast<microseconds>(offset).count() * kBins / 1'000'000];
+  }
+  EXPECT_GT(distinct.size(), kPipelines * 9 / 10u);
+  // 40 expected per tenth of the span; a fair spread keeps every tenth well above 15.
+  for (int bin = 0; bin < kBins; ++bin) EXPECT_GT(per_bin[bin], 15) << "tenth " << bin;
+}
+
+TEST(CoordinatorStartSpread, OffsetIsBoundedByTheInterval) {
+  for (int i = 0; i < 50; ++i) {
+    const auto offset = OffsetOf(SpecNamed("short-" + std::to_string(i), 100), Millis(1000));
+    EXPECT_LT(offset, milliseconds(100));
+  }
+}
+
+TEST(CoordinatorStartSpread, ZeroSpreadTriggersAtOnce) {
+  Harness h(SpecNamed("p7"), 0, Spread(Millis(0)));
+  h.Start();
+  h.RegisterAll();
+  h.RunFor(milliseconds(0));
+  EXPECT_EQ(h.triggers.size(), 1u);
+}
+
+TEST(CoordinatorStartSpread, SavepointsAndManualTriggersDoNotWait) {
+  {
+    Harness h(SpecNamed("p7"), 0, Spread(Millis(1000)));
+    h.Start();
+    h.RegisterAll();
+    auto asked = h.c().RequestSavepoint("", false, Millis(10000));
+    ASSERT_TRUE(asked.status.ok()) << asked.status.ToString();
+    h.Apply(asked.actions);
+    h.RunFor(milliseconds(0));
+    ASSERT_EQ(h.triggers.size(), 1u);
+    EXPECT_NE(h.triggers[0].kind, CheckpointKind::kCheckpoint);
+  }
+  {
+    Harness h(SpecNamed("p7"), 0, Spread(Millis(1000)));
+    h.Start();
+    h.RegisterAll();
+    int64_t id = 0;
+    auto manual = h.c().TriggerCheckpoint(&id);
+    ASSERT_TRUE(manual.status.ok()) << manual.status.ToString();
+    h.Apply(manual.actions);
+    EXPECT_EQ(h.triggers.size(), 1u);
+  }
+}
+
+TEST(CoordinatorStartSpread, AnOverduePipelineAfterARestartWaitsItsOffsetToo) {
+  const PipelineSpec spec = SpecNamed("p7");
+  const auto offset = OffsetOf(spec, Millis(1000));
+  StoredPipeline stored;
+  stored.record.spec = spec;
+  stored.id_counter = 100;
+  Harness h(stored, Spread(Millis(1000)));
+  stored.record.last_completed_at_ms = h.clock.WallMs() - 60'000;  // a minute overdue
+  h.Build(stored, Spread(Millis(1000)));
+  h.Start(/*restarted=*/true);
+  h.RegisterAll();
+  h.RunFor(offset - microseconds(1));
+  EXPECT_TRUE(h.triggers.empty()) << "every restarted pipeline would fire at once otherwise";
+  h.RunFor(microseconds(1));
+  EXPECT_EQ(h.triggers.size(), 1u);
+}
+
+TEST(CoordinatorStartSpread, TasksReturningAfterALossWaitTheOffsetAgain) {
+  const PipelineSpec spec = SpecNamed("p7");
+  const auto offset = OffsetOf(spec, Millis(1000));
+  Harness h(spec, 0, Spread(Millis(1000)));
+  h.Start();
+  h.RegisterAll();
+  h.RunFor(offset);
+  ASSERT_EQ(h.triggers.size(), 1u);
+  h.AckAll(h.LastTriggerId());
+
+  h.Apply(h.c().OnSessionEnded(1, "worker restarted"));
+  h.RunFor(milliseconds(5000));  // long overdue by the time it returns
+  h.RegisterAll(2, "w2");
+  h.RunFor(offset - microseconds(1));
+  EXPECT_EQ(h.triggers.size(), 1u);
+  h.RunFor(microseconds(1));
+  EXPECT_EQ(h.triggers.size(), 2u);
+}
+
+TEST(CoordinatorStartSpread, ATakeoverOfTasksThatWereAllThereDoesNotWait) {
+  const PipelineSpec spec = SpecNamed("p7");
+  const auto offset = OffsetOf(spec, Millis(1000));
+  ASSERT_GT(offset, milliseconds(1)) << "the test needs an offset it can tell apart";
+  Harness h(spec, 0, Spread(Millis(1000)));
+  h.Start();
+  h.RegisterAll();
+  h.RunFor(offset);
+  ASSERT_EQ(h.triggers.size(), 1u);
+  h.AckAll(h.LastTriggerId());
+
+  // A worker takes every task over 1 ms before the next trigger is due: the set never went
+  // incomplete, so the schedule keeps its due time.
+  h.RunFor(milliseconds(999));
+  auto reg = h.c().OnRegister(2, "w2", spec.task_ids, /*takeover=*/true);
+  ASSERT_TRUE(reg.status.ok()) << reg.status.ToString();
+  h.Apply(reg.actions);
+  h.RunFor(milliseconds(1));
+  EXPECT_EQ(h.triggers.size(), 2u);
+}
+
+}  // namespace
+}  // namespace ckpt::testing
