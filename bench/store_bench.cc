@@ -5,10 +5,13 @@
 // completion callback. Every commit is what the runner hands over when a round's last ack arrives:
 // the checkpoint with its task states, the pipeline record after it, and history trimming
 // (retained 10).
-//   --inflight 1      one transaction and one fsync per checkpoint (the store's batch is always one)
+//   --inflight 1 --batch-spacing-us 0
+//                     one transaction and one fsync per checkpoint (the store's batch is always one)
 //   --inflight 1000   group commit: the writer takes everything that arrived during the last fsync
 //   --rate R          instead of a closed loop, R commits per second spread evenly over --inflight
 //                     pipelines (one in flight each): the latency at a load the daemon really sees
+//   --batch-spacing-us N   the writer's group commit pacing (SqliteStoreOptions::min_batch_spacing;
+//                     default: the daemon's)
 // Latency is last ack to complete as the store contributes to it: CommitCheckpoint called to its
 // durable callback. The file is in --dir (removed first), on the disk the daemon would use.
 // Prints one JSON object on stdout.
@@ -25,6 +28,7 @@
 #include <vector>
 
 #include "common/bench_args.h"
+#include "common/proc_stats.h"
 #include "common/sample_recorder.h"
 #include "store/sqlite_store.h"
 
@@ -122,7 +126,9 @@ int main(int argc, char** argv) {
                   {"rate", "0"},
                   {"tasks", "2"},
                   {"warmup-s", "1"},
-                  {"measure-s", "3"}});
+                  {"measure-s", "3"},
+                  {"batch-spacing-us",
+                   std::to_string(SqliteStoreOptions{}.min_batch_spacing.count())}});
   const int inflight = static_cast<int>(args.Int("inflight"));
   const double rate = args.Double("rate");
   const double warmup_s = args.Double("warmup-s");
@@ -130,7 +136,9 @@ int main(int argc, char** argv) {
   spdlog::set_level(spdlog::level::warn);
 
   std::filesystem::remove_all(args.Str("dir"));
-  auto opened = SqliteStore::Open(args.Str("dir"));
+  SqliteStoreOptions options;
+  options.min_batch_spacing = std::chrono::microseconds(args.Int("batch-spacing-us"));
+  auto opened = SqliteStore::Open(args.Str("dir"), options);
   if (!opened.ok()) {
     std::fprintf(stderr, "ckpt-bench-store: %s\n", opened.status().ToString().c_str());
     return 1;
@@ -164,6 +172,7 @@ int main(int argc, char** argv) {
   const uint64_t completed0 = load.completed();
   const uint64_t batches0 = store.batches_committed();
   const auto window_start = SteadyClock::now();
+  const int64_t cpu0 = ProcessCpuMicros();
   latencies.Arm();
   std::this_thread::sleep_for(std::chrono::duration<double>(measure_s));
   latencies.Disarm();
@@ -171,6 +180,7 @@ int main(int argc, char** argv) {
       std::chrono::duration<double>(SteadyClock::now() - window_start).count();
   const uint64_t completed1 = load.completed();
   const uint64_t batches1 = store.batches_committed();
+  const double cpu_s = static_cast<double>(ProcessCpuMicros() - cpu0) / 1e6;
   pacing.store(false);
   if (pacer.joinable()) pacer.join();
   load.Stop();
@@ -189,6 +199,10 @@ int main(int argc, char** argv) {
   out["completions_per_s"] = completions / window_s;
   out["batches_per_s"] = batches / window_s;
   out["mean_batch"] = batches > 0 ? completions / batches : 0.0;
+  out["batch_spacing_us"] = options.min_batch_spacing.count();
+  // The whole process (the writer thread and this benchmark's load), per durable completion.
+  out["cpu_pct"] = 100.0 * cpu_s / window_s;
+  out["cpu_us_per_completion"] = completions > 0 ? 1e6 * cpu_s / completions : 0.0;
   out["failed"] = load.failed();
   out["latency_samples"] = samples.size();
   out["latency_p50_us"] = Percentile(samples, 0.50);

@@ -609,7 +609,9 @@ void SqliteStore::Enqueue(Apply apply, Done done) {
     if (!writer_exited_) {
       queue_.push_back(Op{std::move(apply), std::move(done)});
       ++enqueued_;
-      work_cv_.notify_one();
+      // Not while the writer paces: it takes everything queued when its pause ends, and a wake-up
+      // per write would cost what pacing saves.
+      if (writer_idle_) work_cv_.notify_one();
       return;
     }
   }
@@ -651,16 +653,25 @@ void SqliteStore::Flush() {
 void SqliteStore::WriterLoop() {
   pthread_setname_np(pthread_self(), "ckpt-store");
   std::vector<Op> batch;
+  std::optional<std::chrono::steady_clock::time_point> last_begin;
   for (;;) {
     {
       std::unique_lock lock(mu_);
+      writer_idle_ = true;
       work_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      writer_idle_ = false;
       if (queue_.empty()) {  // stopping, and everything is applied
         writer_exited_ = true;
         break;
       }
+      if (last_begin && options_.min_batch_spacing.count() > 0) {
+        // Pacing (SqliteStoreOptions::min_batch_spacing); shutdown does not wait for it.
+        work_cv_.wait_until(lock, *last_begin + options_.min_batch_spacing,
+                            [&] { return stopping_; });
+      }
       batch.swap(queue_);
     }
+    last_begin = std::chrono::steady_clock::now();
     const size_t count = batch.size();
     RunBatch(batch);
     batch.clear();  // drop the callbacks' captures before Flush can return

@@ -29,6 +29,7 @@
 //   UNAVAILABLE without touching the file.
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -52,6 +53,12 @@ struct SqliteStoreOptions {
   // above). The default logs at critical level and calls std::abort(). If it returns, the store
   // stays up for reads but fails every later write.
   std::function<void(const Status&)> on_fatal;
+  // Group commit pacing: a batch begins no sooner than this after the previous one began. Under a
+  // steady stream of small writes (thousands of pipelines checkpointing at staggered times) the
+  // writer would otherwise commit, and fsync, every few writes, paying a transaction's fixed cost
+  // each time; pacing gathers them, at the price of at most this much latency. A writer idle
+  // for longer starts at once. 0: no pacing (a batch begins as soon as the previous one ends).
+  std::chrono::microseconds min_batch_spacing{std::chrono::milliseconds(2)};
 };
 
 class SqliteStore final : public MetadataStore {
@@ -140,6 +147,7 @@ class SqliteStore final : public MetadataStore {
   uint64_t enqueued_ = 0;               // guarded by mu_: ops ever queued
   uint64_t finished_ = 0;               // guarded by mu_: ops whose done ran (or never will)
   bool stopping_ = false;               // guarded by mu_
+  bool writer_idle_ = false;            // guarded by mu_: the writer waits for work (not pacing)
   bool writer_exited_ = false;          // guarded by mu_
 
   std::atomic<uint64_t> batches_committed_{0};

@@ -573,6 +573,57 @@ TEST_F(SqliteStoreTest, WritesQueuedBehindABusyWriterShareOneBatch) {
   EXPECT_EQ(store->batches_committed(), batches_before + 1);
 }
 
+TEST_F(SqliteStoreTest, PacedWriterGathersWritesThatArriveWithinTheSpacing) {
+  SqliteStoreOptions options;
+  options.min_batch_spacing = std::chrono::milliseconds(500);
+  auto store = OpenStore(options);
+  ASSERT_TRUE(store);
+  std::atomic<int> ok{0};
+  auto count_ok = [&](Status s) {
+    if (s.ok()) ok.fetch_add(1);
+  };
+  store->ReserveIds({"j", "first"}, 1, count_ok);
+  store->Flush();
+  const uint64_t batches_before = store->batches_committed();
+  // Ten writes 10 ms apart, as pipelines checkpointing at staggered times send them. Unpaced, an
+  // idle writer commits each on its own (about ten batches); paced, they wait for one.
+  for (int i = 1; i <= 10; ++i) {
+    store->ReserveIds({"j", "p" + std::to_string(i)}, i, count_ok);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  store->Flush();
+  EXPECT_EQ(ok.load(), 11);
+  EXPECT_LE(store->batches_committed() - batches_before, 2u);
+}
+
+TEST_F(SqliteStoreTest, PacingNeitherDelaysAFirstWriteNorShutdown) {
+  SqliteStoreOptions options;
+  options.min_batch_spacing = std::chrono::seconds(60);
+  const auto start = std::chrono::steady_clock::now();
+  std::promise<Status> first, second;
+  {
+    auto store = OpenStore(options);
+    ASSERT_TRUE(store);
+    store->PutPipeline(MakeRecord("j", "p", /*retained=*/2), [&](Status s) { first.set_value(s); });
+    auto first_done = first.get_future();
+    ASSERT_EQ(first_done.wait_for(std::chrono::seconds(20)), std::future_status::ready)
+        << "a writer that has not committed yet must not pace";
+    EXPECT_TRUE(first_done.get().ok());
+    // Queued while the writer paces for a minute; closing the store commits it at once.
+    store->ReserveIds({"j", "p"}, 2, [&](Status s) { second.set_value(s); });
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
+  auto second_done = second.get_future();
+  ASSERT_EQ(second_done.wait_for(std::chrono::seconds(0)), std::future_status::ready);
+  EXPECT_TRUE(second_done.get().ok());
+  auto store = OpenStore();
+  ASSERT_TRUE(store);
+  auto loaded = store->LoadPipelines();
+  ASSERT_TRUE(loaded.ok());
+  ASSERT_EQ(loaded->size(), 1u);
+  EXPECT_EQ(loaded->front().id_counter, 2) << "the write queued at shutdown is durable";
+}
+
 TEST_F(SqliteStoreTest, FlushReturnsOnlyAfterEveryEarlierCallbackRan) {
   auto store = OpenStore();
   ASSERT_TRUE(store);
