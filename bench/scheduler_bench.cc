@@ -98,7 +98,7 @@ int main(int argc, char** argv) {
   const auto setup_start = SteadyClock::now();
   std::vector<std::shared_ptr<PipelineRunner>> runners;
   runners.reserve(pipelines);
-  RunnerOptions options;
+  RunnerOptions options;  // start_spread 0: the paced registrations alone set each phase
   for (int i = 0; i < pipelines; ++i) {
     auto runner = std::make_shared<PipelineRunner>(shards.For(PipelineKeyOf(i)),
                                                    MakePipeline(i, tasks, interval_ms),

@@ -76,12 +76,13 @@ std::optional<SteadyTime> PipelineCoordinator::NextPeriodicDue() const {
   return due;
 }
 
-std::chrono::microseconds PipelineCoordinator::StartOffset() const {
-  const int64_t span_ms = std::min<int64_t>(options_.start_spread.count(), spec_.interval_ms);
+std::chrono::microseconds StartOffset(const PipelineKey& key, Millis spread,
+                                      int64_t interval_ms) {
+  const int64_t span_ms = std::min<int64_t>(spread.count(), interval_ms);
   if (span_ms <= 0) return std::chrono::microseconds{0};
   // The splitmix64 finalizer over the stable key hash: the hash's low bits also pick the
   // pipeline's event loop, and the offset must not follow them.
-  uint64_t z = StableKeyHash(spec_.key);
+  uint64_t z = StableKeyHash(key);
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
   z ^= z >> 31;
@@ -90,7 +91,8 @@ std::chrono::microseconds PipelineCoordinator::StartOffset() const {
 }
 
 void PipelineCoordinator::HoldForStartOffset() {
-  start_hold_until_ = clock_.SteadyNow() + StartOffset();
+  start_hold_until_ =
+      clock_.SteadyNow() + StartOffset(spec_.key, options_.start_spread, spec_.interval_ms);
 }
 
 std::optional<SteadyTime> PipelineCoordinator::DesiredWakeup() const {

@@ -45,6 +45,10 @@ struct CoordinatorOptions {
   Millis start_spread{0};
 };
 
+// A pipeline's start offset (CoordinatorOptions::start_spread): in [0, min(spread, interval)),
+// the same for a key in every run.
+std::chrono::microseconds StartOffset(const PipelineKey& key, Millis spread, int64_t interval_ms);
+
 // What a worker learns in `welcome`.
 struct WelcomeInfo {
   int64_t generation = 0;
@@ -226,9 +230,7 @@ class PipelineCoordinator {
   bool AllTasksRegistered() const { return task_owner_.size() == expected_.size(); }
   std::vector<std::string> MissingTasks() const;
   std::optional<SteadyTime> NextPeriodicDue() const;
-  // This pipeline's part of options_.start_spread (see there).
-  std::chrono::microseconds StartOffset() const;
-  // Called when the tasks have just become all registered.
+  // Called when the tasks have just become all registered: no periodic trigger before the offset.
   void HoldForStartOffset();
   std::optional<SteadyTime> DesiredWakeup() const;
   // The record as the store will hold it once every write already handed to it is applied.

@@ -79,6 +79,27 @@ TEST_F(WorkerProtocolTest, FullRoundCompletesOnlyOnceDurable) {
   EXPECT_EQ(stored.task_states.at("a").uri, "mem://a/" + std::to_string(id));
 }
 
+TEST_F(WorkerProtocolTest, ConfiguredStartSpreadHoldsTheFirstPeriodicTrigger) {
+  // A 10 min spread and interval, and a pipeline whose offset is at least a minute of it.
+  config_.start_spread_ms = 600000;
+  std::string pipeline;
+  for (int i = 0; pipeline.empty(); ++i) {
+    const std::string name = "s" + std::to_string(i);
+    if (StartOffset({"job", name}, Millis(600000), 600000) >= std::chrono::minutes(1)) {
+      pipeline = name;
+    }
+  }
+  config_.pipelines = {TestSpec(pipeline, {"a"}, /*interval_ms=*/600000)};
+  StartDaemon();
+  RawWorker w(channel_);
+  w.Hello("job", pipeline, {"a"});
+  ASSERT_TRUE(w.WaitWelcome());
+  EXPECT_TRUE(Eventually([&] { return Describe(pipeline).state == PipelineState::kRunning; }));
+  // (The other tests here run the default spread of 1 s with a 100 ms interval: their first
+  // trigger comes within 100 ms of the tasks registering.)
+  EXPECT_FALSE(w.WaitTrigger(milliseconds(1500))) << "the first trigger waits its start offset";
+}
+
 TEST_F(WorkerProtocolTest, UnackedCheckpointExpires) {
   config_.pipelines = {TestSpec("p", {"a"}, /*interval_ms=*/100, /*timeout_ms=*/200)};
   config_.pipelines[0].tolerable_failures = 100;

@@ -155,6 +155,8 @@ const BrokenCase kBrokenCases[] = {
      "heartbeat_interval_ms is 0, must be between 1 and"},
     {"negative shutdown grace", "shutdown_grace_ms: -1\n", "1:20",
      "shutdown_grace_ms is -1, must be between 0 and"},
+    {"negative start spread", "start_spread_ms: -5\n", "1:18",
+     "start_spread_ms is -5, must be between 0 and"},
     {"bad backend", "store:\n  backend: postgres\n", "2:12",
      "store.backend 'postgres' is not one of sqlite"},
     {"bad log level", "log:\n  level: verbose\n", "2:10",
@@ -304,6 +306,7 @@ TEST(ConfigParse, EmptyFileMeansAllDefaults) {
     EXPECT_EQ(config.lease_ttl_ms, 10000);
     EXPECT_EQ(config.heartbeat_interval_ms, 3000);
     EXPECT_EQ(config.shutdown_grace_ms, 10000);
+    EXPECT_EQ(config.start_spread_ms, 1000);
     EXPECT_EQ(config.log_level, "info");
     EXPECT_EQ(config.log_format, "text");
     EXPECT_FALSE(config.metrics_per_pipeline);
@@ -328,6 +331,7 @@ TEST(ConfigParse, ReadsEveryTopLevelKey) {
       "lease_ttl_ms: 20000\n"
       "heartbeat_interval_ms: 5000\n"
       "shutdown_grace_ms: 0\n"
+      "start_spread_ms: 250\n"
       "log:\n"
       "  level: debug\n"
       "  format: json\n"
@@ -342,6 +346,7 @@ TEST(ConfigParse, ReadsEveryTopLevelKey) {
   EXPECT_EQ(config.lease_ttl_ms, 20000);
   EXPECT_EQ(config.heartbeat_interval_ms, 5000);
   EXPECT_EQ(config.shutdown_grace_ms, 0);
+  EXPECT_EQ(config.start_spread_ms, 250);
   EXPECT_EQ(config.log_level, "debug");
   EXPECT_EQ(config.log_format, "json");
   EXPECT_TRUE(config.metrics_per_pipeline);
@@ -498,6 +503,7 @@ TEST(ConfigLoad, ShippedExampleHoldsTheDefaults) {
   EXPECT_EQ(result->lease_ttl_ms, defaults.lease_ttl_ms);
   EXPECT_EQ(result->heartbeat_interval_ms, defaults.heartbeat_interval_ms);
   EXPECT_EQ(result->shutdown_grace_ms, defaults.shutdown_grace_ms);
+  EXPECT_EQ(result->start_spread_ms, defaults.start_spread_ms);
   EXPECT_EQ(result->log_level, defaults.log_level);
   EXPECT_EQ(result->log_format, defaults.log_format);
   EXPECT_EQ(result->metrics_per_pipeline, defaults.metrics_per_pipeline);

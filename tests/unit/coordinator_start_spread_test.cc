@@ -72,6 +72,7 @@ TEST(CoordinatorStartSpread, OffsetsAreFixedPerKeyAndSpreadOverTheSpan) {
     ASSERT_GE(offset, SteadyTime::duration(0));
     ASSERT_LT(offset, milliseconds(1000));
     EXPECT_EQ(OffsetOf(spec, Millis(1000)), offset) << "the same key, the same offset";
+    EXPECT_EQ(StartOffset(spec.key, Millis(1000), spec.interval_ms), offset);
     distinct.insert(offset);
     ++per_bin[std::chrono::duration_cast<microseconds>(offset).count() * kBins / 1'000'000];
   }
