@@ -278,13 +278,15 @@ class Report:
         store = pick(self.ckptd, bench="store")
         if store:
             out += ["", "## Store (SQLite, WAL, synchronous=FULL)", "",
-                    "| mode | pipelines in flight | offered rate | batch pacing | completions/s | "
-                    "mean batch | CPU us per completion | submit -> durable p50 / p99 ms |",
+                    "| mode | pipelines in flight | offered rate | batch pacing | "
+                    "completions/s | mean batch | CPU us per completion | "
+                    "submit -> durable p50 / p99 ms |",
                     "|---|---|---|---|---|---|---|---|"]
             for r in store:
                 rate = f"{r['rate']:,.0f}/s" if r["rate"] else "closed loop"
                 spacing = r.get("batch_spacing_us")
-                pacing = "-" if spacing is None else (f"{spacing / 1000:g} ms" if spacing else "off")
+                pacing = ("-" if spacing is None
+                          else f"{spacing / 1000:g} ms" if spacing else "off")
                 cpu = r.get("cpu_us_per_completion")
                 out.append(f"| {r['mode']} | {r['inflight']:,} | {rate} | {pacing} | "
                            f"{r['completions_per_s']:,.0f} | {r['mean_batch']:.1f} | "

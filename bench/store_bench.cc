@@ -6,11 +6,13 @@
 // the checkpoint with its task states, the pipeline record after it, and history trimming
 // (retained 10).
 //   --inflight 1 --batch-spacing-us 0
-//                     one transaction and one fsync per checkpoint (the store's batch is always one)
-//   --inflight 1000   group commit: the writer takes everything that arrived during the last fsync
+//                     one transaction and one fsync per checkpoint (the batch is always one)
+//   --inflight 1000   group commit: the writer takes everything that arrived during the last
+//                     fsync (or while it paced)
 //   --rate R          instead of a closed loop, R commits per second spread evenly over --inflight
 //                     pipelines (one in flight each): the latency at a load the daemon really sees
-//   --batch-spacing-us N   the writer's group commit pacing (SqliteStoreOptions::min_batch_spacing;
+//   --batch-spacing-us N
+//                     the writer's group commit pacing (SqliteStoreOptions::min_batch_spacing;
 //                     default: the daemon's)
 // Latency is last ack to complete as the store contributes to it: CommitCheckpoint called to its
 // durable callback. The file is in --dir (removed first), on the disk the daemon would use.

@@ -99,15 +99,16 @@ step "scheduler: 100,000 idle pipelines (no worker connected), for memory"
 run_bench 60 '"bench":"scheduler","pipelines":100000,"sessions":false' \
   "$build/bench/ckpt-bench-scheduler" --pipelines 100000 --sessions 0 --warmup-s 1 --measure-s 1
 
-step "store: one transaction per checkpoint, group commit, and 5,000/s offered with and without batch pacing"
-run_bench 60 '"bench":"store","mode":"single"' \
-  "$build/bench/ckpt-bench-store" --dir "$work/store" --inflight 1 --batch-spacing-us 0 --measure-s 3
+step "store: one transaction per checkpoint, group commit, 5,000/s offered with and without pacing"
+store_bench=("$build/bench/ckpt-bench-store" --dir "$work/store" --measure-s 3)
+run_bench 60 '"bench":"store","mode":"single","batch_spacing_us":0' \
+  "${store_bench[@]}" --inflight 1 --batch-spacing-us 0
 run_bench 60 '"bench":"store","mode":"group"' \
-  "$build/bench/ckpt-bench-store" --dir "$work/store" --inflight 1000 --measure-s 3
-run_bench 60 '"bench":"store","mode":"paced"' \
-  "$build/bench/ckpt-bench-store" --dir "$work/store" --inflight 5000 --rate 5000 --measure-s 3
-run_bench 60 '"bench":"store","mode":"paced"' \
-  "$build/bench/ckpt-bench-store" --dir "$work/store" --inflight 5000 --rate 5000 --batch-spacing-us 0 --measure-s 3
+  "${store_bench[@]}" --inflight 1000
+run_bench 60 '"bench":"store","mode":"paced","batch_spacing_us":2000' \
+  "${store_bench[@]}" --inflight 5000 --rate 5000
+run_bench 60 '"bench":"store","mode":"paced","batch_spacing_us":0' \
+  "${store_bench[@]}" --inflight 5000 --rate 5000 --batch-spacing-us 0
 
 step "restart with 100,000 stored pipelines"
 run_bench 180 '"bench":"restart","pipelines":100000' \

@@ -20,11 +20,9 @@ namespace ckpt {
 namespace {
 
 constexpr std::string_view kTopLevelKeys[] = {
-    "listen",       "metrics_listen",        "metrics",           "data_dir", "savepoint_root",
-    "store",
-    "threads",      "lease_ttl_ms",          "heartbeat_interval_ms", "shutdown_grace_ms",
-    "start_spread_ms",
-    "log",          "defaults",              "pipelines"};
+    "listen", "metrics_listen", "metrics", "data_dir", "savepoint_root", "store", "threads",
+    "lease_ttl_ms", "heartbeat_interval_ms", "shutdown_grace_ms", "start_spread_ms", "log",
+    "defaults", "pipelines"};
 constexpr std::string_view kStoreKeys[] = {"backend"};
 constexpr std::string_view kLogKeys[] = {"level", "format"};
 constexpr std::string_view kMetricsKeys[] = {"per_pipeline"};

@@ -91,8 +91,11 @@ std::chrono::microseconds StartOffset(const PipelineKey& key, Millis spread,
 }
 
 void PipelineCoordinator::HoldForStartOffset() {
-  start_hold_until_ =
-      clock_.SteadyNow() + StartOffset(spec_.key, options_.start_spread, spec_.interval_ms);
+  const SteadyTime now = clock_.SteadyNow();
+  // A hold not yet over stays: a task set that keeps completing and breaking again (a worker in a
+  // crash loop) must not push the trigger out each time.
+  if (start_hold_until_ && *start_hold_until_ > now) return;
+  start_hold_until_ = now + StartOffset(spec_.key, options_.start_spread, spec_.interval_ms);
 }
 
 std::optional<SteadyTime> PipelineCoordinator::DesiredWakeup() const {
@@ -219,8 +222,9 @@ bool PipelineCoordinator::TryTrigger(CheckpointKind kind, const std::string& tar
   }
   const SteadyTime now = clock_.SteadyNow();
   if (cause == TriggerCause::kPeriodic) {
-    // A pipeline never triggered and never held has no due time to be late for.
-    if (auto due = NextPeriodicDue(); due && (last_trigger_at_ || start_hold_until_)) {
+    // Due includes the start hold: the delay is how late the trigger came, not how long the
+    // pipeline waited for its tasks or its offset.
+    if (auto due = NextPeriodicDue()) {
       out.push_back(RecordTriggerDelay{Since(*due, now)});
     }
   }
@@ -439,6 +443,8 @@ PipelineCoordinator::Outcome PipelineCoordinator::Resume() {
   sticky_ = StickyState::kActive;
   counters_.consecutive_failures = 0;
   BumpGeneration("resume", o.actions);
+  // The pipelines of a job resumed together are overdue together.
+  if (AllTasksRegistered()) HoldForStartOffset();
   Rearm(o.actions);
   return o;
 }

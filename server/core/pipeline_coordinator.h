@@ -38,10 +38,10 @@ struct CoordinatorOptions {
   // Pipelines whose workers connect together (a fleet starting, every worker reconnecting after
   // a daemon restart) would trigger together and stay together: rule 4 counts each interval from
   // the actual trigger, so a clump never spreads by itself, and a clump of thousands of rounds
-  // meets the network and the store at once. So when its tasks become all registered, a pipeline
-  // holds its next periodic trigger until its start offset has passed: a fraction of
-  // min(start_spread, interval) fixed by its key. 0: no offset. Savepoints and TriggerCheckpoint
-  // do not wait for it.
+  // meets the network and the store at once. So when its tasks become all registered, and when
+  // it is resumed, a pipeline holds its next periodic trigger until its start offset has passed:
+  // a fraction of min(start_spread, interval) fixed by its key. 0: no offset. Savepoints and
+  // TriggerCheckpoint do not wait for it.
   Millis start_spread{0};
 };
 
@@ -230,7 +230,8 @@ class PipelineCoordinator {
   bool AllTasksRegistered() const { return task_owner_.size() == expected_.size(); }
   std::vector<std::string> MissingTasks() const;
   std::optional<SteadyTime> NextPeriodicDue() const;
-  // Called when the tasks have just become all registered: no periodic trigger before the offset.
+  // Called when the tasks have just become all registered, and on resume: no periodic trigger
+  // before the start offset has passed (unless a hold is already running).
   void HoldForStartOffset();
   std::optional<SteadyTime> DesiredWakeup() const;
   // The record as the store will hold it once every write already handed to it is applied.
@@ -264,8 +265,8 @@ class PipelineCoordinator {
   std::optional<SteadyTime> last_trigger_at_;
   std::optional<SteadyTime> last_finished_at_;
   std::optional<SteadyTime> armed_wakeup_;
-  // No periodic trigger before this: the moment the tasks last became all registered, plus the
-  // start offset.
+  // No periodic trigger before this: when the last hold began (the task set completed, or a
+  // resume), plus the start offset.
   std::optional<SteadyTime> start_hold_until_;
   SteadyTime next_missing_warn_at_;
 

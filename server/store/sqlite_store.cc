@@ -609,8 +609,8 @@ void SqliteStore::Enqueue(Apply apply, Done done) {
     if (!writer_exited_) {
       queue_.push_back(Op{std::move(apply), std::move(done)});
       ++enqueued_;
-      // Not while the writer paces: it takes everything queued when its pause ends, and a wake-up
-      // per write would cost what pacing saves.
+      // Only while the writer waits idle: pacing or running a batch, it looks at the queue under
+      // mu_ before it waits again, and a wake-up per write would cost what pacing saves.
       if (writer_idle_) work_cv_.notify_one();
       return;
     }

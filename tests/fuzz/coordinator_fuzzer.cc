@@ -220,7 +220,8 @@ class Driver {
   // Header, 4 bytes. h0: bit 0 restarted, bit 1 the store completes every write at once
   // (otherwise events do), bit 2 ticking clock, bits 3-4 stored StickyState, bits 5-7 stored
   // generation - 1. h1: bits 0-2 id block, bits 3-5 stored id counter, bits 6-7 age of the last
-  // completed checkpoint. h2: the spec's policy (SpecFromByte). h3: bits 0-1 task count.
+  // completed checkpoint. h2: the spec's policy (SpecFromByte). h3: bits 0-1 task count, bits
+  // 2-3 start spread.
   // Then events: an opcode byte (mod 25, see Event()) and its argument bytes.
   void Setup() {
     const uint8_t h0 = in_.Byte(), h1 = in_.Byte(), h2 = in_.Byte(), h3 = in_.Byte();
@@ -237,6 +238,8 @@ class Driver {
     options.missing_tasks_warn_interval = Millis(10'000);
     options.reserve_retry = Millis(1'000);
     options.savepoint_root = "/sp";
+    static constexpr int64_t kSpreads[] = {0, 0, 50, 1000};
+    options.start_spread = Millis(kSpreads[(h3 >> 2) & 3]);
 
     StoredPipeline stored;
     stored.id_counter = kCounters[(h1 >> 3) & 7];

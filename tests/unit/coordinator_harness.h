@@ -20,16 +20,14 @@ class ManualClock final : public Clock {
     return now_;
   }
   void SetTicking(bool on) { ticking_ = on; }
-  // Wall time moves with steady time, from a base SetWallMs may move.
+  // Wall time moves with steady time.
   int64_t WallMs() const override {
     return wall_base_ms_ + std::chrono::duration_cast<Millis>(now_ - kStart).count();
   }
   // Exact, to the nanosecond: the coordinator arms wakeups below a millisecond apart.
-  void Advance(SteadyTime::duration d) { now_ += d; }
   void AdvanceTo(SteadyTime t) {
     if (t > now_) now_ = t;
   }
-  void SetWallMs(int64_t ms) { wall_base_ms_ += ms - WallMs(); }
 
  private:
   static constexpr SteadyTime kStart{Millis(1'000'000)};

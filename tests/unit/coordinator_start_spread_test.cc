@@ -1,5 +1,6 @@
-// The start offset (CoordinatorOptions::start_spread): once its tasks are all registered, a
-// pipeline's next periodic trigger waits a per-pipeline fraction of min(spread, interval).
+// The start offset (CoordinatorOptions::start_spread): once its tasks are all registered, and on
+// resume, a pipeline's next periodic trigger waits a per-pipeline fraction of
+// min(spread, interval).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -154,6 +155,80 @@ TEST(CoordinatorStartSpread, TasksReturningAfterALossWaitTheOffsetAgain) {
   EXPECT_EQ(h.triggers.size(), 1u);
   h.RunFor(microseconds(1));
   EXPECT_EQ(h.triggers.size(), 2u);
+}
+
+TEST(CoordinatorStartSpread, TasksBackBeforeTheOffsetKeepTheFirstHold) {
+  const PipelineSpec spec = SpecNamed("p7");
+  const auto offset = OffsetOf(spec, Millis(1000));
+  ASSERT_GT(offset, milliseconds(20)) << "the test needs room inside the offset";
+  Harness h(spec, 0, Spread(Millis(1000)));
+  h.Start();
+  h.RegisterAll();
+  // A worker in a crash loop: lost and back every 5 ms, never holding the set for a whole offset.
+  SteadyTime::duration elapsed{0};
+  for (SessionId session = 2; elapsed + milliseconds(10) < offset; ++session) {
+    h.RunFor(milliseconds(5));
+    h.Apply(h.c().OnSessionEnded(session - 1, "crashed"));
+    h.RunFor(milliseconds(5));
+    h.RegisterAll(session, "w" + std::to_string(session));
+    elapsed += milliseconds(10);
+  }
+  EXPECT_TRUE(h.triggers.empty());
+  h.RunFor(offset - elapsed);
+  EXPECT_EQ(h.triggers.size(), 1u) << "the trigger comes at the first hold's end";
+}
+
+TEST(CoordinatorStartSpread, ResumedPipelinesWaitTheirOffset) {
+  const PipelineSpec spec = SpecNamed("p7");
+  const auto offset = OffsetOf(spec, Millis(1000));
+  Harness h(spec, 0, Spread(Millis(1000)));
+  h.Start();
+  h.RegisterAll();
+  h.RunFor(offset);
+  ASSERT_EQ(h.triggers.size(), 1u);
+  h.AckAll(h.LastTriggerId());
+  h.Apply(h.c().Pause().actions);
+  h.RunFor(milliseconds(5000));  // overdue by the time it resumes
+  auto resumed = h.c().Resume();
+  ASSERT_TRUE(resumed.status.ok()) << resumed.status.ToString();
+  h.Apply(resumed.actions);
+  h.RunFor(offset - microseconds(1));
+  EXPECT_EQ(h.triggers.size(), 1u) << "a job's pipelines resumed together would fire together";
+  h.RunFor(microseconds(1));
+  EXPECT_EQ(h.triggers.size(), 2u);
+}
+
+TEST(CoordinatorStartSpread, DroppingTheMissingTasksFromTheSpecHolds) {
+  PipelineSpec spec = SpecNamed("p7");
+  spec.task_ids = {"a", "b"};
+  const auto offset = OffsetOf(SpecNamed("p7"), Millis(1000));
+  Harness h(spec, 0, Spread(Millis(1000)));
+  h.Start();
+  auto reg = h.c().OnRegister(1, "w1", {"a"}, false);
+  ASSERT_TRUE(reg.status.ok()) << reg.status.ToString();
+  h.Apply(reg.actions);
+  spec.task_ids = {"a"};
+  auto updated = h.c().UpdateSpec(spec);
+  ASSERT_TRUE(updated.status.ok()) << updated.status.ToString();
+  h.Apply(updated.actions);
+  h.RunFor(offset - microseconds(1));
+  EXPECT_TRUE(h.triggers.empty());
+  h.RunFor(microseconds(1));
+  EXPECT_EQ(h.triggers.size(), 1u);
+}
+
+TEST(CoordinatorStartSpread, ASavepointQueuedWhileTasksWereMissingStartsWhenTheyRegister) {
+  Harness h(SpecNamed("p7"), 0, Spread(Millis(1000)));
+  h.Start();
+  auto asked = h.c().RequestSavepoint("", false, Millis(10000));
+  ASSERT_TRUE(asked.status.ok()) << asked.status.ToString();
+  h.Apply(asked.actions);
+  h.RunFor(milliseconds(100));
+  EXPECT_TRUE(h.triggers.empty()) << "queued: its tasks are missing";
+  h.RegisterAll();
+  h.RunFor(milliseconds(0));
+  ASSERT_EQ(h.triggers.size(), 1u);
+  EXPECT_EQ(h.triggers[0].kind, CheckpointKind::kSavepoint);
 }
 
 TEST(CoordinatorStartSpread, ATakeoverOfTasksThatWereAllThereDoesNotWait) {
