@@ -27,6 +27,25 @@ PipelineSpec SpecNamed(const std::string& pipeline, int64_t interval_ms = 1000) 
   return spec;
 }
 
+// Runs until 1 us before `after` has passed, checking that no trigger came, then to `after`,
+// checking that exactly one did.
+void ExpectOneTriggerAfter(Harness& h, SteadyTime::duration after, const char* why = "") {
+  const size_t before = h.triggers.size();
+  h.RunFor(after - microseconds(1));
+  EXPECT_EQ(h.triggers.size(), before) << why;
+  h.RunFor(microseconds(1));
+  EXPECT_EQ(h.triggers.size(), before + 1);
+}
+
+// Start, every task registered, the first round triggered at `offset` and acked.
+void RunFirstRound(Harness& h, SteadyTime::duration offset) {
+  h.Start();
+  h.RegisterAll();
+  h.RunFor(offset);
+  ASSERT_EQ(h.triggers.size(), 1u);
+  h.AckAll(h.LastTriggerId());
+}
+
 // How long after its tasks registered a fresh pipeline's first periodic trigger is due.
 SteadyTime::duration OffsetOf(const PipelineSpec& spec, Millis spread) {
   Harness h(spec, 0, Spread(spread));
@@ -47,19 +66,14 @@ TEST(CoordinatorStartSpread, FirstTriggerComesAtTheOffsetAndNotBefore) {
   ASSERT_GT(offset, microseconds(0)) << "this key's offset is not zero";
   ASSERT_LT(offset, milliseconds(1000));
 
-  h.RunFor(offset - microseconds(1));
-  EXPECT_TRUE(h.triggers.empty()) << "no periodic trigger before the offset";
-  h.RunFor(microseconds(1));
+  ExpectOneTriggerAfter(h, offset, "no periodic trigger before the offset");
   ASSERT_EQ(h.triggers.size(), 1u);
   ASSERT_EQ(h.delays.size(), 1u);
   EXPECT_EQ(h.delays[0], microseconds(0)) << "the offset is part of the due time, not a delay";
 
   // From then on the interval counts from that trigger as always.
   h.AckAll(h.LastTriggerId());
-  h.RunFor(milliseconds(999));
-  EXPECT_EQ(h.triggers.size(), 1u);
-  h.RunFor(milliseconds(1));
-  EXPECT_EQ(h.triggers.size(), 2u);
+  ExpectOneTriggerAfter(h, milliseconds(1000));
 }
 
 TEST(CoordinatorStartSpread, OffsetsAreFixedPerKeyAndSpreadOverTheSpan) {
@@ -132,29 +146,18 @@ TEST(CoordinatorStartSpread, AnOverduePipelineAfterARestartWaitsItsOffsetToo) {
   h.Build(stored, Spread(Millis(1000)));
   h.Start(/*restarted=*/true);
   h.RegisterAll();
-  h.RunFor(offset - microseconds(1));
-  EXPECT_TRUE(h.triggers.empty()) << "every restarted pipeline would fire at once otherwise";
-  h.RunFor(microseconds(1));
-  EXPECT_EQ(h.triggers.size(), 1u);
+  ExpectOneTriggerAfter(h, offset, "every restarted pipeline would fire at once otherwise");
 }
 
 TEST(CoordinatorStartSpread, TasksReturningAfterALossWaitTheOffsetAgain) {
   const PipelineSpec spec = SpecNamed("p7");
   const auto offset = OffsetOf(spec, Millis(1000));
   Harness h(spec, 0, Spread(Millis(1000)));
-  h.Start();
-  h.RegisterAll();
-  h.RunFor(offset);
-  ASSERT_EQ(h.triggers.size(), 1u);
-  h.AckAll(h.LastTriggerId());
-
+  RunFirstRound(h, offset);
   h.Apply(h.c().OnSessionEnded(1, "worker restarted"));
   h.RunFor(milliseconds(5000));  // long overdue by the time it returns
   h.RegisterAll(2, "w2");
-  h.RunFor(offset - microseconds(1));
-  EXPECT_EQ(h.triggers.size(), 1u);
-  h.RunFor(microseconds(1));
-  EXPECT_EQ(h.triggers.size(), 2u);
+  ExpectOneTriggerAfter(h, offset);
 }
 
 TEST(CoordinatorStartSpread, TasksBackBeforeTheOffsetKeepTheFirstHold) {
@@ -182,20 +185,13 @@ TEST(CoordinatorStartSpread, ResumedPipelinesWaitTheirOffset) {
   const PipelineSpec spec = SpecNamed("p7");
   const auto offset = OffsetOf(spec, Millis(1000));
   Harness h(spec, 0, Spread(Millis(1000)));
-  h.Start();
-  h.RegisterAll();
-  h.RunFor(offset);
-  ASSERT_EQ(h.triggers.size(), 1u);
-  h.AckAll(h.LastTriggerId());
+  RunFirstRound(h, offset);
   h.Apply(h.c().Pause().actions);
   h.RunFor(milliseconds(5000));  // overdue by the time it resumes
   auto resumed = h.c().Resume();
   ASSERT_TRUE(resumed.status.ok()) << resumed.status.ToString();
   h.Apply(resumed.actions);
-  h.RunFor(offset - microseconds(1));
-  EXPECT_EQ(h.triggers.size(), 1u) << "a job's pipelines resumed together would fire together";
-  h.RunFor(microseconds(1));
-  EXPECT_EQ(h.triggers.size(), 2u);
+  ExpectOneTriggerAfter(h, offset, "a job's pipelines resumed together would fire together");
 }
 
 TEST(CoordinatorStartSpread, DroppingTheMissingTasksFromTheSpecHolds) {
@@ -211,10 +207,7 @@ TEST(CoordinatorStartSpread, DroppingTheMissingTasksFromTheSpecHolds) {
   auto updated = h.c().UpdateSpec(spec);
   ASSERT_TRUE(updated.status.ok()) << updated.status.ToString();
   h.Apply(updated.actions);
-  h.RunFor(offset - microseconds(1));
-  EXPECT_TRUE(h.triggers.empty());
-  h.RunFor(microseconds(1));
-  EXPECT_EQ(h.triggers.size(), 1u);
+  ExpectOneTriggerAfter(h, offset);
 }
 
 TEST(CoordinatorStartSpread, ASavepointQueuedWhileTasksWereMissingStartsWhenTheyRegister) {
@@ -236,12 +229,7 @@ TEST(CoordinatorStartSpread, ATakeoverOfTasksThatWereAllThereDoesNotWait) {
   const auto offset = OffsetOf(spec, Millis(1000));
   ASSERT_GT(offset, milliseconds(1)) << "the test needs an offset it can tell apart";
   Harness h(spec, 0, Spread(Millis(1000)));
-  h.Start();
-  h.RegisterAll();
-  h.RunFor(offset);
-  ASSERT_EQ(h.triggers.size(), 1u);
-  h.AckAll(h.LastTriggerId());
-
+  RunFirstRound(h, offset);
   // A worker takes every task over 1 ms before the next trigger is due: the set never went
   // incomplete, so the schedule keeps its due time.
   h.RunFor(milliseconds(999));
