@@ -168,6 +168,13 @@ void PipelineSession::HandleMessage(uint64_t attempt_id, const v1::CoordinatorMe
       InvokeHandler(handlers_.on_complete, message.complete().checkpoint_id(),
                     FromProto(message.complete().kind()));
       return;
+    case v1::CoordinatorMessage::kState:
+      InvokeHandler(handlers_.on_state, FromProto(message.state().state()),
+                    message.state().reason());
+      return;
+    case v1::CoordinatorMessage::kSavepointRefused:
+      InvokeHandler(handlers_.on_savepoint_refused, message.savepoint_refused().reason());
+      return;
     default:
       return;  // a message kind this SDK does not know yet
   }

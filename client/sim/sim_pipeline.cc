@@ -43,6 +43,14 @@ void SimPipeline::Start(sdk::WorkerRuntime& runtime) {
   handlers.on_complete = [this](int64_t id, sdk::CheckpointKind kind) { OnComplete(id, kind); };
   handlers.on_abort = [this](int64_t id, const std::string&) { OnAbort(id); };
   handlers.on_disconnected = [this](const sdk::Disconnect& d) { OnDisconnected(d); };
+  handlers.on_state = [this](sdk::PipelineState state, const std::string& reason) {
+    OnState(state, reason);
+  };
+  handlers.on_savepoint_refused = [this](const std::string& reason) {
+    counters_.savepoints_refused.fetch_add(1, std::memory_order_relaxed);
+    std::fprintf(stderr, "ckpt-worker-sim: %s/%s: savepoint request refused: %s\n",
+                 config_.job_id.c_str(), config_.pipeline_id.c_str(), reason.c_str());
+  };
   worker_ = runtime.AddPipeline(std::move(options), std::move(handlers));
   worker_->Start();
 }
@@ -114,6 +122,15 @@ void SimPipeline::OnAbort(int64_t checkpoint_id) {
   counters_.aborts.fetch_add(1, std::memory_order_relaxed);
   Log("abort", checkpoint_id, nullptr);
   triggered_at_.erase(checkpoint_id);
+}
+
+void SimPipeline::OnState(sdk::PipelineState state, const std::string& reason) {
+  counters_.state_changes.fetch_add(1, std::memory_order_relaxed);
+  Log("state", 0, sdk::ToString(state));
+  std::fprintf(stderr, "ckpt-worker-sim: %s/%s: pipeline %s: %s\n", config_.job_id.c_str(),
+               config_.pipeline_id.c_str(),
+               state == sdk::PipelineState::kUnspecified ? "deleted" : sdk::ToString(state),
+               reason.c_str());
 }
 
 void SimPipeline::OnDisconnected(const sdk::Disconnect& disconnect) {

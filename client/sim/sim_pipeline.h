@@ -26,6 +26,8 @@ struct SimCounters {
   std::atomic<uint64_t> aborts{0};
   std::atomic<uint64_t> welcomes{0};
   std::atomic<uint64_t> stopped_pipelines{0};  // gave up for good (an error not retried)
+  std::atomic<uint64_t> state_changes{0};      // `state` messages: paused, failed, stopped, ...
+  std::atomic<uint64_t> savepoints_refused{0};
   std::atomic<bool> not_found_reported{false};
 
   void RecordDisconnect(const std::string& pipeline_id, const sdk::Disconnect& disconnect);
@@ -74,6 +76,7 @@ class SimPipeline {
   void OnTrigger(const sdk::Trigger& trigger);
   void OnComplete(int64_t checkpoint_id, sdk::CheckpointKind kind);
   void OnAbort(int64_t checkpoint_id);
+  void OnState(sdk::PipelineState state, const std::string& reason);
   void OnDisconnected(const sdk::Disconnect& disconnect);
   // Acks with every task, or declines with one (decline_rate); nothing if the round was aborted.
   void Respond(int64_t checkpoint_id);

@@ -351,7 +351,9 @@ Result<DaemonConfig> LoadDaemonConfig(const std::string& path) {
   std::ostringstream text;
   text << in.rdbuf();
   if (in.bad()) return Status::InvalidArgument(path + ": read error");
-  return ParseDaemonConfig(text.str(), path);
+  auto config = ParseDaemonConfig(text.str(), path);
+  if (config.ok()) config->source_path = path;
+  return config;
 }
 
 }  // namespace ckpt

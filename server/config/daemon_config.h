@@ -36,6 +36,8 @@ struct DaemonConfig {
   std::string log_format = "text";                // log.format: text, or json (one object a line)
   PipelineDefaults defaults;                      // applied to pipelines that leave a key out
   std::vector<PipelineSpec> pipelines;            // declared at start (and on SIGHUP)
+  // Not a key: the file this was read from (LoadDaemonConfig), for messages; "" for defaults.
+  std::string source_path;
 };
 
 // Parses and validates YAML text. `source_name` names the file in errors, which read

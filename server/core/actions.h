@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -35,6 +36,20 @@ struct SendComplete {
   std::vector<SessionId> to;
   int64_t checkpoint_id = 0;
   CheckpointKind kind = CheckpointKind::kCheckpoint;
+};
+
+// Tells the sessions the pipeline's state changed (PAUSED, FAILED, STOPPED, deleted, resumed) and
+// why, so that workers know why checkpoints stopped. `state` is empty for a deleted pipeline.
+struct SendState {
+  std::vector<SessionId> to;
+  std::optional<PipelineState> state;
+  std::string reason;
+};
+
+// The answer to a worker's savepoint_request that will not run.
+struct SendSavepointRefused {
+  SessionId session = 0;
+  std::string reason;
 };
 
 // Ends a worker stream with `status` (ABORTED for a lost takeover, ...).
@@ -82,7 +97,6 @@ struct RoundFinished {
   CheckpointStatus status = CheckpointStatus::kCompleted;
   std::chrono::microseconds duration{0};  // trigger to finish
   std::string reason;                     // empty when completed
-  bool task_loss = false;                 // aborted because a task was lost: not a failure
   bool requeued = false;                  // a savepoint aborted by task loss, queued again
   std::string location;                   // savepoints: where the state went
 };
@@ -99,7 +113,8 @@ struct Log {
   std::string text;
 };
 
-using Action = std::variant<SendTrigger, SendAbort, SendComplete, EndSession, ArmWakeup,
+using Action = std::variant<SendTrigger, SendAbort, SendComplete, SendState, SendSavepointRefused,
+                            EndSession, ArmWakeup,
                             CancelWakeup, ArmTimeout, CancelTimeout, ReserveIds, PersistRecord,
                             CommitCheckpoint, RecordTriggerDelay, RoundFinished, IgnoredMessage, Log>;
 using Actions = std::vector<Action>;

@@ -261,7 +261,7 @@ Actions PipelineCoordinator::OnTimeout(int64_t checkpoint_id) {
   FailRound(CheckpointStatus::kExpired,
             "expired: " + std::to_string(expected_.size() - pending_->acked.size()) + " of " +
                 std::to_string(expected_.size()) + " tasks did not acknowledge in time",
-            savepoint ? FailureCause::kSavepoint : FailureCause::kCounted, out);
+            savepoint ? FailureCause::kNotCounted : FailureCause::kCounted, out);
   Rearm(out);
   return out;
 }
@@ -319,7 +319,7 @@ Actions PipelineCoordinator::OnDecline(SessionId session, int64_t checkpoint_id,
   const bool savepoint = IsSavepoint(pending_->kind);
   FailRound(expired ? CheckpointStatus::kExpired : CheckpointStatus::kFailed,
             "task " + task_id + (expired ? " expired it: " : " declined it: ") + reason,
-            savepoint ? FailureCause::kSavepoint : FailureCause::kCounted, out);
+            savepoint ? FailureCause::kNotCounted : FailureCause::kCounted, out);
   Rearm(out);
   return out;
 }
@@ -330,19 +330,20 @@ void PipelineCoordinator::FailRound(CheckpointStatus status, const std::string& 
   pending_.reset();
   const SteadyTime now = clock_.SteadyNow();
   last_finished_at_ = now;
-  out.push_back(CancelTimeout{});
-  out.push_back(SendAbort{Sessions(), round.id, reason});
-  if (cause == FailureCause::kTaskLoss) {
+  if (cause == FailureCause::kAborted) {
     // Not the pipeline's failure: workers come and go. The history still shows the round.
+    status = CheckpointStatus::kAborted;
   } else if (status == CheckpointStatus::kExpired) {
     ++counters_.expired_count;
   } else {
     ++counters_.failed_count;
   }
+  out.push_back(CancelTimeout{});
+  out.push_back(SendAbort{Sessions(), round.id, reason});
   RememberRound({round.id, round.kind, status, round.triggered_at_ms, clock_.WallMs(),
                  static_cast<int>(round.acked.size()), static_cast<int>(expected_.size()), reason});
   out.push_back(RoundFinished{round.id, round.kind, status, Since(round.triggered_at, now), reason,
-                              cause == FailureCause::kTaskLoss, false, round.target});
+                              false, round.target});
   out.push_back(Log{LogLevel::kWarn, std::string(CheckpointKindName(round.kind)) + " " +
                                          std::to_string(round.id) + " " +
                                          CheckpointStatusName(status) + ": " + reason});
@@ -350,11 +351,11 @@ void PipelineCoordinator::FailRound(CheckpointStatus status, const std::string& 
     ++counters_.consecutive_failures;
     if (counters_.consecutive_failures > spec_.tolerable_failures) {
       sticky_ = StickyState::kFailed;
-      out.push_back(Log{LogLevel::kError,
-                        "pipeline FAILED after " + std::to_string(counters_.consecutive_failures) +
-                            " consecutive failed checkpoints (tolerable_failures " +
-                            std::to_string(spec_.tolerable_failures) +
-                            "); it triggers nothing until resumed"});
+      const std::string why = "FAILED after " + std::to_string(counters_.consecutive_failures) +
+                              " consecutive failed checkpoints (tolerable_failures " +
+                              std::to_string(spec_.tolerable_failures) + "); the last: " + reason;
+      out.push_back(Log{LogLevel::kError, "pipeline " + why + "; it triggers nothing until resumed"});
+      AnnounceState(why, out);
       FinishQueuedSavepoint("pipeline FAILED", out);
     }
   }
@@ -372,8 +373,15 @@ Actions PipelineCoordinator::OnCommitted(int64_t checkpoint_id) {
   }
   PendingRound round = std::move(*pending_);
   pending_.reset();
-  out.reserve(3);  // SendComplete, RoundFinished, ArmWakeup
   const SteadyTime now = clock_.SteadyNow();
+  if (deleted_) {
+    // Durable, then deleted with the pipeline: only whoever waits for it (a savepoint's caller)
+    // and the metrics learn the outcome. Nothing is written back.
+    out.push_back(RoundFinished{round.id, round.kind, CheckpointStatus::kCompleted,
+                                Since(round.triggered_at, now), "", false, round.target});
+    return out;
+  }
+  out.reserve(3);  // SendComplete, RoundFinished, ArmWakeup
   last_finished_at_ = now;
   ++counters_.completed_count;
   counters_.consecutive_failures = 0;
@@ -384,10 +392,11 @@ Actions PipelineCoordinator::OnCommitted(int64_t checkpoint_id) {
   // Every session registered now, including one that joined after the trigger (CONTRACT.md).
   out.push_back(SendComplete{Sessions(), round.id, round.kind});
   out.push_back(RoundFinished{round.id, round.kind, CheckpointStatus::kCompleted,
-                              Since(round.triggered_at, now), "", false, false, round.target});
+                              Since(round.triggered_at, now), "", false, round.target});
   if (sticky_ == StickyState::kStopped) {
-    out.push_back(Log{LogLevel::kInfo, "pipeline STOPPED after savepoint " +
-                                           std::to_string(round.id)});
+    const std::string why = "STOPPED after savepoint " + std::to_string(round.id);
+    out.push_back(Log{LogLevel::kInfo, "pipeline " + why});
+    AnnounceState(why, out);
   }
   Rearm(out);
   if (queued_savepoint_ && !pending_) {
@@ -405,9 +414,18 @@ Actions PipelineCoordinator::OnCommitFailed(int64_t checkpoint_id, const Status&
                                             " failed, but it is not the round being completed"});
     return out;
   }
-  // A failed write is a failed checkpoint, never a complete one. Store failures count.
+  if (deleted_) {
+    const PendingRound round = std::move(*pending_);
+    pending_.reset();
+    out.push_back(RoundFinished{round.id, round.kind, CheckpointStatus::kFailed,
+                                Since(round.triggered_at, clock_.SteadyNow()),
+                                "store write failed: " + error.message(), false, round.target});
+    return out;
+  }
+  // A failed write is a failed checkpoint, never a complete one. The failure is the daemon's, not
+  // the pipeline's: it does not count toward tolerable_failures (CONTRACT.md).
   FailRound(CheckpointStatus::kFailed, "store write failed: " + error.message(),
-            FailureCause::kCounted, out);
+            FailureCause::kNotCounted, out);
   Rearm(out);
   return out;
 }
@@ -426,6 +444,7 @@ PipelineCoordinator::Outcome PipelineCoordinator::Pause() {
   sticky_ = StickyState::kPaused;
   FinishQueuedSavepoint("pipeline PAUSED", o.actions);
   o.actions.push_back(Log{LogLevel::kInfo, "pipeline paused"});
+  AnnounceState("paused by an operator", o.actions);
   Persist(o.actions);
   Rearm(o.actions);
   return o;
@@ -445,6 +464,7 @@ PipelineCoordinator::Outcome PipelineCoordinator::Resume() {
   BumpGeneration("resume", o.actions);
   // The pipelines of a job resumed together are overdue together.
   if (AllTasksRegistered()) HoldForStartOffset();
+  AnnounceState("resumed by an operator", o.actions);
   Rearm(o.actions);
   return o;
 }
@@ -478,8 +498,9 @@ PipelineCoordinator::Outcome PipelineCoordinator::RequestSavepoint(const std::st
   }
   const CheckpointKind kind = stop ? CheckpointKind::kSavepointAndStop : CheckpointKind::kSavepoint;
   if (pending_ && IsSavepoint(pending_->kind)) {
-    // Join the pending savepoint if it is the same request.
-    if (pending_->kind != kind || (!target.empty() && pending_->target != target)) {
+    // Join the pending savepoint if it is the same request: same stop, same target as asked (an
+    // empty target, the default location, joins only a savepoint that asked for no target).
+    if (pending_->kind != kind || pending_->requested_target != target) {
       o.status = Status::FailedPrecondition("a different savepoint is pending");
     }
     return o;
@@ -507,7 +528,7 @@ void PipelineCoordinator::FinishQueuedSavepoint(const std::string& reason, Actio
   const CheckpointKind kind =
       queued_savepoint_->stop ? CheckpointKind::kSavepointAndStop : CheckpointKind::kSavepoint;
   queued_savepoint_.reset();
-  out.push_back(RoundFinished{0, kind, CheckpointStatus::kFailed, {}, reason, false, false, ""});
+  out.push_back(RoundFinished{0, kind, CheckpointStatus::kFailed, {}, reason, false, ""});
   out.push_back(Log{LogLevel::kWarn, "queued savepoint failed: " + reason});
 }
 
@@ -538,8 +559,8 @@ PipelineCoordinator::Outcome PipelineCoordinator::UpdateSpec(const PipelineSpec&
       LoseSession(session, "task set updated", o.actions);
     }
     if (pending_ && !pending_->completing) {
-      FailRound(CheckpointStatus::kFailed, "the pipeline's task set changed",
-                FailureCause::kTaskLoss, o.actions);
+      FailRound(CheckpointStatus::kAborted, "the pipeline's task set changed",
+                FailureCause::kAborted, o.actions);
     }
     BumpGeneration("task set updated", o.actions);
     // Dropping the tasks that were missing completes the set.
@@ -554,15 +575,13 @@ PipelineCoordinator::Outcome PipelineCoordinator::UpdateSpec(const PipelineSpec&
 Actions PipelineCoordinator::Delete() {
   Actions out;
   shutting_down_ = true;  // no trigger, no wakeup from now on
+  deleted_ = true;        // and nothing written back: the caller deletes the record
   FinishQueuedSavepoint("pipeline deleted", out);
   if (pending_ && !pending_->completing) {
-    const PendingRound& round = *pending_;
-    out.push_back(SendAbort{Sessions(), round.id, "pipeline deleted"});
-    out.push_back(RoundFinished{round.id, round.kind, CheckpointStatus::kFailed,
-                                Since(round.triggered_at, clock_.SteadyNow()), "pipeline deleted",
-                                true, false, round.target});
-    pending_.reset();
+    FailRound(CheckpointStatus::kAborted, "pipeline deleted", FailureCause::kAborted, out);
   }
+  // A completing round stays: its store completion still comes and ends it (OnCommitted).
+  AnnounceState("pipeline deleted", out, /*deleted=*/true);
   for (SessionId session : Sessions()) {
     out.push_back(EndSession{session, Status::NotFound("pipeline " + spec_.key.ToString() +
                                                        " was deleted")});
@@ -572,6 +591,16 @@ Actions PipelineCoordinator::Delete() {
   out.push_back(CancelTimeout{});
   armed_wakeup_.reset();
   out.push_back(CancelWakeup{});
+  // FailRound queued a record write, which must not follow the delete.
+  std::erase_if(out, [](const Action& a) { return std::holds_alternative<PersistRecord>(a); });
+  return out;
+}
+
+Actions PipelineCoordinator::SetFromConfig(bool from_config) {
+  Actions out;
+  if (from_config_ == from_config) return out;
+  from_config_ = from_config;
+  Persist(out);
   return out;
 }
 
@@ -595,6 +624,14 @@ Actions PipelineCoordinator::BeginShutdown() {
   return out;
 }
 
+Actions PipelineCoordinator::AbortForShutdown() {
+  Actions out;
+  if (pending_ && !pending_->completing) {
+    FailRound(CheckpointStatus::kAborted, "daemon shutting down", FailureCause::kAborted, out);
+  }
+  return out;
+}
+
 // ---------------------------------------------------------------------------------------------
 // State and queries
 
@@ -605,7 +642,14 @@ void PipelineCoordinator::BumpGeneration(const std::string& why, Actions& out) {
 }
 
 void PipelineCoordinator::Persist(Actions& out) const {
+  if (deleted_) return;  // the caller deletes the record; writing it back would revive it
   out.push_back(PersistRecord{ProjectedRecord()});
+}
+
+void PipelineCoordinator::AnnounceState(const std::string& reason, Actions& out,
+                                        bool deleted) const {
+  if (sessions_.empty()) return;
+  out.push_back(SendState{Sessions(), deleted ? std::nullopt : std::optional(State()), reason});
 }
 
 Actions PipelineCoordinator::OnPersistFailed() {

@@ -126,8 +126,12 @@ class PipelineCoordinator {
   };
   Registration OnRegister(SessionId session, const std::string& worker_id,
                           const std::vector<std::string>& task_ids, bool takeover);
-  // The stream ended (any reason: goodbye, cancel, lease expiry). Unknown sessions are ignored.
-  Actions OnSessionEnded(SessionId session, const std::string& why);
+  // How a stream ended: a goodbye releases its tasks cleanly (logged at info); anything else
+  // (cancel, lease expiry, a broken stream, shutdown) loses them (logged at warning).
+  enum class SessionEnd { kLost, kGoodbye };
+  // The stream ended. Unknown sessions are ignored.
+  Actions OnSessionEnded(SessionId session, const std::string& why,
+                         SessionEnd end = SessionEnd::kLost);
   Actions OnAck(SessionId session, int64_t checkpoint_id, const std::string& task_id,
                 const TaskState& state);
   Actions OnDecline(SessionId session, int64_t checkpoint_id, const std::string& task_id,
@@ -151,16 +155,28 @@ class PipelineCoordinator {
   // Starts a checkpoint now. FAILED_PRECONDITION while a round is pending or when not RUNNING.
   Outcome TriggerCheckpoint(int64_t* checkpoint_id);
   // Asks for a savepoint (operator or worker). Joins one already queued or pending when `stop` and
-  // `target` agree; otherwise FAILED_PRECONDITION. `timeout` counts from now.
+  // `target` (as asked) agree; otherwise FAILED_PRECONDITION. `timeout` counts from now.
   Outcome RequestSavepoint(const std::string& target, bool stop, Millis timeout);
+  // A worker's savepoint_request on `session`: the pipeline's timeout applies; a refusal is
+  // answered on that stream (savepoint_refused) and logged.
+  Actions OnWorkerSavepointRequest(SessionId session, const std::string& target, bool stop);
   // Daemon shutdown: no new triggers from now on; a pending round may still finish.
   Actions BeginShutdown();
+  // Daemon shutdown, after the grace period: a pending round (not with the store) is aborted
+  // while every session is still there to hear it. The runtime then ends the sessions.
+  Actions AbortForShutdown();
   // Replaces the spec (same key). A changed task set bumps the generation, aborts the pending
   // round (unless it is with the store) and ends the streams of tasks that left the set.
   Outcome UpdateSpec(const PipelineSpec& spec);
-  // The pipeline is being deleted: ends every stream with NOT_FOUND, stops the timers, fails a
-  // queued savepoint. Nothing is persisted; the caller deletes the record.
+  // The pipeline is being deleted: tells the sessions (state), ends every stream with NOT_FOUND,
+  // stops the timers, fails a queued savepoint and aborts a pending round. Nothing is persisted
+  // from now on; the caller deletes the record. A round already with the store stays until its
+  // completion arrives, which then only reports the outcome (RoundFinished).
   Actions Delete();
+
+  // Whether the config file declares this pipeline (a reload may update it; the API may not
+  // delete it). Persisted.
+  Actions SetFromConfig(bool from_config);
 
   // --- queries ---
   PipelineStatus Describe() const;
@@ -208,9 +224,10 @@ class PipelineCoordinator {
                   Actions& out);
   // Why a round ended without completing, as far as the counters care.
   enum class FailureCause {
-    kCounted,    // decline, expiry, store failure: counts toward tolerable_failures
-    kSavepoint,  // a savepoint's decline or expiry: counted as failed, not toward tolerable_failures
-    kTaskLoss,   // a task lost (or taken over): the round is in the history, no counter moves
+    kCounted,     // a checkpoint's decline or expiry: counts toward tolerable_failures
+    kNotCounted,  // a savepoint's decline or expiry, a store failure: failed or expired, but not
+                  // toward tolerable_failures
+    kAborted,     // task loss, takeover, task-set update, shutdown, deletion: ABORTED, no counter
   };
   // Ends the pending (not completing) round as failed or expired and tells the workers.
   void FailRound(CheckpointStatus status, const std::string& reason, FailureCause cause,
@@ -223,9 +240,12 @@ class PipelineCoordinator {
   void MaybeReserveIds(Actions& out);
   void BumpGeneration(const std::string& why, Actions& out);
   void Persist(Actions& out) const;
+  // Tells every session the current state (or, `deleted`, that the pipeline is gone) and why.
+  void AnnounceState(const std::string& reason, Actions& out, bool deleted = false) const;
   void Rearm(Actions& out);
   void RememberRound(RoundSummary summary);
-  void LoseSession(SessionId session, const std::string& why, Actions& out);
+  void LoseSession(SessionId session, const std::string& why, Actions& out,
+                   SessionEnd end = SessionEnd::kLost);
 
   bool AllTasksRegistered() const { return task_owner_.size() == expected_.size(); }
   std::vector<std::string> MissingTasks() const;
@@ -253,6 +273,7 @@ class PipelineCoordinator {
   int64_t last_completed_at_ms_ = 0;
   bool from_config_ = false;
   bool shutting_down_ = false;
+  bool deleted_ = false;  // after Delete: nothing is sent or written any more
 
   // Ids: next_id_ .. reserved_end_ are durably reserved and free to hand out.
   int64_t next_id_ = 1;

@@ -93,15 +93,17 @@ PipelineCoordinator::Registration PipelineCoordinator::OnRegister(
   return reg;
 }
 
-Actions PipelineCoordinator::OnSessionEnded(SessionId session, const std::string& why) {
+Actions PipelineCoordinator::OnSessionEnded(SessionId session, const std::string& why,
+                                            SessionEnd end) {
   Actions out;
   if (!sessions_.count(session)) return out;
-  LoseSession(session, why, out);
+  LoseSession(session, why, out, end);
   Rearm(out);
   return out;
 }
 
-void PipelineCoordinator::LoseSession(SessionId session, const std::string& why, Actions& out) {
+void PipelineCoordinator::LoseSession(SessionId session, const std::string& why, Actions& out,
+                                      SessionEnd end) {
   auto it = sessions_.find(session);
   if (it == sessions_.end()) return;
   std::vector<std::string> lost;
@@ -116,8 +118,14 @@ void PipelineCoordinator::LoseSession(SessionId session, const std::string& why,
   sessions_.erase(it);
   if (lost.empty()) return;
 
-  out.push_back(Log{LogLevel::kWarn, "lost task(s) " + JoinNames(lost) + " of worker " + worker +
-                                         " (" + why + "); waiting for tasks"});
+  if (end == SessionEnd::kGoodbye) {
+    // A worker leaving cleanly (a rescale, a deploy) is news, not a problem.
+    out.push_back(Log{LogLevel::kInfo, "worker " + worker + " said goodbye; released task(s) " +
+                                           JoinNames(lost) + "; waiting for tasks"});
+  } else {
+    out.push_back(Log{LogLevel::kWarn, "lost task(s) " + JoinNames(lost) + " of worker " +
+                                           worker + " (" + why + "); waiting for tasks"});
+  }
   next_missing_warn_at_ = clock_.SteadyNow() + options_.missing_tasks_warn_interval;
   BumpGeneration("task loss", out);
   if (pending_ && !pending_->completing) {
@@ -128,8 +136,8 @@ void PipelineCoordinator::LoseSession(SessionId session, const std::string& why,
     const QueuedSavepoint requeue{pending_->requested_target,
                                   pending_->kind == CheckpointKind::kSavepointAndStop,
                                   pending_->deadline};
-    FailRound(CheckpointStatus::kFailed, "task(s) lost: " + JoinNames(lost),
-              FailureCause::kTaskLoss, out);
+    FailRound(CheckpointStatus::kAborted, "task(s) lost: " + JoinNames(lost),
+              FailureCause::kAborted, out);
     if (savepoint && !shutting_down_ && sticky_ == StickyState::kActive &&
         clock_.SteadyNow() < requeue.deadline && !queued_savepoint_) {
       queued_savepoint_ = requeue;
@@ -142,6 +150,20 @@ void PipelineCoordinator::LoseSession(SessionId session, const std::string& why,
       out.push_back(Log{LogLevel::kInfo, "savepoint queued again until its tasks are back"});
     }
   }
+}
+
+Actions PipelineCoordinator::OnWorkerSavepointRequest(SessionId session, const std::string& target,
+                                                      bool stop) {
+  if (!sessions_.count(session)) return {};  // ended meanwhile: nobody to answer
+  // A worker's request uses the pipeline's checkpoint timeout as the savepoint's.
+  Outcome outcome = RequestSavepoint(target, stop, Millis(spec_.timeout_ms));
+  if (!outcome.status.ok()) {
+    outcome.actions.push_back(Log{LogLevel::kWarn, "savepoint request of worker " +
+                                                       sessions_.at(session).worker_id +
+                                                       " refused: " + outcome.status.message()});
+    outcome.actions.push_back(SendSavepointRefused{session, outcome.status.message()});
+  }
+  return std::move(outcome.actions);
 }
 
 }  // namespace ckpt

@@ -47,6 +47,7 @@ const char* CheckpointStatusName(CheckpointStatus s) {
     case CheckpointStatus::kCompleted: return "COMPLETED";
     case CheckpointStatus::kFailed: return "FAILED";
     case CheckpointStatus::kExpired: return "EXPIRED";
+    case CheckpointStatus::kAborted: return "ABORTED";
   }
   return "UNKNOWN";
 }

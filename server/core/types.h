@@ -38,7 +38,9 @@ struct PipelineKeyHash {
 enum class PipelineState { kWaitingForTasks, kRunning, kPaused, kFailed, kStopped };
 inline constexpr size_t kPipelineStateCount = 5;
 enum class CheckpointKind { kCheckpoint, kSavepoint, kSavepointAndStop };
-enum class CheckpointStatus { kPending, kCompleted, kFailed, kExpired };
+// kAborted: ended by task loss, a task-set update, takeover, shutdown or deletion. Not the
+// pipeline's failure: it does not count in failed_count.
+enum class CheckpointStatus { kPending, kCompleted, kFailed, kExpired, kAborted };
 
 // Short names as CONTRACT.md writes them ("RUNNING", "SAVEPOINT", "EXPIRED").
 const char* PipelineStateName(PipelineState s);

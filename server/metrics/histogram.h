@@ -13,7 +13,8 @@ namespace ckpt {
 
 class LatencyHistogram {
  public:
-  // Upper bounds in seconds: 50us .. 60s, roughly x2 per bucket; one overflow bucket past the last.
+  // Upper bounds in seconds: 50us .. a week (the longest timeout), roughly x2 per bucket below a
+  // minute; one overflow bucket past the last.
   static const std::vector<double>& BucketBoundsSeconds();
 
   LatencyHistogram();
@@ -33,7 +34,7 @@ class LatencyHistogram {
   Snapshot Take() const;
 
  private:
-  static constexpr size_t kBuckets = 22;
+  static constexpr size_t kBuckets = 31;  // BucketBoundsSeconds().size()
   std::array<std::atomic<uint64_t>, kBuckets + 1> buckets_;
   std::atomic<uint64_t> count_{0};
   std::atomic<int64_t> sum_micros_{0};

@@ -12,6 +12,7 @@ v1::CheckpointStatus ToProto(CheckpointStatus s) {
     case CheckpointStatus::kCompleted: return v1::CHECKPOINT_STATUS_COMPLETED;
     case CheckpointStatus::kFailed: return v1::CHECKPOINT_STATUS_FAILED;
     case CheckpointStatus::kExpired: return v1::CHECKPOINT_STATUS_EXPIRED;
+    case CheckpointStatus::kAborted: return v1::CHECKPOINT_STATUS_ABORTED;
   }
   return v1::CHECKPOINT_STATUS_UNSPECIFIED;
 }

@@ -47,6 +47,12 @@ void ToProto(const OutboundMessage& message, v1::CoordinatorMessage* out) {
     auto* c = out->mutable_complete();
     c->set_checkpoint_id(m->checkpoint_id);
     c->set_kind(ToProto(m->kind));
+  } else if (auto* m = std::get_if<SendState>(&message)) {
+    auto* c = out->mutable_state();
+    c->set_state(m->state ? ToProto(*m->state) : v1::PIPELINE_STATE_UNSPECIFIED);
+    c->set_reason(m->reason);
+  } else if (auto* m = std::get_if<SendSavepointRefused>(&message)) {
+    out->mutable_savepoint_refused()->set_reason(m->reason);
   }
 }
 

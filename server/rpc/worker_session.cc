@@ -99,7 +99,7 @@ bool WorkerSession::HandleMessage() {
                                  in_.savepoint_request().stop());
       return true;
     case v1::WorkerMessage::kGoodbye:
-      ReportEnded("goodbye");
+      ReportEnded("goodbye", /*goodbye=*/true);
       End(Status::Ok());
       return false;
     case v1::WorkerMessage::MSG_NOT_SET:
@@ -138,11 +138,11 @@ bool WorkerSession::HandleHello(const v1::Hello& hello) {
   return true;
 }
 
-void WorkerSession::ReportEnded(const std::string& why) {
+void WorkerSession::ReportEnded(const std::string& why, bool goodbye) {
   std::lock_guard lock(runner_mu_);  // see HandleHello
   if (end_reported_) return;
   end_reported_ = true;
-  if (runner_) runner_->SessionEnded(id_, why);
+  if (runner_) runner_->SessionEnded(id_, why, goodbye);
 }
 
 void WorkerSession::Send(OutboundMessage message) {

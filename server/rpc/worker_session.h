@@ -64,7 +64,7 @@ class WorkerSession final
   // Handles in_; returns false when the stream must read no more.
   bool HandleMessage();
   bool HandleHello(const v1::Hello& hello);
-  void ReportEnded(const std::string& why);
+  void ReportEnded(const std::string& why, bool goodbye = false);
   void StartNextWriteLocked();
   void MaybeFinishLocked();
   void ArmLease(std::chrono::steady_clock::time_point at);

@@ -93,6 +93,17 @@ Status Daemon::LoadPipelines() {
       it->second.record.spec = spec;
     }
   }
+  std::set<PipelineKey> declared;
+  for (const auto& spec : config_.pipelines) declared.insert(spec.key);
+  for (auto& [key, p] : stored) {
+    if (p.record.from_config && !declared.count(key)) {
+      // Its restart write persists this: from now on the API manages it (and may delete it).
+      spdlog::info("[{}] no longer declared in the config file: managed through the API from now "
+                   "on (ckptctl pipeline delete removes it)",
+                   key.ToString());
+      p.record.from_config = false;
+    }
+  }
   for (const auto& [key, p] : stored) {
     auto runner = MakeRunner(p, /*restarted=*/!fresh.count(key));
     registry_.Add(runner);
@@ -180,9 +191,10 @@ namespace {
 class ReloadLatch {
  public:
   explicit ReloadLatch(int count) : remaining_(count) {}
+  // `outcome` null: done, nothing to count.
   void Done(int ReloadResult::*outcome) {
     std::lock_guard lock(mu_);
-    ++(result_.*outcome);
+    if (outcome) ++(result_.*outcome);
     if (--remaining_ == 0) cv_.notify_all();
   }
   // The outcomes counted so far; the changes not done in time count as failed.
@@ -248,7 +260,20 @@ ReloadResult Daemon::Reload(const DaemonConfig& next) {
 
   // Declared pipelines: created, or updated to match the file, as at start; but a pipeline
   // created through the API is never touched by a reload (CONTRACT.md).
-  auto latch = std::make_shared<ReloadLatch>(static_cast<int>(next.pipelines.size()));
+  // Pipelines the file declared until now but no longer does become the API's (see Undeclare).
+  std::set<PipelineKey> declared;
+  for (const PipelineSpec& spec : next.pipelines) declared.insert(spec.key);
+  std::vector<std::shared_ptr<PipelineRunner>> others;
+  for (auto& runner : registry_.All()) {
+    if (!declared.count(runner->key())) others.push_back(std::move(runner));
+  }
+  auto latch =
+      std::make_shared<ReloadLatch>(static_cast<int>(next.pipelines.size() + others.size()));
+  for (const auto& runner : others) {
+    runner->Undeclare([latch](bool was_declared) {
+      latch->Done(was_declared ? &ReloadResult::undeclared : nullptr);
+    });
+  }
   for (const PipelineSpec& spec : next.pipelines) {
     const std::string name = spec.key.ToString();
     if (auto runner = registry_.Find(spec.key)) {
@@ -279,9 +304,9 @@ ReloadResult Daemon::Reload(const DaemonConfig& next) {
   result.needs_restart = std::move(needs_restart);
   spdlog::info(
       "reload done: {} pipeline(s) created, {} updated, {} unchanged, {} left alone (created "
-      "through the API), {} failed; {} key(s) need a restart",
-      result.created, result.updated, result.unchanged, result.left_alone, result.failed,
-      result.needs_restart.size());
+      "through the API), {} no longer declared, {} failed; {} key(s) need a restart",
+      result.created, result.updated, result.unchanged, result.left_alone, result.undeclared,
+      result.failed, result.needs_restart.size());
   return result;
 }
 
@@ -341,10 +366,17 @@ void Daemon::CreatePipeline(const PipelineSpec& spec,
 
 void Daemon::DeletePipeline(std::shared_ptr<PipelineRunner> runner,
                             std::function<void(Status)> done) {
-  runner->Delete([this, key = runner->key(), done = std::move(done)]() mutable {
-    registry_.Remove(key);
-    store_->DeletePipeline(key, std::move(done));
-  });
+  const std::string declared_in = config_.source_path.empty() ? "(none)" : config_.source_path;
+  runner->Delete(
+      [this, key = runner->key(), done = std::move(done)](Status s) mutable {
+        if (!s.ok()) return done(s);
+        // The store delete is queued before the name is free: a create of the same name can
+        // only pass its registry check after this, so its record is written after the delete,
+        // never deleted by it (writes apply in call order).
+        store_->DeletePipeline(key, std::move(done));
+        registry_.Remove(key);
+      },
+      declared_in);
 }
 
 void Daemon::ScheduleStats() {

@@ -42,6 +42,7 @@ struct ReloadResult {
   int updated = 0;     // declared pipelines whose spec changed
   int unchanged = 0;
   int left_alone = 0;  // declared in the file, but created through the API
+  int undeclared = 0;  // declared until now, no longer in the file: the API's from now on
   int failed = 0;      // refused (invalid, store error) or not done in time
 };
 

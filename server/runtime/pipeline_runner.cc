@@ -53,9 +53,16 @@ PipelineRunner::PipelineRunner(asio::io_context& io, const StoredPipeline& store
 template <typename F>
 void PipelineRunner::Post(F&& f) {
   asio::post(strand_, [self = shared_from_this(), f = std::forward<F>(f)]() mutable {
-    if (self->deleted_) return;  // a deleted pipeline hears nothing more from workers or the store
+    if (self->deleted_) return;  // the one guard: a deleted pipeline hears nothing more
     f(*self);
   });
+}
+
+template <typename F>
+void PipelineRunner::PostStoreCompletion(F&& f) {
+  // Never dropped, not even after Delete: what is durable is complete, and a round that went to
+  // the store before the delete is still waited for (the pending gauge, a savepoint's caller).
+  asio::post(strand_, [self = shared_from_this(), f = std::forward<F>(f)]() mutable { f(*self); });
 }
 
 template <typename F>
@@ -167,9 +174,15 @@ void PipelineRunner::RequestSavepoint(std::string target, bool stop, Millis time
   });
 }
 
-void PipelineRunner::Delete(std::function<void()> done) {
-  PostOperator([done = std::move(done)](PipelineRunner& r) {
-    if (r.deleted_) return done();
+void PipelineRunner::Delete(std::function<void(Status)> done, const std::string& declared_in,
+                            bool even_if_declared) {
+  PostOperator([done = std::move(done), declared_in, even_if_declared](PipelineRunner& r) {
+    if (r.deleted_) return done(r.DeletedStatus());
+    if (r.coordinator_.from_config() && !even_if_declared) {
+      return done(Status::FailedPrecondition(
+          "pipeline " + r.key_.ToString() + " is declared in the config file " + declared_in +
+          "; remove it from that file and reload (SIGHUP), then delete it"));
+    }
     r.Run(r.coordinator_.Delete());
     r.sessions_.clear();
     r.wakeup_timer_.cancel();
@@ -178,27 +191,33 @@ void PipelineRunner::Delete(std::function<void()> done) {
     r.deleted_ = true;
     r.CountState(std::nullopt);
     r.LogLine(LogLevel::kInfo, "pipeline deleted");
-    done();
+    done(Status::Ok());
+  });
+}
+
+void PipelineRunner::Undeclare(std::function<void(bool)> done) {
+  PostOperator([done = std::move(done)](PipelineRunner& r) {
+    if (r.deleted_ || !r.coordinator_.from_config()) return done(false);
+    r.Run(r.coordinator_.SetFromConfig(false));
+    r.LogLine(LogLevel::kInfo,
+              "no longer declared in the config file: managed through the API from now on "
+              "(ckptctl pipeline delete removes it)");
+    done(true);
   });
 }
 
 void PipelineRunner::RequestSavepoint(SessionId session, std::string target, bool stop) {
   Post([=, target = std::move(target)](PipelineRunner& r) {
-    // A worker's request uses the pipeline's checkpoint timeout as the savepoint's.
-    auto outcome = r.coordinator_.RequestSavepoint(
-        target, stop, Millis(r.coordinator_.Describe().spec.timeout_ms));
-    if (!outcome.status.ok()) {
-      r.LogLine(LogLevel::kWarn, "savepoint request of session " + std::to_string(session) +
-                                     " refused: " + outcome.status.ToString());
-    }
-    r.Run(std::move(outcome.actions));
+    r.Run(r.coordinator_.OnWorkerSavepointRequest(session, target, stop));
   });
 }
 
-void PipelineRunner::SessionEnded(SessionId session, std::string why) {
-  Post([session, why = std::move(why)](PipelineRunner& r) {
+void PipelineRunner::SessionEnded(SessionId session, std::string why, bool goodbye) {
+  Post([session, why = std::move(why), goodbye](PipelineRunner& r) {
     r.sessions_.erase(session);
-    r.Run(r.coordinator_.OnSessionEnded(session, why));
+    r.Run(r.coordinator_.OnSessionEnded(session, why,
+                                        goodbye ? PipelineCoordinator::SessionEnd::kGoodbye
+                                                : PipelineCoordinator::SessionEnd::kLost));
   });
 }
 
@@ -209,10 +228,13 @@ void PipelineRunner::BeginShutdown() {
 void PipelineRunner::EndAllSessions(Status status) {
   Post([status = std::move(status)](PipelineRunner& r) {
     // Tell the coordinator first, with every sink still in place, so that the abort of a pending
-    // round reaches every worker before its stream ends.
-    for (const auto& [id, sink] : r.sessions_) {
-      r.Run(r.coordinator_.OnSessionEnded(id, "daemon shutting down"));
-    }
+    // round reaches every worker before its stream ends. Over a copy of the ids: Run may end
+    // (erase) sessions while it carries out the actions.
+    r.Run(r.coordinator_.AbortForShutdown());
+    std::vector<SessionId> ids;
+    ids.reserve(r.sessions_.size());
+    for (const auto& [id, sink] : r.sessions_) ids.push_back(id);
+    for (SessionId id : ids) r.Run(r.coordinator_.OnSessionEnded(id, "daemon shutting down"));
     auto sessions = std::move(r.sessions_);
     r.sessions_.clear();
     for (auto& [id, sink] : sessions) sink->End(status);
@@ -283,6 +305,10 @@ void PipelineRunner::Execute(Action& action) {
     SendToSessions(sessions_, *a);
   } else if (auto* a = std::get_if<SendComplete>(&action)) {
     SendToSessions(sessions_, *a);
+  } else if (auto* a = std::get_if<SendState>(&action)) {
+    SendToSessions(sessions_, *a);
+  } else if (auto* a = std::get_if<SendSavepointRefused>(&action)) {
+    if (auto it = sessions_.find(a->session); it != sessions_.end()) it->second->Send(std::move(*a));
   } else if (auto* a = std::get_if<EndSession>(&action)) {
     if (auto it = sessions_.find(a->session); it != sessions_.end()) {
       it->second->End(a->status);
@@ -299,7 +325,7 @@ void PipelineRunner::Execute(Action& action) {
   } else if (auto* a = std::get_if<ReserveIds>(&action)) {
     const int64_t counter = a->new_counter;
     store_.ReserveIds(key_, counter, [self = shared_from_this(), counter](Status s) {
-      self->Post([counter, s = std::move(s)](PipelineRunner& r) {
+      self->Post([counter, s = std::move(s)](PipelineRunner& r) {  // a deleted one needs none
         r.Run(s.ok() ? r.coordinator_.OnIdsReserved(counter)
                      : r.coordinator_.OnIdsReserveFailed(s));
       });
@@ -330,9 +356,9 @@ void PipelineRunner::Execute(Action& action) {
       // Never dropped: what is durable is complete (the coordinator checks the id and phase).
       // The usual success posts a handler without the Status: smaller, and nothing to move.
       if (s.ok()) {
-        self->Post([id](PipelineRunner& r) { r.Run(r.coordinator_.OnCommitted(id)); });
+        self->PostStoreCompletion([id](PipelineRunner& r) { r.Run(r.coordinator_.OnCommitted(id)); });
       } else {
-        self->Post([id, s = std::move(s)](PipelineRunner& r) {
+        self->PostStoreCompletion([id, s = std::move(s)](PipelineRunner& r) {
           r.Run(r.coordinator_.OnCommitFailed(id, s));
         });
       }
@@ -343,11 +369,10 @@ void PipelineRunner::Execute(Action& action) {
   } else if (auto* a = std::get_if<RoundFinished>(&action)) {
     if (a->kind != CheckpointKind::kCheckpoint && !a->requeued) NotifySavepointObservers(a);
     if (a->checkpoint_id == 0) return;  // a savepoint that never started: no checkpoint failed
-    if (a->task_loss) {
-      ++metrics_.checkpoints_aborted_total;
-      return;
-    }
     switch (a->status) {
+      case CheckpointStatus::kAborted:
+        ++metrics_.checkpoints_aborted_total;
+        break;
       case CheckpointStatus::kCompleted:
         ++metrics_.checkpoints_completed_total;
         ++pipeline_metrics_.checkpoints_completed_total;
@@ -358,7 +383,8 @@ void PipelineRunner::Execute(Action& action) {
         ++metrics_.checkpoints_expired_total;
         ++pipeline_metrics_.checkpoints_expired_total;
         break;
-      default:
+      case CheckpointStatus::kPending:  // not a finished round; cannot happen
+      case CheckpointStatus::kFailed:
         ++metrics_.checkpoints_failed_total;
         ++pipeline_metrics_.checkpoints_failed_total;
         break;
@@ -402,7 +428,8 @@ void PipelineRunner::NotifySavepointObservers(const RoundFinished* finished) {
 void PipelineRunner::ArmWakeupAt(SteadyTime at) {
   wakeup_timer_.expires_at(at);  // cancels an earlier wait; its handler sees operation_aborted
   wakeup_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
-    if (ec) return;
+    // A wait already completed when Delete cancelled the timer still runs: deleted_ fences it.
+    if (ec || self->deleted_) return;
     self->Run(self->coordinator_.OnWakeup());
   });
 }
@@ -411,7 +438,7 @@ void PipelineRunner::ArmTimeoutAt(SteadyTime at, int64_t checkpoint_id) {
   timeout_timer_.expires_at(at);
   timeout_timer_.async_wait(
       [self = shared_from_this(), checkpoint_id](const boost::system::error_code& ec) {
-        if (ec) return;
+        if (ec || self->deleted_) return;
         self->Run(self->coordinator_.OnTimeout(checkpoint_id));
       });
 }

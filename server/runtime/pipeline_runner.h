@@ -51,7 +51,8 @@ class PipelineRunner : public std::enable_shared_from_this<PipelineRunner> {
   void Decline(SessionId session, int64_t checkpoint_id, std::string task_id, std::string reason,
                bool expired);
   void RequestSavepoint(SessionId session, std::string target, bool stop);
-  void SessionEnded(SessionId session, std::string why);
+  // `goodbye`: the worker deregistered cleanly.
+  void SessionEnded(SessionId session, std::string why, bool goodbye = false);
 
   // Daemon shutdown: stop triggering; later end every stream with `status`.
   void BeginShutdown();
@@ -70,8 +71,14 @@ class PipelineRunner : public std::enable_shared_from_this<PipelineRunner> {
   // request is refused). Joining callers all get the same savepoint's updates.
   void RequestSavepoint(std::string target, bool stop, Millis timeout,
                         std::shared_ptr<SavepointObserver> observer);
-  // Ends every stream with NOT_FOUND and stops the pipeline for good; `done` runs once it is.
-  void Delete(std::function<void()> done);
+  // Ends every stream with NOT_FOUND and stops the pipeline for good; `done` gets OK once it is.
+  // A pipeline declared in the config file is refused (FAILED_PRECONDITION naming `declared_in`,
+  // the file) unless `even_if_declared`: the file would bring it back at the next reload.
+  void Delete(std::function<void(Status)> done, const std::string& declared_in,
+              bool even_if_declared = false);
+  // The config file no longer declares this pipeline: from now on it is the API's (a reload
+  // leaves it alone, DeletePipeline may remove it). `done(true)` if it was declared until now.
+  void Undeclare(std::function<void(bool)> done);
 
   // Only once the io_context is stopped and its threads joined: drops the references to sessions
   // and savepoint observers, which hold the runner in turn. Handlers that would have dropped them
@@ -99,8 +106,13 @@ class PipelineRunner : public std::enable_shared_from_this<PipelineRunner> {
   void LogLine(LogLevel level, const std::string& text) const;
   // Moves this pipeline's count in metrics_.pipelines_by_state to `state` (nullopt: out of all).
   void CountState(std::optional<PipelineState> state);
+  // Every event a runner receives goes through one of these. Post: worker events (dropped once
+  // deleted); timers check deleted_ themselves. PostStoreCompletion: never dropped.
+  // PostOperator: always runs, and answers NOT_FOUND once deleted.
   template <typename F>
   void Post(F&& f);
+  template <typename F>
+  void PostStoreCompletion(F&& f);
   template <typename F>
   void PostOperator(F&& f);
   Status DeletedStatus() const;

@@ -166,7 +166,7 @@ std::string Describe(const Action& action) {
   if (std::holds_alternative<RecordTriggerDelay>(action)) return "RecordTriggerDelay";
   if (auto* a = std::get_if<RoundFinished>(&action)) {
     return "RoundFinished id=" + std::to_string(a->checkpoint_id) + " " +
-           CheckpointStatusName(a->status) + (a->task_loss ? " task_loss" : "") +
+           CheckpointStatusName(a->status) +
            (a->requeued ? " requeued" : "") + " (" + a->reason + ")";
   }
   if (auto* a = std::get_if<IgnoredMessage>(&action)) return "Ignored " + a->reason;
@@ -292,11 +292,11 @@ class Driver {
 
   void Event() {
     const uint8_t op = in_.Byte() % 25;
-    // After Delete the runtime drops every worker message and store completion and answers
-    // operator calls with NOT_FOUND (runtime/pipeline_runner.cc); only a timer handler that was
-    // already queued when Delete cancelled the timers may still run.
-    const bool time_or_timer = op <= 5 || op == 24;
-    if (deleted_ && !time_or_timer) return;
+    // After Delete the runtime drops every worker message, timer and id reservation and answers
+    // operator calls with NOT_FOUND (runtime/pipeline_runner.cc); only the completion of a commit
+    // handed to the store before the delete still arrives. Time still passes.
+    const bool after_delete = op == 0 || op == 13 || op == 14;
+    if (deleted_ && !after_delete) return;
     switch (op) {
       case 0: {  // time passes (timers do not fire by themselves)
         const uint8_t b = in_.Byte();
@@ -579,6 +579,7 @@ class Driver {
       Apply({Call::kCommitted, id, true}, coordinator_->OnCommitted(id));
     } else {
       Trace("store: checkpoint " + std::to_string(id) + " failed");
+      store_failed_id_ = id;
       Apply({Call::kCommitFailed, id}, coordinator_->OnCommitFailed(id, Status::Internal("fuzz")));
     }
   }
@@ -599,7 +600,10 @@ class Driver {
   // The store completes everything it holds, successfully (the runtime posts each completion
   // back to the strand after the current handler).
   void DrainStore() {
-    if (deleted_) return;  // the runtime drops completions for a deleted pipeline
+    if (deleted_) {  // only a commit's completion still arrives (see Event)
+      if (commit_outstanding_) CompleteCommit(true);
+      return;
+    }
     for (int i = 0; reserve_outstanding_ || commit_outstanding_; ++i) {
       FUZZ_CHECK(i < 1000, "store writes never settle: reservation/commit ping-pong");
       if (reserve_outstanding_) {
@@ -759,7 +763,8 @@ class Driver {
     FUZZ_CHECK(open_round_ && *open_round_ == r.checkpoint_id,
                "RoundFinished for a round that is not the open one");
     if (r.status == CheckpointStatus::kCompleted) {
-      FUZZ_CHECK(complete_sent_, "a round finished COMPLETED without SendComplete");
+      // After Delete nobody is told: the round only finishes for its savepoint caller and metrics.
+      FUZZ_CHECK(complete_sent_ || deleted_, "a round finished COMPLETED without SendComplete");
     } else {
       FUZZ_CHECK(!complete_sent_, "a round sent complete then finished as failed");
       FUZZ_CHECK(!commit_outstanding_ || *commit_outstanding_ != r.checkpoint_id,
@@ -768,9 +773,10 @@ class Driver {
     open_round_.reset();
     complete_sent_ = false;
     last_finished_at_ = now;
-    // Declines, expiries and store failures of checkpoints count toward tolerable_failures.
-    if (r.status != CheckpointStatus::kCompleted && !r.task_loss &&
-        r.kind == CheckpointKind::kCheckpoint) {
+    // Declines and expiries of checkpoints count toward tolerable_failures; store failures and
+    // aborts do not.
+    if ((r.status == CheckpointStatus::kFailed || r.status == CheckpointStatus::kExpired) &&
+        r.kind == CheckpointKind::kCheckpoint && r.checkpoint_id != store_failed_id_) {
       counted_failure_ = true;
     }
   }
@@ -860,6 +866,7 @@ class Driver {
   CheckpointKind open_kind_ = CheckpointKind::kCheckpoint;
   bool complete_sent_ = false;
   bool counted_failure_ = false;  // a counted failure finished in the call being applied
+  int64_t store_failed_id_ = 0;   // the last round whose commit the store failed
   int64_t last_trigger_id_ = 0;
   std::optional<SteadyTime> last_trigger_at_;
   std::optional<SteadyTime> last_finished_at_;

@@ -68,6 +68,25 @@ class DaemonTest : public ::testing::Test {
     daemon_.reset();
   }
 
+  // Creates a pipeline as the AdminService does (not declared in the config file).
+  void CreateThroughApi(const PipelineSpec& spec) {
+    std::promise<Status> created;
+    daemon_->CreatePipeline(spec, [&](Result<std::shared_ptr<PipelineRunner>> r) {
+      created.set_value(r.ok() ? Status::Ok() : r.status());
+    });
+    Status s = created.get_future().get();
+    ASSERT_TRUE(s.ok()) << s.ToString();
+  }
+
+  // Deletes a pipeline as the AdminService does; returns its outcome.
+  Status DeleteThroughApi(const std::string& pipeline) {
+    auto runner = daemon_->registry().Find({"job", pipeline});
+    if (!runner) return Status::NotFound("no pipeline " + pipeline);
+    std::promise<Status> deleted;
+    daemon_->DeletePipeline(runner, [&](Status s) { deleted.set_value(s); });
+    return deleted.get_future().get();
+  }
+
   // The coordinator's status, read on its strand.
   PipelineStatus Describe(const std::string& pipeline) {
     auto runner = daemon_->registry().Find({"job", pipeline});

@@ -92,8 +92,9 @@ TEST_F(DaemonHttpTest, ValuesFollowCheckpoints) {
 }
 
 TEST_F(DaemonHttpTest, PipelinesByStateFollowPauseAndDelete) {
-  config_.pipelines = {TestSpec("a", {"0"}), TestSpec("b", {"0"})};
   StartDaemon();
+  CreateThroughApi(TestSpec("a", {"0"}));
+  CreateThroughApi(TestSpec("b", {"0"}));
   auto runner = daemon_->registry().Find({"job", "a"});
   std::promise<void> paused;
   runner->Pause([&](Status, const PipelineStatus&) { paused.set_value(); });

@@ -18,14 +18,6 @@ class ReloadTest : public DaemonTest {
     spdlog::set_level(spdlog::level::info);  // the level is process-wide
     DaemonTest::TearDown();
   }
-  void CreateThroughApi(const PipelineSpec& spec) {
-    std::promise<Status> created;
-    daemon_->CreatePipeline(spec, [&](Result<std::shared_ptr<PipelineRunner>> r) {
-      created.set_value(r.ok() ? Status::Ok() : r.status());
-    });
-    Status s = created.get_future().get();
-    ASSERT_TRUE(s.ok()) << s.ToString();
-  }
   bool Has(const std::vector<std::string>& keys, const std::string& key) {
     return std::find(keys.begin(), keys.end(), key) != keys.end();
   }
@@ -62,21 +54,53 @@ TEST_F(ReloadTest, AppliesDeclaredPipelinesAndLeavesApiOnesAlone) {
   EXPECT_EQ(result.created + result.updated, 0);
   EXPECT_EQ(result.left_alone, 1);
 
-  // What a reload created or updated is durable, and still marked as declared.
+  // What a reload created or updated is durable, and still marked as declared; a start with the
+  // same file treats the API-created pipeline as a reload does.
   config_ = next;
-  config_.pipelines.clear();
   StopDaemon();
   StartDaemon();
   EXPECT_EQ(Describe("fresh").spec.interval_ms, 300);
   EXPECT_TRUE(Describe("fresh").from_config);
   EXPECT_EQ(Describe("declared").spec.interval_ms, 200);
-
-  // A start with the same file treats the API-created pipeline as a reload does.
-  config_ = next;
-  StopDaemon();
-  StartDaemon();
   EXPECT_EQ(Describe("api").spec.interval_ms, 100) << "a start must not rewrite it either";
   EXPECT_FALSE(Describe("api").from_config);
+}
+
+TEST_F(ReloadTest, DeclaredPipelineCannotBeDeletedUntilTheFileDropsIt) {
+  config_.source_path = "/etc/ckptd/ckptd.yaml";
+  config_.pipelines = {TestSpec("declared", {"0"}), TestSpec("kept", {"0"})};
+  StartDaemon();
+  Status refused = DeleteThroughApi("declared");
+  EXPECT_EQ(refused.code(), StatusCode::kFailedPrecondition) << refused.ToString();
+  EXPECT_NE(refused.message().find("/etc/ckptd/ckptd.yaml"), std::string::npos)
+      << "the error names the file: " << refused.message();
+  EXPECT_NE(daemon_->registry().Find({"job", "declared"}), nullptr) << "still there";
+
+  // The file drops it: a reload hands it to the API, which may now delete it.
+  DaemonConfig next = config_;
+  next.pipelines = {TestSpec("kept", {"0"})};
+  ReloadResult result = daemon_->Reload(next);
+  EXPECT_EQ(result.undeclared, 1);
+  EXPECT_EQ(result.unchanged, 1);
+  EXPECT_FALSE(Describe("declared").from_config);
+  EXPECT_TRUE(Describe("kept").from_config);
+  Status deleted = DeleteThroughApi("declared");
+  EXPECT_TRUE(deleted.ok()) << deleted.ToString();
+  EXPECT_EQ(DeleteThroughApi("kept").code(), StatusCode::kFailedPrecondition);
+}
+
+TEST_F(ReloadTest, StartWithAFileThatNoLongerDeclaresAPipelineHandsItToTheApi) {
+  config_.pipelines = {TestSpec("gone", {"0"})};
+  StartDaemon();
+  EXPECT_TRUE(Describe("gone").from_config);
+  config_.pipelines.clear();
+  StopDaemon();
+  StartDaemon();
+  EXPECT_FALSE(Describe("gone").from_config);
+  StopDaemon();
+  StartDaemon();  // and that is durable
+  EXPECT_FALSE(Describe("gone").from_config);
+  EXPECT_TRUE(DeleteThroughApi("gone").ok());
 }
 
 // Between Hold() and Release(), holds every PutPipeline back, so that a test can have two creates

@@ -28,6 +28,11 @@ struct AckingWorker {
       last_complete_kind = kind;
       ++completes;
     };
+    handlers.on_state = [this](sdk::PipelineState state, const std::string&) {
+      last_state = state;
+      ++state_changes;
+    };
+    handlers.on_savepoint_refused = [this](const std::string&) { ++savepoints_refused; };
     worker = runtime.AddPipeline({.worker_id = "sdk-" + pipeline, .job_id = "job",
                                   .pipeline_id = pipeline, .task_ids = tasks,
                                   .backoff_initial = milliseconds(50),
@@ -40,6 +45,9 @@ struct AckingWorker {
   std::atomic<int64_t> last_complete{0};
   std::atomic<sdk::CheckpointKind> last_complete_kind{sdk::CheckpointKind::kUnspecified};
   std::atomic<sdk::CheckpointKind> last_trigger_kind{sdk::CheckpointKind::kUnspecified};
+  std::atomic<sdk::PipelineState> last_state{sdk::PipelineState::kUnspecified};
+  std::atomic<int> state_changes{0};
+  std::atomic<int> savepoints_refused{0};
 };
 
 class SdkTest : public DaemonTest {
@@ -118,6 +126,25 @@ TEST_F(SdkTest, SavepointWithoutATargetGoesUnderTheConfiguredRoot) {
   ASSERT_EQ(history->size(), 1u);
   EXPECT_EQ(history->front().location,
             "s3://bucket/savepoints/job/p/" + std::to_string(history->front().checkpoint_id));
+}
+
+TEST_F(SdkTest, StateChangesAndRefusedSavepointsReachTheHandlers) {
+  StartDaemon();
+  CreateThroughApi(TestSpec("p", {"0"}, 50));
+  sdk::WorkerRuntime runtime(Address());
+  AckingWorker w(runtime, "p", {"0"});
+  ASSERT_TRUE(Eventually([&] { return w.completes.load() >= 1; }));
+  auto runner = daemon_->registry().Find({"job", "p"});
+  std::promise<void> paused;
+  runner->Pause([&](Status, const PipelineStatus&) { paused.set_value(); });
+  paused.get_future().wait();
+  ASSERT_TRUE(Eventually([&] { return w.last_state.load() == sdk::PipelineState::kPaused; }));
+  w.worker->RequestSavepoint("", false);
+  ASSERT_TRUE(Eventually([&] { return w.savepoints_refused.load() == 1; }));
+  runner.reset();
+  EXPECT_TRUE(DeleteThroughApi("p").ok());
+  ASSERT_TRUE(Eventually([&] { return w.last_state.load() == sdk::PipelineState::kUnspecified; }))
+      << "a deleted pipeline is announced with no state";
 }
 
 }  // namespace

@@ -268,20 +268,23 @@ TEST(Coordinator, CompletingRoundIsNotAbortedByTaskLoss) {
 }
 
 TEST(Coordinator, StoreFailureFailsTheRoundAndIsNeverComplete) {
-  PipelineSpec spec = MakeSpec();
-  spec.tolerable_failures = 3;
-  Harness h(spec);
+  Harness h;  // tolerable_failures 0
   h.auto_commit = false;
-  const int64_t id = h.StartToFirstTrigger();
-  h.AckAll(id);
-  h.Apply(h.c().OnCommitFailed(id, Status::Internal("disk I/O error")));
+  for (int round = 0; round < 3; ++round) {
+    if (round > 0) h.RunFor(milliseconds(1000));
+    const int64_t id = h.LastTriggerId() == 0 ? h.StartToFirstTrigger() : h.LastTriggerId();
+    h.AckAll(id);
+    h.Apply(h.c().OnCommitFailed(id, Status::Unavailable("disk full")));
+  }
   EXPECT_TRUE(h.completes.empty());
-  ASSERT_EQ(h.aborts.size(), 1u);
-  EXPECT_NE(h.aborts[0].reason.find("disk I/O error"), std::string::npos);
-  EXPECT_EQ(h.c().Describe().counters.failed_count, 1);
+  ASSERT_EQ(h.aborts.size(), 3u);
+  EXPECT_NE(h.aborts[0].reason.find("disk full"), std::string::npos);
+  EXPECT_EQ(h.c().Describe().counters.failed_count, 3);
   EXPECT_EQ(h.c().Describe().counters.completed_count, 0);
   EXPECT_EQ(h.persisted.back().counters.completed_count, 0) << "the projection must be undone";
-  EXPECT_EQ(h.c().Describe().counters.consecutive_failures, 1);
+  // The daemon's failure, not the pipeline's: it does not count toward tolerable_failures.
+  EXPECT_EQ(h.c().Describe().counters.consecutive_failures, 0);
+  EXPECT_EQ(h.c().State(), PipelineState::kRunning);
 }
 
 TEST(Coordinator, TaskLossAbortsPendingAndReRegistrationRestoresRunning) {
@@ -301,8 +304,9 @@ TEST(Coordinator, TaskLossAbortsPendingAndReRegistrationRestoresRunning) {
   EXPECT_EQ(h.c().Describe().counters.consecutive_failures, 0) << "task loss does not count";
   EXPECT_EQ(h.c().Describe().counters.failed_count, 0) << "nor is it the pipeline's failure";
   ASSERT_EQ(h.finished.size(), 1u);
-  EXPECT_TRUE(h.finished[0].task_loss);
-  EXPECT_EQ(h.c().RecentRounds().front().status, CheckpointStatus::kFailed) << "but it is in the history";
+  EXPECT_EQ(h.finished[0].status, CheckpointStatus::kAborted);
+  EXPECT_EQ(h.c().RecentRounds().front().status, CheckpointStatus::kAborted)
+      << "in the history as ABORTED, not FAILED";
   EXPECT_EQ(h.c().State(), PipelineState::kWaitingForTasks);
   EXPECT_EQ(h.c().Describe().missing_tasks, (std::vector<std::string>{"b"}));
   EXPECT_TRUE(h.LoggedContaining(LogLevel::kWarn, "lost task(s) b"));

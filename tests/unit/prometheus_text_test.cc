@@ -1,5 +1,8 @@
-// The Prometheus text format writer: escaping, value formatting and histogram shape.
+// The Prometheus text format writer: escaping, value formatting and histogram shape; the
+// histogram's buckets.
 #include "metrics/prometheus_text.h"
+
+#include "core/spec_validation.h"
 
 #include <gtest/gtest.h>
 
@@ -75,6 +78,25 @@ TEST(PrometheusText, EmptyHistogramStillHasEveryLine) {
   EXPECT_NE(out.text().find("e_seconds_bucket{le=\"+Inf\"} 0\n"), std::string::npos);
   EXPECT_NE(out.text().find("e_seconds_sum 0\n"), std::string::npos);
   EXPECT_NE(out.text().find("e_seconds_count 0\n"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ckpt
+
+namespace ckpt {
+namespace {
+
+TEST(LatencyHistogram, BucketsReachTheLongestTimeout) {
+  // A checkpoint may take up to its timeout (600 s by default, a week at most): a duration near
+  // it must land in a bucket of its own, not in +Inf.
+  const auto& bounds = LatencyHistogram::BucketBoundsSeconds();
+  EXPECT_GE(bounds.back(), static_cast<double>(kMaxDurationMs) / 1000);
+  LatencyHistogram h;
+  h.ObserveMicros(599LL * 1000 * 1000);
+  const auto snapshot = h.Take();
+  const size_t overflow = snapshot.bucket_counts.size() - 1;
+  EXPECT_EQ(snapshot.bucket_counts[overflow], 0u);
+  EXPECT_LE(snapshot.QuantileMicros(1.0), 600.0 * 1e6);
 }
 
 }  // namespace

@@ -115,6 +115,12 @@ struct PipelineHandlers {
   // means "this is now the latest durable checkpoint".
   std::function<void(int64_t checkpoint_id, CheckpointKind kind)> on_complete;
   std::function<void(const Disconnect&)> on_disconnected;
+  // The pipeline's state changed: PAUSED, FAILED or STOPPED (no checkpoints until an operator
+  // acts), RUNNING or WAITING_FOR_TASKS after a resume, or kUnspecified when the pipeline was
+  // deleted (the stream then ends NOT_FOUND). `reason` says why, in words.
+  std::function<void(PipelineState state, const std::string& reason)> on_state;
+  // The daemon will not run the savepoint this worker asked for (RequestSavepoint), and why.
+  std::function<void(const std::string& reason)> on_savepoint_refused;
 };
 
 struct PipelineWorkerOptions {

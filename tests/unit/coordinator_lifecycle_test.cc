@@ -1,0 +1,207 @@
+// The coordinator at the edges of a pipeline's life: deletion while the store holds a round, what
+// workers are told when checkpoints stop, how savepoint requests join, how rounds that were not
+// the pipeline's fault are recorded.
+#include <gtest/gtest.h>
+
+#include "coordinator_harness.h"
+
+namespace ckpt::testing {
+namespace {
+
+using std::chrono::milliseconds;
+
+template <typename T>
+std::vector<T> ActionsOf(const Actions& actions) {
+  std::vector<T> found;
+  for (const auto& a : actions) {
+    if (auto* t = std::get_if<T>(&a)) found.push_back(*t);
+  }
+  return found;
+}
+
+template <typename T>
+size_t IndexOf(const Actions& actions) {
+  for (size_t i = 0; i < actions.size(); ++i) {
+    if (std::holds_alternative<T>(actions[i])) return i;
+  }
+  return actions.size();
+}
+
+TEST(CoordinatorDelete, ARoundWithTheStoreEndsWhenItsCompletionArrives) {
+  Harness h;
+  h.auto_commit = false;
+  const int64_t id = h.StartToFirstTrigger();
+  h.AckAll(id);
+  ASSERT_EQ(h.commits.size(), 1u);
+
+  const Actions deleted = h.c().Delete();
+  h.Apply(deleted);
+  EXPECT_TRUE(ActionsOf<RoundFinished>(deleted).empty()) << "the store has not answered yet";
+  EXPECT_TRUE(h.c().HasPendingRound()) << "the round is still with the store";
+
+  const Actions committed = h.c().OnCommitted(id);
+  h.Apply(committed);
+  auto finished = ActionsOf<RoundFinished>(committed);
+  ASSERT_EQ(finished.size(), 1u) << "the runtime needs the end: pending gauge, savepoint callers";
+  EXPECT_EQ(finished[0].checkpoint_id, id);
+  EXPECT_EQ(finished[0].status, CheckpointStatus::kCompleted);
+  EXPECT_FALSE(h.c().HasPendingRound());
+  EXPECT_TRUE(ActionsOf<SendComplete>(committed).empty()) << "no session is left to tell";
+  EXPECT_TRUE(ActionsOf<PersistRecord>(committed).empty()) << "must not bring the record back";
+  EXPECT_TRUE(ActionsOf<ArmWakeup>(committed).empty());
+}
+
+TEST(CoordinatorDelete, AFailedCommitAfterDeleteEndsTheSavepointForItsCaller) {
+  Harness h;
+  h.auto_commit = false;
+  h.Start();
+  h.RegisterAll();
+  h.Apply(h.c().RequestSavepoint("", false, milliseconds(60000)).actions);
+  const int64_t id = h.LastTriggerId();
+  ASSERT_EQ(h.triggers.back().kind, CheckpointKind::kSavepoint);
+  h.AckAll(id);
+  h.Apply(h.c().Delete());
+  const Actions failed = h.c().OnCommitFailed(id, Status::Unavailable("disk full"));
+  auto finished = ActionsOf<RoundFinished>(failed);
+  ASSERT_EQ(finished.size(), 1u);
+  EXPECT_EQ(finished[0].kind, CheckpointKind::kSavepoint);
+  EXPECT_EQ(finished[0].status, CheckpointStatus::kFailed);
+  EXPECT_TRUE(ActionsOf<PersistRecord>(failed).empty());
+  EXPECT_TRUE(ActionsOf<SendAbort>(failed).empty());
+}
+
+TEST(CoordinatorDelete, APendingRoundIsAbortedAndNothingIsWrittenBack) {
+  Harness h;
+  h.StartToFirstTrigger();
+  const Actions deleted = h.c().Delete();
+  auto finished = ActionsOf<RoundFinished>(deleted);
+  ASSERT_EQ(finished.size(), 1u);
+  EXPECT_EQ(finished[0].status, CheckpointStatus::kAborted);
+  EXPECT_TRUE(ActionsOf<PersistRecord>(deleted).empty())
+      << "a write queued after the store delete would revive the pipeline";
+  EXPECT_FALSE(h.c().HasPendingRound());
+  EXPECT_EQ(h.c().Describe().counters.failed_count, 0);
+}
+
+TEST(CoordinatorDelete, WorkersAreToldBeforeTheirStreamsEnd) {
+  Harness h;
+  h.StartToFirstTrigger();
+  const Actions deleted = h.c().Delete();
+  auto states = ActionsOf<SendState>(deleted);
+  ASSERT_EQ(states.size(), 1u);
+  EXPECT_FALSE(states[0].state.has_value()) << "deleted: no state";
+  EXPECT_EQ(states[0].to, (std::vector<SessionId>{1}));
+  EXPECT_LT(IndexOf<SendState>(deleted), IndexOf<EndSession>(deleted));
+}
+
+TEST(CoordinatorState, PauseFailStopAndResumeAreAnnouncedToEverySession) {
+  Harness h;  // tolerable_failures 0
+  h.Start();
+  h.Apply(h.c().OnRegister(1, "w1", {"a"}, false).actions);
+  h.Apply(h.c().OnRegister(2, "w2", {"b"}, false).actions);
+  h.RunFor(milliseconds(0));
+
+  auto paused = h.c().Pause();
+  auto states = ActionsOf<SendState>(paused.actions);
+  ASSERT_EQ(states.size(), 1u);
+  EXPECT_EQ(states[0].state, PipelineState::kPaused);
+  EXPECT_EQ(states[0].to, (std::vector<SessionId>{1, 2}));
+  h.Apply(paused.actions);
+  // The round triggered before the pause still finishes.
+  h.Apply(h.c().OnAck(1, h.LastTriggerId(), "a", {}));
+  h.Apply(h.c().OnAck(2, h.LastTriggerId(), "b", {}));
+  ASSERT_EQ(h.completes.size(), 1u);
+
+  auto resumed = h.c().Resume();
+  states = ActionsOf<SendState>(resumed.actions);
+  ASSERT_EQ(states.size(), 1u);
+  EXPECT_EQ(states[0].state, PipelineState::kRunning);
+  h.Apply(resumed.actions);
+
+  h.RunFor(milliseconds(1000));
+  const Actions declined = h.c().OnDecline(1, h.LastTriggerId(), "a", "no space", false);
+  states = ActionsOf<SendState>(declined);
+  ASSERT_EQ(states.size(), 1u);
+  EXPECT_EQ(states[0].state, PipelineState::kFailed);
+  EXPECT_NE(states[0].reason.find("no space"), std::string::npos) << states[0].reason;
+  h.Apply(declined);
+
+  h.Apply(h.c().Resume().actions);
+  h.Apply(h.c().RequestSavepoint("", /*stop=*/true, milliseconds(60000)).actions);
+  ASSERT_EQ(h.triggers.back().kind, CheckpointKind::kSavepointAndStop);
+  h.Apply(h.c().OnAck(1, h.LastTriggerId(), "a", {}));
+  const size_t before = h.all.size();
+  h.Apply(h.c().OnAck(2, h.LastTriggerId(), "b", {}));
+  const Actions after(h.all.begin() + static_cast<long>(before), h.all.end());
+  states = ActionsOf<SendState>(after);
+  ASSERT_EQ(states.size(), 1u);
+  EXPECT_EQ(states[0].state, PipelineState::kStopped);
+}
+
+TEST(CoordinatorState, AWorkersRefusedSavepointRequestIsAnsweredOnItsStream) {
+  Harness h;
+  h.StartToFirstTrigger();
+  h.Apply(h.c().Pause().actions);
+  const Actions refused = h.c().OnWorkerSavepointRequest(1, "", false);
+  auto answers = ActionsOf<SendSavepointRefused>(refused);
+  ASSERT_EQ(answers.size(), 1u);
+  EXPECT_EQ(answers[0].session, 1u);
+  EXPECT_NE(answers[0].reason.find("PAUSED"), std::string::npos) << answers[0].reason;
+
+  h.Apply(h.c().Resume().actions);
+  const Actions accepted = h.c().OnWorkerSavepointRequest(1, "", false);
+  EXPECT_TRUE(ActionsOf<SendSavepointRefused>(accepted).empty());
+  EXPECT_TRUE(h.c().CurrentSavepoint().has_value());
+}
+
+TEST(CoordinatorSavepoint, OnlyTheSameRequestJoinsAPendingSavepoint) {
+  Harness h;
+  h.Start();
+  h.RegisterAll();
+  h.Apply(h.c().RequestSavepoint("s3://bucket/sp", false, milliseconds(60000)).actions);
+  ASSERT_EQ(h.triggers.size(), 1u);
+  ASSERT_EQ(h.triggers[0].kind, CheckpointKind::kSavepoint);
+
+  auto empty_target = h.c().RequestSavepoint("", false, milliseconds(60000));
+  EXPECT_EQ(empty_target.status.code(), StatusCode::kFailedPrecondition)
+      << "the default location is a different target";
+  auto same = h.c().RequestSavepoint("s3://bucket/sp", false, milliseconds(60000));
+  EXPECT_TRUE(same.status.ok()) << same.status.ToString();
+
+  // And the other way round: a pending savepoint at the default location.
+  h.AckAll(h.LastTriggerId());
+  h.Apply(h.c().RequestSavepoint("", false, milliseconds(60000)).actions);
+  ASSERT_EQ(h.triggers.size(), 2u);
+  EXPECT_EQ(h.c().RequestSavepoint("s3://elsewhere", false, milliseconds(60000)).status.code(),
+            StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(h.c().RequestSavepoint("", false, milliseconds(60000)).status.ok());
+}
+
+TEST(CoordinatorRounds, ATaskSetUpdateAbortsThePendingRoundWithoutCountingIt) {
+  Harness h;
+  h.StartToFirstTrigger();
+  PipelineSpec spec = h.c().spec();
+  spec.task_ids = {"a", "b", "c"};
+  auto updated = h.c().UpdateSpec(spec);
+  ASSERT_TRUE(updated.status.ok());
+  auto finished = ActionsOf<RoundFinished>(updated.actions);
+  ASSERT_EQ(finished.size(), 1u);
+  EXPECT_EQ(finished[0].status, CheckpointStatus::kAborted);
+  EXPECT_EQ(h.c().Describe().counters.failed_count, 0);
+  EXPECT_EQ(h.c().RecentRounds().front().status, CheckpointStatus::kAborted);
+}
+
+TEST(CoordinatorSessions, AGoodbyeIsLoggedAtInfoAndALossAtWarning) {
+  Harness h;
+  h.Start();
+  h.Apply(h.c().OnRegister(1, "w1", {"a"}, false).actions);
+  h.Apply(h.c().OnRegister(2, "w2", {"b"}, false).actions);
+  h.Apply(h.c().OnSessionEnded(1, "goodbye", PipelineCoordinator::SessionEnd::kGoodbye));
+  EXPECT_TRUE(h.LoggedContaining(LogLevel::kInfo, "worker w1 said goodbye"));
+  EXPECT_FALSE(h.LoggedContaining(LogLevel::kWarn, "w1"));
+  h.Apply(h.c().OnSessionEnded(2, "lease expired"));
+  EXPECT_TRUE(h.LoggedContaining(LogLevel::kWarn, "lost task(s) b of worker w2 (lease expired)"));
+}
+
+}  // namespace
+}  // namespace ckpt::testing
