@@ -58,8 +58,11 @@ Status Populate(const std::string& dir, int pipelines, int tasks) {
     record.counters.completed_count = 1;
     record.last_completed_id = 1;
     record.last_completed_at_ms = cp.finished_at_ms;
+    store.PutPipeline(record, nullptr);
     store.ReserveIds(record.spec.key, 100, nullptr);
-    store.CommitCheckpoint(record, cp, nullptr);
+    store.CommitCheckpoint(
+        CheckpointCommit{record.spec.key, record.spec.retained, record.progress(), std::move(cp)},
+        nullptr);
   }
   store.Flush();
   return Status::Ok();

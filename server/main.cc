@@ -1,11 +1,14 @@
 // ckptd: the checkpoint-coordination daemon.
 #include <signal.h>
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
+#include "common/exit_codes.h"
 #include "config/daemon_config.h"
 #include "logging/log_setup.h"
 #include "rpc/grpc_log_bridge.h"
@@ -23,11 +26,11 @@ constexpr const char* kDescription =
     "  ckptd --check-config ckptd.yaml     validate a file and exit\n\n"
     "Signals: SIGTERM/SIGINT shut down gracefully, SIGHUP reloads the config file.\n"
     "Exit status: 0 after a clean shutdown or a valid --check-config; 78 for a config error\n"
-    "(the unit does not restart on it); 1 when the daemon cannot start (store, ports).";
+    "and 65 for damaged or missing stored data (the unit restarts on neither); 75 when a\n"
+    "store write's outcome is unknown (restarted: the restart reads what is durable); 1 when\n"
+    "the daemon cannot start for another reason (a port in use, ...).";
 
-// sysexits.h's EX_CONFIG: systemd's RestartPreventExitStatus=78 keeps a broken config from
-// restarting in a loop.
-constexpr int kExitConfig = 78;
+using ckpt::kExitConfig;
 
 // Blocks SIGINT, SIGTERM and SIGHUP in every thread; main waits for them with sigwait, so no
 // handler runs at an arbitrary point of another thread.
@@ -39,6 +42,18 @@ sigset_t BlockDaemonSignals() {
   sigaddset(&set, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   return set;
+}
+
+// Every worker stream is a socket: raise the soft limit on open files to the hard limit, so that
+// the daemon is not the first to run out (systemd's LimitNOFILE sets the hard one).
+void RaiseFileLimit() {
+  struct rlimit limit;
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur >= limit.rlim_max) return;
+  const rlim_t before = limit.rlim_cur;
+  limit.rlim_cur = limit.rlim_max;
+  if (::setrlimit(RLIMIT_NOFILE, &limit) == 0) {
+    spdlog::info("open files limit raised from {} to {}", before, limit.rlim_cur);
+  }
 }
 
 }  // namespace
@@ -84,13 +99,17 @@ int main(int argc, char** argv) {
   ckpt::SetUpLogging(log_style, config.log_level);
   ckpt::RouteGrpcLogsToSpdlog();
 
+  // Files the daemon creates (the store, its lock) are for its own user and group only.
+  ::umask(027);
+  RaiseFileLimit();
   const sigset_t signals = BlockDaemonSignals();
   ckpt::Daemon daemon(config);
   ckpt::systemd::NotifyStatus("starting: opening the store, loading pipelines");
   if (auto status = daemon.Start(); !status.ok()) {
     spdlog::critical("cannot start: {}", status.message());
     ckpt::systemd::NotifyStatus("failed to start: " + status.message());
-    return 1;
+    return status.code() == ckpt::StatusCode::kDataLoss ? ckpt::kExitDataLoss
+                                                        : ckpt::kExitStartFailed;
   }
   // Only now: the store is open, the pipelines are loaded and every port accepts.
   const std::string serving =

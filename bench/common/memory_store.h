@@ -18,10 +18,12 @@ class MemoryStore final : public MetadataStore {
  public:
   Result<std::vector<StoredPipeline>> LoadPipelines() override { return std::vector<StoredPipeline>{}; }
   void PutPipeline(const PipelineRecord&, Done done) override { Complete(puts_, done); }
-  void ReserveIds(const PipelineKey&, int64_t, Done done) override { Complete(reserves_, done); }
-  void CommitCheckpoint(const PipelineRecord&, const CompletedCheckpoint&, Done done) override {
-    Complete(commits_, done);
+  void PutProgress(const PipelineKey&, const PipelineProgress&, Done done) override {
+    Complete(puts_, done);
   }
+  void ReserveIds(const PipelineKey&, int64_t, Done done) override { Complete(reserves_, done); }
+  void CommitCheckpoint(const CheckpointCommit&, Done done) override { Complete(commits_, done); }
+  void Probe(Done done) override { Complete(puts_, done); }
   void DeletePipeline(const PipelineKey&, Done done) override { Complete(deletes_, done); }
   Result<int64_t> LoadIdCounter(const PipelineKey&) override { return int64_t{0}; }
   Result<std::vector<CompletedCheckpoint>> ListCompleted(const PipelineKey&, int) override {

@@ -19,6 +19,10 @@ enum class StatusCode {
   kDeadlineExceeded,
   kUnavailable,
   kInternal,
+  kResourceExhausted,
+  // Stored data is damaged or missing (a corrupt page, a database gone from a data_dir that held
+  // a store): the daemon stops rather than start over (exit code 65).
+  kDataLoss,
 };
 
 const char* StatusCodeName(StatusCode code);
@@ -41,6 +45,10 @@ class Status {
   }
   static Status Unavailable(std::string m) { return {StatusCode::kUnavailable, std::move(m)}; }
   static Status Internal(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
+  static Status ResourceExhausted(std::string m) {
+    return {StatusCode::kResourceExhausted, std::move(m)};
+  }
+  static Status DataLoss(std::string m) { return {StatusCode::kDataLoss, std::move(m)}; }
 
   bool ok() const { return code_ == StatusCode::kOk; }
   StatusCode code() const { return code_; }

@@ -73,16 +73,23 @@ struct ArmTimeout {
 struct CancelTimeout {};
 
 // Store writes. Completion comes back as OnIdsReserved/OnIdsReserveFailed and
-// OnCommitted/OnCommitFailed; PersistRecord is fire-and-forget (a failure is logged).
+// OnCommitted/OnCommitFailed; PersistRecord and PersistProgress are fire-and-forget (a failure is
+// logged and the latest state written again, OnPersistFailed).
 struct ReserveIds {
   int64_t new_counter = 0;
 };
+// The whole record: when the spec changed (or was never written).
 struct PersistRecord {
   PipelineRecord record;
 };
+// Everything but the spec: generation, sticky state, counters. A few numbers, whatever the size
+// of the task set.
+struct PersistProgress {
+  PipelineKey key;
+  PipelineProgress progress;
+};
 struct CommitCheckpoint {
-  PipelineRecord record_after;
-  CompletedCheckpoint checkpoint;
+  CheckpointCommit commit;
 };
 
 // A periodic trigger fired `delay` after it was due.
@@ -115,7 +122,7 @@ struct Log {
 
 using Action = std::variant<SendTrigger, SendAbort, SendComplete, SendState, SendSavepointRefused,
                             EndSession, ArmWakeup,
-                            CancelWakeup, ArmTimeout, CancelTimeout, ReserveIds, PersistRecord,
+                            CancelWakeup, ArmTimeout, CancelTimeout, ReserveIds, PersistRecord, PersistProgress,
                             CommitCheckpoint, RecordTriggerDelay, RoundFinished, IgnoredMessage, Log>;
 using Actions = std::vector<Action>;
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/path_segment.h"
+#include "core/spec_validation.h"
 
 namespace ckpt {
 
@@ -40,6 +41,7 @@ PipelineCoordinator::PipelineCoordinator(const StoredPipeline& stored, const Clo
       last_completed_kind_(stored.record.last_completed_kind),
       last_completed_at_ms_(stored.record.last_completed_at_ms),
       from_config_(stored.record.from_config),
+      spec_unsaved_(stored.spec_unsaved),
       next_id_(stored.id_counter + 1),
       reserved_end_(stored.id_counter) {}
 
@@ -109,7 +111,7 @@ std::optional<SteadyTime> PipelineCoordinator::DesiredWakeup() const {
   if (sticky_ != StickyState::kActive) return at;
   if (!AllTasksRegistered()) {
     consider(next_missing_warn_at_);
-  } else if (!pending_ && !trigger_waits_for_ids_) {
+  } else if (!pending_ && !trigger_waits_for_ids_ && store_writable_) {
     // A queued savepoint starts as soon as it can, ignoring interval and min pause.
     consider(queued_savepoint_ ? SteadyTime{} : *NextPeriodicDue());
   }
@@ -174,6 +176,16 @@ void PipelineCoordinator::MaybeReserveIds(Actions& out) {
   if (reserve_in_flight_ || reserve_retry_at_) return;
   const int64_t left = reserved_end_ - next_id_ + 1;
   if (left > options_.id_block / 2) return;
+  if (std::max(reserved_end_, next_id_ - 1) > kMaxCheckpointId - options_.id_block) {
+    // Unreachable in practice (ValidateStored keeps loaded counters far below): never overflow.
+    if (!ids_exhausted_logged_) {
+      out.push_back(Log{LogLevel::kError, "checkpoint ids are exhausted (the counter reached " +
+                                              std::to_string(reserved_end_) +
+                                              "); no more ids are reserved"});
+      ids_exhausted_logged_ = true;
+    }
+    return;
+  }
   reserve_in_flight_ = true;
   out.push_back(ReserveIds{std::max(reserved_end_, next_id_ - 1) + options_.id_block});
 }
@@ -210,7 +222,8 @@ Actions PipelineCoordinator::OnIdsReserveFailed(const Status& error) {
 
 bool PipelineCoordinator::TryTrigger(CheckpointKind kind, const std::string& target,
                                      TriggerCause cause, Actions& out) {
-  if (pending_ || shutting_down_ || sticky_ != StickyState::kActive || !AllTasksRegistered()) {
+  if (pending_ || shutting_down_ || sticky_ != StickyState::kActive || !AllTasksRegistered() ||
+      !store_writable_) {
     return false;
   }
   if (next_id_ > reserved_end_) {
@@ -307,7 +320,8 @@ Actions PipelineCoordinator::OnAck(SessionId session, int64_t checkpoint_id,
   checkpoint.finished_at_ms = clock_.WallMs();
   checkpoint.location = pending_->target;
   checkpoint.task_states = pending_->acked;
-  out.push_back(CommitCheckpoint{ProjectedRecord(), std::move(checkpoint)});
+  out.push_back(CommitCheckpoint{
+      CheckpointCommit{spec_.key, spec_.retained, ProjectedProgress(), std::move(checkpoint)}});
   return out;
 }
 
@@ -480,6 +494,11 @@ PipelineCoordinator::Outcome PipelineCoordinator::TriggerCheckpoint(int64_t* che
     o.status = Status::FailedPrecondition(std::string("pipeline is ") + PipelineStateName(State()));
     return o;
   }
+  if (!store_writable_) {
+    o.status = Status::Unavailable(
+        "the store fails writes (disk full?); no round starts until it takes them again");
+    return o;
+  }
   if (!TryTrigger(CheckpointKind::kCheckpoint, "", TriggerCause::kManual, o.actions)) {
     o.status = Status::Unavailable("no checkpoint id is reserved yet; retry shortly");
     return o;
@@ -542,6 +561,7 @@ PipelineCoordinator::Outcome PipelineCoordinator::UpdateSpec(const PipelineSpec&
   const bool tasks_changed = new_tasks != expected_;
   const bool all_before = AllTasksRegistered();
   spec_ = spec;
+  spec_unsaved_ = true;  // the next write is the whole record
   expected_ = new_tasks;
   o.actions.push_back(Log{LogLevel::kInfo, "spec updated" + std::string(tasks_changed
                                                                             ? " (task set changed)"
@@ -641,9 +661,14 @@ void PipelineCoordinator::BumpGeneration(const std::string& why, Actions& out) {
   Persist(out);
 }
 
-void PipelineCoordinator::Persist(Actions& out) const {
+void PipelineCoordinator::Persist(Actions& out) {
   if (deleted_) return;  // the caller deletes the record; writing it back would revive it
-  out.push_back(PersistRecord{ProjectedRecord()});
+  if (spec_unsaved_) {
+    out.push_back(PersistRecord{ProjectedRecord()});
+    spec_unsaved_ = false;
+  } else {
+    out.push_back(PersistProgress{spec_.key, ProjectedProgress()});
+  }
 }
 
 void PipelineCoordinator::AnnounceState(const std::string& reason, Actions& out,
@@ -652,16 +677,33 @@ void PipelineCoordinator::AnnounceState(const std::string& reason, Actions& out,
   out.push_back(SendState{Sessions(), deleted ? std::nullopt : std::optional(State()), reason});
 }
 
-Actions PipelineCoordinator::OnPersistFailed() {
-  // The latest record wins: write what holds now, not the one that failed.
+Actions PipelineCoordinator::OnStoreWritable(bool writable) {
   Actions out;
+  if (writable == store_writable_) return out;
+  store_writable_ = writable;
+  if (writable && AllTasksRegistered()) HoldForStartOffset();
+  Rearm(out);
+  return out;
+}
+
+Actions PipelineCoordinator::OnPersistFailed() {
+  // The latest record wins: write what holds now, not the one that failed. The whole of it: the
+  // write that failed may have been a spec.
+  Actions out;
+  spec_unsaved_ = true;
   Persist(out);
   return out;
 }
 
 PipelineRecord PipelineCoordinator::ProjectedRecord() const {
   PipelineRecord r;
+  static_cast<PipelineProgress&>(r) = ProjectedProgress();
   r.spec = spec_;
+  return r;
+}
+
+PipelineProgress PipelineCoordinator::ProjectedProgress() const {
+  PipelineProgress r;
   r.generation = generation_;
   r.sticky = sticky_;
   r.counters = counters_;

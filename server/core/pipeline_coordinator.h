@@ -142,7 +142,12 @@ class PipelineCoordinator {
   Actions OnIdsReserveFailed(const Status& error);
   Actions OnCommitted(int64_t checkpoint_id);
   Actions OnCommitFailed(int64_t checkpoint_id, const Status& error);
-  // A PersistRecord write failed (and was retried after a pause by the runtime).
+  // Whether the store takes writes (runtime/store_health.h). While it does not, no round starts
+  // (its commit would only fail), TriggerCheckpoint is UNAVAILABLE, and a queued savepoint waits
+  // within its timeout. When it does again, an overdue pipeline waits its start offset, so that a
+  // fleet held by a full disk does not trigger all at once.
+  Actions OnStoreWritable(bool writable);
+  // A PersistRecord or PersistProgress write failed (the runtime calls this after a pause).
   Actions OnPersistFailed();
 
   // --- operators ---
@@ -239,7 +244,8 @@ class PipelineCoordinator {
                            const char* what, Actions& out) const;
   void MaybeReserveIds(Actions& out);
   void BumpGeneration(const std::string& why, Actions& out);
-  void Persist(Actions& out) const;
+  // Writes the progress, or the whole record while the spec is unsaved.
+  void Persist(Actions& out);
   // Tells every session the current state (or, `deleted`, that the pipeline is gone) and why.
   void AnnounceState(const std::string& reason, Actions& out, bool deleted = false) const;
   void Rearm(Actions& out);
@@ -256,6 +262,7 @@ class PipelineCoordinator {
   std::optional<SteadyTime> DesiredWakeup() const;
   // The record as the store will hold it once every write already handed to it is applied.
   PipelineRecord ProjectedRecord() const;
+  PipelineProgress ProjectedProgress() const;
   std::string SavepointLocation(const std::string& target, int64_t id) const;
 
   // Constant after construction.
@@ -272,6 +279,7 @@ class PipelineCoordinator {
   CheckpointKind last_completed_kind_ = CheckpointKind::kCheckpoint;
   int64_t last_completed_at_ms_ = 0;
   bool from_config_ = false;
+  bool spec_unsaved_ = false;  // the spec changed since the last whole-record write
   bool shutting_down_ = false;
   bool deleted_ = false;  // after Delete: nothing is sent or written any more
 
@@ -281,6 +289,8 @@ class PipelineCoordinator {
   bool reserve_in_flight_ = false;
   std::optional<SteadyTime> reserve_retry_at_;
   bool trigger_waits_for_ids_ = false;
+  bool ids_exhausted_logged_ = false;
+  bool store_writable_ = true;
 
   // Schedule.
   std::optional<SteadyTime> last_trigger_at_;

@@ -79,4 +79,33 @@ Status ValidateSpec(const PipelineSpec& spec) {
   return Status::Ok();
 }
 
+Status ValidateStored(const StoredPipeline& stored) {
+  const PipelineRecord& r = stored.record;
+  if (auto s = ValidateSpec(r.spec); !s.ok()) return s;
+  const std::pair<const char*, int64_t> numbers[] = {
+      {"id counter", stored.id_counter},
+      {"generation", r.generation},
+      {"completed_count", r.counters.completed_count},
+      {"failed_count", r.counters.failed_count},
+      {"expired_count", r.counters.expired_count},
+      {"consecutive_failures", r.counters.consecutive_failures},
+      {"last_completed_id", r.last_completed_id},
+      {"last_completed_at_ms", r.last_completed_at_ms},
+  };
+  for (const auto& [name, value] : numbers) {
+    if (value < 0 || value > kMaxCheckpointId) {
+      return Status::InvalidArgument(std::string(name) + " is " + std::to_string(value) +
+                                     ", outside 0.." + std::to_string(kMaxCheckpointId));
+    }
+  }
+  if (r.generation < 1) return Status::InvalidArgument("generation is 0; generations start at 1");
+  if (r.last_completed_id > stored.id_counter) {
+    return Status::InvalidArgument("last_completed_id " + std::to_string(r.last_completed_id) +
+                                   " is above the id counter " +
+                                   std::to_string(stored.id_counter) +
+                                   " (ids at or below the counter could be handed out again)");
+  }
+  return Status::Ok();
+}
+
 }  // namespace ckpt

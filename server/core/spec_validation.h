@@ -29,4 +29,14 @@ Status ValidateSavepointTarget(const std::string& target);
 std::string TruncateReason(std::string text);
 Status ValidateSpec(const PipelineSpec& spec);
 
+// Checkpoint ids, generations and counters stay below this: far beyond any real use (a checkpoint
+// a millisecond for a hundred million years), and far enough below INT64_MAX that adding an id
+// block or one more never overflows.
+inline constexpr int64_t kMaxCheckpointId = int64_t{1} << 62;
+
+// A pipeline read back from the store, held to the rules of API input: a valid spec, and ids,
+// generation and counters in range. INVALID_ARGUMENT naming the field otherwise (the store reports
+// it as damaged data).
+Status ValidateStored(const StoredPipeline& stored);
+
 }  // namespace ckpt

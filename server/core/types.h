@@ -100,9 +100,10 @@ struct PipelineCounters {
   bool operator==(const PipelineCounters&) const = default;
 };
 
-// What the store keeps per pipeline besides its checkpoint history and its id counter.
-struct PipelineRecord {
-  PipelineSpec spec;
+// Everything the store keeps of a pipeline but its spec: what moves with rounds, sessions and
+// operators. It is written on its own (PersistProgress), a few numbers, so that a task lost or
+// re-registered in a pipeline of 100,000 tasks does not rewrite the task list.
+struct PipelineProgress {
   int64_t generation = 1;
   StickyState sticky = StickyState::kActive;
   PipelineCounters counters;
@@ -111,13 +112,33 @@ struct PipelineRecord {
   int64_t last_completed_at_ms = 0;  // wall clock; 0 = never
   bool from_config = false;          // declared in the config file: reloads may update it
 
+  bool operator==(const PipelineProgress&) const = default;
+};
+
+// What the store keeps per pipeline besides its checkpoint history and its id counter.
+struct PipelineRecord : PipelineProgress {
+  PipelineSpec spec;
+
+  const PipelineProgress& progress() const { return *this; }
   bool operator==(const PipelineRecord&) const = default;
+};
+
+// One completed round as the store commits it, in one transaction: the checkpoint, the
+// pipeline's progress with it counted, and the retention that trims the history.
+struct CheckpointCommit {
+  PipelineKey key;
+  int32_t retained = 10;
+  PipelineProgress progress_after;
+  CompletedCheckpoint checkpoint;
 };
 
 // A pipeline as loaded from the store at start.
 struct StoredPipeline {
   PipelineRecord record;
   int64_t id_counter = 0;  // end of the durably reserved id range; ids above it are free
+  // The record's spec is not (yet) the stored one: a pipeline new from the config file, or one
+  // whose declared spec changed while the daemon was down. Its first write is the whole record.
+  bool spec_unsaved = false;
 };
 
 }  // namespace ckpt

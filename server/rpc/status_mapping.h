@@ -18,6 +18,8 @@ inline grpc::StatusCode ToGrpcCode(StatusCode code) {
     case StatusCode::kDeadlineExceeded: return grpc::StatusCode::DEADLINE_EXCEEDED;
     case StatusCode::kUnavailable: return grpc::StatusCode::UNAVAILABLE;
     case StatusCode::kInternal: return grpc::StatusCode::INTERNAL;
+    case StatusCode::kResourceExhausted: return grpc::StatusCode::RESOURCE_EXHAUSTED;
+    case StatusCode::kDataLoss: return grpc::StatusCode::DATA_LOSS;
   }
   return grpc::StatusCode::UNKNOWN;
 }

@@ -60,6 +60,7 @@ std::shared_ptr<PipelineRunner> Daemon::MakeRunner(const StoredPipeline& stored,
   options.heartbeat_interval_ms = config_.heartbeat_interval_ms;
   options.lease_ttl_ms = config_.lease_ttl_ms;
   options.coordinator.start_spread = Millis(config_.start_spread_ms);
+  options.store_health = store_health_.get();
   options.coordinator.savepoint_root =
       config_.savepoint_root.empty() ? config_.data_dir + "/savepoints" : config_.savepoint_root;
   return std::make_shared<PipelineRunner>(shards_.For(stored.record.spec.key), stored, restarted,
@@ -82,6 +83,7 @@ Status Daemon::LoadPipelines() {
       StoredPipeline p;
       p.record.spec = spec;
       p.record.from_config = true;
+      p.spec_unsaved = true;  // its first write creates the record
       stored[spec.key] = p;
       fresh[spec.key] = true;
     } else if (!it->second.record.from_config) {
@@ -91,6 +93,7 @@ Status Daemon::LoadPipelines() {
     } else if (it->second.record.spec != spec) {
       spdlog::info("[{}] spec updated from the config file", spec.key.ToString());
       it->second.record.spec = spec;
+      it->second.spec_unsaved = true;
     }
   }
   std::set<PipelineKey> declared;
@@ -125,6 +128,8 @@ Status Daemon::Start() {
     if (!opened.ok()) return opened.status();
     store_ = std::move(*opened);
   }
+  store_health_ = std::make_unique<StoreHealth>(*store_, shards_.main(),
+                                                [this](bool writable) { OnStoreWritable(writable); });
   if (auto s = LoadPipelines(); !s.ok()) return s;
 
   shards_.Start();
@@ -176,6 +181,20 @@ Status Daemon::Start() {
 }
 
 int Daemon::metrics_port() const { return metrics_server_ ? metrics_server_->port() : 0; }
+
+bool Daemon::ready() const {
+  return ready_.load() && (!store_health_ || store_health_->writable());
+}
+
+void Daemon::OnStoreWritable(bool writable) {
+  metrics_.store_writable = writable ? 1 : 0;
+  for (const auto& runner : registry_.All()) runner->SetStoreWritable(writable);
+  if (!ready_.load()) return;  // not serving yet, or shutting down: health stays as it is
+  if (auto* health = server_ ? server_->GetHealthCheckService() : nullptr) {
+    health->SetServingStatus(writable);
+    for (const char* service : kHealthServices) health->SetServingStatus(service, writable);
+  }
+}
 
 std::string Daemon::MetricsText() const {
   MetricsPageOptions options;
@@ -346,6 +365,7 @@ void Daemon::CreatePipeline(const PipelineSpec& spec,
   stored.record.from_config = from_config;
   stored.id_counter = *counter;
   store_->PutPipeline(stored.record, [this, stored, created, done = std::move(done)](Status s) {
+    store_health_->Report(s);
     if (!s.ok()) {
       created();
       return done(Status::Unavailable("storing the pipeline failed: " + s.message()));
@@ -433,6 +453,7 @@ void Daemon::Shutdown() {
   }
   for (auto& r : runners) r->EndAllSessions(Status::Unavailable("ckptd is shutting down"));
   if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  if (store_health_) store_health_->Stop();
   store_->Flush();
   admin_pool_.join();
   shards_.Stop();

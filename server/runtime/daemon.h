@@ -22,6 +22,7 @@
 #include "runtime/daemon_metrics.h"
 #include "runtime/io_shards.h"
 #include "runtime/registry.h"
+#include "runtime/store_health.h"
 #include "store/data_dir_lock.h"
 #include "store/metadata_store.h"
 
@@ -87,8 +88,9 @@ class Daemon {
   int grpc_port() const { return grpc_port_; }
   // The HTTP port (/metrics, /healthz, /readyz); 0 when metrics_listen is "".
   int metrics_port() const;
-  // True from the end of a successful Start until Shutdown begins: /readyz and gRPC health.
-  bool ready() const { return ready_.load(); }
+  // True from the end of a successful Start until Shutdown begins, while the store takes writes:
+  // /readyz and gRPC health.
+  bool ready() const;
   // The /metrics page. Safe from any thread; reads atomics only.
   std::string MetricsText() const;
   // Pipeline defaults as last loaded (start or reload). Safe from any thread.
@@ -107,6 +109,8 @@ class Daemon {
   void LogStats(const char* what) const;
   void ScheduleStats();
   std::shared_ptr<PipelineRunner> MakeRunner(const StoredPipeline& stored, bool restarted);
+  // StoreHealth's news: every pipeline holds or resumes its triggers; health and readiness follow.
+  void OnStoreWritable(bool writable);
 
   // Constant after Start: the configuration the daemon started with (reloads never change it).
   DaemonConfig config_;
@@ -115,6 +119,8 @@ class Daemon {
   std::unique_ptr<DataDirLock> data_dir_lock_;  // held while the store is open
   std::unique_ptr<MetadataStore> store_;
   IoShards shards_;
+  // After shards_ (destroyed before them): its probe timer lives on a shard. Made by Start.
+  std::unique_ptr<StoreHealth> store_health_;
   Registry registry_;
   // Keys whose CreatePipeline is between its registry check and its registry Add (the store
   // write in between): a second create of the same key is refused instead of overwriting the

@@ -88,8 +88,8 @@ std::string RenderMetricsPage(const DaemonMetrics& m, const Registry& registry,
               "Checkpoints expired: not acknowledged by every task within timeout_ms.",
               Load(m.checkpoints_expired_total));
   out.Counter("ckptd_checkpoints_aborted_total",
-              "Checkpoints aborted by a lost task, a takeover, a task-set change or shutdown "
-              "(not counted as failures).",
+              "Checkpoints aborted by a lost task, a takeover, a task-set change, shutdown or "
+              "deletion (not counted as failures).",
               Load(m.checkpoints_aborted_total));
   out.Counter("ckptd_triggers_total", "Checkpoint and savepoint rounds triggered.",
               Load(m.triggers_total));
@@ -127,6 +127,10 @@ std::string RenderMetricsPage(const DaemonMetrics& m, const Registry& registry,
                Load(m.pipelines_by_state[static_cast<size_t>(s)]));
   }
   out.Gauge("ckptd_worker_sessions", "Open worker streams.", Load(m.worker_sessions));
+  out.Gauge("ckptd_store_writable",
+            "1 while the store takes writes; 0 while they fail (disk full, read-only): triggers "
+            "are held and the daemon reports not ready.",
+            Load(m.store_writable));
 
   out.Family("ckptd_build_info", "gauge", "Always 1; the labels name the build.");
   out.Sample("ckptd_build_info", {{"version", options.version}}, 1);

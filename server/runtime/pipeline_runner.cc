@@ -42,6 +42,7 @@ PipelineRunner::PipelineRunner(asio::io_context& io, const StoredPipeline& store
       heartbeat_interval_ms_(options.heartbeat_interval_ms),
       lease_ttl_ms_(options.lease_ttl_ms),
       restarted_(restarted),
+      store_health_(options.store_health),
       strand_(asio::make_strand(io)),
       coordinator_(stored, clock, std::move(options.coordinator)),
       wakeup_timer_(strand_),
@@ -76,7 +77,18 @@ Status PipelineRunner::DeletedStatus() const {
 }
 
 void PipelineRunner::Start() {
-  Post([](PipelineRunner& r) { r.Run(r.coordinator_.Start(r.restarted_)); });
+  Post([](PipelineRunner& r) {
+    // Read on the strand, after the registry holds this runner: a change from now on reaches it
+    // through SetStoreWritable.
+    if (r.store_health_ && !r.store_health_->writable()) {
+      r.Run(r.coordinator_.OnStoreWritable(false));
+    }
+    r.Run(r.coordinator_.Start(r.restarted_));
+  });
+}
+
+void PipelineRunner::SetStoreWritable(bool writable) {
+  Post([writable](PipelineRunner& r) { r.Run(r.coordinator_.OnStoreWritable(writable)); });
 }
 
 void PipelineRunner::Register(SessionId session, std::shared_ptr<SessionSink> sink,
@@ -325,31 +337,21 @@ void PipelineRunner::Execute(Action& action) {
   } else if (auto* a = std::get_if<ReserveIds>(&action)) {
     const int64_t counter = a->new_counter;
     store_.ReserveIds(key_, counter, [self = shared_from_this(), counter](Status s) {
+      self->ReportWrite(s);
       self->Post([counter, s = std::move(s)](PipelineRunner& r) {  // a deleted one needs none
         r.Run(s.ok() ? r.coordinator_.OnIdsReserved(counter)
                      : r.coordinator_.OnIdsReserveFailed(s));
       });
     });
   } else if (auto* a = std::get_if<PersistRecord>(&action)) {
-    store_.PutPipeline(a->record, [self = shared_from_this()](Status s) {
-      if (s.ok()) return;
-      self->LogLine(LogLevel::kError,
-                    "persisting pipeline state failed: " + s.ToString() + "; retrying in 1 s");
-      self->Post([](PipelineRunner& r) {
-        if (!r.persist_retry_timer_) r.persist_retry_timer_ = std::make_unique<StrandTimer>(r.strand_);
-        r.persist_retry_timer_->expires_after(std::chrono::seconds(1));
-        r.persist_retry_timer_->async_wait(
-            [self = r.shared_from_this()](const boost::system::error_code& ec) {
-              // A retry armed before a Delete must not write the record back.
-              if (!ec && !self->deleted_) self->Run(self->coordinator_.OnPersistFailed());
-            });
-      });
-    });
+    store_.PutPipeline(a->record, PersistDone());
+  } else if (auto* a = std::get_if<PersistProgress>(&action)) {
+    store_.PutProgress(a->key, a->progress, PersistDone());
   } else if (auto* a = std::get_if<CommitCheckpoint>(&action)) {
-    const int64_t id = a->checkpoint.checkpoint_id;
+    const int64_t id = a->commit.checkpoint.checkpoint_id;
     const SteadyTime queued_at = clock_.SteadyNow();
-    store_.CommitCheckpoint(a->record_after, a->checkpoint,
-                            [self = shared_from_this(), id, queued_at](Status s) {
+    store_.CommitCheckpoint(a->commit, [self = shared_from_this(), id, queued_at](Status s) {
+      self->ReportWrite(s);
       self->metrics_.store_commit.ObserveMicros(
           std::chrono::duration_cast<std::chrono::microseconds>(self->clock_.SteadyNow() - queued_at)
               .count());
@@ -394,6 +396,24 @@ void PipelineRunner::Execute(Action& action) {
   } else if (auto* a = std::get_if<Log>(&action)) {
     LogLine(a->level, a->text);
   }
+}
+
+MetadataStore::Done PipelineRunner::PersistDone() {
+  return [self = shared_from_this()](Status s) {
+    self->ReportWrite(s);
+    if (s.ok()) return;
+    self->LogLine(LogLevel::kError,
+                  "persisting pipeline state failed: " + s.ToString() + "; retrying in 1 s");
+    self->Post([](PipelineRunner& r) {
+      if (!r.persist_retry_timer_) r.persist_retry_timer_ = std::make_unique<StrandTimer>(r.strand_);
+      r.persist_retry_timer_->expires_after(std::chrono::seconds(1));
+      r.persist_retry_timer_->async_wait(
+          [self = r.shared_from_this()](const boost::system::error_code& ec) {
+            // A retry armed before a Delete must not write the record back.
+            if (!ec && !self->deleted_) self->Run(self->coordinator_.OnPersistFailed());
+          });
+    });
+  };
 }
 
 void PipelineRunner::NotifySavepointObservers(const RoundFinished* finished) {

@@ -22,6 +22,7 @@
 #include "runtime/pipeline_metrics.h"
 #include "runtime/savepoint_observer.h"
 #include "runtime/session_sink.h"
+#include "runtime/store_health.h"
 #include "store/metadata_store.h"
 
 namespace ckpt {
@@ -30,6 +31,9 @@ struct RunnerOptions {
   int64_t heartbeat_interval_ms = 3000;
   int64_t lease_ttl_ms = 10000;
   CoordinatorOptions coordinator;
+  // Told the outcome of every store write; may be null (tests, benchmarks). Must outlive the
+  // runner and every handler it posts.
+  StoreHealth* store_health = nullptr;
 };
 
 class PipelineRunner : public std::enable_shared_from_this<PipelineRunner> {
@@ -53,6 +57,9 @@ class PipelineRunner : public std::enable_shared_from_this<PipelineRunner> {
   void RequestSavepoint(SessionId session, std::string target, bool stop);
   // `goodbye`: the worker deregistered cleanly.
   void SessionEnded(SessionId session, std::string why, bool goodbye = false);
+
+  // The store takes writes again, or fails them (StoreHealth): triggers resume or hold.
+  void SetStoreWritable(bool writable);
 
   // Daemon shutdown: stop triggering; later end every stream with `status`.
   void BeginShutdown();
@@ -101,6 +108,13 @@ class PipelineRunner : public std::enable_shared_from_this<PipelineRunner> {
   void NotifySavepointObservers(const RoundFinished* finished);
   // May move out of `action` (a message goes to the last of its sessions without a copy).
   void Execute(Action& action);
+  // Tells StoreHealth how a store write went.
+  void ReportWrite(const Status& result) const {
+    if (store_health_) store_health_->Report(result);
+  }
+  // The completion of a record or progress write: a failure is logged and the latest state
+  // written again after a second.
+  MetadataStore::Done PersistDone();
   void ArmWakeupAt(SteadyTime at);
   void ArmTimeoutAt(SteadyTime at, int64_t checkpoint_id);
   void LogLine(LogLevel level, const std::string& text) const;
@@ -126,6 +140,7 @@ class PipelineRunner : public std::enable_shared_from_this<PipelineRunner> {
   const int64_t heartbeat_interval_ms_;
   const int64_t lease_ttl_ms_;
   const bool restarted_;
+  StoreHealth* const store_health_;  // may be null
 
   // Atomics: written on strand_, read by scrapes from any thread.
   PipelineMetrics pipeline_metrics_;

@@ -4,19 +4,30 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <sys/stat.h>
+
 #include <cerrno>
 #include <cstring>
-#include <filesystem>
+
+#include "store/data_dir.h"
 
 namespace ckpt {
 
 Result<std::unique_ptr<DataDirLock>> DataDirLock::Acquire(const std::string& data_dir) {
-  std::error_code ec;
-  std::filesystem::create_directories(data_dir, ec);
-  if (ec) return Status::Unavailable("cannot create data_dir " + data_dir + ": " + ec.message());
+  if (Status s = EnsureDataDir(data_dir); !s.ok()) return s;
   const std::string path = data_dir + "/LOCK";
-  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) return Status::Unavailable("cannot open " + path + ": " + std::strerror(errno));
+  // Never through a symbolic link: truncating the link's target to write our pid would destroy
+  // whatever file it points to.
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0640);
+  if (fd < 0) {
+    if (errno == ELOOP) return RefuseSymlink(path);
+    return Status::Unavailable("cannot open " + path + ": " + std::strerror(errno));
+  }
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return Status::FailedPrecondition(path + " is not a regular file; refusing to use it as the lock");
+  }
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     char holder[32] = {0};
     ssize_t n = ::pread(fd, holder, sizeof(holder) - 1, 0);

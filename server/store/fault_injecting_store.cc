@@ -23,6 +23,21 @@ void FaultInjectingStore::FailNextReserves(int count, Status status,
   reserves_.only = std::move(only);
 }
 
+void FaultInjectingStore::FailAllWrites(Status status) {
+  std::lock_guard lock(mu_);
+  all_writes_ = status.ok() ? Status::Unavailable("injected: disk full") : std::move(status);
+}
+
+void FaultInjectingStore::StopFailingWrites() {
+  std::lock_guard lock(mu_);
+  all_writes_.reset();
+}
+
+std::optional<Status> FaultInjectingStore::AllWritesFail() const {
+  std::lock_guard lock(mu_);
+  return all_writes_;
+}
+
 int FaultInjectingStore::injected_commit_failures() const {
   std::lock_guard lock(mu_);
   return commits_.injected;
@@ -43,8 +58,8 @@ std::optional<Status> FaultInjectingStore::Take(Plan& plan, const PipelineKey& k
   return plan.status;
 }
 
-void FaultInjectingStore::FailInOrder(const PipelineKey& key, Status status, Done done) {
-  inner_->ReserveIds(key, 0, [status = std::move(status), done = std::move(done)](Status) {
+void FaultInjectingStore::FailInOrder(Status status, Done done) {
+  inner_->Probe([status = std::move(status), done = std::move(done)](Status) {
     if (done) done(status);
   });
 }
@@ -54,25 +69,39 @@ Result<std::vector<StoredPipeline>> FaultInjectingStore::LoadPipelines() {
 }
 
 void FaultInjectingStore::PutPipeline(const PipelineRecord& record, Done done) {
+  if (auto failure = AllWritesFail()) return FailInOrder(std::move(*failure), std::move(done));
   inner_->PutPipeline(record, std::move(done));
 }
 
 void FaultInjectingStore::ReserveIds(const PipelineKey& key, int64_t new_counter, Done done) {
+  if (auto failure = AllWritesFail()) return FailInOrder(std::move(*failure), std::move(done));
   if (auto failure = Take(reserves_, key)) {
-    return FailInOrder(key, std::move(*failure), std::move(done));
+    return FailInOrder(std::move(*failure), std::move(done));
   }
   inner_->ReserveIds(key, new_counter, std::move(done));
 }
 
-void FaultInjectingStore::CommitCheckpoint(const PipelineRecord& record_after,
-                                           const CompletedCheckpoint& checkpoint, Done done) {
-  if (auto failure = Take(commits_, record_after.spec.key)) {
-    return FailInOrder(record_after.spec.key, std::move(*failure), std::move(done));
+void FaultInjectingStore::PutProgress(const PipelineKey& key, const PipelineProgress& progress,
+                                      Done done) {
+  if (auto failure = AllWritesFail()) return FailInOrder(std::move(*failure), std::move(done));
+  inner_->PutProgress(key, progress, std::move(done));
+}
+
+void FaultInjectingStore::CommitCheckpoint(const CheckpointCommit& commit, Done done) {
+  if (auto failure = AllWritesFail()) return FailInOrder(std::move(*failure), std::move(done));
+  if (auto failure = Take(commits_, commit.key)) {
+    return FailInOrder(std::move(*failure), std::move(done));
   }
-  inner_->CommitCheckpoint(record_after, checkpoint, std::move(done));
+  inner_->CommitCheckpoint(commit, std::move(done));
+}
+
+void FaultInjectingStore::Probe(Done done) {
+  if (auto failure = AllWritesFail()) return FailInOrder(std::move(*failure), std::move(done));
+  inner_->Probe(std::move(done));
 }
 
 void FaultInjectingStore::DeletePipeline(const PipelineKey& key, Done done) {
+  if (auto failure = AllWritesFail()) return FailInOrder(std::move(*failure), std::move(done));
   inner_->DeletePipeline(key, std::move(done));
 }
 

@@ -6,10 +6,8 @@
 // Threading: any thread may call anything, like MetadataStore. The injection plan is guarded by
 // `mu_`; everything else is the inner store's business. An injected failure is still reported the
 // way a real one is: on the inner store's writer thread, in call order relative to the other
-// writes. To get that, the failed call is replaced by a write that changes nothing —
-// ReserveIds(key, 0), which never lowers a counter — whose callback reports the injected Status.
-// (With a backend that keeps counter rows, that can leave a row with counter 0, which reads the
-// same as no row.) Nothing of the failed op itself is written.
+// writes. To get that, the failed call is replaced by a write that changes nothing anyone reads
+// (Probe), whose callback reports the injected Status. Nothing of the failed op itself is written.
 
 #include <memory>
 #include <mutex>
@@ -28,6 +26,11 @@ class FaultInjectingStore final : public MetadataStore {
   void FailNextCommits(int count, Status status, std::optional<PipelineKey> only = std::nullopt);
   void FailNextReserves(int count, Status status, std::optional<PipelineKey> only = std::nullopt);
 
+  // Every write from now on (any kind, probes included) fails with `status`, as a full disk
+  // fails them, until StopFailingWrites.
+  void FailAllWrites(Status status);
+  void StopFailingWrites();
+
   // How many calls failed by injection so far.
   int injected_commit_failures() const;
   int injected_reserve_failures() const;
@@ -36,9 +39,10 @@ class FaultInjectingStore final : public MetadataStore {
 
   Result<std::vector<StoredPipeline>> LoadPipelines() override;
   void PutPipeline(const PipelineRecord& record, Done done) override;
+  void PutProgress(const PipelineKey& key, const PipelineProgress& progress, Done done) override;
   void ReserveIds(const PipelineKey& key, int64_t new_counter, Done done) override;
-  void CommitCheckpoint(const PipelineRecord& record_after, const CompletedCheckpoint& checkpoint,
-                        Done done) override;
+  void CommitCheckpoint(const CheckpointCommit& commit, Done done) override;
+  void Probe(Done done) override;
   void DeletePipeline(const PipelineKey& key, Done done) override;
   Result<int64_t> LoadIdCounter(const PipelineKey& key) override {
     return inner_->LoadIdCounter(key);
@@ -58,12 +62,16 @@ class FaultInjectingStore final : public MetadataStore {
   // If `plan` says this call fails, consumes one and returns the Status to report.
   std::optional<Status> Take(Plan& plan, const PipelineKey& key);
   // Reports `status` through the inner store's writer thread, in order.
-  void FailInOrder(const PipelineKey& key, Status status, Done done);
+  void FailInOrder(Status status, Done done);
 
   const std::unique_ptr<MetadataStore> inner_;
   mutable std::mutex mu_;
+  // The failure of every write, if FailAllWrites is on.
+  std::optional<Status> AllWritesFail() const;
+
   Plan commits_;   // guarded by mu_
   Plan reserves_;  // guarded by mu_
+  std::optional<Status> all_writes_;  // guarded by mu_
 };
 
 }  // namespace ckpt

@@ -28,15 +28,23 @@ class MetadataStore {
   // completed). Does not touch the id counter or the history.
   virtual void PutPipeline(const PipelineRecord& record, Done done) = 0;
 
+  // Replaces everything of an existing record but its spec: O(1) whatever the task set's size.
+  // Does nothing (and succeeds) when the pipeline has no record: it was deleted, and a late write
+  // must not bring it back.
+  virtual void PutProgress(const PipelineKey& key, const PipelineProgress& progress, Done done) = 0;
+
   // Raises the pipeline's id counter to `new_counter` (never lowers it). The counter outlives
   // DeletePipeline, so ids are never reused for the same (job, pipeline).
   virtual void ReserveIds(const PipelineKey& key, int64_t new_counter, Done done) = 0;
 
-  // One transaction: appends `checkpoint` to the history, writes `record_after` (the pipeline's
-  // record with this checkpoint counted), and trims completed checkpoints (not savepoints) beyond
-  // record_after.spec.retained.
-  virtual void CommitCheckpoint(const PipelineRecord& record_after,
-                                const CompletedCheckpoint& checkpoint, Done done) = 0;
+  // One transaction: appends the checkpoint to the history, writes the progress with it counted,
+  // and trims completed checkpoints (not savepoints) beyond `retained`. NOT_FOUND (nothing
+  // written) when the pipeline has no record.
+  virtual void CommitCheckpoint(const CheckpointCommit& commit, Done done) = 0;
+
+  // A write that changes nothing anyone reads: whether the store takes writes now (StoreHealth
+  // probes with it while writes fail).
+  virtual void Probe(Done done) = 0;
 
   // Removes the record and the checkpoint history of the pipeline (not its id counter).
   virtual void DeletePipeline(const PipelineKey& key, Done done) = 0;

@@ -45,7 +45,7 @@ Status Db::Exec(const std::string& sql) {
   if (rc == SQLITE_OK) return Status::Ok();
   std::string message = err ? err : sqlite3_errstr(rc);
   sqlite3_free(err);
-  return Status::Internal(sql + ": " + message + " (sqlite code " + std::to_string(rc) + ")");
+  return Classify(rc, sql + ": " + message + " (sqlite code " + std::to_string(rc) + ")");
 }
 
 namespace {
@@ -94,12 +94,27 @@ Status Db::Error(int rc, std::string_view context) const {
   // apart what the message does not (SQLITE_IOERR_FSYNC vs _WRITE are both "disk I/O error").
   message += db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
   message += " (sqlite code " + std::to_string(rc) + ")";
+  return Classify(rc, std::move(message));
+}
+
+Status Classify(int rc, std::string message) {
   if (rc == SQLITE_CONSTRAINT_PRIMARYKEY || rc == SQLITE_CONSTRAINT_UNIQUE) {
     return Status::AlreadyExists(std::move(message));
   }
   switch (PrimaryCode(rc)) {
+    // The environment refuses the write now and may take it later: the store is failing, not
+    // the op (StoreHealth holds the triggers and probes).
     case SQLITE_BUSY:
-    case SQLITE_LOCKED: return Status::Unavailable(std::move(message));
+    case SQLITE_LOCKED:
+    case SQLITE_FULL:
+    case SQLITE_IOERR:
+    case SQLITE_READONLY:
+    case SQLITE_CANTOPEN:
+    case SQLITE_NOMEM:
+    case SQLITE_PROTOCOL: return Status::Unavailable(std::move(message));
+    // The file is damaged: nothing read from it can be trusted, nothing more is written.
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB: return Status::DataLoss(std::move(message));
     default: return Status::Internal(std::move(message));
   }
 }

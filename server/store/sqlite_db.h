@@ -45,7 +45,8 @@ class Db {
   // Extended result code of the connection's most recent failure.
   int LastErrorCode() const;
 
-  // Status for the connection's last error: "<context>: <sqlite message> (<code name>)".
+  // Status for the connection's last error: "<context>: <sqlite message> (<code name>)", its
+  // code chosen by Classify.
   Status Error(int rc, std::string_view context) const;
 
  private:
@@ -102,6 +103,11 @@ class ResetGuard {
  private:
   Stmt& stmt_;
 };
+
+// What a SQLite result code means to the daemon: UNAVAILABLE when the environment refuses the write
+// now (disk full, read-only, I/O error, busy: the store is failing, not the op), DATA_LOSS when the
+// file is damaged (corrupt, not a database), ALREADY_EXISTS for a duplicate key, INTERNAL else.
+Status Classify(int rc, std::string message);
 
 // Primary result code (rc & 0xff) without the extended part.
 inline int PrimaryCode(int rc) { return rc & 0xff; }

@@ -13,6 +13,9 @@
 #include <optional>
 #include <utility>
 
+#include "common/exit_codes.h"
+#include "core/spec_validation.h"
+#include "store/data_dir.h"
 #include "store/sqlite_db.h"
 
 namespace ckpt {
@@ -25,8 +28,9 @@ using sqlite::Db;
 using sqlite::ResetGuard;
 using sqlite::Stmt;
 
-// Version 1. A later version adds a migration step in CreateOrCheckSchema and bumps kSchemaVersion;
-// an older ckptd refuses the newer file instead of misreading it.
+// Version 1; version 2 adds `meta` (kSchemaV2). A new store is created at the current version; an
+// older file is migrated step by step (Migrate); an older ckptd refuses a newer file instead of
+// misreading it.
 constexpr const char* kSchemaV1 = R"sql(
 CREATE TABLE pipelines (
   job_id               TEXT    NOT NULL,
@@ -67,6 +71,14 @@ CREATE TABLE checkpoints (
   location        TEXT    NOT NULL,
   task_states     TEXT    NOT NULL,  -- JSON object: task_id -> {uri, size_bytes, checksum}
   PRIMARY KEY (job_id, pipeline_id, checkpoint_id)
+);
+)sql";
+
+// The store's own facts: its id (as in data_dir/STORE_ID), and the probe StoreHealth writes.
+constexpr const char* kSchemaV2 = R"sql(
+CREATE TABLE IF NOT EXISTS meta (
+  key   TEXT NOT NULL PRIMARY KEY,
+  value TEXT NOT NULL
 );
 )sql";
 
@@ -176,14 +188,14 @@ Result<FileIdentity> Inspect(Db& db) {
   if (!app_id.ok()) {
     const int code = db.LastErrorCode();
     if (code == SQLITE_NOTADB) {
-      return Status::FailedPrecondition(
+      return Status::DataLoss(
           path +
           " is not a SQLite database; refusing to use or overwrite it (move it away or "
           "point data_dir elsewhere)");
     }
     if (sqlite::PrimaryCode(code) == SQLITE_CORRUPT) {
-      return Status::FailedPrecondition(path + " is a damaged SQLite database (" +
-                                        app_id.status().message() + "); refusing to use it");
+      return Status::DataLoss(path + " is a damaged SQLite database (" +
+                              app_id.status().message() + "); refusing to use it");
     }
     return Status::Unavailable("cannot read " + path + ": " + app_id.status().message());
   }
@@ -214,25 +226,24 @@ Result<FileIdentity> Inspect(Db& db) {
     if (objects.size() > 3) what += " and " + std::to_string(objects.size() - 3) + " more";
     char hex[16];
     std::snprintf(hex, sizeof(hex), "0x%08x", static_cast<uint32_t>(*app_id));
-    return Status::FailedPrecondition(
+    return Status::DataLoss(
         path + " is a SQLite database but not a ckptd one (application_id " + hex + ", " + what +
         "); refusing to use or change it (move it away or point data_dir elsewhere)");
   }
   if (*user_version > SqliteStore::kSchemaVersion) {
-    return Status::FailedPrecondition(
+    return Status::DataLoss(
         path + " has schema version " + std::to_string(*user_version) +
         ", written by a newer ckptd; this one understands up to version " +
         std::to_string(SqliteStore::kSchemaVersion) + " and will not downgrade it");
   }
   if (*user_version < 1) {
-    return Status::FailedPrecondition(path + " has ckptd's application_id but schema version " +
-                                      std::to_string(*user_version) +
-                                      "; refusing to guess what it holds");
+    return Status::DataLoss(path + " has ckptd's application_id but schema version " +
+                            std::to_string(*user_version) + "; refusing to guess what it holds");
   }
   for (const char* table : kTables) {
     if (std::find(objects.begin(), objects.end(), std::string("table ") + table) == objects.end()) {
-      return Status::FailedPrecondition(path + " is a ckptd database without its '" + table +
-                                        "' table; refusing to use it");
+      return Status::DataLoss(path + " is a ckptd database without its '" + table +
+                              "' table; refusing to use it");
     }
   }
   return FileIdentity::kOurs;
@@ -251,7 +262,7 @@ Status CreateSchema(Db& db) {
     status = identity.status();
   } else if (*identity == FileIdentity::kEmpty) {
     status =
-        db.Exec(std::string(kSchemaV1) +
+        db.Exec(std::string(kSchemaV1) + kSchemaV2 +
                 "PRAGMA application_id = " + std::to_string(SqliteStore::kApplicationId) +
                 ";\nPRAGMA user_version = " + std::to_string(SqliteStore::kSchemaVersion) + ";");
     if (status.ok()) status = db.Exec("COMMIT");
@@ -261,6 +272,51 @@ Status CreateSchema(Db& db) {
     return Status(status.code(), "cannot create the schema in " + path + ": " + status.message());
   }
   if (db.InTransaction()) return db.Exec("COMMIT");  // someone else created it meanwhile
+  return Status::Ok();
+}
+
+// Brings an older file of ours up to kSchemaVersion, one step at a time, each in its own
+// transaction (a crash between steps leaves a file a later start migrates further).
+Status Migrate(Db& db) {
+  auto version = db.QueryInt("PRAGMA user_version");
+  if (!version.ok()) return version.status();
+  if (*version < 2) {
+    Status s = db.Exec(std::string("BEGIN IMMEDIATE;") + kSchemaV2 +
+                       "PRAGMA user_version = 2; COMMIT;");
+    if (!s.ok()) {
+      if (db.InTransaction()) (void)db.Exec("ROLLBACK");
+      return Status(s.code(), "migrating " + db.path() + " to schema version 2: " + s.message());
+    }
+    spdlog::info("store {}: migrated to schema version 2", db.path());
+  }
+  return Status::Ok();
+}
+
+// The store id the database holds (meta.store_id); "" when it holds none yet.
+Result<std::string> StoredStoreId(Db& db) {
+  return db.QueryText("SELECT COALESCE((SELECT value FROM meta WHERE key = 'store_id'), '')");
+}
+
+// Ties the database and data_dir/STORE_ID together (store/data_dir.h): both name the same id, or
+// the one that has none yet is given the other's (or a new one).
+Status BindStoreId(Db& db, const std::string& data_dir,
+                   const std::optional<std::string>& file_id) {
+  auto db_id = StoredStoreId(db);
+  if (!db_id.ok()) return db_id.status();
+  if (!db_id->empty() && file_id && *db_id != *file_id) {
+    return Status::DataLoss(db.path() + " belongs to store " + *db_id + ", but " + data_dir +
+                            "/STORE_ID names store " + *file_id +
+                            "; refusing to mix two stores (was the database copied in from "
+                            "elsewhere?)");
+  }
+  std::string id = !db_id->empty() ? *db_id : file_id ? *file_id : NewStoreId();
+  if (db_id->empty()) {
+    Status s = db.Exec("INSERT INTO meta (key, value) VALUES ('store_id', '" + id + "')");
+    if (!s.ok()) return Status(s.code(), "recording the store id in " + db.path() + ": " + s.message());
+  }
+  // Only once the database exists and holds the id: a crash before this leaves a database
+  // without STORE_ID, which the next start completes.
+  if (!file_id) return WriteStoreId(data_dir, id);
   return Status::Ok();
 }
 
@@ -304,6 +360,20 @@ void BindRecord(Stmt& stmt, const PipelineRecord& r, const std::string& task_ids
   stmt.Bind(16, KindToInt(r.last_completed_kind));
   stmt.Bind(17, r.last_completed_at_ms);
   stmt.Bind(18, int64_t{r.from_config ? 1 : 0});
+}
+
+// The progress columns (kRecordColumns 8..17), bound as ?3..?12 after the key (?1, ?2).
+void BindProgress(Stmt& stmt, const PipelineProgress& p) {
+  stmt.Bind(3, p.generation);
+  stmt.Bind(4, StickyToInt(p.sticky));
+  stmt.Bind(5, p.counters.completed_count);
+  stmt.Bind(6, p.counters.failed_count);
+  stmt.Bind(7, p.counters.expired_count);
+  stmt.Bind(8, p.counters.consecutive_failures);
+  stmt.Bind(9, p.last_completed_id);
+  stmt.Bind(10, KindToInt(p.last_completed_kind));
+  stmt.Bind(11, p.last_completed_at_ms);
+  stmt.Bind(12, int64_t{p.from_config ? 1 : 0});
 }
 
 // Reads columns 0..17 in kRecordColumns order.
@@ -355,8 +425,8 @@ void PrepareInto(Db& db, Stmt& stmt, const std::string& sql, Status& status) {
 struct SqliteStore::WriterConn {
   Db db;
   Stmt begin, commit, rollback, savepoint, release, rollback_to;
-  Stmt upsert_pipeline, raise_counter, insert_checkpoint, trim_checkpoints;
-  Stmt delete_pipeline, delete_checkpoints;
+  Stmt upsert_pipeline, update_progress, raise_counter, insert_checkpoint, trim_checkpoints;
+  Stmt delete_pipeline, delete_checkpoints, probe;
 
   Status Prepare() {
     Status s;
@@ -377,6 +447,19 @@ struct SqliteStore::WriterConn {
     PrepareInto(db, upsert_pipeline,
                 "INSERT INTO pipelines (" + JoinColumns("") + ") VALUES (" + params +
                     ") ON CONFLICT (job_id, pipeline_id) DO UPDATE SET " + assignments,
+                s);
+    std::string progress_assignments;
+    for (int i = 8; i < kRecordColumnCount; ++i) {
+      if (i > 8) progress_assignments += ", ";
+      progress_assignments += std::string(kRecordColumns[i]) + " = ?" + std::to_string(i - 5);
+    }
+    PrepareInto(db, update_progress,
+                "UPDATE pipelines SET " + progress_assignments +
+                    " WHERE job_id = ?1 AND pipeline_id = ?2",
+                s);
+    PrepareInto(db, probe,
+                "INSERT INTO meta (key, value) VALUES ('probe', ?1) "
+                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                 s);
     PrepareInto(db, raise_counter,
                 "INSERT INTO id_counters (job_id, pipeline_id, counter) VALUES (?1, ?2, ?3) "
@@ -436,13 +519,31 @@ struct SqliteStore::WriterConn {
     return RaiseCounter(key, new_counter);
   }
 
-  Status CommitCheckpoint(const PipelineRecord& record, const CompletedCheckpoint& cp) {
-    const PipelineKey& key = record.spec.key;
+  // Writes the progress of an existing record; `changed` says whether there was one.
+  Status PutProgress(const PipelineKey& key, const PipelineProgress& progress, bool* changed) {
+    ResetGuard guard(update_progress);
+    update_progress.Bind(1, key.job_id);
+    update_progress.Bind(2, key.pipeline_id);
+    BindProgress(update_progress, progress);
+    if (int rc = update_progress.Step(); rc != SQLITE_DONE) {
+      return db.Error(rc, "writing the progress of pipeline " + key.ToString());
+    }
+    *changed = sqlite3_changes(db.get()) > 0;
+    return Status::Ok();
+  }
+
+  Status CommitCheckpoint(const CheckpointCommit& commit) {
+    const PipelineKey& key = commit.key;
+    const CompletedCheckpoint& cp = commit.checkpoint;
     const std::string what =
         "checkpoint " + std::to_string(cp.checkpoint_id) + " of " + key.ToString();
     if (cp.checkpoint_id <= 0) return Status::InvalidArgument(what + ": ids start at 1");
     auto states = TaskStatesToJson(cp.task_states);
     if (!states.ok()) return Status::InvalidArgument(what + ": " + states.status().message());
+    bool exists = false;
+    if (Status s = PutProgress(key, commit.progress_after, &exists); !s.ok()) return s;
+    // A history row without its pipeline would be an orphan no one lists or deletes.
+    if (!exists) return Status::NotFound(what + ": the pipeline has no record (deleted?)");
     {
       ResetGuard guard(insert_checkpoint);
       insert_checkpoint.Bind(1, key.job_id);
@@ -461,7 +562,6 @@ struct SqliteStore::WriterConn {
         return db.Error(rc, "storing " + what);
       }
     }
-    if (Status s = PutPipeline(record); !s.ok()) return s;
     // Normally a no-op (the id came from a durably reserved block). If a caller ever committed an
     // id it had not reserved, this still keeps the id from being handed out again after a restart.
     if (Status s = RaiseCounter(key, cp.checkpoint_id); !s.ok()) return s;
@@ -469,10 +569,17 @@ struct SqliteStore::WriterConn {
     trim_checkpoints.Bind(1, key.job_id);
     trim_checkpoints.Bind(2, key.pipeline_id);
     // At least the checkpoint just stored survives, whatever `retained` says.
-    trim_checkpoints.Bind(3, int64_t{std::max(record.spec.retained, 1) - 1});
+    trim_checkpoints.Bind(3, int64_t{std::max(commit.retained, 1) - 1});
     if (int rc = trim_checkpoints.Step(); rc != SQLITE_DONE) {
       return db.Error(rc, "trimming the history of " + key.ToString());
     }
+    return Status::Ok();
+  }
+
+  Status Probe(int64_t now_ms) {
+    ResetGuard guard(probe);
+    probe.Bind(1, std::to_string(now_ms));
+    if (int rc = probe.Step(); rc != SQLITE_DONE) return db.Error(rc, "probe write");
     return Status::Ok();
   }
 
@@ -520,22 +627,37 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& data_d
 Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& data_dir,
                                                        SqliteStoreOptions options) {
   if (data_dir.empty()) return Status::InvalidArgument("data_dir is empty");
-  std::error_code ec;
-  fs::create_directories(data_dir, ec);
-  if (ec) {
-    return Status::FailedPrecondition("cannot create data_dir " + data_dir + ": " + ec.message());
-  }
-  if (!fs::is_directory(data_dir, ec)) {
-    return Status::FailedPrecondition("data_dir " + data_dir + " is not a directory");
-  }
+  if (Status s = EnsureDataDir(data_dir); !s.ok()) return s;
   const std::string path = (fs::path(data_dir) / kFileName).string();
+  for (const char* suffix : {"", "-wal", "-shm", "-journal"}) {
+    if (Status s = RefuseSymlink(path + suffix); !s.ok()) return s;
+  }
+  std::error_code ec;
   if (auto st = fs::status(path, ec); !ec && fs::exists(st) && !fs::is_regular_file(st)) {
     return Status::FailedPrecondition(path + " exists but is not a regular file");
   }
 
+  // A data_dir that held a store (STORE_ID) must still have its database: taking a missing or
+  // empty one for a new store would start the ids over.
+  auto store_id = ReadStoreId(data_dir);
+  if (!store_id.ok()) return store_id.status();
+  const bool db_exists = fs::exists(path, ec);
+  if (*store_id && (!db_exists || fs::file_size(path, ec) == 0)) {
+    return Status::DataLoss(
+        data_dir + " held store " + **store_id + " (STORE_ID), but its database " + path +
+        (db_exists ? " is empty" : " is missing") +
+        "; refusing to start a new store over it (checkpoint ids would be reused). Restore the "
+        "database from a backup, or remove STORE_ID to start a new store on purpose");
+  }
+  if (!db_exists) {
+    if (Status s = CreateFileIfMissing(path); !s.ok()) return s;  // 0640, not SQLite's 0644
+  }
+
   auto writer = std::make_unique<WriterConn>();
   {
-    auto db = Db::Open(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+    auto db = Db::Open(path,
+                       SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX |
+                           SQLITE_OPEN_NOFOLLOW,
                        options.vfs);
     if (!db.ok()) return db.status();
     writer->db = std::move(*db);
@@ -545,31 +667,42 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& data_d
   // Look first: nothing below may write to a file we are going to refuse.
   auto identity = Inspect(writer->db);
   if (!identity.ok()) return identity.status();
+  if (*identity == FileIdentity::kEmpty && *store_id) {
+    return Status::DataLoss(data_dir + " held store " + **store_id + " (STORE_ID), but " + path +
+                            " holds no ckptd data; refusing to start a new store over it. "
+                            "Restore the database from a backup, or remove STORE_ID to start a "
+                            "new store on purpose");
+  }
 
   // WAL: readers do not block the writer nor wait for it, and a commit appends and fsyncs the log
   // instead of rewriting pages. FULL: that fsync happens at every COMMIT (NORMAL would skip it and
   // lose recent commits on power loss, breaking "complete only after durable").
   auto mode = writer->db.QueryText("PRAGMA journal_mode = WAL");
   if (!mode.ok()) {
-    return Status::Unavailable("cannot switch " + path + " to WAL: " + mode.status().message());
+    return Status(mode.status().code(),
+                  "cannot switch " + path + " to WAL: " + mode.status().message());
   }
   if (*mode != "wal") {
     return Status::FailedPrecondition(path + " stays in journal_mode '" + *mode +
                                       "', WAL is required (is data_dir on a local file system?)");
   }
   if (Status s = writer->db.Exec("PRAGMA synchronous = FULL"); !s.ok()) {
-    return Status::Unavailable(path + ": " + s.message());
+    return Status(s.code(), path + ": " + s.message());
   }
   if (*identity == FileIdentity::kEmpty) {
     if (Status s = CreateSchema(writer->db); !s.ok()) return s;
+  } else if (Status s = Migrate(writer->db); !s.ok()) {
+    return s;
   }
+  if (Status s = BindStoreId(writer->db, data_dir, *store_id); !s.ok()) return s;
   if (Status s = writer->Prepare(); !s.ok()) {
     return Status(s.code(), path + ": " + s.message());
   }
 
   auto reader = std::make_unique<ReaderConn>();
   {
-    auto db = Db::Open(path, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, options.vfs);
+    auto db = Db::Open(path, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW,
+                       options.vfs);
     if (!db.ok()) return db.status();
     reader->db = std::move(*db);
   }
@@ -628,11 +761,25 @@ void SqliteStore::ReserveIds(const PipelineKey& key, int64_t new_counter, Done d
           std::move(done));
 }
 
-void SqliteStore::CommitCheckpoint(const PipelineRecord& record_after,
-                                   const CompletedCheckpoint& checkpoint, Done done) {
-  Enqueue([record_after,
-           checkpoint](WriterConn& w) { return w.CommitCheckpoint(record_after, checkpoint); },
-          std::move(done));
+void SqliteStore::PutProgress(const PipelineKey& key, const PipelineProgress& progress,
+                              Done done) {
+  Enqueue(
+      [key, progress](WriterConn& w) {
+        bool exists = false;
+        return w.PutProgress(key, progress, &exists);  // none: deleted meanwhile, nothing to do
+      },
+      std::move(done));
+}
+
+void SqliteStore::CommitCheckpoint(const CheckpointCommit& commit, Done done) {
+  Enqueue([commit](WriterConn& w) { return w.CommitCheckpoint(commit); }, std::move(done));
+}
+
+void SqliteStore::Probe(Done done) {
+  const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
+  Enqueue([now_ms](WriterConn& w) { return w.Probe(now_ms); }, std::move(done));
 }
 
 void SqliteStore::DeletePipeline(const PipelineKey& key, Done done) {
@@ -697,6 +844,7 @@ void SqliteStore::RunBatch(std::vector<Op>& batch) {
   const auto start = std::chrono::steady_clock::now();
   if (int rc = w.begin.Run(); rc != SQLITE_DONE) {
     Status s = w.db.Error(rc, "BEGIN on " + path_);
+    if (s.code() == StatusCode::kDataLoss) return Stop(s);
     spdlog::error("store: {} writes failed, nothing written: {}", count, s.ToString());
     return fail_all(Status(s.code(), "nothing written: " + s.message()));
   }
@@ -720,6 +868,11 @@ void SqliteStore::RunBatch(std::vector<Op>& batch) {
       }
       continue;
     }
+    if (s.code() == StatusCode::kDataLoss) {
+      // A damaged file: commit nothing more to it, report nothing, stop (exit 65).
+      if (w.db.InTransaction()) (void)w.rollback.Run();
+      return Stop(s);
+    }
     if (!w.db.InTransaction()) {
       // SQLite rolled the whole transaction back by itself (I/O error, disk full, out of memory):
       // the ops applied before this one are gone as well.
@@ -734,6 +887,10 @@ void SqliteStore::RunBatch(std::vector<Op>& batch) {
     }
     spdlog::error("store: write rolled back, the others of its batch proceed: {}", s.ToString());
     results[i] = std::move(s);
+  }
+  if (lost.code() == StatusCode::kDataLoss) {
+    if (w.db.InTransaction()) (void)w.rollback.Run();
+    return Stop(lost);
   }
   if (!lost.ok()) {
     // Nothing is committed: this batch never reaches COMMIT. If even ROLLBACK fails the connection
@@ -765,23 +922,18 @@ void SqliteStore::RunBatch(std::vector<Op>& batch) {
       spdlog::error("store: {} writes failed: {}", count, full.ToString());
       return fail_all(full);
     }
+    if (s.code() == StatusCode::kDataLoss) {
+      if (w.db.InTransaction()) (void)w.rollback.Run();
+      return Stop(s);
+    }
     // Frames may or may not be in the WAL: after a crash this batch could reappear. Reporting it
     // failed could make workers discard state that is in fact the latest durable checkpoint;
     // reporting it done could promise what is lost. So neither is reported (DESIGN.md).
     if (w.db.InTransaction()) (void)w.rollback.Run();
-    broken_ = true;
-    broken_status_ =
-        Status::Unavailable("store stopped after a commit with unknown outcome: " + s.message());
     spdlog::critical("store: {}; whether these {} writes are durable is unknown, reporting neither",
                      s.ToString(), count);
-    if (options_.on_fatal) {
-      options_.on_fatal(broken_status_);
-    } else {
-      spdlog::critical("store: stopping the process (fail-stop); restart reloads what is durable");
-      spdlog::default_logger()->flush();
-      std::abort();
-    }
-    return;  // these ops are counted neither committed nor failed: nobody can know yet
+    return Stop(Status::Unavailable("store stopped after a commit with unknown outcome: " +
+                                    s.message()));
   }
 
   const int64_t micros = std::chrono::duration_cast<std::chrono::microseconds>(
@@ -790,6 +942,33 @@ void SqliteStore::RunBatch(std::vector<Op>& batch) {
   batches_committed_.fetch_add(1, std::memory_order_relaxed);
   if (on_commit_latency) on_commit_latency(micros);
   Finish(batch, results);
+}
+
+void SqliteStore::Stop(const Status& why) {
+  // The ops of the batch that met this are counted neither committed nor failed: they never get
+  // an answer, and nothing more is written.
+  broken_ = true;
+  broken_status_ = why;
+  Fatal(why);
+}
+
+void SqliteStore::Fatal(const Status& why) {
+  if (fatal_reported_.exchange(true)) return;
+  if (options_.on_fatal) return options_.on_fatal(why);
+  const bool damaged = why.code() == StatusCode::kDataLoss;
+  spdlog::critical("store {}: {}", path_, why.ToString());
+  spdlog::critical(damaged ? "stopping: the database is damaged; restore it from a backup or "
+                             "move data_dir away (exit code 65, not restarted)"
+                           : "stopping (fail-stop); the restart reads what is durable");
+  spdlog::default_logger()->flush();
+  // At once, without destructors: no other thread may tell a worker anything more.
+  std::_Exit(damaged ? kExitDataLoss : kExitUnknownOutcome);
+}
+
+template <typename T>
+Result<T> SqliteStore::CheckRead(Result<T> result) {
+  if (!result.ok() && result.status().code() == StatusCode::kDataLoss) Fatal(result.status());
+  return result;
 }
 
 void SqliteStore::Finish(std::vector<Op>& batch, const std::vector<Status>& results) {
@@ -812,6 +991,7 @@ void SqliteStore::Finish(std::vector<Op>& batch, const std::vector<Status>& resu
 }
 
 Result<std::vector<StoredPipeline>> SqliteStore::LoadPipelines() {
+  // Not CheckRead: this runs at start, whose caller refuses to start on the error (exit 65).
   std::lock_guard lock(read_mu_);
   Stmt& stmt = reader_->load_pipelines;
   ResetGuard guard(stmt);
@@ -819,15 +999,30 @@ Result<std::vector<StoredPipeline>> SqliteStore::LoadPipelines() {
   int rc;
   while ((rc = stmt.Step()) == SQLITE_ROW) {
     auto record = ReadRecord(stmt, path_);
-    if (!record.ok()) return record.status();
-    pipelines.push_back(StoredPipeline{std::move(*record), stmt.ColumnInt(kRecordColumnCount)});
+    if (!record.ok()) return Status::DataLoss(record.status().message());
+    StoredPipeline stored{std::move(*record), stmt.ColumnInt(kRecordColumnCount)};
+    // Held to the rules of API input: a counter near INT64_MAX or a pipeline without tasks is
+    // damaged data, refused here rather than overflowing or hanging later.
+    if (Status s = ValidateStored(stored); !s.ok()) {
+      return Status::DataLoss("pipeline " + stored.record.spec.key.ToString() + " in " + path_ +
+                              " is not valid: " + s.message() +
+                              "; refusing to start on it (restore the database from a backup, or "
+                              "correct or delete that row with sqlite3)");
+    }
+    pipelines.push_back(std::move(stored));
   }
+  // A damaged file is DATA_LOSS, which stops the start with exit 65.
   if (rc != SQLITE_DONE) return reader_->db.Error(rc, "loading pipelines from " + path_);
   return pipelines;
 }
 
 Result<std::vector<CompletedCheckpoint>> SqliteStore::ListCompleted(const PipelineKey& key,
                                                                     int limit) {
+  return CheckRead(ListCompletedUnchecked(key, limit));
+}
+
+Result<std::vector<CompletedCheckpoint>> SqliteStore::ListCompletedUnchecked(const PipelineKey& key,
+                                                                          int limit) {
   std::lock_guard lock(read_mu_);
   Stmt& stmt = reader_->list_completed;
   ResetGuard guard(stmt);
@@ -859,6 +1054,10 @@ Result<std::vector<CompletedCheckpoint>> SqliteStore::ListCompleted(const Pipeli
 }
 
 Result<int64_t> SqliteStore::LoadIdCounter(const PipelineKey& key) {
+  return CheckRead(LoadIdCounterUnchecked(key));
+}
+
+Result<int64_t> SqliteStore::LoadIdCounterUnchecked(const PipelineKey& key) {
   std::lock_guard lock(read_mu_);
   Stmt& stmt = reader_->read_counter;
   ResetGuard guard(stmt);

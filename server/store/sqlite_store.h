@@ -22,11 +22,14 @@
 //   (busy/locked: the transaction is still open, so we roll it back and know nothing was written),
 //   every op of the batch gets an error carrying the SQLite message.
 // - If COMMIT fails any other way (an I/O error while writing or fsyncing the WAL), whether the
-// batch
-//   is durable is unknown: it may reappear after a crash. Such a batch is reported neither way: its
-//   `done`s are never called, `on_fatal` runs (default: log and abort, i.e. fail-stop; systemd
-//   restarts the daemon, which reloads what actually is durable), and every later write fails with
-//   UNAVAILABLE without touching the file.
+//   batch is durable is unknown: it may reappear after a crash. Such a batch is reported neither
+//   way: its `done`s are never called, `on_fatal` runs (default: log and exit 75 at once, i.e.
+//   fail-stop; systemd restarts the daemon, which reloads what actually is durable), and every
+//   later write fails with UNAVAILABLE without touching the file.
+// - Corruption (SQLITE_CORRUPT, SQLITE_NOTADB) met by any write or read stops the same way, with
+//   a DATA_LOSS status (default: exit 65, which the unit does not restart on).
+// - Errors are classified by sqlite::Classify: UNAVAILABLE means the environment refused the
+//   write (disk full, read-only, I/O error): the store is failing, not the op.
 
 #include <atomic>
 #include <chrono>
@@ -49,9 +52,10 @@ struct SqliteStoreOptions {
   // How long a statement waits for a lock held by another connection (another process opening the
   // same file, or our own read connection during a WAL checkpoint).
   int busy_timeout_ms = 5000;
-  // Called once, on the writer thread, when a COMMIT's outcome is unknown (see the failure policy
-  // above). The default logs at critical level and calls std::abort(). If it returns, the store
-  // stays up for reads but fails every later write.
+  // Called once, when a COMMIT's outcome is unknown or the file is found damaged (see the failure
+  // policy above), on the writer thread or on a reader's. The default logs at critical level and
+  // exits the process at once (65 for DATA_LOSS, else 75). If it returns, the store stays up for
+  // reads but fails every later write.
   std::function<void(const Status&)> on_fatal;
   // Group commit pacing: a batch begins no sooner than this after the previous one began. Under a
   // steady stream of small writes (thousands of pipelines checkpointing at staggered times) the
@@ -66,12 +70,15 @@ class SqliteStore final : public MetadataStore {
   // Written in the file header so that Open can tell our database from anyone else's.
   static constexpr int32_t kApplicationId = 0x636b7074;  // "ckpt"
   // PRAGMA user_version. A file with a newer version is refused, never downgraded.
-  static constexpr int64_t kSchemaVersion = 1;
+  static constexpr int64_t kSchemaVersion = 2;
   static constexpr const char* kFileName = "ckptd.db";
 
-  // Creates data_dir if missing and opens (or creates) <data_dir>/ckptd.db, then starts the writer
-  // thread. A file that is not a SQLite database, or is one but not ours (other tables, another
-  // application_id, a newer schema), is an error naming the file; it is left untouched.
+  // Creates data_dir if missing (0750) and opens (or creates, 0640) <data_dir>/ckptd.db, then
+  // starts the writer thread. Refused with DATA_LOSS, the file left untouched: a file that is not
+  // a SQLite database, or is one but not ours (other tables, another application_id, a newer
+  // schema), and a data_dir whose STORE_ID says it held a store whose database is missing, empty
+  // or another one (store/data_dir.h). FAILED_PRECONDITION: a store file is a symbolic link.
+  // An older schema is migrated.
   static Result<std::unique_ptr<SqliteStore>> Open(const std::string& data_dir);
   static Result<std::unique_ptr<SqliteStore>> Open(const std::string& data_dir,
                                                    SqliteStoreOptions options);
@@ -84,9 +91,10 @@ class SqliteStore final : public MetadataStore {
 
   Result<std::vector<StoredPipeline>> LoadPipelines() override;
   void PutPipeline(const PipelineRecord& record, Done done) override;
+  void PutProgress(const PipelineKey& key, const PipelineProgress& progress, Done done) override;
   void ReserveIds(const PipelineKey& key, int64_t new_counter, Done done) override;
-  void CommitCheckpoint(const PipelineRecord& record_after, const CompletedCheckpoint& checkpoint,
-                        Done done) override;
+  void CommitCheckpoint(const CheckpointCommit& commit, Done done) override;
+  void Probe(Done done) override;
   void DeletePipeline(const PipelineKey& key, Done done) override;
   Result<std::vector<CompletedCheckpoint>> ListCompleted(const PipelineKey& key,
                                                          int limit) override;
@@ -127,6 +135,16 @@ class SqliteStore final : public MetadataStore {
   void Enqueue(Apply apply, Done done);
   void WriterLoop();
   void RunBatch(std::vector<Op>& batch);
+  // Writer thread: no more writes (broken_), then Fatal.
+  void Stop(const Status& why);
+  // Any thread, once: on_fatal, or log and exit (see the failure policy).
+  void Fatal(const Status& why);
+  // A read's result; DATA_LOSS also stops the store (Fatal).
+  template <typename T>
+  Result<T> CheckRead(Result<T> result);
+  Result<std::vector<CompletedCheckpoint>> ListCompletedUnchecked(const PipelineKey& key,
+                                                                  int limit);
+  Result<int64_t> LoadIdCounterUnchecked(const PipelineKey& key);
   // Runs the callbacks in call order and counts the outcomes.
   void Finish(std::vector<Op>& batch, const std::vector<Status>& results);
 
@@ -150,6 +168,7 @@ class SqliteStore final : public MetadataStore {
   bool writer_idle_ = false;            // guarded by mu_: the writer waits for work (not pacing)
   bool writer_exited_ = false;          // guarded by mu_
 
+  std::atomic<bool> fatal_reported_{false};
   std::atomic<uint64_t> batches_committed_{0};
   std::atomic<uint64_t> ops_committed_{0};
   std::atomic<uint64_t> ops_failed_{0};

@@ -13,6 +13,8 @@ import sys
 import tempfile
 import time
 import unittest
+import urllib.error
+import urllib.request
 
 
 def free_port():
@@ -30,6 +32,31 @@ def wait_until(cond, timeout, what):
         time.sleep(0.05)
     if not cond():
         raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+def http_get(url, timeout=5):
+    """(status, content type, body) of a GET; an HTTP error status is returned, not raised."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as r:
+            return r.status, r.headers.get("Content-Type", ""), r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers.get("Content-Type", ""), e.read().decode(errors="replace")
+
+
+def http_status(url, timeout=5):
+    """The status of a GET, or None when no answer came (refused, reset, timed out)."""
+    try:
+        return http_get(url, timeout)[0]
+    except (OSError, urllib.error.URLError):
+        return None
+
+
+def sample(page, series):
+    """The value of the sample line `series value` of a Prometheus page, or None."""
+    for line in page.splitlines():
+        if line.startswith(series + " "):
+            return float(line.split()[-1])
+    return None
 
 
 def declared_pipelines(job, count, **fields):
@@ -50,6 +77,13 @@ class Workspace:
         self.port = free_port()
         self.metrics_port = free_port()
         self.procs = []
+
+    def metrics_url(self, path="/metrics"):
+        return f"http://127.0.0.1:{self.metrics_port}{path}"
+
+    def metric(self, series):
+        """The value of one sample of the daemon's /metrics page, or None."""
+        return sample(http_get(self.metrics_url())[2], series)
 
     def path(self, name):
         return os.path.join(self.dir, name)

@@ -15,17 +15,8 @@ import e2e_util as e2e
 BUILD_DIR = None
 
 
-def http_get(url, timeout=5):
-    with urllib.request.urlopen(url, timeout=timeout) as r:
-        return r.status, r.headers.get("Content-Type", ""), r.read().decode()
-
-
-def sample(page, series):
-    """The value of the sample line `series value`, or None."""
-    for line in page.splitlines():
-        if line.startswith(series + " "):
-            return float(line.split()[-1])
-    return None
+http_get = e2e.http_get
+sample = e2e.sample
 
 
 class PrometheusTest(unittest.TestCase):

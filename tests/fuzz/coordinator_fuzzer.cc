@@ -160,8 +160,11 @@ std::string Describe(const Action& action) {
   if (auto* a = std::get_if<PersistRecord>(&action)) {
     return "PersistRecord gen=" + std::to_string(a->record.generation);
   }
+  if (auto* a = std::get_if<PersistProgress>(&action)) {
+    return "PersistProgress gen=" + std::to_string(a->progress.generation);
+  }
   if (auto* a = std::get_if<CommitCheckpoint>(&action)) {
-    return "CommitCheckpoint id=" + std::to_string(a->checkpoint.checkpoint_id);
+    return "CommitCheckpoint id=" + std::to_string(a->commit.checkpoint.checkpoint_id);
   }
   if (std::holds_alternative<RecordTriggerDelay>(action)) return "RecordTriggerDelay";
   if (auto* a = std::get_if<RoundFinished>(&action)) {
@@ -266,6 +269,7 @@ class Driver {
     last_completed_id_ = stored.record.last_completed_id;
     generation_ = stored.record.generation;
     persisted_generation_ = generation_;
+    written_spec_ = spec;  // the stored record holds it
 
     coordinator_.emplace(stored, clock_, options);
     Apply({Call::kStart}, coordinator_->Start(restarted));
@@ -665,6 +669,13 @@ class Driver {
                    "a persisted record has an older generation than one persisted before");
         persisted_generation_ = a->record.generation;
         FUZZ_CHECK(a->record.spec == spec_, "a persisted record has another spec");
+        written_spec_ = a->record.spec;
+      } else if (auto* a = std::get_if<PersistProgress>(&action)) {
+        FUZZ_CHECK(!deleted_, "progress persisted after Delete");
+        FUZZ_CHECK(a->key == spec_.key, "progress persisted under another key");
+        FUZZ_CHECK(a->progress.generation >= persisted_generation_,
+                   "persisted progress has an older generation than one persisted before");
+        persisted_generation_ = a->progress.generation;
       } else if (auto* a = std::get_if<EndSession>(&action)) {
         ForgetSession(a->session);
       }
@@ -726,7 +737,8 @@ class Driver {
     last_trigger_at_ = now;
   }
 
-  void OnCommit(const CommitCheckpoint& c) {
+  void OnCommit(const CommitCheckpoint& action) {
+    const CheckpointCommit& c = action.commit;
     const int64_t id = c.checkpoint.checkpoint_id;
     FUZZ_CHECK(open_round_ && *open_round_ == id, "CommitCheckpoint for a round that is not open");
     FUZZ_CHECK(!commit_outstanding_, "a second commit while the store holds one");
@@ -735,11 +747,13 @@ class Driver {
     for (const auto& [task, state] : c.checkpoint.task_states) acked.insert(task);
     FUZZ_CHECK(acked == std::set<std::string>(spec_.task_ids.begin(), spec_.task_ids.end()),
                "a committed checkpoint lacks an ack of some expected task");
-    FUZZ_CHECK(c.record_after.last_completed_id == id,
-               "the record written with a commit does not name it as last completed");
-    FUZZ_CHECK(c.record_after.generation >= persisted_generation_,
-               "the record written with a commit has an older generation");
-    persisted_generation_ = c.record_after.generation;
+    FUZZ_CHECK(c.key == spec_.key, "a commit under another key");
+    FUZZ_CHECK(c.retained == spec_.retained, "a commit trims to another retention than the spec's");
+    FUZZ_CHECK(c.progress_after.last_completed_id == id,
+               "the progress written with a commit does not name it as last completed");
+    FUZZ_CHECK(c.progress_after.generation >= persisted_generation_,
+               "the progress written with a commit has an older generation");
+    persisted_generation_ = c.progress_after.generation;
     handed_.insert(id);
     commit_outstanding_ = id;
   }
@@ -784,6 +798,8 @@ class Driver {
   // After every event: the coordinator's view agrees with what its actions said.
   void CheckState() {
     const PipelineStatus status = coordinator_->Describe();
+    // A spec change is written whole in the step that made it (progress writes carry no spec).
+    FUZZ_CHECK(deleted_ || written_spec_ == spec_, "a changed spec was not written");
     FUZZ_CHECK(status.generation >= generation_, "generation decreased");
     generation_ = status.generation;
     FUZZ_CHECK(coordinator_->HasPendingRound() == open_round_.has_value(),
@@ -872,6 +888,7 @@ class Driver {
   std::optional<SteadyTime> last_finished_at_;
   int64_t generation_ = 1;
   int64_t persisted_generation_ = 1;
+  PipelineSpec written_spec_;  // the spec of the last whole-record write
   int64_t expected_completed_count_ = 0;
   int64_t last_completed_id_ = 0;
   bool deleted_ = false;

@@ -62,9 +62,12 @@ class HoldingStore final : public MetadataStore {
   void ReserveIds(const PipelineKey& key, int64_t counter, Done done) override {
     inner_->ReserveIds(key, counter, std::move(done));
   }
-  void CommitCheckpoint(const PipelineRecord& record, const CompletedCheckpoint& checkpoint,
-                        Done done) override {
-    inner_->CommitCheckpoint(record, checkpoint, [this, done = std::move(done)](Status s) {
+  void PutProgress(const PipelineKey& key, const PipelineProgress& progress, Done done) override {
+    inner_->PutProgress(key, progress, std::move(done));
+  }
+  void Probe(Done done) override { inner_->Probe(std::move(done)); }
+  void CommitCheckpoint(const CheckpointCommit& commit, Done done) override {
+    inner_->CommitCheckpoint(commit, [this, done = std::move(done)](Status s) {
       std::unique_lock lock(mu_);
       if (hold_commits_) return held_.emplace_back(done, s), void();
       lock.unlock();

@@ -139,10 +139,13 @@ class GatedStore final : public MetadataStore {
   void ReserveIds(const PipelineKey& key, int64_t counter, Done done) override {
     inner_->ReserveIds(key, counter, std::move(done));
   }
-  void CommitCheckpoint(const PipelineRecord& record, const CompletedCheckpoint& checkpoint,
-                        Done done) override {
-    inner_->CommitCheckpoint(record, checkpoint, std::move(done));
+  void PutProgress(const PipelineKey& key, const PipelineProgress& progress, Done done) override {
+    inner_->PutProgress(key, progress, std::move(done));
   }
+  void CommitCheckpoint(const CheckpointCommit& commit, Done done) override {
+    inner_->CommitCheckpoint(commit, std::move(done));
+  }
+  void Probe(Done done) override { inner_->Probe(std::move(done)); }
   void DeletePipeline(const PipelineKey& key, Done done) override {
     inner_->DeletePipeline(key, std::move(done));
   }

@@ -70,5 +70,45 @@ TEST_F(DaemonTest, FailedIdReservationIsRetriedAndTheScheduleGoesOn) {
   ASSERT_TRUE(w.WaitComplete());
 }
 
+TEST_F(DaemonTest, AStoreThatFailsEveryWriteHoldsTriggersFailsNoPipelineAndRecoversByItself) {
+  config_.pipelines = {TestSpec("p", {"a"}, 50)};  // tolerable_failures 0
+  auto sqlite = SqliteStore::Open(config_.data_dir);
+  ASSERT_TRUE(sqlite.ok());
+  auto faulty = std::make_unique<FaultInjectingStore>(std::move(*sqlite));
+  FaultInjectingStore* faults = faulty.get();
+  daemon_ = std::make_unique<Daemon>(config_, std::move(faulty));
+  ASSERT_TRUE(daemon_->Start().ok());
+  channel_ = grpc::CreateChannel("127.0.0.1:" + std::to_string(daemon_->grpc_port()),
+                                 grpc::InsecureChannelCredentials());
+  RawWorker w(channel_);
+  w.Hello("job", "p", {"a"});
+  auto t = w.WaitTrigger();
+  ASSERT_TRUE(t);
+  ASSERT_TRUE(daemon_->ready());
+
+  faults->FailAllWrites(Status::Unavailable("database or disk is full (injected)"));
+  w.Ack(t->trigger().checkpoint_id(), "a");
+  auto abort = w.WaitAbort();
+  ASSERT_TRUE(abort) << "the round whose commit failed is aborted";
+  EXPECT_NE(abort->abort().reason().find("disk is full"), std::string::npos);
+  ASSERT_TRUE(Eventually([&] { return !daemon_->ready(); })) << "not ready while writes fail";
+  EXPECT_EQ(daemon_->metrics().store_writable.load(), 0);
+  // Held: no trigger for several intervals (50 ms each), and the pipeline is not FAILED.
+  EXPECT_FALSE(w.WaitTrigger(milliseconds(500))) << "a round was triggered while writes fail";
+  PipelineStatus held = Describe("p");
+  EXPECT_EQ(held.state, PipelineState::kRunning);
+  EXPECT_EQ(held.counters.consecutive_failures, 0);
+  EXPECT_EQ(held.counters.failed_count, 1);
+
+  faults->StopFailingWrites();
+  ASSERT_TRUE(Eventually([&] { return daemon_->ready(); }, milliseconds(5000)))
+      << "the probe must find the store writable again";
+  auto next = w.WaitTrigger();
+  ASSERT_TRUE(next) << "triggers resume by themselves";
+  w.Ack(next->trigger().checkpoint_id(), "a");
+  ASSERT_TRUE(w.WaitComplete());
+  EXPECT_EQ(daemon_->metrics().store_writable.load(), 1);
+}
+
 }  // namespace
 }  // namespace ckpt::testing

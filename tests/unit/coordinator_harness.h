@@ -80,7 +80,16 @@ class Harness {
       if (auto* a = std::get_if<RecordTriggerDelay>(&action)) delays.push_back(a->delay);
       if (auto* a = std::get_if<RoundFinished>(&action)) finished.push_back(*a);
       if (auto* a = std::get_if<IgnoredMessage>(&action)) ignored.push_back(a->reason);
-      if (auto* a = std::get_if<PersistRecord>(&action)) persisted.push_back(a->record);
+      if (auto* a = std::get_if<PersistRecord>(&action)) {
+        persisted.push_back(a->record);
+        persisted_records.push_back(a->record);
+      }
+      if (auto* a = std::get_if<PersistProgress>(&action)) {
+        PipelineRecord record;
+        static_cast<PipelineProgress&>(record) = a->progress;
+        record.spec = coordinator->spec();
+        persisted.push_back(record);
+      }
       if (auto* a = std::get_if<Log>(&action)) logs.push_back(*a);
       if (auto* a = std::get_if<ReserveIds>(&action)) {
         reserve_requests.push_back(a->new_counter);
@@ -88,7 +97,7 @@ class Harness {
       }
       if (auto* a = std::get_if<CommitCheckpoint>(&action)) {
         commits.push_back(*a);
-        if (auto_commit) Apply(coordinator->OnCommitted(a->checkpoint.checkpoint_id));
+        if (auto_commit) Apply(coordinator->OnCommitted(a->commit.checkpoint.checkpoint_id));
       }
     }
   }
@@ -166,7 +175,10 @@ class Harness {
   std::vector<std::chrono::microseconds> delays;
   std::vector<RoundFinished> finished;
   std::vector<std::string> ignored;
+  // Every write of the record or its progress, as the stored record reads after it.
   std::vector<PipelineRecord> persisted;
+  // The whole-record writes only (PersistRecord).
+  std::vector<PipelineRecord> persisted_records;
   std::vector<Log> logs;
   std::vector<int64_t> reserve_requests;
   std::vector<CommitCheckpoint> commits;

@@ -203,5 +203,51 @@ TEST(CoordinatorSessions, AGoodbyeIsLoggedAtInfoAndALossAtWarning) {
   EXPECT_TRUE(h.LoggedContaining(LogLevel::kWarn, "lost task(s) b of worker w2 (lease expired)"));
 }
 
+TEST(CoordinatorStore, WhileTheStoreFailsWritesNoRoundStartsAndTheScheduleResumesAfter) {
+  Harness h;
+  h.StartToFirstTrigger();
+  h.AckAll(h.LastTriggerId());
+  h.Apply(h.c().OnStoreWritable(false));
+  h.RunFor(milliseconds(10000));
+  EXPECT_EQ(h.triggers.size(), 1u) << "a round started while the store fails writes";
+  EXPECT_FALSE(h.wakeup.has_value()) << "nothing to wake up for: no busy loop";
+  int64_t id = 0;
+  auto manual = h.c().TriggerCheckpoint(&id);
+  EXPECT_EQ(manual.status.code(), StatusCode::kUnavailable) << manual.status.ToString();
+  // A savepoint asked meanwhile waits (within its timeout) and starts first once writes succeed.
+  h.Apply(h.c().RequestSavepoint("", false, milliseconds(60000)).actions);
+  EXPECT_EQ(h.triggers.size(), 1u);
+
+  h.Apply(h.c().OnStoreWritable(true));
+  h.RunFor(milliseconds(0));
+  ASSERT_EQ(h.triggers.size(), 2u);
+  EXPECT_EQ(h.triggers.back().kind, CheckpointKind::kSavepoint);
+  h.AckAll(h.LastTriggerId());
+  h.RunFor(milliseconds(1000));
+  EXPECT_EQ(h.triggers.size(), 3u) << "the periodic schedule goes on";
+}
+
+TEST(CoordinatorStore, ATaskLossOrReturnWritesTheProgressNotTheTaskList) {
+  std::vector<std::string> tasks;
+  for (int i = 0; i < 1000; ++i) tasks.push_back("task-" + std::to_string(i));
+  Harness h(MakeSpec(tasks));
+  h.Start();
+  h.RegisterAll();
+  h.persisted_records.clear();
+  const Actions lost = h.c().OnSessionEnded(1, "lease expired");
+  EXPECT_TRUE(ActionsOf<PersistRecord>(lost).empty()) << "the spec did not change";
+  EXPECT_EQ(ActionsOf<PersistProgress>(lost).size(), 1u);
+  h.Apply(lost);
+  auto back = h.c().OnRegister(2, "w1", tasks, false);
+  ASSERT_TRUE(back.status.ok());
+  EXPECT_TRUE(ActionsOf<PersistRecord>(back.actions).empty());
+  // A changed spec is written whole, once.
+  PipelineSpec spec = h.c().spec();
+  spec.interval_ms = 5000;
+  auto updated = h.c().UpdateSpec(spec);
+  ASSERT_EQ(ActionsOf<PersistRecord>(updated.actions).size(), 1u);
+  EXPECT_EQ(ActionsOf<PersistRecord>(updated.actions)[0].record.spec.interval_ms, 5000);
+}
+
 }  // namespace
 }  // namespace ckpt::testing

@@ -238,8 +238,8 @@ TEST(Coordinator, PendingRoundReportsAckedAndAwaitedTasksAndIgnoresDuplicateAcks
   EXPECT_TRUE(h.commits.empty());
   h.Apply(h.c().OnAck(1, next, "b", {"mem://b", 7, "x"}));
   ASSERT_EQ(h.commits.size(), 1u);
-  EXPECT_EQ(h.commits[0].checkpoint.task_states.size(), 3u);
-  EXPECT_EQ(h.commits[0].checkpoint.task_states.at("b"), (TaskState{"mem://b", 7, "x"}));
+  EXPECT_EQ(h.commits[0].commit.checkpoint.task_states.size(), 3u);
+  EXPECT_EQ(h.commits[0].commit.checkpoint.task_states.at("b"), (TaskState{"mem://b", 7, "x"}));
   pending = h.c().Pending();
   EXPECT_TRUE(pending->completing);
   EXPECT_EQ(pending->acked_tasks, (std::vector<std::string>{"a", "b", "c"}));
@@ -499,7 +499,7 @@ TEST(Coordinator, SavepointQueuedBehindAPendingCheckpointStartsRightAfterIt) {
   h.AckAll(h.LastTriggerId());
   EXPECT_EQ(h.completes.back().kind, CheckpointKind::kSavepointAndStop);
   EXPECT_EQ(h.c().State(), PipelineState::kStopped);
-  EXPECT_EQ(h.commits.back().record_after.sticky, StickyState::kStopped)
+  EXPECT_EQ(h.commits.back().commit.progress_after.sticky, StickyState::kStopped)
       << "STOPPED is written in the same transaction as the savepoint";
   h.RunFor(milliseconds(10000));
   EXPECT_EQ(h.triggers.size(), 2u);

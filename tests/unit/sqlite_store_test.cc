@@ -163,6 +163,11 @@ CompletedCheckpoint MakeCheckpoint(int64_t id, CheckpointKind kind = CheckpointK
   return cp;
 }
 
+// The commit of `cp` for the pipeline `r` describes: its key, retention and progress.
+CheckpointCommit CommitOf(const PipelineRecord& r, CompletedCheckpoint cp) {
+  return CheckpointCommit{r.spec.key, r.spec.retained, r.progress(), std::move(cp)};
+}
+
 std::vector<int64_t> Ids(const std::vector<CompletedCheckpoint>& checkpoints) {
   std::vector<int64_t> ids;
   for (const auto& cp : checkpoints) ids.push_back(cp.checkpoint_id);
@@ -263,12 +268,13 @@ TEST_F(SqliteStoreTest, PipelineRecordRoundTripsEveryField) {
     ASSERT_TRUE(store);
     ASSERT_TRUE(Await([&](auto done) { store->PutPipeline(r, done); }).ok());
     ASSERT_TRUE(Await([&](auto done) { store->PutPipeline(other, done); }).ok());
+    ASSERT_TRUE(Await([&](auto done) { store->ReserveIds(r.spec.key, 100, done); }).ok());
     auto loaded = store->LoadPipelines();
     ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
     ASSERT_EQ(loaded->size(), 2u);
     EXPECT_EQ((*loaded)[0].record, other);  // ordered by key
     EXPECT_EQ((*loaded)[1].record, r);
-    EXPECT_EQ((*loaded)[1].id_counter, 0);
+    EXPECT_EQ((*loaded)[1].id_counter, 100);
 
     // Put replaces every field.
     r.sticky = StickyState::kFailed;
@@ -338,6 +344,8 @@ TEST_F(SqliteStoreTest, CommitCheckpointThenListNewestFirstWithTaskStates) {
   ASSERT_TRUE(store);
   PipelineRecord r = MakeRecord("j", "p");
   const PipelineRecord neighbour = MakeRecord("j", "q");
+  ASSERT_TRUE(Await([&](auto done) { store->PutPipeline(r, done); }).ok());
+  ASSERT_TRUE(Await([&](auto done) { store->PutPipeline(neighbour, done); }).ok());
   std::vector<CompletedCheckpoint> committed;
   for (int64_t id : {1, 2, 4}) {
     CompletedCheckpoint cp =
@@ -346,11 +354,11 @@ TEST_F(SqliteStoreTest, CommitCheckpointThenListNewestFirstWithTaskStates) {
     r.last_completed_id = id;
     r.last_completed_kind = cp.kind;
     r.last_completed_at_ms = cp.finished_at_ms;
-    ASSERT_TRUE(Await([&](auto done) { store->CommitCheckpoint(r, cp, done); }).ok());
+    ASSERT_TRUE(Await([&](auto done) { store->CommitCheckpoint(CommitOf(r, cp), done); }).ok());
     committed.insert(committed.begin(), cp);
   }
   ASSERT_TRUE(
-      Await([&](auto done) { store->CommitCheckpoint(neighbour, MakeCheckpoint(3), done); }).ok());
+      Await([&](auto done) { store->CommitCheckpoint(CommitOf(neighbour, MakeCheckpoint(3)), done); }).ok());
 
   auto listed = store->ListCompleted(r.spec.key, 0);
   ASSERT_TRUE(listed.ok()) << listed.status().ToString();
@@ -373,7 +381,7 @@ TEST_F(SqliteStoreTest, CommitCheckpointThenListNewestFirstWithTaskStates) {
   EXPECT_EQ((*loaded)[0].id_counter, 4);
   EXPECT_EQ((*loaded)[1].record, neighbour);
 
-  Status bad = Await([&](auto done) { store->CommitCheckpoint(r, MakeCheckpoint(0), done); });
+  Status bad = Await([&](auto done) { store->CommitCheckpoint(CommitOf(r, MakeCheckpoint(0)), done); });
   EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument) << bad.ToString();
 }
 
@@ -387,24 +395,26 @@ TEST_F(SqliteStoreTest, UnstorableTextFailsTheWriteNotTheStore) {
   r = MakeRecord("j", "p");
   CompletedCheckpoint cp = MakeCheckpoint(1);
   cp.task_states["0"].uri = "file:///\xc3";
-  Status commit = Await([&](auto done) { store->CommitCheckpoint(r, cp, done); });
+  Status commit = Await([&](auto done) { store->CommitCheckpoint(CommitOf(r, cp), done); });
   EXPECT_EQ(commit.code(), StatusCode::kInvalidArgument) << commit.ToString();
   // Nothing of either was written, and the store goes on.
   auto loaded = store->LoadPipelines();
   ASSERT_TRUE(loaded.ok());
   EXPECT_TRUE(loaded->empty());
-  ASSERT_TRUE(Await([&](auto done) { store->CommitCheckpoint(r, MakeCheckpoint(1), done); }).ok());
+  ASSERT_TRUE(Await([&](auto done) { store->PutPipeline(r, done); }).ok());
+  ASSERT_TRUE(Await([&](auto done) { store->CommitCheckpoint(CommitOf(r, MakeCheckpoint(1)), done); }).ok());
 }
 
 TEST_F(SqliteStoreTest, RetentionTrimsCheckpointsButKeepsSavepoints) {
   auto store = OpenStore();
   ASSERT_TRUE(store);
   PipelineRecord r = MakeRecord("j", "p", /*retained=*/3);
+  ASSERT_TRUE(Await([&](auto done) { store->PutPipeline(r, done); }).ok());
   for (int64_t id = 1; id <= 10; ++id) {
     CheckpointKind kind = id == 4 || id == 7 ? CheckpointKind::kSavepoint
                           : id == 8          ? CheckpointKind::kSavepointAndStop
                                              : CheckpointKind::kCheckpoint;
-    store->CommitCheckpoint(r, MakeCheckpoint(id, kind),
+    store->CommitCheckpoint(CommitOf(r, MakeCheckpoint(id, kind)),
                             [](Status s) { EXPECT_TRUE(s.ok()) << s.ToString(); });
   }
   store->Flush();
@@ -415,7 +425,7 @@ TEST_F(SqliteStoreTest, RetentionTrimsCheckpointsButKeepsSavepoints) {
 
   // A smaller window applies from the next commit on.
   r.spec.retained = 1;
-  ASSERT_TRUE(Await([&](auto done) { store->CommitCheckpoint(r, MakeCheckpoint(11), done); }).ok());
+  ASSERT_TRUE(Await([&](auto done) { store->CommitCheckpoint(CommitOf(r, MakeCheckpoint(11)), done); }).ok());
   listed = store->ListCompleted(r.spec.key, 0);
   ASSERT_TRUE(listed.ok());
   EXPECT_EQ(Ids(*listed), (std::vector<int64_t>{11, 8, 7, 4}));
@@ -426,6 +436,7 @@ TEST_F(SqliteStoreTest, DuplicateCheckpointIdFailsOnlyThatOpOfItsBatch) {
   ASSERT_TRUE(store);
   PipelineRecord a = MakeRecord("j", "a");
   PipelineRecord b = MakeRecord("j", "b");
+  ASSERT_TRUE(Await([&](auto done) { store->PutPipeline(a, done); }).ok());
   a.counters.completed_count = 1;
 
   WriterGate gate;
@@ -446,10 +457,10 @@ TEST_F(SqliteStoreTest, DuplicateCheckpointIdFailsOnlyThatOpOfItsBatch) {
   duplicate.location = "must not overwrite";
   PipelineRecord a_dup = a;
   a_dup.counters.completed_count = 99;  // must be rolled back with its op
-  store->CommitCheckpoint(a, first, record(0));
-  store->CommitCheckpoint(a_dup, duplicate, record(1));
+  store->CommitCheckpoint(CommitOf(a, first), record(0));
+  store->CommitCheckpoint(CommitOf(a_dup, duplicate), record(1));
   store->PutPipeline(b, record(2));
-  store->CommitCheckpoint(b, MakeCheckpoint(1), record(3));
+  store->CommitCheckpoint(CommitOf(b, MakeCheckpoint(1)), record(3));
   gate.Release();
   store->Flush();
 
@@ -497,6 +508,7 @@ TEST_F(SqliteStoreTest, GroupCommitBatchesWritesFromManyThreads) {
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
       PipelineRecord r = MakeRecord("job", "p" + std::to_string(t), /*retained=*/5);
+      store->PutPipeline(r, nullptr);  // before its commits: writes apply in call order
       for (int i = 0; i < kOpsPerThread; ++i) {
         auto done = [&, t, i](Status s) {
           std::lock_guard lock(mu);
@@ -506,7 +518,7 @@ TEST_F(SqliteStoreTest, GroupCommitBatchesWritesFromManyThreads) {
         };
         if (i % 5 == 4) {
           r.counters.completed_count += 1;
-          store->CommitCheckpoint(r, MakeCheckpoint(i + 1), done);
+          store->CommitCheckpoint(CommitOf(r, MakeCheckpoint(i + 1)), done);
         } else {
           store->ReserveIds(r.spec.key, i + 1, done);
         }
@@ -522,7 +534,7 @@ TEST_F(SqliteStoreTest, GroupCommitBatchesWritesFromManyThreads) {
             << " threads in " << batches << " batches" << std::endl;
   RecordProperty("batches", static_cast<int>(batches));
   EXPECT_EQ(failures, 0);
-  EXPECT_EQ(ops, static_cast<uint64_t>(kThreads * kOpsPerThread));
+  EXPECT_EQ(ops, static_cast<uint64_t>(kThreads * (kOpsPerThread + 1)));  // + the records
   EXPECT_LT(batches, ops);
   for (int t = 0; t < kThreads; ++t) {
     ASSERT_EQ(seen[t].size(), static_cast<size_t>(kOpsPerThread));
@@ -652,7 +664,7 @@ TEST_F(SqliteStoreTest, ReopenAfterCloseKeepsEverything) {
           MakeCheckpoint(id, id == 1 ? CheckpointKind::kSavepoint : CheckpointKind::kCheckpoint);
       r.counters.completed_count = id;
       r.last_completed_id = id;
-      store->CommitCheckpoint(r, cp, nullptr);
+      store->CommitCheckpoint(CommitOf(r, cp), nullptr);
       if (id != 2) expected.insert(expected.begin(), cp);
     }
   }
@@ -677,7 +689,7 @@ TEST_F(SqliteStoreTest, ReadsAnswerWhileTheWriterIsBusy) {
   WriterGate gate;
   store->ReserveIds(r.spec.key, 5, gate.Callback());
   ASSERT_TRUE(gate.WaitEntered());
-  store->CommitCheckpoint(r, MakeCheckpoint(1), nullptr);  // queued behind the gate
+  store->CommitCheckpoint(CommitOf(r, MakeCheckpoint(1)), nullptr);  // queued behind the gate
   // The writer thread is stuck; reads go through their own connection.
   auto loaded = store->LoadPipelines();
   ASSERT_TRUE(loaded.ok());
@@ -702,7 +714,7 @@ TEST_F(SqliteStoreTest, GarbageFileIsRefusedAndLeftUntouched) {
   }
   auto store = SqliteStore::Open(dir_.string());
   ASSERT_FALSE(store.ok());
-  EXPECT_EQ(store.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(store.status().code(), StatusCode::kDataLoss) << "exit 65: not restarted into it";
   EXPECT_NE(store.status().message().find(db_path().string()), std::string::npos)
       << store.status().message();
   EXPECT_NE(store.status().message().find("not a SQLite database"), std::string::npos)
@@ -724,7 +736,7 @@ TEST_F(SqliteStoreTest, ForeignSqliteDatabaseIsRefused) {
   const std::string before = ReadFile(db_path());
   auto store = SqliteStore::Open(dir_.string());
   ASSERT_FALSE(store.ok());
-  EXPECT_EQ(store.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(store.status().code(), StatusCode::kDataLoss);
   EXPECT_NE(store.status().message().find(db_path().string()), std::string::npos)
       << store.status().message();
   EXPECT_NE(store.status().message().find("not a ckptd one"), std::string::npos)
@@ -742,11 +754,12 @@ TEST_F(SqliteStoreTest, OtherApplicationIdOrNewerSchemaIsRefused) {
     ASSERT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
     sqlite3_close(db);
   };
-  set_pragma("PRAGMA user_version = 2");
+  const std::string newer = std::to_string(SqliteStore::kSchemaVersion + 1);
+  set_pragma("PRAGMA user_version = " + newer);
   auto store = SqliteStore::Open(dir_.string());
   ASSERT_FALSE(store.ok());
-  EXPECT_EQ(store.status().code(), StatusCode::kFailedPrecondition);
-  EXPECT_NE(store.status().message().find("schema version 2"), std::string::npos)
+  EXPECT_EQ(store.status().code(), StatusCode::kDataLoss);
+  EXPECT_NE(store.status().message().find("schema version " + newer), std::string::npos)
       << store.status().message();
   EXPECT_NE(store.status().message().find("newer"), std::string::npos) << store.status().message();
 
@@ -786,7 +799,7 @@ TEST_F(SqliteStoreTest, CommitWithUnknownOutcomeReportsNeitherAndStopsWriting) {
 
   std::atomic<int> callbacks{0};
   g_fail_sync = true;
-  store->CommitCheckpoint(r, MakeCheckpoint(1), [&](Status) { callbacks.fetch_add(1); });
+  store->CommitCheckpoint(CommitOf(r, MakeCheckpoint(1)), [&](Status) { callbacks.fetch_add(1); });
   ASSERT_EQ(fatal_future.wait_for(kDeadline), std::future_status::ready);
   g_fail_sync = false;
   EXPECT_GT(g_failed_syncs.load(), 0);
@@ -821,14 +834,14 @@ TEST_F(SqliteStoreTest, DiskFullAtCommitFailsCleanlyAndTheStoreGoesOnWhenSpaceRe
   ASSERT_TRUE(Await([&](auto done) { store->PutPipeline(r, done); }).ok());
 
   g_wal_disk_full = true;
-  Status refused = Await([&](auto done) { store->CommitCheckpoint(r, MakeCheckpoint(1), done); });
+  Status refused = Await([&](auto done) { store->CommitCheckpoint(CommitOf(r, MakeCheckpoint(1)), done); });
   g_wal_disk_full = false;
   EXPECT_GT(g_refused_wal_writes.load(), 0);
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.message().find("disk full"), std::string::npos) << refused.ToString();
   EXPECT_FALSE(fatal.load()) << "a refused write is a known outcome, not a reason to stop";
 
-  ASSERT_TRUE(Await([&](auto done) { store->CommitCheckpoint(r, MakeCheckpoint(2), done); }).ok())
+  ASSERT_TRUE(Await([&](auto done) { store->CommitCheckpoint(CommitOf(r, MakeCheckpoint(2)), done); }).ok())
       << "the store goes on once space returns";
   store.reset();
 
@@ -863,11 +876,11 @@ TEST_F(FaultInjectingStoreTest, FailsTheCallsItWasToldToInOrder) {
   store.FailNextCommits(2, Status::Internal("disk on fire"));
   store.FailNextReserves(1, Status::Unavailable("reservation refused"), PipelineKey{"j", "p"});
   store.PutPipeline(r, record(0));
-  store.CommitCheckpoint(r, MakeCheckpoint(1), record(1));      // injected
+  store.CommitCheckpoint(CommitOf(r, MakeCheckpoint(1)), record(1));      // injected
   store.ReserveIds(other.spec.key, 50, record(2));              // not the targeted pipeline
   store.ReserveIds(r.spec.key, 100, record(3));                 // injected
-  store.CommitCheckpoint(other, MakeCheckpoint(2), record(4));  // injected (any pipeline)
-  store.CommitCheckpoint(r, MakeCheckpoint(3), record(5));
+  store.CommitCheckpoint(CommitOf(other, MakeCheckpoint(2)), record(4));  // injected (any pipeline)
+  store.CommitCheckpoint(CommitOf(r, MakeCheckpoint(3)), record(5));
   store.ReserveIds(r.spec.key, 200, record(6));
   store.Flush();
 
@@ -897,7 +910,7 @@ TEST_F(FaultInjectingStoreTest, FailsTheCallsItWasToldToInOrder) {
   // A new plan replaces the old one; count 0 cancels.
   store.FailNextCommits(5, Status::Internal("x"));
   store.FailNextCommits(0, Status::Internal("x"));
-  EXPECT_TRUE(Await([&](auto done) { store.CommitCheckpoint(r, MakeCheckpoint(4), done); }).ok());
+  EXPECT_TRUE(Await([&](auto done) { store.CommitCheckpoint(CommitOf(r, MakeCheckpoint(4)), done); }).ok());
 
   ASSERT_TRUE(Await([&](auto done) { store.DeletePipeline(r.spec.key, done); }).ok());
   auto loaded = store.LoadPipelines();

@@ -1,0 +1,288 @@
+// The store's data_dir as an attacker or a failing disk leaves it: a database gone, emptied or
+// swapped, files replaced by symbolic links, damaged pages, values no API would accept. Each is
+// refused with a clear error (DATA_LOSS: exit 65) and nothing is overwritten.
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <iterator>
+
+#include "store/data_dir.h"
+#include "store/data_dir_lock.h"
+#include "store/sqlite_store.h"
+
+namespace ckpt {
+namespace {
+
+namespace fs = std::filesystem;
+constexpr auto kDeadline = std::chrono::seconds(30);
+
+Status Await(const std::function<void(MetadataStore::Done)>& issue) {
+  auto promise = std::make_shared<std::promise<Status>>();
+  auto future = promise->get_future();
+  issue([promise](Status s) { promise->set_value(std::move(s)); });
+  if (future.wait_for(kDeadline) != std::future_status::ready) {
+    return Status::DeadlineExceeded("store callback did not run within the deadline");
+  }
+  return future.get();
+}
+
+PipelineRecord Record(const std::string& pipeline) {
+  PipelineRecord r;
+  r.spec.key = {"j", pipeline};
+  r.spec.task_ids = {"0", "1"};
+  return r;
+}
+
+CheckpointCommit Commit(const PipelineRecord& r, int64_t id) {
+  CheckpointCommit c{r.spec.key, r.spec.retained, r.progress(), {}};
+  c.checkpoint.checkpoint_id = id;
+  c.checkpoint.task_states["0"] = {"file:///0", 1, ""};
+  c.progress_after.last_completed_id = id;
+  return c;
+}
+
+std::string ReadFile(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+void Sql(const fs::path& db_path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(db_path.c_str(), &db), SQLITE_OK);
+  char* error = nullptr;
+  const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &error);
+  EXPECT_EQ(rc, SQLITE_OK) << (error ? error : "");
+  sqlite3_free(error);
+  sqlite3_close(db);
+}
+
+class StoreDataDirTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string pattern = (fs::temp_directory_path() / "ckptd-datadir-test-XXXXXX").string();
+    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
+    root_ = pattern;
+    dir_ = root_ / "data";
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(root_, ec);
+  }
+
+  // A store with one pipeline and one checkpoint, closed again.
+  void MakeStore() {
+    auto store = SqliteStore::Open(dir_.string());
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    const PipelineRecord r = Record("p");
+    ASSERT_TRUE(Await([&](auto done) { (*store)->PutPipeline(r, done); }).ok());
+    ASSERT_TRUE(Await([&](auto done) { (*store)->ReserveIds(r.spec.key, 100, done); }).ok());
+    ASSERT_TRUE(Await([&](auto done) { (*store)->CommitCheckpoint(Commit(r, 1), done); }).ok());
+  }
+
+  Status OpenStatus(SqliteStoreOptions options = {}) {
+    auto store = SqliteStore::Open(dir_.string(), std::move(options));
+    return store.ok() ? Status::Ok() : store.status();
+  }
+
+  fs::path db() const { return dir_ / "ckptd.db"; }
+
+  fs::path root_;
+  fs::path dir_;
+};
+
+TEST_F(StoreDataDirTest, AFreshStoreWritesItsIdAndFilesAreForItsOwnerAndGroup) {
+  MakeStore();
+  auto id = ReadStoreId(dir_.string());
+  ASSERT_TRUE(id.ok()) << id.status().ToString();
+  ASSERT_TRUE(id->has_value());
+  EXPECT_EQ((*id)->size(), 32u);
+  struct stat st;
+  ASSERT_EQ(::stat(dir_.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0750u) << std::oct << (st.st_mode & 0777);
+  for (const char* name : {"ckptd.db", "STORE_ID"}) {
+    ASSERT_EQ(::stat((dir_ / name).c_str(), &st), 0) << name;
+    EXPECT_EQ(st.st_mode & 0777, 0640u) << name << ": " << std::oct << (st.st_mode & 0777);
+  }
+  EXPECT_TRUE(OpenStatus().ok()) << "it opens again as itself";
+}
+
+TEST_F(StoreDataDirTest, AMissingOrEmptyDatabaseOfAKnownStoreIsRefusedNotRecreated) {
+  MakeStore();
+  fs::remove(db());
+  fs::remove(dir_ / "ckptd.db-wal");
+  fs::remove(dir_ / "ckptd.db-shm");
+  Status missing = OpenStatus();
+  EXPECT_EQ(missing.code(), StatusCode::kDataLoss) << missing.ToString();
+  EXPECT_NE(missing.message().find("is missing"), std::string::npos) << missing.message();
+  EXPECT_NE(missing.message().find("STORE_ID"), std::string::npos) << missing.message();
+  EXPECT_FALSE(fs::exists(db())) << "nothing may be created in its place";
+
+  { std::ofstream empty(db()); }
+  Status empty = OpenStatus();
+  EXPECT_EQ(empty.code(), StatusCode::kDataLoss) << empty.ToString();
+  EXPECT_NE(empty.message().find("is empty"), std::string::npos) << empty.message();
+  EXPECT_EQ(fs::file_size(db()), 0u);
+}
+
+TEST_F(StoreDataDirTest, ADatabaseOfAnotherStoreIsRefused) {
+  MakeStore();
+  const fs::path first = root_ / "first.db";
+  fs::copy_file(db(), first);
+  fs::remove_all(dir_);
+  MakeStore();  // a second store, with its own id
+  fs::copy_file(first, db(), fs::copy_options::overwrite_existing);
+  fs::remove(dir_ / "ckptd.db-wal");
+  fs::remove(dir_ / "ckptd.db-shm");
+  Status mixed = OpenStatus();
+  EXPECT_EQ(mixed.code(), StatusCode::kDataLoss) << mixed.ToString();
+  EXPECT_NE(mixed.message().find("belongs to store"), std::string::npos) << mixed.message();
+}
+
+TEST_F(StoreDataDirTest, AStoreOfTheFirstReleaseIsMigratedAndGivenAnId) {
+  MakeStore();
+  // What the first release left: schema version 1 without `meta`, no STORE_ID.
+  Sql(db(), "DROP TABLE meta; PRAGMA user_version = 1;");
+  fs::remove(dir_ / "STORE_ID");
+  auto store = SqliteStore::Open(dir_.string());
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  auto loaded = (*store)->LoadPipelines();
+  ASSERT_TRUE(loaded.ok());
+  EXPECT_EQ(loaded->size(), 1u);
+  auto id = ReadStoreId(dir_.string());
+  ASSERT_TRUE(id.ok() && id->has_value());
+  store->reset();
+  Sql(db(), "SELECT 1");  // still a valid database
+}
+
+TEST_F(StoreDataDirTest, SymbolicLinksAreNeverFollowed) {
+  MakeStore();
+  const fs::path victim = root_ / "victim";
+  { std::ofstream(victim) << "precious\n"; }
+
+  fs::remove(dir_ / "LOCK");
+  fs::create_symlink(victim, dir_ / "LOCK");
+  auto lock = DataDirLock::Acquire(dir_.string());
+  ASSERT_FALSE(lock.ok());
+  EXPECT_NE(lock.status().message().find("symbolic link"), std::string::npos)
+      << lock.status().message();
+  EXPECT_EQ(ReadFile(victim), "precious\n") << "the lock must not truncate the link's target";
+  fs::remove(dir_ / "LOCK");
+
+  const fs::path real = root_ / "real.db";
+  fs::rename(db(), real);
+  fs::create_symlink(real, db());
+  Status linked = OpenStatus();
+  EXPECT_FALSE(linked.ok());
+  EXPECT_NE(linked.message().find("symbolic link"), std::string::npos) << linked.message();
+  fs::remove(db());
+  fs::rename(real, db());
+
+  fs::create_symlink(victim, dir_ / "ckptd.db-wal");
+  Status wal = OpenStatus();
+  EXPECT_FALSE(wal.ok());
+  EXPECT_NE(wal.message().find("ckptd.db-wal"), std::string::npos) << wal.message();
+  EXPECT_EQ(ReadFile(victim), "precious\n");
+}
+
+TEST_F(StoreDataDirTest, StoredValuesAreHeldToTheRulesOfApiInput) {
+  MakeStore();
+  Sql(db(), "UPDATE id_counters SET counter = 9223372036854775800");
+  {
+    auto store = SqliteStore::Open(dir_.string());
+    ASSERT_TRUE(store.ok());
+    auto loaded = (*store)->LoadPipelines();
+    ASSERT_FALSE(loaded.ok()) << "a counter near INT64_MAX would overflow the next reservation";
+    EXPECT_EQ(loaded.status().code(), StatusCode::kDataLoss);
+    EXPECT_NE(loaded.status().message().find("id counter"), std::string::npos)
+        << loaded.status().message();
+    EXPECT_NE(loaded.status().message().find("j/p"), std::string::npos);
+  }
+  Sql(db(), "UPDATE id_counters SET counter = 100; UPDATE pipelines SET task_ids = '[]'");
+  auto store = SqliteStore::Open(dir_.string());
+  ASSERT_TRUE(store.ok());
+  auto loaded = (*store)->LoadPipelines();
+  ASSERT_FALSE(loaded.ok()) << "a pipeline without tasks would hold every shutdown";
+  EXPECT_NE(loaded.status().message().find("task_ids is empty"), std::string::npos)
+      << loaded.status().message();
+}
+
+TEST_F(StoreDataDirTest, CorruptionMetWhileRunningStopsTheStoreWithDataLoss) {
+  MakeStore();
+  // Overwrite the checkpoints table's root page: opening and loading the pipelines still work,
+  // the first commit meets the damage.
+  int64_t root_page = 0;
+  int64_t page_size = 0;
+  {
+    sqlite3* raw = nullptr;
+    ASSERT_EQ(sqlite3_open(db().c_str(), &raw), SQLITE_OK);
+    sqlite3_stmt* stmt = nullptr;
+    sqlite3_prepare_v2(raw, "SELECT rootpage FROM sqlite_schema WHERE name = 'checkpoints'", -1,
+                       &stmt, nullptr);
+    ASSERT_EQ(sqlite3_step(stmt), SQLITE_ROW);
+    root_page = sqlite3_column_int64(stmt, 0);
+    sqlite3_finalize(stmt);
+    sqlite3_prepare_v2(raw, "PRAGMA page_size", -1, &stmt, nullptr);
+    ASSERT_EQ(sqlite3_step(stmt), SQLITE_ROW);
+    page_size = sqlite3_column_int64(stmt, 0);
+    sqlite3_finalize(stmt);
+    sqlite3_close(raw);  // the last connection: the WAL is checkpointed into the file
+  }
+  {
+    std::fstream file(db(), std::ios::in | std::ios::out | std::ios::binary);
+    file.seekp((root_page - 1) * page_size);
+    const std::string garbage(static_cast<size_t>(page_size), '\x5a');
+    file.write(garbage.data(), static_cast<std::streamsize>(garbage.size()));
+  }
+
+  std::promise<Status> fatal;
+  SqliteStoreOptions options;
+  options.on_fatal = [&](const Status& s) { fatal.set_value(s); };
+  auto store = SqliteStore::Open(dir_.string(), std::move(options));
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  ASSERT_TRUE((*store)->LoadPipelines().ok());
+  bool answered = false;
+  (*store)->CommitCheckpoint(Commit(Record("p"), 2), [&](Status) { answered = true; });
+  auto future = fatal.get_future();
+  ASSERT_EQ(future.wait_for(kDeadline), std::future_status::ready) << "the store must stop";
+  const Status why = future.get();
+  EXPECT_EQ(why.code(), StatusCode::kDataLoss) << why.ToString();
+  (*store)->Flush();
+  EXPECT_FALSE(answered) << "nothing is reported either way from a damaged file";
+  Status after = Await([&](auto done) { (*store)->Probe(done); });
+  EXPECT_FALSE(after.ok()) << "nothing more is written to it";
+}
+
+TEST_F(StoreDataDirTest, ProgressIsWrittenAloneAndNeverRevivesADeletedPipeline) {
+  auto store = SqliteStore::Open(dir_.string());
+  ASSERT_TRUE(store.ok());
+  PipelineRecord r = Record("p");
+  ASSERT_TRUE(Await([&](auto done) { (*store)->PutPipeline(r, done); }).ok());
+  PipelineProgress progress = r.progress();
+  progress.generation = 9;
+  progress.sticky = StickyState::kPaused;
+  ASSERT_TRUE(Await([&](auto done) { (*store)->PutProgress(r.spec.key, progress, done); }).ok());
+  auto loaded = (*store)->LoadPipelines();
+  ASSERT_TRUE(loaded.ok());
+  ASSERT_EQ(loaded->size(), 1u);
+  EXPECT_EQ((*loaded)[0].record.progress(), progress);
+  EXPECT_EQ((*loaded)[0].record.spec, r.spec) << "the spec is untouched";
+
+  ASSERT_TRUE(Await([&](auto done) { (*store)->DeletePipeline(r.spec.key, done); }).ok());
+  EXPECT_TRUE(Await([&](auto done) { (*store)->PutProgress(r.spec.key, progress, done); }).ok());
+  Status commit = Await([&](auto done) { (*store)->CommitCheckpoint(Commit(r, 1), done); });
+  EXPECT_EQ(commit.code(), StatusCode::kNotFound) << commit.ToString();
+  loaded = (*store)->LoadPipelines();
+  ASSERT_TRUE(loaded.ok());
+  EXPECT_TRUE(loaded->empty()) << "a late write must not bring a deleted pipeline back";
+  auto history = (*store)->ListCompleted(r.spec.key, 0);
+  ASSERT_TRUE(history.ok());
+  EXPECT_TRUE(history->empty());
+}
+
+}  // namespace
+}  // namespace ckpt
