@@ -119,10 +119,9 @@ int main(int argc, char** argv) {
   spdlog::info("log format: {}", ckpt::LogStyleName(log_style));
   std::unique_ptr<ckpt::systemd::Watchdog> watchdog;
   if (auto interval = ckpt::systemd::WatchdogInterval()) {
+    std::vector<boost::asio::io_context*> loops = daemon.shards().AllLoops();
     spdlog::info("systemd watchdog: {} ms; pinging every {} ms while all {} event loop(s) turn",
-                 interval->count() / 1000, interval->count() / 2000, daemon.shards().size());
-    std::vector<boost::asio::io_context*> loops;
-    for (size_t i = 0; i < daemon.shards().size(); ++i) loops.push_back(&daemon.shards().at(i));
+                 interval->count() / 1000, interval->count() / 2000, loops.size());
     watchdog = std::make_unique<ckpt::systemd::Watchdog>(std::move(loops), *interval);
   }
   for (;;) {

@@ -20,13 +20,13 @@ HttpReply Route(std::string_view method, std::string_view target, const HttpEndp
     reply.content_type = std::string(kPrometheusContentType);
     reply.body = endpoints.metrics ? endpoints.metrics() : std::string();
   } else if (path == "/healthz") {
-    // Answering at all is the check: this runs on the io_context, so a wedged loop answers nothing
-    // and the probe times out.
-    reply.body = "ok\n";
+    const std::string why = endpoints.not_alive ? endpoints.not_alive() : std::string();
+    reply.status = why.empty() ? 200 : 503;
+    reply.body = why.empty() ? "ok\n" : "not alive: " + why + "\n";
   } else {
-    const bool ready = endpoints.ready && endpoints.ready();
-    reply.status = ready ? 200 : 503;
-    reply.body = ready ? "ready\n" : "not ready: starting or shutting down\n";
+    const std::string why = endpoints.not_ready ? endpoints.not_ready() : "no readiness check";
+    reply.status = why.empty() ? 200 : 503;
+    reply.body = why.empty() ? "ready\n" : "not ready: " + why + "\n";
   }
   return reply;
 }

@@ -1,7 +1,8 @@
 #pragma once
 // What ckptd's HTTP endpoint answers, apart from the sockets: a request line in, a response out.
-// GET /metrics (Prometheus text), GET /healthz (the event loop answers), GET /readyz (ready to
-// serve); 404 for other paths, 405 for other methods.
+// GET /metrics (Prometheus text), GET /healthz (alive: every event loop turns and the gRPC port
+// accepts), GET /readyz (ready to serve: alive, started, not shutting down, the store takes
+// writes); 404 for other paths, 405 for other methods. A 503 says why.
 // Threading: Route is a pure function of its arguments; the endpoint callbacks must be safe to call
 // from any io thread and must not block.
 
@@ -15,7 +16,10 @@ namespace ckpt {
 
 struct HttpEndpoints {
   std::function<std::string()> metrics;  // the /metrics page
-  std::function<bool()> ready;           // whether /readyz says 200
+  // Why the daemon is not alive, "" while it is (none given: alive, answering is the proof).
+  std::function<std::string()> not_alive;
+  // Why the daemon is not ready, "" while it is (none given: not ready).
+  std::function<std::string()> not_ready;
 };
 
 struct HttpReply {

@@ -6,7 +6,11 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <future>
+#include <map>
+#include <mutex>
 #include <optional>
+
+#include "net/tcp_listen.h"
 
 namespace ckpt {
 
@@ -16,27 +20,71 @@ namespace http = beast::http;
 using tcp = asio::ip::tcp;
 
 namespace {
+class HttpConnection;
+}  // namespace
+
+// The open connections, so that a new one can be let in by closing one that only waits.
+// Threading: guarded by mu (connections run on strands of the control loop, Accept on its own).
+struct MetricsServer::Shared {
+  struct Entry {
+    std::weak_ptr<HttpConnection> connection;
+    std::string client;  // the peer's address
+    bool waiting = true;  // for a request (idle, or a request arriving slowly)
+    std::chrono::steady_clock::time_point waiting_since;
+  };
+
+  HttpEndpoints endpoints;
+  HttpLimits limits;
+  std::atomic<uint64_t> evicted{0};
+  mutable std::mutex mu;
+  std::map<const HttpConnection*, Entry> open;  // guarded by mu
+
+  // Makes room for one more connection from `client`: the connection of the full scope (the
+  // client's own, else all) that has waited longest for a request is returned to be closed. Null
+  // when there is room, or when none waits (then the newcomer is refused).
+  std::shared_ptr<HttpConnection> MakeRoomLocked(const std::string& client, bool* refuse) const;
+};
+
+namespace {
 
 // One accepted connection: read a request, answer it, repeat while the client keeps it alive.
 // Threading: every member is touched only on the connection's strand (its stream's executor).
 class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
  public:
   HttpConnection(tcp::socket socket, std::shared_ptr<MetricsServer::Shared> shared)
-      : stream_(std::move(socket)), shared_(std::move(shared)) {
-    ++shared_->open;
+      : stream_(std::move(socket)), shared_(std::move(shared)) {}
+  ~HttpConnection() {
+    std::lock_guard lock(shared_->mu);
+    shared_->open.erase(this);
   }
-  ~HttpConnection() { --shared_->open; }
 
   void Start() {
     asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->Read(); });
   }
 
+  // Closes the connection to let another in; on the connection's strand.
+  void Evict() {
+    asio::dispatch(stream_.get_executor(), [self = shared_from_this()] {
+      beast::error_code ignored;
+      self->stream_.socket().close(ignored);  // the read in progress ends with an error
+    });
+  }
+
  private:
+  void SetWaiting(bool waiting) {
+    std::lock_guard lock(shared_->mu);
+    auto it = shared_->open.find(this);
+    if (it == shared_->open.end()) return;
+    it->second.waiting = waiting;
+    if (waiting) it->second.waiting_since = std::chrono::steady_clock::now();
+  }
+
   void Read() {
+    SetWaiting(true);
     parser_.emplace();
     parser_->header_limit(static_cast<std::uint32_t>(shared_->limits.max_header_bytes));
     parser_->body_limit(shared_->limits.max_body_bytes);
-    stream_.expires_after(shared_->limits.io_timeout);
+    stream_.expires_after(shared_->limits.request_timeout);
     http::async_read(stream_, buffer_, *parser_,
                      [self = shared_from_this()](beast::error_code ec, std::size_t) {
                        self->OnRead(ec);
@@ -44,6 +92,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   }
 
   void OnRead(beast::error_code ec) {
+    SetWaiting(false);
     if (ec == http::error::end_of_stream || ec == beast::error::timeout ||
         ec == asio::error::operation_aborted || ec == asio::error::connection_reset ||
         ec == asio::error::eof) {
@@ -51,6 +100,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     }
     if (ec) {
       // A request we cannot read whole: say why, then close (the stream may be mid-message).
+      if (!stream_.socket().is_open()) return Close();  // evicted
       const int status = ec == http::error::header_limit ? 431
                          : ec == http::error::body_limit ? 413
                                                          : 400;
@@ -99,19 +149,25 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   int served_ = 0;
 };
 
-// "HOST:PORT" with an optional [IPv6] host, already checked by the config loader.
-bool SplitHostPort(const std::string& address, std::string* host, std::string* port) {
-  const size_t colon = address.rfind(':');
-  if (colon == std::string::npos) return false;
-  *host = address.substr(0, colon);
-  *port = address.substr(colon + 1);
-  if (host->size() >= 2 && host->front() == '[' && host->back() == ']') {
-    *host = host->substr(1, host->size() - 2);
-  }
-  return !host->empty() && !port->empty();
-}
-
 }  // namespace
+
+std::shared_ptr<HttpConnection> MetricsServer::Shared::MakeRoomLocked(const std::string& client,
+                                                                       bool* refuse) const {
+  *refuse = false;
+  int from_client = 0;
+  for (const auto& [ptr, entry] : open) from_client += entry.client == client ? 1 : 0;
+  const bool client_full = from_client >= limits.max_connections_per_client;
+  const bool all_full = static_cast<int>(open.size()) >= limits.max_connections;
+  if (!client_full && !all_full) return nullptr;
+  const Entry* oldest = nullptr;
+  for (const auto& [ptr, entry] : open) {
+    if (!entry.waiting || (client_full && entry.client != client)) continue;
+    if (!oldest || entry.waiting_since < oldest->waiting_since) oldest = &entry;
+  }
+  auto victim = oldest ? oldest->connection.lock() : nullptr;
+  *refuse = !victim;
+  return victim;
+}
 
 MetricsServer::MetricsServer(asio::io_context& io, HttpEndpoints endpoints, HttpLimits limits)
     : io_(io),
@@ -124,31 +180,9 @@ MetricsServer::MetricsServer(asio::io_context& io, HttpEndpoints endpoints, Http
 }
 
 Status MetricsServer::Listen(const std::string& address) {
-  std::string host;
-  std::string port;
-  if (!SplitHostPort(address, &host, &port)) {
-    return Status::InvalidArgument("metrics_listen: expected HOST:PORT, got '" + address + "'");
-  }
-  beast::error_code ec;
-  tcp::resolver resolver(io_);
-  // Synchronous on the controlling thread, once at start: a name like "localhost" resolves from
-  // /etc/hosts without blocking any io thread.
-  auto endpoints = resolver.resolve(host, port, tcp::resolver::passive, ec);
-  if (ec || endpoints.empty()) {
-    return Status::Unavailable("metrics_listen " + address + ": cannot resolve: " + ec.message());
-  }
-  const tcp::endpoint endpoint = endpoints.begin()->endpoint();
-  acceptor_.open(endpoint.protocol(), ec);
-  if (!ec) acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
-  if (!ec) acceptor_.bind(endpoint, ec);
-  if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
-  if (ec) {
-    beast::error_code ignored;
-    acceptor_.close(ignored);
-    return Status::Unavailable("cannot listen on metrics_listen " + address + ": " +
-                               ec.message());
-  }
-  port_ = acceptor_.local_endpoint(ec).port();
+  auto port = ListenTcp(acceptor_, address, "metrics_listen");
+  if (!port.ok()) return port.status();
+  port_ = *port;
   asio::post(acceptor_strand_, [this] { Accept(); });
   return Status::Ok();
 }
@@ -158,25 +192,51 @@ void MetricsServer::Accept() {
     if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;  // Stop
     if (ec) {
       // Out of file descriptors, say: wait a little instead of spinning on the same error.
-      spdlog::warn("metrics http: accept failed: {}; retrying in 100 ms", ec.message());
+      uint64_t held_back = 0;
+      if (accept_failure_log_.Allow(std::chrono::steady_clock::now(), &held_back)) {
+        spdlog::warn("metrics http: accept failed: {}; retrying every 100 ms ({} more failures "
+                     "since the last line)",
+                     ec.message(), held_back);
+      }
       accept_retry_timer_.expires_after(std::chrono::milliseconds(100));
       accept_retry_timer_.async_wait([this](beast::error_code wait_ec) {
         if (!wait_ec && acceptor_.is_open()) Accept();
       });
       return;
     }
-    if (shared_->open.load() >= shared_->limits.max_connections) {
-      // Full: close at once rather than queue; a scraper retries on its next interval.
-      spdlog::debug("metrics http: {} connections open, refusing another",
-                    shared_->limits.max_connections);
-      beast::error_code ignored;
-      socket.close(ignored);
+    beast::error_code endpoint_ec;
+    const std::string client = socket.remote_endpoint(endpoint_ec).address().to_string();
+    auto connection = std::make_shared<HttpConnection>(std::move(socket), shared_);
+    std::shared_ptr<HttpConnection> victim;
+    bool refuse = false;
+    {
+      std::lock_guard lock(shared_->mu);
+      victim = shared_->MakeRoomLocked(client, &refuse);
+      if (!refuse) {
+        shared_->open[connection.get()] = Shared::Entry{connection, client, true,
+                                                        std::chrono::steady_clock::now()};
+      }
+    }
+    if (victim) {
+      ++shared_->evicted;
+      victim->Evict();
+    }
+    if (refuse) {
+      // Every connection of its scope is busy answering: close this one; the client retries.
+      spdlog::debug("metrics http: no room for a connection from {}", client);
     } else {
-      std::make_shared<HttpConnection>(std::move(socket), shared_)->Start();
+      connection->Start();
     }
     Accept();
   });
 }
+
+int MetricsServer::open_connections() const {
+  std::lock_guard lock(shared_->mu);
+  return static_cast<int>(shared_->open.size());
+}
+
+uint64_t MetricsServer::evicted_connections() const { return shared_->evicted.load(); }
 
 void MetricsServer::Stop() {
   // Waits for the close, so that the port is free (and probes see it closed) when Stop returns.

@@ -3,9 +3,13 @@
 // Boost.Beast on the daemon's io_context, so it costs no thread of its own and stops answering
 // when the event loop is wedged (which is what /healthz is for).
 //
-// Bad clients cannot hurt the daemon: at most `max_connections` are open at once (more are closed
-// on accept), each request must arrive within `io_timeout` with headers under
-// `max_header_bytes` (else 431, 413 or 400, then close), and a connection serves at most
+// Bad clients cannot hurt the daemon nor lock out its probes: at most `max_connections` are open
+// at once, and at most `max_connections_per_client` from one address. A connection beyond
+// either is let in by closing the connection of that scope that has waited longest for a
+// request (an idle or slow client: a probe sends its request at once and is gone in a
+// millisecond), or closed if every one is busy answering. A request must arrive within
+// `request_timeout` with headers under `max_header_bytes` (else 431, 413 or 400, then close),
+// an answer be written within `io_timeout`, and a connection serves at most
 // `max_requests_per_connection` requests.
 //
 // Threading: Listen and Stop are called from the controlling thread (Daemon::Start, Shutdown).
@@ -25,12 +29,15 @@
 
 #include "common/status.h"
 #include "http/http_routes.h"
+#include "logging/log_throttle.h"
 
 namespace ckpt {
 
 struct HttpLimits {
-  int max_connections = 64;
-  std::chrono::milliseconds io_timeout{10000};  // per request: read it, answer it
+  int max_connections = 256;
+  int max_connections_per_client = 32;
+  std::chrono::milliseconds request_timeout{5000};  // from connect (or the last answer) to a request
+  std::chrono::milliseconds io_timeout{10000};       // to write an answer
   size_t max_header_bytes = 8192;
   size_t max_body_bytes = 4096;  // GET needs none; a small one is read and ignored
   int max_requests_per_connection = 1000;
@@ -51,15 +58,12 @@ class MetricsServer {
   // running); open connections finish their request or are dropped when the io_context stops.
   void Stop();
 
-  // How many connections are open now (for tests).
-  int open_connections() const { return shared_->open.load(); }
+  // How many connections are open now (for tests); how many were closed to let others in.
+  int open_connections() const;
+  uint64_t evicted_connections() const;
 
   // What connections share with the server, by shared_ptr (see Lifetime above).
-  struct Shared {
-    HttpEndpoints endpoints;
-    HttpLimits limits;
-    std::atomic<int> open{0};
-  };
+  struct Shared;
 
  private:
   void Accept();  // acceptor_strand_
@@ -73,6 +77,7 @@ class MetricsServer {
   boost::asio::strand<boost::asio::io_context::executor_type> acceptor_strand_;
   boost::asio::ip::tcp::acceptor acceptor_;
   boost::asio::steady_timer accept_retry_timer_;  // after an accept error such as EMFILE
+  LogThrottle accept_failure_log_{std::chrono::seconds(10)};
 };
 
 }  // namespace ckpt

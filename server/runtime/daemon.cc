@@ -11,6 +11,8 @@
 #include "core/spec_validation.h"
 #include "http/metrics_server.h"
 #include "rpc/admin_service.h"
+#include "rpc/grpc_listener.h"
+#include "runtime/loop_monitor.h"
 #include "runtime/metrics_page.h"
 #include "rpc/worker_service.h"
 #include "store/sqlite_store.h"
@@ -25,6 +27,14 @@ constexpr int kMaxMessageBytes = 8 << 20;
 
 // The gRPC services whose health grpc.health.v1 reports by name ("" is the whole server).
 constexpr const char* kHealthServices[] = {"ckpt.v1.WorkerService", "ckpt.v1.AdminService"};
+
+// /healthz: every event loop is probed this often, and one whose probe has not run for
+// kLoopStallAfter is wedged (a liveness probe should restart the daemon).
+constexpr auto kLoopProbeInterval = std::chrono::milliseconds(1000);
+constexpr auto kLoopStallAfter = std::chrono::seconds(10);
+
+// With per-pipeline series on, a rendered /metrics page serves the scrapes of this long.
+constexpr auto kMetricsPageReuse = std::chrono::seconds(1);
 
 // A reload waits this long for its pipeline changes (store writes, strands) before reporting
 // the ones not done as failed; they may still finish later.
@@ -128,7 +138,7 @@ Status Daemon::Start() {
     if (!opened.ok()) return opened.status();
     store_ = std::move(*opened);
   }
-  store_health_ = std::make_unique<StoreHealth>(*store_, shards_.main(),
+  store_health_ = std::make_unique<StoreHealth>(*store_, shards_.control(),
                                                 [this](bool writable) { OnStoreWritable(writable); });
   if (auto s = LoadPipelines(); !s.ok()) return s;
 
@@ -141,25 +151,37 @@ Status Daemon::Start() {
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(config_.listen, grpc::InsecureServerCredentials(), &grpc_port_);
+  // The daemon accepts the port's connections itself and hands them to gRPC (rpc/grpc_listener.h).
+  grpc_listener_ = std::make_unique<GrpcListener>(
+      shards_.control(),
+      builder.experimental().AddExternalConnectionAcceptor(
+          grpc::ServerBuilder::experimental_type::ExternalConnectionType::FROM_FD,
+          grpc::InsecureServerCredentials()));
+  started_ = true;
+  if (Status s = grpc_listener_->Listen(config_.listen); !s.ok()) {
+    Shutdown();
+    return s;
+  }
+  grpc_port_ = grpc_listener_->port();
   builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
   builder.RegisterService(worker_service_.get());
   admin_service_ = std::make_unique<AdminServiceImpl>(*this);
   builder.RegisterService(admin_service_.get());
   server_ = builder.BuildAndStart();
-  started_ = true;
-  if (!server_ || grpc_port_ == 0) {
+  if (!server_) {
     Shutdown();
-    return Status::Unavailable("cannot listen on " + config_.listen +
-                               " (address in use or not valid?)");
+    return Status::Unavailable("the gRPC server did not start (see gRPC's log above)");
   }
+  grpc_listener_->Start();
+  loop_monitor_ = std::make_unique<LoopMonitor>(shards_.AllLoops(), kLoopProbeInterval);
   // Until every port accepts; the default service starts SERVING and would say so too early.
   if (auto* health = server_->GetHealthCheckService()) health->SetServingStatus(false);
   if (!config_.metrics_listen.empty()) {
     HttpEndpoints endpoints;
     endpoints.metrics = [this] { return MetricsText(); };
-    endpoints.ready = [this] { return ready(); };
-    metrics_server_ = std::make_unique<MetricsServer>(shards_.main(), std::move(endpoints));
+    endpoints.not_alive = [this] { return NotAlive(); };
+    endpoints.not_ready = [this] { return NotReady(); };
+    metrics_server_ = std::make_unique<MetricsServer>(shards_.control(), std::move(endpoints));
     if (Status s = metrics_server_->Listen(config_.metrics_listen); !s.ok()) {
       Shutdown();
       return s;
@@ -175,16 +197,30 @@ Status Daemon::Start() {
                shards_.size(), config_.data_dir,
                metrics_server_ ? "metrics on port " + std::to_string(metrics_server_->port())
                                : std::string("metrics off"));
-  stats_timer_ = std::make_unique<boost::asio::steady_timer>(shards_.main());
+  stats_timer_ = std::make_unique<boost::asio::steady_timer>(shards_.control());
   ScheduleStats();
   return Status::Ok();
 }
 
 int Daemon::metrics_port() const { return metrics_server_ ? metrics_server_->port() : 0; }
 
-bool Daemon::ready() const {
-  return ready_.load() && (!store_health_ || store_health_->writable());
+std::string Daemon::NotAlive() const {
+  if (loop_monitor_ && !loop_monitor_->AllTurning(kLoopStallAfter)) {
+    return "an event loop has not turned for " + std::to_string(kLoopStallAfter.count()) + " s";
+  }
+  if (grpc_listener_ && !grpc_listener_->accepting()) {
+    return "the gRPC port does not accept connections (out of file descriptors?)";
+  }
+  return "";
 }
+
+std::string Daemon::NotReady() const {
+  if (!ready_.load()) return "starting or shutting down";
+  if (store_health_ && !store_health_->writable()) return "the store fails writes";
+  return NotAlive();
+}
+
+bool Daemon::ready() const { return NotReady().empty(); }
 
 void Daemon::OnStoreWritable(bool writable) {
   metrics_.store_writable = writable ? 1 : 0;
@@ -201,7 +237,17 @@ std::string Daemon::MetricsText() const {
   options.version = CKPT_VERSION;
   options.per_pipeline = per_pipeline_metrics_.load();
   options.start_time_seconds = kProcessStart;
-  return RenderMetricsPage(metrics_, registry_, options);
+  if (!options.per_pipeline) return RenderMetricsPage(metrics_, registry_, options);
+  // With a series set per pipeline a page is megabytes at 100,000 pipelines: scrapes within
+  // kMetricsPageReuse of one another share one rendering, so that several scrapers cost what one
+  // does. (The page is rendered on the control loop, never on a pipeline's.)
+  std::lock_guard lock(page_cache_mu_);
+  const auto now = std::chrono::steady_clock::now();
+  if (page_cache_.empty() || now - page_cache_at_ >= kMetricsPageReuse) {
+    page_cache_ = RenderMetricsPage(metrics_, registry_, options);
+    page_cache_at_ = now;
+  }
+  return page_cache_;
 }
 
 namespace {
@@ -452,6 +498,7 @@ void Daemon::Shutdown() {
                  metrics_.pending_checkpoints.load());
   }
   for (auto& r : runners) r->EndAllSessions(Status::Unavailable("ckptd is shutting down"));
+  if (grpc_listener_) grpc_listener_->Stop();
   if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   if (store_health_) store_health_->Stop();
   store_->Flush();

@@ -35,6 +35,8 @@ namespace ckpt {
 class WorkerServiceImpl;
 class AdminServiceImpl;
 class MetricsServer;
+class GrpcListener;
+class LoopMonitor;
 
 // What a reload did (Daemon::Reload); every item is also logged.
 struct ReloadResult {
@@ -88,10 +90,16 @@ class Daemon {
   int grpc_port() const { return grpc_port_; }
   // The HTTP port (/metrics, /healthz, /readyz); 0 when metrics_listen is "".
   int metrics_port() const;
-  // True from the end of a successful Start until Shutdown begins, while the store takes writes:
-  // /readyz and gRPC health.
+  // True from the end of a successful Start until Shutdown begins, while the store takes writes
+  // and the daemon is alive: /readyz and gRPC health.
   bool ready() const;
-  // The /metrics page. Safe from any thread; reads atomics only.
+  // Why the daemon is not alive, "" while it is: every event loop turns, the gRPC port accepts.
+  // /healthz says 503 with it. Safe from any thread.
+  std::string NotAlive() const;
+  // Why it is not ready, "" while it is. Safe from any thread.
+  std::string NotReady() const;
+  // The /metrics page. Safe from any thread; reads atomics only (and, with per-pipeline series,
+  // reuses a page rendered within the last second).
   std::string MetricsText() const;
   // Pipeline defaults as last loaded (start or reload). Safe from any thread.
   PipelineDefaults pipeline_defaults() const;
@@ -133,17 +141,23 @@ class Daemon {
   boost::asio::thread_pool admin_pool_{1};
   const std::chrono::steady_clock::time_point started_at_ = std::chrono::steady_clock::now();
   std::unique_ptr<grpc::Server> server_;
+  // On shards_.control() and every loop; declared after shards_, so destroyed before them.
+  std::unique_ptr<GrpcListener> grpc_listener_;
+  std::unique_ptr<LoopMonitor> loop_monitor_;
   // Declared after shards_, so destroyed before them: its dropped handlers hold only shared state.
   std::unique_ptr<MetricsServer> metrics_server_;
 
   // Read from any thread; written by Start, Shutdown and Reload.
   std::atomic<bool> ready_{false};
   std::atomic<bool> per_pipeline_metrics_{false};
+  mutable std::mutex page_cache_mu_;
+  mutable std::string page_cache_;                              // guarded by page_cache_mu_
+  mutable std::chrono::steady_clock::time_point page_cache_at_;  // guarded by page_cache_mu_
   mutable std::mutex defaults_mu_;
   PipelineDefaults defaults_;  // guarded by defaults_mu_
   // Controlling thread only (Start, Reload): the log level in force.
   std::string log_level_;
-  // On shards_.main(). Touched only by its own chain of handlers (one outstanding at a time) and
+  // On shards_.control(). Touched only by its own chain of handlers (one outstanding at a time) and
   // then dropped by shards_.Stop(): never cancelled from another thread.
   std::unique_ptr<boost::asio::steady_timer> stats_timer_;
   int grpc_port_ = 0;

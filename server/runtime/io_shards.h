@@ -12,6 +12,10 @@
 // shard's lock, but two io threads never compete for one. The cost: a busy shard cannot borrow an
 // idle thread; pipelines hash evenly, so the load does too.
 //
+// Beside the shards, one control loop with a thread of its own runs what belongs to no pipeline:
+// the gRPC listener, the HTTP server (a scrape of 100,000 pipelines' series must not stall the
+// pipelines of a shard), the daemon's timers. Threads: shards + 1, fixed.
+//
 // Threading: construct, Start and Stop on the controlling thread (never on a shard's thread).
 // For, Next and the accessors are safe from any thread once constructed: the shards never change.
 
@@ -49,10 +53,13 @@ class IoShards {
   boost::asio::io_context& For(const PipelineKey& key);
   // Shards in turn, for work that belongs to no pipeline (a worker stream's lease timer).
   boost::asio::io_context& Next();
-  // Shard 0: the daemon's own timers and the HTTP server.
-  boost::asio::io_context& main() { return *shards_[0]->io; }
+  // The control loop: never a pipeline's.
+  boost::asio::io_context& control() { return *control_->io; }
   boost::asio::io_context& at(size_t i) { return *shards_[i]->io; }
+  // Pipeline shards (the control loop not counted).
   size_t size() const { return shards_.size(); }
+  // Every loop, the shards first and the control loop last (for watchdogs and health checks).
+  std::vector<boost::asio::io_context*> AllLoops();
 
   static size_t IndexFor(const PipelineKey& key, size_t shards);
 
@@ -69,7 +76,10 @@ class IoShards {
     std::unique_ptr<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work;
     std::thread thread;
   };
+  static std::unique_ptr<Shard> MakeShard();
+  std::vector<Shard*> AllShards();  // shards_, then control_
   std::vector<std::unique_ptr<Shard>> shards_;
+  std::unique_ptr<Shard> control_;
   std::atomic<size_t> next_{0};
 };
 

@@ -159,5 +159,41 @@ TEST_F(DaemonHttpTest, AMetricsPortInUseFailsTheStartCleanly) {
   std::filesystem::remove_all(other.data_dir);
 }
 
+TEST_F(DaemonHttpTest, AScrapeOfPerPipelineSeriesNeedsNoPipelineLoop) {
+  config_.metrics_per_pipeline = true;
+  config_.pipelines = {TestSpec("a", {"0"}), TestSpec("b", {"0"})};
+  StartDaemon();
+  // Wedge every pipeline loop: a scrape must not wait for one (and must not stall one).
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::atomic<int> wedged{0};
+  for (size_t i = 0; i < daemon_->shards().size(); ++i) {
+    boost::asio::post(daemon_->shards().at(i), [released, &wedged] {
+      ++wedged;
+      released.wait();
+    });
+  }
+  ASSERT_TRUE(Eventually([&] { return wedged.load() == static_cast<int>(daemon_->shards().size()); }));
+  HttpResult r = HttpGet(daemon_->metrics_port(), "/metrics");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_NE(r.body.find("ckptd_pipeline_state{job_id=\"job\",pipeline_id=\"a\""),
+            std::string::npos);
+  EXPECT_EQ(HttpGet(daemon_->metrics_port(), "/healthz").status, 200)
+      << "a loop busy for a moment is not a dead daemon";
+  release.set_value();
+}
+
+TEST_F(DaemonHttpTest, SecondDaemonOnTheSameGrpcPortFailsWithAddressInUse) {
+  StartDaemon();
+  DaemonConfig other = config_;
+  other.data_dir = data_dir_.string() + "-other";
+  other.listen = "127.0.0.1:" + std::to_string(daemon_->grpc_port());
+  Daemon second(other);
+  Status s = second.Start();
+  EXPECT_FALSE(s.ok()) << "two daemons must never share the gRPC port";
+  EXPECT_NE(s.message().find("address already in use"), std::string::npos) << s.message();
+  std::filesystem::remove_all(other.data_dir);
+}
+
 }  // namespace
 }  // namespace ckpt::testing

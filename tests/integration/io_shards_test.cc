@@ -1,5 +1,5 @@
-// IoShards (one event loop per io thread, pipelines placed by key) and the systemd Watchdog that
-// vouches for every loop: real threads, a real notify socket.
+// IoShards (one event loop per io thread, pipelines placed by key), the systemd Watchdog that
+// vouches for every loop, and the LoopMonitor behind /healthz: real threads, a real notify socket.
 #include "runtime/io_shards.h"
 
 #include <gtest/gtest.h>
@@ -18,6 +18,7 @@
 #include <set>
 #include <string>
 
+#include "runtime/loop_monitor.h"
 #include "systemd/notify.h"
 
 namespace ckpt {
@@ -73,11 +74,17 @@ TEST(IoShardsTest, EachShardRunsOnItsOwnSingleThread) {
     threads.insert(seen.begin(), seen.end());
   }
   EXPECT_EQ(threads.size(), 3u) << "two shards shared a thread";
-  // Next hands out every shard in turn.
+  // The control loop has a thread of its own, no pipeline shard's.
+  std::set<std::thread::id> control;
+  ASSERT_TRUE(RunOn(shards.control(), [&] { control.insert(std::this_thread::get_id()); }));
+  ASSERT_EQ(control.size(), 1u);
+  EXPECT_EQ(threads.count(*control.begin()), 0u) << "the control loop shares a shard's thread";
+  // Next hands out every shard in turn, never the control loop.
   std::set<boost::asio::io_context*> handed_out;
-  for (size_t i = 0; i < shards.size(); ++i) handed_out.insert(&shards.Next());
+  for (size_t i = 0; i < 2 * shards.size(); ++i) handed_out.insert(&shards.Next());
   EXPECT_EQ(handed_out.size(), shards.size());
-  EXPECT_EQ(&shards.main(), &shards.at(0));
+  EXPECT_EQ(handed_out.count(&shards.control()), 0u);
+  EXPECT_EQ(shards.AllLoops().size(), shards.size() + 1);
   shards.Stop();
 }
 
@@ -184,6 +191,29 @@ TEST(WatchdogTest, PingsWhileEveryLoopTurnsAndStopsWhenOneIsWedged) {
     EXPECT_GE(notify.PingsWithin(500ms), 2) << "pings resume once the loop turns again";
     shards.Stop();  // the watchdog goes after its loops, as in main.cc
   }
+}
+
+TEST(LoopMonitorTest, AWedgedLoopIsSeenAndItsReturnToo) {
+  IoShards shards(2);
+  shards.Start();
+  LoopMonitor monitor(shards.AllLoops(), 20ms);
+  EXPECT_TRUE(monitor.AllTurning(200ms));
+  std::promise<void> release;
+  auto released = release.get_future().share();
+  boost::asio::post(shards.at(1), [released] { released.wait(); });
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (monitor.AllTurning(200ms) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_FALSE(monitor.AllTurning(200ms)) << "a loop wedged for 200 ms was not noticed";
+  release.set_value();
+  bool back = false;
+  for (auto until = std::chrono::steady_clock::now() + 10s;
+       !back && std::chrono::steady_clock::now() < until; std::this_thread::sleep_for(10ms)) {
+    back = monitor.AllTurning(200ms);
+  }
+  EXPECT_TRUE(back) << "the loop turns again";
+  shards.Stop();
 }
 
 }  // namespace

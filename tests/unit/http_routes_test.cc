@@ -6,10 +6,11 @@
 namespace ckpt {
 namespace {
 
-HttpEndpoints Endpoints(bool ready) {
+HttpEndpoints Endpoints(bool ready, std::string not_alive = "") {
   HttpEndpoints e;
   e.metrics = [] { return std::string("m_total 1\n"); };
-  e.ready = [ready] { return ready; };
+  e.not_ready = [ready] { return ready ? std::string() : std::string("the store fails writes"); };
+  e.not_alive = [not_alive] { return not_alive; };
   return e;
 }
 
@@ -28,13 +29,20 @@ TEST(HttpRoutes, QueryStringIsIgnored) {
 TEST(HttpRoutes, HealthzAnswersWhateverTheReadiness) {
   EXPECT_EQ(Route("GET", "/healthz", Endpoints(false)).status, 200);
   EXPECT_EQ(Route("GET", "/healthz", Endpoints(true)).status, 200);
+  EXPECT_EQ(Route("GET", "/healthz", HttpEndpoints{}).status, 200);  // answering is the proof
+}
+
+TEST(HttpRoutes, HealthzSaysWhyItIsNotAlive) {
+  HttpReply r = Route("GET", "/healthz", Endpoints(true, "the gRPC port does not accept"));
+  EXPECT_EQ(r.status, 503);
+  EXPECT_NE(r.body.find("the gRPC port does not accept"), std::string::npos) << r.body;
 }
 
 TEST(HttpRoutes, ReadyzFollowsReadiness) {
   EXPECT_EQ(Route("GET", "/readyz", Endpoints(true)).status, 200);
   HttpReply r = Route("GET", "/readyz", Endpoints(false));
   EXPECT_EQ(r.status, 503);
-  EXPECT_NE(r.body.find("not ready"), std::string::npos);
+  EXPECT_NE(r.body.find("not ready: the store fails writes"), std::string::npos) << r.body;
   EXPECT_EQ(Route("GET", "/readyz", HttpEndpoints{}).status, 503);  // no callback: not ready
 }
 

@@ -1,0 +1,52 @@
+#include "net/tcp_listen.h"
+
+#include <boost/asio/ip/tcp.hpp>
+
+namespace ckpt {
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+
+Result<std::pair<std::string, std::string>> SplitHostPort(const std::string& address) {
+  const size_t colon = address.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == address.size()) {
+    return Status::InvalidArgument("expected HOST:PORT, got '" + address + "'");
+  }
+  std::string host = address.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  if (host.empty()) return Status::InvalidArgument("the host is empty in '" + address + "'");
+  return std::make_pair(host, address.substr(colon + 1));
+}
+
+Result<int> ListenTcp(tcp::acceptor& acceptor, const std::string& address,
+                      const std::string& what) {
+  auto host_port = SplitHostPort(address);
+  if (!host_port.ok()) return Status::InvalidArgument(what + ": " + host_port.status().message());
+  boost::system::error_code ec;
+  tcp::resolver resolver(acceptor.get_executor());
+  // Synchronous, once at start: "localhost" resolves from /etc/hosts.
+  auto endpoints = resolver.resolve(host_port->first, host_port->second,
+                                    tcp::resolver::passive | tcp::resolver::numeric_service, ec);
+  if (ec || endpoints.empty()) {
+    return Status::Unavailable(what + " " + address + ": cannot resolve: " + ec.message());
+  }
+  const tcp::endpoint endpoint = endpoints.begin()->endpoint();
+  acceptor.open(endpoint.protocol(), ec);
+  if (!ec) acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec) acceptor.bind(endpoint, ec);
+  if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (!ec) acceptor.non_blocking(true, ec);
+  if (ec) {
+    boost::system::error_code ignored;
+    acceptor.close(ignored);
+    const std::string reason = ec == asio::error::address_in_use
+                                   ? "address already in use (another process holds the port)"
+                                   : ec.message();
+    return Status::Unavailable("cannot listen on " + address + " (" + what + "): " + reason);
+  }
+  return static_cast<int>(acceptor.local_endpoint(ec).port());
+}
+
+}  // namespace ckpt
