@@ -21,7 +21,8 @@ namespace {
 
 constexpr std::string_view kTopLevelKeys[] = {
     "listen", "metrics_listen", "metrics", "data_dir", "savepoint_root", "store", "threads",
-    "lease_ttl_ms", "heartbeat_interval_ms", "shutdown_grace_ms", "start_spread_ms", "log",
+    "lease_ttl_ms", "heartbeat_interval_ms", "hello_timeout_ms", "shutdown_grace_ms",
+    "start_spread_ms", "log",
     "defaults", "pipelines"};
 constexpr std::string_view kStoreKeys[] = {"backend"};
 constexpr std::string_view kLogKeys[] = {"level", "format"};
@@ -178,6 +179,9 @@ MaybeYamlError ConfigReader::ReadTopLevelField(const YamlField& field) {
   if (name == "heartbeat_interval_ms") {
     heartbeat_ = field;
     return ReadInt(field, 1, kMaxDurationMs, &config_.heartbeat_interval_ms);
+  }
+  if (name == "hello_timeout_ms") {
+    return ReadInt(field, 1, kMaxDurationMs, &config_.hello_timeout_ms);
   }
   if (name == "store") {
     return ForEachField(field.value, field.path, kStoreKeys, [this](const YamlField& f) {

@@ -27,6 +27,9 @@ struct DaemonConfig {
   int threads = 0;                                // io_context threads; 0 = number of cores
   int64_t lease_ttl_ms = 10000;                   // a silent worker stream loses its tasks after this
   int64_t heartbeat_interval_ms = 3000;           // told to workers in `welcome`
+  // A stream that sends no hello within this is ended (DEADLINE_EXCEEDED): until then it holds
+  // memory (about 20 KB in gRPC and here) and identifies no one.
+  int64_t hello_timeout_ms = 10000;
   int64_t shutdown_grace_ms = 10000;              // SIGTERM: how long pending rounds may finish
   // When a pipeline's tasks become all registered, its next periodic trigger waits a fixed
   // per-pipeline fraction of min(this, its interval), so pipelines whose workers connect together

@@ -250,6 +250,7 @@ bool PipelineCoordinator::TryTrigger(CheckpointKind kind, const std::string& tar
   SteadyTime deadline = now + Millis(spec_.timeout_ms);
   if (cause == TriggerCause::kSavepoint && queued_savepoint_) {
     deadline = queued_savepoint_->deadline;  // a savepoint's timeout counts from the request
+    round.worker_asked = queued_savepoint_->worker_asked;
     queued_savepoint_.reset();
   }
   round.deadline = deadline;
@@ -510,6 +511,12 @@ PipelineCoordinator::Outcome PipelineCoordinator::TriggerCheckpoint(int64_t* che
 
 PipelineCoordinator::Outcome PipelineCoordinator::RequestSavepoint(const std::string& target,
                                                                    bool stop, Millis timeout) {
+  return RequestSavepoint(target, stop, timeout, /*worker_asked=*/false);
+}
+
+PipelineCoordinator::Outcome PipelineCoordinator::RequestSavepoint(const std::string& target,
+                                                                   bool stop, Millis timeout,
+                                                                   bool worker_asked) {
   Outcome o;
   if (sticky_ != StickyState::kActive || shutting_down_) {
     o.status = Status::FailedPrecondition(std::string("pipeline is ") + PipelineStateName(State()));
@@ -521,16 +528,20 @@ PipelineCoordinator::Outcome PipelineCoordinator::RequestSavepoint(const std::st
     // empty target, the default location, joins only a savepoint that asked for no target).
     if (pending_->kind != kind || pending_->requested_target != target) {
       o.status = Status::FailedPrecondition("a different savepoint is pending");
+    } else {
+      pending_->worker_asked = pending_->worker_asked || worker_asked;
     }
     return o;
   }
   if (queued_savepoint_) {
     if (queued_savepoint_->stop != stop || queued_savepoint_->target != target) {
       o.status = Status::FailedPrecondition("a different savepoint is queued");
+    } else {
+      queued_savepoint_->worker_asked = queued_savepoint_->worker_asked || worker_asked;
     }
     return o;
   }
-  queued_savepoint_ = QueuedSavepoint{target, stop, clock_.SteadyNow() + timeout};
+  queued_savepoint_ = QueuedSavepoint{target, stop, clock_.SteadyNow() + timeout, worker_asked};
   if (!pending_) {
     Actions more = OnWakeup();
     o.actions.insert(o.actions.end(), more.begin(), more.end());
@@ -540,6 +551,15 @@ PipelineCoordinator::Outcome PipelineCoordinator::RequestSavepoint(const std::st
     Rearm(o.actions);
   }
   return o;
+}
+
+Actions PipelineCoordinator::OnSavepointCallersGone() {
+  Actions out;
+  if (!queued_savepoint_ || queued_savepoint_->worker_asked) return out;
+  queued_savepoint_.reset();
+  out.push_back(Log{LogLevel::kInfo, "queued savepoint dropped: every caller went away"});
+  Rearm(out);
+  return out;
 }
 
 void PipelineCoordinator::FinishQueuedSavepoint(const std::string& reason, Actions& out) {

@@ -165,6 +165,10 @@ class PipelineCoordinator {
   // A worker's savepoint_request on `session`: the pipeline's timeout applies; a refusal is
   // answered on that stream (savepoint_refused) and logged.
   Actions OnWorkerSavepointRequest(SessionId session, const std::string& target, bool stop);
+  // Every operator call that waited for the savepoint went away (cancelled): a savepoint still
+  // queued is dropped, unless a worker asked for it too (a worker's request waits until its
+  // timeout). One already triggered runs to its end.
+  Actions OnSavepointCallersGone();
   // Daemon shutdown: no new triggers from now on; a pending round may still finish.
   Actions BeginShutdown();
   // Daemon shutdown, after the grace period: a pending round (not with the store) is aborted
@@ -205,6 +209,7 @@ class PipelineCoordinator {
     SteadyTime deadline;
     int64_t triggered_at_ms = 0;
     std::string requested_target;  // savepoints: the target as asked (empty: default location)
+    bool worker_asked = false;     // savepoints: a worker's request waits for it
     bool completing = false;
     // The tasks that acked. The ones still awaited are expected_ minus these, kept implicit
     // rather than copied at every trigger: while a round is pending and not completing,
@@ -217,6 +222,7 @@ class PipelineCoordinator {
     std::string target;  // empty: the default location
     bool stop = false;
     SteadyTime deadline;
+    bool worker_asked = false;  // a worker's request waits for it: callers leaving do not drop it
   };
   struct SessionInfo {
     std::string worker_id;
@@ -224,6 +230,8 @@ class PipelineCoordinator {
   };
   enum class TriggerCause { kPeriodic, kManual, kSavepoint };
 
+  Outcome RequestSavepoint(const std::string& target, bool stop, Millis timeout,
+                           bool worker_asked);
   // Starts a round if one may start now, else does nothing; returns whether it started.
   bool TryTrigger(CheckpointKind kind, const std::string& target, TriggerCause cause,
                   Actions& out);

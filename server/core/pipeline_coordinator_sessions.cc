@@ -135,7 +135,7 @@ void PipelineCoordinator::LoseSession(SessionId session, const std::string& why,
     const bool savepoint = pending_->kind != CheckpointKind::kCheckpoint;
     const QueuedSavepoint requeue{pending_->requested_target,
                                   pending_->kind == CheckpointKind::kSavepointAndStop,
-                                  pending_->deadline};
+                                  pending_->deadline, pending_->worker_asked};
     FailRound(CheckpointStatus::kAborted, "task(s) lost: " + JoinNames(lost),
               FailureCause::kAborted, out);
     if (savepoint && !shutting_down_ && sticky_ == StickyState::kActive &&
@@ -156,7 +156,7 @@ Actions PipelineCoordinator::OnWorkerSavepointRequest(SessionId session, const s
                                                       bool stop) {
   if (!sessions_.count(session)) return {};  // ended meanwhile: nobody to answer
   // A worker's request uses the pipeline's checkpoint timeout as the savepoint's.
-  Outcome outcome = RequestSavepoint(target, stop, Millis(spec_.timeout_ms));
+  Outcome outcome = RequestSavepoint(target, stop, Millis(spec_.timeout_ms), /*worker_asked=*/true);
   if (!outcome.status.ok()) {
     outcome.actions.push_back(Log{LogLevel::kWarn, "savepoint request of worker " +
                                                        sessions_.at(session).worker_id +

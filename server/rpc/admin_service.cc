@@ -239,12 +239,27 @@ grpc::ServerWriteReactor<v1::SavepointProgress>* AdminServiceImpl::TriggerSavepo
     if (runners.empty()) return refuse(Status::NotFound("job " + req->job_id() + " has no pipelines"));
   }
   std::vector<std::string> ids;
-  for (const auto& r : runners) ids.push_back(r->key().pipeline_id);
-  auto stream = SavepointStream::Create(req->job_id(), ids);
+  std::vector<std::weak_ptr<PipelineRunner>> waited_on;
+  for (const auto& r : runners) {
+    ids.push_back(r->key().pipeline_id);
+    waited_on.push_back(r);
+  }
+  // When the call is over (answered, or cancelled by its caller), the pipelines let go of it at
+  // once: 10,000 cancelled calls must not stay alive until their timeouts.
+  auto on_done = [this, waited_on = std::move(waited_on)](SavepointStream* stream) {
+    for (const auto& weak : waited_on) {
+      if (auto runner = weak.lock()) runner->ForgetSavepointObserver(stream);
+    }
+    std::lock_guard lock(mu_);
+    savepoint_streams_.erase(stream);
+    daemon_.metrics().savepoint_calls = static_cast<int64_t>(savepoint_streams_.size());
+    ++daemon_.metrics().savepoint_calls_ended_total;
+  };
+  auto stream = SavepointStream::Create(req->job_id(), ids, std::move(on_done));
   {
     std::lock_guard lock(mu_);
-    std::erase_if(savepoint_streams_, [](const auto& w) { return w.expired(); });
-    savepoint_streams_.push_back(stream);
+    savepoint_streams_[stream.get()] = stream;
+    daemon_.metrics().savepoint_calls = static_cast<int64_t>(savepoint_streams_.size());
   }
   const Millis timeout(req->timeout_ms() > 0 ? req->timeout_ms() : kDefaultSavepointTimeoutMs);
   for (const auto& r : runners) r->RequestSavepoint(req->target(), req->stop(), timeout, stream);
@@ -252,11 +267,15 @@ grpc::ServerWriteReactor<v1::SavepointProgress>* AdminServiceImpl::TriggerSavepo
 }
 
 void AdminServiceImpl::EndSavepointStreams(const Status& status) {
-  std::lock_guard lock(mu_);
-  for (const auto& weak : savepoint_streams_) {
-    if (auto stream = weak.lock()) stream->End(status);
+  std::vector<std::shared_ptr<SavepointStream>> open;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [ptr, weak] : savepoint_streams_) {
+      if (auto stream = weak.lock()) open.push_back(std::move(stream));
+    }
   }
-  savepoint_streams_.clear();
+  // Outside mu_: ending a stream may run its on_done, which takes mu_.
+  for (const auto& stream : open) stream->End(status);
 }
 
 grpc::ServerUnaryReactor* AdminServiceImpl::GetDaemonStatus(grpc::CallbackServerContext* ctx,

@@ -8,6 +8,7 @@
 
 #include <memory>
 #include <mutex>
+#include <unordered_map>
 #include <vector>
 
 #include "ckpt/v1/admin.grpc.pb.h"
@@ -61,7 +62,9 @@ class AdminServiceImpl final : public v1::AdminService::CallbackService {
 
   Daemon& daemon_;
   std::mutex mu_;
-  std::vector<std::weak_ptr<SavepointStream>> savepoint_streams_;  // guarded by mu_
+  // The open TriggerSavepoint calls, until their OnDone.
+  std::unordered_map<SavepointStream*, std::weak_ptr<SavepointStream>>
+      savepoint_streams_;  // guarded by mu_
 };
 
 }  // namespace ckpt

@@ -6,8 +6,10 @@
 namespace ckpt {
 
 std::shared_ptr<SavepointStream> SavepointStream::Create(
-    const std::string& job_id, const std::vector<std::string>& pipeline_ids) {
-  std::shared_ptr<SavepointStream> stream(new SavepointStream(job_id, pipeline_ids));
+    const std::string& job_id, const std::vector<std::string>& pipeline_ids,
+    std::function<void(SavepointStream*)> on_done) {
+  std::shared_ptr<SavepointStream> stream(
+      new SavepointStream(job_id, pipeline_ids, std::move(on_done)));
   stream->self_ = stream;
   std::lock_guard lock(stream->mu_);
   stream->MaybeWriteLocked();  // the first message: every pipeline queued
@@ -15,8 +17,9 @@ std::shared_ptr<SavepointStream> SavepointStream::Create(
 }
 
 SavepointStream::SavepointStream(const std::string& job_id,
-                                 const std::vector<std::string>& pipeline_ids)
-    : job_id_(job_id) {
+                                 const std::vector<std::string>& pipeline_ids,
+                                 std::function<void(SavepointStream*)> on_done)
+    : job_id_(job_id), on_done_(std::move(on_done)) {
   for (const auto& id : pipeline_ids) {
     SavepointUpdate queued;
     queued.key = {job_id, id};
@@ -114,6 +117,7 @@ void SavepointStream::OnDone() {
     std::lock_guard lock(mu_);
     done_ = true;
   }
+  if (on_done_) on_done_(this);
   auto last_reference_held_by_us = std::move(self_);
 }
 

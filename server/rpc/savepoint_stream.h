@@ -6,11 +6,14 @@
 // savepoint); gRPC reactions on gRPC's threads; End from the daemon's controlling thread. All
 // state is guarded by mu_. Nothing blocks: progress is coalesced, at most one write outstanding.
 // Lifetime: owns itself (self_) until OnDone; runners hold it as an observer until its final
-// update, so calls after OnDone are no-ops.
+// update, or until the call is gone (cancelled, the caller went away): then `on_done` tells them
+// to let go, so that a cancelled call frees what it held at once instead of at its timeout.
+// Calls after OnDone are no-ops.
 
 #include <grpcpp/grpcpp.h>
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -26,8 +29,11 @@ class SavepointStream final : public grpc::ServerWriteReactor<v1::SavepointProgr
                               public std::enable_shared_from_this<SavepointStream> {
  public:
   // `pipeline_ids`: every pipeline whose savepoint this stream waits for.
+  // `on_done` runs once, on a gRPC thread, when the call is over (final message written, failed,
+  // or cancelled); it must not block.
   static std::shared_ptr<SavepointStream> Create(const std::string& job_id,
-                                                 const std::vector<std::string>& pipeline_ids);
+                                                 const std::vector<std::string>& pipeline_ids,
+                                                 std::function<void(SavepointStream*)> on_done);
   grpc::ServerWriteReactor<v1::SavepointProgress>* reactor() { return this; }
 
   void OnSavepointUpdate(const SavepointUpdate& update) override;
@@ -39,12 +45,14 @@ class SavepointStream final : public grpc::ServerWriteReactor<v1::SavepointProgr
   void OnDone() override;
 
  private:
-  SavepointStream(const std::string& job_id, const std::vector<std::string>& pipeline_ids);
+  SavepointStream(const std::string& job_id, const std::vector<std::string>& pipeline_ids,
+                  std::function<void(SavepointStream*)> on_done);
   void BuildLocked(v1::SavepointProgress* out) const;
   void MaybeWriteLocked();
   bool AllFinalLocked() const;
 
   const std::string job_id_;
+  const std::function<void(SavepointStream*)> on_done_;
   const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
 
   std::mutex mu_;

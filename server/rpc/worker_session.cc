@@ -19,8 +19,8 @@ WorkerSession* WorkerSession::Create(SessionId id, const SessionDeps& deps,
   session->self_ = session;
   ++session->metrics_.worker_sessions;
   session->last_activity_ = Steady::now().time_since_epoch().count();
-  // A stream that never says hello is ended by the lease like a silent one.
-  session->ArmLease(Steady::now() + session->lease_ttl_);
+  // A stream that says no hello is ended once hello_timeout passes (the lease then takes over).
+  session->ArmLease(session->created_at_ + session->hello_timeout_);
   session->StartRead(&session->in_);
   return session.get();
 }
@@ -32,6 +32,7 @@ WorkerSession::WorkerSession(SessionId id, const SessionDeps& deps,
       registry_(deps.registry),
       metrics_(deps.metrics),
       lease_ttl_(deps.lease_ttl_ms),
+      hello_timeout_(deps.hello_timeout_ms),
       lease_strand_(asio::make_strand(deps.shards.Next())),
       lease_timer_(lease_strand_) {}
 
@@ -60,6 +61,8 @@ bool WorkerSession::HandleMessage() {
       return false;
     }
     hello_seen_ = true;
+    hello_received_ = true;
+    ArmLease(Steady::now() + lease_ttl_);  // from now on the lease, not hello_timeout
     return HandleHello(in_.hello());
   }
   auto pipeline = runner();
@@ -211,6 +214,7 @@ void WorkerSession::OnDone() {
   done_ = true;
   ReportEnded("stream ended");
   --metrics_.worker_sessions;
+  ++metrics_.worker_sessions_ended_total;
   asio::post(lease_strand_, [self = shared_from_this()] { self->lease_timer_.cancel(); });
   auto last_reference_held_by_us = std::move(self_);
 }
@@ -221,10 +225,18 @@ void WorkerSession::ArmLease(Steady::time_point at) {
     self->lease_timer_.expires_at(at);
     self->lease_timer_.async_wait([self](const boost::system::error_code& ec) {
       if (ec || self->done_) return;
+      const bool greeted = self->hello_received_.load();
       const Steady::time_point last{Steady::duration(self->last_activity_.load())};
-      const Steady::time_point expiry = last + self->lease_ttl_;
+      const Steady::time_point expiry =
+          greeted ? last + self->lease_ttl_ : self->created_at_ + self->hello_timeout_;
       if (Steady::now() < expiry) {
         self->ArmLease(expiry);  // activity since: look again when the renewed lease ends
+        return;
+      }
+      if (!greeted) {
+        self->End(Status::DeadlineExceeded("no hello within " +
+                                           std::to_string(self->hello_timeout_.count()) +
+                                           " ms (hello_timeout_ms)"));
         return;
       }
       self->ReportEnded("lease expired");

@@ -34,6 +34,7 @@ struct SessionDeps {
   DaemonMetrics& metrics;
   IoShards& shards;  // each session's lease timer goes to the next shard in turn
   int64_t lease_ttl_ms;
+  int64_t hello_timeout_ms;  // a stream without hello is ended after this
 };
 
 class WorkerSession final
@@ -76,8 +77,11 @@ class WorkerSession final
   Registry& registry_;
   DaemonMetrics& metrics_;
   const std::chrono::milliseconds lease_ttl_;
+  const std::chrono::milliseconds hello_timeout_;
+  const std::chrono::steady_clock::time_point created_at_ = std::chrono::steady_clock::now();
 
   std::atomic<bool> done_{false};
+  std::atomic<bool> hello_received_{false};  // the lease counts from activity only after hello
   bool end_reported_ = false;  // guarded by runner_mu_: ordered with the hello's Register
   std::atomic<std::chrono::steady_clock::rep> last_activity_{0};
 

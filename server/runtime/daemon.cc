@@ -12,6 +12,7 @@
 #include "http/metrics_server.h"
 #include "rpc/admin_service.h"
 #include "rpc/grpc_listener.h"
+#include "runtime/heap_trimmer.h"
 #include "runtime/loop_monitor.h"
 #include "runtime/metrics_page.h"
 #include "rpc/worker_service.h"
@@ -145,7 +146,7 @@ Status Daemon::Start() {
   shards_.Start();
 
   worker_service_ = std::make_unique<WorkerServiceImpl>(
-      SessionDeps{registry_, metrics_, shards_, config_.lease_ttl_ms});
+      SessionDeps{registry_, metrics_, shards_, config_.lease_ttl_ms, config_.hello_timeout_ms});
   // Process-wide switches, read by the builder: grpc.health.v1.Health and
   // grpc.reflection.v1alpha.ServerReflection, so that standard probes and tools work.
   grpc::EnableDefaultHealthCheckService(true);
@@ -174,6 +175,11 @@ Status Daemon::Start() {
   }
   grpc_listener_->Start();
   loop_monitor_ = std::make_unique<LoopMonitor>(shards_.AllLoops(), kLoopProbeInterval);
+  heap_trimmer_ = std::make_unique<HeapTrimmer>(
+      shards_.control(), [this] {
+        return metrics_.worker_sessions_ended_total.load() +
+               metrics_.savepoint_calls_ended_total.load();
+      });
   // Until every port accepts; the default service starts SERVING and would say so too early.
   if (auto* health = server_->GetHealthCheckService()) health->SetServingStatus(false);
   if (!config_.metrics_listen.empty()) {
@@ -297,6 +303,7 @@ ReloadResult Daemon::Reload(const DaemonConfig& next) {
   restart_only("lease_ttl_ms", config_.lease_ttl_ms, next.lease_ttl_ms);
   restart_only("heartbeat_interval_ms", config_.heartbeat_interval_ms,
                next.heartbeat_interval_ms);
+  restart_only("hello_timeout_ms", config_.hello_timeout_ms, next.hello_timeout_ms);
   restart_only("shutdown_grace_ms", config_.shutdown_grace_ms, next.shutdown_grace_ms);
   restart_only("start_spread_ms", config_.start_spread_ms, next.start_spread_ms);
   restart_only("log.format", config_.log_format, next.log_format);

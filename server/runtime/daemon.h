@@ -37,6 +37,7 @@ class AdminServiceImpl;
 class MetricsServer;
 class GrpcListener;
 class LoopMonitor;
+class HeapTrimmer;
 
 // What a reload did (Daemon::Reload); every item is also logged.
 struct ReloadResult {
@@ -144,6 +145,7 @@ class Daemon {
   // On shards_.control() and every loop; declared after shards_, so destroyed before them.
   std::unique_ptr<GrpcListener> grpc_listener_;
   std::unique_ptr<LoopMonitor> loop_monitor_;
+  std::unique_ptr<HeapTrimmer> heap_trimmer_;
   // Declared after shards_, so destroyed before them: its dropped handlers hold only shared state.
   std::unique_ptr<MetricsServer> metrics_server_;
 

@@ -127,6 +127,9 @@ std::string RenderMetricsPage(const DaemonMetrics& m, const Registry& registry,
                Load(m.pipelines_by_state[static_cast<size_t>(s)]));
   }
   out.Gauge("ckptd_worker_sessions", "Open worker streams.", Load(m.worker_sessions));
+  out.Gauge("ckptd_savepoint_calls",
+            "TriggerSavepoint calls open now (operators waiting for a savepoint).",
+            Load(m.savepoint_calls));
   out.Gauge("ckptd_store_writable",
             "1 while the store takes writes; 0 while they fail (disk full, read-only): triggers "
             "are held and the daemon reports not ready.",

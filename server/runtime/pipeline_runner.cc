@@ -186,6 +186,17 @@ void PipelineRunner::RequestSavepoint(std::string target, bool stop, Millis time
   });
 }
 
+void PipelineRunner::ForgetSavepointObserver(const SavepointObserver* observer) {
+  PostOperator([observer](PipelineRunner& r) {
+    const size_t before = r.savepoint_observers_.size();
+    std::erase_if(r.savepoint_observers_,
+                  [observer](const auto& held) { return held.get() == observer; });
+    if (r.savepoint_observers_.size() == before || !r.savepoint_observers_.empty()) return;
+    r.last_savepoint_update_.reset();
+    if (!r.deleted_) r.Run(r.coordinator_.OnSavepointCallersGone());
+  });
+}
+
 void PipelineRunner::Delete(std::function<void(Status)> done, const std::string& declared_in,
                             bool even_if_declared) {
   PostOperator([done = std::move(done), declared_in, even_if_declared](PipelineRunner& r) {

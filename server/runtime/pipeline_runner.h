@@ -78,6 +78,9 @@ class PipelineRunner : public std::enable_shared_from_this<PipelineRunner> {
   // request is refused). Joining callers all get the same savepoint's updates.
   void RequestSavepoint(std::string target, bool stop, Millis timeout,
                         std::shared_ptr<SavepointObserver> observer);
+  // `observer` no longer waits (its call was cancelled): it is let go at once, and a queued
+  // savepoint nobody waits for any more is dropped (PipelineCoordinator::OnSavepointCallersGone).
+  void ForgetSavepointObserver(const SavepointObserver* observer);
   // Ends every stream with NOT_FOUND and stops the pipeline for good; `done` gets OK once it is.
   // A pipeline declared in the config file is refused (FAILED_PRECONDITION naming `declared_in`,
   // the file) unless `even_if_declared`: the file would bring it back at the next reload.

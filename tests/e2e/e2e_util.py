@@ -89,7 +89,7 @@ class Workspace:
         return os.path.join(self.dir, name)
 
     def binary(self, name):
-        for sub in ("server", "client"):
+        for sub in ("server", "client", "tests"):
             p = os.path.join(self.build_dir, sub, name)
             if os.path.exists(p):
                 return p

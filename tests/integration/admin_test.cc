@@ -410,5 +410,34 @@ TEST_F(AdminTest, PipelinesCreatedThroughTheApiComeBackAfterARestartWithTheirHis
   EXPECT_EQ(resp.checkpoints(0).checkpoint_id(), last_id);
 }
 
+TEST_F(AdminTest, ACancelledSavepointCallLetsGoAtOnce) {
+  StartAdmin();
+  ASSERT_TRUE(Create("p", {"a"}).ok());  // no worker: a savepoint stays queued
+  v1::TriggerSavepointRequest req;
+  req.set_job_id("job");
+  req.set_target("s3://first");
+  req.set_timeout_ms(3600000);
+  {
+    grpc::ClientContext ctx;
+    auto reader = admin_->TriggerSavepoint(&ctx, req);
+    v1::SavepointProgress first;
+    ASSERT_TRUE(reader->Read(&first));
+    EXPECT_EQ(first.savepoints(0).status(), v1::SAVEPOINT_STATUS_QUEUED);
+    EXPECT_EQ(daemon_->metrics().savepoint_calls.load(), 1);
+    ctx.TryCancel();
+    EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  }
+  EXPECT_TRUE(Eventually([&] { return daemon_->metrics().savepoint_calls.load() == 0; }))
+      << "a cancelled call must not stay alive until its timeout";
+  // Nobody waits for the queued savepoint: it is gone, so another one is not refused.
+  auto other = Savepoint("p", /*stop=*/false, /*timeout_ms=*/300, "s3://second");
+  ASSERT_FALSE(other.progress.empty());
+  EXPECT_EQ(other.last().savepoints(0).failure_reason().find("different"), std::string::npos)
+      << other.last().savepoints(0).failure_reason();
+  EXPECT_NE(other.last().savepoints(0).failure_reason().find("timed out"), std::string::npos)
+      << "it waited for the missing task like any savepoint: "
+      << other.last().savepoints(0).failure_reason();
+}
+
 }  // namespace
 }  // namespace ckpt::testing

@@ -213,6 +213,21 @@ TEST_F(WorkerProtocolTest, SilentStreamLosesItsLease) {
   EXPECT_TRUE(Eventually([&] { return daemon_->metrics().worker_sessions.load() == 0; }));
 }
 
+TEST_F(WorkerProtocolTest, AStreamThatSaysNoHelloIsEndedAfterTheHelloTimeout) {
+  config_.lease_ttl_ms = 60000;
+  config_.heartbeat_interval_ms = 20000;
+  config_.hello_timeout_ms = 300;
+  StartDaemon();
+  RawWorker w(channel_);  // connects, says nothing
+  ASSERT_TRUE(Eventually([&] { return daemon_->metrics().worker_sessions.load() == 1; }));
+  auto status = w.WaitEnd(milliseconds(10000));
+  ASSERT_TRUE(status) << "ended by the hello timeout, long before the lease (60 s)";
+  EXPECT_EQ(status->error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  EXPECT_NE(status->error_message().find("no hello within 300 ms"), std::string::npos)
+      << status->error_message();
+  EXPECT_TRUE(Eventually([&] { return daemon_->metrics().worker_sessions.load() == 0; }));
+}
+
 TEST_F(WorkerProtocolTest, StuckPipelineDoesNotDelayAnotherPipelinesTriggers) {
   // "stuck" never acks and has a long timeout; "busy" checkpoints every 50 ms meanwhile.
   config_.pipelines = {TestSpec("stuck", {"a"}, 50, 60000), TestSpec("busy", {"a"}, 50, 60000)};

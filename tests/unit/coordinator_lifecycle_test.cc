@@ -249,5 +249,35 @@ TEST(CoordinatorStore, ATaskLossOrReturnWritesTheProgressNotTheTaskList) {
   EXPECT_EQ(ActionsOf<PersistRecord>(updated.actions)[0].record.spec.interval_ms, 5000);
 }
 
+TEST(CoordinatorSavepoint, AQueuedSavepointNobodyWaitsForIsDroppedATriggeredOneRunsOn) {
+  Harness h;
+  h.Start();  // no task registered: a savepoint waits in the queue
+  h.Apply(h.c().RequestSavepoint("s3://a", false, milliseconds(3600000)).actions);
+  ASSERT_TRUE(h.c().CurrentSavepoint().has_value());
+  h.Apply(h.c().OnSavepointCallersGone());
+  EXPECT_FALSE(h.c().CurrentSavepoint().has_value()) << "held until its timeout (an hour)";
+  EXPECT_TRUE(h.c().RequestSavepoint("s3://b", true, milliseconds(60000)).status.ok())
+      << "a different savepoint is no longer refused";
+
+  // Triggered: it runs to its end whoever waits.
+  h.RegisterAll();
+  h.RunFor(milliseconds(0));
+  ASSERT_EQ(h.triggers.back().kind, CheckpointKind::kSavepointAndStop);
+  h.Apply(h.c().OnSavepointCallersGone());
+  EXPECT_TRUE(h.c().CurrentSavepoint().has_value());
+  h.AckAll(h.LastTriggerId());
+  EXPECT_EQ(h.c().State(), PipelineState::kStopped);
+}
+
+TEST(CoordinatorSavepoint, AWorkersQueuedSavepointWaitsUntilItsTimeout) {
+  Harness h;
+  h.Start();
+  h.Apply(h.c().OnRegister(1, "w1", {"a"}, false).actions);  // b missing: queued
+  h.Apply(h.c().OnWorkerSavepointRequest(1, "", false));
+  h.Apply(h.c().RequestSavepoint("", false, milliseconds(60000)).actions);  // an operator joins
+  h.Apply(h.c().OnSavepointCallersGone());  // and goes away
+  EXPECT_TRUE(h.c().CurrentSavepoint().has_value()) << "the worker still waits for it";
+}
+
 }  // namespace
 }  // namespace ckpt::testing

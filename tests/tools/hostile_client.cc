@@ -1,0 +1,320 @@
+// ckpt-hostile: a client that behaves as the red-team trial did, for the end-to-end tests of
+// tests/e2e/test_hostile_clients.py. Each command does one hostile thing to a daemon and prints
+// one JSON object saying what came back; the test then checks the daemon (memory, logs, answers).
+//
+//   no-hello      --streams N                 N Connect streams on one connection, no hello;
+//                                             waits for the daemon to end them
+//   churn         --job J --pipeline P --streams N
+//                                             N streams each register one task (t0..tN-1), then
+//                                             all are cancelled
+//   savepoints    --job J --calls N           N job-wide TriggerSavepoint calls, each cancelled
+//                                             once its first progress message arrives
+//   hello         --job J --pipeline P --worker-id W --task T [--task-bytes N] [--repeat K]
+//                                             K hellos (C escapes in W and T: \n, \x1b); a task
+//                                             id of N bytes if given; prints the statuses
+//   unowned-acks  --job J --pipeline P --task T --acks K --ack-task-bytes N
+//                                             registers T, then sends K acks for a task id of N
+//                                             bytes it does not hold
+//
+// Threading: gRPC's callback reactors, counted down on a latch; main waits with a deadline.
+#include <grpcpp/grpcpp.h>
+
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "ckpt/v1/admin.grpc.pb.h"
+#include "ckpt/v1/worker.grpc.pb.h"
+#include "common/grpc_code_name.h"
+
+namespace {
+
+using namespace ckpt;
+using std::chrono::milliseconds;
+using std::chrono::steady_clock;
+
+// Counts outcomes (status code names) of calls and lets main wait for all of them.
+class Tally {
+ public:
+  explicit Tally(int expected) : remaining_(expected) {}
+  void Done(const grpc::Status& status) {
+    std::lock_guard lock(mu_);
+    ++codes_[cli::GrpcCodeName(status.error_code())];
+    if (!status.ok() && example_.empty()) example_ = status.error_message().substr(0, 300);
+    if (--remaining_ == 0) cv_.notify_all();
+  }
+  bool Wait(milliseconds timeout) {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, timeout, [this] { return remaining_ == 0; });
+  }
+  nlohmann::json Json() {
+    std::lock_guard lock(mu_);
+    return {{"codes", codes_}, {"unfinished", remaining_}, {"example_error", example_}};
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int remaining_;
+  std::map<std::string, int> codes_;
+  std::string example_;
+};
+
+// "\n" and "\x1b" in a command-line argument become the bytes they name.
+std::string Unescape(const std::string& in) {
+  std::string out;
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (in[i] != '\\' || i + 1 == in.size()) {
+      out += in[i];
+      continue;
+    }
+    const char c = in[++i];
+    if (c == 'n') {
+      out += '\n';
+    } else if (c == 'r') {
+      out += '\r';
+    } else if (c == 't') {
+      out += '\t';
+    } else if (c == 'x' && i + 2 < in.size()) {
+      out += static_cast<char>(std::stoi(in.substr(i + 1, 2), nullptr, 16));
+      i += 2;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+v1::WorkerMessage Hello(const std::string& worker, const std::string& job,
+                        const std::string& pipeline, const std::vector<std::string>& tasks) {
+  v1::WorkerMessage m;
+  m.mutable_hello()->set_worker_id(worker);
+  m.mutable_hello()->set_job_id(job);
+  m.mutable_hello()->set_pipeline_id(pipeline);
+  for (const auto& t : tasks) m.mutable_hello()->add_task_ids(t);
+  return m;
+}
+
+// One Connect stream that writes the given messages in order, reads until the daemon ends it,
+// and can be cancelled. Owns itself until OnDone.
+// What the streams of a command saw, summed.
+struct StreamCounts {
+  std::atomic<int> welcomes{0};
+  std::atomic<int> writes{0};  // messages written
+};
+
+class Stream final : public grpc::ClientBidiReactor<v1::WorkerMessage, v1::CoordinatorMessage> {
+ public:
+  Stream(v1::WorkerService::Stub* stub, std::vector<v1::WorkerMessage> messages, Tally* tally,
+         StreamCounts* counts)
+      : messages_(std::move(messages)), tally_(tally), counts_(counts) {
+    stub->async()->Connect(&context_, this);
+    StartRead(&in_);
+    if (!messages_.empty()) StartWrite(&messages_[0]);
+    StartCall();
+  }
+  void Cancel() { context_.TryCancel(); }
+
+  void OnWriteDone(bool ok) override {
+    if (!ok) return;
+    if (counts_) counts_->writes.fetch_add(1);
+    if (++next_ >= messages_.size()) return;
+    StartWrite(&messages_[next_]);
+  }
+  void OnReadDone(bool ok) override {
+    if (!ok) return;
+    if (in_.has_welcome() && counts_) counts_->welcomes.fetch_add(1);
+    StartRead(&in_);
+  }
+  void OnDone(const grpc::Status& status) override {
+    tally_->Done(status);
+    delete this;
+  }
+
+ private:
+  grpc::ClientContext context_;
+  std::vector<v1::WorkerMessage> messages_;
+  size_t next_ = 0;
+  v1::CoordinatorMessage in_;
+  Tally* tally_;
+  StreamCounts* counts_;
+};
+
+// Polls `done` until it holds or `timeout` passes.
+template <typename F>
+bool WaitFor(F done, milliseconds timeout) {
+  const auto deadline = steady_clock::now() + timeout;
+  while (!done() && steady_clock::now() < deadline) std::this_thread::sleep_for(milliseconds(20));
+  return done();
+}
+
+// One TriggerSavepoint call, cancelled at its first progress message.
+class CancelledSavepoint final : public grpc::ClientReadReactor<v1::SavepointProgress> {
+ public:
+  CancelledSavepoint(v1::AdminService::Stub* stub, const std::string& job, Tally* tally)
+      : tally_(tally) {
+    request_.set_job_id(job);
+    request_.set_timeout_ms(3600000);  // an hour: only the cancel may end it early
+    stub->async()->TriggerSavepoint(&context_, &request_, this);
+    StartRead(&progress_);
+    StartCall();
+  }
+  void OnReadDone(bool ok) override {
+    if (ok) context_.TryCancel();
+  }
+  void OnDone(const grpc::Status& status) override {
+    tally_->Done(status);
+    delete this;
+  }
+
+ private:
+  grpc::ClientContext context_;
+  v1::TriggerSavepointRequest request_;
+  v1::SavepointProgress progress_;
+  Tally* tally_;
+};
+
+std::shared_ptr<grpc::Channel> Connect(const std::string& server) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(64 << 20);
+  args.SetMaxSendMessageSize(64 << 20);
+  return grpc::CreateCustomChannel(server, grpc::InsecureChannelCredentials(), args);
+}
+
+void Print(nlohmann::json out) { std::printf("%s\n", out.dump().c_str()); }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"ckpt-hostile: hostile client behaviours for ckptd's end-to-end tests"};
+  app.require_subcommand(1);
+  std::string server = "127.0.0.1:7070";
+  int64_t wait_ms = 60000;
+  app.add_option("--server", server, "HOST:PORT of the daemon");
+  app.add_option("--wait-ms", wait_ms, "how long to wait for the daemon's answers");
+  std::string job = "j", pipeline = "p", worker_id = "hostile", task = "t0";
+  int streams = 1, calls = 1, repeat = 1, acks = 1;
+  size_t task_bytes = 0, ack_task_bytes = 0;
+
+  auto* no_hello = app.add_subcommand("no-hello", "streams that never say hello");
+  no_hello->add_option("--streams", streams)->required();
+  auto* churn = app.add_subcommand("churn", "streams of one task each, then all cancelled");
+  for (auto* c : {churn}) {
+    c->add_option("--job", job)->required();
+    c->add_option("--pipeline", pipeline)->required();
+    c->add_option("--streams", streams)->required();
+  }
+  auto* savepoints = app.add_subcommand("savepoints", "job-wide savepoint calls, cancelled");
+  savepoints->add_option("--job", job)->required();
+  savepoints->add_option("--calls", calls)->required();
+  auto* hello = app.add_subcommand("hello", "hellos with the given ids");
+  hello->add_option("--job", job)->required();
+  hello->add_option("--pipeline", pipeline)->required();
+  hello->add_option("--worker-id", worker_id);
+  hello->add_option("--task", task);
+  hello->add_option("--task-bytes", task_bytes, "make the task id this long");
+  hello->add_option("--repeat", repeat);
+  auto* unowned = app.add_subcommand("unowned-acks", "acks for a task this stream does not hold");
+  unowned->add_option("--job", job)->required();
+  unowned->add_option("--pipeline", pipeline)->required();
+  unowned->add_option("--task", task)->required();
+  unowned->add_option("--acks", acks)->required();
+  unowned->add_option("--ack-task-bytes", ack_task_bytes)->required();
+  CLI11_PARSE(app, argc, argv);
+
+  auto channel = Connect(server);
+  auto worker_stub = v1::WorkerService::NewStub(channel);
+  const milliseconds wait(wait_ms);
+  const auto started = steady_clock::now();
+  auto elapsed_ms = [&] {
+    return std::chrono::duration_cast<milliseconds>(steady_clock::now() - started).count();
+  };
+
+  if (*no_hello) {
+    Tally tally(streams);
+    for (int i = 0; i < streams; ++i) new Stream(worker_stub.get(), {}, &tally, nullptr);
+    const bool all = tally.Wait(wait);
+    auto out = tally.Json();
+    out["all_ended"] = all;
+    out["elapsed_ms"] = elapsed_ms();
+    Print(out);
+    return all ? 0 : 1;
+  }
+  if (*churn) {
+    Tally tally(streams);
+    StreamCounts counts;
+    std::vector<Stream*> opened;
+    for (int i = 0; i < streams; ++i) {
+      opened.push_back(new Stream(worker_stub.get(),
+                                  {Hello("churn-" + std::to_string(i), job, pipeline,
+                                         {"t" + std::to_string(i)})},
+                                  &tally, &counts));
+    }
+    WaitFor([&] { return counts.welcomes.load() == streams; }, wait);
+    const int welcomed = counts.welcomes.load();
+    for (Stream* s : opened) s->Cancel();  // each still alive: it ends only by the daemon or us
+    const bool all = tally.Wait(wait);
+    Print({{"welcomes", welcomed}, {"all_ended", all}, {"elapsed_ms", elapsed_ms()}});
+    return welcomed == streams && all ? 0 : 1;
+  }
+  if (*savepoints) {
+    auto admin = v1::AdminService::NewStub(channel);
+    Tally tally(calls);
+    for (int i = 0; i < calls; ++i) new CancelledSavepoint(admin.get(), job, &tally);
+    const bool all = tally.Wait(wait);
+    auto out = tally.Json();
+    out["all_ended"] = all;
+    out["elapsed_ms"] = elapsed_ms();
+    Print(out);
+    return all ? 0 : 1;
+  }
+  if (*hello) {
+    std::string task_id = Unescape(task);
+    if (task_bytes > task_id.size()) task_id += std::string(task_bytes - task_id.size(), 'x');
+    Tally tally(repeat);
+    for (int i = 0; i < repeat; ++i) {
+      new Stream(worker_stub.get(), {Hello(Unescape(worker_id), Unescape(job), Unescape(pipeline),
+                                           {task_id})},
+                 &tally, nullptr);
+    }
+    // A refused hello ends its stream; an accepted one stays until the wait is over.
+    tally.Wait(std::min(wait, milliseconds(5000)));
+    auto out = tally.Json();
+    Print(out);
+    return 0;
+  }
+  if (*unowned) {
+    Tally tally(1);
+    StreamCounts counts;
+    std::vector<v1::WorkerMessage> messages{Hello(worker_id, job, pipeline, {task})};
+    const std::string bogus(ack_task_bytes, 'u');
+    for (int i = 0; i < acks; ++i) {
+      v1::WorkerMessage ack;
+      ack.mutable_ack()->set_checkpoint_id(1);
+      ack.mutable_ack()->set_task_id(bogus + "\n" + std::to_string(i));
+      messages.push_back(std::move(ack));
+    }
+    const int total = static_cast<int>(messages.size());
+    auto* stream = new Stream(worker_stub.get(), std::move(messages), &tally, &counts);
+    // Every message written (the daemon read them: its stream's flow control), or the stream
+    // ended (a hello refused).
+    WaitFor([&] { return counts.writes.load() == total || tally.Json()["unfinished"] == 0; },
+            wait);
+    stream->Cancel();
+    tally.Wait(wait);
+    auto out = tally.Json();
+    out["welcomes"] = counts.welcomes.load();
+    out["written"] = counts.writes.load();
+    Print(out);
+    return 0;
+  }
+  return 2;
+}
