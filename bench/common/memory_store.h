@@ -26,7 +26,8 @@ class MemoryStore final : public MetadataStore {
   void Probe(Done done) override { Complete(puts_, done); }
   void DeletePipeline(const PipelineKey&, Done done) override { Complete(deletes_, done); }
   Result<int64_t> LoadIdCounter(const PipelineKey&) override { return int64_t{0}; }
-  Result<std::vector<CompletedCheckpoint>> ListCompleted(const PipelineKey&, int) override {
+  Result<std::vector<CompletedCheckpoint>> ListCompleted(const PipelineKey&, int,
+                                                         int64_t = 0) override {
     return std::vector<CompletedCheckpoint>{};
   }
   void Flush() override {}

@@ -37,14 +37,10 @@ CommandResult RunList(const GlobalOptions& global, const CheckpointFlags& flags)
     return CommandResult::BadUsage("--limit: must be a non-negative number, got " +
                                    std::to_string(flags.limit));
   }
-  v1::ListCheckpointsRequest request;
-  request.set_job_id(flags.job);
-  request.set_pipeline_id(flags.pipeline);
-  request.set_limit(static_cast<int32_t>(flags.limit));
   Connection connection(global.server);
   v1::ListCheckpointsResponse response;
   const std::string error =
-      connection.Call(&v1::AdminService::Stub::ListCheckpoints, request, &response);
+      connection.ListCheckpoints(flags.job, flags.pipeline, flags.limit, &response);
   if (!error.empty()) return CommandResult::Failed(error);
   if (global.json()) {
     Json array = Json::array();

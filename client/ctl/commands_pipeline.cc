@@ -132,13 +132,21 @@ CommandResult RunUpdate(const GlobalOptions& global, const PipelineFlags& flags)
 }
 
 CommandResult RunList(const GlobalOptions& global, const ListFlags& flags) {
-  v1::ListPipelinesRequest request;
-  request.set_job_id(flags.job);
   Connection connection(global.server);
   v1::ListPipelinesResponse response;
-  const std::string error =
-      connection.Call(&v1::AdminService::Stub::ListPipelines, request, &response);
+  std::string error = connection.ListAllPipelines(flags.job, &response);
   if (!error.empty()) return CommandResult::Failed(error);
+  if (global.json()) {
+    // JSON has every key: fetch the task ids a listing left out (pipelines with many tasks).
+    for (v1::Pipeline& p : *response.mutable_pipelines()) {
+      if (!p.task_ids_omitted()) continue;
+      v1::PipelineRef ref;
+      ref.set_job_id(p.spec().job_id());
+      ref.set_pipeline_id(p.spec().pipeline_id());
+      error = connection.Call(&v1::AdminService::Stub::GetPipeline, ref, &p);
+      if (!error.empty()) return CommandResult::Failed(error);
+    }
+  }
   SortPipelines(response.mutable_pipelines());
   if (global.json()) {
     Json array = Json::array();

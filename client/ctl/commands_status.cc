@@ -19,8 +19,7 @@ CommandResult RunStatus(const GlobalOptions& global) {
                                       v1::GetDaemonStatusRequest(), &status);
   if (!error.empty()) return CommandResult::Failed(error);
   v1::ListPipelinesResponse list;
-  error =
-      connection.Call(&v1::AdminService::Stub::ListPipelines, v1::ListPipelinesRequest(), &list);
+  error = connection.ListAllPipelines("", &list);
   if (!error.empty()) return CommandResult::Failed(error);
 
   SortPipelines(list.mutable_pipelines());

@@ -21,6 +21,8 @@ void SilenceGrpcLogging();
 class Connection {
  public:
   static constexpr std::chrono::milliseconds kUnaryDeadline{10'000};
+  // Replies may be large (GetPipeline of a pipeline with 100,000 long task ids).
+  static constexpr int kMaxReplyBytes = 64 << 20;
 
   explicit Connection(std::string address);
   Connection(const Connection&) = delete;
@@ -37,6 +39,12 @@ class Connection {
 
   // One line for a failed call (see rpc_errors.h), without the "ckptctl: " prefix.
   std::string Describe(const grpc::Status& status, std::chrono::milliseconds deadline) const;
+
+  // Every pipeline (of `job_id`, if not empty), page after page. "" on success.
+  std::string ListAllPipelines(const std::string& job_id, v1::ListPipelinesResponse* all) const;
+  // Up to `limit` checkpoints (0: the daemon's default page), page after page. "" on success.
+  std::string ListCheckpoints(const std::string& job_id, const std::string& pipeline_id,
+                              int64_t limit, v1::ListCheckpointsResponse* all) const;
 
   // A unary call with kUnaryDeadline: "" on success, else the failure described.
   template <typename Request, typename Response>

@@ -26,6 +26,7 @@ Json PipelineJson(const v1::Pipeline& p) {
       {"expected_tasks", p.expected_tasks()},
       {"registered_tasks", p.registered_tasks()},
       {"missing_tasks", StringArray(p.missing_tasks())},
+      {"missing_tasks_total", p.missing_tasks_total()},
       {"pending_checkpoint_id", p.pending_checkpoint_id()},
       {"last_completed_checkpoint_id", p.last_completed_checkpoint_id()},
       {"last_completed_at_ms", p.last_completed_at_ms()},
@@ -37,6 +38,7 @@ Json PipelineJson(const v1::Pipeline& p) {
       {"timeout_ms", spec.timeout_ms()},
       {"min_pause_ms", spec.min_pause_ms()},
       {"task_ids", StringArray(spec.task_ids())},
+      {"task_ids_omitted", p.task_ids_omitted()},
       {"tolerable_failures", spec.tolerable_failures()},
       {"retained", spec.retained()},
       {"from_config", p.from_config()},
@@ -63,6 +65,7 @@ Json CheckpointJson(const v1::CheckpointInfo& c) {
       {"location", c.location()},
       {"state", std::move(state)},
       {"pending_tasks", StringArray(c.pending_tasks())},
+      {"pending_tasks_total", c.pending_tasks_total()},
   };
 }
 

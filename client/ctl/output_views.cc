@@ -39,9 +39,9 @@ std::string PendingLines(const v1::CheckpointInfo& c, int64_t now_ms) {
                      ", triggered " + FormatAgo(c.triggered_at_ms(), now_ms) + ", " +
                      Fraction(c.acked_tasks(), c.expected_tasks()) + " tasks acked\n";
   if (c.pending_tasks_size() > 0) {
-    text += "  waiting for " + std::to_string(c.pending_tasks_size()) +
-            (c.pending_tasks_size() == 1 ? " task: " : " tasks: ") +
-            JoinAbbreviated(c.pending_tasks(), 20) + "\n";
+    const int waiting = std::max(c.pending_tasks_total(), c.pending_tasks_size());
+    text += "  waiting for " + std::to_string(waiting) + (waiting == 1 ? " task: " : " tasks: ") +
+            JoinAbbreviated(c.pending_tasks(), 20, waiting) + "\n";
   }
   return text;
 }
@@ -49,15 +49,16 @@ std::string PendingLines(const v1::CheckpointInfo& c, int64_t now_ms) {
 }  // namespace
 
 std::string JoinAbbreviated(const google::protobuf::RepeatedPtrField<std::string>& items,
-                            size_t max_items) {
+                            size_t max_items, int64_t total) {
   std::string text;
   const size_t shown = std::min(static_cast<size_t>(items.size()), max_items);
   for (size_t i = 0; i < shown; ++i) {
     if (i > 0) text += ", ";
     text += items[static_cast<int>(i)];
   }
-  if (static_cast<size_t>(items.size()) > shown) {
-    text += ", … (" + std::to_string(items.size() - shown) + " more)";
+  const int64_t all = std::max<int64_t>(total, items.size());
+  if (all > static_cast<int64_t>(shown)) {
+    text += ", … (" + std::to_string(all - static_cast<int64_t>(shown)) + " more)";
   }
   return text;
 }
@@ -92,8 +93,10 @@ std::string PipelineDetail(const v1::Pipeline& p, int64_t now_ms) {
   table.AddRow({"Generation:", std::to_string(p.generation())});
   table.AddRow({"Tasks:", Fraction(p.registered_tasks(), p.expected_tasks()) + " registered (" +
                               JoinAbbreviated(spec.task_ids()) + ")"});
-  table.AddRow(
-      {"Missing tasks:", p.missing_tasks().empty() ? "none" : JoinAbbreviated(p.missing_tasks())});
+  table.AddRow({"Missing tasks:", p.missing_tasks().empty()
+                                      ? "none"
+                                      : JoinAbbreviated(p.missing_tasks(), 10,
+                                                        p.missing_tasks_total())});
   table.AddRow({"Pending checkpoint:", p.pending_checkpoint_id() > 0
                                            ? std::to_string(p.pending_checkpoint_id())
                                            : "none"});

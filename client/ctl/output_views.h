@@ -13,9 +13,10 @@ namespace ckpt::ctl {
 using Pipelines = google::protobuf::RepeatedPtrField<v1::Pipeline>;
 using Checkpoints = google::protobuf::RepeatedPtrField<v1::CheckpointInfo>;
 
-// "a, b, c", or the first `max_items` and "… (N more)".
+// "a, b, c", or the first `max_items` and "… (N more)". `total`: how many there are in all when
+// `items` holds only the first of them (the daemon lists at most 1000 names); -1: items.size().
 std::string JoinAbbreviated(const google::protobuf::RepeatedPtrField<std::string>& items,
-                            size_t max_items = 10);
+                            size_t max_items = 10, int64_t total = -1);
 
 // By job id, then pipeline id: tables and JSON in a stable order, whatever the daemon's.
 void SortPipelines(Pipelines* pipelines);

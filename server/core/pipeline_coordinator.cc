@@ -144,13 +144,12 @@ Actions PipelineCoordinator::OnWakeup() {
   if (!shutting_down_ && sticky_ == StickyState::kActive) {
     if (!AllTasksRegistered()) {
       if (now >= next_missing_warn_at_) {
-        std::vector<std::string> missing = MissingTasks();
+        int total = 0;
+        std::vector<std::string> missing = MissingTasks(10, &total);
         std::string names;
-        for (size_t i = 0; i < missing.size() && i < 10; ++i) {
-          names += (i ? ", " : "") + missing[i];
-        }
-        if (missing.size() > 10) names += ", ... (" + std::to_string(missing.size()) + " in all)";
-        out.push_back(Log{LogLevel::kWarn, "waiting for " + std::to_string(missing.size()) +
+        for (size_t i = 0; i < missing.size(); ++i) names += (i ? ", " : "") + missing[i];
+        if (total > 10) names += ", ... (" + std::to_string(total) + " in all)";
+        out.push_back(Log{LogLevel::kWarn, "waiting for " + std::to_string(total) +
                                                " of " + std::to_string(expected_.size()) +
                                                " tasks: " + names});
         next_missing_warn_at_ = now + options_.missing_tasks_warn_interval;
@@ -754,13 +753,23 @@ PipelineState PipelineCoordinator::State() const {
   return AllTasksRegistered() ? PipelineState::kRunning : PipelineState::kWaitingForTasks;
 }
 
-PipelineStatus PipelineCoordinator::Describe() const {
+PipelineStatus PipelineCoordinator::Describe(bool with_task_ids) const {
   PipelineStatus s;
-  s.spec = spec_;
+  if (with_task_ids) {
+    s.spec = spec_;
+  } else {
+    s.spec.key = spec_.key;
+    s.spec.interval_ms = spec_.interval_ms;
+    s.spec.timeout_ms = spec_.timeout_ms;
+    s.spec.min_pause_ms = spec_.min_pause_ms;
+    s.spec.tolerable_failures = spec_.tolerable_failures;
+    s.spec.retained = spec_.retained;
+  }
+  s.expected_tasks = static_cast<int>(expected_.size());
   s.state = State();
   s.generation = generation_;
   s.registered_tasks = static_cast<int>(task_owner_.size());
-  s.missing_tasks = MissingTasks();
+  s.missing_tasks = MissingTasks(kMaxListedTaskNames, &s.missing_tasks_total);
   s.pending_checkpoint_id = pending_ ? pending_->id : 0;
   s.last_completed_checkpoint_id = last_completed_id_;
   s.last_completed_at_ms = last_completed_at_ms_;
@@ -777,19 +786,28 @@ std::optional<PendingSummary> PipelineCoordinator::Pending() const {
   p.kind = pending_->kind;
   p.triggered_at_ms = pending_->triggered_at_ms;
   p.completing = pending_->completing;
-  for (const auto& [task, state] : pending_->acked) p.acked_tasks.push_back(task);
+  for (const auto& [task, state] : pending_->acked) {
+    if (p.acked_tasks.size() == kMaxListedTaskNames) break;
+    p.acked_tasks.push_back(task);
+  }
+  p.acked_total = static_cast<int>(pending_->acked.size());
   if (!pending_->completing) {
     for (const auto& task : expected_) {
-      if (!pending_->acked.count(task)) p.awaiting_tasks.push_back(task);
+      if (pending_->acked.count(task)) continue;
+      ++p.awaiting_total;
+      if (p.awaiting_tasks.size() < kMaxListedTaskNames) p.awaiting_tasks.push_back(task);
     }
   }
   p.expected_tasks = static_cast<int>(expected_.size());
   return p;
 }
 
-std::vector<std::string> PipelineCoordinator::MissingTasks() const {
+std::vector<std::string> PipelineCoordinator::MissingTasks(size_t max_names, int* total) const {
   std::vector<std::string> missing;
+  const size_t count = expected_.size() - task_owner_.size();
+  if (total) *total = static_cast<int>(count);
   for (const auto& task : spec_.task_ids) {
+    if (missing.size() == std::min(max_names, count)) break;
     if (!task_owner_.count(task)) missing.push_back(task);
   }
   return missing;

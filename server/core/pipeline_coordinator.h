@@ -69,14 +69,20 @@ struct RoundSummary {
   std::string failure_reason;
 };
 
+// Task names listed in a status or a pending round: at most this many (the totals count all), so
+// that a pipeline of 100,000 tasks answers in a message of ordinary size.
+inline constexpr size_t kMaxListedTaskNames = 1000;
+
 // The pending round as ListCheckpoints shows it.
 struct PendingSummary {
   int64_t checkpoint_id = 0;
   CheckpointKind kind = CheckpointKind::kCheckpoint;
   int64_t triggered_at_ms = 0;
   bool completing = false;  // every task acked; the store is writing it
-  std::vector<std::string> acked_tasks;
-  std::vector<std::string> awaiting_tasks;
+  std::vector<std::string> acked_tasks;     // the first kMaxListedTaskNames, in task order
+  std::vector<std::string> awaiting_tasks;  // likewise
+  int acked_total = 0;
+  int awaiting_total = 0;
   int expected_tasks = 0;
 };
 
@@ -93,8 +99,10 @@ struct PipelineStatus {
   PipelineSpec spec;
   PipelineState state = PipelineState::kWaitingForTasks;
   int64_t generation = 0;
+  int expected_tasks = 0;  // the spec's, also when spec.task_ids is left out
   int registered_tasks = 0;
-  std::vector<std::string> missing_tasks;
+  std::vector<std::string> missing_tasks;  // the first kMaxListedTaskNames, in spec order
+  int missing_tasks_total = 0;
   int64_t pending_checkpoint_id = 0;
   int64_t last_completed_checkpoint_id = 0;
   int64_t last_completed_at_ms = 0;
@@ -188,7 +196,9 @@ class PipelineCoordinator {
   Actions SetFromConfig(bool from_config);
 
   // --- queries ---
-  PipelineStatus Describe() const;
+  // `with_task_ids` false leaves spec.task_ids empty (a listing of many pipelines must not copy
+  // 100,000 names of each).
+  PipelineStatus Describe(bool with_task_ids = true) const;
   PipelineState State() const;
   const PipelineKey& key() const { return spec_.key; }
   std::optional<PendingSummary> Pending() const;
@@ -262,7 +272,9 @@ class PipelineCoordinator {
                    SessionEnd end = SessionEnd::kLost);
 
   bool AllTasksRegistered() const { return task_owner_.size() == expected_.size(); }
-  std::vector<std::string> MissingTasks() const;
+  // The first `max_names` tasks not registered, in spec order; `total` (if given) counts them all.
+  std::vector<std::string> MissingTasks(size_t max_names = kMaxListedTaskNames,
+                                        int* total = nullptr) const;
   std::optional<SteadyTime> NextPeriodicDue() const;
   // Called when the tasks have just become all registered, and on resume: no periodic trigger
   // before the start offset has passed (unless a hold is already running).

@@ -48,6 +48,7 @@ void ToProto(const PipelineStatus& s, v1::Pipeline* out) {
   spec->set_job_id(s.spec.key.job_id);
   spec->set_pipeline_id(s.spec.key.pipeline_id);
   for (const auto& t : s.spec.task_ids) spec->add_task_ids(t);
+  out->set_task_ids_omitted(s.spec.task_ids.empty() && s.expected_tasks > 0);
   spec->set_interval_ms(s.spec.interval_ms);
   spec->set_timeout_ms(s.spec.timeout_ms);
   spec->set_min_pause_ms(s.spec.min_pause_ms);
@@ -55,9 +56,10 @@ void ToProto(const PipelineStatus& s, v1::Pipeline* out) {
   spec->set_retained(s.spec.retained);
   out->set_state(ckpt::ToProto(s.state));
   out->set_generation(s.generation);
-  out->set_expected_tasks(static_cast<int32_t>(s.spec.task_ids.size()));
+  out->set_expected_tasks(s.expected_tasks);
   out->set_registered_tasks(s.registered_tasks);
   for (const auto& t : s.missing_tasks) out->add_missing_tasks(t);
+  out->set_missing_tasks_total(s.missing_tasks_total);
   out->set_pending_checkpoint_id(s.pending_checkpoint_id);
   out->set_last_completed_checkpoint_id(s.last_completed_checkpoint_id);
   out->set_last_completed_at_ms(s.last_completed_at_ms);
@@ -101,9 +103,10 @@ void ToProto(const PendingSummary& p, v1::CheckpointInfo* out) {
   out->set_kind(ckpt::ToProto(p.kind));
   out->set_status(v1::CHECKPOINT_STATUS_PENDING);
   out->set_triggered_at_ms(p.triggered_at_ms);
-  out->set_acked_tasks(static_cast<int32_t>(p.acked_tasks.size()));
+  out->set_acked_tasks(p.acked_total);
   out->set_expected_tasks(p.expected_tasks);
   for (const auto& t : p.awaiting_tasks) out->add_pending_tasks(t);
+  out->set_pending_tasks_total(p.awaiting_total);
 }
 
 v1::SavepointStatus ToProto(SavepointPhase phase) {

@@ -1,6 +1,8 @@
 #include "rpc/admin_service.h"
 
 #include <boost/asio/post.hpp>
+#include <charconv>
+#include <optional>
 
 #include "core/spec_validation.h"
 #include "rpc/admin_convert.h"
@@ -12,6 +14,8 @@ namespace ckpt {
 namespace {
 
 constexpr int kDefaultCheckpointListLimit = 20;
+// The most entries one page of ListPipelines or ListCheckpoints holds.
+constexpr size_t kMaxPageSize = 1000;
 constexpr int64_t kDefaultSavepointTimeoutMs = 300000;
 // Below gRPC's default 4 MiB receive limit, with room for the pending round.
 constexpr size_t kMaxListReplyBytes = 3 << 20;
@@ -28,6 +32,32 @@ PipelineRunner::StatusDone ReplyWithPipeline(grpc::ServerUnaryReactor* reactor, 
     if (s.ok()) ToProto(status, resp);
     reactor->Finish(ToGrpcStatus(s));
   };
+}
+
+// ListPipelines' page token: the last key of the page, hex-encoded (opaque to clients).
+std::string PageToken(const PipelineKey& key) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  const std::string raw = key.job_id + '\0' + key.pipeline_id;
+  std::string token;
+  for (unsigned char c : raw) {
+    token += kHex[c >> 4];
+    token += kHex[c & 15];
+  }
+  return token;
+}
+
+std::optional<PipelineKey> KeyFromPageToken(const std::string& token) {
+  if (token.size() % 2 != 0 || token.size() > 4 * kMaxIdBytes) return std::nullopt;
+  std::string raw;
+  for (size_t i = 0; i < token.size(); i += 2) {
+    unsigned value = 0;
+    auto [end, error] = std::from_chars(token.data() + i, token.data() + i + 2, value, 16);
+    if (error != std::errc() || end != token.data() + i + 2) return std::nullopt;
+    raw += static_cast<char>(value);
+  }
+  const size_t separator = raw.find('\0');
+  if (separator == std::string::npos) return std::nullopt;
+  return PipelineKey{raw.substr(0, separator), raw.substr(separator + 1)};
 }
 
 }  // namespace
@@ -103,35 +133,60 @@ grpc::ServerUnaryReactor* AdminServiceImpl::GetPipeline(grpc::CallbackServerCont
 grpc::ServerUnaryReactor* AdminServiceImpl::ListPipelines(grpc::CallbackServerContext* ctx,
                                                           const v1::ListPipelinesRequest* req,
                                                           v1::ListPipelinesResponse* resp) {
+  if (req->limit() < 0) return Reply(ctx, Status::InvalidArgument("limit is negative"));
+  const size_t limit = req->limit() == 0 ? kMaxPageSize
+                                         : std::min<size_t>(req->limit(), kMaxPageSize);
+  std::optional<PipelineKey> after;
+  if (!req->page_token().empty()) {
+    after = KeyFromPageToken(req->page_token());
+    if (!after) {
+      return Reply(ctx, Status::InvalidArgument("page_token is not one this daemon handed out"));
+    }
+  }
   std::vector<std::shared_ptr<PipelineRunner>> runners;
   for (auto& r : daemon_.registry().All()) {
-    if (req->job_id().empty() || r->key().job_id == req->job_id()) runners.push_back(std::move(r));
+    if (!req->job_id().empty() && r->key().job_id != req->job_id()) continue;
+    if (after && !(*after < r->key())) continue;
+    runners.push_back(std::move(r));
   }
-  std::sort(runners.begin(), runners.end(),
-            [](const auto& a, const auto& b) { return a->key() < b->key(); });
+  // The page: the first `limit` keys in order (a partial sort, not a sort of every pipeline).
+  auto by_key = [](const auto& a, const auto& b) { return a->key() < b->key(); };
+  const size_t page = std::min(limit, runners.size());
+  std::partial_sort(runners.begin(), runners.begin() + page, runners.end(), by_key);
+  if (runners.size() > page) resp->set_next_page_token(PageToken(runners[page - 1]->key()));
+  runners.resize(page);
   auto* reactor = ctx->DefaultReactor();
-  if (runners.empty()) {
-    reactor->Finish(grpc::Status::OK);
-    return reactor;
-  }
-  // Each pipeline answers on its own strand; the last one to answer finishes the RPC.
-  struct Gather {
-    std::mutex mu;
-    std::vector<PipelineStatus> statuses;
-    size_t remaining;
+  // The pipelines answer one after the other, each on its own strand, so that the reply is
+  // bounded as it grows: a pipeline's task ids are listed while it has at most 1000 of them and
+  // the reply stays under kMaxListReplyBytes; otherwise task_ids_omitted (GetPipeline has them).
+  struct Listing {
+    std::vector<std::shared_ptr<PipelineRunner>> runners;
+    size_t next = 0;
+    size_t bytes = 0;
+    grpc::ServerUnaryReactor* reactor;
+    v1::ListPipelinesResponse* resp;
+    static void VisitNext(const std::shared_ptr<Listing>& self) {
+      if (self->next == self->runners.size()) return self->reactor->Finish(grpc::Status::OK);
+      self->runners[self->next++]->Inspect([self](const PipelineCoordinator& c) {
+        const bool few_tasks = c.spec().task_ids.size() <= kMaxListedTaskNames;
+        auto* pipeline = self->resp->add_pipelines();
+        ToProto(c.Describe(/*with_task_ids=*/few_tasks), pipeline);
+        size_t size = pipeline->ByteSizeLong();
+        if (self->bytes + size > kMaxListReplyBytes && pipeline->spec().task_ids_size() > 0) {
+          pipeline->mutable_spec()->clear_task_ids();
+          pipeline->set_task_ids_omitted(true);
+          size = pipeline->ByteSizeLong();
+        }
+        self->bytes += size;
+        VisitNext(self);  // Inspect posts: no recursion on this stack
+      });
+    }
   };
-  auto gather = std::make_shared<Gather>();
-  gather->statuses.resize(runners.size());
-  gather->remaining = runners.size();
-  for (size_t i = 0; i < runners.size(); ++i) {
-    runners[i]->Inspect([gather, i, reactor, resp](const PipelineCoordinator& c) {
-      std::lock_guard lock(gather->mu);
-      gather->statuses[i] = c.Describe();
-      if (--gather->remaining > 0) return;
-      for (const auto& s : gather->statuses) ToProto(s, resp->add_pipelines());
-      reactor->Finish(grpc::Status::OK);
-    });
-  }
+  auto listing = std::make_shared<Listing>();
+  listing->runners = std::move(runners);
+  listing->reactor = reactor;
+  listing->resp = resp;
+  Listing::VisitNext(listing);
   return reactor;
 }
 
@@ -175,25 +230,45 @@ grpc::ServerUnaryReactor* AdminServiceImpl::ListCheckpoints(grpc::CallbackServer
   auto runner = Lookup(req->job_id(), req->pipeline_id());
   if (!runner.ok()) return Reply(ctx, runner.status());
   if (req->limit() < 0) return Reply(ctx, Status::InvalidArgument("limit is negative"));
-  const int limit = req->limit() > 0 ? req->limit() : kDefaultCheckpointListLimit;
+  // Bounded before anything is read: limit=2^31-1 must not load every row.
+  const int limit = req->limit() == 0
+                        ? kDefaultCheckpointListLimit
+                        : static_cast<int>(std::min<size_t>(req->limit(), kMaxPageSize));
+  int64_t before = 0;  // 0: the first page, which also shows the pending round
+  if (!req->page_token().empty()) {
+    const auto& token = req->page_token();
+    auto [end, error] = std::from_chars(token.data(), token.data() + token.size(), before);
+    if (error != std::errc() || end != token.data() + token.size() || before <= 0) {
+      return Reply(ctx, Status::InvalidArgument("page_token is not one this daemon handed out"));
+    }
+  }
   auto* reactor = ctx->DefaultReactor();
   // What only memory has (the pending round, recent failures) comes from the strand; completed
   // ones from the store, read on the admin pool.
-  (*runner)->Inspect([this, key = (*runner)->key(), limit, reactor,
+  (*runner)->Inspect([this, key = (*runner)->key(), limit, before, reactor,
                       resp](const PipelineCoordinator& c) {
     const int expected = static_cast<int>(c.spec().task_ids.size());
-    auto pending = c.Pending();
-    std::vector<RoundSummary> recent(c.RecentRounds().begin(), c.RecentRounds().end());
-    boost::asio::post(daemon_.admin_pool(), [this, key, limit, reactor, resp, expected, pending,
-                                             recent = std::move(recent)] {
-      auto completed = daemon_.store().ListCompleted(key, limit);
+    std::optional<PendingSummary> pending = before == 0 ? c.Pending() : std::nullopt;
+    std::vector<RoundSummary> recent;
+    for (const auto& r : c.RecentRounds()) {
+      if (before == 0 || r.checkpoint_id < before) recent.push_back(r);
+    }
+    boost::asio::post(daemon_.admin_pool(), [this, key, limit, before, reactor, resp, expected,
+                                             pending, recent = std::move(recent)] {
+      auto completed = daemon_.store().ListCompleted(key, limit, before);
       if (!completed.ok()) return reactor->Finish(ToGrpcStatus(completed.status()));
       if (pending) ToProto(*pending, resp->add_checkpoints());
       // Finished rounds newest first: ids grow with time, so merge by id.
       auto c = completed->begin();
       auto r = recent.begin();
       int added = 0;
-      while (added < limit && (c != completed->end() || r != recent.end())) {
+      int64_t last_id = 0;
+      bool cut_short = false;
+      while (c != completed->end() || r != recent.end()) {
+        if (added == limit) {
+          cut_short = true;
+          break;
+        }
         v1::CheckpointInfo info;
         if (r == recent.end() || (c != completed->end() && c->checkpoint_id > r->checkpoint_id)) {
           ToProto(*c++, expected, &info);
@@ -201,10 +276,19 @@ grpc::ServerUnaryReactor* AdminServiceImpl::ListCheckpoints(grpc::CallbackServer
           ToProto(*r++, &info);
         }
         // Per-task state makes entries big (thousands of tasks): stop before the reply outgrows
-        // what a default gRPC client accepts; the newest always come first.
-        if (added > 0 && resp->ByteSizeLong() + info.ByteSizeLong() > kMaxListReplyBytes) break;
+        // what a default gRPC client accepts; the next page has the rest. The newest always
+        // comes, however big (clients accept up to 64 MiB).
+        if (added > 0 && resp->ByteSizeLong() + info.ByteSizeLong() > kMaxListReplyBytes) {
+          cut_short = true;
+          break;
+        }
+        last_id = info.checkpoint_id();
         *resp->add_checkpoints() = std::move(info);
         ++added;
+      }
+      // The store gave `limit` rows: there may be older ones.
+      if (added > 0 && (cut_short || static_cast<int>(completed->size()) == limit)) {
+        resp->set_next_page_token(std::to_string(last_id));
       }
       reactor->Finish(grpc::Status::OK);
     });

@@ -106,8 +106,9 @@ void FaultInjectingStore::DeletePipeline(const PipelineKey& key, Done done) {
 }
 
 Result<std::vector<CompletedCheckpoint>> FaultInjectingStore::ListCompleted(const PipelineKey& key,
-                                                                            int limit) {
-  return inner_->ListCompleted(key, limit);
+                                                                            int limit,
+                                                                            int64_t before_id) {
+  return inner_->ListCompleted(key, limit, before_id);
 }
 
 void FaultInjectingStore::Flush() { inner_->Flush(); }

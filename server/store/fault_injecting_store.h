@@ -47,8 +47,8 @@ class FaultInjectingStore final : public MetadataStore {
   Result<int64_t> LoadIdCounter(const PipelineKey& key) override {
     return inner_->LoadIdCounter(key);
   }
-  Result<std::vector<CompletedCheckpoint>> ListCompleted(const PipelineKey& key,
-                                                         int limit) override;
+  Result<std::vector<CompletedCheckpoint>> ListCompleted(const PipelineKey& key, int limit,
+                                                         int64_t before_id = 0) override;
   void Flush() override;
 
  private:

@@ -53,9 +53,11 @@ class MetadataStore {
   // pipeline created again under the same name continues above it.
   virtual Result<int64_t> LoadIdCounter(const PipelineKey& key) = 0;
 
-  // Blocking. Completed checkpoints and savepoints, newest first, at most `limit` (0 = all).
-  virtual Result<std::vector<CompletedCheckpoint>> ListCompleted(const PipelineKey& key,
-                                                                 int limit) = 0;
+  // Blocking. Completed checkpoints and savepoints, newest first, at most `limit` (0 = all),
+  // with ids below `before_id` (0 = no bound; the next page of a listing). Reads no more rows
+  // than it returns.
+  virtual Result<std::vector<CompletedCheckpoint>> ListCompleted(const PipelineKey& key, int limit,
+                                                                 int64_t before_id = 0) = 0;
 
   // Blocking. Returns once everything written before the call is durable (or failed).
   virtual void Flush() = 0;

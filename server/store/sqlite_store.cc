@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <utility>
@@ -612,7 +613,7 @@ struct SqliteStore::ReaderConn {
     PrepareInto(db, list_completed,
                 "SELECT checkpoint_id, kind, triggered_at_ms, finished_at_ms, location, "
                 "task_states FROM checkpoints WHERE job_id = ?1 AND pipeline_id = ?2 "
-                "ORDER BY checkpoint_id DESC LIMIT ?3",
+                "AND checkpoint_id < ?4 ORDER BY checkpoint_id DESC LIMIT ?3",
                 s);
     PrepareInto(db, read_counter,
                 "SELECT counter FROM id_counters WHERE job_id = ?1 AND pipeline_id = ?2", s);
@@ -1017,18 +1018,21 @@ Result<std::vector<StoredPipeline>> SqliteStore::LoadPipelines() {
 }
 
 Result<std::vector<CompletedCheckpoint>> SqliteStore::ListCompleted(const PipelineKey& key,
-                                                                    int limit) {
-  return CheckRead(ListCompletedUnchecked(key, limit));
+                                                                    int limit,
+                                                                    int64_t before_id) {
+  return CheckRead(ListCompletedUnchecked(key, limit, before_id));
 }
 
 Result<std::vector<CompletedCheckpoint>> SqliteStore::ListCompletedUnchecked(const PipelineKey& key,
-                                                                          int limit) {
+                                                                          int limit,
+                                                                          int64_t before_id) {
   std::lock_guard lock(read_mu_);
   Stmt& stmt = reader_->list_completed;
   ResetGuard guard(stmt);
   stmt.Bind(1, key.job_id);
   stmt.Bind(2, key.pipeline_id);
   stmt.Bind(3, int64_t{limit > 0 ? limit : -1});  // a negative LIMIT means none in SQLite
+  stmt.Bind(4, before_id > 0 ? before_id : std::numeric_limits<int64_t>::max());
   std::vector<CompletedCheckpoint> checkpoints;
   int rc;
   while ((rc = stmt.Step()) == SQLITE_ROW) {

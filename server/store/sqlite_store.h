@@ -96,8 +96,8 @@ class SqliteStore final : public MetadataStore {
   void CommitCheckpoint(const CheckpointCommit& commit, Done done) override;
   void Probe(Done done) override;
   void DeletePipeline(const PipelineKey& key, Done done) override;
-  Result<std::vector<CompletedCheckpoint>> ListCompleted(const PipelineKey& key,
-                                                         int limit) override;
+  Result<std::vector<CompletedCheckpoint>> ListCompleted(const PipelineKey& key, int limit,
+                                                         int64_t before_id = 0) override;
   void Flush() override;
 
   // Blocking read of a pipeline's id counter, 0 if it never had one. It also answers for deleted
@@ -143,7 +143,7 @@ class SqliteStore final : public MetadataStore {
   template <typename T>
   Result<T> CheckRead(Result<T> result);
   Result<std::vector<CompletedCheckpoint>> ListCompletedUnchecked(const PipelineKey& key,
-                                                                  int limit);
+                                                                  int limit, int64_t before_id);
   Result<int64_t> LoadIdCounterUnchecked(const PipelineKey& key);
   // Runs the callbacks in call order and counts the outcomes.
   void Finish(std::vector<Op>& batch, const std::vector<Status>& results);

@@ -152,9 +152,9 @@ class GatedStore final : public MetadataStore {
   Result<int64_t> LoadIdCounter(const PipelineKey& key) override {
     return inner_->LoadIdCounter(key);
   }
-  Result<std::vector<CompletedCheckpoint>> ListCompleted(const PipelineKey& key,
-                                                         int limit) override {
-    return inner_->ListCompleted(key, limit);
+  Result<std::vector<CompletedCheckpoint>> ListCompleted(const PipelineKey& key, int limit,
+                                                         int64_t before_id = 0) override {
+    return inner_->ListCompleted(key, limit, before_id);
   }
   void Flush() override { inner_->Flush(); }
 

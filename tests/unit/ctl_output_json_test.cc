@@ -49,6 +49,7 @@ TEST(CtlOutputJson, PipelineHasEveryContractKeyInOrder) {
                                                   "expected_tasks",
                                                   "registered_tasks",
                                                   "missing_tasks",
+                                                  "missing_tasks_total",
                                                   "pending_checkpoint_id",
                                                   "last_completed_checkpoint_id",
                                                   "last_completed_at_ms",
@@ -60,6 +61,7 @@ TEST(CtlOutputJson, PipelineHasEveryContractKeyInOrder) {
                                                   "timeout_ms",
                                                   "min_pause_ms",
                                                   "task_ids",
+                                                  "task_ids_omitted",
                                                   "tolerable_failures",
                                                   "retained",
                                                   "from_config"}));
@@ -82,7 +84,7 @@ TEST(CtlOutputJson, PipelineHasEveryContractKeyInOrder) {
 
 TEST(CtlOutputJson, EmptyPipelineStillHasEveryKey) {
   const Json json = PipelineJson(v1::Pipeline());
-  EXPECT_EQ(json.size(), 21u);
+  EXPECT_EQ(json.size(), 23u);
   EXPECT_EQ(json["state"], "UNSPECIFIED");
   EXPECT_TRUE(json["missing_tasks"].is_array());
   EXPECT_TRUE(json["missing_tasks"].empty());
@@ -112,7 +114,8 @@ TEST(CtlOutputJson, CheckpointWithStateSortedByTask) {
   EXPECT_EQ(Keys(json),
             (std::vector<std::string>{"checkpoint_id", "kind", "status", "triggered_at_ms",
                                       "finished_at_ms", "acked_tasks", "expected_tasks",
-                                      "failure_reason", "location", "state", "pending_tasks"}));
+                                      "failure_reason", "location", "state", "pending_tasks",
+                                      "pending_tasks_total"}));
   EXPECT_EQ(json["kind"], "SAVEPOINT_AND_STOP");
   EXPECT_EQ(json["status"], "COMPLETED");
   EXPECT_EQ(json["failure_reason"], "");

@@ -42,6 +42,14 @@ TEST(CtlOutputViews, PipelinesTableIsAlignedWithHumanTimes) {
       "0        10s       10m\n");
 }
 
+TEST(CtlOutputViews, AListCutShortSaysHowManyMoreThereAre) {
+  v1::Pipeline p = MakePipeline("etl", "p0", v1::PIPELINE_STATE_WAITING_FOR_TASKS);
+  for (int i = 0; i < 1000; ++i) p.add_missing_tasks("t" + std::to_string(i));
+  p.set_missing_tasks_total(100000);
+  const std::string text = PipelineDetail(p, kNow);
+  EXPECT_NE(text.find("t9, … (99990 more)"), std::string::npos) << text;
+}
+
 TEST(CtlOutputViews, NoPipelines) {
   EXPECT_EQ(PipelinesTable(Pipelines(), kNow), "No pipelines.\n");
 }
