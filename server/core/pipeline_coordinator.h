@@ -234,9 +234,16 @@ class PipelineCoordinator {
     SteadyTime deadline;
     bool worker_asked = false;  // a worker's request waits for it: callers leaving do not drop it
   };
+  // A stream's warnings are logged at most once per kSessionWarnInterval; the others counted.
+  static constexpr Millis kSessionWarnInterval{10000};
+  struct WarnBudget {
+    SteadyTime next_at{};
+    uint64_t held_back = 0;
+  };
   struct SessionInfo {
     std::string worker_id;
     std::vector<std::string> task_ids;
+    WarnBudget warn_budget;
   };
   enum class TriggerCause { kPeriodic, kManual, kSavepoint };
 
@@ -259,7 +266,7 @@ class PipelineCoordinator {
   // Whether an ack or decline (`what`) concerns the pending round and a task of this stream;
   // when not, records why it is ignored.
   bool AcceptsRoundMessage(SessionId session, int64_t checkpoint_id, const std::string& task_id,
-                           const char* what, Actions& out) const;
+                           const char* what, Actions& out);
   void MaybeReserveIds(Actions& out);
   void BumpGeneration(const std::string& why, Actions& out);
   // Writes the progress, or the whole record while the spec is unsaved.
@@ -325,6 +332,7 @@ class PipelineCoordinator {
   std::optional<QueuedSavepoint> queued_savepoint_;
 
   std::map<SessionId, SessionInfo> sessions_;
+  WarnBudget unknown_warn_budget_;  // for messages of streams no longer registered
   std::map<std::string, SessionId> task_owner_;
   std::set<std::string> ever_registered_;  // in this process: a second registration is a return
 

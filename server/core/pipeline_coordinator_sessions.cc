@@ -70,7 +70,7 @@ PipelineCoordinator::Registration PipelineCoordinator::OnRegister(
     out.push_back(EndSession{old, Status::Aborted("tasks taken over by worker " + worker_id)});
     LoseSession(old, "taken over by worker " + worker_id, out);
   }
-  sessions_[session] = SessionInfo{worker_id, task_ids};
+  sessions_[session] = SessionInfo{worker_id, task_ids, {}};
   for (const auto& task : task_ids) {
     task_owner_[task] = session;
     ever_registered_.insert(task);

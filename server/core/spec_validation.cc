@@ -2,9 +2,14 @@
 
 #include <set>
 
+#include "core/printable.h"
+
 namespace ckpt {
 
-Status ValidateId(const std::string& id, const std::string& what) {
+namespace {
+
+// The rules every stored id met: not empty, bounded, no C0 control character or DEL.
+Status ValidateIdShape(const std::string& id, const std::string& what) {
   if (id.empty()) return Status::InvalidArgument(what + " is empty");
   if (id.size() > kMaxIdBytes) {
     return Status::InvalidArgument(what + " is longer than " + std::to_string(kMaxIdBytes) +
@@ -14,6 +19,31 @@ Status ValidateId(const std::string& id, const std::string& what) {
     if (c < 0x20 || c == 0x7f) {
       return Status::InvalidArgument(what + " contains a control character");
     }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status ValidateId(const std::string& id, const std::string& what) {
+  if (auto s = ValidateIdShape(id, what); !s.ok()) return s;
+  if (!IsValidUtf8(id)) return Status::InvalidArgument(what + " is not valid UTF-8");
+  for (size_t i = 0; i + 1 < id.size(); ++i) {
+    // C1 controls, U+0080..U+009F: C2 80..C2 9F in UTF-8.
+    if (static_cast<unsigned char>(id[i]) == 0xC2 &&
+        static_cast<unsigned char>(id[i + 1]) <= 0x9F) {
+      return Status::InvalidArgument(what + " contains a control character");
+    }
+  }
+  if (id == "." || id == "..") return Status::InvalidArgument(what + " may not be . or ..");
+  return Status::Ok();
+}
+
+Status ValidatePathId(const std::string& id, const std::string& what) {
+  if (auto s = ValidateId(id, what); !s.ok()) return s;
+  if (id.find_first_of("/\\") != std::string::npos) {
+    return Status::InvalidArgument(what + " contains / or \\, which job and pipeline ids may not "
+                                   "(they name paths)");
   }
   return Status::Ok();
 }
@@ -50,9 +80,11 @@ Status CheckDuration(int64_t value, int64_t min, const char* name) {
 
 }  // namespace
 
-Status ValidateSpec(const PipelineSpec& spec) {
-  if (auto s = ValidateId(spec.key.job_id, "job_id"); !s.ok()) return s;
-  if (auto s = ValidateId(spec.key.pipeline_id, "pipeline_id"); !s.ok()) return s;
+Status ValidateSpec(const PipelineSpec& spec, bool stored) {
+  auto check_path_id = stored ? ValidateIdShape : ValidatePathId;
+  auto check_id = stored ? ValidateIdShape : ValidateId;
+  if (auto s = check_path_id(spec.key.job_id, "job_id"); !s.ok()) return s;
+  if (auto s = check_path_id(spec.key.pipeline_id, "pipeline_id"); !s.ok()) return s;
   if (spec.task_ids.empty()) return Status::InvalidArgument("task_ids is empty");
   if (spec.task_ids.size() > kMaxTasksPerPipeline) {
     return Status::InvalidArgument("more than " + std::to_string(kMaxTasksPerPipeline) +
@@ -61,7 +93,7 @@ Status ValidateSpec(const PipelineSpec& spec) {
   std::set<std::string> seen;
   for (size_t i = 0; i < spec.task_ids.size(); ++i) {
     const std::string what = "task_ids[" + std::to_string(i) + "]";
-    if (auto s = ValidateId(spec.task_ids[i], what); !s.ok()) return s;
+    if (auto s = check_id(spec.task_ids[i], what); !s.ok()) return s;
     if (!seen.insert(spec.task_ids[i]).second) {
       return Status::InvalidArgument(what + " \"" + spec.task_ids[i] + "\" is a duplicate");
     }
@@ -81,7 +113,7 @@ Status ValidateSpec(const PipelineSpec& spec) {
 
 Status ValidateStored(const StoredPipeline& stored) {
   const PipelineRecord& r = stored.record;
-  if (auto s = ValidateSpec(r.spec); !s.ok()) return s;
+  if (auto s = ValidateSpec(r.spec, /*stored=*/true); !s.ok()) return s;
   const std::pair<const char*, int64_t> numbers[] = {
       {"id counter", stored.id_counter},
       {"generation", r.generation},

@@ -9,15 +9,20 @@
 
 namespace ckpt {
 
-// Limits on ids: printable, no control characters, not empty, at most this many bytes.
+// Ids (job, pipeline, task, worker): valid UTF-8, 1 to kMaxIdBytes bytes, no control characters
+// (C0, DEL, C1), not "." or "..". Everything else is accepted (quotes, <, spaces) and escaped
+// wherever it is printed.
 inline constexpr size_t kMaxIdBytes = 256;
 inline constexpr size_t kMaxTasksPerPipeline = 100000;
 inline constexpr int64_t kMinIntervalMs = 10;
 inline constexpr int64_t kMaxDurationMs = 7LL * 24 * 3600 * 1000;  // a week
 inline constexpr int32_t kMaxRetained = 100000;
 
-// OK, or INVALID_ARGUMENT naming `what` ("job_id", "task_ids[3]") and why.
+// OK, or INVALID_ARGUMENT naming `what` ("job_id", "task_ids[3]") and the rule broken.
 Status ValidateId(const std::string& id, const std::string& what);
+// A job or pipeline id: an id that also names paths (a savepoint's default location), so it has
+// no "/" or "\" either.
+Status ValidatePathId(const std::string& id, const std::string& what);
 
 // Free text and URIs from workers and operators: bounded, so that one message copied to every
 // stream of a pipeline (an abort's reason) or kept in the history stays small.
@@ -27,7 +32,10 @@ inline constexpr size_t kMaxUriBytes = 4096;
 Status ValidateSavepointTarget(const std::string& target);
 // Cuts `text` to kMaxReasonBytes, saying so at the end.
 std::string TruncateReason(std::string text);
-Status ValidateSpec(const PipelineSpec& spec);
+// The rules of new input (the API, the config file). A spec read back from the store is held to
+// the rules it was created under (`stored`): ids without control characters and of bounded
+// length, but "/" and "." as the first release accepted them.
+Status ValidateSpec(const PipelineSpec& spec, bool stored = false);
 
 // Checkpoint ids, generations and counters stay below this: far beyond any real use (a checkpoint
 // a millisecond for a hundred million years), and far enough below INT64_MAX that adding an id

@@ -4,37 +4,11 @@
 #include <cstdio>
 #include <ctime>
 
+#include "core/printable.h"
 #include "logging/log_context.h"
 
 namespace ckpt {
 namespace {
-
-// The length of the valid UTF-8 sequence at the start of `s`, or 0 if it is not one.
-size_t Utf8SequenceLength(std::string_view s) {
-  const auto byte = [&](size_t i) { return static_cast<unsigned char>(s[i]); };
-  const unsigned char lead = byte(0);
-  size_t length = 0;
-  if (lead < 0x80) return 1;
-  if (lead >= 0xC2 && lead <= 0xDF) {
-    length = 2;
-  } else if (lead >= 0xE0 && lead <= 0xEF) {
-    length = 3;
-  } else if (lead >= 0xF0 && lead <= 0xF4) {
-    length = 4;
-  } else {
-    return 0;
-  }
-  if (s.size() < length) return 0;
-  for (size_t i = 1; i < length; ++i) {
-    if ((byte(i) & 0xC0) != 0x80) return 0;
-  }
-  // Overlong forms, surrogates and code points past U+10FFFF.
-  if (lead == 0xE0 && byte(1) < 0xA0) return 0;
-  if (lead == 0xED && byte(1) > 0x9F) return 0;
-  if (lead == 0xF0 && byte(1) < 0x90) return 0;
-  if (lead == 0xF4 && byte(1) > 0x8F) return 0;
-  return length;
-}
 
 void AppendUtcTime(std::chrono::system_clock::time_point time, std::string& out) {
   const auto since_epoch = time.time_since_epoch();
@@ -102,7 +76,10 @@ void JsonLogFormatter::format(const spdlog::details::log_msg& msg, spdlog::memor
     line += '"';
   }
   line += ",\"message\":\"";
-  AppendJsonEscaped(message, line);
+  // A message is cut to a bounded length, like a text line (log_setup.h).
+  const size_t cut = message.size() > kMaxLogMessageBytes ? message.size() - kMaxLogMessageBytes : 0;
+  AppendJsonEscaped(message.substr(0, message.size() - cut), line);
+  if (cut > 0) line += "...(+" + std::to_string(cut) + " bytes)";
   line += "\"}\n";
   dest.append(line.data(), line.data() + line.size());
 }

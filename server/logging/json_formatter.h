@@ -20,6 +20,10 @@ class JsonLogFormatter final : public spdlog::formatter {
   std::unique_ptr<spdlog::formatter> clone() const override;
 };
 
+// A log message longer than this is cut (text and JSON alike): one line must not carry megabytes
+// because a client sent them.
+inline constexpr size_t kMaxLogMessageBytes = 16 * 1024;
+
 // `text` as the inside of a JSON string (no quotes), appended to `out`.
 void AppendJsonEscaped(std::string_view text, std::string& out);
 

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "core/printable.h"
 #include "logging/json_formatter.h"
 
 namespace ckpt {
@@ -37,7 +38,22 @@ class SyslogPriorityFlag final : public spdlog::custom_flag_formatter {
   }
 };
 
-constexpr const char* kTextPattern = "%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v";
+// %& in a pattern: the message with control characters and invalid UTF-8 escaped (\xNN) and cut
+// to kMaxLogMessageBytes, so that nothing a client sent can forge a line or colour a terminal.
+class EscapedMessageFlag final : public spdlog::custom_flag_formatter {
+ public:
+  void format(const spdlog::details::log_msg& msg, const std::tm&,
+              spdlog::memory_buf_t& dest) override {
+    const std::string_view message(msg.payload.data(), msg.payload.size());
+    const std::string text = Printable(message, kMaxLogMessageBytes);
+    dest.append(text.data(), text.data() + text.size());
+  }
+  std::unique_ptr<custom_flag_formatter> clone() const override {
+    return std::make_unique<EscapedMessageFlag>();
+  }
+};
+
+constexpr const char* kTextPattern = "%Y-%m-%dT%H:%M:%S.%e %^%l%$ %&";
 
 }  // namespace
 
@@ -75,21 +91,28 @@ void SetUpLogging(LogStyle style, const std::string& level) {
     sink = std::make_shared<spdlog::sinks::stderr_sink_mt>();
   }
   auto logger = std::make_shared<spdlog::logger>("ckptd", sink);
-  switch (style) {
-    case LogStyle::kJson: logger->set_formatter(std::make_unique<JsonLogFormatter>()); break;
-    case LogStyle::kJournal: {
-      auto formatter = std::make_unique<spdlog::pattern_formatter>();
-      formatter->add_flag<SyslogPriorityFlag>('*').set_pattern("<%*>%l %v");
-      logger->set_formatter(std::move(formatter));
-      break;
-    }
-    case LogStyle::kTerminal:
-    case LogStyle::kPlain: logger->set_pattern(kTextPattern); break;
-  }
+  logger->set_formatter(MakeLogFormatter(style));
   logger->set_level(spdlog::level::from_str(level));
   // Warnings and errors reach the file at once: a crash right after one must not lose it.
   logger->flush_on(spdlog::level::warn);
   spdlog::set_default_logger(std::move(logger));
+}
+
+std::unique_ptr<spdlog::formatter> MakeLogFormatter(LogStyle style) {
+  switch (style) {
+    case LogStyle::kJson: return std::make_unique<JsonLogFormatter>();
+    case LogStyle::kJournal: {
+      auto formatter = std::make_unique<spdlog::pattern_formatter>();
+      formatter->add_flag<SyslogPriorityFlag>('*').add_flag<EscapedMessageFlag>('&').set_pattern(
+          "<%*>%l %&");
+      return formatter;
+    }
+    case LogStyle::kTerminal:
+    case LogStyle::kPlain: break;
+  }
+  auto formatter = std::make_unique<spdlog::pattern_formatter>();
+  formatter->add_flag<EscapedMessageFlag>('&').set_pattern(kTextPattern);
+  return formatter;
 }
 
 const char* LogStyleName(LogStyle style) {

@@ -7,8 +7,11 @@
 //  - text elsewhere: timestamp, level and message on stderr, the level coloured on a terminal.
 // Threading: call SetUpLogging before any other thread logs (it replaces the default logger).
 
-#include <string>
+#include <spdlog/formatter.h>
 #include <sys/types.h>
+
+#include <memory>
+#include <string>
 
 namespace ckpt {
 
@@ -21,6 +24,10 @@ bool JournalStreamMatches(const char* journal_stream, dev_t device, ino_t inode)
 
 // The style for `format` ("text" or "json") given where stderr goes now.
 LogStyle ChooseLogStyle(const std::string& format);
+
+// The formatter of `style`. Text styles escape control characters and invalid UTF-8 in the
+// message (\xNN) and cut it to kMaxLogMessageBytes: whatever a client sent, a line stays one line.
+std::unique_ptr<spdlog::formatter> MakeLogFormatter(LogStyle style);
 
 // Installs the default logger for `style` at `level` (spdlog's level names).
 void SetUpLogging(LogStyle style, const std::string& level);

@@ -1,5 +1,6 @@
 #include "rpc/grpc_log_bridge.h"
 
+#include <google/protobuf/stubs/logging.h>
 #include <grpc/support/log.h>
 #include <spdlog/spdlog.h>
 
@@ -15,8 +16,21 @@ void LogThroughSpdlog(gpr_log_func_args* args) {
               args->file ? args->file : "?", args->line);
 }
 
+// Protobuf logs, among others, a string field that is not valid UTF-8 when it refuses to parse a
+// message (a client's bytes): without this it prints raw lines to stderr, outside the log format.
+void LogProtobufThroughSpdlog(google::protobuf::LogLevel level, const char* file, int line,
+                              const std::string& message) {
+  spdlog::level::level_enum spd = spdlog::level::err;
+  if (level == google::protobuf::LOGLEVEL_INFO) spd = spdlog::level::info;
+  if (level == google::protobuf::LOGLEVEL_WARNING) spd = spdlog::level::warn;
+  spdlog::log(spd, "protobuf: {} ({}:{})", message, file ? file : "?", line);
+}
+
 }  // namespace
 
-void RouteGrpcLogsToSpdlog() { gpr_set_log_function(&LogThroughSpdlog); }
+void RouteGrpcLogsToSpdlog() {
+  gpr_set_log_function(&LogThroughSpdlog);
+  google::protobuf::SetLogHandler(&LogProtobufThroughSpdlog);
+}
 
 }  // namespace ckpt

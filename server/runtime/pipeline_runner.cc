@@ -5,6 +5,7 @@
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/post.hpp>
 
+#include "core/printable.h"
 #include "logging/log_context.h"
 
 namespace ckpt {
@@ -97,8 +98,14 @@ void PipelineRunner::Register(SessionId session, std::shared_ptr<SessionSink> si
     if (r.deleted_) return sink->End(r.DeletedStatus());  // raced with DeletePipeline
     auto reg = r.coordinator_.OnRegister(session, hello.worker_id, hello.task_ids, hello.takeover);
     if (!reg.status.ok()) {
-      r.LogLine(LogLevel::kWarn, "refused hello from worker " + hello.worker_id + ": " +
-                                     reg.status.ToString());
+      // Rate-limited: a worker in a loop of bad hellos (or an attacker) must not fill the log.
+      uint64_t held_back = 0;
+      if (r.refused_hello_log_.Allow(std::chrono::steady_clock::now(), &held_back)) {
+        r.LogLine(LogLevel::kWarn,
+                  "refused hello from worker " + Printable(hello.worker_id) + ": " +
+                      reg.status.ToString() +
+                      (held_back ? " (" + std::to_string(held_back) + " more refused since)" : ""));
+      }
       sink->End(reg.status);
       return;
     }

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/pipeline_coordinator.h"
+#include "logging/log_throttle.h"
 #include "runtime/daemon_metrics.h"
 #include "runtime/pipeline_metrics.h"
 #include "runtime/savepoint_observer.h"
@@ -168,6 +169,7 @@ class PipelineRunner : public std::enable_shared_from_this<PipelineRunner> {
   bool deleted_ = false;          // after Delete, every event is dropped
   std::vector<std::shared_ptr<SavepointObserver>> savepoint_observers_;
   std::unique_ptr<SavepointUpdate> last_savepoint_update_;  // null: none (most pipelines, most of the time)
+  LogThrottle refused_hello_log_{std::chrono::seconds(10)};
 };
 
 }  // namespace ckpt

@@ -279,5 +279,24 @@ TEST(CoordinatorSavepoint, AWorkersQueuedSavepointWaitsUntilItsTimeout) {
   EXPECT_TRUE(h.c().CurrentSavepoint().has_value()) << "the worker still waits for it";
 }
 
+TEST(CoordinatorSessions, AStreamFloodingBadAcksIsCountedAlwaysAndLoggedRarely) {
+  Harness h;
+  const int64_t id = h.StartToFirstTrigger();
+  const std::string forged = "x\n2026-12-01T00:00:00.000 critical forged line";
+  for (int i = 0; i < 100; ++i) h.Apply(h.c().OnAck(1, id, forged + std::string(5000, 'y'), {}));
+  EXPECT_EQ(h.ignored.size(), 100u) << "every one is counted";
+  int warnings = 0;
+  for (const auto& log : h.logs) {
+    if (log.text.find("ignored ack") == std::string::npos) continue;
+    ++warnings;
+    EXPECT_EQ(log.text.find('\n'), std::string::npos) << "the id is escaped: " << log.text;
+    EXPECT_LT(log.text.size(), 600u) << "and cut";
+  }
+  EXPECT_EQ(warnings, 1) << "one line per stream per 10 s";
+  h.clock.AdvanceTo(h.clock.SteadyNow() + milliseconds(10000));
+  h.Apply(h.c().OnAck(1, id, "nope", {}));
+  EXPECT_TRUE(h.LoggedContaining(LogLevel::kWarn, "99 more such messages not logged"));
+}
+
 }  // namespace
 }  // namespace ckpt::testing

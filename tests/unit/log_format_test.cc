@@ -19,6 +19,31 @@ std::string Format(const std::string& text, spdlog::level::level_enum level = sp
   return std::string(buf.data(), buf.size());
 }
 
+std::string FormatText(const std::string& text, LogStyle style = LogStyle::kPlain) {
+  spdlog::details::log_msg msg(spdlog::source_loc{}, "ckptd", spdlog::level::warn, text);
+  spdlog::memory_buf_t buf;
+  MakeLogFormatter(style)->format(msg, buf);
+  return std::string(buf.data(), buf.size());
+}
+
+TEST(TextLog, ClientBytesCannotForgeALineNorColourATerminal) {
+  for (LogStyle style : {LogStyle::kPlain, LogStyle::kJournal}) {
+    const std::string line =
+        FormatText("refused hello from worker w\n2026-01-01 critical forged \x1b[31mred", style);
+    EXPECT_EQ(line.find('\n'), line.size() - 1) << line;
+    EXPECT_EQ(line.find('\x1b'), std::string::npos) << line;
+    EXPECT_NE(line.find("w\\x0a2026-01-01 critical forged \\x1b[31mred"), std::string::npos)
+        << line;
+  }
+}
+
+TEST(TextLog, AHugeMessageIsCut) {
+  const std::string line = FormatText(std::string(7 << 20, 'x'));
+  EXPECT_LT(line.size(), kMaxLogMessageBytes + 200);
+  EXPECT_NE(line.find("bytes)"), std::string::npos);
+  EXPECT_LT(Format(std::string(7 << 20, 'x')).size(), kMaxLogMessageBytes + 200) << "JSON too";
+}
+
 TEST(JsonLog, OneObjectPerLine) {
   EXPECT_EQ(Format("hello", spdlog::level::warn),
             "{\"time\":\"2024-05-01T12:00:00.123Z\",\"level\":\"warning\",\"message\":\"hello\"}\n");

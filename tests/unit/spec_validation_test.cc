@@ -14,6 +14,24 @@ PipelineSpec ValidSpec() {
 
 TEST(SpecValidation, AcceptsDefaults) { EXPECT_TRUE(ValidateSpec(ValidSpec()).ok()); }
 
+TEST(SpecValidation, AcceptsWhatTheRulesAllow) {
+  PipelineSpec spec = ValidSpec();
+  spec.key = {"team \"<a>\" α", "p.1 ..x"};
+  spec.task_ids = {"source/0", "with space", "'quoted'", "ü", std::string(256, 'x')};
+  EXPECT_TRUE(ValidateSpec(spec).ok()) << ValidateSpec(spec).ToString();
+}
+
+TEST(SpecValidation, AStoredSpecKeepsTheRulesItWasCreatedUnder) {
+  // The first release accepted "/" and "." in ids: such a pipeline still loads (and can be
+  // deleted), though it could not be created again.
+  StoredPipeline stored;
+  stored.record.spec = ValidSpec();
+  stored.record.spec.key.job_id = "team/job";
+  stored.record.spec.task_ids = {".", "a"};
+  EXPECT_TRUE(ValidateStored(stored).ok()) << ValidateStored(stored).ToString();
+  EXPECT_FALSE(ValidateSpec(stored.record.spec).ok());
+}
+
 TEST(SpecValidation, RejectsNonsenseWithAReason) {
   struct Case {
     const char* name;
@@ -32,6 +50,14 @@ TEST(SpecValidation, RejectsNonsenseWithAReason) {
       {"absurd interval", [](PipelineSpec& s) { s.interval_ms = 1LL << 50; }, "a week"},
       {"negative failures", [](PipelineSpec& s) { s.tolerable_failures = -1; }, "negative"},
       {"retained zero", [](PipelineSpec& s) { s.retained = 0; }, "retained"},
+      {"slash in job", [](PipelineSpec& s) { s.key.job_id = "a/b"; }, "contains / or \\"},
+      {"backslash in pipeline", [](PipelineSpec& s) { s.key.pipeline_id = "a\\b"; },
+       "contains / or \\"},
+      {"dot task", [](PipelineSpec& s) { s.task_ids = {"."}; }, "may not be . or .."},
+      {"dot dot job", [](PipelineSpec& s) { s.key.job_id = ".."; }, "may not be . or .."},
+      {"invalid utf-8", [](PipelineSpec& s) { s.task_ids = {"a\xff"}; }, "not valid UTF-8"},
+      {"C1 control", [](PipelineSpec& s) { s.task_ids = {"a\xc2\x9b[31m"}; }, "control character"},
+      {"escape", [](PipelineSpec& s) { s.task_ids = {"\x1b[31m"}; }, "control character"},
   };
   for (const auto& c : cases) {
     PipelineSpec spec = ValidSpec();

@@ -1,0 +1,31 @@
+#pragma once
+// Client strings (ids, reasons, anything a worker or an operator sent) made safe to print in a
+// log line: control characters (C0, DEL, C1) and bytes that are not valid UTF-8 become \xNN, a
+// backslash becomes \\, and the text is cut to a bounded length, saying how much was left out.
+// A client can then neither forge a log line (a "\n2026-... critical ...") nor colour a terminal
+// (ANSI escapes), nor write megabytes into the log with one id.
+// Threading: pure functions.
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace ckpt {
+
+// Ids and short strings: enough for any valid id (256 bytes) and the start of anything else.
+inline constexpr size_t kMaxPrintedBytes = 300;
+
+// The length of the valid UTF-8 sequence at the start of `s`, or 0 if it is not one (overlong
+// forms, surrogates and code points past U+10FFFF are not).
+size_t Utf8SequenceLength(std::string_view s);
+
+// Whether `s` is valid UTF-8.
+bool IsValidUtf8(std::string_view s);
+
+// `text` escaped as above and cut after `max_bytes` of input ("...(+N bytes)").
+std::string Printable(std::string_view text, size_t max_bytes = kMaxPrintedBytes);
+
+// Appends the escaped form of all of `text` to `out` (no cut).
+void AppendPrintable(std::string_view text, std::string& out);
+
+}  // namespace ckpt
