@@ -6,7 +6,10 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <condition_variable>
 #include <cstdio>
+#include <mutex>
+#include <thread>
 
 #include "common/exit_codes.h"
 #include "config/daemon_config.h"
@@ -56,6 +59,66 @@ void RaiseFileLimit() {
   }
 }
 
+// Reloads (SIGHUP) on a thread of their own, so that the signal loop keeps handling signals while
+// a reload reads the file and waits for the pipelines: a SIGTERM during a reload is acted on at
+// once. A SIGHUP during a reload is folded into one more reload after it.
+// Threading: Request and Stop from the signal loop's thread; the reloads on thread_.
+class ReloadThread {
+ public:
+  ReloadThread(ckpt::Daemon& daemon, std::string path, std::string serving)
+      : daemon_(daemon), path_(std::move(path)), serving_(std::move(serving)),
+        thread_([this] { Run(); }) {}
+  ~ReloadThread() { Stop(); }
+
+  void Request() {
+    std::lock_guard lock(mu_);
+    requested_ = true;
+    cv_.notify_one();
+  }
+  // Ends a reload's wait and joins; no reload starts after it.
+  void Stop() {
+    {
+      std::lock_guard lock(mu_);
+      if (stopping_) return;
+      stopping_ = true;
+      cv_.notify_one();
+    }
+    daemon_.CancelReload();
+    thread_.join();
+  }
+
+ private:
+  void Run() {
+    for (;;) {
+      {
+        std::unique_lock lock(mu_);
+        cv_.wait(lock, [this] { return requested_ || stopping_; });
+        if (stopping_) return;
+        requested_ = false;
+      }
+      ckpt::systemd::NotifyReloading("reloading " + path_);
+      spdlog::info("SIGHUP: reloading {}", path_);
+      auto reloaded = ckpt::LoadDaemonConfig(path_);
+      if (!reloaded.ok()) {
+        spdlog::error("reload refused, keeping the running config: {}",
+                      reloaded.status().message());
+      } else {
+        daemon_.Reload(*reloaded);
+      }
+      ckpt::systemd::NotifyReady(serving_ + "; reloaded");
+    }
+  }
+
+  ckpt::Daemon& daemon_;
+  const std::string path_;
+  const std::string serving_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool requested_ = false;  // guarded by mu_
+  bool stopping_ = false;   // guarded by mu_
+  std::thread thread_;      // last: starts after everything above exists
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -63,8 +126,9 @@ int main(int argc, char** argv) {
   std::string config_path;
   std::string check_path;
   bool version = false;
-  app.add_option("-c,--config", config_path, "YAML configuration file (default: built-in defaults)")
-      ->check(CLI::ExistingFile);
+  // Not CLI11's ExistingFile check: every config error, a missing file or a directory included,
+  // is reported by the loader and exits 78.
+  app.add_option("-c,--config", config_path, "YAML configuration file (default: built-in defaults)");
   app.add_option("--check-config", check_path, "validate FILE and exit (0 when valid)");
   app.add_flag("--version", version, "print the version and exit");
   try {
@@ -73,7 +137,9 @@ int main(int argc, char** argv) {
     return app.exit(e);
   }
   if (version) {
-    std::printf("ckptd %s\n", CKPT_VERSION);
+    const std::string sanitizers = CKPT_SANITIZERS;
+    std::printf("ckptd %s%s\n", CKPT_VERSION,
+                sanitizers.empty() ? "" : (" (sanitizers: " + sanitizers + ")").c_str());
     return 0;
   }
   if (!check_path.empty()) {
@@ -124,29 +190,22 @@ int main(int argc, char** argv) {
                  interval->count() / 1000, interval->count() / 2000, loops.size());
     watchdog = std::make_unique<ckpt::systemd::Watchdog>(std::move(loops), *interval);
   }
+  ReloadThread reloads(daemon, config_path, serving);
   for (;;) {
     int sig = 0;
     sigwait(&signals, &sig);
     if (sig == SIGHUP) {
-      ckpt::systemd::NotifyReloading("reloading " + config_path);
       if (config_path.empty()) {
         spdlog::info("SIGHUP: no config file (started on built-in defaults); nothing to reload");
       } else {
-        spdlog::info("SIGHUP: reloading {}", config_path);
-        auto reloaded = ckpt::LoadDaemonConfig(config_path);
-        if (!reloaded.ok()) {
-          spdlog::error("reload refused, keeping the running config: {}",
-                        reloaded.status().message());
-        } else {
-          daemon.Reload(*reloaded);
-        }
+        reloads.Request();
       }
-      ckpt::systemd::NotifyReady(serving + "; reloaded");
       continue;
     }
     spdlog::info("{}: graceful shutdown", sig == SIGTERM ? "SIGTERM" : "SIGINT");
     break;
   }
+  reloads.Stop();
   ckpt::systemd::NotifyStopping("shutting down: pending checkpoints may finish");
   daemon.Shutdown();
   watchdog.reset();  // the loops are stopped: no handler of theirs is running

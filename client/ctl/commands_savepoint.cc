@@ -116,6 +116,49 @@ std::string FailureSummary(const v1::SavepointProgress& result) {
   return first;
 }
 
+// The stream broke before its final message (the daemon went away): asks the daemon what became
+// of each pipeline's savepoint, by its id in the history, so that the operator is never told
+// "not completed" of a savepoint that completed. A final progress when every pipeline's outcome
+// is known (a savepoint never triggered did not complete); nothing when the daemon cannot say.
+std::optional<v1::SavepointProgress> LookUpOutcome(const Connection& connection,
+                                                   const std::string& job,
+                                                   v1::SavepointProgress latest) {
+  bool any_failed = false;
+  for (v1::PipelineSavepoint& s : *latest.mutable_savepoints()) {
+    if (s.status() == v1::SAVEPOINT_STATUS_COMPLETED) continue;
+    if (s.status() == v1::SAVEPOINT_STATUS_FAILED) {
+      any_failed = true;
+      continue;
+    }
+    if (s.savepoint_id() == 0) {  // still queued: it never started, so it did not complete
+      s.set_status(v1::SAVEPOINT_STATUS_FAILED);
+      s.set_failure_reason("the daemon went away before the savepoint started");
+      any_failed = true;
+      continue;
+    }
+    v1::ListCheckpointsResponse history;
+    if (!connection.ListCheckpoints(job, s.pipeline_id(), 50, &history).empty()) {
+      return std::nullopt;
+    }
+    bool completed = false;
+    for (const v1::CheckpointInfo& c : history.checkpoints()) {
+      if (c.checkpoint_id() != s.savepoint_id()) continue;
+      completed = c.status() == v1::CHECKPOINT_STATUS_COMPLETED;
+      if (completed) s.set_location(c.location());
+    }
+    s.set_status(completed ? v1::SAVEPOINT_STATUS_COMPLETED : v1::SAVEPOINT_STATUS_FAILED);
+    if (completed) {
+      s.set_acked_tasks(s.expected_tasks());
+    } else {
+      s.set_failure_reason("not in the history after the daemon went away: it did not complete");
+      any_failed = true;
+    }
+  }
+  latest.set_final(true);
+  latest.set_status(any_failed ? v1::SAVEPOINT_STATUS_FAILED : v1::SAVEPOINT_STATUS_COMPLETED);
+  return latest;
+}
+
 CommandResult RunSavepoint(const GlobalOptions& global, const SavepointFlags& flags) {
   v1::TriggerSavepointRequest request;
   request.set_job_id(flags.job);
@@ -166,6 +209,17 @@ CommandResult RunSavepoint(const GlobalOptions& global, const SavepointFlags& fl
   }
   const grpc::Status status = stream.Finish();
   live.Clear();
+  if (!result && !status.ok() && received > 0 &&
+      status.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED) {
+    result = LookUpOutcome(connection, flags.job, latest);
+    if (!result) {
+      return CommandResult::Failed(
+          "the daemon went away during the savepoint of " + what + " (" +
+          connection.Describe(status, deadline) +
+          ") and cannot be asked how it ended: the outcome is unknown; see `ckptctl checkpoint "
+          "list` of each pipeline once the daemon is back");
+    }
+  }
 
   if (result) {
     const std::string text =
@@ -180,10 +234,6 @@ CommandResult RunSavepoint(const GlobalOptions& global, const SavepointFlags& fl
   }
   if (status.ok()) {
     return CommandResult::Failed("the savepoint stream of " + what + " ended without a result");
-  }
-  if (status.error_code() == grpc::StatusCode::UNAVAILABLE && received > 0) {
-    return CommandResult::Failed(
-        "the daemon went away during the savepoint (UNAVAILABLE); it was not completed");
   }
   if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED && received > 0) {
     return CommandResult::Failed("no result for the savepoint of " + what + " within " +

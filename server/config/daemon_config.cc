@@ -3,13 +3,14 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cstring>
 #include <exception>
-#include <filesystem>
-#include <fstream>
 #include <map>
 #include <optional>
-#include <sstream>
 
 #include <yaml-cpp/yaml.h>
 
@@ -342,20 +343,47 @@ Result<DaemonConfig> ParseDaemonConfig(const std::string& yaml_text,
 }
 
 Result<DaemonConfig> LoadDaemonConfig(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    return Status::InvalidArgument(path + ": is a directory, not a config file");
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+  // Non-blocking: a FIFO (or a device) put where the file was must not hang whoever reads it,
+  // the signal thread at SIGHUP least of all. Only a regular file of bounded size is read.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
     const int error = errno;
     const std::string reason = path + ": cannot open: " + std::strerror(error);
     return error == ENOENT ? Status::NotFound(reason) : Status::InvalidArgument(reason);
   }
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return Status::InvalidArgument(path + ": read error");
-  auto config = ParseDaemonConfig(text.str(), path);
+  struct FdCloser {
+    int fd;
+    ~FdCloser() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    return Status::InvalidArgument(path + ": cannot inspect: " + std::strerror(errno));
+  }
+  if (S_ISDIR(st.st_mode)) {
+    return Status::InvalidArgument(path + ": is a directory, not a config file");
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return Status::InvalidArgument(path + ": is not a regular file (a FIFO, a device?); the "
+                                          "config must be a plain file");
+  }
+  const auto too_big = [&path] {
+    return Status::InvalidArgument(path + ": larger than " + std::to_string(kMaxConfigBytes >> 20) +
+                                   " MiB; that is no config file");
+  };
+  if (static_cast<uint64_t>(st.st_size) > kMaxConfigBytes) return too_big();
+  std::string text;
+  char buffer[64 * 1024];
+  for (;;) {
+    const ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Status::InvalidArgument(path + ": read error: " + std::strerror(errno));
+    }
+    if (n == 0) break;
+    text.append(buffer, static_cast<size_t>(n));
+    if (text.size() > kMaxConfigBytes) return too_big();  // it grew while being read
+  }
+  auto config = ParseDaemonConfig(text, path);
   if (config.ok()) config->source_path = path;
   return config;
 }

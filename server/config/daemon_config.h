@@ -47,7 +47,13 @@ struct DaemonConfig {
 // "<source_name>:<line>:<column>: <reason>" (1-based) inside an INVALID_ARGUMENT status.
 Result<DaemonConfig> ParseDaemonConfig(const std::string& yaml_text, const std::string& source_name);
 
-// Reads `path` and parses it; a missing or unreadable file is an error naming the path.
+// A config file larger than this is refused: no real one comes near it, and reading a huge one
+// (or /dev/zero) would take the daemon's memory.
+inline constexpr uint64_t kMaxConfigBytes = 16 << 20;
+
+// Reads `path` and parses it. Refused, with an error naming the path: a missing or unreadable
+// file, a directory, anything but a regular file (a FIFO would block the reader), more than
+// kMaxConfigBytes.
 Result<DaemonConfig> LoadDaemonConfig(const std::string& path);
 
 }  // namespace ckpt

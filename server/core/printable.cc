@@ -48,9 +48,9 @@ void AppendHex(unsigned char c, std::string& out) {
 }
 
 // Appends the escaped form of the character at the start of `text`; returns the bytes consumed.
-size_t AppendOne(std::string_view text, std::string& out) {
+size_t AppendOne(std::string_view text, std::string& out, bool escape_backslash) {
   const unsigned char c = static_cast<unsigned char>(text[0]);
-  if (c == '\\') {
+  if (c == '\\' && escape_backslash) {
     out += "\\\\";
     return 1;
   }
@@ -73,18 +73,22 @@ size_t AppendOne(std::string_view text, std::string& out) {
   return length;
 }
 
-}  // namespace
-
-void AppendPrintable(std::string_view text, std::string& out) {
-  for (size_t i = 0; i < text.size();) i += AppendOne(text.substr(i), out);
-}
-
-std::string Printable(std::string_view text, size_t max_bytes) {
+std::string Escape(std::string_view text, size_t max_bytes, bool escape_backslash) {
   std::string out;
   size_t i = 0;
-  while (i < text.size() && i < max_bytes) i += AppendOne(text.substr(i), out);
+  while (i < text.size() && i < max_bytes) i += AppendOne(text.substr(i), out, escape_backslash);
   if (i < text.size()) out += "...(+" + std::to_string(text.size() - i) + " bytes)";
   return out;
+}
+
+}  // namespace
+
+std::string Printable(std::string_view text, size_t max_bytes) {
+  return Escape(text, max_bytes, /*escape_backslash=*/true);
+}
+
+std::string PrintableLine(std::string_view text, size_t max_bytes) {
+  return Escape(text, max_bytes, /*escape_backslash=*/false);
 }
 
 }  // namespace ckpt

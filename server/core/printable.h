@@ -25,7 +25,9 @@ bool IsValidUtf8(std::string_view s);
 // `text` escaped as above and cut after `max_bytes` of input ("...(+N bytes)").
 std::string Printable(std::string_view text, size_t max_bytes = kMaxPrintedBytes);
 
-// Appends the escaped form of all of `text` to `out` (no cut).
-void AppendPrintable(std::string_view text, std::string& out);
+// A whole log line's text, as the text log formats write it: control characters and invalid
+// UTF-8 escaped, a backslash left as it is (the client strings in it went through Printable
+// already, and escaping them twice would only obscure them), cut after `max_bytes`.
+std::string PrintableLine(std::string_view text, size_t max_bytes);
 
 }  // namespace ckpt

@@ -45,7 +45,7 @@ class EscapedMessageFlag final : public spdlog::custom_flag_formatter {
   void format(const spdlog::details::log_msg& msg, const std::tm&,
               spdlog::memory_buf_t& dest) override {
     const std::string_view message(msg.payload.data(), msg.payload.size());
-    const std::string text = Printable(message, kMaxLogMessageBytes);
+    const std::string text = PrintableLine(message, kMaxLogMessageBytes);
     dest.append(text.data(), text.data() + text.size());
   }
   std::unique_ptr<custom_flag_formatter> clone() const override {

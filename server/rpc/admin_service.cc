@@ -338,6 +338,7 @@ grpc::ServerWriteReactor<v1::SavepointProgress>* AdminServiceImpl::TriggerSavepo
     savepoint_streams_.erase(stream);
     daemon_.metrics().savepoint_calls = static_cast<int64_t>(savepoint_streams_.size());
     ++daemon_.metrics().savepoint_calls_ended_total;
+    if (savepoint_streams_.empty()) streams_done_.notify_all();
   };
   auto stream = SavepointStream::Create(req->job_id(), ids, std::move(on_done));
   {
@@ -350,10 +351,12 @@ grpc::ServerWriteReactor<v1::SavepointProgress>* AdminServiceImpl::TriggerSavepo
   return stream->reactor();
 }
 
-void AdminServiceImpl::EndSavepointStreams(const Status& status) {
+void AdminServiceImpl::FinishSavepointStreams(std::chrono::steady_clock::time_point deadline,
+                                              const Status& status) {
   std::vector<std::shared_ptr<SavepointStream>> open;
   {
-    std::lock_guard lock(mu_);
+    std::unique_lock lock(mu_);
+    streams_done_.wait_until(lock, deadline, [this] { return savepoint_streams_.empty(); });
     for (const auto& [ptr, weak] : savepoint_streams_) {
       if (auto stream = weak.lock()) open.push_back(std::move(stream));
     }

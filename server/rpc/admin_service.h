@@ -6,6 +6,8 @@
 // Threading: handlers run on gRPC's threads; the service holds only the daemon reference and the
 // set of open savepoint streams (guarded by mu_).
 
+#include <chrono>
+#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
@@ -24,8 +26,11 @@ class AdminServiceImpl final : public v1::AdminService::CallbackService {
   // `daemon` must outlive the service.
   explicit AdminServiceImpl(Daemon& daemon) : daemon_(daemon) {}
 
-  // Ends every open TriggerSavepoint stream with `status` (daemon shutdown).
-  void EndSavepointStreams(const Status& status);
+  // Daemon shutdown, once every savepoint has its outcome: waits until `deadline` for the open
+  // TriggerSavepoint calls to write their final message and end, then ends the rest with
+  // `status`. Blocks the calling (controlling) thread.
+  void FinishSavepointStreams(std::chrono::steady_clock::time_point deadline,
+                              const Status& status);
 
   grpc::ServerUnaryReactor* CreatePipeline(grpc::CallbackServerContext* ctx,
                                            const v1::PipelineSpec* req, v1::Pipeline* resp) override;
@@ -62,6 +67,7 @@ class AdminServiceImpl final : public v1::AdminService::CallbackService {
 
   Daemon& daemon_;
   std::mutex mu_;
+  std::condition_variable streams_done_;  // savepoint_streams_ became empty
   // The open TriggerSavepoint calls, until their OnDone.
   std::unordered_map<SavepointStream*, std::weak_ptr<SavepointStream>>
       savepoint_streams_;  // guarded by mu_

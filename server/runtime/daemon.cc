@@ -34,6 +34,9 @@ constexpr const char* kHealthServices[] = {"ckpt.v1.WorkerService", "ckpt.v1.Adm
 constexpr auto kLoopProbeInterval = std::chrono::milliseconds(1000);
 constexpr auto kLoopStallAfter = std::chrono::seconds(10);
 
+// At shutdown, how long savepoint calls have to write their final message.
+constexpr auto kSavepointStreamsFinish = std::chrono::seconds(2);
+
 // With per-pipeline series on, a rendered /metrics page serves the scrapes of this long.
 constexpr auto kMetricsPageReuse = std::chrono::seconds(1);
 
@@ -256,12 +259,17 @@ std::string Daemon::MetricsText() const {
   return page_cache_;
 }
 
-namespace {
-
-// Counts down the pipeline changes a reload started, so that it can wait for them with a deadline.
+// Counts down the pipeline changes a reload started, so that it can wait for them with a deadline
+// (or until the daemon shuts down).
 class ReloadLatch {
  public:
   explicit ReloadLatch(int count) : remaining_(count) {}
+  // The wait ends now, whatever is left (daemon shutdown).
+  void Cancel() {
+    std::lock_guard lock(mu_);
+    cancelled_ = true;
+    cv_.notify_all();
+  }
   // `outcome` null: done, nothing to count.
   void Done(int ReloadResult::*outcome) {
     std::lock_guard lock(mu_);
@@ -271,7 +279,7 @@ class ReloadLatch {
   // The outcomes counted so far; the changes not done in time count as failed.
   ReloadResult Wait(std::chrono::steady_clock::duration timeout) {
     std::unique_lock lock(mu_);
-    cv_.wait_for(lock, timeout, [this] { return remaining_ == 0; });
+    cv_.wait_for(lock, timeout, [this] { return remaining_ == 0 || cancelled_; });
     ReloadResult result = result_;
     result.failed += remaining_;
     return result;
@@ -281,10 +289,9 @@ class ReloadLatch {
   std::mutex mu_;
   std::condition_variable cv_;
   int remaining_;        // guarded by mu_
+  bool cancelled_ = false;  // guarded by mu_
   ReloadResult result_;  // guarded by mu_
 };
-
-}  // namespace
 
 ReloadResult Daemon::Reload(const DaemonConfig& next) {
   std::vector<std::string> needs_restart;
@@ -341,6 +348,10 @@ ReloadResult Daemon::Reload(const DaemonConfig& next) {
   }
   auto latch =
       std::make_shared<ReloadLatch>(static_cast<int>(next.pipelines.size() + others.size()));
+  {
+    std::lock_guard lock(reload_mu_);
+    active_reload_ = latch;
+  }
   for (const auto& runner : others) {
     runner->Undeclare([latch](bool was_declared) {
       latch->Done(was_declared ? &ReloadResult::undeclared : nullptr);
@@ -373,6 +384,10 @@ ReloadResult Daemon::Reload(const DaemonConfig& next) {
         /*from_config=*/true);
   }
   ReloadResult result = latch->Wait(kReloadWait);
+  {
+    std::lock_guard lock(reload_mu_);
+    active_reload_.reset();
+  }
   result.needs_restart = std::move(needs_restart);
   spdlog::info(
       "reload done: {} pipeline(s) created, {} updated, {} unchanged, {} left alone (created "
@@ -477,6 +492,11 @@ void Daemon::LogStats(const char* what) const {
       duration.QuantileMicros(0.5) / 1000, duration.QuantileMicros(0.99) / 1000);
 }
 
+void Daemon::CancelReload() {
+  std::lock_guard lock(reload_mu_);
+  if (auto latch = active_reload_.lock()) latch->Cancel();
+}
+
 void Daemon::Shutdown() {
   if (!started_ || stopped_) return;
   stopped_ = true;
@@ -488,11 +508,6 @@ void Daemon::Shutdown() {
   if (metrics_server_) metrics_server_->Stop();
   spdlog::info("shutting down: no new triggers; pending rounds have {} ms to finish",
                config_.shutdown_grace_ms);
-  // Savepoint waiters learn first, and plainly: this daemon will not finish their savepoint.
-  if (admin_service_) {
-    admin_service_->EndSavepointStreams(
-        Status::Unavailable("ckptd is shutting down; the savepoint did not complete here"));
-  }
   auto runners = registry_.All();
   for (auto& r : runners) r->BeginShutdown();
   const auto deadline =
@@ -505,6 +520,15 @@ void Daemon::Shutdown() {
                  metrics_.pending_checkpoints.load());
   }
   for (auto& r : runners) r->EndAllSessions(Status::Unavailable("ckptd is shutting down"));
+  // Every savepoint has its outcome now (completed in the grace period, or failed: queued ones
+  // at BeginShutdown, pending ones with EndAllSessions): let the calls write their final
+  // message, so that an operator is told how it ended; a call still open after that hears
+  // UNAVAILABLE (and ckptctl looks the outcome up).
+  if (admin_service_) {
+    admin_service_->FinishSavepointStreams(
+        std::chrono::steady_clock::now() + kSavepointStreamsFinish,
+        Status::Unavailable("ckptd is shutting down before the savepoint's outcome was sent"));
+  }
   if (grpc_listener_) grpc_listener_->Stop();
   if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   if (store_health_) store_health_->Stop();

@@ -32,6 +32,7 @@ class Server;
 
 namespace ckpt {
 
+class ReloadLatch;
 class WorkerServiceImpl;
 class AdminServiceImpl;
 class MetricsServer;
@@ -68,6 +69,8 @@ class Daemon {
   // needing a restart. Pipelines created through the API are left alone. Blocks the controlling
   // thread (store reads, waiting for the strands) for a bounded time; never call it on a strand.
   ReloadResult Reload(const DaemonConfig& next);
+  // Ends a Reload's wait for its pipeline changes now (before Shutdown). Any thread.
+  void CancelReload();
   // Graceful: stop triggering, let pending rounds finish within the grace period, flush the store,
   // end worker streams with UNAVAILABLE, stop the server and the threads. Idempotent.
   void Shutdown();
@@ -152,6 +155,8 @@ class Daemon {
   // Read from any thread; written by Start, Shutdown and Reload.
   std::atomic<bool> ready_{false};
   std::atomic<bool> per_pipeline_metrics_{false};
+  std::mutex reload_mu_;
+  std::weak_ptr<ReloadLatch> active_reload_;  // guarded by reload_mu_: the Reload waiting now
   mutable std::mutex page_cache_mu_;
   mutable std::string page_cache_;                              // guarded by page_cache_mu_
   mutable std::chrono::steady_clock::time_point page_cache_at_;  // guarded by page_cache_mu_

@@ -355,7 +355,7 @@ TEST_F(AdminTest, SavepointTimesOutAndErrorsAreClear) {
   EXPECT_NE(paused.last().savepoints(0).failure_reason().find("PAUSED"), std::string::npos);
 }
 
-TEST_F(AdminTest, DaemonShutdownDuringASavepointEndsTheStreamUnavailableNotCompleted) {
+TEST_F(AdminTest, DaemonShutdownDuringAQueuedSavepointTellsTheCallerItFailed) {
   StartAdmin();
   ASSERT_TRUE(Create("p", {"a", "b"}, 60000).ok());
   RawWorker w(channel_);
@@ -372,11 +372,12 @@ TEST_F(AdminTest, DaemonShutdownDuringASavepointEndsTheStreamUnavailableNotCompl
   }));
   StopDaemon();
   savepoint_thread.join();
-  EXPECT_EQ(result.status.error_code(), grpc::StatusCode::UNAVAILABLE)
-      << result.status.error_message();
-  for (const auto& p : result.progress) {
-    EXPECT_NE(p.status(), v1::SAVEPOINT_STATUS_COMPLETED);
-  }
+  EXPECT_TRUE(result.status.ok()) << result.status.error_message();
+  ASSERT_FALSE(result.progress.empty());
+  EXPECT_TRUE(result.last().final()) << "the caller hears the outcome, not a broken stream";
+  EXPECT_EQ(result.last().status(), v1::SAVEPOINT_STATUS_FAILED);
+  EXPECT_NE(result.last().savepoints(0).failure_reason().find("shutting down"), std::string::npos)
+      << result.last().savepoints(0).failure_reason();
 }
 
 TEST_F(AdminTest, PipelinesCreatedThroughTheApiComeBackAfterARestartWithTheirHistory) {
@@ -437,6 +438,43 @@ TEST_F(AdminTest, ACancelledSavepointCallLetsGoAtOnce) {
   EXPECT_NE(other.last().savepoints(0).failure_reason().find("timed out"), std::string::npos)
       << "it waited for the missing task like any savepoint: "
       << other.last().savepoints(0).failure_reason();
+}
+
+TEST_F(AdminTest, ASavepointThatCompletesDuringShutdownIsReportedCompleted) {
+  config_.shutdown_grace_ms = 5000;
+  StartAdmin();
+  ASSERT_TRUE(Create("p", {"a"}, 60000).ok());
+  RawWorker worker(channel_);
+  worker.Hello("job", "p", {"a"});
+  auto first = worker.WaitTrigger();  // the first periodic round: let it complete
+  ASSERT_TRUE(first);
+  worker.Ack(first->trigger().checkpoint_id(), "a");
+  ASSERT_TRUE(worker.WaitComplete());
+
+  v1::TriggerSavepointRequest req;
+  req.set_job_id("job");
+  req.set_pipeline_id("p");
+  req.set_stop(true);
+  req.set_timeout_ms(60000);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  auto reader = admin_->TriggerSavepoint(&ctx, req);
+  auto trigger = worker.WaitTrigger();
+  ASSERT_TRUE(trigger);
+  ASSERT_EQ(trigger->trigger().kind(), v1::CHECKPOINT_KIND_SAVEPOINT_AND_STOP);
+
+  // SIGTERM now; the worker acks during the grace period.
+  auto stopped = std::async(std::launch::async, [&] { daemon_->Shutdown(); });
+  ASSERT_TRUE(Eventually([&] { return !daemon_->ready(); }));
+  worker.Ack(trigger->trigger().checkpoint_id(), "a");
+  v1::SavepointProgress p, last;
+  while (reader->Read(&p)) last = p;
+  const grpc::Status status = reader->Finish();
+  stopped.get();
+  EXPECT_TRUE(status.ok()) << status.error_message();
+  ASSERT_TRUE(last.final()) << "the caller must hear the outcome, not UNAVAILABLE";
+  EXPECT_EQ(last.status(), v1::SAVEPOINT_STATUS_COMPLETED);
+  EXPECT_EQ(last.savepoints(0).savepoint_id(), trigger->trigger().checkpoint_id());
 }
 
 }  // namespace

@@ -15,8 +15,13 @@
 //   unowned-acks  --job J --pipeline P --task T --acks K --ack-task-bytes N
 //                                             registers T, then sends K acks for a task id of N
 //                                             bytes it does not hold
+//   invalid-utf8  --job J --pipeline P        a hello whose worker_id is not UTF-8 (raw bytes: a
+//                                             conforming client cannot send it)
+//   create-pipeline --job J --pipeline P --tasks N --task-bytes B
+//                                             a pipeline of N tasks with ids of B bytes
 //
 // Threading: gRPC's callback reactors, counted down on a latch; main waits with a deadline.
+#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 
 #include <CLI/CLI.hpp>
@@ -182,6 +187,31 @@ class CancelledSavepoint final : public grpc::ClientReadReactor<v1::SavepointPro
   Tally* tally_;
 };
 
+// One raw Connect stream: writes one ByteBuffer as it is, reads until the daemon ends it.
+class RawStream final : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
+ public:
+  RawStream(grpc::GenericStub* stub, const std::string& bytes, Tally* tally) : tally_(tally) {
+    grpc::Slice slice(bytes);
+    out_ = grpc::ByteBuffer(&slice, 1);
+    stub->PrepareBidiStreamingCall(&context_, "/ckpt.v1.WorkerService/Connect", {}, this);
+    StartRead(&in_);
+    StartWrite(&out_);
+    StartCall();
+  }
+  void OnReadDone(bool ok) override {
+    if (ok) StartRead(&in_);
+  }
+  void OnDone(const grpc::Status& status) override {
+    tally_->Done(status);
+    delete this;
+  }
+
+ private:
+  grpc::ClientContext context_;
+  grpc::ByteBuffer out_, in_;
+  Tally* tally_;
+};
+
 std::shared_ptr<grpc::Channel> Connect(const std::string& server) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(64 << 20);
@@ -228,6 +258,15 @@ int main(int argc, char** argv) {
   unowned->add_option("--task", task)->required();
   unowned->add_option("--acks", acks)->required();
   unowned->add_option("--ack-task-bytes", ack_task_bytes)->required();
+  auto* invalid_utf8 = app.add_subcommand("invalid-utf8", "a hello that is not UTF-8");
+  invalid_utf8->add_option("--job", job)->required();
+  invalid_utf8->add_option("--pipeline", pipeline)->required();
+  int tasks = 1;
+  auto* create = app.add_subcommand("create-pipeline", "a pipeline of many long task ids");
+  create->add_option("--job", job)->required();
+  create->add_option("--pipeline", pipeline)->required();
+  create->add_option("--tasks", tasks)->required();
+  create->add_option("--task-bytes", task_bytes)->required();
   CLI11_PARSE(app, argc, argv);
 
   auto channel = Connect(server);
@@ -290,6 +329,38 @@ int main(int argc, char** argv) {
     auto out = tally.Json();
     Print(out);
     return 0;
+  }
+  if (*invalid_utf8) {
+    // Serialised with a placeholder of the same length, which is then overwritten in the bytes.
+    const std::string placeholder = "WORKERID";
+    std::string bytes = Hello(placeholder, job, pipeline, {task}).SerializeAsString();
+    bytes.replace(bytes.find(placeholder), placeholder.size(), "w\xff\xfe\xc3\x28id!");
+    grpc::GenericStub generic(channel);
+    Tally tally(1);
+    new RawStream(&generic, bytes, &tally);
+    tally.Wait(wait);
+    Print(tally.Json());
+    return 0;
+  }
+  if (*create) {
+    auto admin = v1::AdminService::NewStub(channel);
+    v1::PipelineSpec spec;
+    spec.set_job_id(job);
+    spec.set_pipeline_id(pipeline);
+    spec.set_interval_ms(3600000);
+    for (int i = 0; i < tasks; ++i) {
+      std::string id = "task-" + std::to_string(i) + "-";
+      if (task_bytes > id.size()) id += std::string(task_bytes - id.size(), 'x');
+      spec.add_task_ids(std::move(id));
+    }
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + wait);
+    v1::Pipeline created;
+    const grpc::Status status = admin->CreatePipeline(&ctx, spec, &created);
+    Print({{"code", cli::GrpcCodeName(status.error_code())},
+           {"message", status.error_message()},
+           {"request_bytes", spec.ByteSizeLong()}});
+    return status.ok() ? 0 : 1;
   }
   if (*unowned) {
     Tally tally(1);

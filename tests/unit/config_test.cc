@@ -1,6 +1,7 @@
 #include "config/daemon_config.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <cctype>
 #include <cstdio>
@@ -332,6 +333,7 @@ TEST(ConfigParse, ReadsEveryTopLevelKey) {
       "heartbeat_interval_ms: 5000\n"
       "shutdown_grace_ms: 0\n"
       "start_spread_ms: 250\n"
+      "hello_timeout_ms: 1500\n"
       "log:\n"
       "  level: debug\n"
       "  format: json\n"
@@ -347,6 +349,7 @@ TEST(ConfigParse, ReadsEveryTopLevelKey) {
   EXPECT_EQ(config.heartbeat_interval_ms, 5000);
   EXPECT_EQ(config.shutdown_grace_ms, 0);
   EXPECT_EQ(config.start_spread_ms, 250);
+  EXPECT_EQ(config.hello_timeout_ms, 1500);
   EXPECT_EQ(config.log_level, "debug");
   EXPECT_EQ(config.log_format, "json");
   EXPECT_TRUE(config.metrics_per_pipeline);
@@ -475,6 +478,34 @@ TEST(ConfigLoad, DirectoryIsAnError) {
   EXPECT_EQ(result.status().code(), StatusCode::kInvalidArgument);
 }
 
+TEST(ConfigLoad, OnlyARegularFileOfBoundedSizeIsRead) {
+  // A FIFO would block the reader (the signal thread at SIGHUP): refused at once.
+  const std::string fifo = ::testing::TempDir() + "/ckptd-config-test-fifo";
+  std::remove(fifo.c_str());
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  Result<DaemonConfig> result = LoadDaemonConfig(fifo);
+  std::remove(fifo.c_str());
+  ASSERT_FALSE(result.ok());
+  EXPECT_NE(result.status().message().find("not a regular file"), std::string::npos)
+      << result.status().message();
+  // A device that never ends.
+  result = LoadDaemonConfig("/dev/zero");
+  ASSERT_FALSE(result.ok());
+  EXPECT_NE(result.status().message().find("not a regular file"), std::string::npos);
+  // A file far larger than any config.
+  const std::string big = ::testing::TempDir() + "/ckptd-config-test-big.yaml";
+  {
+    std::ofstream out(big);
+    const std::string comment = "# " + std::string(1022, 'x') + "\n";
+    for (uint64_t written = 0; written <= kMaxConfigBytes; written += comment.size()) out << comment;
+  }
+  result = LoadDaemonConfig(big);
+  std::remove(big.c_str());
+  ASSERT_FALSE(result.ok());
+  EXPECT_NE(result.status().message().find("larger than 16 MiB"), std::string::npos)
+      << result.status().message();
+}
+
 TEST(ConfigLoad, ErrorsNameTheFile) {
   const std::string path = ::testing::TempDir() + "/ckptd-config-test-broken.yaml";
   {
@@ -504,6 +535,7 @@ TEST(ConfigLoad, ShippedExampleHoldsTheDefaults) {
   EXPECT_EQ(result->heartbeat_interval_ms, defaults.heartbeat_interval_ms);
   EXPECT_EQ(result->shutdown_grace_ms, defaults.shutdown_grace_ms);
   EXPECT_EQ(result->start_spread_ms, defaults.start_spread_ms);
+  EXPECT_EQ(result->hello_timeout_ms, defaults.hello_timeout_ms);
   EXPECT_EQ(result->log_level, defaults.log_level);
   EXPECT_EQ(result->log_format, defaults.log_format);
   EXPECT_EQ(result->metrics_per_pipeline, defaults.metrics_per_pipeline);

@@ -34,6 +34,8 @@ TEST(TextLog, ClientBytesCannotForgeALineNorColourATerminal) {
     EXPECT_EQ(line.find('\x1b'), std::string::npos) << line;
     EXPECT_NE(line.find("w\\x0a2026-01-01 critical forged \\x1b[31mred"), std::string::npos)
         << line;
+    EXPECT_NE(FormatText("a \\x0a b").find("a \\x0a b"), std::string::npos)
+        << "what Printable escaped already is left as it is";
   }
 }
 
