@@ -5,7 +5,8 @@
 //   no-hello      --streams N                 N Connect streams on one connection, no hello;
 //                                             waits for the daemon to end them
 //   churn         --job J --pipeline P --streams N
-//                                             N streams each register one task (t0..tN-1), then
+//                                             N streams each register one task (0..N-1, as
+//                                             `parallelism` names them), then
 //                                             all are cancelled
 //   savepoints    --job J --calls N           N job-wide TriggerSavepoint calls, each cancelled
 //                                             once its first progress message arrives
@@ -109,7 +110,7 @@ v1::WorkerMessage Hello(const std::string& worker, const std::string& job,
 }
 
 // One Connect stream that writes the given messages in order, reads until the daemon ends it,
-// and can be cancelled. Owns itself until OnDone.
+// and can be cancelled. Owned by main, which destroys it only after its OnDone (the Tally).
 // What the streams of a command saw, summed.
 struct StreamCounts {
   std::atomic<int> welcomes{0};
@@ -139,10 +140,7 @@ class Stream final : public grpc::ClientBidiReactor<v1::WorkerMessage, v1::Coord
     if (in_.has_welcome() && counts_) counts_->welcomes.fetch_add(1);
     StartRead(&in_);
   }
-  void OnDone(const grpc::Status& status) override {
-    tally_->Done(status);
-    delete this;
-  }
+  void OnDone(const grpc::Status& status) override { tally_->Done(status); }
 
  private:
   grpc::ClientContext context_;
@@ -203,7 +201,7 @@ class RawStream final : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::B
   }
   void OnDone(const grpc::Status& status) override {
     tally_->Done(status);
-    delete this;
+    delete this;  // fire and forget: nothing else holds it
   }
 
  private:
@@ -277,29 +275,37 @@ int main(int argc, char** argv) {
     return std::chrono::duration_cast<milliseconds>(steady_clock::now() - started).count();
   };
 
+  std::vector<std::unique_ptr<Stream>> owned;  // destroyed at exit, after their OnDone
   if (*no_hello) {
     Tally tally(streams);
-    for (int i = 0; i < streams; ++i) new Stream(worker_stub.get(), {}, &tally, nullptr);
+    for (int i = 0; i < streams; ++i) {
+      owned.push_back(std::make_unique<Stream>(worker_stub.get(), std::vector<v1::WorkerMessage>{},
+                                               &tally, nullptr));
+    }
     const bool all = tally.Wait(wait);
     auto out = tally.Json();
     out["all_ended"] = all;
     out["elapsed_ms"] = elapsed_ms();
     Print(out);
+    if (!all) {  // the daemon did not end them: end them here before they are destroyed
+      for (auto& s : owned) s->Cancel();
+      tally.Wait(wait);
+    }
     return all ? 0 : 1;
   }
   if (*churn) {
     Tally tally(streams);
     StreamCounts counts;
-    std::vector<Stream*> opened;
     for (int i = 0; i < streams; ++i) {
-      opened.push_back(new Stream(worker_stub.get(),
-                                  {Hello("churn-" + std::to_string(i), job, pipeline,
-                                         {"t" + std::to_string(i)})},
-                                  &tally, &counts));
+      owned.push_back(std::make_unique<Stream>(
+          worker_stub.get(),
+          std::vector<v1::WorkerMessage>{
+              Hello("churn-" + std::to_string(i), job, pipeline, {std::to_string(i)})},
+          &tally, &counts));
     }
     WaitFor([&] { return counts.welcomes.load() == streams; }, wait);
     const int welcomed = counts.welcomes.load();
-    for (Stream* s : opened) s->Cancel();  // each still alive: it ends only by the daemon or us
+    for (auto& s : owned) s->Cancel();  // a stream already ended ignores it
     const bool all = tally.Wait(wait);
     Print({{"welcomes", welcomed}, {"all_ended", all}, {"elapsed_ms", elapsed_ms()}});
     return welcomed == streams && all ? 0 : 1;
@@ -320,12 +326,16 @@ int main(int argc, char** argv) {
     if (task_bytes > task_id.size()) task_id += std::string(task_bytes - task_id.size(), 'x');
     Tally tally(repeat);
     for (int i = 0; i < repeat; ++i) {
-      new Stream(worker_stub.get(), {Hello(Unescape(worker_id), Unescape(job), Unescape(pipeline),
-                                           {task_id})},
-                 &tally, nullptr);
+      owned.push_back(std::make_unique<Stream>(
+          worker_stub.get(),
+          std::vector<v1::WorkerMessage>{
+              Hello(Unescape(worker_id), Unescape(job), Unescape(pipeline), {task_id})},
+          &tally, nullptr));
     }
     // A refused hello ends its stream; an accepted one stays until the wait is over.
     tally.Wait(std::min(wait, milliseconds(5000)));
+    for (auto& s : owned) s->Cancel();
+    tally.Wait(wait);
     auto out = tally.Json();
     Print(out);
     return 0;
@@ -374,7 +384,9 @@ int main(int argc, char** argv) {
       messages.push_back(std::move(ack));
     }
     const int total = static_cast<int>(messages.size());
-    auto* stream = new Stream(worker_stub.get(), std::move(messages), &tally, &counts);
+    owned.push_back(std::make_unique<Stream>(worker_stub.get(), std::move(messages), &tally,
+                                             &counts));
+    Stream* stream = owned.back().get();
     // Every message written (the daemon read them: its stream's flow control), or the stream
     // ended (a hello refused).
     WaitFor([&] { return counts.writes.load() == total || tally.Json()["unfinished"] == 0; },
