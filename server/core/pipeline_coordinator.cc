@@ -646,8 +646,6 @@ Actions PipelineCoordinator::Delete() {
   out.push_back(CancelTimeout{});
   armed_wakeup_.reset();
   out.push_back(CancelWakeup{});
-  // FailRound queued a record write, which must not follow the delete.
-  std::erase_if(out, [](const Action& a) { return std::holds_alternative<PersistRecord>(a); });
   return out;
 }
 
@@ -717,15 +715,23 @@ Actions PipelineCoordinator::OnStoreWritable(bool writable) {
   if (writable == store_writable_) return out;
   store_writable_ = writable;
   if (writable && AllTasksRegistered()) HoldForStartOffset();
+  if (writable && persist_owed_) {
+    persist_owed_ = false;
+    Persist(out);
+  }
   Rearm(out);
   return out;
 }
 
-Actions PipelineCoordinator::OnPersistFailed() {
-  // The latest record wins: write what holds now, not the one that failed. The whole of it: the
-  // write that failed may have been a spec.
+Actions PipelineCoordinator::OnPersistFailed(bool whole_record) {
+  // The latest state wins: write what holds now, not what failed; the whole record if the spec
+  // was in the write that failed. Not while the store fails writes: then once it takes them.
   Actions out;
-  spec_unsaved_ = true;
+  if (whole_record) spec_unsaved_ = true;
+  if (!store_writable_) {
+    persist_owed_ = true;
+    return out;
+  }
   Persist(out);
   return out;
 }

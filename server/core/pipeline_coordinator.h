@@ -155,8 +155,9 @@ class PipelineCoordinator {
   // within its timeout. When it does again, an overdue pipeline waits its start offset, so that a
   // fleet held by a full disk does not trigger all at once.
   Actions OnStoreWritable(bool writable);
-  // A PersistRecord or PersistProgress write failed (the runtime calls this after a pause).
-  Actions OnPersistFailed();
+  // A PersistRecord (`whole_record`) or PersistProgress write failed; the runtime calls this
+  // after a pause. Writes the state of now, at once or when the store takes writes again.
+  Actions OnPersistFailed(bool whole_record);
 
   // --- operators ---
   struct Outcome {
@@ -318,6 +319,7 @@ class PipelineCoordinator {
   bool trigger_waits_for_ids_ = false;
   bool ids_exhausted_logged_ = false;
   bool store_writable_ = true;
+  bool persist_owed_ = false;  // a failed write waits for the store to take writes again
 
   // Schedule.
   std::optional<SteadyTime> last_trigger_at_;

@@ -47,7 +47,8 @@ std::string PageToken(const PipelineKey& key) {
 }
 
 std::optional<PipelineKey> KeyFromPageToken(const std::string& token) {
-  if (token.size() % 2 != 0 || token.size() > 4 * kMaxIdBytes) return std::nullopt;
+  // Two hex digits per byte of job, separator and pipeline.
+  if (token.size() % 2 != 0 || token.size() > 2 * (2 * kMaxIdBytes + 1)) return std::nullopt;
   std::string raw;
   for (size_t i = 0; i < token.size(); i += 2) {
     unsigned value = 0;
@@ -158,7 +159,8 @@ grpc::ServerUnaryReactor* AdminServiceImpl::ListPipelines(grpc::CallbackServerCo
   auto* reactor = ctx->DefaultReactor();
   // The pipelines answer one after the other, each on its own strand, so that the reply is
   // bounded as it grows: a pipeline's task ids are listed while it has at most 1000 of them and
-  // the reply stays under kMaxListReplyBytes; otherwise task_ids_omitted (GetPipeline has them).
+  // the reply stays under kMaxListReplyBytes; otherwise task_ids_omitted (GetPipeline has them),
+  // and past the budget its missing task names go too (missing_tasks_total stays).
   struct Listing {
     std::vector<std::shared_ptr<PipelineRunner>> runners;
     size_t next = 0;
@@ -172,9 +174,13 @@ grpc::ServerUnaryReactor* AdminServiceImpl::ListPipelines(grpc::CallbackServerCo
         auto* pipeline = self->resp->add_pipelines();
         ToProto(c.Describe(/*with_task_ids=*/few_tasks), pipeline);
         size_t size = pipeline->ByteSizeLong();
-        if (self->bytes + size > kMaxListReplyBytes && pipeline->spec().task_ids_size() > 0) {
-          pipeline->mutable_spec()->clear_task_ids();
-          pipeline->set_task_ids_omitted(true);
+        if (self->bytes + size > kMaxListReplyBytes) {
+          // Over budget: the names go (GetPipeline has them), the counts stay.
+          if (pipeline->spec().task_ids_size() > 0) {
+            pipeline->mutable_spec()->clear_task_ids();
+            pipeline->set_task_ids_omitted(true);
+          }
+          pipeline->clear_missing_tasks();
           size = pipeline->ByteSizeLong();
         }
         self->bytes += size;

@@ -58,15 +58,16 @@ void GrpcListener::AcceptReady() {
     const int fd = ::accept4(listener, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       const int error = errno;
-      if (error == EAGAIN || error == EWOULDBLOCK) break;  // the backlog is empty
+      if (error == EAGAIN || error == EWOULDBLOCK) {
+        // The backlog is empty, and accept4 had a descriptor to spare (Linux reserves one before
+        // it looks at the backlog): resources are back, whether or not a connection waited.
+        MarkAccepting();
+        break;
+      }
       if (OnAcceptError(error)) continue;
       return;  // waiting for resources: the retry timer calls back
     }
-    if (!accepting_.exchange(true)) {
-      spdlog::info("gRPC listener: accepting connections again ({} accepts failed meanwhile)",
-                   failed_accepts_);
-      failed_accepts_ = 0;
-    }
+    MarkAccepting();
     const int one = 1;
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     grpc::experimental::ExternalConnectionAcceptor::NewConnectionParameters connection;
@@ -76,6 +77,13 @@ void GrpcListener::AcceptReady() {
     accepted_.fetch_add(1, std::memory_order_relaxed);
   }
   WaitForConnections();
+}
+
+void GrpcListener::MarkAccepting() {
+  if (accepting_.exchange(true)) return;
+  spdlog::info("gRPC listener: accepting connections again ({} accepts failed meanwhile)",
+               failed_accepts_);
+  failed_accepts_ = 0;
 }
 
 bool GrpcListener::OnAcceptError(int error) {

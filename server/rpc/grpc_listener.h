@@ -58,6 +58,8 @@ class GrpcListener {
   void AcceptReady();         // strand_
   // accept4 failed with `error`: true to keep accepting now, false to wait (resources, stop).
   bool OnAcceptError(int error);  // strand_
+  // Resources are back (accept4 got a descriptor, or found the backlog empty).
+  void MarkAccepting();  // strand_
 
   const std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> grpc_acceptor_;
   int port_ = 0;  // set by Listen, before the loop runs

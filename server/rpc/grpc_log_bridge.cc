@@ -4,6 +4,10 @@
 #include <grpc/support/log.h>
 #include <spdlog/spdlog.h>
 
+#include <mutex>
+
+#include "logging/log_throttle.h"
+
 namespace ckpt {
 
 namespace {
@@ -18,12 +22,21 @@ void LogThroughSpdlog(gpr_log_func_args* args) {
 
 // Protobuf logs, among others, a string field that is not valid UTF-8 when it refuses to parse a
 // message (a client's bytes): without this it prints raw lines to stderr, outside the log format.
+// A client sending such messages in a loop gets one line per 10 s, with the count held back.
 void LogProtobufThroughSpdlog(google::protobuf::LogLevel level, const char* file, int line,
                               const std::string& message) {
+  static std::mutex mu;
+  static LogThrottle throttle(std::chrono::seconds(10));
+  uint64_t held_back = 0;
+  {
+    std::lock_guard lock(mu);
+    if (!throttle.Allow(std::chrono::steady_clock::now(), &held_back)) return;
+  }
   spdlog::level::level_enum spd = spdlog::level::err;
   if (level == google::protobuf::LOGLEVEL_INFO) spd = spdlog::level::info;
   if (level == google::protobuf::LOGLEVEL_WARNING) spd = spdlog::level::warn;
-  spdlog::log(spd, "protobuf: {} ({}:{})", message, file ? file : "?", line);
+  spdlog::log(spd, "protobuf: {} ({}:{}){}", message, file ? file : "?", line,
+              held_back ? " (" + std::to_string(held_back) + " more such lines held back)" : "");
 }
 
 }  // namespace

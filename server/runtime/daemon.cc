@@ -196,12 +196,11 @@ Status Daemon::Start() {
       return s;
     }
   }
-  // Every port accepts now: health SERVING (the default service starts so, by name too).
-  if (auto* health = server_->GetHealthCheckService()) {
-    health->SetServingStatus(true);
-    for (const char* service : kHealthServices) health->SetServingStatus(service, true);
-  }
+  // Every port accepts now: health SERVING (the default service starts so, by name too), unless
+  // the store already fails writes. ready_ first, so that a change of the store's health from
+  // now on reaches the health service (OnStoreWritable).
   ready_ = true;
+  UpdateHealthService();
   spdlog::info("ckptd serving on port {} with {} io thread(s), data in {}; {}", grpc_port_,
                shards_.size(), config_.data_dir,
                metrics_server_ ? "metrics on port " + std::to_string(metrics_server_->port())
@@ -234,10 +233,17 @@ bool Daemon::ready() const { return NotReady().empty(); }
 void Daemon::OnStoreWritable(bool writable) {
   metrics_.store_writable = writable ? 1 : 0;
   for (const auto& runner : registry_.All()) runner->SetStoreWritable(writable);
+  UpdateHealthService();
+}
+
+void Daemon::UpdateHealthService() {
+  std::lock_guard lock(health_mu_);
   if (!ready_.load()) return;  // not serving yet, or shutting down: health stays as it is
+  // The store's state now, not the one a caller was told about: calls may cross.
+  const bool serving = store_health_->writable();
   if (auto* health = server_ ? server_->GetHealthCheckService() : nullptr) {
-    health->SetServingStatus(writable);
-    for (const char* service : kHealthServices) health->SetServingStatus(service, writable);
+    health->SetServingStatus(serving);
+    for (const char* service : kHealthServices) health->SetServingStatus(service, serving);
   }
 }
 
@@ -351,6 +357,7 @@ ReloadResult Daemon::Reload(const DaemonConfig& next) {
   {
     std::lock_guard lock(reload_mu_);
     active_reload_ = latch;
+    if (reload_cancelled_) latch->Cancel();  // shutdown came before the wait began
   }
   for (const auto& runner : others) {
     runner->Undeclare([latch](bool was_declared) {
@@ -494,6 +501,7 @@ void Daemon::LogStats(const char* what) const {
 
 void Daemon::CancelReload() {
   std::lock_guard lock(reload_mu_);
+  reload_cancelled_ = true;
   if (auto latch = active_reload_.lock()) latch->Cancel();
 }
 

@@ -4,7 +4,9 @@
 // integration tests drive it.
 //
 // Threading: Start and Shutdown are called from one controlling thread (main, or a test), never
-// from an io_context thread. Accessors are safe from any thread once Start returned.
+// from an io_context thread; Reload from that thread or from one thread of its own (main's
+// ReloadThread), never beside another Reload, and CancelReload before Shutdown. Accessors are
+// safe from any thread once Start returned.
 
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/thread_pool.hpp>
@@ -66,8 +68,9 @@ class Daemon {
   Status Start();
   // SIGHUP: applies what can change while running (log.level, metrics.per_pipeline, defaults,
   // declared pipelines) from `next`, a freshly read config, and logs every other changed key as
-  // needing a restart. Pipelines created through the API are left alone. Blocks the controlling
-  // thread (store reads, waiting for the strands) for a bounded time; never call it on a strand.
+  // needing a restart. Pipelines created through the API are left alone. Blocks its thread (store
+  // reads, waiting for the strands) for a bounded time, or until CancelReload; never call it on
+  // a strand.
   ReloadResult Reload(const DaemonConfig& next);
   // Ends a Reload's wait for its pipeline changes now (before Shutdown). Any thread.
   void CancelReload();
@@ -123,6 +126,8 @@ class Daemon {
   std::shared_ptr<PipelineRunner> MakeRunner(const StoredPipeline& stored, bool restarted);
   // StoreHealth's news: every pipeline holds or resumes its triggers; health and readiness follow.
   void OnStoreWritable(bool writable);
+  // gRPC health SERVING while ready and the store takes writes. Any thread.
+  void UpdateHealthService();
 
   // Constant after Start: the configuration the daemon started with (reloads never change it).
   DaemonConfig config_;
@@ -157,6 +162,8 @@ class Daemon {
   std::atomic<bool> per_pipeline_metrics_{false};
   std::mutex reload_mu_;
   std::weak_ptr<ReloadLatch> active_reload_;  // guarded by reload_mu_: the Reload waiting now
+  bool reload_cancelled_ = false;             // guarded by reload_mu_: no Reload waits any more
+  std::mutex health_mu_;  // orders the updates of the gRPC health service
   mutable std::mutex page_cache_mu_;
   mutable std::string page_cache_;                              // guarded by page_cache_mu_
   mutable std::chrono::steady_clock::time_point page_cache_at_;  // guarded by page_cache_mu_

@@ -362,9 +362,9 @@ void PipelineRunner::Execute(Action& action) {
       });
     });
   } else if (auto* a = std::get_if<PersistRecord>(&action)) {
-    store_.PutPipeline(a->record, PersistDone());
+    store_.PutPipeline(a->record, PersistDone(/*whole_record=*/true));
   } else if (auto* a = std::get_if<PersistProgress>(&action)) {
-    store_.PutProgress(a->key, a->progress, PersistDone());
+    store_.PutProgress(a->key, a->progress, PersistDone(/*whole_record=*/false));
   } else if (auto* a = std::get_if<CommitCheckpoint>(&action)) {
     const int64_t id = a->commit.checkpoint.checkpoint_id;
     const SteadyTime queued_at = clock_.SteadyNow();
@@ -416,19 +416,24 @@ void PipelineRunner::Execute(Action& action) {
   }
 }
 
-MetadataStore::Done PipelineRunner::PersistDone() {
-  return [self = shared_from_this()](Status s) {
+MetadataStore::Done PipelineRunner::PersistDone(bool whole_record) {
+  return [self = shared_from_this(), whole_record](Status s) {
     self->ReportWrite(s);
     if (s.ok()) return;
     self->LogLine(LogLevel::kError,
                   "persisting pipeline state failed: " + s.ToString() + "; retrying in 1 s");
-    self->Post([](PipelineRunner& r) {
+    self->Post([whole_record](PipelineRunner& r) {
+      // One retry for every failure of the second: sticky, so that a record's failure is not
+      // forgotten when a progress write fails after it.
+      r.retry_whole_record_ = r.retry_whole_record_ || whole_record;
       if (!r.persist_retry_timer_) r.persist_retry_timer_ = std::make_unique<StrandTimer>(r.strand_);
       r.persist_retry_timer_->expires_after(std::chrono::seconds(1));
       r.persist_retry_timer_->async_wait(
           [self = r.shared_from_this()](const boost::system::error_code& ec) {
             // A retry armed before a Delete must not write the record back.
-            if (!ec && !self->deleted_) self->Run(self->coordinator_.OnPersistFailed());
+            if (ec || self->deleted_) return;
+            const bool whole = std::exchange(self->retry_whole_record_, false);
+            self->Run(self->coordinator_.OnPersistFailed(whole));
           });
     });
   };

@@ -118,7 +118,7 @@ class PipelineRunner : public std::enable_shared_from_this<PipelineRunner> {
   }
   // The completion of a record or progress write: a failure is logged and the latest state
   // written again after a second.
-  MetadataStore::Done PersistDone();
+  MetadataStore::Done PersistDone(bool whole_record);
   void ArmWakeupAt(SteadyTime at);
   void ArmTimeoutAt(SteadyTime at, int64_t checkpoint_id);
   void LogLine(LogLevel level, const std::string& text) const;
@@ -163,6 +163,7 @@ class PipelineRunner : public std::enable_shared_from_this<PipelineRunner> {
   StrandTimer wakeup_timer_;
   StrandTimer timeout_timer_;
   std::unique_ptr<StrandTimer> persist_retry_timer_;  // made on the first failed persist
+  bool retry_whole_record_ = false;  // a failed write to retry was a whole record
   std::map<SessionId, std::shared_ptr<SessionSink>> sessions_;
   bool counted_pending_ = false;  // whether this pipeline adds one to metrics_.pending_checkpoints
   std::optional<PipelineState> counted_state_;  // where it adds one in pipelines_by_state

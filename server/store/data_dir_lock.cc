@@ -20,7 +20,10 @@ Result<std::unique_ptr<DataDirLock>> DataDirLock::Acquire(const std::string& dat
   // whatever file it points to.
   const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0640);
   if (fd < 0) {
-    if (errno == ELOOP) return RefuseSymlink(path);
+    if (errno == ELOOP) {
+      return Status::FailedPrecondition(path + " is a symbolic link; ckptd opens its store files "
+                                               "only as themselves (remove the link)");
+    }
     return Status::Unavailable("cannot open " + path + ": " + std::strerror(errno));
   }
   struct stat st;

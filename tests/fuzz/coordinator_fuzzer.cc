@@ -99,7 +99,7 @@ class FuzzClock final : public Clock {
 enum class Call {
   kStart, kWakeup, kTimeout, kRegister, kSessionEnded, kAck, kDecline, kIdsReserved,
   kIdsReserveFailed, kCommitted, kCommitFailed, kPersistFailed, kPause, kResume, kTriggerNow,
-  kSavepoint, kShutdown, kUpdateSpec, kDelete,
+  kSavepoint, kShutdown, kUpdateSpec, kDelete, kStoreWritable,
 };
 
 const char* CallName(Call c) {
@@ -123,6 +123,7 @@ const char* CallName(Call c) {
     case Call::kShutdown: return "BeginShutdown";
     case Call::kUpdateSpec: return "UpdateSpec";
     case Call::kDelete: return "Delete";
+    case Call::kStoreWritable: return "OnStoreWritable";
   }
   return "?";
 }
@@ -295,7 +296,7 @@ class Driver {
   // ---- events ---------------------------------------------------------------------------------
 
   void Event() {
-    const uint8_t op = in_.Byte() % 25;
+    const uint8_t op = in_.Byte() % 26;
     // After Delete the runtime drops every worker message, timer and id reservation and answers
     // operator calls with NOT_FOUND (runtime/pipeline_runner.cc); only the completion of a commit
     // handed to the store before the delete still arrives. Time still passes.
@@ -403,8 +404,14 @@ class Driver {
         break;
       case 23:
         Trace("persist failed");
-        Apply({Call::kPersistFailed}, coordinator_->OnPersistFailed());
+        Apply({Call::kPersistFailed}, coordinator_->OnPersistFailed(in_.Byte() & 1));
         break;
+      case 25: {  // the store starts or stops taking writes (StoreHealth)
+        store_writable_ = (in_.Byte() & 1) != 0;
+        Trace(std::string("store ") + (store_writable_ ? "writable" : "failing writes"));
+        Apply({Call::kStoreWritable}, coordinator_->OnStoreWritable(store_writable_));
+        break;
+      }
       case 24: {  // a burst of time passing with every timer firing on time
         const int steps = 1 + in_.Byte() % 8;
         for (int i = 0; i < steps; ++i) {
@@ -694,6 +701,7 @@ class Driver {
   }
 
   void OnTrigger(const SendTrigger& t, const PipelineStatus& status, SteadyTime now) {
+    FUZZ_CHECK(store_writable_, "a round started while the store fails writes");
     FUZZ_CHECK(!deleted_, "trigger after Delete");
     FUZZ_CHECK(!shutting_down_, "trigger after BeginShutdown");
     FUZZ_CHECK(!open_round_, "a trigger while another round is pending");
@@ -833,7 +841,9 @@ class Driver {
     }
     // The schedule never silently stops: an idle running pipeline has a wakeup armed or waits for
     // the store to reserve ids.
-    if (!deleted_ && !shutting_down_ && status.state == PipelineState::kRunning && !open_round_) {
+    // (While the store fails writes no round may start: the schedule waits for it to recover.)
+    if (!deleted_ && !shutting_down_ && store_writable_ && status.state == PipelineState::kRunning &&
+        !open_round_) {
       FUZZ_CHECK(wakeup_ || reserve_outstanding_,
                  "RUNNING, idle, and nothing armed: the schedule stopped");
     }
@@ -847,7 +857,8 @@ class Driver {
       FUZZ_CHECK(status.state != PipelineState::kPaused && status.state != PipelineState::kFailed &&
                      status.state != PipelineState::kStopped,
                  "a savepoint still queued while PAUSED, FAILED or STOPPED");
-      if (!shutting_down_ && status.state == PipelineState::kRunning && !open_round_) {
+      if (!shutting_down_ && store_writable_ && status.state == PipelineState::kRunning &&
+          !open_round_) {
         const bool ids_left = std::max(last_trigger_id_, initial_counter_) < reserved_confirmed_;
         FUZZ_CHECK(ids_left ? wakeup_ && *wakeup_ <= clock_.Peek() : wakeup_ || reserve_outstanding_,
                    "a queued savepoint could start, but nothing starts it now");
@@ -883,6 +894,7 @@ class Driver {
   bool complete_sent_ = false;
   bool counted_failure_ = false;  // a counted failure finished in the call being applied
   int64_t store_failed_id_ = 0;   // the last round whose commit the store failed
+  bool store_writable_ = true;    // as last told (OnStoreWritable)
   int64_t last_trigger_id_ = 0;
   std::optional<SteadyTime> last_trigger_at_;
   std::optional<SteadyTime> last_finished_at_;
