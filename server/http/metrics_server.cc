@@ -10,6 +10,7 @@
 #include <mutex>
 #include <optional>
 
+#include "net/run_and_wait.h"
 #include "net/tcp_listen.h"
 
 namespace ckpt {
@@ -242,15 +243,15 @@ void MetricsServer::Stop() {
   // Waits for the close, so that the port is free (and probes see it closed) when Stop returns.
   // The io threads are still running here (Daemon::Shutdown stops them later); the bound only
   // guards against a wedged loop, which the closing of the whole process then takes care of.
-  auto closed = std::make_shared<std::promise<void>>();
-  auto done = closed->get_future();
-  asio::post(acceptor_strand_, [this, closed] {
-    beast::error_code ignored;
-    acceptor_.close(ignored);
-    accept_retry_timer_.cancel();
-    closed->set_value();
-  });
-  if (done.wait_for(std::chrono::seconds(5)) != std::future_status::ready) {
+  const bool closed = RunAndWait(
+      acceptor_strand_,
+      [this] {
+        beast::error_code ignored;
+        acceptor_.close(ignored);
+        accept_retry_timer_.cancel();
+      },
+      std::chrono::seconds(5));
+  if (!closed) {
     spdlog::warn("metrics: the listening socket was not closed within 5 s (event loop busy)");
   }
 }

@@ -9,8 +9,8 @@
 #include <boost/asio/post.hpp>
 #include <cerrno>
 #include <cstring>
-#include <future>
 
+#include "net/run_and_wait.h"
 #include "net/tcp_listen.h"
 
 namespace ckpt {
@@ -115,16 +115,16 @@ bool GrpcListener::OnAcceptError(int error) {
 }
 
 void GrpcListener::Stop() {
-  auto closed = std::make_shared<std::promise<void>>();
-  auto done = closed->get_future();
-  asio::post(strand_, [this, closed] {
-    stopped_ = true;
-    boost::system::error_code ignored;
-    socket_.close(ignored);
-    retry_timer_.cancel();
-    closed->set_value();
-  });
-  if (done.wait_for(std::chrono::seconds(5)) != std::future_status::ready) {
+  const bool closed = RunAndWait(
+      strand_,
+      [this] {
+        stopped_ = true;
+        boost::system::error_code ignored;
+        socket_.close(ignored);
+        retry_timer_.cancel();
+      },
+      std::chrono::seconds(5));
+  if (!closed) {
     spdlog::warn("gRPC listener: the socket was not closed within 5 s (control loop busy)");
   }
 }

@@ -341,6 +341,20 @@ std::string JoinColumns(const std::string& prefix) {
   return out;
 }
 
+// The progress columns (kRecordColumns 8..17) as ?first..?first+9.
+void BindProgress(Stmt& stmt, const PipelineProgress& p, int first) {
+  stmt.Bind(first, p.generation);
+  stmt.Bind(first + 1, StickyToInt(p.sticky));
+  stmt.Bind(first + 2, p.counters.completed_count);
+  stmt.Bind(first + 3, p.counters.failed_count);
+  stmt.Bind(first + 4, p.counters.expired_count);
+  stmt.Bind(first + 5, p.counters.consecutive_failures);
+  stmt.Bind(first + 6, p.last_completed_id);
+  stmt.Bind(first + 7, KindToInt(p.last_completed_kind));
+  stmt.Bind(first + 8, p.last_completed_at_ms);
+  stmt.Bind(first + 9, int64_t{p.from_config ? 1 : 0});
+}
+
 // Binds ?1..?18 in kRecordColumns order.
 void BindRecord(Stmt& stmt, const PipelineRecord& r, const std::string& task_ids_json) {
   stmt.Bind(1, r.spec.key.job_id);
@@ -351,30 +365,7 @@ void BindRecord(Stmt& stmt, const PipelineRecord& r, const std::string& task_ids
   stmt.Bind(6, r.spec.min_pause_ms);
   stmt.Bind(7, int64_t{r.spec.tolerable_failures});
   stmt.Bind(8, int64_t{r.spec.retained});
-  stmt.Bind(9, r.generation);
-  stmt.Bind(10, StickyToInt(r.sticky));
-  stmt.Bind(11, r.counters.completed_count);
-  stmt.Bind(12, r.counters.failed_count);
-  stmt.Bind(13, r.counters.expired_count);
-  stmt.Bind(14, r.counters.consecutive_failures);
-  stmt.Bind(15, r.last_completed_id);
-  stmt.Bind(16, KindToInt(r.last_completed_kind));
-  stmt.Bind(17, r.last_completed_at_ms);
-  stmt.Bind(18, int64_t{r.from_config ? 1 : 0});
-}
-
-// The progress columns (kRecordColumns 8..17), bound as ?3..?12 after the key (?1, ?2).
-void BindProgress(Stmt& stmt, const PipelineProgress& p) {
-  stmt.Bind(3, p.generation);
-  stmt.Bind(4, StickyToInt(p.sticky));
-  stmt.Bind(5, p.counters.completed_count);
-  stmt.Bind(6, p.counters.failed_count);
-  stmt.Bind(7, p.counters.expired_count);
-  stmt.Bind(8, p.counters.consecutive_failures);
-  stmt.Bind(9, p.last_completed_id);
-  stmt.Bind(10, KindToInt(p.last_completed_kind));
-  stmt.Bind(11, p.last_completed_at_ms);
-  stmt.Bind(12, int64_t{p.from_config ? 1 : 0});
+  BindProgress(stmt, r.progress(), 9);
 }
 
 // Reads columns 0..17 in kRecordColumns order.
@@ -525,7 +516,7 @@ struct SqliteStore::WriterConn {
     ResetGuard guard(update_progress);
     update_progress.Bind(1, key.job_id);
     update_progress.Bind(2, key.pipeline_id);
-    BindProgress(update_progress, progress);
+    BindProgress(update_progress, progress, 3);  // after the key, ?1 and ?2
     if (int rc = update_progress.Step(); rc != SQLITE_DONE) {
       return db.Error(rc, "writing the progress of pipeline " + key.ToString());
     }

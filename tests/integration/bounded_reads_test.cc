@@ -18,10 +18,10 @@ class BoundedReadsTest : public DaemonTest {
   // Writes pipelines (and checkpoints) straight into the store before the daemon starts: a
   // history of thousands would take minutes to make through real rounds.
   void Prepopulate(const std::function<void(SqliteStore&)>& fill) {
-    auto store = SqliteStore::Open(config_.data_dir);
-    ASSERT_TRUE(store.ok()) << store.status().ToString();
-    fill(**store);
-    (*store)->Flush();
+    auto store = OpenSqlite();
+    ASSERT_TRUE(store);
+    fill(*store);
+    store->Flush();
   }
 
   void StartWithAdmin() {

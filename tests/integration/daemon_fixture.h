@@ -11,6 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include "runtime/daemon.h"
+#include "store/sqlite_store.h"
 
 namespace ckpt::testing {
 
@@ -58,6 +59,20 @@ class DaemonTest : public ::testing::Test {
   void StartDaemon() {
     if (getenv("CKPT_TEST_DEBUG")) spdlog::set_level(spdlog::level::debug);
     daemon_ = std::make_unique<Daemon>(config_);
+    Status s = daemon_->Start();
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    channel_ = grpc::CreateChannel("127.0.0.1:" + std::to_string(daemon_->grpc_port()),
+                                   grpc::InsecureChannelCredentials());
+  }
+  // The SQLite store of data_dir_, to wrap (a fault-injecting store, say) for StartDaemonWith.
+  std::unique_ptr<SqliteStore> OpenSqlite() {
+    auto store = SqliteStore::Open(config_.data_dir);
+    EXPECT_TRUE(store.ok()) << store.status().ToString();
+    return store.ok() ? std::move(*store) : nullptr;
+  }
+  // A daemon over `store` instead of the one it would open.
+  void StartDaemonWith(std::unique_ptr<MetadataStore> store) {
+    daemon_ = std::make_unique<Daemon>(config_, std::move(store));
     Status s = daemon_->Start();
     ASSERT_TRUE(s.ok()) << s.ToString();
     channel_ = grpc::CreateChannel("127.0.0.1:" + std::to_string(daemon_->grpc_port()),

@@ -11,18 +11,19 @@
 
 #include "ckpt/v1/admin.grpc.pb.h"
 #include "daemon_fixture.h"
+#include "forwarding_store.h"
 #include "raw_worker.h"
 #include "store/sqlite_store.h"
 
 namespace ckpt::testing {
 namespace {
 
-// Forwards to SQLite, but can hold back (1) the completions of CheckpointCommit, so that a round
+// Forwards to SQLite, but can hold back (1) the completions of CommitCheckpoint, so that a round
 // stays "with the store" for as long as a test likes, and (2) the DeletePipeline call itself, as
 // a slow enqueue would. Threading: any thread; the switches are guarded by mu_.
-class HoldingStore final : public MetadataStore {
+class HoldingStore final : public ForwardingStore {
  public:
-  explicit HoldingStore(std::unique_ptr<MetadataStore> inner) : inner_(std::move(inner)) {}
+  using ForwardingStore::ForwardingStore;
 
   void HoldCommitCompletions() {
     std::lock_guard lock(mu_);
@@ -55,19 +56,8 @@ class HoldingStore final : public MetadataStore {
     cv_.notify_all();
   }
 
-  Result<std::vector<StoredPipeline>> LoadPipelines() override { return inner_->LoadPipelines(); }
-  void PutPipeline(const PipelineRecord& record, Done done) override {
-    inner_->PutPipeline(record, std::move(done));
-  }
-  void ReserveIds(const PipelineKey& key, int64_t counter, Done done) override {
-    inner_->ReserveIds(key, counter, std::move(done));
-  }
-  void PutProgress(const PipelineKey& key, const PipelineProgress& progress, Done done) override {
-    inner_->PutProgress(key, progress, std::move(done));
-  }
-  void Probe(Done done) override { inner_->Probe(std::move(done)); }
   void CommitCheckpoint(const CheckpointCommit& commit, Done done) override {
-    inner_->CommitCheckpoint(commit, [this, done = std::move(done)](Status s) {
+    inner().CommitCheckpoint(commit, [this, done = std::move(done)](Status s) {
       std::unique_lock lock(mu_);
       if (hold_commits_) return held_.emplace_back(done, s), void();
       lock.unlock();
@@ -81,39 +71,25 @@ class HoldingStore final : public MetadataStore {
       cv_.wait(lock, [this] { return !block_deletes_; });
       delete_waiting_ = false;
     }
-    inner_->DeletePipeline(key, std::move(done));
+    inner().DeletePipeline(key, std::move(done));
   }
-  Result<int64_t> LoadIdCounter(const PipelineKey& key) override {
-    return inner_->LoadIdCounter(key);
-  }
-  Result<std::vector<CompletedCheckpoint>> ListCompleted(const PipelineKey& key, int limit,
-                                                         int64_t before_id = 0) override {
-    return inner_->ListCompleted(key, limit, before_id);
-  }
-  void Flush() override { inner_->Flush(); }
 
  private:
-  std::unique_ptr<MetadataStore> inner_;
   std::mutex mu_;
   std::condition_variable cv_;
-  bool hold_commits_ = false;                    // guarded by mu_
-  std::vector<std::pair<Done, Status>> held_;    // guarded by mu_
-  bool block_deletes_ = false;                   // guarded by mu_
-  bool delete_waiting_ = false;                  // guarded by mu_
+  bool hold_commits_ = false;                  // guarded by mu_
+  std::vector<std::pair<Done, Status>> held_;  // guarded by mu_
+  bool block_deletes_ = false;                 // guarded by mu_
+  bool delete_waiting_ = false;                // guarded by mu_
 };
 
 class LifecycleTest : public DaemonTest {
  protected:
   // A daemon over a HoldingStore (SQLite underneath).
   void StartHoldingDaemon() {
-    auto sqlite = SqliteStore::Open(config_.data_dir);
-    ASSERT_TRUE(sqlite.ok()) << sqlite.status().ToString();
-    auto holding = std::make_unique<HoldingStore>(std::move(*sqlite));
+    auto holding = std::make_unique<HoldingStore>(OpenSqlite());
     store_ = holding.get();
-    daemon_ = std::make_unique<Daemon>(config_, std::move(holding));
-    ASSERT_TRUE(daemon_->Start().ok());
-    channel_ = grpc::CreateChannel("127.0.0.1:" + std::to_string(daemon_->grpc_port()),
-                                   grpc::InsecureChannelCredentials());
+    StartDaemonWith(std::move(holding));
     admin_ = v1::AdminService::NewStub(channel_);
   }
   void StartPlainDaemon() {

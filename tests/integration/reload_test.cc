@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "daemon_fixture.h"
+#include "forwarding_store.h"
 #include "store/sqlite_store.h"
 
 namespace ckpt::testing {
@@ -105,9 +106,9 @@ TEST_F(ReloadTest, StartWithAFileThatNoLongerDeclaresAPipelineHandsItToTheApi) {
 
 // Between Hold() and Release(), holds every PutPipeline back, so that a test can have two creates
 // in flight at once. Threading: any thread; the gate is guarded by mu_.
-class GatedStore final : public MetadataStore {
+class GatedStore final : public ForwardingStore {
  public:
-  explicit GatedStore(std::unique_ptr<MetadataStore> inner) : inner_(std::move(inner)) {}
+  using ForwardingStore::ForwardingStore;
   void Hold() {
     std::lock_guard lock(mu_);
     released_ = false;
@@ -123,9 +124,8 @@ class GatedStore final : public MetadataStore {
       released_ = true;
       held.swap(held_);
     }
-    for (auto& [record, done] : held) inner_->PutPipeline(record, std::move(done));
+    for (auto& [record, done] : held) inner().PutPipeline(record, std::move(done));
   }
-  Result<std::vector<StoredPipeline>> LoadPipelines() override { return inner_->LoadPipelines(); }
   void PutPipeline(const PipelineRecord& record, Done done) override {
     {
       std::lock_guard lock(mu_);
@@ -134,44 +134,19 @@ class GatedStore final : public MetadataStore {
         return;
       }
     }
-    inner_->PutPipeline(record, std::move(done));
+    inner().PutPipeline(record, std::move(done));
   }
-  void ReserveIds(const PipelineKey& key, int64_t counter, Done done) override {
-    inner_->ReserveIds(key, counter, std::move(done));
-  }
-  void PutProgress(const PipelineKey& key, const PipelineProgress& progress, Done done) override {
-    inner_->PutProgress(key, progress, std::move(done));
-  }
-  void CommitCheckpoint(const CheckpointCommit& commit, Done done) override {
-    inner_->CommitCheckpoint(commit, std::move(done));
-  }
-  void Probe(Done done) override { inner_->Probe(std::move(done)); }
-  void DeletePipeline(const PipelineKey& key, Done done) override {
-    inner_->DeletePipeline(key, std::move(done));
-  }
-  Result<int64_t> LoadIdCounter(const PipelineKey& key) override {
-    return inner_->LoadIdCounter(key);
-  }
-  Result<std::vector<CompletedCheckpoint>> ListCompleted(const PipelineKey& key, int limit,
-                                                         int64_t before_id = 0) override {
-    return inner_->ListCompleted(key, limit, before_id);
-  }
-  void Flush() override { inner_->Flush(); }
 
  private:
-  std::unique_ptr<MetadataStore> inner_;
   std::mutex mu_;
-  bool released_ = true;                                 // guarded by mu_
+  bool released_ = true;                               // guarded by mu_
   std::vector<std::pair<PipelineRecord, Done>> held_;  // guarded by mu_
 };
 
 TEST_F(ReloadTest, TwoCreatesOfOneKeyInFlightLeaveTheWinnersRecord) {
-  auto sqlite = SqliteStore::Open(config_.data_dir);
-  ASSERT_TRUE(sqlite.ok()) << sqlite.status().ToString();
-  auto gated = std::make_unique<GatedStore>(std::move(*sqlite));
+  auto gated = std::make_unique<GatedStore>(OpenSqlite());
   GatedStore* gate = gated.get();
-  daemon_ = std::make_unique<Daemon>(config_, std::move(gated));
-  ASSERT_TRUE(daemon_->Start().ok());
+  StartDaemonWith(std::move(gated));
 
   // Both creates are in flight before either record is written.
   std::promise<Result<std::shared_ptr<PipelineRunner>>> first, second;

@@ -13,15 +13,10 @@ namespace {
 TEST_F(DaemonTest, FailedCommitFailsTheCheckpointAndNothingIsReportedComplete) {
   config_.pipelines = {TestSpec("p", {"a"}, 50)};
   config_.pipelines[0].tolerable_failures = 10;
-  auto sqlite = SqliteStore::Open(config_.data_dir);
-  ASSERT_TRUE(sqlite.ok()) << sqlite.status().ToString();
-  auto faulty = std::make_unique<FaultInjectingStore>(std::move(*sqlite));
+  auto faulty = std::make_unique<FaultInjectingStore>(OpenSqlite());
   FaultInjectingStore* faults = faulty.get();
   faults->FailNextCommits(2, Status::Internal("disk I/O error (injected)"));
-  daemon_ = std::make_unique<Daemon>(config_, std::move(faulty));
-  ASSERT_TRUE(daemon_->Start().ok());
-  channel_ = grpc::CreateChannel("127.0.0.1:" + std::to_string(daemon_->grpc_port()),
-                                 grpc::InsecureChannelCredentials());
+  StartDaemonWith(std::move(faulty));
 
   RawWorker w(channel_);
   w.Hello("job", "p", {"a"});
@@ -54,14 +49,9 @@ TEST_F(DaemonTest, FailedCommitFailsTheCheckpointAndNothingIsReportedComplete) {
 
 TEST_F(DaemonTest, FailedIdReservationIsRetriedAndTheScheduleGoesOn) {
   config_.pipelines = {TestSpec("p", {"a"}, 50)};
-  auto sqlite = SqliteStore::Open(config_.data_dir);
-  ASSERT_TRUE(sqlite.ok());
-  auto faulty = std::make_unique<FaultInjectingStore>(std::move(*sqlite));
+  auto faulty = std::make_unique<FaultInjectingStore>(OpenSqlite());
   faulty->FailNextReserves(1, Status::Internal("database is locked (injected)"));
-  daemon_ = std::make_unique<Daemon>(config_, std::move(faulty));
-  ASSERT_TRUE(daemon_->Start().ok());
-  channel_ = grpc::CreateChannel("127.0.0.1:" + std::to_string(daemon_->grpc_port()),
-                                 grpc::InsecureChannelCredentials());
+  StartDaemonWith(std::move(faulty));
   RawWorker w(channel_);
   w.Hello("job", "p", {"a"});
   auto t = w.WaitTrigger(milliseconds(10000));
@@ -72,14 +62,9 @@ TEST_F(DaemonTest, FailedIdReservationIsRetriedAndTheScheduleGoesOn) {
 
 TEST_F(DaemonTest, AStoreThatFailsEveryWriteHoldsTriggersFailsNoPipelineAndRecoversByItself) {
   config_.pipelines = {TestSpec("p", {"a"}, 50)};  // tolerable_failures 0
-  auto sqlite = SqliteStore::Open(config_.data_dir);
-  ASSERT_TRUE(sqlite.ok());
-  auto faulty = std::make_unique<FaultInjectingStore>(std::move(*sqlite));
+  auto faulty = std::make_unique<FaultInjectingStore>(OpenSqlite());
   FaultInjectingStore* faults = faulty.get();
-  daemon_ = std::make_unique<Daemon>(config_, std::move(faulty));
-  ASSERT_TRUE(daemon_->Start().ok());
-  channel_ = grpc::CreateChannel("127.0.0.1:" + std::to_string(daemon_->grpc_port()),
-                                 grpc::InsecureChannelCredentials());
+  StartDaemonWith(std::move(faulty));
   RawWorker w(channel_);
   w.Hello("job", "p", {"a"});
   auto t = w.WaitTrigger();

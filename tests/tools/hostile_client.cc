@@ -219,6 +219,13 @@ std::shared_ptr<grpc::Channel> Connect(const std::string& server) {
 
 void Print(nlohmann::json out) { std::printf("%s\n", out.dump().c_str()); }
 
+// Ends the process at once: a reactor may still be returning from its last reaction on a gRPC
+// thread after the count that main waited for, and tearing gRPC down under it would crash.
+int Exit(int code) {
+  std::fflush(stdout);
+  std::_Exit(code);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -291,7 +298,7 @@ int main(int argc, char** argv) {
       for (auto& s : owned) s->Cancel();
       tally.Wait(wait);
     }
-    return all ? 0 : 1;
+    return Exit(all ? 0 : 1);
   }
   if (*churn) {
     Tally tally(streams);
@@ -308,7 +315,7 @@ int main(int argc, char** argv) {
     for (auto& s : owned) s->Cancel();  // a stream already ended ignores it
     const bool all = tally.Wait(wait);
     Print({{"welcomes", welcomed}, {"all_ended", all}, {"elapsed_ms", elapsed_ms()}});
-    return welcomed == streams && all ? 0 : 1;
+    return Exit(welcomed == streams && all ? 0 : 1);
   }
   if (*savepoints) {
     auto admin = v1::AdminService::NewStub(channel);
@@ -319,7 +326,7 @@ int main(int argc, char** argv) {
     out["all_ended"] = all;
     out["elapsed_ms"] = elapsed_ms();
     Print(out);
-    return all ? 0 : 1;
+    return Exit(all ? 0 : 1);
   }
   if (*hello) {
     std::string task_id = Unescape(task);
@@ -338,7 +345,7 @@ int main(int argc, char** argv) {
     tally.Wait(wait);
     auto out = tally.Json();
     Print(out);
-    return 0;
+    return Exit(0);
   }
   if (*invalid_utf8) {
     // Serialised with a placeholder of the same length, which is then overwritten in the bytes.
@@ -350,7 +357,7 @@ int main(int argc, char** argv) {
     new RawStream(&generic, bytes, &tally);
     tally.Wait(wait);
     Print(tally.Json());
-    return 0;
+    return Exit(0);
   }
   if (*create) {
     auto admin = v1::AdminService::NewStub(channel);
@@ -370,7 +377,7 @@ int main(int argc, char** argv) {
     Print({{"code", cli::GrpcCodeName(status.error_code())},
            {"message", status.error_message()},
            {"request_bytes", spec.ByteSizeLong()}});
-    return status.ok() ? 0 : 1;
+    return Exit(status.ok() ? 0 : 1);
   }
   if (*unowned) {
     Tally tally(1);
@@ -397,7 +404,7 @@ int main(int argc, char** argv) {
     out["welcomes"] = counts.welcomes.load();
     out["written"] = counts.writes.load();
     Print(out);
-    return 0;
+    return Exit(0);
   }
-  return 2;
+  return Exit(2);
 }

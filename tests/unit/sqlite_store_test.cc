@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "store/fault_injecting_store.h"
+#include "store_test_util.h"
 
 namespace ckpt {
 namespace {
@@ -25,8 +26,7 @@ namespace {
 namespace fs = std::filesystem;
 using std::chrono::seconds;
 
-// Generous: TSan and a loaded CI machine are slow, and a passing test never waits this long.
-constexpr auto kDeadline = seconds(30);
+constexpr auto kDeadline = kStoreTestDeadline;
 
 // ---------------------------------------------------------------------------------------------
 // A VFS that wraps the default one and can make xSync fail, to reach the "COMMIT outcome unknown"
@@ -172,17 +172,6 @@ std::vector<int64_t> Ids(const std::vector<CompletedCheckpoint>& checkpoints) {
   std::vector<int64_t> ids;
   for (const auto& cp : checkpoints) ids.push_back(cp.checkpoint_id);
   return ids;
-}
-
-// Issues a write and waits (with a deadline) for its callback.
-Status Await(const std::function<void(MetadataStore::Done)>& issue) {
-  auto promise = std::make_shared<std::promise<Status>>();
-  auto future = promise->get_future();
-  issue([promise](Status s) { promise->set_value(std::move(s)); });
-  if (future.wait_for(kDeadline) != std::future_status::ready) {
-    return Status::DeadlineExceeded("store callback did not run within the deadline");
-  }
-  return future.get();
 }
 
 std::string ReadFile(const fs::path& path) {

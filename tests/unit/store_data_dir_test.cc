@@ -14,22 +14,12 @@
 #include "store/data_dir.h"
 #include "store/data_dir_lock.h"
 #include "store/sqlite_store.h"
+#include "store_test_util.h"
 
 namespace ckpt {
 namespace {
 
 namespace fs = std::filesystem;
-constexpr auto kDeadline = std::chrono::seconds(30);
-
-Status Await(const std::function<void(MetadataStore::Done)>& issue) {
-  auto promise = std::make_shared<std::promise<Status>>();
-  auto future = promise->get_future();
-  issue([promise](Status s) { promise->set_value(std::move(s)); });
-  if (future.wait_for(kDeadline) != std::future_status::ready) {
-    return Status::DeadlineExceeded("store callback did not run within the deadline");
-  }
-  return future.get();
-}
 
 PipelineRecord Record(const std::string& pipeline) {
   PipelineRecord r;
@@ -248,7 +238,8 @@ TEST_F(StoreDataDirTest, CorruptionMetWhileRunningStopsTheStoreWithDataLoss) {
   bool answered = false;
   (*store)->CommitCheckpoint(Commit(Record("p"), 2), [&](Status) { answered = true; });
   auto future = fatal.get_future();
-  ASSERT_EQ(future.wait_for(kDeadline), std::future_status::ready) << "the store must stop";
+  ASSERT_EQ(future.wait_for(kStoreTestDeadline), std::future_status::ready)
+      << "the store must stop";
   const Status why = future.get();
   EXPECT_EQ(why.code(), StatusCode::kDataLoss) << why.ToString();
   (*store)->Flush();
