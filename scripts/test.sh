@@ -28,8 +28,12 @@ ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 echo "== TSan build and tests"
 "$root/scripts/build.sh" "$root/build-tsan" -DCKPT_SANITIZE=thread -DCMAKE_BUILD_TYPE=RelWithDebInfo
 # gRPC's own races (uninstrumented abseil locks) are suppressed by library...
+# ...but each suppressed report still costs TSan its search, and a reply of megabytes (a pipeline
+# of 100,000 task ids) raises thousands: that test takes over ten minutes under TSan. It runs in
+# the plain and ASan builds; its threading is that of every other admin call.
 TSAN_OPTIONS="suppressions=$root/tests/tsan.supp halt_on_error=1" \
-  ctest --test-dir "$root/build-tsan" --output-on-failure -j2 --timeout 600 -L 'unit|integration'
+  ctest --test-dir "$root/build-tsan" --output-on-failure -j2 --timeout 600 -L 'unit|integration' \
+  -E 'BoundedReadsTest.APipelineOfAHundredThousand'
 # ...and since a library suppression also covers a stack that merely passes through gRPC, the
 # integration tests run once more unsuppressed, and no report may have an access in our code.
 tsan_logs=$(mktemp -d)
@@ -41,7 +45,8 @@ trap 'rm -rf "$tsan_logs"' EXIT
 # then reads every report gathered until then.
 TSAN_OPTIONS="halt_on_error=0 exitcode=0 log_path=$tsan_logs/tsan" \
   timeout -s KILL 900 "$root/build-tsan/tests/integration_tests" \
-  --gtest_filter='-ChaosTest.Huge*:ChaosTest.ListCheckpointsOfALargePipeline*' >/dev/null || true
+  --gtest_filter='-ChaosTest.Huge*:ChaosTest.ListCheckpointsOfALargePipeline*:BoundedReadsTest.APipelineOfAHundredThousand*' \
+  >/dev/null || true
 python3 "$root/scripts/tsan_own_frames.py" "$tsan_logs"/tsan.* /dev/null
 
 echo "== fuzzing (scripts/fuzz.sh, ${CKPT_FUZZ_SECONDS:-60}s per target, seed ${CKPT_FUZZ_SEED:-1})"

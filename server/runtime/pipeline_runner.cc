@@ -204,11 +204,10 @@ void PipelineRunner::ForgetSavepointObserver(const SavepointObserver* observer) 
   });
 }
 
-void PipelineRunner::Delete(std::function<void(Status)> done, const std::string& declared_in,
-                            bool even_if_declared) {
-  PostOperator([done = std::move(done), declared_in, even_if_declared](PipelineRunner& r) {
+void PipelineRunner::Delete(std::function<void(Status)> done, const std::string& declared_in) {
+  PostOperator([done = std::move(done), declared_in](PipelineRunner& r) {
     if (r.deleted_) return done(r.DeletedStatus());
-    if (r.coordinator_.from_config() && !even_if_declared) {
+    if (r.coordinator_.from_config()) {
       return done(Status::FailedPrecondition(
           "pipeline " + r.key_.ToString() + " is declared in the config file " + declared_in +
           "; remove it from that file and reload (SIGHUP), then delete it"));

@@ -84,9 +84,8 @@ class PipelineRunner : public std::enable_shared_from_this<PipelineRunner> {
   void ForgetSavepointObserver(const SavepointObserver* observer);
   // Ends every stream with NOT_FOUND and stops the pipeline for good; `done` gets OK once it is.
   // A pipeline declared in the config file is refused (FAILED_PRECONDITION naming `declared_in`,
-  // the file) unless `even_if_declared`: the file would bring it back at the next reload.
-  void Delete(std::function<void(Status)> done, const std::string& declared_in,
-              bool even_if_declared = false);
+  // the file): the file would bring it back at the next reload.
+  void Delete(std::function<void(Status)> done, const std::string& declared_in);
   // The config file no longer declares this pipeline: from now on it is the API's (a reload
   // leaves it alone, DeletePipeline may remove it). `done(true)` if it was declared until now.
   void Undeclare(std::function<void(bool)> done);
