@@ -21,6 +21,7 @@ WorkerSession* WorkerSession::Create(SessionId id, const SessionDeps& deps,
   session->last_activity_ = Steady::now().time_since_epoch().count();
   // A stream that says no hello is ended once hello_timeout passes (the lease then takes over).
   session->ArmLease(session->created_at_ + session->hello_timeout_);
+  session->constructed_.store(true, std::memory_order_release);  // see constructed_
   session->StartRead(&session->in_);
   return session.get();
 }
@@ -42,6 +43,7 @@ std::shared_ptr<PipelineRunner> WorkerSession::runner() {
 }
 
 void WorkerSession::OnReadDone(bool ok) {
+  Constructed();
   if (!ok) {
     // The worker closed its side without goodbye, or sent bytes that do not parse (gRPC reports
     // both alike), or the call is going away: its tasks are gone. A clean end is a goodbye.
@@ -179,6 +181,7 @@ void WorkerSession::StartNextWriteLocked() {
 }
 
 void WorkerSession::OnWriteDone(bool ok) {
+  Constructed();
   std::lock_guard lock(mu_);
   out_queue_.pop_front();
   writing_ = false;
@@ -206,11 +209,13 @@ void WorkerSession::MaybeFinishLocked() {
 }
 
 void WorkerSession::OnCancel() {
+  Constructed();
   ReportEnded("stream cancelled");
   End(Status::Unavailable("stream cancelled"));
 }
 
 void WorkerSession::OnDone() {
+  Constructed();
   done_ = true;
   ReportEnded("stream ended");
   --metrics_.worker_sessions;

@@ -80,6 +80,12 @@ class WorkerSession final
   const std::chrono::milliseconds hello_timeout_;
   const std::chrono::steady_clock::time_point created_at_ = std::chrono::steady_clock::now();
 
+  // Set (release) at the end of Create; every reaction reads it (acquire) first. gRPC hands the
+  // reactor to its threads through its own synchronisation, which ThreadSanitizer cannot see
+  // (Debian's gRPC is not instrumented): this makes the hand-over of the constructed state one
+  // that it does see. On x86 the load is a plain load.
+  std::atomic<bool> constructed_{false};
+  void Constructed() const { (void)constructed_.load(std::memory_order_acquire); }
   std::atomic<bool> done_{false};
   std::atomic<bool> hello_received_{false};  // the lease counts from activity only after hello
   bool end_reported_ = false;  // guarded by runner_mu_: ordered with the hello's Register
