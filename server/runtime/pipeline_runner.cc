@@ -88,6 +88,14 @@ void PipelineRunner::Start() {
   });
 }
 
+void PipelineRunner::ReportWrite(const Status& result) {
+  if (!store_health_) return;
+  if (result.code() == StatusCode::kUnavailable) {
+    Post([](PipelineRunner& r) { r.Run(r.coordinator_.OnStoreWritable(false)); });
+  }
+  store_health_->Report(result);
+}
+
 void PipelineRunner::SetStoreWritable(bool writable) {
   Post([writable](PipelineRunner& r) { r.Run(r.coordinator_.OnStoreWritable(writable)); });
 }

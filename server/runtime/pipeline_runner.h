@@ -111,10 +111,12 @@ class PipelineRunner : public std::enable_shared_from_this<PipelineRunner> {
   void NotifySavepointObservers(const RoundFinished* finished);
   // May move out of `action` (a message goes to the last of its sessions without a copy).
   void Execute(Action& action);
-  // Tells StoreHealth how a store write went.
-  void ReportWrite(const Status& result) const {
-    if (store_health_) store_health_->Report(result);
-  }
+  // Tells StoreHealth how a store write went. Called on the store's thread before the write's
+  // completion is posted: a write the store refused (UNAVAILABLE) also holds this pipeline's
+  // triggers at once, ahead of its completion on the strand, instead of after StoreHealth's news
+  // has gone round every pipeline (a trigger could slip out meanwhile). StoreHealth's next
+  // "writable" releases it, and that news is always posted after this.
+  void ReportWrite(const Status& result);
   // The completion of a record or progress write: a failure is logged and the latest state
   // written again after a second.
   MetadataStore::Done PersistDone(bool whole_record);

@@ -77,7 +77,7 @@ TEST_F(DaemonTest, AStoreThatFailsEveryWriteHoldsTriggersFailsNoPipelineAndRecov
   ASSERT_TRUE(abort) << "the round whose commit failed is aborted";
   EXPECT_NE(abort->abort().reason().find("disk is full"), std::string::npos);
   ASSERT_TRUE(Eventually([&] { return !daemon_->ready(); })) << "not ready while writes fail";
-  EXPECT_EQ(daemon_->metrics().store_writable.load(), 0);
+  EXPECT_TRUE(Eventually([&] { return daemon_->metrics().store_writable.load() == 0; }));
   // Held: no trigger for several intervals (50 ms each), and the pipeline is not FAILED.
   EXPECT_FALSE(w.WaitTrigger(milliseconds(500))) << "a round was triggered while writes fail";
   PipelineStatus held = Describe("p");
