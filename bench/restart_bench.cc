@@ -22,8 +22,8 @@
 
 #include "common/bench_args.h"
 #include "common/proc_stats.h"
-#include "runtime/daemon.h"
-#include "store/sqlite_store.h"
+#include "app/daemon.h"
+#include "sqlite/sqlite_store.h"
 
 namespace {
 
@@ -106,7 +106,7 @@ int main(int argc, char** argv) {
   std::condition_variable cv;
   size_t scheduled = 0;
   size_t armed = 0;
-  const auto runners = daemon.registry().All();
+  const auto runners = daemon.pipelines().registry().All();
   for (const auto& runner : runners) {
     runner->Inspect([&](const PipelineCoordinator& c) {
       std::lock_guard lock(mu);  // the bench's own counter; a benchmark-only wait

@@ -32,7 +32,7 @@
 #include "common/bench_args.h"
 #include "common/proc_stats.h"
 #include "common/sample_recorder.h"
-#include "store/sqlite_store.h"
+#include "sqlite/sqlite_store.h"
 
 namespace {
 

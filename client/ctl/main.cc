@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "ckpt_version.h"
 #include "ctl/command.h"
 #include "ctl/connection.h"
 
@@ -55,7 +56,7 @@ int main(int argc, char** argv) {
   app.add_option("-o,--output", context.global.output, "Output format: table or json")
       ->check(CLI::IsMember({"table", "json"}))
       ->capture_default_str();
-  app.set_version_flag("--version", std::string("ckptctl ") + CKPTCTL_VERSION);
+  app.set_version_flag("--version", std::string("ckptctl ") + ckpt::kCkptVersion);
   app.require_subcommand(1);
   app.footer(kExamples);
   AddStatusCommand(app, context);

@@ -1,13 +1,12 @@
 #include "rpc/admin_service.h"
 
-#include <boost/asio/post.hpp>
 #include <charconv>
 #include <optional>
 
+#include "ckpt_version.h"
 #include "core/spec_validation.h"
 #include "rpc/admin_convert.h"
 #include "rpc/status_mapping.h"
-#include "runtime/daemon.h"
 
 namespace ckpt {
 
@@ -19,6 +18,13 @@ constexpr size_t kMaxPageSize = 1000;
 constexpr int64_t kDefaultSavepointTimeoutMs = 300000;
 // Below gRPC's default 4 MiB receive limit, with room for the pending round.
 constexpr size_t kMaxListReplyBytes = 3 << 20;
+
+// What an embedded message of `bytes` adds to a repeated field: its tag and its length prefix.
+size_t RepeatedFieldBytes(size_t bytes) {
+  size_t varint = 1;
+  for (size_t rest = bytes >> 7; rest != 0; rest >>= 7) ++varint;
+  return 1 + varint + bytes;
+}
 
 grpc::ServerUnaryReactor* Reply(grpc::CallbackServerContext* ctx, const Status& status) {
   auto* reactor = ctx->DefaultReactor();
@@ -67,7 +73,7 @@ Result<std::shared_ptr<PipelineRunner>> AdminServiceImpl::Lookup(
     const std::string& job_id, const std::string& pipeline_id) const {
   if (auto s = ValidateId(job_id, "job_id"); !s.ok()) return s;
   if (auto s = ValidateId(pipeline_id, "pipeline_id"); !s.ok()) return s;
-  auto runner = daemon_.registry().Find({job_id, pipeline_id});
+  auto runner = backend_.FindPipeline({job_id, pipeline_id});
   if (!runner) return Status::NotFound("no pipeline " + job_id + "/" + pipeline_id);
   return runner;
 }
@@ -76,15 +82,12 @@ grpc::ServerUnaryReactor* AdminServiceImpl::CreatePipeline(grpc::CallbackServerC
                                                            const v1::PipelineSpec* req,
                                                            v1::Pipeline* resp) {
   auto* reactor = ctx->DefaultReactor();
-  PipelineSpec spec = SpecFromCreate(*req, daemon_.pipeline_defaults());
-  // Creating reads the id counter from the store: on the admin pool, not on this gRPC thread.
-  boost::asio::post(daemon_.admin_pool(), [this, spec, reactor, resp] {
-    daemon_.CreatePipeline(spec, [reactor, resp](Result<std::shared_ptr<PipelineRunner>> runner) {
-      if (!runner.ok()) return reactor->Finish(ToGrpcStatus(runner.status()));
-      (*runner)->Inspect([reactor, resp](const PipelineCoordinator& c) {
-        ToProto(c.Describe(), resp);
-        reactor->Finish(grpc::Status::OK);
-      });
+  PipelineSpec spec = SpecFromCreate(*req, backend_.pipeline_defaults());
+  backend_.CreatePipeline(spec, [reactor, resp](Result<std::shared_ptr<PipelineRunner>> runner) {
+    if (!runner.ok()) return reactor->Finish(ToGrpcStatus(runner.status()));
+    (*runner)->Inspect([reactor, resp](const PipelineCoordinator& c) {
+      ToProto(c.Describe(), resp);
+      reactor->Finish(grpc::Status::OK);
     });
   });
   return reactor;
@@ -114,7 +117,7 @@ grpc::ServerUnaryReactor* AdminServiceImpl::DeletePipeline(grpc::CallbackServerC
   auto runner = Lookup(req->job_id(), req->pipeline_id());
   if (!runner.ok()) return Reply(ctx, runner.status());
   auto* reactor = ctx->DefaultReactor();
-  daemon_.DeletePipeline(*runner, [reactor](Status s) { reactor->Finish(ToGrpcStatus(s)); });
+  backend_.DeletePipeline(*runner, [reactor](Status s) { reactor->Finish(ToGrpcStatus(s)); });
   return reactor;
 }
 
@@ -145,7 +148,7 @@ grpc::ServerUnaryReactor* AdminServiceImpl::ListPipelines(grpc::CallbackServerCo
     }
   }
   std::vector<std::shared_ptr<PipelineRunner>> runners;
-  for (auto& r : daemon_.registry().All()) {
+  for (auto& r : backend_.AllPipelines()) {
     if (!req->job_id().empty() && r->key().job_id != req->job_id()) continue;
     if (after && !(*after < r->key())) continue;
     runners.push_back(std::move(r));
@@ -250,7 +253,7 @@ grpc::ServerUnaryReactor* AdminServiceImpl::ListCheckpoints(grpc::CallbackServer
   }
   auto* reactor = ctx->DefaultReactor();
   // What only memory has (the pending round, recent failures) comes from the strand; completed
-  // ones from the store, read on the admin pool.
+  // ones from the store, read off this thread by the backend.
   (*runner)->Inspect([this, key = (*runner)->key(), limit, before, reactor,
                       resp](const PipelineCoordinator& c) {
     const int expected = static_cast<int>(c.spec().task_ids.size());
@@ -259,11 +262,14 @@ grpc::ServerUnaryReactor* AdminServiceImpl::ListCheckpoints(grpc::CallbackServer
     for (const auto& r : c.RecentRounds()) {
       if (before == 0 || r.checkpoint_id < before) recent.push_back(r);
     }
-    boost::asio::post(daemon_.admin_pool(), [this, key, limit, before, reactor, resp, expected,
-                                             pending, recent = std::move(recent)] {
-      auto completed = daemon_.store().ListCompleted(key, limit, before);
+    backend_.ListCompleted(key, limit, before,
+                           [limit, reactor, resp, expected, pending, recent = std::move(recent)](
+                               Result<std::vector<CompletedCheckpoint>> completed) {
       if (!completed.ok()) return reactor->Finish(ToGrpcStatus(completed.status()));
       if (pending) ToProto(*pending, resp->add_checkpoints());
+      // The reply's size so far, kept as entries are added (asking the message each time would
+      // walk every entry again: quadratic in a page of big entries).
+      size_t reply_bytes = resp->ByteSizeLong();
       // Finished rounds newest first: ids grow with time, so merge by id.
       auto c = completed->begin();
       auto r = recent.begin();
@@ -284,12 +290,14 @@ grpc::ServerUnaryReactor* AdminServiceImpl::ListCheckpoints(grpc::CallbackServer
         // Per-task state makes entries big (thousands of tasks): stop before the reply outgrows
         // what a default gRPC client accepts; the next page has the rest. The newest always
         // comes, however big (clients accept up to 64 MiB).
-        if (added > 0 && resp->ByteSizeLong() + info.ByteSizeLong() > kMaxListReplyBytes) {
+        const size_t entry_bytes = RepeatedFieldBytes(info.ByteSizeLong());
+        if (added > 0 && reply_bytes + entry_bytes > kMaxListReplyBytes) {
           cut_short = true;
           break;
         }
         last_id = info.checkpoint_id();
         *resp->add_checkpoints() = std::move(info);
+        reply_bytes += entry_bytes;
         ++added;
       }
       // The store gave `limit` rows: there may be older ones.
@@ -323,7 +331,7 @@ grpc::ServerWriteReactor<v1::SavepointProgress>* AdminServiceImpl::TriggerSavepo
     if (!runner.ok()) return refuse(runner.status());
     runners.push_back(*runner);
   } else {
-    for (auto& r : daemon_.registry().All()) {
+    for (auto& r : backend_.AllPipelines()) {
       if (r->key().job_id == req->job_id()) runners.push_back(std::move(r));
     }
     if (runners.empty()) return refuse(Status::NotFound("job " + req->job_id() + " has no pipelines"));
@@ -342,15 +350,15 @@ grpc::ServerWriteReactor<v1::SavepointProgress>* AdminServiceImpl::TriggerSavepo
     }
     std::lock_guard lock(mu_);
     savepoint_streams_.erase(stream);
-    daemon_.metrics().savepoint_calls = static_cast<int64_t>(savepoint_streams_.size());
-    ++daemon_.metrics().savepoint_calls_ended_total;
+    backend_.metrics().savepoint_calls = static_cast<int64_t>(savepoint_streams_.size());
+    ++backend_.metrics().savepoint_calls_ended_total;
     if (savepoint_streams_.empty()) streams_done_.notify_all();
   };
   auto stream = SavepointStream::Create(req->job_id(), ids, std::move(on_done));
   {
     std::lock_guard lock(mu_);
     savepoint_streams_[stream.get()] = stream;
-    daemon_.metrics().savepoint_calls = static_cast<int64_t>(savepoint_streams_.size());
+    backend_.metrics().savepoint_calls = static_cast<int64_t>(savepoint_streams_.size());
   }
   const Millis timeout(req->timeout_ms() > 0 ? req->timeout_ms() : kDefaultSavepointTimeoutMs);
   for (const auto& r : runners) r->RequestSavepoint(req->target(), req->stop(), timeout, stream);
@@ -374,13 +382,14 @@ void AdminServiceImpl::FinishSavepointStreams(std::chrono::steady_clock::time_po
 grpc::ServerUnaryReactor* AdminServiceImpl::GetDaemonStatus(grpc::CallbackServerContext* ctx,
                                                             const v1::GetDaemonStatusRequest* req,
                                                             v1::DaemonStatus* resp) {
-  const auto& m = daemon_.metrics();
-  resp->set_version(CKPT_VERSION);
-  resp->set_uptime_ms(daemon_.uptime_ms());
-  resp->set_pipelines(static_cast<int32_t>(daemon_.registry().size()));
+  const auto& m = backend_.metrics();
+  const AdminBackend::Facts facts = backend_.facts();
+  resp->set_version(kCkptVersion);
+  resp->set_uptime_ms(facts.uptime_ms);
+  resp->set_pipelines(static_cast<int32_t>(facts.pipelines));
   resp->set_worker_sessions(static_cast<int32_t>(m.worker_sessions.load()));
-  resp->set_io_threads(static_cast<int32_t>(daemon_.io_threads()));
-  resp->set_data_dir(daemon_.config().data_dir);
+  resp->set_io_threads(static_cast<int32_t>(facts.io_threads));
+  resp->set_data_dir(facts.data_dir);
   resp->set_checkpoints_completed(static_cast<int64_t>(m.checkpoints_completed_total.load()));
   resp->set_checkpoints_failed(static_cast<int64_t>(m.checkpoints_failed_total.load()));
   resp->set_checkpoints_expired(static_cast<int64_t>(m.checkpoints_expired_total.load()));

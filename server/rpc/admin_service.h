@@ -3,8 +3,8 @@
 // to domain types, post the work to the pipeline's strand (or to the daemon's admin pool when it
 // must read the store), and finish the RPC from there: no handler blocks a gRPC thread.
 //
-// Threading: handlers run on gRPC's threads; the service holds only the daemon reference and the
-// set of open savepoint streams (guarded by mu_).
+// Threading: handlers run on gRPC's threads; the service holds only its backend and the set of
+// open savepoint streams (guarded by mu_).
 
 #include <chrono>
 #include <condition_variable>
@@ -14,17 +14,15 @@
 #include <vector>
 
 #include "ckpt/v1/admin.grpc.pb.h"
+#include "rpc/admin_backend.h"
 #include "rpc/savepoint_stream.h"
 
 namespace ckpt {
 
-class Daemon;
-class PipelineRunner;
-
 class AdminServiceImpl final : public v1::AdminService::CallbackService {
  public:
-  // `daemon` must outlive the service.
-  explicit AdminServiceImpl(Daemon& daemon) : daemon_(daemon) {}
+  // `backend` must outlive the service.
+  explicit AdminServiceImpl(AdminBackend& backend) : backend_(backend) {}
 
   // Daemon shutdown, once every savepoint has its outcome: waits until `deadline` for the open
   // TriggerSavepoint calls to write their final message and end, then ends the rest with
@@ -65,7 +63,7 @@ class AdminServiceImpl final : public v1::AdminService::CallbackService {
   Result<std::shared_ptr<PipelineRunner>> Lookup(const std::string& job_id,
                                                  const std::string& pipeline_id) const;
 
-  Daemon& daemon_;
+  AdminBackend& backend_;
   std::mutex mu_;
   std::condition_variable streams_done_;  // savepoint_streams_ became empty
   // The open TriggerSavepoint calls, until their OnDone.

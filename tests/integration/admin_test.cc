@@ -366,7 +366,7 @@ TEST_F(AdminTest, DaemonShutdownDuringAQueuedSavepointTellsTheCallerItFailed) {
   // Wait until the request reached the pipeline (the first progress message is out).
   ASSERT_TRUE(Eventually([&] {
     std::promise<bool> queued;
-    daemon_->registry().Find({"job", "p"})->Inspect(
+    daemon_->pipelines().registry().Find({"job", "p"})->Inspect(
         [&](const PipelineCoordinator& c) { queued.set_value(c.CurrentSavepoint().has_value()); });
     return queued.get_future().get();
   }));

@@ -8,7 +8,7 @@
 
 #include "ckpt/v1/admin.grpc.pb.h"
 #include "daemon_fixture.h"
-#include "store/sqlite_store.h"
+#include "sqlite/sqlite_store.h"
 
 namespace ckpt::testing {
 namespace {

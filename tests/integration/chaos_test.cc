@@ -574,7 +574,7 @@ TEST_F(ChaosTest, StaleAckReplayedRightAfterAReRegistrationIsIgnored) {
   wa.Ack(stale, "a");
   // a's ack must be in before b goes: arriving after the abort, it would be counted not_pending
   // too, and the count below could not tell it from the replayed one.
-  auto runner = daemon_->registry().Find({"job", "p"});
+  auto runner = daemon_->pipelines().registry().Find({"job", "p"});
   ASSERT_TRUE(runner);
   ASSERT_TRUE(Eventually([&] {
     std::promise<bool> acked;

@@ -10,8 +10,8 @@
 
 #include <spdlog/spdlog.h>
 
-#include "runtime/daemon.h"
-#include "store/sqlite_store.h"
+#include "app/daemon.h"
+#include "sqlite/sqlite_store.h"
 
 namespace ckpt::testing {
 
@@ -86,7 +86,7 @@ class DaemonTest : public ::testing::Test {
   // Creates a pipeline as the AdminService does (not declared in the config file).
   void CreateThroughApi(const PipelineSpec& spec) {
     std::promise<Status> created;
-    daemon_->CreatePipeline(spec, [&](Result<std::shared_ptr<PipelineRunner>> r) {
+    daemon_->pipelines().Create(spec, [&](Result<std::shared_ptr<PipelineRunner>> r) {
       created.set_value(r.ok() ? Status::Ok() : r.status());
     });
     Status s = created.get_future().get();
@@ -95,16 +95,16 @@ class DaemonTest : public ::testing::Test {
 
   // Deletes a pipeline as the AdminService does; returns its outcome.
   Status DeleteThroughApi(const std::string& pipeline) {
-    auto runner = daemon_->registry().Find({"job", pipeline});
+    auto runner = daemon_->pipelines().registry().Find({"job", pipeline});
     if (!runner) return Status::NotFound("no pipeline " + pipeline);
     std::promise<Status> deleted;
-    daemon_->DeletePipeline(runner, [&](Status s) { deleted.set_value(s); });
+    daemon_->pipelines().Delete(runner, [&](Status s) { deleted.set_value(s); });
     return deleted.get_future().get();
   }
 
   // The coordinator's status, read on its strand.
   PipelineStatus Describe(const std::string& pipeline) {
-    auto runner = daemon_->registry().Find({"job", pipeline});
+    auto runner = daemon_->pipelines().registry().Find({"job", pipeline});
     EXPECT_NE(runner, nullptr);
     std::promise<PipelineStatus> p;
     runner->Inspect([&p](const PipelineCoordinator& c) { p.set_value(c.Describe()); });

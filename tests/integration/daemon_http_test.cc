@@ -4,6 +4,7 @@
 
 #include <regex>
 
+#include "ckpt_version.h"
 #include "daemon_fixture.h"
 #include "http_client.h"
 #include "raw_worker.h"
@@ -51,7 +52,7 @@ TEST_F(DaemonHttpTest, EveryContractMetricHasHelpAndType) {
     EXPECT_NE(page.find(std::string("\n# HELP ") + name + " "), std::string::npos);
     EXPECT_NE(page.find(std::string("\n# TYPE ") + name + " " + type + "\n"), std::string::npos);
   }
-  EXPECT_EQ(SampleValue(page, "ckptd_build_info{version=\"" CKPT_VERSION "\"}"), 1);
+  EXPECT_EQ(SampleValue(page, std::string("ckptd_build_info{version=\"") + kCkptVersion + "\"}"), 1);
   for (const char* reason : {"unowned_task", "not_pending", "duplicate", "unknown_message"}) {
     EXPECT_EQ(SampleValue(page, std::string("ckptd_ignored_messages_total{reason=\"") + reason +
                                     "\"}"),
@@ -95,7 +96,7 @@ TEST_F(DaemonHttpTest, PipelinesByStateFollowPauseAndDelete) {
   StartDaemon();
   CreateThroughApi(TestSpec("a", {"0"}));
   CreateThroughApi(TestSpec("b", {"0"}));
-  auto runner = daemon_->registry().Find({"job", "a"});
+  auto runner = daemon_->pipelines().registry().Find({"job", "a"});
   std::promise<void> paused;
   runner->Pause([&](Status, const PipelineStatus&) { paused.set_value(); });
   paused.get_future().wait();
@@ -106,7 +107,7 @@ TEST_F(DaemonHttpTest, PipelinesByStateFollowPauseAndDelete) {
            SampleValue(page, "ckptd_pipelines{state=\"WAITING_FOR_TASKS\"}") == 1;
   })) << page;
   std::promise<Status> deleted;
-  daemon_->DeletePipeline(runner, [&](Status s) { deleted.set_value(s); });
+  daemon_->pipelines().Delete(runner, [&](Status s) { deleted.set_value(s); });
   ASSERT_TRUE(deleted.get_future().get().ok());
   ASSERT_TRUE(Eventually([&] {
     page = Metrics();

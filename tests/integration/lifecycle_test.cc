@@ -13,7 +13,7 @@
 #include "daemon_fixture.h"
 #include "forwarding_store.h"
 #include "raw_worker.h"
-#include "store/sqlite_store.h"
+#include "sqlite/sqlite_store.h"
 
 namespace ckpt::testing {
 namespace {
@@ -191,7 +191,7 @@ TEST_F(LifecycleTest, ACreateRacingADeleteOfTheSameNameKeepsItsRecord) {
   // A create of the same name while the delete is on its way: refused (the name is not free
   // yet), or, if it goes through, its record must outlive the delete.
   std::promise<Result<std::shared_ptr<PipelineRunner>>> created;
-  daemon_->CreatePipeline(TestSpec("p", {"a", "b"}, 60000),
+  daemon_->pipelines().Create(TestSpec("p", {"a", "b"}, 60000),
                           [&](Result<std::shared_ptr<PipelineRunner>> r) { created.set_value(r); });
   auto create_result = created.get_future();
   const bool create_answered =
@@ -207,7 +207,7 @@ TEST_F(LifecycleTest, ACreateRacingADeleteOfTheSameNameKeepsItsRecord) {
   result = Status::Ok();  // drop the runner before the daemon goes
   StopDaemon();
   StartDaemon();
-  auto runner = daemon_->registry().Find({"job", "p"});
+  auto runner = daemon_->pipelines().registry().Find({"job", "p"});
   ASSERT_NE(runner, nullptr) << "the created pipeline's record was deleted by the earlier delete";
   EXPECT_EQ(Describe("p").spec.task_ids, (std::vector<std::string>{"a", "b"}));
 }

@@ -8,7 +8,7 @@
 
 #include "daemon_fixture.h"
 #include "forwarding_store.h"
-#include "store/sqlite_store.h"
+#include "sqlite/sqlite_store.h"
 
 namespace ckpt::testing {
 namespace {
@@ -75,7 +75,7 @@ TEST_F(ReloadTest, DeclaredPipelineCannotBeDeletedUntilTheFileDropsIt) {
   EXPECT_EQ(refused.code(), StatusCode::kFailedPrecondition) << refused.ToString();
   EXPECT_NE(refused.message().find("/etc/ckptd/ckptd.yaml"), std::string::npos)
       << "the error names the file: " << refused.message();
-  EXPECT_NE(daemon_->registry().Find({"job", "declared"}), nullptr) << "still there";
+  EXPECT_NE(daemon_->pipelines().registry().Find({"job", "declared"}), nullptr) << "still there";
 
   // The file drops it: a reload hands it to the API, which may now delete it.
   DaemonConfig next = config_;
@@ -151,9 +151,9 @@ TEST_F(ReloadTest, TwoCreatesOfOneKeyInFlightLeaveTheWinnersRecord) {
   // Both creates are in flight before either record is written.
   std::promise<Result<std::shared_ptr<PipelineRunner>>> first, second;
   gate->Hold();
-  daemon_->CreatePipeline(TestSpec("twice", {"0"}, 100),
+  daemon_->pipelines().Create(TestSpec("twice", {"0"}, 100),
                           [&](Result<std::shared_ptr<PipelineRunner>> r) { first.set_value(r); });
-  daemon_->CreatePipeline(TestSpec("twice", {"0"}, 777),
+  daemon_->pipelines().Create(TestSpec("twice", {"0"}, 777),
                           [&](Result<std::shared_ptr<PipelineRunner>> r) { second.set_value(r); });
   EXPECT_EQ(gate->Held(), 1u) << "the refused create must not write a record of its own";
   gate->Release();
@@ -180,8 +180,8 @@ TEST_F(ReloadTest, InvalidDeclaredPipelineFailsAloneAndTheRestApplies) {
   ReloadResult result = daemon_->Reload(next);
   EXPECT_EQ(result.failed, 1);
   EXPECT_EQ(result.created, 1);
-  EXPECT_EQ(daemon_->registry().Find({"job", "bad"}), nullptr);
-  EXPECT_NE(daemon_->registry().Find({"job", "good"}), nullptr);
+  EXPECT_EQ(daemon_->pipelines().registry().Find({"job", "bad"}), nullptr);
+  EXPECT_NE(daemon_->pipelines().registry().Find({"job", "good"}), nullptr);
 }
 
 TEST_F(ReloadTest, LogLevelDefaultsAndPerPipelineMetricsApply) {
@@ -193,7 +193,7 @@ TEST_F(ReloadTest, LogLevelDefaultsAndPerPipelineMetricsApply) {
   next.pipelines = {TestSpec("p", {"0"})};
   daemon_->Reload(next);
   EXPECT_EQ(spdlog::get_level(), spdlog::level::debug);
-  EXPECT_EQ(daemon_->pipeline_defaults().interval_ms, 4321);
+  EXPECT_EQ(daemon_->pipelines().defaults().interval_ms, 4321);
   EXPECT_NE(daemon_->MetricsText().find("ckptd_pipeline_state{job_id=\"job\",pipeline_id=\"p\""),
             std::string::npos);
 }

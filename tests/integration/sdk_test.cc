@@ -134,7 +134,7 @@ TEST_F(SdkTest, StateChangesAndRefusedSavepointsReachTheHandlers) {
   sdk::WorkerRuntime runtime(Address());
   AckingWorker w(runtime, "p", {"0"});
   ASSERT_TRUE(Eventually([&] { return w.completes.load() >= 1; }));
-  auto runner = daemon_->registry().Find({"job", "p"});
+  auto runner = daemon_->pipelines().registry().Find({"job", "p"});
   std::promise<void> paused;
   runner->Pause([&](Status, const PipelineStatus&) { paused.set_value(); });
   paused.get_future().wait();

@@ -4,8 +4,8 @@
 
 #include "daemon_fixture.h"
 #include "raw_worker.h"
-#include "store/fault_injecting_store.h"
-#include "store/sqlite_store.h"
+#include "support/fault_injecting_store.h"
+#include "sqlite/sqlite_store.h"
 
 namespace ckpt::testing {
 namespace {

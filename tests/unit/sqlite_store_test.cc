@@ -1,4 +1,4 @@
-#include "store/sqlite_store.h"
+#include "sqlite/sqlite_store.h"
 
 #include <gtest/gtest.h>
 #include <sqlite3.h>
@@ -17,7 +17,7 @@
 #include <set>
 #include <thread>
 
-#include "store/fault_injecting_store.h"
+#include "support/fault_injecting_store.h"
 #include "store_test_util.h"
 
 namespace ckpt {

@@ -13,7 +13,7 @@
 
 #include "store/data_dir.h"
 #include "store/data_dir_lock.h"
-#include "store/sqlite_store.h"
+#include "sqlite/sqlite_store.h"
 #include "store_test_util.h"
 
 namespace ckpt {

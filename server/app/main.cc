@@ -6,16 +6,15 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
-#include <condition_variable>
 #include <cstdio>
-#include <mutex>
-#include <thread>
 
+#include "app/daemon.h"
+#include "app/reload_thread.h"
+#include "ckpt_version.h"
 #include "common/exit_codes.h"
 #include "config/daemon_config.h"
 #include "logging/log_setup.h"
 #include "rpc/grpc_log_bridge.h"
-#include "runtime/daemon.h"
 #include "systemd/notify.h"
 
 namespace {
@@ -59,66 +58,6 @@ void RaiseFileLimit() {
   }
 }
 
-// Reloads (SIGHUP) on a thread of their own, so that the signal loop keeps handling signals while
-// a reload reads the file and waits for the pipelines: a SIGTERM during a reload is acted on at
-// once. A SIGHUP during a reload is folded into one more reload after it.
-// Threading: Request and Stop from the signal loop's thread; the reloads on thread_.
-class ReloadThread {
- public:
-  ReloadThread(ckpt::Daemon& daemon, std::string path, std::string serving)
-      : daemon_(daemon), path_(std::move(path)), serving_(std::move(serving)),
-        thread_([this] { Run(); }) {}
-  ~ReloadThread() { Stop(); }
-
-  void Request() {
-    std::lock_guard lock(mu_);
-    requested_ = true;
-    cv_.notify_one();
-  }
-  // Ends a reload's wait and joins; no reload starts after it.
-  void Stop() {
-    {
-      std::lock_guard lock(mu_);
-      if (stopping_) return;
-      stopping_ = true;
-      cv_.notify_one();
-    }
-    daemon_.CancelReload();
-    thread_.join();
-  }
-
- private:
-  void Run() {
-    for (;;) {
-      {
-        std::unique_lock lock(mu_);
-        cv_.wait(lock, [this] { return requested_ || stopping_; });
-        if (stopping_) return;
-        requested_ = false;
-      }
-      ckpt::systemd::NotifyReloading("reloading " + path_);
-      spdlog::info("SIGHUP: reloading {}", path_);
-      auto reloaded = ckpt::LoadDaemonConfig(path_);
-      if (!reloaded.ok()) {
-        spdlog::error("reload refused, keeping the running config: {}",
-                      reloaded.status().message());
-      } else {
-        daemon_.Reload(*reloaded);
-      }
-      ckpt::systemd::NotifyReady(serving_ + "; reloaded");
-    }
-  }
-
-  ckpt::Daemon& daemon_;
-  const std::string path_;
-  const std::string serving_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool requested_ = false;  // guarded by mu_
-  bool stopping_ = false;   // guarded by mu_
-  std::thread thread_;      // last: starts after everything above exists
-};
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -137,8 +76,8 @@ int main(int argc, char** argv) {
     return app.exit(e);
   }
   if (version) {
-    const std::string sanitizers = CKPT_SANITIZERS;
-    std::printf("ckptd %s%s\n", CKPT_VERSION,
+    const std::string sanitizers = ckpt::kCkptSanitizers;
+    std::printf("ckptd %s%s\n", ckpt::kCkptVersion,
                 sanitizers.empty() ? "" : (" (sanitizers: " + sanitizers + ")").c_str());
     return 0;
   }
@@ -180,7 +119,7 @@ int main(int argc, char** argv) {
   // Only now: the store is open, the pipelines are loaded and every port accepts.
   const std::string serving =
       "serving gRPC on port " + std::to_string(daemon.grpc_port()) + ", " +
-      std::to_string(daemon.registry().size()) + " pipeline(s)";
+      std::to_string(daemon.pipelines().registry().size()) + " pipeline(s)";
   ckpt::systemd::NotifyReady(serving);
   spdlog::info("log format: {}", ckpt::LogStyleName(log_style));
   std::unique_ptr<ckpt::systemd::Watchdog> watchdog;
@@ -190,7 +129,7 @@ int main(int argc, char** argv) {
                  interval->count() / 1000, interval->count() / 2000, loops.size());
     watchdog = std::make_unique<ckpt::systemd::Watchdog>(std::move(loops), *interval);
   }
-  ReloadThread reloads(daemon, config_path, serving);
+  ckpt::ReloadThread reloads(daemon, config_path, serving);
   for (;;) {
     int sig = 0;
     sigwait(&signals, &sig);

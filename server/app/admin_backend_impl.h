@@ -1,0 +1,39 @@
+#pragma once
+// DaemonAdminBackend: AdminBackend over the daemon's pipelines and store. Creates and store reads
+// run on the host's blocking pool, never on the caller's (gRPC) thread.
+// Threading: as AdminBackend; holds only references and a function.
+
+#include <functional>
+
+#include "rpc/admin_backend.h"
+#include "runtime/pipeline_host.h"
+#include "store/metadata_store.h"
+
+namespace ckpt {
+
+class DaemonAdminBackend final : public AdminBackend {
+ public:
+  // Everything passed must outlive the backend; `facts` is called from any thread.
+  DaemonAdminBackend(PipelineHost& host, MetadataStore& store, DaemonMetrics& metrics,
+                     std::function<Facts()> facts)
+      : host_(host), store_(store), metrics_(metrics), facts_(std::move(facts)) {}
+
+  std::shared_ptr<PipelineRunner> FindPipeline(const PipelineKey& key) const override;
+  std::vector<std::shared_ptr<PipelineRunner>> AllPipelines() const override;
+  PipelineDefaults pipeline_defaults() const override;
+  void CreatePipeline(const PipelineSpec& spec, CreateDone done) override;
+  void DeletePipeline(std::shared_ptr<PipelineRunner> runner,
+                      std::function<void(Status)> done) override;
+  void ListCompleted(const PipelineKey& key, int limit, int64_t before_id,
+                     ListDone done) override;
+  DaemonMetrics& metrics() override { return metrics_; }
+  Facts facts() const override { return facts_(); }
+
+ private:
+  PipelineHost& host_;
+  MetadataStore& store_;
+  DaemonMetrics& metrics_;
+  const std::function<Facts()> facts_;
+};
+
+}  // namespace ckpt

@@ -1,0 +1,341 @@
+#include "app/daemon.h"
+
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
+#include <spdlog/spdlog.h>
+
+#include <thread>
+
+#include "app/admin_backend_impl.h"
+#include "app/store_factory.h"
+#include "ckpt_version.h"
+#include "http/metrics_server.h"
+#include "rpc/admin_service.h"
+#include "rpc/grpc_listener.h"
+#include "rpc/worker_service.h"
+#include "runtime/heap_trimmer.h"
+#include "runtime/loop_monitor.h"
+#include "runtime/metrics_page.h"
+
+namespace ckpt {
+
+namespace {
+
+// gRPC messages beyond this are refused with RESOURCE_EXHAUSTED: an ack carries a few ids and a
+// URI, a hello at most kMaxTasksPerPipeline short ids.
+constexpr int kMaxMessageBytes = 8 << 20;
+
+// The gRPC services whose health grpc.health.v1 reports by name ("" is the whole server).
+constexpr const char* kHealthServices[] = {"ckpt.v1.WorkerService", "ckpt.v1.AdminService"};
+
+// /healthz: every event loop is probed this often, and one whose probe has not run for
+// kLoopStallAfter is wedged (a liveness probe should restart the daemon).
+constexpr auto kLoopProbeInterval = std::chrono::milliseconds(1000);
+constexpr auto kLoopStallAfter = std::chrono::seconds(10);
+
+// At shutdown, how long savepoint calls have to write their final message.
+constexpr auto kSavepointStreamsFinish = std::chrono::seconds(2);
+
+// With per-pipeline series on, a rendered /metrics page serves the scrapes of this long.
+constexpr auto kMetricsPageReuse = std::chrono::seconds(1);
+
+// A reload waits this long for its pipeline changes (store writes, strands) before reporting
+// the ones not done as failed; they may still finish later.
+constexpr auto kReloadWait = std::chrono::seconds(10);
+
+// The daemon's rule for `threads: 0`: one io thread per core.
+unsigned IoThreadCount(const DaemonConfig& config) {
+  return config.threads > 0 ? static_cast<unsigned>(config.threads)
+                            : std::max(1u, std::thread::hardware_concurrency());
+}
+
+const double kProcessStart =
+    std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+
+}  // namespace
+
+Daemon::Daemon(DaemonConfig config, std::unique_ptr<MetadataStore> store)
+    : config_(std::move(config)), store_(std::move(store)), shards_(IoThreadCount(config_)) {
+  per_pipeline_metrics_ = config_.metrics_per_pipeline;
+  log_level_ = config_.log_level;
+}
+
+Daemon::~Daemon() {
+  Shutdown();
+  // The pipelines' handlers may still be queued on the (stopped) shards: the host goes first,
+  // with them. The store's writer may still call back into runners, which post to their shards:
+  // close it while the shards are alive (stopped, so such posts are only queued and destroyed
+  // with them).
+  host_.reset();
+  store_.reset();
+}
+
+Status Daemon::Start() {
+  if (!store_) {
+    auto lock = DataDirLock::Acquire(config_.data_dir);
+    if (!lock.ok()) return lock.status();
+    data_dir_lock_ = std::move(*lock);
+    auto opened = OpenConfiguredStore(config_);
+    if (!opened.ok()) return opened.status();
+    store_ = std::move(*opened);
+  }
+  PipelineHostOptions options;
+  options.heartbeat_interval_ms = config_.heartbeat_interval_ms;
+  options.lease_ttl_ms = config_.lease_ttl_ms;
+  options.start_spread_ms = config_.start_spread_ms;
+  options.savepoint_root =
+      config_.savepoint_root.empty() ? config_.data_dir + "/savepoints" : config_.savepoint_root;
+  options.config_source = config_.source_path;
+  host_ = std::make_unique<PipelineHost>(shards_, *store_, clock_, metrics_, options,
+                                         config_.defaults,
+                                         [this](bool) { UpdateHealthService(); });
+  if (reload_cancelled_) host_->CancelApplyDeclared();
+  if (auto s = host_->Load(config_.pipelines); !s.ok()) return s;
+
+  shards_.Start();
+  started_ = true;
+  if (Status s = StartServing(); !s.ok()) {
+    Shutdown();
+    return s;
+  }
+  // Every port accepts now: health SERVING (the default service starts so, by name too), unless
+  // the store already fails writes. ready_ first, so that a change of the store's health from
+  // now on reaches the health service (UpdateHealthService).
+  ready_ = true;
+  UpdateHealthService();
+  spdlog::info("ckptd serving on port {} with {} io thread(s), data in {}; {}", grpc_port_,
+               shards_.size(), config_.data_dir,
+               metrics_server_ ? "metrics on port " + std::to_string(metrics_server_->port())
+                               : std::string("metrics off"));
+  stats_timer_ = std::make_unique<boost::asio::steady_timer>(shards_.control());
+  ScheduleStats();
+  return Status::Ok();
+}
+
+Status Daemon::StartServing() {
+  worker_service_ = std::make_unique<WorkerServiceImpl>(SessionDeps{
+      host_->registry(), metrics_, shards_, config_.lease_ttl_ms, config_.hello_timeout_ms});
+  admin_backend_ = std::make_unique<DaemonAdminBackend>(*host_, *store_, metrics_, [this] {
+    return AdminBackend::Facts{uptime_ms(), host_->registry().size(), shards_.size(),
+                               config_.data_dir};
+  });
+  admin_service_ = std::make_unique<AdminServiceImpl>(*admin_backend_);
+  // Process-wide switches, read by the builder: grpc.health.v1.Health and
+  // grpc.reflection.v1alpha.ServerReflection, so that standard probes and tools work.
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  // The daemon accepts the port's connections itself and hands them to gRPC (rpc/grpc_listener.h).
+  grpc_listener_ = std::make_unique<GrpcListener>(
+      shards_.control(),
+      builder.experimental().AddExternalConnectionAcceptor(
+          grpc::ServerBuilder::experimental_type::ExternalConnectionType::FROM_FD,
+          grpc::InsecureServerCredentials()));
+  if (Status s = grpc_listener_->Listen(config_.listen); !s.ok()) return s;
+  grpc_port_ = grpc_listener_->port();
+  builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
+  builder.RegisterService(worker_service_.get());
+  builder.RegisterService(admin_service_.get());
+  server_ = builder.BuildAndStart();
+  if (!server_) return Status::Unavailable("the gRPC server did not start (see gRPC's log above)");
+  grpc_listener_->Start();
+  loop_monitor_ = std::make_unique<LoopMonitor>(shards_.AllLoops(), kLoopProbeInterval);
+  heap_trimmer_ = std::make_unique<HeapTrimmer>(shards_.control(), [this] {
+    return metrics_.worker_sessions_ended_total.load() +
+           metrics_.savepoint_calls_ended_total.load();
+  });
+  // Until every port accepts; the default service starts SERVING and would say so too early.
+  if (auto* health = server_->GetHealthCheckService()) health->SetServingStatus(false);
+  if (!config_.metrics_listen.empty()) {
+    HttpEndpoints endpoints;
+    endpoints.metrics = [this] { return MetricsText(); };
+    endpoints.not_alive = [this] { return NotAlive(); };
+    endpoints.not_ready = [this] { return NotReady(); };
+    metrics_server_ = std::make_unique<MetricsServer>(shards_.control(), std::move(endpoints));
+    if (Status s = metrics_server_->Listen(config_.metrics_listen); !s.ok()) return s;
+  }
+  return Status::Ok();
+}
+
+int Daemon::metrics_port() const { return metrics_server_ ? metrics_server_->port() : 0; }
+
+std::string Daemon::NotAlive() const {
+  if (loop_monitor_ && !loop_monitor_->AllTurning(kLoopStallAfter)) {
+    return "an event loop has not turned for " + std::to_string(kLoopStallAfter.count()) + " s";
+  }
+  if (grpc_listener_ && !grpc_listener_->accepting()) {
+    return "the gRPC port does not accept connections (out of file descriptors?)";
+  }
+  return "";
+}
+
+std::string Daemon::NotReady() const {
+  if (!ready_.load()) return "starting or shutting down";
+  if (host_ && !host_->store_writable()) return "the store fails writes";
+  return NotAlive();
+}
+
+bool Daemon::ready() const { return NotReady().empty(); }
+
+void Daemon::UpdateHealthService() {
+  std::lock_guard lock(health_mu_);
+  if (!ready_.load()) return;  // not serving yet, or shutting down: health stays as it is
+  // The store's state now, not the one a caller was told about: calls may cross.
+  const bool serving = host_->store_writable();
+  if (auto* health = server_ ? server_->GetHealthCheckService() : nullptr) {
+    health->SetServingStatus(serving);
+    for (const char* service : kHealthServices) health->SetServingStatus(service, serving);
+  }
+}
+
+std::string Daemon::MetricsText() const {
+  MetricsPageOptions options;
+  options.version = kCkptVersion;
+  options.per_pipeline = per_pipeline_metrics_.load();
+  options.start_time_seconds = kProcessStart;
+  if (!options.per_pipeline) return RenderMetricsPage(metrics_, host_->registry(), options);
+  // With a series set per pipeline a page is megabytes at 100,000 pipelines: scrapes within
+  // kMetricsPageReuse of one another share one rendering, so that several scrapers cost what one
+  // does. (The page is rendered on the control loop, never on a pipeline's.)
+  std::lock_guard lock(page_cache_mu_);
+  const auto now = std::chrono::steady_clock::now();
+  if (page_cache_.empty() || now - page_cache_at_ >= kMetricsPageReuse) {
+    page_cache_ = RenderMetricsPage(metrics_, host_->registry(), options);
+    page_cache_at_ = now;
+  }
+  return page_cache_;
+}
+
+ReloadResult Daemon::Reload(const DaemonConfig& next) {
+  std::vector<std::string> needs_restart;
+  auto restart_only = [&](const char* key, const auto& running, const auto& wanted) {
+    if (running == wanted) return;
+    spdlog::warn("reload: {} changed ({} -> {}); needs a restart, keeping {}", key, running,
+                 wanted, running);
+    needs_restart.push_back(key);
+  };
+  restart_only("listen", config_.listen, next.listen);
+  restart_only("metrics_listen", config_.metrics_listen, next.metrics_listen);
+  restart_only("data_dir", config_.data_dir, next.data_dir);
+  restart_only("savepoint_root", config_.savepoint_root, next.savepoint_root);
+  restart_only("store.backend", config_.store_backend, next.store_backend);
+  restart_only("threads", config_.threads, next.threads);
+  restart_only("lease_ttl_ms", config_.lease_ttl_ms, next.lease_ttl_ms);
+  restart_only("heartbeat_interval_ms", config_.heartbeat_interval_ms,
+               next.heartbeat_interval_ms);
+  restart_only("hello_timeout_ms", config_.hello_timeout_ms, next.hello_timeout_ms);
+  restart_only("shutdown_grace_ms", config_.shutdown_grace_ms, next.shutdown_grace_ms);
+  restart_only("start_spread_ms", config_.start_spread_ms, next.start_spread_ms);
+  restart_only("log.format", config_.log_format, next.log_format);
+
+  if (next.log_level != log_level_) {
+    spdlog::info("reload: log.level {} -> {}", log_level_, next.log_level);
+    spdlog::set_level(spdlog::level::from_str(next.log_level));
+    log_level_ = next.log_level;
+  }
+  if (next.metrics_per_pipeline != per_pipeline_metrics_.load()) {
+    spdlog::info("reload: metrics.per_pipeline -> {}", next.metrics_per_pipeline);
+    per_pipeline_metrics_ = next.metrics_per_pipeline;
+  }
+  const PipelineDefaults defaults = host_->defaults();
+  if (!(next.defaults.interval_ms == defaults.interval_ms &&
+        next.defaults.timeout_ms == defaults.timeout_ms &&
+        next.defaults.min_pause_ms == defaults.min_pause_ms &&
+        next.defaults.tolerable_failures == defaults.tolerable_failures &&
+        next.defaults.retained == defaults.retained)) {
+    spdlog::info("reload: pipeline defaults changed; they apply to pipelines created from now on "
+                 "and to declared ones");
+  }
+  host_->SetDefaults(next.defaults);
+
+  ReloadResult result = host_->ApplyDeclared(next.pipelines, kReloadWait);
+  result.needs_restart = std::move(needs_restart);
+  spdlog::info(
+      "reload done: {} pipeline(s) created, {} updated, {} unchanged, {} left alone (created "
+      "through the API), {} no longer declared, {} failed; {} key(s) need a restart",
+      result.created, result.updated, result.unchanged, result.left_alone, result.undeclared,
+      result.failed, result.needs_restart.size());
+  return result;
+}
+
+int64_t Daemon::uptime_ms() const {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                               started_at_)
+      .count();
+}
+
+void Daemon::ScheduleStats() {
+  stats_timer_->expires_after(std::chrono::minutes(1));
+  stats_timer_->async_wait([this](const boost::system::error_code& ec) {
+    if (ec) return;
+    LogStats("stats");
+    ScheduleStats();
+  });
+}
+
+void Daemon::LogStats(const char* what) const {
+  const auto delay = metrics_.trigger_delay.Take();
+  const auto duration = metrics_.checkpoint_duration.Take();
+  spdlog::info(
+      "{}: {} pipeline(s), {} worker session(s); checkpoints completed {}, failed {}, expired {}, "
+      "aborted by task loss {}; "
+      "trigger delay p50 <= {:.0f} us, p99 <= {:.0f} us, max {} us (n={}); checkpoint duration "
+      "p50 <= {:.1f} ms, p99 <= {:.1f} ms (bucket bounds)",
+      what, host_->registry().size(), metrics_.worker_sessions.load(),
+      metrics_.checkpoints_completed_total.load(), metrics_.checkpoints_failed_total.load(),
+      metrics_.checkpoints_expired_total.load(), metrics_.checkpoints_aborted_total.load(),
+      delay.QuantileMicros(0.5),
+      delay.QuantileMicros(0.99), delay.max_micros, delay.count,
+      duration.QuantileMicros(0.5) / 1000, duration.QuantileMicros(0.99) / 1000);
+}
+
+void Daemon::CancelReload() {
+  reload_cancelled_ = true;
+  if (host_) host_->CancelApplyDeclared();
+}
+
+void Daemon::Shutdown() {
+  if (!started_ || stopped_) return;
+  stopped_ = true;
+  // Probes learn first: not ready, health NOT_SERVING (and it stays so), then the rest stops.
+  ready_ = false;
+  if (server_) {
+    if (auto* health = server_->GetHealthCheckService()) health->Shutdown();
+  }
+  if (metrics_server_) metrics_server_->Stop();
+  spdlog::info("shutting down: no new triggers; pending rounds have {} ms to finish",
+               config_.shutdown_grace_ms);
+  auto runners = host_->registry().All();
+  for (auto& r : runners) r->BeginShutdown();
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(config_.shutdown_grace_ms);
+  while (metrics_.pending_checkpoints.load() > 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));  // the controlling thread, not a strand
+  }
+  if (metrics_.pending_checkpoints.load() > 0) {
+    spdlog::warn("{} round(s) still pending after the grace period; they are aborted",
+                 metrics_.pending_checkpoints.load());
+  }
+  for (auto& r : runners) r->EndAllSessions(Status::Unavailable("ckptd is shutting down"));
+  // Every savepoint has its outcome now (completed in the grace period, or failed: queued ones
+  // at BeginShutdown, pending ones with EndAllSessions): let the calls write their final
+  // message, so that an operator is told how it ended; a call still open after that hears
+  // UNAVAILABLE (and ckptctl looks the outcome up).
+  if (admin_service_) {
+    admin_service_->FinishSavepointStreams(
+        std::chrono::steady_clock::now() + kSavepointStreamsFinish,
+        Status::Unavailable("ckptd is shutting down before the savepoint's outcome was sent"));
+  }
+  if (grpc_listener_) grpc_listener_->Stop();
+  if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  host_->StopProbing();
+  store_->Flush();
+  host_->JoinBlockingPool();
+  shards_.Stop();
+  for (auto& r : runners) r->ReleaseAfterStop();
+  LogStats("totals");
+  spdlog::info("shutdown complete");
+}
+
+}  // namespace ckpt

@@ -1,0 +1,265 @@
+#include "runtime/pipeline_host.h"
+
+#include <spdlog/spdlog.h>
+
+#include <condition_variable>
+#include <map>
+
+#include "core/spec_validation.h"
+
+namespace ckpt {
+
+PipelineHost::PipelineHost(IoShards& shards, MetadataStore& store, const Clock& clock,
+                           DaemonMetrics& metrics, PipelineHostOptions options,
+                           PipelineDefaults defaults,
+                           std::function<void(bool writable)> on_store_writable)
+    : shards_(shards),
+      store_(store),
+      clock_(clock),
+      metrics_(metrics),
+      options_(std::move(options)),
+      on_store_writable_(std::move(on_store_writable)),
+      store_health_(store, shards.control(), [this](bool writable) { OnStoreWritable(writable); },
+                    options_.store_probe_interval),
+      defaults_(defaults) {}
+
+PipelineHost::~PipelineHost() {
+  CancelApplyDeclared();
+  store_health_.Stop();
+  blocking_pool_.join();
+}
+
+std::shared_ptr<PipelineRunner> PipelineHost::MakeRunner(const StoredPipeline& stored,
+                                                         bool restarted) {
+  RunnerOptions options;
+  options.heartbeat_interval_ms = options_.heartbeat_interval_ms;
+  options.lease_ttl_ms = options_.lease_ttl_ms;
+  options.coordinator.start_spread = Millis(options_.start_spread_ms);
+  options.coordinator.savepoint_root = options_.savepoint_root;
+  options.store_health = &store_health_;
+  return std::make_shared<PipelineRunner>(shards_.For(stored.record.spec.key), stored, restarted,
+                                          store_, clock_, metrics_, options);
+}
+
+Status PipelineHost::Load(const std::vector<PipelineSpec>& declared_specs) {
+  auto loaded = store_.LoadPipelines();
+  if (!loaded.ok()) return loaded.status();
+  std::map<PipelineKey, StoredPipeline> stored;
+  for (auto& p : *loaded) stored[p.record.spec.key] = std::move(p);
+
+  // Config-declared pipelines are created, or updated to match the file; a pipeline created
+  // through the API is left alone, at start as on reload, so that a restart never rewrites what
+  // an operator made.
+  std::map<PipelineKey, bool> fresh;
+  for (const auto& spec : declared_specs) {
+    auto it = stored.find(spec.key);
+    if (it == stored.end()) {
+      StoredPipeline p;
+      p.record.spec = spec;
+      p.record.from_config = true;
+      p.spec_unsaved = true;  // its first write creates the record
+      stored[spec.key] = p;
+      fresh[spec.key] = true;
+    } else if (!it->second.record.from_config) {
+      spdlog::warn("[{}] declared in the config file but created through the API: left alone "
+                   "(delete it to let the file manage it)",
+                   spec.key.ToString());
+    } else if (it->second.record.spec != spec) {
+      spdlog::info("[{}] spec updated from the config file", spec.key.ToString());
+      it->second.record.spec = spec;
+      it->second.spec_unsaved = true;
+    }
+  }
+  std::set<PipelineKey> declared;
+  for (const auto& spec : declared_specs) declared.insert(spec.key);
+  for (auto& [key, p] : stored) {
+    if (p.record.from_config && !declared.count(key)) {
+      // Its restart write persists this: from now on the API manages it (and may delete it).
+      spdlog::info("[{}] no longer declared in the config file: managed through the API from now "
+                   "on (ckptctl pipeline delete removes it)",
+                   key.ToString());
+      p.record.from_config = false;
+    }
+  }
+  for (const auto& [key, p] : stored) {
+    auto runner = MakeRunner(p, /*restarted=*/!fresh.count(key));
+    registry_.Add(runner);
+    runner->Start();
+  }
+  spdlog::info("{} pipeline(s) loaded ({} new from the config)", stored.size(), fresh.size());
+  return Status::Ok();
+}
+
+void PipelineHost::OnStoreWritable(bool writable) {
+  metrics_.store_writable = writable ? 1 : 0;
+  for (const auto& runner : registry_.All()) runner->SetStoreWritable(writable);
+  if (on_store_writable_) on_store_writable_(writable);
+}
+
+void PipelineHost::Create(const PipelineSpec& spec, CreateDone done, bool from_config) {
+  if (auto s = ValidateSpec(spec); !s.ok()) return done(s);
+  {
+    std::lock_guard lock(creating_mu_);
+    if (registry_.Find(spec.key) || !creating_.insert(spec.key).second) {
+      return done(Status::AlreadyExists("pipeline " + spec.key.ToString() + " exists"));
+    }
+  }
+  auto created = [this, key = spec.key] {
+    std::lock_guard lock(creating_mu_);
+    creating_.erase(key);
+  };
+  // Ids are never reused, not even after Delete and a create under the same name.
+  auto counter = store_.LoadIdCounter(spec.key);
+  if (!counter.ok()) {
+    created();
+    return done(counter.status());
+  }
+  StoredPipeline stored;
+  stored.record.spec = spec;
+  stored.record.from_config = from_config;
+  stored.id_counter = *counter;
+  store_.PutPipeline(stored.record, [this, stored, created, done = std::move(done)](Status s) {
+    store_health_.Report(s);
+    if (!s.ok()) {
+      created();
+      return done(Status::Unavailable("storing the pipeline failed: " + s.message()));
+    }
+    auto runner = MakeRunner(stored, /*restarted=*/false);
+    const bool added = registry_.Add(runner);
+    created();
+    if (!added) {
+      return done(
+          Status::AlreadyExists("pipeline " + stored.record.spec.key.ToString() + " exists"));
+    }
+    runner->Start();
+    spdlog::info("[{}] pipeline created ({} tasks, interval {} ms)",
+                 stored.record.spec.key.ToString(), stored.record.spec.task_ids.size(),
+                 stored.record.spec.interval_ms);
+    done(runner);
+  });
+}
+
+void PipelineHost::Delete(std::shared_ptr<PipelineRunner> runner,
+                          std::function<void(Status)> done) {
+  const std::string declared_in =
+      options_.config_source.empty() ? "(none)" : options_.config_source;
+  runner->Delete(
+      [this, key = runner->key(), done = std::move(done)](Status s) mutable {
+        if (!s.ok()) return done(s);
+        // The store delete is queued before the name is free: a create of the same name can
+        // only pass its registry check after this, so its record is written after the delete,
+        // never deleted by it (writes apply in call order).
+        store_.DeletePipeline(key, std::move(done));
+        registry_.Remove(key);
+      },
+      declared_in);
+}
+
+PipelineDefaults PipelineHost::defaults() const {
+  std::lock_guard lock(defaults_mu_);
+  return defaults_;
+}
+
+void PipelineHost::SetDefaults(const PipelineDefaults& defaults) {
+  std::lock_guard lock(defaults_mu_);
+  defaults_ = defaults;
+}
+
+// Counts down the pipeline changes a reload started, so that it can wait for them with a deadline
+// (or until the daemon shuts down).
+class ReloadLatch {
+ public:
+  explicit ReloadLatch(int count) : remaining_(count) {}
+  // The wait ends now, whatever is left (daemon shutdown).
+  void Cancel() {
+    std::lock_guard lock(mu_);
+    cancelled_ = true;
+    cv_.notify_all();
+  }
+  // `outcome` null: done, nothing to count.
+  void Done(int ReloadResult::*outcome) {
+    std::lock_guard lock(mu_);
+    if (outcome) ++(result_.*outcome);
+    if (--remaining_ == 0) cv_.notify_all();
+  }
+  // The outcomes counted so far; the changes not done in time count as failed.
+  ReloadResult Wait(std::chrono::steady_clock::duration timeout) {
+    std::unique_lock lock(mu_);
+    cv_.wait_for(lock, timeout, [this] { return remaining_ == 0 || cancelled_; });
+    ReloadResult result = result_;
+    result.failed += remaining_;
+    return result;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int remaining_;           // guarded by mu_
+  bool cancelled_ = false;  // guarded by mu_
+  ReloadResult result_;     // guarded by mu_
+};
+
+ReloadResult PipelineHost::ApplyDeclared(const std::vector<PipelineSpec>& declared_specs,
+                                         std::chrono::steady_clock::duration wait) {
+  // Declared pipelines: created, or updated to match the file, as at start; but a pipeline
+  // created through the API is never touched by a reload (CONTRACT.md). Pipelines the file
+  // declared until now but no longer does become the API's (PipelineRunner::Undeclare).
+  std::set<PipelineKey> declared;
+  for (const PipelineSpec& spec : declared_specs) declared.insert(spec.key);
+  std::vector<std::shared_ptr<PipelineRunner>> others;
+  for (auto& runner : registry_.All()) {
+    if (!declared.count(runner->key())) others.push_back(std::move(runner));
+  }
+  auto latch =
+      std::make_shared<ReloadLatch>(static_cast<int>(declared_specs.size() + others.size()));
+  {
+    std::lock_guard lock(reload_mu_);
+    active_reload_ = latch;
+    if (reload_cancelled_) latch->Cancel();  // shutdown came before the wait began
+  }
+  for (const auto& runner : others) {
+    runner->Undeclare([latch](bool was_declared) {
+      latch->Done(was_declared ? &ReloadResult::undeclared : nullptr);
+    });
+  }
+  for (const PipelineSpec& spec : declared_specs) {
+    const std::string name = spec.key.ToString();
+    if (auto runner = registry_.Find(spec.key)) {
+      runner->ApplyDeclaredSpec(spec, [latch, name](Result<bool> changed) {
+        if (!changed.ok()) {
+          const bool api = changed.status().code() == StatusCode::kFailedPrecondition;
+          spdlog::log(api ? spdlog::level::warn : spdlog::level::err, "[{}] reload: {}", name,
+                      changed.status().message());
+          return latch->Done(api ? &ReloadResult::left_alone : &ReloadResult::failed);
+        }
+        if (*changed) spdlog::info("[{}] reload: spec updated from the config file", name);
+        latch->Done(*changed ? &ReloadResult::updated : &ReloadResult::unchanged);
+      });
+      continue;
+    }
+    Create(
+        spec,
+        [latch, name](Result<std::shared_ptr<PipelineRunner>> created) {
+          if (!created.ok()) {
+            spdlog::error("[{}] reload: not created: {}", name, created.status().message());
+            return latch->Done(&ReloadResult::failed);
+          }
+          latch->Done(&ReloadResult::created);
+        },
+        /*from_config=*/true);
+  }
+  ReloadResult result = latch->Wait(wait);
+  {
+    std::lock_guard lock(reload_mu_);
+    active_reload_.reset();
+  }
+  return result;
+}
+
+void PipelineHost::CancelApplyDeclared() {
+  std::lock_guard lock(reload_mu_);
+  reload_cancelled_ = true;
+  if (auto latch = active_reload_.lock()) latch->Cancel();
+}
+
+}  // namespace ckpt

@@ -1,0 +1,133 @@
+#pragma once
+// PipelineHost keeps the daemon's pipelines: one PipelineRunner per pipeline on the io shards, in
+// a Registry; made from the store at start, from the API and from the config file; deleted; told
+// when the store fails writes or takes them again (StoreHealth, which it owns).
+//
+// Threading: Load, ApplyDeclared and Shutdown are called from one controlling thread (never from
+// an io_context thread), ApplyDeclared never beside another ApplyDeclared. Create blocks (it reads
+// the id counter): call it from the blocking pool or the controlling thread, never on a strand.
+// Everything else is safe from any thread. Callbacks (`done`) run on the store's writer thread or
+// the caller's and must not block.
+
+#include <boost/asio/thread_pool.hpp>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/clock.h"
+#include "runtime/daemon_metrics.h"
+#include "runtime/io_shards.h"
+#include "runtime/registry.h"
+#include "runtime/store_health.h"
+#include "store/metadata_store.h"
+
+namespace ckpt {
+
+struct PipelineHostOptions {
+  int64_t heartbeat_interval_ms = 3000;
+  int64_t lease_ttl_ms = 10000;
+  int64_t start_spread_ms = 0;
+  // Where savepoints go when a request names no target directory.
+  std::string savepoint_root;
+  // The config file that declares pipelines, for messages ("" when there is none).
+  std::string config_source;
+  // How often StoreHealth probes a store that fails writes.
+  std::chrono::milliseconds store_probe_interval{1000};
+};
+
+// What applying the config file's pipelines did (ApplyDeclared, the daemon's reload); every item
+// is also logged.
+struct ReloadResult {
+  std::vector<std::string> needs_restart;  // keys that changed but apply only at the next start
+  int created = 0;     // declared pipelines new to the daemon
+  int updated = 0;     // declared pipelines whose spec changed
+  int unchanged = 0;
+  int left_alone = 0;  // declared in the file, but created through the API
+  int undeclared = 0;  // declared until now, no longer in the file: the API's from now on
+  int failed = 0;      // refused (invalid, store error) or not done in time
+};
+
+class ReloadLatch;
+
+class PipelineHost {
+ public:
+  using CreateDone = std::function<void(Result<std::shared_ptr<PipelineRunner>>)>;
+
+  // Everything passed must outlive the host. `on_store_writable` runs on the control loop after
+  // every runner was told (health reporting); it must not block.
+  PipelineHost(IoShards& shards, MetadataStore& store, const Clock& clock, DaemonMetrics& metrics,
+               PipelineHostOptions options, PipelineDefaults defaults,
+               std::function<void(bool writable)> on_store_writable);
+  ~PipelineHost();
+  PipelineHost(const PipelineHost&) = delete;
+  PipelineHost& operator=(const PipelineHost&) = delete;
+
+  // Blocking. Loads every stored pipeline, creates or updates the `declared` ones (the config
+  // file's), hands what the file no longer declares to the API, and starts them all.
+  Status Load(const std::vector<PipelineSpec>& declared);
+
+  // Creates a pipeline (spec validated) and starts it once its record is durable.
+  // `from_config`: declared in the config file (a reload may update it later). Blocking.
+  void Create(const PipelineSpec& spec, CreateDone done, bool from_config = false);
+  // Ends the pipeline's streams with NOT_FOUND, stops it and deletes its record and history (not
+  // its id counter). `done` runs once the delete is durable.
+  void Delete(std::shared_ptr<PipelineRunner> runner, std::function<void(Status)> done);
+
+  // A reload's pipelines: the declared ones created or updated, API ones left alone, the ones no
+  // longer declared handed to the API. Waits up to `wait` (or until CancelApplyDeclared) for the
+  // changes; those not done by then count as failed (they may still finish later). Blocking.
+  ReloadResult ApplyDeclared(const std::vector<PipelineSpec>& declared,
+                             std::chrono::steady_clock::duration wait);
+  // Ends an ApplyDeclared's wait now, and every later one's at once (shutdown). Any thread.
+  void CancelApplyDeclared();
+
+  // Defaults for pipelines created from now on (the API's and the file's).
+  PipelineDefaults defaults() const;
+  void SetDefaults(const PipelineDefaults& defaults);
+
+  Registry& registry() { return registry_; }
+  const Registry& registry() const { return registry_; }
+  bool store_writable() const { return store_health_.writable(); }
+  // Reports a store write's outcome to the store's health (the create path's, and the daemon's).
+  void ReportStoreWrite(const Status& status) { store_health_.Report(status); }
+
+  // One thread for operator work that blocks (store reads, creates), so that no strand and no
+  // gRPC reaction ever waits on disk.
+  boost::asio::thread_pool& blocking_pool() { return blocking_pool_; }
+
+  // Shutdown, in this order, from the controlling thread: StopProbing (no store probes after the
+  // store's last flush), then JoinBlockingPool.
+  void StopProbing() { store_health_.Stop(); }
+  void JoinBlockingPool() { blocking_pool_.join(); }
+
+ private:
+  std::shared_ptr<PipelineRunner> MakeRunner(const StoredPipeline& stored, bool restarted);
+  // StoreHealth's news (control loop): every pipeline holds or resumes its triggers.
+  void OnStoreWritable(bool writable);
+
+  IoShards& shards_;
+  MetadataStore& store_;
+  const Clock& clock_;
+  DaemonMetrics& metrics_;
+  const PipelineHostOptions options_;
+  const std::function<void(bool)> on_store_writable_;
+  StoreHealth store_health_;  // its probe timer is on shards_.control()
+  Registry registry_;
+  // Keys whose Create is between its registry check and its registry Add (the store write in
+  // between): a second create of the same key is refused instead of overwriting the first one's
+  // stored record. Guarded by creating_mu_, held only for a set lookup.
+  std::mutex creating_mu_;
+  std::set<PipelineKey> creating_;
+  mutable std::mutex defaults_mu_;
+  PipelineDefaults defaults_;  // guarded by defaults_mu_
+  std::mutex reload_mu_;
+  std::weak_ptr<ReloadLatch> active_reload_;  // guarded by reload_mu_: the wait going on now
+  bool reload_cancelled_ = false;             // guarded by reload_mu_: no wait any more
+  boost::asio::thread_pool blocking_pool_{1};
+};
+
+}  // namespace ckpt

@@ -1,0 +1,452 @@
+#include "sqlite/sqlite_backend.h"
+
+#include <spdlog/spdlog.h>
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <limits>
+#include <type_traits>
+#include <utility>
+#include <variant>
+
+#include "core/spec_validation.h"
+#include "sqlite/sqlite_rows.h"
+
+namespace ckpt {
+
+using sqlite::Db;
+using sqlite::ResetGuard;
+using sqlite::Stmt;
+using namespace sqlite;  // the row codecs (sqlite/sqlite_rows.h)
+
+namespace {
+
+// Prepares `sql` into `stmt`, keeping the first error.
+void PrepareInto(Db& db, Stmt& stmt, const std::string& sql, Status& status) {
+  if (!status.ok()) return;
+  auto prepared = Stmt::Prepare(db, sql);
+  if (!prepared.ok()) {
+    status = prepared.status();
+    return;
+  }
+  stmt = std::move(*prepared);
+}
+
+}  // namespace
+
+// The writer connection and its cached statements: the writer thread's alone once Create returns.
+// `db` is declared first so it is destroyed last, after the statements prepared on it.
+struct SqliteBackend::WriterConn {
+  Db db;
+  Stmt begin, commit, rollback, savepoint, release, rollback_to;
+  Stmt upsert_pipeline, update_progress, raise_counter, insert_checkpoint, trim_checkpoints;
+  Stmt delete_pipeline, delete_checkpoints, probe;
+
+  Status Prepare() {
+    Status s;
+    PrepareInto(db, begin, "BEGIN IMMEDIATE", s);
+    PrepareInto(db, commit, "COMMIT", s);
+    PrepareInto(db, rollback, "ROLLBACK", s);
+    PrepareInto(db, savepoint, "SAVEPOINT op", s);
+    PrepareInto(db, release, "RELEASE op", s);
+    PrepareInto(db, rollback_to, "ROLLBACK TO op", s);
+    std::string params;
+    std::string assignments;
+    for (int i = 0; i < kRecordColumnCount; ++i) {
+      params += (i ? ", ?" : "?") + std::to_string(i + 1);
+      if (i < 2) continue;  // the key columns are what conflicts
+      if (!assignments.empty()) assignments += ", ";
+      assignments += std::string(kRecordColumns[i]) + " = excluded." + kRecordColumns[i];
+    }
+    PrepareInto(db, upsert_pipeline,
+                "INSERT INTO pipelines (" + JoinColumns("") + ") VALUES (" + params +
+                    ") ON CONFLICT (job_id, pipeline_id) DO UPDATE SET " + assignments,
+                s);
+    std::string progress_assignments;
+    // After the key, ?1 and ?2: ?3.. in column order.
+    for (int i = kFirstProgressColumn; i < kRecordColumnCount; ++i) {
+      if (i > kFirstProgressColumn) progress_assignments += ", ";
+      progress_assignments +=
+          std::string(kRecordColumns[i]) + " = ?" + std::to_string(i - kFirstProgressColumn + 3);
+    }
+    PrepareInto(db, update_progress,
+                "UPDATE pipelines SET " + progress_assignments +
+                    " WHERE job_id = ?1 AND pipeline_id = ?2",
+                s);
+    PrepareInto(db, probe,
+                "INSERT INTO meta (key, value) VALUES ('probe', ?1) "
+                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                s);
+    PrepareInto(db, raise_counter,
+                "INSERT INTO id_counters (job_id, pipeline_id, counter) VALUES (?1, ?2, ?3) "
+                "ON CONFLICT (job_id, pipeline_id) DO UPDATE SET "
+                "counter = MAX(counter, excluded.counter)",
+                s);
+    PrepareInto(db, insert_checkpoint,
+                "INSERT INTO checkpoints (job_id, pipeline_id, checkpoint_id, kind, "
+                "triggered_at_ms, finished_at_ms, location, task_states) "
+                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                s);
+    // Deletes the plain checkpoints older than the ?3+1-th newest one; none if there are fewer
+    // (the subquery is then NULL). Savepoints (kind != 0) are never trimmed.
+    PrepareInto(db, trim_checkpoints,
+                "DELETE FROM checkpoints WHERE job_id = ?1 AND pipeline_id = ?2 AND kind = 0 "
+                "AND checkpoint_id < (SELECT checkpoint_id FROM checkpoints "
+                "WHERE job_id = ?1 AND pipeline_id = ?2 AND kind = 0 "
+                "ORDER BY checkpoint_id DESC LIMIT 1 OFFSET ?3)",
+                s);
+    PrepareInto(db, delete_pipeline, "DELETE FROM pipelines WHERE job_id = ?1 AND pipeline_id = ?2",
+                s);
+    PrepareInto(db, delete_checkpoints,
+                "DELETE FROM checkpoints WHERE job_id = ?1 AND pipeline_id = ?2", s);
+    return s;
+  }
+
+  Status PutPipeline(const PipelineRecord& record) {
+    const std::string key = record.spec.key.ToString();
+    auto task_ids = TaskIdsToJson(record.spec.task_ids);
+    if (!task_ids.ok()) {
+      return Status::InvalidArgument("pipeline " + key + ": " + task_ids.status().message());
+    }
+    ResetGuard guard(upsert_pipeline);
+    BindRecord(upsert_pipeline, record, *task_ids);
+    if (int rc = upsert_pipeline.Step(); rc != SQLITE_DONE) {
+      return db.Error(rc, "writing pipeline " + key);
+    }
+    return Status::Ok();
+  }
+
+  Status RaiseCounter(const PipelineKey& key, int64_t counter) {
+    ResetGuard guard(raise_counter);
+    raise_counter.Bind(1, key.job_id);
+    raise_counter.Bind(2, key.pipeline_id);
+    raise_counter.Bind(3, counter);
+    if (int rc = raise_counter.Step(); rc != SQLITE_DONE) {
+      return db.Error(rc, "raising the id counter of " + key.ToString());
+    }
+    return Status::Ok();
+  }
+
+  Status ReserveIds(const PipelineKey& key, int64_t new_counter) {
+    if (new_counter < 0) {
+      return Status::InvalidArgument("id counter of " + key.ToString() + " cannot be " +
+                                     std::to_string(new_counter));
+    }
+    return RaiseCounter(key, new_counter);
+  }
+
+  // Writes the progress of an existing record; `changed` says whether there was one.
+  Status PutProgress(const PipelineKey& key, const PipelineProgress& progress, bool* changed) {
+    ResetGuard guard(update_progress);
+    update_progress.Bind(1, key.job_id);
+    update_progress.Bind(2, key.pipeline_id);
+    BindProgress(update_progress, progress, 3);  // after the key, ?1 and ?2
+    if (int rc = update_progress.Step(); rc != SQLITE_DONE) {
+      return db.Error(rc, "writing the progress of pipeline " + key.ToString());
+    }
+    *changed = sqlite3_changes(db.get()) > 0;
+    return Status::Ok();
+  }
+
+  Status CommitCheckpoint(const CheckpointCommit& commit) {
+    const PipelineKey& key = commit.key;
+    const CompletedCheckpoint& cp = commit.checkpoint;
+    const std::string what =
+        "checkpoint " + std::to_string(cp.checkpoint_id) + " of " + key.ToString();
+    if (cp.checkpoint_id <= 0) return Status::InvalidArgument(what + ": ids start at 1");
+    auto states = TaskStatesToJson(cp.task_states);
+    if (!states.ok()) return Status::InvalidArgument(what + ": " + states.status().message());
+    bool exists = false;
+    if (Status s = PutProgress(key, commit.progress_after, &exists); !s.ok()) return s;
+    // A history row without its pipeline would be an orphan no one lists or deletes.
+    if (!exists) return Status::NotFound(what + ": the pipeline has no record (deleted?)");
+    {
+      ResetGuard guard(insert_checkpoint);
+      insert_checkpoint.Bind(1, key.job_id);
+      insert_checkpoint.Bind(2, key.pipeline_id);
+      insert_checkpoint.Bind(3, cp.checkpoint_id);
+      insert_checkpoint.Bind(4, KindToInt(cp.kind));
+      insert_checkpoint.Bind(5, cp.triggered_at_ms);
+      insert_checkpoint.Bind(6, cp.finished_at_ms);
+      insert_checkpoint.Bind(7, cp.location);
+      insert_checkpoint.Bind(8, *states);
+      if (int rc = insert_checkpoint.Step(); rc != SQLITE_DONE) {
+        if (rc == SQLITE_CONSTRAINT_PRIMARYKEY) {
+          // Overwriting would rewrite history a worker may already have been told about.
+          return Status::AlreadyExists(what + " is already stored; not overwriting it");
+        }
+        return db.Error(rc, "storing " + what);
+      }
+    }
+    // Normally a no-op (the id came from a durably reserved block). If a caller ever committed an
+    // id it had not reserved, this still keeps the id from being handed out again after a restart.
+    if (Status s = RaiseCounter(key, cp.checkpoint_id); !s.ok()) return s;
+    ResetGuard guard(trim_checkpoints);
+    trim_checkpoints.Bind(1, key.job_id);
+    trim_checkpoints.Bind(2, key.pipeline_id);
+    // At least the checkpoint just stored survives, whatever `retained` says.
+    trim_checkpoints.Bind(3, int64_t{std::max(commit.retained, 1) - 1});
+    if (int rc = trim_checkpoints.Step(); rc != SQLITE_DONE) {
+      return db.Error(rc, "trimming the history of " + key.ToString());
+    }
+    return Status::Ok();
+  }
+
+  Status Probe(int64_t now_ms) {
+    ResetGuard guard(probe);
+    probe.Bind(1, std::to_string(now_ms));
+    if (int rc = probe.Step(); rc != SQLITE_DONE) return db.Error(rc, "probe write");
+    return Status::Ok();
+  }
+
+  Status DeletePipeline(const PipelineKey& key) {
+    for (Stmt* stmt : {&delete_checkpoints, &delete_pipeline}) {
+      ResetGuard guard(*stmt);
+      stmt->Bind(1, key.job_id);
+      stmt->Bind(2, key.pipeline_id);
+      if (int rc = stmt->Step(); rc != SQLITE_DONE) {
+        return db.Error(rc, "deleting pipeline " + key.ToString());
+      }
+    }
+    return Status::Ok();
+  }
+  // One op of the open transaction; its own status.
+  Status Apply(const WriteOp& op) {
+    return std::visit(
+        [this](const auto& o) -> Status {
+          using T = std::decay_t<decltype(o)>;
+          if constexpr (std::is_same_v<T, PutPipelineOp>) {
+            return PutPipeline(o.record);
+          } else if constexpr (std::is_same_v<T, PutProgressOp>) {
+            bool exists = false;  // none: deleted meanwhile, nothing to do
+            return PutProgress(o.key, o.progress, &exists);
+          } else if constexpr (std::is_same_v<T, ReserveIdsOp>) {
+            return ReserveIds(o.key, o.new_counter);
+          } else if constexpr (std::is_same_v<T, CommitCheckpointOp>) {
+            return CommitCheckpoint(o.commit);
+          } else if constexpr (std::is_same_v<T, ProbeOp>) {
+            return Probe(o.now_ms);
+          } else {
+            static_assert(std::is_same_v<T, DeletePipelineOp>);
+            return DeletePipeline(o.key);
+          }
+        },
+        op);
+  }
+};
+
+// The read-only connection: used under read_mu_ by whichever thread reads.
+struct SqliteBackend::ReaderConn {
+  Db db;
+  Stmt load_pipelines, list_completed, read_counter;
+
+  Status Prepare() {
+    Status s;
+    PrepareInto(db, load_pipelines,
+                "SELECT " + JoinColumns("p.") +
+                    ", COALESCE(c.counter, 0) FROM pipelines p LEFT JOIN id_counters c "
+                    "ON c.job_id = p.job_id AND c.pipeline_id = p.pipeline_id "
+                    "ORDER BY p.job_id, p.pipeline_id",
+                s);
+    PrepareInto(db, list_completed,
+                "SELECT checkpoint_id, kind, triggered_at_ms, finished_at_ms, location, "
+                "task_states FROM checkpoints WHERE job_id = ?1 AND pipeline_id = ?2 "
+                "AND checkpoint_id < ?4 ORDER BY checkpoint_id DESC LIMIT ?3",
+                s);
+    PrepareInto(db, read_counter,
+                "SELECT counter FROM id_counters WHERE job_id = ?1 AND pipeline_id = ?2", s);
+    return s;
+  }
+};
+
+Result<std::unique_ptr<SqliteBackend>> SqliteBackend::Create(Db writer_db, Db reader_db) {
+  auto writer = std::make_unique<WriterConn>();
+  writer->db = std::move(writer_db);
+  if (Status s = writer->Prepare(); !s.ok()) {
+    return Status(s.code(), writer->db.path() + ": " + s.message());
+  }
+  auto reader = std::make_unique<ReaderConn>();
+  reader->db = std::move(reader_db);
+  if (Status s = reader->Prepare(); !s.ok()) {
+    return Status(s.code(), reader->db.path() + ": " + s.message());
+  }
+  return std::unique_ptr<SqliteBackend>(new SqliteBackend(std::move(writer), std::move(reader)));
+}
+
+SqliteBackend::SqliteBackend(std::unique_ptr<WriterConn> writer, std::unique_ptr<ReaderConn> reader)
+    : path_(writer->db.path()), writer_(std::move(writer)), reader_(std::move(reader)) {}
+
+SqliteBackend::~SqliteBackend() = default;
+
+BatchResult SqliteBackend::ApplyBatch(const std::vector<WriteOp>& ops) {
+  WriterConn& w = *writer_;
+  const std::string count = std::to_string(ops.size());
+  if (int rc = w.begin.Run(); rc != SQLITE_DONE) {
+    Status s = w.db.Error(rc, "BEGIN on " + path_);
+    if (s.code() == StatusCode::kDataLoss) return BatchResult::Stop(s);
+    spdlog::error("store: {} writes failed, nothing written: {}", count, s.ToString());
+    return BatchResult::NotWritten(Status(s.code(), "nothing written: " + s.message()));
+  }
+
+  std::vector<Status> results(ops.size());
+  Status lost;  // set when the transaction as a whole is lost
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (int rc = w.savepoint.Run(); rc != SQLITE_DONE) {
+      lost = w.db.Error(rc, "SAVEPOINT");
+      break;
+    }
+    Status s;
+    try {
+      s = w.Apply(ops[i]);
+    } catch (const std::exception& e) {
+      s = Status::Internal(std::string("unexpected exception in a store write: ") + e.what());
+    }
+    if (s.ok()) {
+      if (int rc = w.release.Run(); rc != SQLITE_DONE) {
+        lost = w.db.Error(rc, "RELEASE");
+        break;
+      }
+      continue;
+    }
+    if (s.code() == StatusCode::kDataLoss) {
+      // A damaged file: commit nothing more to it, report nothing, stop (exit 65).
+      if (w.db.InTransaction()) (void)w.rollback.Run();
+      return BatchResult::Stop(s);
+    }
+    if (!w.db.InTransaction()) {
+      // SQLite rolled the whole transaction back by itself (I/O error, disk full, out of memory):
+      // the ops applied before this one are gone as well.
+      lost = s;
+      break;
+    }
+    int rc = w.rollback_to.Run();
+    if (rc == SQLITE_DONE) rc = w.release.Run();
+    if (rc != SQLITE_DONE) {
+      lost = w.db.Error(rc, "ROLLBACK TO");
+      break;
+    }
+    spdlog::error("store: write rolled back, the others of its batch proceed: {}", s.ToString());
+    results[i] = std::move(s);
+  }
+  if (lost.code() == StatusCode::kDataLoss) {
+    if (w.db.InTransaction()) (void)w.rollback.Run();
+    return BatchResult::Stop(lost);
+  }
+  if (!lost.ok()) {
+    // Nothing is committed: this batch never reaches COMMIT. If even ROLLBACK fails the connection
+    // stays inside the transaction and every later BEGIN fails, which is still a truthful failure.
+    if (w.db.InTransaction()) (void)w.rollback.Run();
+    Status s(lost.code(),
+             "transaction of " + count + " writes rolled back, nothing written: " + lost.message());
+    spdlog::error("store: {}", s.ToString());
+    return BatchResult::NotWritten(s);
+  }
+
+  if (int rc = w.commit.Run(); rc != SQLITE_DONE) {
+    Status s = w.db.Error(rc, "COMMIT of " + count + " writes to " + path_);
+    const int primary = sqlite::PrimaryCode(rc);
+    if ((primary == SQLITE_BUSY || primary == SQLITE_LOCKED) && w.db.InTransaction()) {
+      // The transaction is still open and nothing reached the log: a clean failure.
+      (void)w.rollback.Run();
+      spdlog::error("store: {} writes failed, nothing written: {}", count, s.ToString());
+      return BatchResult::NotWritten(s);
+    }
+    if (primary == SQLITE_FULL) {
+      // The disk refused a write of the log. SQLite appends a transaction's frames in order and
+      // marks the last one as the commit; a refused (or short) write stops it before that mark is
+      // complete, and a frame cut short fails its checksum at recovery. So nothing of this batch
+      // can ever reappear: a clean failure, and the store goes on once space returns. (A failed
+      // fsync is different: the frames may be on disk, and that stays fail-stop below.)
+      if (w.db.InTransaction()) (void)w.rollback.Run();
+      Status full(s.code(), "disk full, nothing written: " + s.message());
+      spdlog::error("store: {} writes failed: {}", count, full.ToString());
+      return BatchResult::NotWritten(full);
+    }
+    if (s.code() == StatusCode::kDataLoss) {
+      if (w.db.InTransaction()) (void)w.rollback.Run();
+      return BatchResult::Stop(s);
+    }
+    // Frames may or may not be in the WAL: after a crash this batch could reappear. Reporting it
+    // failed could make workers discard state that is in fact the latest durable checkpoint;
+    // reporting it done could promise what is lost. So neither is reported (DESIGN.md).
+    if (w.db.InTransaction()) (void)w.rollback.Run();
+    spdlog::critical("store: {}; whether these {} writes are durable is unknown, reporting neither",
+                     s.ToString(), count);
+    return BatchResult::Stop(
+        Status::Unavailable("store stopped after a commit with unknown outcome: " + s.message()));
+  }
+  return BatchResult::Committed(std::move(results));
+}
+
+Result<std::vector<StoredPipeline>> SqliteBackend::LoadPipelines() {
+  std::lock_guard lock(read_mu_);
+  Stmt& stmt = reader_->load_pipelines;
+  ResetGuard guard(stmt);
+  std::vector<StoredPipeline> pipelines;
+  int rc;
+  while ((rc = stmt.Step()) == SQLITE_ROW) {
+    auto record = ReadRecord(stmt, path_);
+    if (!record.ok()) return Status::DataLoss(record.status().message());
+    StoredPipeline stored{std::move(*record), stmt.ColumnInt(kRecordColumnCount)};
+    // Held to the rules of API input: a counter near INT64_MAX or a pipeline without tasks is
+    // damaged data, refused here rather than overflowing or hanging later.
+    if (Status s = ValidateStored(stored); !s.ok()) {
+      return Status::DataLoss("pipeline " + stored.record.spec.key.ToString() + " in " + path_ +
+                              " is not valid: " + s.message() +
+                              "; refusing to start on it (restore the database from a backup, or "
+                              "correct or delete that row with sqlite3)");
+    }
+    pipelines.push_back(std::move(stored));
+  }
+  // A damaged file is DATA_LOSS, which stops the start with exit 65.
+  if (rc != SQLITE_DONE) return reader_->db.Error(rc, "loading pipelines from " + path_);
+  return pipelines;
+}
+
+Result<std::vector<CompletedCheckpoint>> SqliteBackend::ListCompleted(const PipelineKey& key,
+                                                                      int limit,
+                                                                      int64_t before_id) {
+  std::lock_guard lock(read_mu_);
+  Stmt& stmt = reader_->list_completed;
+  ResetGuard guard(stmt);
+  stmt.Bind(1, key.job_id);
+  stmt.Bind(2, key.pipeline_id);
+  stmt.Bind(3, int64_t{limit > 0 ? limit : -1});  // a negative LIMIT means none in SQLite
+  stmt.Bind(4, before_id > 0 ? before_id : std::numeric_limits<int64_t>::max());
+  std::vector<CompletedCheckpoint> checkpoints;
+  int rc;
+  while ((rc = stmt.Step()) == SQLITE_ROW) {
+    CompletedCheckpoint cp;
+    cp.checkpoint_id = stmt.ColumnInt(0);
+    const std::string where =
+        "checkpoint " + std::to_string(cp.checkpoint_id) + " of " + key.ToString() + " in " + path_;
+    auto kind = KindFromInt(stmt.ColumnInt(1));
+    if (!kind) return Status::Internal("unknown kind of " + where);
+    cp.kind = *kind;
+    cp.triggered_at_ms = stmt.ColumnInt(2);
+    cp.finished_at_ms = stmt.ColumnInt(3);
+    cp.location = stmt.ColumnText(4);
+    auto states = TaskStatesFromJson(stmt.ColumnText(5));
+    if (!states) return Status::Internal("unreadable task states of " + where);
+    cp.task_states = std::move(*states);
+    checkpoints.push_back(std::move(cp));
+  }
+  if (rc != SQLITE_DONE) {
+    return reader_->db.Error(rc, "listing checkpoints of " + key.ToString() + " in " + path_);
+  }
+  return checkpoints;
+}
+
+Result<int64_t> SqliteBackend::LoadIdCounter(const PipelineKey& key) {
+  std::lock_guard lock(read_mu_);
+  Stmt& stmt = reader_->read_counter;
+  ResetGuard guard(stmt);
+  stmt.Bind(1, key.job_id);
+  stmt.Bind(2, key.pipeline_id);
+  int rc = stmt.Step();
+  if (rc == SQLITE_ROW) return stmt.ColumnInt(0);
+  if (rc == SQLITE_DONE) return int64_t{0};
+  return reader_->db.Error(rc, "reading the id counter of " + key.ToString() + " in " + path_);
+}
+
+}  // namespace ckpt

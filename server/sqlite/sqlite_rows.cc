@@ -1,0 +1,173 @@
+#include "sqlite/sqlite_rows.h"
+
+#include <nlohmann/json.hpp>
+#include <utility>
+
+namespace ckpt::sqlite {
+
+using nlohmann::json;
+
+int64_t KindToInt(CheckpointKind kind) {
+  switch (kind) {
+    case CheckpointKind::kCheckpoint: return 0;
+    case CheckpointKind::kSavepoint: return 1;
+    case CheckpointKind::kSavepointAndStop: return 2;
+  }
+  return 0;
+}
+
+std::optional<CheckpointKind> KindFromInt(int64_t value) {
+  switch (value) {
+    case 0: return CheckpointKind::kCheckpoint;
+    case 1: return CheckpointKind::kSavepoint;
+    case 2: return CheckpointKind::kSavepointAndStop;
+    default: return std::nullopt;
+  }
+}
+
+int64_t StickyToInt(StickyState sticky) {
+  switch (sticky) {
+    case StickyState::kActive: return 0;
+    case StickyState::kPaused: return 1;
+    case StickyState::kFailed: return 2;
+    case StickyState::kStopped: return 3;
+  }
+  return 0;
+}
+
+std::optional<StickyState> StickyFromInt(int64_t value) {
+  switch (value) {
+    case 0: return StickyState::kActive;
+    case 1: return StickyState::kPaused;
+    case 2: return StickyState::kFailed;
+    case 3: return StickyState::kStopped;
+    default: return std::nullopt;
+  }
+}
+
+// dump() throws on invalid UTF-8; that must fail the one write, never the daemon.
+Result<std::string> TaskIdsToJson(const std::vector<std::string>& task_ids) {
+  try {
+    return json(task_ids).dump();
+  } catch (const json::exception& e) {
+    return Status::InvalidArgument(std::string("task_ids cannot be stored: ") + e.what());
+  }
+}
+
+Result<std::string> TaskStatesToJson(const std::map<std::string, TaskState>& states) {
+  try {
+    json object = json::object();
+    for (const auto& [task_id, state] : states) {
+      object[task_id] = {
+          {"uri", state.uri}, {"size_bytes", state.size_bytes}, {"checksum", state.checksum}};
+    }
+    return object.dump();
+  } catch (const json::exception& e) {
+    return Status::InvalidArgument(std::string("task states cannot be stored: ") + e.what());
+  }
+}
+
+std::optional<std::vector<std::string>> TaskIdsFromJson(const std::string& text) {
+  json value = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!value.is_array()) return std::nullopt;
+  std::vector<std::string> ids;
+  ids.reserve(value.size());
+  for (const auto& id : value) {
+    if (!id.is_string()) return std::nullopt;
+    ids.push_back(id.get<std::string>());
+  }
+  return ids;
+}
+
+std::optional<std::map<std::string, TaskState>> TaskStatesFromJson(const std::string& text) {
+  json value = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!value.is_object()) return std::nullopt;
+  std::map<std::string, TaskState> states;
+  for (const auto& [task_id, state] : value.items()) {
+    if (!state.is_object()) return std::nullopt;
+    auto uri = state.find("uri");
+    auto size = state.find("size_bytes");
+    auto checksum = state.find("checksum");
+    if (uri == state.end() || !uri->is_string() || size == state.end() ||
+        !size->is_number_integer() || checksum == state.end() || !checksum->is_string()) {
+      return std::nullopt;
+    }
+    states[task_id] =
+        TaskState{uri->get<std::string>(), size->get<int64_t>(), checksum->get<std::string>()};
+  }
+  return states;
+}
+
+// clang-format off
+const char* const kRecordColumns[kRecordColumnCount] = {
+    "job_id", "pipeline_id", "task_ids", "interval_ms", "timeout_ms", "min_pause_ms",
+    "tolerable_failures", "retained", "generation", "sticky_state", "completed_count",
+    "failed_count", "expired_count", "consecutive_failures", "last_completed_id",
+    "last_completed_kind", "last_completed_at_ms", "from_config"};
+// clang-format on
+
+std::string JoinColumns(const std::string& prefix) {
+  std::string out;
+  for (int i = 0; i < kRecordColumnCount; ++i) {
+    if (i) out += ", ";
+    out += prefix + kRecordColumns[i];
+  }
+  return out;
+}
+
+void BindProgress(Stmt& stmt, const PipelineProgress& p, int first) {
+  stmt.Bind(first, p.generation);
+  stmt.Bind(first + 1, StickyToInt(p.sticky));
+  stmt.Bind(first + 2, p.counters.completed_count);
+  stmt.Bind(first + 3, p.counters.failed_count);
+  stmt.Bind(first + 4, p.counters.expired_count);
+  stmt.Bind(first + 5, p.counters.consecutive_failures);
+  stmt.Bind(first + 6, p.last_completed_id);
+  stmt.Bind(first + 7, KindToInt(p.last_completed_kind));
+  stmt.Bind(first + 8, p.last_completed_at_ms);
+  stmt.Bind(first + 9, int64_t{p.from_config ? 1 : 0});
+}
+
+void BindRecord(Stmt& stmt, const PipelineRecord& r, const std::string& task_ids_json) {
+  stmt.Bind(1, r.spec.key.job_id);
+  stmt.Bind(2, r.spec.key.pipeline_id);
+  stmt.Bind(3, task_ids_json);
+  stmt.Bind(4, r.spec.interval_ms);
+  stmt.Bind(5, r.spec.timeout_ms);
+  stmt.Bind(6, r.spec.min_pause_ms);
+  stmt.Bind(7, int64_t{r.spec.tolerable_failures});
+  stmt.Bind(8, int64_t{r.spec.retained});
+  BindProgress(stmt, r.progress(), 9);
+}
+
+Result<PipelineRecord> ReadRecord(const Stmt& stmt, const std::string& path) {
+  PipelineRecord r;
+  r.spec.key.job_id = stmt.ColumnText(0);
+  r.spec.key.pipeline_id = stmt.ColumnText(1);
+  const std::string where = "pipeline " + r.spec.key.ToString() + " in " + path;
+  auto task_ids = TaskIdsFromJson(stmt.ColumnText(2));
+  if (!task_ids) return Status::Internal("unreadable task_ids of " + where);
+  r.spec.task_ids = std::move(*task_ids);
+  r.spec.interval_ms = stmt.ColumnInt(3);
+  r.spec.timeout_ms = stmt.ColumnInt(4);
+  r.spec.min_pause_ms = stmt.ColumnInt(5);
+  r.spec.tolerable_failures = static_cast<int32_t>(stmt.ColumnInt(6));
+  r.spec.retained = static_cast<int32_t>(stmt.ColumnInt(7));
+  r.generation = stmt.ColumnInt(8);
+  auto sticky = StickyFromInt(stmt.ColumnInt(9));
+  if (!sticky) return Status::Internal("unknown sticky_state of " + where);
+  r.sticky = *sticky;
+  r.counters.completed_count = stmt.ColumnInt(10);
+  r.counters.failed_count = stmt.ColumnInt(11);
+  r.counters.expired_count = stmt.ColumnInt(12);
+  r.counters.consecutive_failures = stmt.ColumnInt(13);
+  r.last_completed_id = stmt.ColumnInt(14);
+  auto kind = KindFromInt(stmt.ColumnInt(15));
+  if (!kind) return Status::Internal("unknown last_completed_kind of " + where);
+  r.last_completed_kind = *kind;
+  r.last_completed_at_ms = stmt.ColumnInt(16);
+  r.from_config = stmt.ColumnInt(17) != 0;
+  return r;
+}
+
+}  // namespace ckpt::sqlite

@@ -1,0 +1,49 @@
+#pragma once
+// How the SQLite store lays the daemon's types out in rows: stored integers for enums, JSON for
+// lists and maps, and the pipelines table's columns in one order that binding and reading share.
+// Pure functions over a prepared statement; no I/O of their own.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "core/types.h"
+#include "sqlite/sqlite_db.h"
+
+namespace ckpt::sqlite {
+
+// Stored integers are spelled out rather than static_cast, so reordering an enum cannot silently
+// change the meaning of rows already on disk.
+int64_t KindToInt(CheckpointKind kind);
+std::optional<CheckpointKind> KindFromInt(int64_t value);
+int64_t StickyToInt(StickyState sticky);
+std::optional<StickyState> StickyFromInt(int64_t value);
+
+// JSON rather than a joined string: any id round-trips, and an empty list is distinct from [""].
+// Text that is not valid UTF-8 fails the one write (INVALID_ARGUMENT), never the daemon.
+Result<std::string> TaskIdsToJson(const std::vector<std::string>& task_ids);
+Result<std::string> TaskStatesToJson(const std::map<std::string, TaskState>& states);
+// nullopt: the text is not what the To* functions write.
+std::optional<std::vector<std::string>> TaskIdsFromJson(const std::string& text);
+std::optional<std::map<std::string, TaskState>> TaskStatesFromJson(const std::string& text);
+
+// The pipelines table's columns, in the order BindRecord binds (?1..?18) and ReadRecord reads
+// (0..17). Columns kFirstProgressColumn.. are the progress (PipelineProgress).
+extern const char* const kRecordColumns[];
+constexpr int kRecordColumnCount = 18;
+constexpr int kFirstProgressColumn = 8;
+
+// "<prefix>job_id, <prefix>pipeline_id, ..." over kRecordColumns.
+std::string JoinColumns(const std::string& prefix);
+// The progress columns as ?first..?first+9.
+void BindProgress(Stmt& stmt, const PipelineProgress& p, int first);
+// Binds ?1..?18 in kRecordColumns order.
+void BindRecord(Stmt& stmt, const PipelineRecord& r, const std::string& task_ids_json);
+// Reads columns 0..17 in kRecordColumns order; INTERNAL names what is unreadable, and where
+// (`path`).
+Result<PipelineRecord> ReadRecord(const Stmt& stmt, const std::string& path);
+
+}  // namespace ckpt::sqlite

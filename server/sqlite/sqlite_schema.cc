@@ -1,0 +1,208 @@
+#include "sqlite/sqlite_schema.h"
+
+#include <spdlog/spdlog.h>
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <vector>
+
+#include "store/data_dir.h"
+
+namespace ckpt::sqlite {
+
+namespace {
+
+// Version 1; version 2 adds `meta` (kSchemaV2). A new store is created at the current version; an
+// older file is migrated step by step (Migrate); an older ckptd refuses a newer file instead of
+// misreading it.
+constexpr const char* kSchemaV1 = R"sql(
+CREATE TABLE pipelines (
+  job_id               TEXT    NOT NULL,
+  pipeline_id          TEXT    NOT NULL,
+  task_ids             TEXT    NOT NULL,  -- JSON array of strings
+  interval_ms          INTEGER NOT NULL,
+  timeout_ms           INTEGER NOT NULL,
+  min_pause_ms         INTEGER NOT NULL,
+  tolerable_failures   INTEGER NOT NULL,
+  retained             INTEGER NOT NULL,
+  generation           INTEGER NOT NULL,
+  sticky_state         INTEGER NOT NULL,  -- 0 active, 1 paused, 2 failed, 3 stopped
+  completed_count      INTEGER NOT NULL,
+  failed_count         INTEGER NOT NULL,
+  expired_count        INTEGER NOT NULL,
+  consecutive_failures INTEGER NOT NULL,
+  last_completed_id    INTEGER NOT NULL,
+  last_completed_kind  INTEGER NOT NULL,  -- as checkpoints.kind
+  last_completed_at_ms INTEGER NOT NULL,
+  from_config          INTEGER NOT NULL,
+  PRIMARY KEY (job_id, pipeline_id)
+);
+-- Apart from pipelines because a counter outlives its pipeline: ids are never reused, not even by
+-- DeletePipeline followed by CreatePipeline of the same name.
+CREATE TABLE id_counters (
+  job_id      TEXT    NOT NULL,
+  pipeline_id TEXT    NOT NULL,
+  counter     INTEGER NOT NULL,
+  PRIMARY KEY (job_id, pipeline_id)
+);
+CREATE TABLE checkpoints (
+  job_id          TEXT    NOT NULL,
+  pipeline_id     TEXT    NOT NULL,
+  checkpoint_id   INTEGER NOT NULL,
+  kind            INTEGER NOT NULL,  -- 0 checkpoint, 1 savepoint, 2 savepoint and stop
+  triggered_at_ms INTEGER NOT NULL,
+  finished_at_ms  INTEGER NOT NULL,
+  location        TEXT    NOT NULL,
+  task_states     TEXT    NOT NULL,  -- JSON object: task_id -> {uri, size_bytes, checksum}
+  PRIMARY KEY (job_id, pipeline_id, checkpoint_id)
+);
+)sql";
+
+// The store's own facts: its id (as in data_dir/STORE_ID), and the probe StoreHealth writes.
+constexpr const char* kSchemaV2 = R"sql(
+CREATE TABLE IF NOT EXISTS meta (
+  key   TEXT NOT NULL PRIMARY KEY,
+  value TEXT NOT NULL
+);
+)sql";
+
+constexpr const char* kTables[] = {"pipelines", "id_counters", "checkpoints"};
+
+// The store id the database holds (meta.store_id); "" when it holds none yet.
+Result<std::string> StoredStoreId(Db& db) {
+  return db.QueryText("SELECT COALESCE((SELECT value FROM meta WHERE key = 'store_id'), '')");
+}
+
+}  // namespace
+
+Result<FileIdentity> Inspect(Db& db) {
+  const std::string& path = db.path();
+  auto app_id = db.QueryInt("PRAGMA application_id");
+  if (!app_id.ok()) {
+    const int code = db.LastErrorCode();
+    if (code == SQLITE_NOTADB) {
+      return Status::DataLoss(
+          path +
+          " is not a SQLite database; refusing to use or overwrite it (move it away or "
+          "point data_dir elsewhere)");
+    }
+    if (sqlite::PrimaryCode(code) == SQLITE_CORRUPT) {
+      return Status::DataLoss(path + " is a damaged SQLite database (" +
+                              app_id.status().message() + "); refusing to use it");
+    }
+    return Status::Unavailable("cannot read " + path + ": " + app_id.status().message());
+  }
+  auto user_version = db.QueryInt("PRAGMA user_version");
+  if (!user_version.ok()) {
+    return Status::Unavailable("cannot read " + path + ": " + user_version.status().message());
+  }
+  // Every schema object (table, index, view, trigger) except SQLite's own.
+  std::vector<std::string> objects;
+  {
+    auto stmt = Stmt::Prepare(
+        db,
+        "SELECT type || ' ' || name FROM sqlite_schema WHERE name NOT LIKE 'sqlite\\_%' "
+        "ESCAPE '\\' ORDER BY type != 'table', name");
+    if (!stmt.ok())
+      return Status::Unavailable("cannot read " + path + ": " + stmt.status().message());
+    ResetGuard guard(*stmt);
+    int rc;
+    while ((rc = stmt->Step()) == SQLITE_ROW) objects.push_back(stmt->ColumnText(0));
+    if (rc != SQLITE_DONE) return db.Error(rc, "reading the schema of " + path);
+  }
+
+  if (*app_id == 0 && *user_version == 0 && objects.empty()) return FileIdentity::kEmpty;
+  if (*app_id != kApplicationId) {
+    // Tables first: "table users, table orders and 4 more" says whose file it might be.
+    std::string what = objects.empty() ? std::string("no tables") : std::string();
+    for (size_t i = 0; i < objects.size() && i < 3; ++i) what += (i ? ", " : "") + objects[i];
+    if (objects.size() > 3) what += " and " + std::to_string(objects.size() - 3) + " more";
+    char hex[16];
+    std::snprintf(hex, sizeof(hex), "0x%08x", static_cast<uint32_t>(*app_id));
+    return Status::DataLoss(
+        path + " is a SQLite database but not a ckptd one (application_id " + hex + ", " + what +
+        "); refusing to use or change it (move it away or point data_dir elsewhere)");
+  }
+  if (*user_version > kSchemaVersion) {
+    return Status::DataLoss(
+        path + " has schema version " + std::to_string(*user_version) +
+        ", written by a newer ckptd; this one understands up to version " +
+        std::to_string(kSchemaVersion) + " and will not downgrade it");
+  }
+  if (*user_version < 1) {
+    return Status::DataLoss(path + " has ckptd's application_id but schema version " +
+                            std::to_string(*user_version) + "; refusing to guess what it holds");
+  }
+  for (const char* table : kTables) {
+    if (std::find(objects.begin(), objects.end(), std::string("table ") + table) == objects.end()) {
+      return Status::DataLoss(path + " is a ckptd database without its '" + table +
+                              "' table; refusing to use it");
+    }
+  }
+  return FileIdentity::kOurs;
+}
+
+Status CreateSchema(Db& db) {
+  const std::string& path = db.path();
+  // IMMEDIATE takes the write lock first, so a concurrent opener cannot create it twice; inspect
+  // again under the lock.
+  if (Status s = db.Exec("BEGIN IMMEDIATE"); !s.ok()) {
+    return Status::Unavailable("cannot create the schema in " + path + ": " + s.message());
+  }
+  auto identity = Inspect(db);
+  Status status;
+  if (!identity.ok()) {
+    status = identity.status();
+  } else if (*identity == FileIdentity::kEmpty) {
+    status =
+        db.Exec(std::string(kSchemaV1) + kSchemaV2 +
+                "PRAGMA application_id = " + std::to_string(kApplicationId) +
+                ";\nPRAGMA user_version = " + std::to_string(kSchemaVersion) + ";");
+    if (status.ok()) status = db.Exec("COMMIT");
+  }
+  if (!status.ok()) {
+    if (db.InTransaction()) (void)db.Exec("ROLLBACK");
+    return Status(status.code(), "cannot create the schema in " + path + ": " + status.message());
+  }
+  if (db.InTransaction()) return db.Exec("COMMIT");  // someone else created it meanwhile
+  return Status::Ok();
+}
+
+Status Migrate(Db& db) {
+  auto version = db.QueryInt("PRAGMA user_version");
+  if (!version.ok()) return version.status();
+  if (*version < 2) {
+    Status s = db.Exec(std::string("BEGIN IMMEDIATE;") + kSchemaV2 +
+                       "PRAGMA user_version = 2; COMMIT;");
+    if (!s.ok()) {
+      if (db.InTransaction()) (void)db.Exec("ROLLBACK");
+      return Status(s.code(), "migrating " + db.path() + " to schema version 2: " + s.message());
+    }
+    spdlog::info("store {}: migrated to schema version 2", db.path());
+  }
+  return Status::Ok();
+}
+
+Status BindStoreId(Db& db, const std::string& data_dir,
+                   const std::optional<std::string>& file_id) {
+  auto db_id = StoredStoreId(db);
+  if (!db_id.ok()) return db_id.status();
+  if (!db_id->empty() && file_id && *db_id != *file_id) {
+    return Status::DataLoss(db.path() + " belongs to store " + *db_id + ", but " + data_dir +
+                            "/STORE_ID names store " + *file_id +
+                            "; refusing to mix two stores (was the database copied in from "
+                            "elsewhere?)");
+  }
+  std::string id = !db_id->empty() ? *db_id : file_id ? *file_id : NewStoreId();
+  if (db_id->empty()) {
+    Status s = db.Exec("INSERT INTO meta (key, value) VALUES ('store_id', '" + id + "')");
+    if (!s.ok()) return Status(s.code(), "recording the store id in " + db.path() + ": " + s.message());
+  }
+  // Only once the database exists and holds the id: a crash before this leaves a database
+  // without STORE_ID, which the next start completes.
+  if (!file_id) return WriteStoreId(data_dir, id);
+  return Status::Ok();
+}
+
+}  // namespace ckpt::sqlite
