@@ -248,32 +248,5 @@ TEST_F(StoreDataDirTest, CorruptionMetWhileRunningStopsTheStoreWithDataLoss) {
   EXPECT_FALSE(after.ok()) << "nothing more is written to it";
 }
 
-TEST_F(StoreDataDirTest, ProgressIsWrittenAloneAndNeverRevivesADeletedPipeline) {
-  auto store = SqliteStore::Open(dir_.string());
-  ASSERT_TRUE(store.ok());
-  PipelineRecord r = Record("p");
-  ASSERT_TRUE(Await([&](auto done) { (*store)->PutPipeline(r, done); }).ok());
-  PipelineProgress progress = r.progress();
-  progress.generation = 9;
-  progress.sticky = StickyState::kPaused;
-  ASSERT_TRUE(Await([&](auto done) { (*store)->PutProgress(r.spec.key, progress, done); }).ok());
-  auto loaded = (*store)->LoadPipelines();
-  ASSERT_TRUE(loaded.ok());
-  ASSERT_EQ(loaded->size(), 1u);
-  EXPECT_EQ((*loaded)[0].record.progress(), progress);
-  EXPECT_EQ((*loaded)[0].record.spec, r.spec) << "the spec is untouched";
-
-  ASSERT_TRUE(Await([&](auto done) { (*store)->DeletePipeline(r.spec.key, done); }).ok());
-  EXPECT_TRUE(Await([&](auto done) { (*store)->PutProgress(r.spec.key, progress, done); }).ok());
-  Status commit = Await([&](auto done) { (*store)->CommitCheckpoint(Commit(r, 1), done); });
-  EXPECT_EQ(commit.code(), StatusCode::kNotFound) << commit.ToString();
-  loaded = (*store)->LoadPipelines();
-  ASSERT_TRUE(loaded.ok());
-  EXPECT_TRUE(loaded->empty()) << "a late write must not bring a deleted pipeline back";
-  auto history = (*store)->ListCompleted(r.spec.key, 0);
-  ASSERT_TRUE(history.ok());
-  EXPECT_TRUE(history->empty());
-}
-
 }  // namespace
 }  // namespace ckpt

@@ -1,10 +1,15 @@
 #pragma once
-// What the store tests share: waiting for a write's callback with a deadline.
+// What the store tests share: records and checkpoints to write, waiting for a write's callback
+// with a deadline, and a gate that holds the writer thread.
 
 #include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <future>
 #include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
 
 #include "store/metadata_store.h"
 
@@ -23,5 +28,66 @@ inline Status Await(const std::function<void(MetadataStore::Done)>& issue) {
   }
   return future.get();
 }
+
+inline PipelineRecord MakeRecord(const std::string& job, const std::string& pipeline, int retained = 10) {
+  PipelineRecord r;
+  r.spec.key = {job, pipeline};
+  r.spec.task_ids = {"0", "1", "2"};
+  r.spec.retained = retained;
+  return r;
+}
+
+inline CompletedCheckpoint MakeCheckpoint(int64_t id, CheckpointKind kind = CheckpointKind::kCheckpoint) {
+  CompletedCheckpoint cp;
+  cp.checkpoint_id = id;
+  cp.kind = kind;
+  cp.triggered_at_ms = 1700000000000 + id * 1000;
+  cp.finished_at_ms = cp.triggered_at_ms + 250;
+  if (kind != CheckpointKind::kCheckpoint) cp.location = "s3://bucket/sp-" + std::to_string(id);
+  cp.task_states["0"] = {"file:///state/" + std::to_string(id) + "/0", 100 + id, "crc:0"};
+  cp.task_states["1"] = {"file:///state/" + std::to_string(id) + "/1", 200 + id, "crc:1"};
+  return cp;
+}
+
+// The commit of `cp` for the pipeline `r` describes: its key, retention and progress.
+inline CheckpointCommit CommitOf(const PipelineRecord& r, CompletedCheckpoint cp) {
+  return CheckpointCommit{r.spec.key, r.spec.retained, r.progress(), std::move(cp)};
+}
+
+inline std::vector<int64_t> Ids(const std::vector<CompletedCheckpoint>& checkpoints) {
+  std::vector<int64_t> ids;
+  for (const auto& cp : checkpoints) ids.push_back(cp.checkpoint_id);
+  return ids;
+}
+
+// Holds the writer thread inside a `done` callback until released, so that whatever is queued
+// meanwhile lands in one batch. (Blocking in `done` is forbidden in production; here it is the
+// point.)
+class WriterGate {
+ public:
+  MetadataStore::Done Callback() {
+    return [this](Status) {
+      std::unique_lock lock(mu_);
+      entered_ = true;
+      cv_.notify_all();
+      cv_.wait(lock, [&] { return released_; });
+    };
+  }
+  bool WaitEntered() {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, kStoreTestDeadline, [&] { return entered_; });
+  }
+  void Release() {
+    std::lock_guard lock(mu_);
+    released_ = true;
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool entered_ = false;
+  bool released_ = false;
+};
 
 }  // namespace ckpt

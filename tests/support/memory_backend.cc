@@ -1,0 +1,154 @@
+#include "support/memory_backend.h"
+
+#include <algorithm>
+#include <type_traits>
+#include <variant>
+
+namespace ckpt {
+
+BatchResult MemoryBackend::ApplyBatch(const std::vector<WriteOp>& ops) {
+  std::unique_lock lock(mu_);
+  if (hold_) {
+    holding_ = true;
+    cv_.notify_all();
+    cv_.wait(lock, [this] { return !hold_; });
+    holding_ = false;
+  }
+  batch_sizes_.push_back(ops.size());
+  if (next_outcome_) {
+    BatchResult result = std::move(*next_outcome_);
+    next_outcome_.reset();
+    return result;
+  }
+  std::vector<Status> results;
+  results.reserve(ops.size());
+  for (const WriteOp& op : ops) results.push_back(Apply(op));
+  if (next_answer_count_) {
+    results.resize(*next_answer_count_);
+    next_answer_count_.reset();
+  }
+  return BatchResult::Committed(std::move(results));
+}
+
+Status MemoryBackend::Apply(const WriteOp& op) {
+  // Each op checks everything before it changes anything: one that fails changes nothing.
+  return std::visit(
+      [this](const auto& o) -> Status {
+        using T = std::decay_t<decltype(o)>;
+        if constexpr (std::is_same_v<T, PutPipelineOp>) {
+          records_[o.record.spec.key] = o.record;
+          return Status::Ok();
+        } else if constexpr (std::is_same_v<T, PutProgressOp>) {
+          auto it = records_.find(o.key);
+          if (it != records_.end()) static_cast<PipelineProgress&>(it->second) = o.progress;
+          return Status::Ok();
+        } else if constexpr (std::is_same_v<T, ReserveIdsOp>) {
+          if (o.new_counter < 0) return Status::InvalidArgument("negative id counter");
+          counters_[o.key] = std::max(counters_[o.key], o.new_counter);
+          return Status::Ok();
+        } else if constexpr (std::is_same_v<T, CommitCheckpointOp>) {
+          const CheckpointCommit& c = o.commit;
+          const int64_t id = c.checkpoint.checkpoint_id;
+          const std::string what = "checkpoint " + std::to_string(id) + " of " + c.key.ToString();
+          if (id <= 0) return Status::InvalidArgument(what + ": ids start at 1");
+          auto record = records_.find(c.key);
+          if (record == records_.end()) {
+            return Status::NotFound(what + ": the pipeline has no record (deleted?)");
+          }
+          auto& history = history_[c.key];
+          if (history.count(id)) return Status::AlreadyExists(what + " is already stored");
+          static_cast<PipelineProgress&>(record->second) = c.progress_after;
+          history[id] = c.checkpoint;
+          counters_[c.key] = std::max(counters_[c.key], id);
+          // Plain checkpoints beyond `retained` (at least the new one stays); savepoints stay.
+          const size_t keep = static_cast<size_t>(std::max(c.retained, 1));
+          std::vector<int64_t> plain;  // newest first
+          for (auto it = history.rbegin(); it != history.rend(); ++it) {
+            if (it->second.kind == CheckpointKind::kCheckpoint) plain.push_back(it->first);
+          }
+          for (size_t i = keep; i < plain.size(); ++i) history.erase(plain[i]);
+          return Status::Ok();
+        } else if constexpr (std::is_same_v<T, ProbeOp>) {
+          probe_ms_ = o.now_ms;
+          return Status::Ok();
+        } else {
+          static_assert(std::is_same_v<T, DeletePipelineOp>);
+          records_.erase(o.key);
+          history_.erase(o.key);
+          return Status::Ok();
+        }
+      },
+      op);
+}
+
+Result<std::vector<StoredPipeline>> MemoryBackend::LoadPipelines() {
+  std::lock_guard lock(mu_);
+  if (!read_failure_.ok()) return read_failure_;
+  std::vector<StoredPipeline> out;
+  for (const auto& [key, record] : records_) {
+    auto counter = counters_.find(key);
+    out.push_back(StoredPipeline{record, counter == counters_.end() ? 0 : counter->second});
+  }
+  return out;
+}
+
+Result<int64_t> MemoryBackend::LoadIdCounter(const PipelineKey& key) {
+  std::lock_guard lock(mu_);
+  if (!read_failure_.ok()) return read_failure_;
+  auto it = counters_.find(key);
+  return it == counters_.end() ? int64_t{0} : it->second;
+}
+
+Result<std::vector<CompletedCheckpoint>> MemoryBackend::ListCompleted(const PipelineKey& key,
+                                                                      int limit,
+                                                                      int64_t before_id) {
+  std::lock_guard lock(mu_);
+  if (!read_failure_.ok()) return read_failure_;
+  std::vector<CompletedCheckpoint> out;
+  auto history = history_.find(key);
+  if (history == history_.end()) return out;
+  for (auto it = history->second.rbegin(); it != history->second.rend(); ++it) {
+    if (before_id > 0 && it->first >= before_id) continue;
+    if (limit > 0 && out.size() == static_cast<size_t>(limit)) break;
+    out.push_back(it->second);
+  }
+  return out;
+}
+
+void MemoryBackend::HoldBatches() {
+  std::lock_guard lock(mu_);
+  hold_ = true;
+}
+
+void MemoryBackend::ReleaseBatches() {
+  std::lock_guard lock(mu_);
+  hold_ = false;
+  cv_.notify_all();
+}
+
+bool MemoryBackend::WaitUntilABatchIsHeld(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mu_);
+  return cv_.wait_for(lock, timeout, [this] { return holding_; });
+}
+
+void MemoryBackend::EndNextBatchWith(BatchResult::Outcome outcome, Status status) {
+  std::lock_guard lock(mu_);
+  next_outcome_ = BatchResult{outcome, {}, std::move(status)};
+}
+
+void MemoryBackend::AnswerNextBatchWith(size_t count) {
+  std::lock_guard lock(mu_);
+  next_answer_count_ = count;
+}
+
+void MemoryBackend::FailReads(Status status) {
+  std::lock_guard lock(mu_);
+  read_failure_ = std::move(status);
+}
+
+std::vector<size_t> MemoryBackend::batch_sizes() const {
+  std::lock_guard lock(mu_);
+  return batch_sizes_;
+}
+
+}  // namespace ckpt
