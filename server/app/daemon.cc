@@ -63,12 +63,18 @@ Daemon::Daemon(DaemonConfig config, std::unique_ptr<MetadataStore> store)
 
 Daemon::~Daemon() {
   Shutdown();
-  // The pipelines' handlers may still be queued on the (stopped) shards: the host goes first,
-  // with them. The store's writer may still call back into runners, which post to their shards:
-  // close it while the shards are alive (stopped, so such posts are only queued and destroyed
-  // with them).
-  host_.reset();
+  // Order matters. No blocking task may still read the store when it closes. The store goes
+  // before the host: a write queued after Shutdown's flush (a runner's last handlers ran until
+  // the shards stopped) completes on the store's writer when it closes, and its callback reaches
+  // the runner and the host's StoreHealth, so both must still be alive. Runners post to their
+  // shards from there: the shards outlive both (stopped, so such posts are only queued and
+  // destroyed with them).
+  if (host_) {
+    host_->StopProbing();
+    host_->JoinBlockingPool();
+  }
   store_.reset();
+  host_.reset();
 }
 
 Status Daemon::Start() {

@@ -145,7 +145,9 @@ class PipelineRunner : public std::enable_shared_from_this<PipelineRunner> {
   const int64_t heartbeat_interval_ms_;
   const int64_t lease_ttl_ms_;
   const bool restarted_;
-  StoreHealth* const store_health_;  // may be null
+  // May be null. Reached from store callbacks on the store's writer, so its owner (the host) must
+  // outlive the store's last callback: the daemon closes the store before the host.
+  StoreHealth* const store_health_;
 
   // Atomics: written on strand_, read by scrapes from any thread.
   PipelineMetrics pipeline_metrics_;

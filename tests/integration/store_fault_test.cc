@@ -95,5 +95,23 @@ TEST_F(DaemonTest, AStoreThatFailsEveryWriteHoldsTriggersFailsNoPipelineAndRecov
   EXPECT_EQ(daemon_->metrics().store_writable.load(), 1);
 }
 
+// A runner's write that completes only as the store closes (queued after shutdown's flush, while
+// the shards still ran) reports to the pipelines' StoreHealth from the store's writer: the daemon
+// must close the store while what that callback reaches is still alive. ASan and TSan see it if not.
+TEST_F(DaemonTest, AWriteThatCompletesAsTheStoreClosesFindsItsPipelineStillThere) {
+  config_.pipelines = {TestSpec("p", {"a"}, 60000)};
+  auto faulty = std::make_unique<FaultInjectingStore>(OpenSqlite());
+  FaultInjectingStore* faults = faulty.get();
+  StartDaemonWith(std::move(faulty));
+  {
+    RawWorker w(channel_);
+    w.Hello("job", "p", {"a"});
+    ASSERT_TRUE(Eventually([&] { return Describe("p").registered_tasks == 1; }));
+    faults->HoldCompletionsUntilClosed();
+  }  // the stream ends: task loss, a new generation, a progress write whose completion is held
+  ASSERT_TRUE(Eventually([&] { return faults->held_completions() > 0; }));
+  daemon_.reset();
+}
+
 }  // namespace
 }  // namespace ckpt::testing

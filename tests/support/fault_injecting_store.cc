@@ -7,6 +7,37 @@ namespace ckpt {
 FaultInjectingStore::FaultInjectingStore(std::unique_ptr<MetadataStore> inner)
     : inner_(std::move(inner)) {}
 
+FaultInjectingStore::~FaultInjectingStore() {
+  inner_->Flush();
+  std::vector<std::pair<Done, Status>> held;
+  {
+    std::lock_guard lock(held_->mu);
+    held.swap(held_->completions);
+  }
+  for (auto& [done, status] : held) done(status);
+}
+
+void FaultInjectingStore::HoldCompletionsUntilClosed() {
+  std::lock_guard lock(mu_);
+  hold_completions_ = true;
+}
+
+int FaultInjectingStore::held_completions() const {
+  std::lock_guard lock(held_->mu);
+  return static_cast<int>(held_->completions.size());
+}
+
+MetadataStore::Done FaultInjectingStore::MaybeHeld(Done done) {
+  {
+    std::lock_guard lock(mu_);
+    if (!hold_completions_ || !done) return done;
+  }
+  return [held = held_, done = std::move(done)](Status status) mutable {
+    std::lock_guard lock(held->mu);
+    held->completions.emplace_back(std::move(done), std::move(status));
+  };
+}
+
 void FaultInjectingStore::FailNextCommits(int count, Status status,
                                           std::optional<PipelineKey> only) {
   std::lock_guard lock(mu_);
@@ -69,11 +100,13 @@ Result<std::vector<StoredPipeline>> FaultInjectingStore::LoadPipelines() {
 }
 
 void FaultInjectingStore::PutPipeline(const PipelineRecord& record, Done done) {
+  done = MaybeHeld(std::move(done));
   if (auto failure = AllWritesFail()) return FailInOrder(std::move(*failure), std::move(done));
   inner_->PutPipeline(record, std::move(done));
 }
 
 void FaultInjectingStore::ReserveIds(const PipelineKey& key, int64_t new_counter, Done done) {
+  done = MaybeHeld(std::move(done));
   if (auto failure = AllWritesFail()) return FailInOrder(std::move(*failure), std::move(done));
   if (auto failure = Take(reserves_, key)) {
     return FailInOrder(std::move(*failure), std::move(done));
@@ -83,11 +116,13 @@ void FaultInjectingStore::ReserveIds(const PipelineKey& key, int64_t new_counter
 
 void FaultInjectingStore::PutProgress(const PipelineKey& key, const PipelineProgress& progress,
                                       Done done) {
+  done = MaybeHeld(std::move(done));
   if (auto failure = AllWritesFail()) return FailInOrder(std::move(*failure), std::move(done));
   inner_->PutProgress(key, progress, std::move(done));
 }
 
 void FaultInjectingStore::CommitCheckpoint(const CheckpointCommit& commit, Done done) {
+  done = MaybeHeld(std::move(done));
   if (auto failure = AllWritesFail()) return FailInOrder(std::move(*failure), std::move(done));
   if (auto failure = Take(commits_, commit.key)) {
     return FailInOrder(std::move(*failure), std::move(done));
@@ -96,11 +131,13 @@ void FaultInjectingStore::CommitCheckpoint(const CheckpointCommit& commit, Done 
 }
 
 void FaultInjectingStore::Probe(Done done) {
+  done = MaybeHeld(std::move(done));
   if (auto failure = AllWritesFail()) return FailInOrder(std::move(*failure), std::move(done));
   inner_->Probe(std::move(done));
 }
 
 void FaultInjectingStore::DeletePipeline(const PipelineKey& key, Done done) {
+  done = MaybeHeld(std::move(done));
   if (auto failure = AllWritesFail()) return FailInOrder(std::move(*failure), std::move(done));
   inner_->DeletePipeline(key, std::move(done));
 }

@@ -12,6 +12,8 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <utility>
+#include <vector>
 
 #include "store/metadata_store.h"
 
@@ -20,6 +22,7 @@ namespace ckpt {
 class FaultInjectingStore final : public MetadataStore {
  public:
   explicit FaultInjectingStore(std::unique_ptr<MetadataStore> inner);
+  ~FaultInjectingStore() override;
 
   // The next `count` calls (of any pipeline, or only of `only` if given) fail with `status`
   // (not OK). Replaces an earlier plan for the same kind of call; count 0 cancels it.
@@ -30,6 +33,12 @@ class FaultInjectingStore final : public MetadataStore {
   // fails them, until StopFailingWrites.
   void FailAllWrites(Status status);
   void StopFailingWrites();
+
+  // From now on, every write's completion (its callback, with its real result) is held back and
+  // only called when this store is destroyed, after the inner store has flushed: a write that was
+  // still queued when its owner shut down, completing as the store closes.
+  void HoldCompletionsUntilClosed();
+  int held_completions() const;
 
   // How many calls failed by injection so far.
   int injected_commit_failures() const;
@@ -63,6 +72,8 @@ class FaultInjectingStore final : public MetadataStore {
   std::optional<Status> Take(Plan& plan, const PipelineKey& key);
   // Reports `status` through the inner store's writer thread, in order.
   void FailInOrder(Status status, Done done);
+  // `done`, or a callback that holds its result back if HoldCompletionsUntilClosed is on.
+  Done MaybeHeld(Done done);
 
   const std::unique_ptr<MetadataStore> inner_;
   mutable std::mutex mu_;
@@ -72,6 +83,13 @@ class FaultInjectingStore final : public MetadataStore {
   Plan commits_;   // guarded by mu_
   Plan reserves_;  // guarded by mu_
   std::optional<Status> all_writes_;  // guarded by mu_
+  bool hold_completions_ = false;     // guarded by mu_
+  // Shared with the held callbacks, which run on the inner store's writer thread.
+  struct Held {
+    std::mutex mu;
+    std::vector<std::pair<Done, Status>> completions;  // guarded by mu
+  };
+  const std::shared_ptr<Held> held_ = std::make_shared<Held>();
 };
 
 }  // namespace ckpt
