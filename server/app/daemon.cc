@@ -185,7 +185,7 @@ std::string Daemon::NotReady() const {
 bool Daemon::ready() const { return NotReady().empty(); }
 
 void Daemon::UpdateHealthService() {
-  std::lock_guard lock(health_mu_);
+  MutexLock lock(health_mu_);
   if (!ready_.load()) return;  // not serving yet, or shutting down: health stays as it is
   // The store's state now, not the one a caller was told about: calls may cross.
   const bool serving = host_->store_writable();
@@ -204,7 +204,7 @@ std::string Daemon::MetricsText() const {
   // With a series set per pipeline a page is megabytes at 100,000 pipelines: scrapes within
   // kMetricsPageReuse of one another share one rendering, so that several scrapers cost what one
   // does. (The page is rendered on the control loop, never on a pipeline's.)
-  std::lock_guard lock(page_cache_mu_);
+  MutexLock lock(page_cache_mu_);
   const auto now = std::chrono::steady_clock::now();
   if (page_cache_.empty() || now - page_cache_at_ >= kMetricsPageReuse) {
     page_cache_ = RenderMetricsPage(metrics_, host_->registry(), options);
@@ -313,10 +313,15 @@ void Daemon::Shutdown() {
   spdlog::info("shutting down: no new triggers; pending rounds have {} ms to finish",
                config_.shutdown_grace_ms);
   auto runners = host_->registry().All();
-  for (auto& r : runners) r->BeginShutdown();
+  // The pending gauge is exact only once every runner has taken the shutdown in: a round whose
+  // trigger went out an instant ago may not be counted yet, and must not be aborted as if none
+  // were pending.
+  auto begun = std::make_shared<std::atomic<size_t>>(0);
+  for (auto& r : runners) r->BeginShutdown([begun] { begun->fetch_add(1); });
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::milliseconds(config_.shutdown_grace_ms);
-  while (metrics_.pending_checkpoints.load() > 0 && std::chrono::steady_clock::now() < deadline) {
+  while ((begun->load() < runners.size() || metrics_.pending_checkpoints.load() > 0) &&
+         std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));  // the controlling thread, not a strand
   }
   if (metrics_.pending_checkpoints.load() > 0) {

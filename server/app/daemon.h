@@ -14,10 +14,10 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
-#include <mutex>
 #include <string>
 
 #include "config/daemon_config.h"
+#include "common/mutex.h"
 #include "core/clock.h"
 #include "runtime/daemon_metrics.h"
 #include "runtime/io_shards.h"
@@ -121,10 +121,10 @@ class Daemon {
   // Read from any thread; written by Start, Shutdown and Reload.
   std::atomic<bool> ready_{false};
   std::atomic<bool> per_pipeline_metrics_{false};
-  std::mutex health_mu_;  // orders the updates of the gRPC health service
-  mutable std::mutex page_cache_mu_;
-  mutable std::string page_cache_;                              // guarded by page_cache_mu_
-  mutable std::chrono::steady_clock::time_point page_cache_at_;  // guarded by page_cache_mu_
+  Mutex health_mu_;  // orders the updates of the gRPC health service
+  mutable Mutex page_cache_mu_;
+  mutable std::string page_cache_ CKPT_GUARDED_BY(page_cache_mu_);
+  mutable std::chrono::steady_clock::time_point page_cache_at_ CKPT_GUARDED_BY(page_cache_mu_);
   // Controlling thread only (Start, Reload): the log level in force.
   std::string log_level_;
   // A CancelReload before Start made the host: its first ApplyDeclared must not wait.

@@ -14,17 +14,17 @@ ReloadThread::ReloadThread(Daemon& daemon, std::string path, std::string serving
       thread_([this] { Run(); }) {}
 
 void ReloadThread::Request() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   requested_ = true;
-  cv_.notify_one();
+  cv_.NotifyOne();
 }
 
 void ReloadThread::Stop() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (stopping_) return;
     stopping_ = true;
-    cv_.notify_one();
+    cv_.NotifyOne();
   }
   daemon_.CancelReload();
   thread_.join();
@@ -33,8 +33,8 @@ void ReloadThread::Stop() {
 void ReloadThread::Run() {
   for (;;) {
     {
-      std::unique_lock lock(mu_);
-      cv_.wait(lock, [this] { return requested_ || stopping_; });
+      MutexLock lock(mu_);
+      cv_.Wait(lock, [this]() CKPT_REQUIRES(mu_) { return requested_ || stopping_; });
       if (stopping_) return;
       requested_ = false;
     }

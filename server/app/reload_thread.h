@@ -4,12 +4,11 @@
 // once. A SIGHUP during a reload is folded into one more reload after it.
 // Threading: Request and Stop from the signal loop's thread; the reloads on thread_.
 
-#include <condition_variable>
-#include <mutex>
 #include <string>
 #include <thread>
 
 #include "app/daemon.h"
+#include "common/mutex.h"
 
 namespace ckpt {
 
@@ -31,10 +30,10 @@ class ReloadThread {
   Daemon& daemon_;
   const std::string path_;
   const std::string serving_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool requested_ = false;  // guarded by mu_
-  bool stopping_ = false;   // guarded by mu_
+  Mutex mu_;
+  CondVar cv_;
+  bool requested_ CKPT_GUARDED_BY(mu_) = false;
+  bool stopping_ CKPT_GUARDED_BY(mu_) = false;
   std::thread thread_;      // last: starts after everything above exists
 };
 

@@ -1,5 +1,8 @@
 #include "common/status.h"
 
+#include <cstdio>
+#include <cstdlib>
+
 namespace ckpt {
 
 const char* StatusCodeName(StatusCode code) {
@@ -22,6 +25,12 @@ const char* StatusCodeName(StatusCode code) {
 std::string Status::ToString() const {
   if (ok()) return "OK";
   return std::string(StatusCodeName(code_)) + ": " + message_;
+}
+
+void ResultMisuse(const char* what, const Status& status) {
+  std::fprintf(stderr, "fatal: %s: %s\n", what, status.ToString().c_str());
+  std::fflush(stderr);
+  std::abort();
 }
 
 }  // namespace ckpt

@@ -61,23 +61,41 @@ class Status {
   std::string message_;
 };
 
-// A value or the Status that explains why there is none.
+// Called by Result on misuse; prints `what` and aborts. A bug, never a runtime condition.
+[[noreturn]] void ResultMisuse(const char* what, const Status& status);
+
+// A value or the Status that explains why there is none. Misuse does not pass silently: reading
+// the value of an error aborts with the error (like absl::StatusOr), and an OK Status given
+// instead of a value becomes an INTERNAL error, so that the caller sees a failure, not an empty
+// success.
 template <typename T>
 class Result {
  public:
   Result(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design, like absl::StatusOr
-  Result(Status status) : status_(std::move(status)) {}  // NOLINT
+  Result(Status status)                           // NOLINT
+      : status_(status.ok() ? Status::Internal("a Result was built from an OK status, with no value")
+                            : std::move(status)) {}
 
   bool ok() const { return value_.has_value(); }
   const Status& status() const { return status_; }
-  T& value() { return *value_; }
-  const T& value() const { return *value_; }
-  T* operator->() { return &*value_; }
-  const T* operator->() const { return &*value_; }
-  T& operator*() { return *value_; }
-  const T& operator*() const { return *value_; }
+  T& value() {
+    CheckHasValue();
+    return *value_;
+  }
+  const T& value() const {
+    CheckHasValue();
+    return *value_;
+  }
+  T* operator->() { return &value(); }
+  const T* operator->() const { return &value(); }
+  T& operator*() { return value(); }
+  const T& operator*() const { return value(); }
 
  private:
+  void CheckHasValue() const {
+    if (!value_) ResultMisuse("the value of a Result that holds an error was read", status_);
+  }
+
   std::optional<T> value_;
   Status status_;
 };

@@ -14,6 +14,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "common/host_port.h"
 #include "config/yaml_walk.h"
 #include "core/spec_validation.h"
 
@@ -79,27 +80,11 @@ MaybeYamlError ReadParallelism(const YamlField& field, std::vector<std::string>*
   return std::nullopt;
 }
 
-// The reason `address` is not HOST:PORT, or nothing. gRPC wants IPv6 hosts in brackets.
+// The reason `address` is not HOST:PORT, or nothing.
 std::optional<std::string> CheckHostPort(const std::string& address) {
-  const size_t colon = address.rfind(':');
-  if (colon == std::string::npos) return "expected HOST:PORT, got '" + address + "'";
-  const std::string host = address.substr(0, colon);
-  const std::string port = address.substr(colon + 1);
-  if (host.empty()) return "the host is empty in '" + address + "'";
-  const bool bracketed = host.front() == '[' && host.back() == ']';
-  if (host.find(':') != std::string::npos && !bracketed) {
-    return "an IPv6 host needs brackets, as in [::1]:7070; got '" + address + "'";
-  }
-  if (std::any_of(host.begin(), host.end(), [](unsigned char c) { return std::isspace(c); })) {
-    return "the host contains whitespace in '" + address + "'";
-  }
-  const bool digits = !port.empty() && port.size() <= 5 &&
-                      std::all_of(port.begin(), port.end(),
-                                  [](unsigned char c) { return std::isdigit(c); });
-  if (!digits || std::stoi(port) > 65535) {
-    return "the port must be a number from 0 to 65535; got '" + address + "'";
-  }
-  return std::nullopt;
+  auto parsed = ParseHostPort(address);
+  if (parsed.ok()) return std::nullopt;
+  return parsed.status().message();
 }
 
 // Reads the YAML tree into a DaemonConfig, stopping at the first problem.

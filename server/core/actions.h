@@ -108,9 +108,32 @@ struct RoundFinished {
   std::string location;                   // savepoints: where the state went
 };
 
-// A worker message that was dropped: `reason` is a metric label (unowned_task, not_pending, ...).
+// Why a worker message was dropped; each is a label of ckptd_ignored_messages_total.
+enum class IgnoredReason {
+  kUnownedTask,     // about a task the stream did not register
+  kNotPending,      // for a round that is not (or no longer) pending
+  kDuplicate,       // the task already answered this round
+  kUnknownMessage,  // a message kind this daemon does not know (the rpc edge drops it)
+};
+
+// The metric label: "unowned_task", "not_pending", "duplicate", "unknown_message".
+constexpr const char* IgnoredReasonLabel(IgnoredReason reason) {
+  switch (reason) {
+    case IgnoredReason::kUnownedTask: return "unowned_task";
+    case IgnoredReason::kNotPending: return "not_pending";
+    case IgnoredReason::kDuplicate: return "duplicate";
+    case IgnoredReason::kUnknownMessage: return "unknown_message";
+  }
+  return "unknown_message";
+}
+
+constexpr IgnoredReason kIgnoredReasons[] = {IgnoredReason::kUnownedTask, IgnoredReason::kNotPending,
+                                             IgnoredReason::kDuplicate,
+                                             IgnoredReason::kUnknownMessage};
+
+// A worker message that was dropped.
 struct IgnoredMessage {
-  std::string reason;
+  IgnoredReason reason;
 };
 
 enum class LogLevel { kDebug, kInfo, kWarn, kError };

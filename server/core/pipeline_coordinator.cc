@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "common/name_list.h"
 #include "core/path_segment.h"
 #include "core/printable.h"
 #include "core/spec_validation.h"
@@ -146,13 +147,10 @@ Actions PipelineCoordinator::OnWakeup() {
     if (!AllTasksRegistered()) {
       if (now >= next_missing_warn_at_) {
         int total = 0;
-        std::vector<std::string> missing = MissingTasks(10, &total);
-        std::string names;
-        for (size_t i = 0; i < missing.size(); ++i) names += (i ? ", " : "") + missing[i];
-        if (total > 10) names += ", ... (" + std::to_string(total) + " in all)";
-        out.push_back(Log{LogLevel::kWarn, "waiting for " + std::to_string(total) +
-                                               " of " + std::to_string(expected_.size()) +
-                                               " tasks: " + names});
+        std::vector<std::string> missing = MissingTasks(kNamesListed, &total);
+        out.push_back(Log{LogLevel::kWarn, "waiting for " + std::to_string(total) + " of " +
+                                               std::to_string(expected_.size()) + " tasks: " +
+                                               FirstNames(missing, static_cast<size_t>(total))});
         next_missing_warn_at_ = now + options_.missing_tasks_warn_interval;
       }
     } else if (!pending_) {
@@ -285,7 +283,7 @@ bool PipelineCoordinator::AcceptsRoundMessage(SessionId session, int64_t checkpo
                                               Actions& out) {
   auto owner = task_owner_.find(task_id);
   if (owner == task_owner_.end() || owner->second != session) {
-    out.push_back(IgnoredMessage{"unowned_task"});
+    out.push_back(IgnoredMessage{IgnoredReason::kUnownedTask});
     // Counted always, logged at most once per kSessionWarnInterval per stream: a worker looping
     // on a bad ack must not fill the log. The id is a client's: printed escaped and cut.
     auto info = sessions_.find(session);
@@ -308,7 +306,7 @@ bool PipelineCoordinator::AcceptsRoundMessage(SessionId session, int64_t checkpo
   }
   // Fenced by id and phase: old, unknown or already-finished rounds, and a round with the store.
   if (!pending_ || pending_->id != checkpoint_id || pending_->completing) {
-    out.push_back(IgnoredMessage{"not_pending"});
+    out.push_back(IgnoredMessage{IgnoredReason::kNotPending});
     return false;
   }
   return true;
@@ -320,7 +318,7 @@ Actions PipelineCoordinator::OnAck(SessionId session, int64_t checkpoint_id,
   if (!AcceptsRoundMessage(session, checkpoint_id, task_id, "ack", out)) return out;
   // Not awaited (see PendingRound::acked): not expected, or acked already.
   if (!expected_.count(task_id) || !pending_->acked.try_emplace(task_id, state).second) {
-    out.push_back(IgnoredMessage{"duplicate"});
+    out.push_back(IgnoredMessage{IgnoredReason::kDuplicate});
     return out;
   }
   if (pending_->acked.size() < expected_.size()) return out;

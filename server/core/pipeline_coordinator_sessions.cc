@@ -2,21 +2,11 @@
 // pipeline_coordinator.cc.
 #include <algorithm>
 
+#include "common/name_list.h"
 #include "core/pipeline_coordinator.h"
 #include "core/spec_validation.h"
 
 namespace ckpt {
-
-namespace {
-
-std::string JoinNames(const std::vector<std::string>& names) {
-  std::string out;
-  for (size_t i = 0; i < names.size() && i < 10; ++i) out += (i ? ", " : "") + names[i];
-  if (names.size() > 10) out += ", ... (" + std::to_string(names.size()) + " in all)";
-  return out;
-}
-
-}  // namespace
 
 PipelineCoordinator::Registration PipelineCoordinator::OnRegister(
     SessionId session, const std::string& worker_id, const std::vector<std::string>& task_ids,
@@ -121,9 +111,9 @@ void PipelineCoordinator::LoseSession(SessionId session, const std::string& why,
   if (end == SessionEnd::kGoodbye) {
     // A worker leaving cleanly (a rescale, a deploy) is news, not a problem.
     out.push_back(Log{LogLevel::kInfo, "worker " + worker + " said goodbye; released task(s) " +
-                                           JoinNames(lost) + "; waiting for tasks"});
+                                           FirstNames(lost) + "; waiting for tasks"});
   } else {
-    out.push_back(Log{LogLevel::kWarn, "lost task(s) " + JoinNames(lost) + " of worker " +
+    out.push_back(Log{LogLevel::kWarn, "lost task(s) " + FirstNames(lost) + " of worker " +
                                            worker + " (" + why + "); waiting for tasks"});
   }
   next_missing_warn_at_ = clock_.SteadyNow() + options_.missing_tasks_warn_interval;
@@ -136,7 +126,7 @@ void PipelineCoordinator::LoseSession(SessionId session, const std::string& why,
     const QueuedSavepoint requeue{pending_->requested_target,
                                   pending_->kind == CheckpointKind::kSavepointAndStop,
                                   pending_->deadline, pending_->worker_asked};
-    FailRound(CheckpointStatus::kAborted, "task(s) lost: " + JoinNames(lost),
+    FailRound(CheckpointStatus::kAborted, "task(s) lost: " + FirstNames(lost),
               FailureCause::kAborted, out);
     if (savepoint && !shutting_down_ && sticky_ == StickyState::kActive &&
         clock_.SteadyNow() < requeue.deadline && !queued_savepoint_) {

@@ -7,9 +7,9 @@
 #include <boost/beast/http.hpp>
 #include <future>
 #include <map>
-#include <mutex>
 #include <optional>
 
+#include "common/mutex.h"
 #include "net/run_and_wait.h"
 #include "net/tcp_listen.h"
 
@@ -37,13 +37,14 @@ struct MetricsServer::Shared {
   HttpEndpoints endpoints;
   HttpLimits limits;
   std::atomic<uint64_t> evicted{0};
-  mutable std::mutex mu;
-  std::map<const HttpConnection*, Entry> open;  // guarded by mu
+  mutable Mutex mu;
+  std::map<const HttpConnection*, Entry> open CKPT_GUARDED_BY(mu);
 
   // Makes room for one more connection from `client`: the connection of the full scope (the
   // client's own, else all) that has waited longest for a request is returned to be closed. Null
   // when there is room, or when none waits (then the newcomer is refused).
-  std::shared_ptr<HttpConnection> MakeRoomLocked(const std::string& client, bool* refuse) const;
+  std::shared_ptr<HttpConnection> MakeRoomLocked(const std::string& client, bool* refuse) const
+      CKPT_REQUIRES(mu);
 };
 
 namespace {
@@ -55,7 +56,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   HttpConnection(tcp::socket socket, std::shared_ptr<MetricsServer::Shared> shared)
       : stream_(std::move(socket)), shared_(std::move(shared)) {}
   ~HttpConnection() {
-    std::lock_guard lock(shared_->mu);
+    MutexLock lock(shared_->mu);
     shared_->open.erase(this);
   }
 
@@ -73,7 +74,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
 
  private:
   void SetWaiting(bool waiting) {
-    std::lock_guard lock(shared_->mu);
+    MutexLock lock(shared_->mu);
     auto it = shared_->open.find(this);
     if (it == shared_->open.end()) return;
     it->second.waiting = waiting;
@@ -211,7 +212,7 @@ void MetricsServer::Accept() {
     std::shared_ptr<HttpConnection> victim;
     bool refuse = false;
     {
-      std::lock_guard lock(shared_->mu);
+      MutexLock lock(shared_->mu);
       victim = shared_->MakeRoomLocked(client, &refuse);
       if (!refuse) {
         shared_->open[connection.get()] = Shared::Entry{connection, client, true,
@@ -233,7 +234,7 @@ void MetricsServer::Accept() {
 }
 
 int MetricsServer::open_connections() const {
-  std::lock_guard lock(shared_->mu);
+  MutexLock lock(shared_->mu);
   return static_cast<int>(shared_->open.size());
 }
 

@@ -7,27 +7,14 @@ namespace ckpt {
 namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
 
-Result<std::pair<std::string, std::string>> SplitHostPort(const std::string& address) {
-  const size_t colon = address.rfind(':');
-  if (colon == std::string::npos || colon == 0 || colon + 1 == address.size()) {
-    return Status::InvalidArgument("expected HOST:PORT, got '" + address + "'");
-  }
-  std::string host = address.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
-  }
-  if (host.empty()) return Status::InvalidArgument("the host is empty in '" + address + "'");
-  return std::make_pair(host, address.substr(colon + 1));
-}
-
 Result<int> ListenTcp(tcp::acceptor& acceptor, const std::string& address,
                       const std::string& what) {
-  auto host_port = SplitHostPort(address);
+  auto host_port = ParseHostPort(address);
   if (!host_port.ok()) return Status::InvalidArgument(what + ": " + host_port.status().message());
   boost::system::error_code ec;
   tcp::resolver resolver(acceptor.get_executor());
   // Synchronous, once at start: "localhost" resolves from /etc/hosts.
-  auto endpoints = resolver.resolve(host_port->first, host_port->second,
+  auto endpoints = resolver.resolve(host_port->host, host_port->port,
                                     tcp::resolver::passive | tcp::resolver::numeric_service, ec);
   if (ec || endpoints.empty()) {
     return Status::Unavailable(what + " " + address + ": cannot resolve: " + ec.message());

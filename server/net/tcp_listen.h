@@ -6,13 +6,10 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <string>
 
+#include "common/host_port.h"
 #include "common/status.h"
 
 namespace ckpt {
-
-// Splits "HOST:PORT" or "[IPV6]:PORT" (the host without brackets); the reason it is not one
-// otherwise, naming `address`.
-Result<std::pair<std::string, std::string>> SplitHostPort(const std::string& address);
 
 // Opens, binds and listens `acceptor` on HOST:PORT (port 0: a free one), non-blocking. Never with
 // SO_REUSEPORT: a second process must not share the port. SO_REUSEADDR only lets a restart bind

@@ -344,19 +344,20 @@ grpc::ServerWriteReactor<v1::SavepointProgress>* AdminServiceImpl::TriggerSavepo
   }
   // When the call is over (answered, or cancelled by its caller), the pipelines let go of it at
   // once: 10,000 cancelled calls must not stay alive until their timeouts.
-  auto on_done = [this, waited_on = std::move(waited_on)](SavepointStream* stream) {
+  auto on_done = [this, waited_on = std::move(waited_on)](SavepointStream* stream)
+                     CKPT_EXCLUDES(mu_) {
     for (const auto& weak : waited_on) {
       if (auto runner = weak.lock()) runner->ForgetSavepointObserver(stream);
     }
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     savepoint_streams_.erase(stream);
     backend_.metrics().savepoint_calls = static_cast<int64_t>(savepoint_streams_.size());
     ++backend_.metrics().savepoint_calls_ended_total;
-    if (savepoint_streams_.empty()) streams_done_.notify_all();
+    if (savepoint_streams_.empty()) streams_done_.NotifyAll();
   };
   auto stream = SavepointStream::Create(req->job_id(), ids, std::move(on_done));
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     savepoint_streams_[stream.get()] = stream;
     backend_.metrics().savepoint_calls = static_cast<int64_t>(savepoint_streams_.size());
   }
@@ -369,8 +370,9 @@ void AdminServiceImpl::FinishSavepointStreams(std::chrono::steady_clock::time_po
                                               const Status& status) {
   std::vector<std::shared_ptr<SavepointStream>> open;
   {
-    std::unique_lock lock(mu_);
-    streams_done_.wait_until(lock, deadline, [this] { return savepoint_streams_.empty(); });
+    MutexLock lock(mu_);
+    streams_done_.WaitUntil(lock, deadline,
+                            [this]() CKPT_REQUIRES(mu_) { return savepoint_streams_.empty(); });
     for (const auto& [ptr, weak] : savepoint_streams_) {
       if (auto stream = weak.lock()) open.push_back(std::move(stream));
     }

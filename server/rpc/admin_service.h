@@ -9,11 +9,11 @@
 #include <chrono>
 #include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <unordered_map>
 #include <vector>
 
 #include "ckpt/v1/admin.grpc.pb.h"
+#include "common/mutex.h"
 #include "rpc/admin_backend.h"
 #include "rpc/savepoint_stream.h"
 
@@ -64,11 +64,11 @@ class AdminServiceImpl final : public v1::AdminService::CallbackService {
                                                  const std::string& pipeline_id) const;
 
   AdminBackend& backend_;
-  std::mutex mu_;
-  std::condition_variable streams_done_;  // savepoint_streams_ became empty
+  Mutex mu_;
+  CondVar streams_done_;  // savepoint_streams_ became empty
   // The open TriggerSavepoint calls, until their OnDone.
-  std::unordered_map<SavepointStream*, std::weak_ptr<SavepointStream>>
-      savepoint_streams_;  // guarded by mu_
+  std::unordered_map<SavepointStream*, std::weak_ptr<SavepointStream>> savepoint_streams_
+      CKPT_GUARDED_BY(mu_);
 };
 
 }  // namespace ckpt

@@ -4,8 +4,8 @@
 #include <grpc/support/log.h>
 #include <spdlog/spdlog.h>
 
-#include <mutex>
 
+#include "common/mutex.h"
 #include "logging/log_throttle.h"
 
 namespace ckpt {
@@ -25,11 +25,11 @@ void LogThroughSpdlog(gpr_log_func_args* args) {
 // A client sending such messages in a loop gets one line per 10 s, with the count held back.
 void LogProtobufThroughSpdlog(google::protobuf::LogLevel level, const char* file, int line,
                               const std::string& message) {
-  static std::mutex mu;
-  static LogThrottle throttle(std::chrono::seconds(10));
+  static Mutex mu;
+  static LogThrottle throttle CKPT_GUARDED_BY(mu){std::chrono::seconds(10)};
   uint64_t held_back = 0;
   {
-    std::lock_guard lock(mu);
+    MutexLock lock(mu);
     if (!throttle.Allow(std::chrono::steady_clock::now(), &held_back)) return;
   }
   spdlog::level::level_enum spd = spdlog::level::err;

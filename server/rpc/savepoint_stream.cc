@@ -11,7 +11,7 @@ std::shared_ptr<SavepointStream> SavepointStream::Create(
   std::shared_ptr<SavepointStream> stream(
       new SavepointStream(job_id, pipeline_ids, std::move(on_done)));
   stream->self_ = stream;
-  std::lock_guard lock(stream->mu_);
+  MutexLock lock(stream->mu_);
   stream->MaybeWriteLocked();  // the first message: every pipeline queued
   return stream;
 }
@@ -28,7 +28,7 @@ SavepointStream::SavepointStream(const std::string& job_id,
 }
 
 void SavepointStream::OnSavepointUpdate(const SavepointUpdate& update) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (finished_) return;
   auto it = by_pipeline_.find(update.key.pipeline_id);
   if (it == by_pipeline_.end() || it->second.final()) return;
@@ -78,43 +78,40 @@ void SavepointStream::MaybeWriteLocked() {
     StartWrite(&in_flight_);
     return;
   }
-  if (final_written_) {
-    finished_ = true;
-    Finish(grpc::Status::OK);
-  }
+  if (final_written_) FinishOnceLocked(grpc::Status::OK);
+}
+
+void SavepointStream::FinishOnceLocked(const grpc::Status& status) {
+  if (finished_) return;
+  finished_ = true;
+  Finish(status);
 }
 
 void SavepointStream::OnWriteDone(bool ok) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   writing_ = false;
   if (!ok) {
     // The caller went away; the savepoints themselves go on.
-    if (!finished_) {
-      finished_ = true;
-      Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "progress write failed"));
-    }
+    FinishOnceLocked(grpc::Status(grpc::StatusCode::UNAVAILABLE, "progress write failed"));
     return;
   }
   MaybeWriteLocked();
 }
 
 void SavepointStream::End(const Status& status) {
-  std::lock_guard lock(mu_);
-  if (finished_ || final_written_ || done_) return;
-  finished_ = true;
-  Finish(ToGrpcStatus(status));
+  MutexLock lock(mu_);
+  if (final_written_ || done_) return;
+  FinishOnceLocked(ToGrpcStatus(status));
 }
 
 void SavepointStream::OnCancel() {
-  std::lock_guard lock(mu_);
-  if (finished_) return;
-  finished_ = true;
-  Finish(grpc::Status::CANCELLED);
+  MutexLock lock(mu_);
+  FinishOnceLocked(grpc::Status::CANCELLED);
 }
 
 void SavepointStream::OnDone() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     done_ = true;
   }
   if (on_done_) on_done_(this);

@@ -16,9 +16,9 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 
 #include "ckpt/v1/admin.grpc.pb.h"
+#include "common/mutex.h"
 #include "common/status.h"
 #include "runtime/savepoint_observer.h"
 
@@ -47,22 +47,25 @@ class SavepointStream final : public grpc::ServerWriteReactor<v1::SavepointProgr
  private:
   SavepointStream(const std::string& job_id, const std::vector<std::string>& pipeline_ids,
                   std::function<void(SavepointStream*)> on_done);
-  void BuildLocked(v1::SavepointProgress* out) const;
-  void MaybeWriteLocked();
-  bool AllFinalLocked() const;
+  void BuildLocked(v1::SavepointProgress* out) const CKPT_REQUIRES(mu_);
+  void MaybeWriteLocked() CKPT_REQUIRES(mu_);
+  bool AllFinalLocked() const CKPT_REQUIRES(mu_);
+  // The one place the call is finished: at most once, whoever asks first (the final message
+  // written, a failed write, End, a cancel).
+  void FinishOnceLocked(const grpc::Status& status) CKPT_REQUIRES(mu_);
 
   const std::string job_id_;
   const std::function<void(SavepointStream*)> on_done_;
   const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
 
-  std::mutex mu_;
-  std::map<std::string, SavepointUpdate> by_pipeline_;  // guarded by mu_
-  v1::SavepointProgress in_flight_;                     // guarded by mu_; valid until OnWriteDone
-  bool writing_ = false;                                // guarded by mu_
-  bool dirty_ = true;                                   // guarded by mu_: state not yet written
-  bool final_written_ = false;                          // guarded by mu_
-  bool finished_ = false;                               // guarded by mu_: Finish called
-  bool done_ = false;                                   // guarded by mu_
+  Mutex mu_;
+  std::map<std::string, SavepointUpdate> by_pipeline_ CKPT_GUARDED_BY(mu_);
+  v1::SavepointProgress in_flight_ CKPT_GUARDED_BY(mu_);  // valid until OnWriteDone
+  bool writing_ CKPT_GUARDED_BY(mu_) = false;
+  bool dirty_ CKPT_GUARDED_BY(mu_) = true;  // state not yet written
+  bool final_written_ CKPT_GUARDED_BY(mu_) = false;
+  bool finished_ CKPT_GUARDED_BY(mu_) = false;  // Finish called
+  bool done_ CKPT_GUARDED_BY(mu_) = false;
   std::shared_ptr<SavepointStream> self_;               // released in OnDone
 };
 

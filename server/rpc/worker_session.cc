@@ -38,7 +38,7 @@ WorkerSession::WorkerSession(SessionId id, const SessionDeps& deps,
       lease_timer_(lease_strand_) {}
 
 std::shared_ptr<PipelineRunner> WorkerSession::runner() {
-  std::lock_guard lock(runner_mu_);
+  MutexLock lock(runner_mu_);
   return runner_;
 }
 
@@ -111,7 +111,7 @@ bool WorkerSession::HandleMessage() {
       break;
   }
   // A message kind this build does not know (a newer worker): ignore it, count it.
-  metrics_.CountIgnored("unknown_message");
+  metrics_.CountIgnored(IgnoredReason::kUnknownMessage);
   return true;
 }
 
@@ -136,7 +136,7 @@ bool WorkerSession::HandleHello(const v1::Hello& hello) {
   // Under runner_mu_, so that a cancel racing with this hello either comes first (and nothing is
   // registered) or comes after and finds the runner (and its SessionEnded follows the Register on
   // the strand). Posting does not block.
-  std::lock_guard lock(runner_mu_);
+  MutexLock lock(runner_mu_);
   if (end_reported_) return false;
   runner_ = pipeline;
   pipeline->Register(id_, shared_from_this(), std::move(info));
@@ -144,14 +144,14 @@ bool WorkerSession::HandleHello(const v1::Hello& hello) {
 }
 
 void WorkerSession::ReportEnded(const std::string& why, bool goodbye) {
-  std::lock_guard lock(runner_mu_);  // see HandleHello
+  MutexLock lock(runner_mu_);  // see HandleHello
   if (end_reported_) return;
   end_reported_ = true;
   if (runner_) runner_->SessionEnded(id_, why, goodbye);
 }
 
 void WorkerSession::Send(OutboundMessage message) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (finish_requested_ || done_) return;
   if (out_queue_.size() >= kMaxQueuedMessages) {
     // The worker is not reading. It is broken either way; cancelling fails the outstanding write,
@@ -168,7 +168,7 @@ void WorkerSession::Send(OutboundMessage message) {
 }
 
 void WorkerSession::End(Status status) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (finish_requested_) return;
   finish_requested_ = true;
   finish_status_ = std::move(status);
@@ -182,7 +182,7 @@ void WorkerSession::StartNextWriteLocked() {
 
 void WorkerSession::OnWriteDone(bool ok) {
   Constructed();
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   out_queue_.pop_front();
   writing_ = false;
   if (!ok) {

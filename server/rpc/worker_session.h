@@ -19,9 +19,9 @@
 #include <boost/asio/strand.hpp>
 #include <deque>
 #include <memory>
-#include <mutex>
 
 #include "ckpt/v1/worker.grpc.pb.h"
+#include "common/mutex.h"
 #include "runtime/daemon_metrics.h"
 #include "runtime/io_shards.h"
 #include "runtime/registry.h"
@@ -66,8 +66,8 @@ class WorkerSession final
   bool HandleMessage();
   bool HandleHello(const v1::Hello& hello);
   void ReportEnded(const std::string& why, bool goodbye = false);
-  void StartNextWriteLocked();
-  void MaybeFinishLocked();
+  void StartNextWriteLocked() CKPT_REQUIRES(mu_);
+  void MaybeFinishLocked() CKPT_REQUIRES(mu_);
   void ArmLease(std::chrono::steady_clock::time_point at);
   std::shared_ptr<PipelineRunner> runner();
 
@@ -88,22 +88,23 @@ class WorkerSession final
   void Constructed() const { (void)constructed_.load(std::memory_order_acquire); }
   std::atomic<bool> done_{false};
   std::atomic<bool> hello_received_{false};  // the lease counts from activity only after hello
-  bool end_reported_ = false;  // guarded by runner_mu_: ordered with the hello's Register
+  bool end_reported_ CKPT_GUARDED_BY(runner_mu_) = false;  // ordered with the hello's Register
   std::atomic<std::chrono::steady_clock::rep> last_activity_{0};
 
   // Touched only by read reactions, of which one is outstanding at a time.
   v1::WorkerMessage in_;
   bool hello_seen_ = false;
 
-  std::mutex runner_mu_;
-  std::shared_ptr<PipelineRunner> runner_;  // guarded by runner_mu_; set once, at hello
+  Mutex runner_mu_;
+  std::shared_ptr<PipelineRunner> runner_ CKPT_GUARDED_BY(runner_mu_);  // set once, at hello
 
-  std::mutex mu_;
-  std::deque<v1::CoordinatorMessage> out_queue_;  // guarded by mu_; front() is in flight while writing_
-  bool writing_ = false;                          // guarded by mu_
-  bool finish_requested_ = false;                 // guarded by mu_
-  bool finished_ = false;                         // guarded by mu_
-  Status finish_status_;                          // guarded by mu_
+  Mutex mu_;
+  // front() is in flight while writing_.
+  std::deque<v1::CoordinatorMessage> out_queue_ CKPT_GUARDED_BY(mu_);
+  bool writing_ CKPT_GUARDED_BY(mu_) = false;
+  bool finish_requested_ CKPT_GUARDED_BY(mu_) = false;
+  bool finished_ CKPT_GUARDED_BY(mu_) = false;
+  Status finish_status_ CKPT_GUARDED_BY(mu_);
 
   boost::asio::strand<boost::asio::io_context::executor_type> lease_strand_;
   boost::asio::steady_timer lease_timer_;  // lease_strand_ only

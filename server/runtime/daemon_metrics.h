@@ -10,6 +10,7 @@
 #include <functional>
 #include <string>
 
+#include "core/actions.h"
 #include "core/types.h"
 
 #include "metrics/histogram.h"
@@ -47,16 +48,18 @@ struct DaemonMetrics {
   // on the pipeline's strand, from every io thread at once, so it must be lock-free and not block.
   std::function<void(int64_t micros)> trigger_delay_sample;
 
-  void CountIgnored(const std::string& reason) {
-    if (reason == "unowned_task") {
-      ++ignored_unowned_task_total;
-    } else if (reason == "not_pending") {
-      ++ignored_not_pending_total;
-    } else if (reason == "duplicate") {
-      ++ignored_duplicate_total;
-    } else {
-      ++ignored_unknown_message_total;
+  void CountIgnored(IgnoredReason reason) { ++IgnoredTotal(reason); }
+  std::atomic<uint64_t>& IgnoredTotal(IgnoredReason reason) {
+    switch (reason) {
+      case IgnoredReason::kUnownedTask: return ignored_unowned_task_total;
+      case IgnoredReason::kNotPending: return ignored_not_pending_total;
+      case IgnoredReason::kDuplicate: return ignored_duplicate_total;
+      case IgnoredReason::kUnknownMessage: return ignored_unknown_message_total;
     }
+    return ignored_unknown_message_total;
+  }
+  const std::atomic<uint64_t>& IgnoredTotal(IgnoredReason reason) const {
+    return const_cast<DaemonMetrics*>(this)->IgnoredTotal(reason);
   }
 };
 

@@ -99,14 +99,10 @@ std::string RenderMetricsPage(const DaemonMetrics& m, const Registry& registry,
              "Worker messages ignored, by reason: unowned_task (a task this stream did not "
              "register), not_pending (for a round that is not pending), duplicate, "
              "unknown_message.");
-  out.Sample("ckptd_ignored_messages_total", {{"reason", "unowned_task"}},
-             Load(m.ignored_unowned_task_total));
-  out.Sample("ckptd_ignored_messages_total", {{"reason", "not_pending"}},
-             Load(m.ignored_not_pending_total));
-  out.Sample("ckptd_ignored_messages_total", {{"reason", "duplicate"}},
-             Load(m.ignored_duplicate_total));
-  out.Sample("ckptd_ignored_messages_total", {{"reason", "unknown_message"}},
-             Load(m.ignored_unknown_message_total));
+  for (IgnoredReason reason : kIgnoredReasons) {
+    out.Sample("ckptd_ignored_messages_total", {{"reason", IgnoredReasonLabel(reason)}},
+               Load(m.IgnoredTotal(reason)));
+  }
 
   out.Family("ckptd_checkpoint_duration_seconds", "histogram",
              "Time from a checkpoint's trigger to its completion (durable).");

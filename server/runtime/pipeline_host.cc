@@ -2,7 +2,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include <condition_variable>
 #include <map>
 
 #include "core/spec_validation.h"
@@ -99,13 +98,13 @@ void PipelineHost::OnStoreWritable(bool writable) {
 void PipelineHost::Create(const PipelineSpec& spec, CreateDone done, bool from_config) {
   if (auto s = ValidateSpec(spec); !s.ok()) return done(s);
   {
-    std::lock_guard lock(creating_mu_);
+    MutexLock lock(creating_mu_);
     if (registry_.Find(spec.key) || !creating_.insert(spec.key).second) {
       return done(Status::AlreadyExists("pipeline " + spec.key.ToString() + " exists"));
     }
   }
-  auto created = [this, key = spec.key] {
-    std::lock_guard lock(creating_mu_);
+  auto created = [this, key = spec.key]() CKPT_EXCLUDES(creating_mu_) {
+    MutexLock lock(creating_mu_);
     creating_.erase(key);
   };
   // Ids are never reused, not even after Delete and a create under the same name.
@@ -156,12 +155,12 @@ void PipelineHost::Delete(std::shared_ptr<PipelineRunner> runner,
 }
 
 PipelineDefaults PipelineHost::defaults() const {
-  std::lock_guard lock(defaults_mu_);
+  MutexLock lock(defaults_mu_);
   return defaults_;
 }
 
 void PipelineHost::SetDefaults(const PipelineDefaults& defaults) {
-  std::lock_guard lock(defaults_mu_);
+  MutexLock lock(defaults_mu_);
   defaults_ = defaults;
 }
 
@@ -172,31 +171,31 @@ class ReloadLatch {
   explicit ReloadLatch(int count) : remaining_(count) {}
   // The wait ends now, whatever is left (daemon shutdown).
   void Cancel() {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     cancelled_ = true;
-    cv_.notify_all();
+    cv_.NotifyAll();
   }
   // `outcome` null: done, nothing to count.
   void Done(int ReloadResult::*outcome) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (outcome) ++(result_.*outcome);
-    if (--remaining_ == 0) cv_.notify_all();
+    if (--remaining_ == 0) cv_.NotifyAll();
   }
   // The outcomes counted so far; the changes not done in time count as failed.
   ReloadResult Wait(std::chrono::steady_clock::duration timeout) {
-    std::unique_lock lock(mu_);
-    cv_.wait_for(lock, timeout, [this] { return remaining_ == 0 || cancelled_; });
+    MutexLock lock(mu_);
+    cv_.WaitFor(lock, timeout, [this]() CKPT_REQUIRES(mu_) { return remaining_ == 0 || cancelled_; });
     ReloadResult result = result_;
     result.failed += remaining_;
     return result;
   }
 
  private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  int remaining_;           // guarded by mu_
-  bool cancelled_ = false;  // guarded by mu_
-  ReloadResult result_;     // guarded by mu_
+  Mutex mu_;
+  CondVar cv_;
+  int remaining_ CKPT_GUARDED_BY(mu_);
+  bool cancelled_ CKPT_GUARDED_BY(mu_) = false;
+  ReloadResult result_ CKPT_GUARDED_BY(mu_);
 };
 
 ReloadResult PipelineHost::ApplyDeclared(const std::vector<PipelineSpec>& declared_specs,
@@ -213,7 +212,7 @@ ReloadResult PipelineHost::ApplyDeclared(const std::vector<PipelineSpec>& declar
   auto latch =
       std::make_shared<ReloadLatch>(static_cast<int>(declared_specs.size() + others.size()));
   {
-    std::lock_guard lock(reload_mu_);
+    MutexLock lock(reload_mu_);
     active_reload_ = latch;
     if (reload_cancelled_) latch->Cancel();  // shutdown came before the wait began
   }
@@ -250,14 +249,14 @@ ReloadResult PipelineHost::ApplyDeclared(const std::vector<PipelineSpec>& declar
   }
   ReloadResult result = latch->Wait(wait);
   {
-    std::lock_guard lock(reload_mu_);
+    MutexLock lock(reload_mu_);
     active_reload_.reset();
   }
   return result;
 }
 
 void PipelineHost::CancelApplyDeclared() {
-  std::lock_guard lock(reload_mu_);
+  MutexLock lock(reload_mu_);
   reload_cancelled_ = true;
   if (auto latch = active_reload_.lock()) latch->Cancel();
 }

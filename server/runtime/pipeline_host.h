@@ -13,11 +13,11 @@
 #include <chrono>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "common/mutex.h"
 #include "core/clock.h"
 #include "runtime/daemon_metrics.h"
 #include "runtime/io_shards.h"
@@ -119,14 +119,14 @@ class PipelineHost {
   Registry registry_;
   // Keys whose Create is between its registry check and its registry Add (the store write in
   // between): a second create of the same key is refused instead of overwriting the first one's
-  // stored record. Guarded by creating_mu_, held only for a set lookup.
-  std::mutex creating_mu_;
-  std::set<PipelineKey> creating_;
-  mutable std::mutex defaults_mu_;
-  PipelineDefaults defaults_;  // guarded by defaults_mu_
-  std::mutex reload_mu_;
-  std::weak_ptr<ReloadLatch> active_reload_;  // guarded by reload_mu_: the wait going on now
-  bool reload_cancelled_ = false;             // guarded by reload_mu_: no wait any more
+  // stored record. creating_mu_ is held only for a set lookup.
+  Mutex creating_mu_;
+  std::set<PipelineKey> creating_ CKPT_GUARDED_BY(creating_mu_);
+  mutable Mutex defaults_mu_;
+  PipelineDefaults defaults_ CKPT_GUARDED_BY(defaults_mu_);
+  Mutex reload_mu_;
+  std::weak_ptr<ReloadLatch> active_reload_ CKPT_GUARDED_BY(reload_mu_);  // the wait going on now
+  bool reload_cancelled_ CKPT_GUARDED_BY(reload_mu_) = false;             // no wait any more
   boost::asio::thread_pool blocking_pool_{1};
 };
 

@@ -5,6 +5,7 @@
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/post.hpp>
 
+#include "common/strand_assert.h"
 #include "core/printable.h"
 #include "logging/log_context.h"
 
@@ -258,8 +259,11 @@ void PipelineRunner::SessionEnded(SessionId session, std::string why, bool goodb
   });
 }
 
-void PipelineRunner::BeginShutdown() {
-  Post([](PipelineRunner& r) { r.Run(r.coordinator_.BeginShutdown()); });
+void PipelineRunner::BeginShutdown(std::function<void()> begun) {
+  PostOperator([begun = std::move(begun)](PipelineRunner& r) {
+    if (!r.deleted_) r.Run(r.coordinator_.BeginShutdown());
+    if (begun) begun();
+  });
 }
 
 void PipelineRunner::EndAllSessions(Status status) {
@@ -303,6 +307,10 @@ void PipelineRunner::Inspect(std::function<void(const PipelineCoordinator&)> fn)
 }
 
 void PipelineRunner::Run(Actions actions) {
+  CKPT_ASSERT_ON_STRAND(strand_);
+  // Before the actions too: a round is counted before its trigger goes out, so that whoever hears
+  // of the trigger (a worker, then a shutdown reading the gauge) finds the round counted.
+  UpdatePendingGauge();
   for (Action& action : actions) {
     try {
       Execute(action);
@@ -315,16 +323,21 @@ void PipelineRunner::Run(Actions actions) {
     }
   }
   if (!savepoint_observers_.empty()) NotifySavepointObservers(nullptr);
-  const bool pending = coordinator_.HasPendingRound();
-  if (pending != counted_pending_) {
-    metrics_.pending_checkpoints += pending ? 1 : -1;
-    counted_pending_ = pending;
-    pipeline_metrics_.pending.store(pending, std::memory_order_relaxed);
-  }
+  UpdatePendingGauge();
   if (!deleted_) CountState(coordinator_.State());
 }
 
+void PipelineRunner::UpdatePendingGauge() {
+  CKPT_ASSERT_ON_STRAND(strand_);
+  const bool pending = coordinator_.HasPendingRound();
+  if (pending == counted_pending_) return;
+  metrics_.pending_checkpoints += pending ? 1 : -1;
+  counted_pending_ = pending;
+  pipeline_metrics_.pending.store(pending, std::memory_order_relaxed);
+}
+
 void PipelineRunner::CountState(std::optional<PipelineState> state) {
+  CKPT_ASSERT_ON_STRAND(strand_);
   if (state == counted_state_) return;
   if (counted_state_) --metrics_.pipelines_by_state[static_cast<size_t>(*counted_state_)];
   if (state) {
@@ -335,6 +348,7 @@ void PipelineRunner::CountState(std::optional<PipelineState> state) {
 }
 
 void PipelineRunner::Execute(Action& action) {
+  CKPT_ASSERT_ON_STRAND(strand_);
   if (auto* a = std::get_if<SendTrigger>(&action)) {
     ++metrics_.triggers_total;
     SendToSessions(sessions_, *a);
@@ -447,6 +461,7 @@ MetadataStore::Done PipelineRunner::PersistDone(bool whole_record) {
 }
 
 void PipelineRunner::NotifySavepointObservers(const RoundFinished* finished) {
+  CKPT_ASSERT_ON_STRAND(strand_);
   SavepointUpdate update;
   update.key = key_;
   if (finished) {
@@ -476,6 +491,7 @@ void PipelineRunner::NotifySavepointObservers(const RoundFinished* finished) {
 }
 
 void PipelineRunner::ArmWakeupAt(SteadyTime at) {
+  CKPT_ASSERT_ON_STRAND(strand_);
   wakeup_timer_.expires_at(at);  // cancels an earlier wait; its handler sees operation_aborted
   wakeup_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
     // A wait already completed when Delete cancelled the timer still runs: deleted_ fences it.
@@ -485,6 +501,7 @@ void PipelineRunner::ArmWakeupAt(SteadyTime at) {
 }
 
 void PipelineRunner::ArmTimeoutAt(SteadyTime at, int64_t checkpoint_id) {
+  CKPT_ASSERT_ON_STRAND(strand_);
   timeout_timer_.expires_at(at);
   timeout_timer_.async_wait(
       [self = shared_from_this(), checkpoint_id](const boost::system::error_code& ec) {

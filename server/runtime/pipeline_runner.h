@@ -62,8 +62,11 @@ class PipelineRunner : public std::enable_shared_from_this<PipelineRunner> {
   // The store takes writes again, or fails them (StoreHealth): triggers resume or hold.
   void SetStoreWritable(bool writable);
 
-  // Daemon shutdown: stop triggering; later end every stream with `status`.
-  void BeginShutdown();
+  // Daemon shutdown: stop triggering; later end every stream with `status`. `begun` runs on the
+  // strand once the runner has taken it in (also if the pipeline was deleted): from then on the
+  // pending gauge counts this runner's round, if it has one (a trigger sent just before is no
+  // longer on its way to the gauge).
+  void BeginShutdown(std::function<void()> begun = nullptr);
   void EndAllSessions(Status status);
 
   // --- operators; each `done` runs on the strand and must not block ---
@@ -125,6 +128,8 @@ class PipelineRunner : public std::enable_shared_from_this<PipelineRunner> {
   void LogLine(LogLevel level, const std::string& text) const;
   // Moves this pipeline's count in metrics_.pipelines_by_state to `state` (nullopt: out of all).
   void CountState(std::optional<PipelineState> state);
+  // Moves metrics_.pending_checkpoints and this pipeline's gauge to the coordinator's state.
+  void UpdatePendingGauge();
   // Every event a runner receives goes through one of these. Post: worker events (dropped once
   // deleted); timers check deleted_ themselves. PostStoreCompletion: never dropped.
   // PostOperator: always runs, and answers NOT_FOUND once deleted.

@@ -1,13 +1,14 @@
 #pragma once
 // Registry maps (job, pipeline) to the pipeline's runner. Reads (every new stream) are frequent,
 // writes (create, delete, start) rare.
-// Threading: safe for concurrent access without external synchronization (guarded by mu_).
+// Threading: safe for concurrent access without external synchronization (runners_ is guarded
+// by mu_).
 
 #include <memory>
-#include <shared_mutex>
 #include <unordered_map>
 #include <vector>
 
+#include "common/mutex.h"
 #include "core/types.h"
 #include "runtime/pipeline_runner.h"
 
@@ -16,19 +17,19 @@ namespace ckpt {
 class Registry {
  public:
   std::shared_ptr<PipelineRunner> Find(const PipelineKey& key) const {
-    std::shared_lock lock(mu_);
+    ReaderLock lock(mu_);
     auto it = runners_.find(key);
     return it == runners_.end() ? nullptr : it->second;
   }
 
   // False if the key is taken.
   bool Add(std::shared_ptr<PipelineRunner> runner) {
-    std::unique_lock lock(mu_);
+    WriterLock lock(mu_);
     return runners_.emplace(runner->key(), std::move(runner)).second;
   }
 
   std::shared_ptr<PipelineRunner> Remove(const PipelineKey& key) {
-    std::unique_lock lock(mu_);
+    WriterLock lock(mu_);
     auto it = runners_.find(key);
     if (it == runners_.end()) return nullptr;
     auto runner = std::move(it->second);
@@ -37,7 +38,7 @@ class Registry {
   }
 
   std::vector<std::shared_ptr<PipelineRunner>> All() const {
-    std::shared_lock lock(mu_);
+    ReaderLock lock(mu_);
     std::vector<std::shared_ptr<PipelineRunner>> all;
     all.reserve(runners_.size());
     for (const auto& [key, runner] : runners_) all.push_back(runner);
@@ -45,13 +46,14 @@ class Registry {
   }
 
   size_t size() const {
-    std::shared_lock lock(mu_);
+    ReaderLock lock(mu_);
     return runners_.size();
   }
 
  private:
-  mutable std::shared_mutex mu_;
-  std::unordered_map<PipelineKey, std::shared_ptr<PipelineRunner>, PipelineKeyHash> runners_;
+  mutable SharedMutex mu_;
+  std::unordered_map<PipelineKey, std::shared_ptr<PipelineRunner>, PipelineKeyHash> runners_
+      CKPT_GUARDED_BY(mu_);
 };
 
 }  // namespace ckpt

@@ -4,6 +4,9 @@
 
 #include <boost/asio/post.hpp>
 
+#include "common/mutex.h"
+#include "common/strand_assert.h"
+
 namespace ckpt {
 
 namespace asio = boost::asio;
@@ -28,11 +31,11 @@ struct StoreHealth::State {
   const std::chrono::milliseconds interval;
 
   std::atomic<bool> writable{true};  // mirrors writable_locked for readers without the lock
-  std::mutex mu;
-  bool writable_locked = true;  // guarded by mu
-  bool probing = false;         // guarded by mu: a probe is armed or in flight
-  bool stopped = false;         // guarded by mu
-  std::chrono::steady_clock::time_point failing_since;  // guarded by mu
+  Mutex mu;
+  bool writable_locked CKPT_GUARDED_BY(mu) = true;
+  bool probing CKPT_GUARDED_BY(mu) = false;  // a probe is armed or in flight
+  bool stopped CKPT_GUARDED_BY(mu) = false;
+  std::chrono::steady_clock::time_point failing_since CKPT_GUARDED_BY(mu);
 };
 
 void StoreHealth::State::Report(const std::shared_ptr<State>& state, const Status& result) {
@@ -41,7 +44,7 @@ void StoreHealth::State::Report(const std::shared_ptr<State>& state, const Statu
   bool start_probing = false;
   double failed_seconds = 0;
   {
-    std::lock_guard lock(state->mu);
+    MutexLock lock(state->mu);
     if (state->stopped || writable == state->writable_locked) return;
     state->writable_locked = writable;
     state->writable.store(writable);
@@ -68,10 +71,11 @@ void StoreHealth::State::Report(const std::shared_ptr<State>& state, const Statu
 }
 
 void StoreHealth::ArmProbe(const std::shared_ptr<State>& state) {
+  CKPT_ASSERT_ON_STRAND(state->strand);
   state->timer.expires_after(state->interval);
   state->timer.async_wait([state](const boost::system::error_code& ec) {
     {
-      std::lock_guard lock(state->mu);
+      MutexLock lock(state->mu);
       if (ec || state->stopped || state->writable_locked) {
         state->probing = false;
         return;
@@ -80,7 +84,7 @@ void StoreHealth::ArmProbe(const std::shared_ptr<State>& state) {
     state->store.Probe([state](Status result) {
       State::Report(state, result);
       // Still failing: look again in a while (a write that succeeded meanwhile ended it).
-      std::lock_guard lock(state->mu);
+      MutexLock lock(state->mu);
       if (state->stopped || state->writable_locked) {
         state->probing = false;
         return;
@@ -102,7 +106,7 @@ void StoreHealth::Report(const Status& write_result) { State::Report(state_, wri
 bool StoreHealth::writable() const { return state_->writable.load(); }
 
 void StoreHealth::Stop() {
-  std::lock_guard lock(state_->mu);
+  MutexLock lock(state_->mu);
   state_->stopped = true;
   // The timer is the strand's: cancel it there. A wait already fired sees `stopped`.
   asio::post(state_->strand, [state = state_] { state->timer.cancel(); });

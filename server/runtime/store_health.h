@@ -21,7 +21,6 @@
 #include <chrono>
 #include <functional>
 #include <memory>
-#include <mutex>
 
 #include "common/status.h"
 #include "store/metadata_store.h"

@@ -379,7 +379,7 @@ BatchResult SqliteBackend::ApplyBatch(const std::vector<WriteOp>& ops) {
 }
 
 Result<std::vector<StoredPipeline>> SqliteBackend::LoadPipelines() {
-  std::lock_guard lock(read_mu_);
+  MutexLock lock(read_mu_);
   Stmt& stmt = reader_->load_pipelines;
   ResetGuard guard(stmt);
   std::vector<StoredPipeline> pipelines;
@@ -406,7 +406,7 @@ Result<std::vector<StoredPipeline>> SqliteBackend::LoadPipelines() {
 Result<std::vector<CompletedCheckpoint>> SqliteBackend::ListCompleted(const PipelineKey& key,
                                                                       int limit,
                                                                       int64_t before_id) {
-  std::lock_guard lock(read_mu_);
+  MutexLock lock(read_mu_);
   Stmt& stmt = reader_->list_completed;
   ResetGuard guard(stmt);
   stmt.Bind(1, key.job_id);
@@ -438,7 +438,7 @@ Result<std::vector<CompletedCheckpoint>> SqliteBackend::ListCompleted(const Pipe
 }
 
 Result<int64_t> SqliteBackend::LoadIdCounter(const PipelineKey& key) {
-  std::lock_guard lock(read_mu_);
+  MutexLock lock(read_mu_);
   Stmt& stmt = reader_->read_counter;
   ResetGuard guard(stmt);
   stmt.Bind(1, key.job_id);

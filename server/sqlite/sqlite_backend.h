@@ -23,10 +23,10 @@
 // (disk full, read-only, I/O error): the store is failing, not the op.
 
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "common/mutex.h"
 #include "sqlite/sqlite_db.h"
 #include "store/store_backend.h"
 
@@ -56,8 +56,8 @@ class SqliteBackend final : public StoreBackend {
 
   const std::string path_;
   const std::unique_ptr<WriterConn> writer_;  // writer thread only
-  std::mutex read_mu_;
-  const std::unique_ptr<ReaderConn> reader_;  // guarded by read_mu_
+  Mutex read_mu_;
+  const std::unique_ptr<ReaderConn> reader_ CKPT_PT_GUARDED_BY(read_mu_);
 };
 
 }  // namespace ckpt

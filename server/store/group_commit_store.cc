@@ -21,17 +21,17 @@ GroupCommitStore::GroupCommitStore(std::unique_ptr<StoreBackend> backend,
 
 GroupCommitStore::~GroupCommitStore() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
   }
-  work_cv_.notify_one();
+  work_cv_.NotifyOne();
   if (writer_thread_.joinable()) writer_thread_.join();
   // backend_ closes as the members are destroyed; no thread is left.
 }
 
 void GroupCommitStore::Enqueue(WriteOp op, Done done) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     // Accepted while stopping too: a callback run during the final drain may enqueue a follow-up
     // write, and the writer keeps going until the queue is empty.
     if (!writer_exited_) {
@@ -39,7 +39,7 @@ void GroupCommitStore::Enqueue(WriteOp op, Done done) {
       ++enqueued_;
       // Only while the writer waits idle: pacing or running a batch, it looks at the queue under
       // mu_ before it waits again, and a wake-up per write would cost what pacing saves.
-      if (writer_idle_) work_cv_.notify_one();
+      if (writer_idle_) work_cv_.NotifyOne();
       return;
     }
   }
@@ -81,9 +81,9 @@ void GroupCommitStore::Flush() {
     spdlog::error("store {}: Flush called from a store callback; not waiting", path());
     return;
   }
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   const uint64_t target = enqueued_;
-  flushed_cv_.wait(lock, [&] { return finished_ >= target || writer_exited_; });
+  flushed_cv_.Wait(lock, [&]() CKPT_REQUIRES(mu_) { return finished_ >= target || writer_exited_; });
 }
 
 void GroupCommitStore::WriterLoop() {
@@ -92,9 +92,9 @@ void GroupCommitStore::WriterLoop() {
   std::optional<PacingClock::TimePoint> last_begin;
   for (;;) {
     {
-      std::unique_lock lock(mu_);
+      MutexLock lock(mu_);
       writer_idle_ = true;
-      work_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      work_cv_.Wait(lock, [&]() CKPT_REQUIRES(mu_) { return stopping_ || !queue_.empty(); });
       writer_idle_ = false;
       if (queue_.empty()) {  // stopping, and everything is applied
         writer_exited_ = true;
@@ -102,8 +102,9 @@ void GroupCommitStore::WriterLoop() {
       }
       if (last_begin && options_.min_batch_spacing.count() > 0) {
         // Pacing (GroupCommitOptions::min_batch_spacing); shutdown does not wait for it.
-        clock_.WaitUntil(lock, work_cv_, *last_begin + options_.min_batch_spacing,
-                         [&] { return stopping_; });
+        clock_.WaitUntil(lock.native(), work_cv_.native(),
+                         *last_begin + options_.min_batch_spacing,
+                         [&]() CKPT_REQUIRES(mu_) { return stopping_; });
       }
       batch.swap(queue_);
     }
@@ -112,12 +113,12 @@ void GroupCommitStore::WriterLoop() {
     RunBatch(batch);
     batch.clear();  // drop the callbacks' captures before Flush can return
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       finished_ += count;
     }
-    flushed_cv_.notify_all();
+    flushed_cv_.NotifyAll();
   }
-  flushed_cv_.notify_all();
+  flushed_cv_.NotifyAll();
 }
 
 void GroupCommitStore::RunBatch(std::vector<Pending>& batch) {

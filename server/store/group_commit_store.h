@@ -23,15 +23,14 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "common/mutex.h"
 #include "store/metadata_store.h"
 #include "store/pacing_clock.h"
 #include "store/store_backend.h"
@@ -97,7 +96,7 @@ class GroupCommitStore : public MetadataStore {
     Done done;
   };
 
-  void Enqueue(WriteOp op, Done done);
+  void Enqueue(WriteOp op, Done done) CKPT_EXCLUDES(mu_);
   void WriterLoop();
   void RunBatch(std::vector<Pending>& batch);
   // Any thread, once: on_fatal, or log and exit (see the failure policy).
@@ -116,15 +115,15 @@ class GroupCommitStore : public MetadataStore {
   bool broken_ = false;   // writer thread only: the store stopped (kStop)
   Status broken_status_;  // writer thread only
 
-  std::mutex mu_;
-  std::condition_variable work_cv_;     // writer waits for work or stop
-  std::condition_variable flushed_cv_;  // Flush waits for finished_
-  std::vector<Pending> queue_;          // guarded by mu_
-  uint64_t enqueued_ = 0;               // guarded by mu_: ops ever queued
-  uint64_t finished_ = 0;               // guarded by mu_: ops whose done ran (or never will)
-  bool stopping_ = false;               // guarded by mu_
-  bool writer_idle_ = false;            // guarded by mu_: the writer waits for work (not pacing)
-  bool writer_exited_ = false;          // guarded by mu_
+  Mutex mu_;
+  CondVar work_cv_;     // writer waits for work or stop
+  CondVar flushed_cv_;  // Flush waits for finished_
+  std::vector<Pending> queue_ CKPT_GUARDED_BY(mu_);
+  uint64_t enqueued_ CKPT_GUARDED_BY(mu_) = 0;  // ops ever queued
+  uint64_t finished_ CKPT_GUARDED_BY(mu_) = 0;  // ops whose done ran (or never will)
+  bool stopping_ CKPT_GUARDED_BY(mu_) = false;
+  bool writer_idle_ CKPT_GUARDED_BY(mu_) = false;  // the writer waits for work (not pacing)
+  bool writer_exited_ CKPT_GUARDED_BY(mu_) = false;
 
   std::atomic<bool> fatal_reported_{false};
   std::atomic<uint64_t> batches_committed_{0};

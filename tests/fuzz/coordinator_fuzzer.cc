@@ -173,7 +173,7 @@ std::string Describe(const Action& action) {
            CheckpointStatusName(a->status) +
            (a->requeued ? " requeued" : "") + " (" + a->reason + ")";
   }
-  if (auto* a = std::get_if<IgnoredMessage>(&action)) return "Ignored " + a->reason;
+  if (auto* a = std::get_if<IgnoredMessage>(&action)) return std::string("Ignored ") + IgnoredReasonLabel(a->reason);
   if (auto* a = std::get_if<Log>(&action)) return "Log " + a->text;
   return "?";
 }

@@ -899,9 +899,10 @@ TEST_F(ChaosTest, AckForAnImpossibleIdIsIgnoredAsNotPending) {
   EXPECT_EQ(Describe("p").counters.failed_count, 0);
 }
 
-TEST_F(ChaosTest, StreamThatNeverSaysHelloIsEndedByTheLease) {
-  config_.lease_ttl_ms = 300;
-  config_.heartbeat_interval_ms = 100;
+// Before its hello a stream has hello_timeout_ms, not a lease; that, short here, must end every
+// one of many silent streams well within the wait below.
+TEST_F(ChaosTest, StreamsThatNeverSayHelloAreEndedByTheHelloTimeout) {
+  config_.hello_timeout_ms = 300;
   config_.pipelines = {TestSpec("p", {"a"})};
   StartDaemon();
   std::vector<std::unique_ptr<RawWorker>> silent;

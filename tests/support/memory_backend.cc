@@ -2,12 +2,17 @@
 
 #include <algorithm>
 #include <type_traits>
+#include <utility>
 #include <variant>
 
 namespace ckpt {
 
 BatchResult MemoryBackend::ApplyBatch(const std::vector<WriteOp>& ops) {
   std::unique_lock lock(mu_);
+  // The plan is this batch's if it was made before the batch came in, even if the batch is then
+  // held: a test may plan the outcome of the batch queued behind a held one.
+  std::optional<BatchResult> outcome = std::exchange(next_outcome_, std::nullopt);
+  std::optional<size_t> answer_count = std::exchange(next_answer_count_, std::nullopt);
   if (hold_) {
     holding_ = true;
     cv_.notify_all();
@@ -15,18 +20,11 @@ BatchResult MemoryBackend::ApplyBatch(const std::vector<WriteOp>& ops) {
     holding_ = false;
   }
   batch_sizes_.push_back(ops.size());
-  if (next_outcome_) {
-    BatchResult result = std::move(*next_outcome_);
-    next_outcome_.reset();
-    return result;
-  }
+  if (outcome) return std::move(*outcome);
   std::vector<Status> results;
   results.reserve(ops.size());
   for (const WriteOp& op : ops) results.push_back(Apply(op));
-  if (next_answer_count_) {
-    results.resize(*next_answer_count_);
-    next_answer_count_.reset();
-  }
+  if (answer_count) results.resize(*answer_count);
   return BatchResult::Committed(std::move(results));
 }
 

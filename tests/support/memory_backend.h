@@ -37,9 +37,11 @@ class MemoryBackend final : public StoreBackend {
   void ReleaseBatches();
   // Waits (up to `timeout`) until a batch is held; false if none came.
   bool WaitUntilABatchIsHeld(std::chrono::milliseconds timeout);
-  // The next batch is not applied and ends with `outcome` and `status` instead.
+  // The next batch to come in (not one already held) is not applied and ends with `outcome` and
+  // `status` instead.
   void EndNextBatchWith(BatchResult::Outcome outcome, Status status);
-  // The next batch answers `count` results, however many ops it had (a broken backend).
+  // The next batch to come in answers `count` results, however many ops it had (a broken
+  // backend).
   void AnswerNextBatchWith(size_t count);
   // Every read from now on fails with `status` (OK: reads work again).
   void FailReads(Status status);

@@ -79,7 +79,7 @@ class Harness {
       if (auto* a = std::get_if<EndSession>(&action)) ended.push_back(*a);
       if (auto* a = std::get_if<RecordTriggerDelay>(&action)) delays.push_back(a->delay);
       if (auto* a = std::get_if<RoundFinished>(&action)) finished.push_back(*a);
-      if (auto* a = std::get_if<IgnoredMessage>(&action)) ignored.push_back(a->reason);
+      if (auto* a = std::get_if<IgnoredMessage>(&action)) ignored.push_back(IgnoredReasonLabel(a->reason));
       if (auto* a = std::get_if<PersistRecord>(&action)) {
         persisted.push_back(a->record);
         persisted_records.push_back(a->record);

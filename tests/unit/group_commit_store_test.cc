@@ -178,10 +178,15 @@ TEST_F(GroupCommitStoreTest, ABatchTheBackendDidNotWriteFailsEveryOpAndTheStoreG
   // The held batch is the gate's; the next one (the three writes) is refused as a whole.
   backend_->ReleaseBatches();
   store_->Flush();
+  // Again behind a held batch, so that the three are one batch: that one is refused.
+  backend_->HoldBatches();
+  store_->ReserveIds({"j", "gate"}, 2, nullptr);
+  ASSERT_TRUE(backend_->WaitUntilABatchIsHeld(kDeadline));
   backend_->EndNextBatchWith(BatchResult::Outcome::kNotWritten,
                              Status::Unavailable("disk full (test)"));
   Outcomes refused;
   for (int i = 0; i < 3; ++i) store_->ReserveIds({"j", "q"}, 1, refused.Record(i));
+  backend_->ReleaseBatches();
   store_->Flush();
   for (const auto& [n, s] : refused.seen()) {
     EXPECT_EQ(s.code(), StatusCode::kUnavailable) << n;

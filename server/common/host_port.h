@@ -1,0 +1,20 @@
+#pragma once
+// HOST:PORT, as the config's listen addresses and the listeners take it. The one parser of it, so
+// that what the config accepts is exactly what a listener can bind.
+
+#include <string>
+
+#include "common/status.h"
+
+namespace ckpt {
+
+struct HostPort {
+  std::string host;  // without the brackets of an IPv6 address
+  std::string port;  // decimal digits, 0 to 65535
+};
+
+// "0.0.0.0:7070", "localhost:0", "[::1]:7070". An IPv6 host needs its brackets (gRPC wants them),
+// the host no whitespace, the port a number from 0 to 65535. INVALID_ARGUMENT says what is wrong.
+Result<HostPort> ParseHostPort(const std::string& address);
+
+}  // namespace ckpt

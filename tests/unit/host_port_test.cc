@@ -1,0 +1,51 @@
+// The one HOST:PORT parser: what the config accepts is what a listener binds.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "common/host_port.h"
+
+namespace ckpt {
+namespace {
+
+TEST(ParseHostPortTest, AcceptsNamesAddressesAndBracketedIpv6) {
+  auto v4 = ParseHostPort("0.0.0.0:7070");
+  ASSERT_TRUE(v4.ok()) << v4.status().ToString();
+  EXPECT_EQ(v4->host, "0.0.0.0");
+  EXPECT_EQ(v4->port, "7070");
+  auto name = ParseHostPort("localhost:0");
+  ASSERT_TRUE(name.ok());
+  EXPECT_EQ(name->host, "localhost");
+  EXPECT_EQ(name->port, "0");
+  auto v6 = ParseHostPort("[::1]:65535");
+  ASSERT_TRUE(v6.ok());
+  EXPECT_EQ(v6->host, "::1") << "the brackets are not part of the host";
+  EXPECT_EQ(v6->port, "65535");
+}
+
+TEST(ParseHostPortTest, RefusesWhatNoListenerCouldBindAndSaysWhy) {
+  const std::pair<std::string, std::string> cases[] = {
+      {"7070", "expected HOST:PORT"},
+      {":7070", "the host is empty"},
+      {"[]:7070", "the host is empty"},
+      {"::1:7070", "needs brackets"},
+      {"local host:7070", "whitespace"},
+      {"localhost:", "the port must be a number"},
+      {"localhost:http", "the port must be a number"},
+      {"localhost:65536", "the port must be a number"},
+      {"localhost:123456", "the port must be a number"},
+      {"localhost:-1", "the port must be a number"},
+  };
+  for (const auto& [address, reason] : cases) {
+    auto parsed = ParseHostPort(address);
+    ASSERT_FALSE(parsed.ok()) << address;
+    EXPECT_EQ(parsed.status().code(), StatusCode::kInvalidArgument) << address;
+    EXPECT_NE(parsed.status().message().find(reason), std::string::npos)
+        << address << ": " << parsed.status().message();
+    EXPECT_NE(parsed.status().message().find(address), std::string::npos)
+        << "the message names the address: " << parsed.status().message();
+  }
+}
+
+}  // namespace
+}  // namespace ckpt
