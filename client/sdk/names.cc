@@ -1,7 +1,6 @@
-// Printable names of the SDK's enums (the names CONTRACT.md uses).
+// Printable names of the SDK's enums (the names CONTRACT.md uses; status codes by gRPC's names).
 
 #include "ckpt/worker.h"
-#include "common/grpc_code_name.h"
 
 namespace ckpt::sdk {
 
@@ -37,6 +36,45 @@ const char* ToString(PipelineState state) {
   return "UNSPECIFIED";
 }
 
-const char* StatusCodeName(grpc::StatusCode code) { return cli::GrpcCodeName(code); }
+const char* ToString(StatusCode code) {
+  switch (code) {
+    case StatusCode::kOk:
+      return "OK";
+    case StatusCode::kCancelled:
+      return "CANCELLED";
+    case StatusCode::kUnknown:
+      break;
+    case StatusCode::kInvalidArgument:
+      return "INVALID_ARGUMENT";
+    case StatusCode::kDeadlineExceeded:
+      return "DEADLINE_EXCEEDED";
+    case StatusCode::kNotFound:
+      return "NOT_FOUND";
+    case StatusCode::kAlreadyExists:
+      return "ALREADY_EXISTS";
+    case StatusCode::kPermissionDenied:
+      return "PERMISSION_DENIED";
+    case StatusCode::kResourceExhausted:
+      return "RESOURCE_EXHAUSTED";
+    case StatusCode::kFailedPrecondition:
+      return "FAILED_PRECONDITION";
+    case StatusCode::kAborted:
+      return "ABORTED";
+    case StatusCode::kOutOfRange:
+      return "OUT_OF_RANGE";
+    case StatusCode::kUnimplemented:
+      return "UNIMPLEMENTED";
+    case StatusCode::kInternal:
+      return "INTERNAL";
+    case StatusCode::kUnavailable:
+      return "UNAVAILABLE";
+    case StatusCode::kDataLoss:
+      return "DATA_LOSS";
+    case StatusCode::kUnauthenticated:
+      return "UNAUTHENTICATED";
+  }
+  // Also a value cast from a number no code has.
+  return "UNKNOWN";
+}
 
 }  // namespace ckpt::sdk

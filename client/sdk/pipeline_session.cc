@@ -1,5 +1,6 @@
 #include "sdk/pipeline_session.h"
 
+#include "sdk/grpc_status_code.h"
 #include "sdk/messages.h"
 #include "sdk/retry_policy.h"
 
@@ -73,6 +74,16 @@ void PipelineSession::Stop() {
     std::lock_guard<std::mutex> wait_for_handler(handler_mu_);
   }
   PostToStrand([self = shared_from_this()] { self->HandleStop(); });
+}
+
+void PipelineSession::Post(std::function<void()> fn) {
+  // Not through InvokeHandler: the user's own work runs whether or not Stop was called (see
+  // PipelineWorker::Post), and the handler mutex is only for the handlers.
+  if (fn) PostToStrand(std::move(fn));
+}
+
+void PipelineSession::RunAfter(milliseconds delay, std::function<void()> fn) {
+  if (fn) core_->RunAfter(strand_, delay, std::move(fn));
 }
 
 bool PipelineSession::WaitUntilStopped(steady_clock::time_point deadline) {
@@ -197,7 +208,7 @@ void PipelineSession::HandleAttemptDone(uint64_t attempt_id, const grpc::Status&
   if (was_connected && steady_clock::now() - welcomed_at_ >= kStableSession) backoff_.Reset();
 
   Disconnect info;
-  info.code = status.error_code();
+  info.code = FromGrpc(status.error_code());
   info.message = status.error_message();
   info.was_connected = was_connected;
   const StreamEndAction action = ClassifyStreamEnd(info.code);

@@ -8,13 +8,15 @@
 //   any --Stop--> Stopping --stream ended--> Stopped   (or Stopped at once when no stream is up)
 //
 // Threading: public methods are thread-safe and post to strand_; all state below "strand_ only"
-// is touched only there. Attempt callbacks arrive on gRPC threads and are posted too.
+// is touched only there. Attempt callbacks arrive on gRPC threads and are posted too. The user's
+// Post/RunAfter work runs on strand_ as well, but sees none of this state.
 
 #include <atomic>
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 
@@ -49,7 +51,8 @@ class PipelineSession final : public PipelineWorker,
   bool IsConnected() const override { return connected_.load(std::memory_order_relaxed); }
   bool IsStopped() const override;
   PipelineWorkerCounters counters() const override;
-  Executor executor() const override { return strand_; }
+  void Post(std::function<void()> fn) override;
+  void RunAfter(std::chrono::milliseconds delay, std::function<void()> fn) override;
 
   // For the runtime's shutdown: no deadline, and not from a runtime thread.
   void WaitUntilStoppedForever();
@@ -100,7 +103,7 @@ class PipelineSession final : public PipelineWorker,
   const std::shared_ptr<RuntimeCore> core_;
   v1::WorkerService::Stub& stub_;  // owned by core_
   const PipelineWorkerOptions options_;
-  const Executor strand_;
+  const Strand strand_;
 
   // strand_ only.
   PipelineHandlers handlers_;

@@ -1,7 +1,7 @@
 #pragma once
 // What a worker does when its stream ends without it asking: one table, at the edge.
 
-#include <grpcpp/support/status_code_enum.h>
+#include "ckpt/worker.h"
 
 namespace ckpt::sdk::internal {
 
@@ -11,6 +11,6 @@ enum class StreamEndAction {
   kGiveUp,       // stop for good and report
 };
 
-StreamEndAction ClassifyStreamEnd(grpc::StatusCode code);
+StreamEndAction ClassifyStreamEnd(StatusCode code);
 
 }  // namespace ckpt::sdk::internal

@@ -1,6 +1,7 @@
 #include "sdk/runtime_core.h"
 
 #include <algorithm>
+#include <boost/asio/steady_timer.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -66,6 +67,19 @@ void RuntimeCore::RunThread() {
 }
 
 bool RuntimeCore::RunningInThisThread() const { return tls_current_core == this; }
+
+bool RuntimeCore::RunAfter(const Strand& strand, std::chrono::milliseconds delay,
+                           std::function<void()> fn) {
+  // Held across the wait's start: Shutdown cannot destroy the timer service meanwhile.
+  std::shared_lock<std::shared_mutex> lock(post_mu_);
+  if (closed_) return false;
+  auto timer = std::make_shared<boost::asio::steady_timer>(strand, delay);
+  // Touched only here and by its own completion (on strand): no other thread ever sees the timer.
+  timer->async_wait([timer, fn = std::move(fn)](const boost::system::error_code& error) {
+    if (!error) fn();
+  });
+  return true;
+}
 
 v1::WorkerService::Stub& RuntimeCore::NextStub() {
   return *stubs_[next_stub_.fetch_add(1, std::memory_order_relaxed) % stubs_.size()];

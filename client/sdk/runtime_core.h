@@ -8,7 +8,10 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -23,6 +26,10 @@
 namespace ckpt::sdk::internal {
 
 class PipelineSession;
+
+// A pipeline's serialized context: its handlers, its state machine and the user's Post/RunAfter
+// work run there, one at a time.
+using Strand = boost::asio::strand<boost::asio::io_context::executor_type>;
 
 // An io_context whose handlers can be destroyed without destroying the context: pipelines may
 // outlive the runtime (users hold handles), and their strands and timers need the context's
@@ -55,6 +62,10 @@ class RuntimeCore {
     boost::asio::post(ex, std::forward<Fn>(fn));
     return true;
   }
+  // Runs fn on strand once delay has passed, unless the runtime shut down first; false (and fn
+  // destroyed) if it had. The timer is owned by its own wait, so nothing outside has to outlive
+  // it: Shutdown destroys the two together, fn unrun.
+  bool RunAfter(const Strand& strand, std::chrono::milliseconds delay, std::function<void()> fn);
 
   RuntimeIoContext& io_context() { return io_; }
   const std::string& server_address() const { return server_address_; }

@@ -6,7 +6,7 @@
 #include <cstdio>
 
 #include "ckpt/v1/admin.grpc.pb.h"
-#include "ckpt/worker.h"
+#include "common/grpc_code_name.h"
 
 namespace ckpt::sim {
 namespace {
@@ -54,7 +54,7 @@ std::string CreatePipelines(const SimOptions& options) {
                   " ms (is ckptd running there?)";
       }
       return "cannot create pipeline " + name + " at " + options.server + ": " +
-             sdk::StatusCodeName(status.error_code()) + (message.empty() ? "" : ": " + message);
+             cli::GrpcCodeName(status.error_code()) + (message.empty() ? "" : ": " + message);
     }
   }
   return "";

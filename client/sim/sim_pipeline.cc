@@ -1,6 +1,5 @@
 #include "sim/sim_pipeline.h"
 
-#include <boost/asio/steady_timer.hpp>
 #include <cstdio>
 
 namespace ckpt::sim {
@@ -78,13 +77,9 @@ void SimPipeline::OnTrigger(const sdk::Trigger& trigger) {
     Respond(trigger.checkpoint_id);
     return;
   }
-  // The timer belongs to its handler, so the runtime's shutdown can destroy both (see
-  // PipelineWorker::executor()).
-  auto timer = std::make_shared<boost::asio::steady_timer>(worker_->executor(), config_.ack_delay);
-  timer->async_wait(
-      [this, timer, id = trigger.checkpoint_id](const boost::system::error_code& error) {
-        if (!error) Respond(id);
-      });
+  // On the pipeline's serialized context, like the handlers, so the samples need no lock; `this`
+  // outlives the runtime, which drops the acks still waiting when it goes.
+  worker_->RunAfter(config_.ack_delay, [this, id = trigger.checkpoint_id] { Respond(id); });
 }
 
 void SimPipeline::Respond(int64_t checkpoint_id) {
@@ -136,7 +131,7 @@ void SimPipeline::OnState(sdk::PipelineState state, const std::string& reason) {
 void SimPipeline::OnDisconnected(const sdk::Disconnect& disconnect) {
   counters_.RecordDisconnect(config_.pipeline_id, disconnect);
   // A pipeline that is not there yet: say so once, it is the most likely user mistake.
-  if (disconnect.code == grpc::StatusCode::NOT_FOUND &&
+  if (disconnect.code == sdk::StatusCode::kNotFound &&
       !counters_.not_found_reported.exchange(true)) {
     std::fprintf(stderr,
                  "ckpt-worker-sim: %s/%s: NOT_FOUND: %s (retrying slowly until it is created)\n",
@@ -145,7 +140,7 @@ void SimPipeline::OnDisconnected(const sdk::Disconnect& disconnect) {
   if (!disconnect.will_retry) {
     counters_.stopped_pipelines.fetch_add(1);
     std::fprintf(stderr, "ckpt-worker-sim: %s/%s stopped: %s: %s\n", config_.job_id.c_str(),
-                 config_.pipeline_id.c_str(), sdk::StatusCodeName(disconnect.code),
+                 config_.pipeline_id.c_str(), sdk::ToString(disconnect.code),
                  disconnect.message.c_str());
   }
 }

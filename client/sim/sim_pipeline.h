@@ -53,8 +53,9 @@ struct SimPipelineConfig {
   std::chrono::steady_clock::time_point sample_from{};
 };
 
-// Threading: the handlers run on the pipeline's strand (ckpt::sdk); the samples are touched only
-// there, and read after the runtime is destroyed. Must outlive the WorkerRuntime it is started on.
+// Threading: the handlers and the delayed acks run on the pipeline's serialized context
+// (ckpt::sdk); the samples are touched only there, and read after the runtime is destroyed. Must
+// outlive the WorkerRuntime it is started on.
 class SimPipeline {
  public:
   SimPipeline(SimPipelineConfig config, SimCounters& counters, EventLog* event_log);
@@ -88,7 +89,7 @@ class SimPipeline {
   std::vector<std::string> task_ids_;
   std::shared_ptr<sdk::PipelineWorker> worker_;
 
-  // Pipeline strand only.
+  // The pipeline's serialized context only.
   std::map<int64_t, Clock::time_point> triggered_at_;  // by checkpoint id, not yet finished
   std::optional<Clock::time_point> last_trigger_at_;
   std::vector<int64_t> checkpoint_micros_;

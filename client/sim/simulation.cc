@@ -39,9 +39,9 @@ std::string ConnectFailure(const SimOptions& options, const SimCounters& counter
   std::string reason = "could not connect to " + options.server + " " + when;
   const std::optional<sdk::Disconnect> last = counters.last_disconnect();
   if (!last) return reason + ": no answer";
-  reason += std::string(": ") + sdk::StatusCodeName(last->code);
+  reason += std::string(": ") + sdk::ToString(last->code);
   if (!last->message.empty()) reason += ": " + last->message;
-  if (last->code == grpc::StatusCode::NOT_FOUND) {
+  if (last->code == sdk::StatusCode::kNotFound) {
     reason += " (pipeline " + options.job + "/" + counters.last_disconnect_pipeline() +
               " does not exist: create it first, e.g. with ckptctl pipeline create)";
   }
@@ -54,7 +54,7 @@ std::string StoppedReason(const SimOptions& options, const SimCounters& counters
   const std::optional<sdk::Disconnect> last = counters.last_disconnect();
   if (last) {
     reason += "; the last, " + options.job + "/" + counters.last_disconnect_pipeline() + ": " +
-              sdk::StatusCodeName(last->code) + ": " + last->message;
+              sdk::ToString(last->code) + ": " + last->message;
   }
   return reason;
 }

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "ckpt/v1/admin.grpc.pb.h"
+#include "common/grpc_code_name.h"
 #include "daemon_fixture.h"
 #include "raw_worker.h"
 
@@ -923,7 +924,7 @@ std::string Outcome(RawWorker& w) {
   if (w.WaitWelcome()) return "welcome";
   auto s = w.WaitEnd();
   if (!s) return "nothing";
-  return std::string(sdk::StatusCodeName(s->error_code()));
+  return std::string(cli::GrpcCodeName(s->error_code()));
 }
 
 TEST_F(ChaosTest, SimultaneousHellosForOneTaskWelcomeExactlyOne) {

@@ -1,5 +1,5 @@
-// The worker SDK against a real daemon: rounds, reconnect after a daemon restart, goodbye, and a
-// worker-requested savepoint.
+// The worker SDK against a real daemon: rounds, reconnect after a daemon restart, goodbye, a
+// worker-requested savepoint, and the status of a stream the daemon ended.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -126,6 +126,29 @@ TEST_F(SdkTest, SavepointWithoutATargetGoesUnderTheConfiguredRoot) {
   ASSERT_EQ(history->size(), 1u);
   EXPECT_EQ(history->front().location,
             "s3://bucket/savepoints/job/p/" + std::to_string(history->front().checkpoint_id));
+}
+
+TEST_F(SdkTest, AStreamTheDaemonEndsIsReportedInTheSdksOwnCodes) {
+  StartDaemon();  // without the pipeline: the daemon ends the stream NOT_FOUND
+  std::promise<sdk::Disconnect> first;
+  std::atomic<bool> reported{false};
+  sdk::PipelineHandlers handlers;
+  handlers.on_disconnected = [&](const sdk::Disconnect& d) {
+    if (!reported.exchange(true)) first.set_value(d);
+  };
+  sdk::WorkerRuntime runtime(Address());
+  auto worker = runtime.AddPipeline(
+      {.worker_id = "w", .job_id = "job", .pipeline_id = "nope", .task_ids = {"0"}},
+      std::move(handlers));
+  worker->Start();
+  std::future<sdk::Disconnect> reported_future = first.get_future();
+  ASSERT_EQ(reported_future.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  const sdk::Disconnect d = reported_future.get();
+  EXPECT_EQ(d.code, sdk::StatusCode::kNotFound) << sdk::ToString(d.code) << ": " << d.message;
+  EXPECT_STREQ(sdk::ToString(d.code), "NOT_FOUND");
+  EXPECT_FALSE(d.was_connected);
+  EXPECT_TRUE(d.will_retry) << "a pipeline that may be created later is retried";
+  worker->Stop();
 }
 
 TEST_F(SdkTest, StateChangesAndRefusedSavepointsReachTheHandlers) {

@@ -71,18 +71,17 @@ TEST(SdkBackoff, SameSeedSameDelays) {
 }
 
 TEST(SdkRetryPolicy, GivesUpOnlyWhereRetryingCannotHelp) {
-  using grpc::StatusCode;
   for (StatusCode code :
-       {StatusCode::INVALID_ARGUMENT, StatusCode::PERMISSION_DENIED, StatusCode::UNAUTHENTICATED,
-        StatusCode::UNIMPLEMENTED, StatusCode::ABORTED}) {
-    EXPECT_EQ(ClassifyStreamEnd(code), StreamEndAction::kGiveUp) << static_cast<int>(code);
+       {StatusCode::kInvalidArgument, StatusCode::kPermissionDenied, StatusCode::kUnauthenticated,
+        StatusCode::kUnimplemented, StatusCode::kAborted}) {
+    EXPECT_EQ(ClassifyStreamEnd(code), StreamEndAction::kGiveUp) << ToString(code);
   }
-  EXPECT_EQ(ClassifyStreamEnd(StatusCode::NOT_FOUND), StreamEndAction::kRetrySlowly);
+  EXPECT_EQ(ClassifyStreamEnd(StatusCode::kNotFound), StreamEndAction::kRetrySlowly);
   for (StatusCode code :
-       {StatusCode::OK, StatusCode::UNAVAILABLE, StatusCode::DEADLINE_EXCEEDED,
-        StatusCode::ALREADY_EXISTS, StatusCode::CANCELLED, StatusCode::INTERNAL,
-        StatusCode::RESOURCE_EXHAUSTED, StatusCode::FAILED_PRECONDITION, StatusCode::UNKNOWN}) {
-    EXPECT_EQ(ClassifyStreamEnd(code), StreamEndAction::kRetry) << static_cast<int>(code);
+       {StatusCode::kOk, StatusCode::kUnavailable, StatusCode::kDeadlineExceeded,
+        StatusCode::kAlreadyExists, StatusCode::kCancelled, StatusCode::kInternal,
+        StatusCode::kResourceExhausted, StatusCode::kFailedPrecondition, StatusCode::kUnknown}) {
+    EXPECT_EQ(ClassifyStreamEnd(code), StreamEndAction::kRetry) << ToString(code);
   }
 }
 

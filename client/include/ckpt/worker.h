@@ -17,14 +17,14 @@
 //   worker->Goodbye();
 //   worker->WaitUntilStopped(std::chrono::steady_clock::now() + std::chrono::seconds(2));
 //
-// Threads: a WorkerRuntime owns a fixed pool of threads (an Asio io_context) that runs every
-// pipeline's timers and handlers, and a few gRPC channels that every pipeline's stream shares.
-// A pipeline is one Connect stream and a strand: thousands of pipelines cost memory, not threads.
+// Threads: a WorkerRuntime owns a fixed pool of threads that runs every pipeline's timers and
+// handlers, and a few gRPC channels that every pipeline's stream shares. A pipeline is one Connect
+// stream and one serialized context (its handlers and the work given to Post and RunAfter run
+// there, one at a time): thousands of pipelines cost memory, not threads.
+//
+// This header is the SDK's whole interface: it names only the standard library and its own types
+// (no Asio, gRPC or protobuf), so a program links ckpt_sdk without compiling against those.
 
-#include <grpcpp/support/status_code_enum.h>
-
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/strand.hpp>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -58,8 +58,30 @@ enum class PipelineState {
 // "WAITING_FOR_TASKS", "RUNNING", ... (the names of CONTRACT.md).
 const char* ToString(PipelineState state);
 
-// "OK", "NOT_FOUND", "UNAVAILABLE", ...
-const char* StatusCodeName(grpc::StatusCode code);
+// The status a stream ended with: gRPC's status codes, with gRPC's numbers (so a code logged as a
+// number reads the same here, in the daemon's logs and in any gRPC tool). A code this SDK does not
+// know arrives as kUnknown.
+enum class StatusCode {
+  kOk = 0,
+  kCancelled = 1,
+  kUnknown = 2,
+  kInvalidArgument = 3,
+  kDeadlineExceeded = 4,
+  kNotFound = 5,
+  kAlreadyExists = 6,
+  kPermissionDenied = 7,
+  kResourceExhausted = 8,
+  kFailedPrecondition = 9,
+  kAborted = 10,
+  kOutOfRange = 11,
+  kUnimplemented = 12,
+  kInternal = 13,
+  kUnavailable = 14,
+  kDataLoss = 15,
+  kUnauthenticated = 16,
+};
+// gRPC's names: "OK", "NOT_FOUND", "UNAVAILABLE", ...
+const char* ToString(StatusCode code);
 
 // The daemon accepted the stream (the answer to hello).
 struct Welcome {
@@ -92,21 +114,22 @@ struct TaskStateInfo {
 
 // Why a stream ended when the user did not end it.
 struct Disconnect {
-  grpc::StatusCode code = grpc::StatusCode::OK;
+  StatusCode code = StatusCode::kOk;
   std::string message;
   bool was_connected = false;  // a welcome had arrived on the stream that ended
   bool will_retry = false;     // false: the worker is stopped for good (see PipelineWorker)
   std::chrono::milliseconds retry_in{0};
 };
 
-// All optional. Threading: invoked on the runtime's threads, serialized per pipeline (its strand),
-// never two at once for one pipeline. They must not block (a blocked handler holds a runtime
-// thread) and must not throw (an exception is printed to stderr and dropped). They may call any
-// method of their PipelineWorker. Capture the worker by raw or weak pointer, not by shared_ptr: a
-// handler holding its own worker's handle is a reference cycle that keeps it running. What they
-// refer to must live until Stop() returned (called off the runtime's threads; dropping the last
-// handle does it), the worker is stopped (WaitUntilStopped) or the runtime is destroyed. The
-// handlers themselves are released once the worker is stopped.
+// All optional. Threading: invoked on the runtime's threads, serialized per pipeline (on its
+// serialized context, shared with PipelineWorker::Post and RunAfter), never two at once for one
+// pipeline. They must not block (a blocked handler holds a runtime thread) and must not throw (an
+// exception is printed to stderr and dropped). They may call any method of their PipelineWorker.
+// Capture the worker by raw or weak pointer, not by shared_ptr: a handler holding its own worker's
+// handle is a reference cycle that keeps it running. What they refer to must live until Stop()
+// returned (called off the runtime's threads; dropping the last handle does it), the worker is
+// stopped (WaitUntilStopped) or the runtime is destroyed. The handlers themselves are released once
+// the worker is stopped.
 struct PipelineHandlers {
   std::function<void(const Welcome&)> on_welcome;
   std::function<void(const Trigger&)> on_trigger;
@@ -152,7 +175,7 @@ struct PipelineWorkerCounters {
 // One pipeline's Connect stream, reconnected with backoff until stopped.
 //
 // Threading: every method is safe to call from any thread, including from handlers; none blocks
-// except WaitUntilStopped. Requests are carried out in order on the pipeline's strand.
+// except WaitUntilStopped. Requests are carried out in order on the pipeline's serialized context.
 //
 // Connection: Start() opens a stream and sends hello; after welcome the worker heartbeats at the
 // daemon's heartbeat_interval_ms. When the stream ends without the user asking, on_disconnected
@@ -175,8 +198,6 @@ struct PipelineWorkerCounters {
 // outlive the WorkerRuntime; their methods then do nothing.
 class PipelineWorker {
  public:
-  using Executor = boost::asio::strand<boost::asio::io_context::executor_type>;
-
   virtual ~PipelineWorker() = default;
 
   // Connects. Only the first call has an effect.
@@ -210,11 +231,18 @@ class PipelineWorker {
   virtual bool IsStopped() const = 0;    // stopped for good
   virtual PipelineWorkerCounters counters() const = 0;
 
-  // The pipeline's strand, on which the handlers run. Post your own work or bind your timers to it
-  // to be serialized with the handlers. Work still queued when the runtime is destroyed never runs
-  // (it is destroyed); an I/O object (timer) made on it must be owned by its handler or destroyed
-  // before the runtime.
-  virtual Executor executor() const = 0;
+  // Your own work on the pipeline's serialized context, where the handlers run: never beside a
+  // handler or other work of this pipeline, so state touched only there needs no lock.
+  //
+  // Post runs fn after what is already queued there; RunAfter runs it once delay has passed. Like
+  // a handler, fn must not block and must not throw. Unlike handlers, fn runs whether or not the
+  // worker was stopped, for as long as the runtime lives: work still queued (or waiting for its
+  // delay) when the runtime is destroyed never runs, and is destroyed with what it captured during
+  // the runtime's destruction. So what fn refers to must live until fn ran or the runtime is
+  // destroyed. Once the runtime is gone both do nothing (fn is destroyed at once). An empty fn is
+  // ignored.
+  virtual void Post(std::function<void()> fn) = 0;
+  virtual void RunAfter(std::chrono::milliseconds delay, std::function<void()> fn) = 0;
 };
 
 // Owns the threads and channels that serve every pipeline of a process.
@@ -225,7 +253,7 @@ class PipelineWorker {
 // from a handler (it would wait for itself).
 class WorkerRuntime {
  public:
-  // server_address: "host:port" (any gRPC target). threads: the io_context's threads (default 1).
+  // server_address: "host:port" (any gRPC target). threads: the runtime's threads (default 1).
   // channels: gRPC channels (each its own TCP connection) that pipelines are spread over.
   explicit WorkerRuntime(std::string server_address, int threads = 1, int channels = 1);
   ~WorkerRuntime();
