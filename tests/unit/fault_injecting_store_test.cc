@@ -9,6 +9,7 @@
 
 #include "sqlite/sqlite_store.h"
 #include "store_test_util.h"
+#include "support/scoped_temp_dir.h"
 
 namespace ckpt {
 namespace {
@@ -18,17 +19,9 @@ namespace fs = std::filesystem;
 // The double the integration tests use to make the store fail, over a real SQLite store.
 class FaultInjectingStoreTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string pattern = (fs::temp_directory_path() / "ckptd-fault-store-XXXXXX").string();
-    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
-    dir_ = pattern;
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
 
-  fs::path dir_;
+  ckpt::testing::ScopedTempDir temp_{"ckptd-fault-store"};
+  const fs::path dir_ = temp_.path();
 };
 
 TEST_F(FaultInjectingStoreTest, FailsTheCallsItWasToldToInOrder) {

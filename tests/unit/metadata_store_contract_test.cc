@@ -16,6 +16,7 @@
 #include "store/group_commit_store.h"
 #include "store_test_util.h"
 #include "support/memory_backend.h"
+#include "support/scoped_temp_dir.h"
 
 namespace ckpt {
 namespace {
@@ -30,22 +31,14 @@ struct Backend {
 
 class MetadataStoreContract : public ::testing::TestWithParam<Backend> {
  protected:
-  void SetUp() override {
-    std::string pattern = (fs::temp_directory_path() / "ckptd-store-contract-XXXXXX").string();
-    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
-    dir_ = pattern;
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
   std::unique_ptr<GroupCommitStore> Open() {
     auto store = GetParam().open(dir_);
     EXPECT_TRUE(store) << GetParam().name << " did not open";
     return store;
   }
 
-  fs::path dir_;
+  ckpt::testing::ScopedTempDir temp_{"ckptd-store-contract"};
+  const fs::path dir_ = temp_.path();
 };
 
 TEST_P(MetadataStoreContract, ARecordRoundTripsEveryFieldAndAPutReplacesIt) {

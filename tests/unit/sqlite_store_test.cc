@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "store_test_util.h"
+#include "support/scoped_temp_dir.h"
 
 namespace ckpt {
 namespace {
@@ -149,15 +150,6 @@ std::string ReadFile(const fs::path& path) {
 
 class SqliteStoreTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string pattern = (fs::temp_directory_path() / "ckptd-sqlite-test-XXXXXX").string();
-    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
-    dir_ = pattern;
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
 
   std::unique_ptr<SqliteStore> OpenStore(SqliteStoreOptions options = {}) {
     auto store = SqliteStore::Open(dir_.string(), std::move(options));
@@ -168,7 +160,8 @@ class SqliteStoreTest : public ::testing::Test {
 
   fs::path db_path() const { return dir_ / "ckptd.db"; }
 
-  fs::path dir_;
+  ckpt::testing::ScopedTempDir temp_{"ckptd-sqlite-test"};
+  const fs::path dir_ = temp_.path();
 };
 
 TEST_F(SqliteStoreTest, UnstorableTextFailsTheWriteNotTheStore) {

@@ -15,6 +15,7 @@
 #include "store/data_dir_lock.h"
 #include "sqlite/sqlite_store.h"
 #include "store_test_util.h"
+#include "support/scoped_temp_dir.h"
 
 namespace ckpt {
 namespace {
@@ -53,17 +54,6 @@ void Sql(const fs::path& db_path, const std::string& sql) {
 
 class StoreDataDirTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string pattern = (fs::temp_directory_path() / "ckptd-datadir-test-XXXXXX").string();
-    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
-    root_ = pattern;
-    dir_ = root_ / "data";
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(root_, ec);
-  }
-
   // A store with one pipeline and one checkpoint, closed again.
   void MakeStore() {
     auto store = SqliteStore::Open(dir_.string());
@@ -81,8 +71,9 @@ class StoreDataDirTest : public ::testing::Test {
 
   fs::path db() const { return dir_ / "ckptd.db"; }
 
-  fs::path root_;
-  fs::path dir_;
+  ckpt::testing::ScopedTempDir temp_{"ckptd-datadir-test"};
+  const fs::path root_ = temp_.path();
+  const fs::path dir_ = root_ / "data";
 };
 
 TEST_F(StoreDataDirTest, AFreshStoreWritesItsIdAndFilesAreForItsOwnerAndGroup) {
