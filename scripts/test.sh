@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Runs every test: setup, configure, build, then ctest: unit, integration and end-to-end tests
-# (the e2e ones drive the built binaries as processes). Then the same suites under sanitizers:
-# ASan+UBSan (all of them) and TSan (unit and integration), then the libFuzzer targets for
-# CKPT_FUZZ_SECONDS (default 60) each (scripts/fuzz.sh). Non-zero exit if anything failed.
+# Runs every test: setup, configure, build, then ctest: unit, integration and end-to-end tests (the e2e ones drive the built binaries as
+# processes). Then the same suites under sanitizers: ASan+UBSan (all of them) and TSan (unit and
+# integration; built with clang, whose -Wthread-safety checks the locking annotations), then the
+# libFuzzer targets for CKPT_FUZZ_SECONDS (default 60) each (scripts/fuzz.sh). Every build turns
+# compiler warnings into errors (CKPT_WERROR). Non-zero exit if anything failed.
 # CKPT_SKIP_SANITIZERS=1 skips the sanitizer builds and the fuzzing (a quick local run).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -10,7 +11,7 @@ build_dir=${BUILD_DIR:-$root/build}
 
 "$root/scripts/setup.sh"
 echo "== build ($build_dir)"
-"$root/scripts/build.sh" "$build_dir"
+"$root/scripts/build.sh" "$build_dir" -DCKPT_WERROR=ON
 
 echo "== tests: unit, integration, end-to-end (ctest)"
 ctest --test-dir "$build_dir" --output-on-failure -j2 --timeout 300
@@ -21,18 +22,20 @@ if [ "${CKPT_SKIP_SANITIZERS:-0}" = 1 ]; then
 fi
 
 echo "== ASan+UBSan build and tests"
-"$root/scripts/build.sh" "$root/build-asan" -DCKPT_SANITIZE=address,undefined
+"$root/scripts/build.sh" "$root/build-asan" -DCKPT_SANITIZE=address,undefined -DCKPT_WERROR=ON
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir "$root/build-asan" --output-on-failure -j2 --timeout 600
 
-echo "== TSan build and tests"
-"$root/scripts/build.sh" "$root/build-tsan" -DCKPT_SANITIZE=thread -DCMAKE_BUILD_TYPE=RelWithDebInfo
+echo "== TSan build (clang: thread-safety analysis, warnings are errors) and tests"
+tsan_dir=$root/build-tsan-clang
+CXX=clang++ "$root/scripts/build.sh" "$tsan_dir" -DCKPT_SANITIZE=thread \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCKPT_WERROR=ON
 # gRPC's own races (uninstrumented abseil locks) are suppressed by library...
 # ...but each suppressed report still costs TSan its search, and a reply of megabytes (a pipeline
 # of 100,000 task ids) raises thousands: that test takes over ten minutes under TSan. It runs in
 # the plain and ASan builds; its threading is that of every other admin call.
 TSAN_OPTIONS="suppressions=$root/tests/tsan.supp halt_on_error=1" \
-  ctest --test-dir "$root/build-tsan" --output-on-failure -j2 --timeout 600 -L 'unit|integration' \
+  ctest --test-dir "$tsan_dir" --output-on-failure -j2 --timeout 600 -L 'unit|integration' \
   -E 'BoundedReadsTest.APipelineOfAHundredThousand'
 # ...and since a library suppression also covers a stack that merely passes through gRPC, the
 # integration tests run once more unsuppressed, and no report may have an access in our code.
@@ -44,7 +47,7 @@ trap 'rm -rf "$tsan_logs"' EXIT
 # lock has been seen to stall the run. A hard bound keeps CI's time whatever happens; the check
 # then reads every report gathered until then.
 TSAN_OPTIONS="halt_on_error=0 exitcode=0 log_path=$tsan_logs/tsan" \
-  timeout -s KILL 900 "$root/build-tsan/tests/integration_tests" \
+  timeout -s KILL 900 "$tsan_dir/tests/integration_tests" \
   --gtest_filter='-ChaosTest.Huge*:ChaosTest.ListCheckpointsOfALargePipeline*:BoundedReadsTest.APipelineOfAHundredThousand*' \
   >/dev/null || true
 python3 "$root/scripts/tsan_own_frames.py" "$tsan_logs"/tsan.* /dev/null
