@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Runs every test: setup, configure, build, then ctest: unit, integration and end-to-end tests (the e2e ones drive the built binaries as
-# processes). Then the same suites under sanitizers: ASan+UBSan (all of them) and TSan (unit and
+# Runs every test: setup, configure, build, then ctest: unit, integration and end-to-end tests
+# (the e2e ones drive the built binaries as processes). Then the same suites under sanitizers: ASan+UBSan (all of them) and TSan (unit and
 # integration; built with clang, whose -Wthread-safety checks the locking annotations), then the
 # libFuzzer targets for CKPT_FUZZ_SECONDS (default 60) each (scripts/fuzz.sh). Every build turns
 # compiler warnings into errors (CKPT_WERROR). Non-zero exit if anything failed.
