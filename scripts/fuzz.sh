@@ -6,6 +6,8 @@
 # grows by itself. Prints total executions and executions per second per target; exits non-zero
 # on a crash, leak, hang (-timeout) or broken invariant, naming the reproducer, which is kept in
 # build-fuzz/fuzz-artifacts/.
+# (Every ordinary build also runs each seed of the corpus once, without libFuzzer: the ctests
+# fuzz_replay.<name>, built from tests/fuzz/replay_main.cc.)
 #
 # Longer runs: `scripts/fuzz.sh 3600`, or one target by hand on every core, keeping what it finds
 # in a directory of your own (new inputs go to the first directory; later ones are only read):

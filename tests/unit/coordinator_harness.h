@@ -1,18 +1,26 @@
 #pragma once
 // Drives a PipelineCoordinator by hand: a manual clock, timers that fire when time is advanced past
 // them, and a store whose completions the test performs (or lets happen at once).
+//
+// The coordinator is a CheckedCoordinator (support/coordinator_invariants.h): every call a test
+// makes through c(), and every one the harness makes for it (timers, store completions), is
+// checked against the invariant model the coordinator fuzzer uses; a broken invariant fails the
+// test, naming the step. The check is made where the call is made, since that is where the call
+// is known; Apply then records the actions as the runtime would carry them out.
 
 #include <gtest/gtest.h>
 
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "core/pipeline_coordinator.h"
+#include "support/coordinator_invariants.h"
 
 namespace ckpt::testing {
 
-class ManualClock final : public Clock {
+class ManualClock final : public TestClock {
  public:
   // With ticking on, every reading moves time on by 1 us, as a real clock does between two reads.
   SteadyTime SteadyNow() const override {
@@ -20,6 +28,8 @@ class ManualClock final : public Clock {
     return now_;
   }
   void SetTicking(bool on) { ticking_ = on; }
+  SteadyTime Peek() const override { return now_; }
+  bool Ticking() const override { return ticking_; }
   // Wall time moves with steady time.
   int64_t WallMs() const override {
     return wall_base_ms_ + std::chrono::duration_cast<Millis>(now_ - kStart).count();
@@ -60,10 +70,11 @@ class Harness {
 
   void Build(const StoredPipeline& stored, CoordinatorOptions options) {
     options.missing_tasks_warn_interval = Millis(10000);
-    coordinator = std::make_unique<PipelineCoordinator>(stored, clock, options);
+    coordinator = std::make_unique<CheckedCoordinator>(
+        stored, clock, options, [](const std::string& message) { ADD_FAILURE() << message; });
   }
 
-  PipelineCoordinator& c() { return *coordinator; }
+  CheckedCoordinator& c() { return *coordinator; }
 
   // Applies actions the way the runtime would, recording them.
   void Apply(const Actions& actions) {
@@ -127,10 +138,10 @@ class Harness {
       if (is_timeout) {
         const int64_t id = timeout->checkpoint_id;
         timeout.reset();
-        Apply(coordinator->OnTimeout(id));
+        Apply(coordinator->FireTimeout(id));
       } else {
         wakeup.reset();
-        Apply(coordinator->OnWakeup());
+        Apply(coordinator->FireWakeup());
       }
     }
     clock.AdvanceTo(end);
@@ -161,7 +172,7 @@ class Harness {
   }
 
   ManualClock clock;
-  std::unique_ptr<PipelineCoordinator> coordinator;
+  std::unique_ptr<CheckedCoordinator> coordinator;
   bool auto_reserve = true;
   bool auto_commit = true;
 

@@ -1,0 +1,215 @@
+#pragma once
+// A PipelineCoordinator checked after every call against a model of what its actions promise.
+// The coordinator fuzzer (tests/fuzz/coordinator_fuzzer.cc) and the coordinator unit tests
+// (tests/unit/coordinator_harness.h) drive it through CheckedCoordinator, so every step of every
+// unit test and every fuzz input is held to the same rules.
+//
+// The model carries out the actions the way the runtime does (timers armed and replaced, store
+// writes outstanding until the caller reports them done) and checks, after every call:
+//   - at most one round pending (a trigger only when no round is open; HasPendingRound agrees);
+//   - trigger ids strictly increase, are above the stored counter the pipeline started from and
+//     never above the highest counter the store confirmed durable;
+//   - SendComplete only for the id handed to the store (CommitCheckpoint) and reported durable by
+//     it (OnCommitted of that id), at most once per id; nothing complete before durable; a
+//     committed checkpoint holds an ack of every expected task; a round with the store is never
+//     aborted;
+//   - a SendTrigger only while the pipeline is RUNNING with every task registered, to every live
+//     session, tagged with the current generation; never after Delete or BeginShutdown;
+//   - the generation never decreases (status, welcome, persisted records);
+//   - periodic triggers respect interval_ms and min_pause_ms;
+//   - a pending round not yet with the store always has its timeout armed, and an idle RUNNING
+//     pipeline always has a wakeup armed or an id reservation in flight (the schedule never stops);
+//   - more than tolerable_failures consecutive counted failures leave the pipeline FAILED;
+//   - a queued savepoint goes before any periodic trigger, starts as soon as it can, and does not
+//     stay queued while PAUSED, FAILED, STOPPED or after Delete;
+//   - status (pending id, completed_count, last completed id, registered tasks) agrees with the
+//     actions seen.
+// (CONTRACT.md "Semantics every build keeps" and "Precise rules".)
+//
+// No GoogleTest here: the fuzz tree has none. A broken invariant goes to the Report the caller
+// gives (the fuzzer traps, the unit harness adds a test failure and carries on).
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/pipeline_coordinator.h"
+
+namespace ckpt::testing {
+
+// A hand-driven clock the model can read without moving it. With ticking on, every SteadyNow()
+// moves time on by a microsecond (as a real clock does between two reads); Peek() never does.
+class TestClock : public Clock {
+ public:
+  virtual SteadyTime Peek() const = 0;
+  virtual bool Ticking() const = 0;
+};
+
+// Which coordinator call a step was.
+enum class CoordinatorCall {
+  kStart, kWakeup, kTimeout, kRegister, kSessionEnded, kAck, kDecline, kIdsReserved,
+  kIdsReserveFailed, kCommitted, kCommitFailed, kPersistFailed, kStoreWritable, kPause, kResume,
+  kTriggerNow, kSavepoint, kWorkerSavepoint, kSavepointCallersGone, kShutdown, kAbortForShutdown,
+  kUpdateSpec, kDelete, kSetFromConfig,
+};
+const char* CoordinatorCallName(CoordinatorCall call);
+
+// One action on one line, for traces and failure messages.
+std::string DescribeAction(const Action& action);
+
+class CheckedCoordinator {
+ public:
+  // A broken invariant, described with the step and the model's state. The reporter may return
+  // (checking goes on) or not.
+  using Report = std::function<void(const std::string& message)>;
+  // Sees every action of every call, before it is checked.
+  using ActionHook = std::function<void(const Action& action)>;
+
+  // `clock` must outlive this object; the coordinator reads it too.
+  CheckedCoordinator(const StoredPipeline& stored, const TestClock& clock,
+                     CoordinatorOptions options, Report report);
+  ~CheckedCoordinator();
+  CheckedCoordinator(const CheckedCoordinator&) = delete;
+  CheckedCoordinator& operator=(const CheckedCoordinator&) = delete;
+
+  void SetActionHook(ActionHook hook) { hook_ = std::move(hook); }
+
+  // --- the coordinator's events, each checked ---
+  Actions Start(bool restarted);
+  // The armed timer fires: the runtime no longer holds it.
+  Actions FireWakeup();
+  Actions FireTimeout(int64_t checkpoint_id);
+  // A handler that runs although its timer was replaced or cancelled (Asio may run one whose
+  // expiry changed): the armed timer, if any, stays.
+  Actions OnWakeup();
+  Actions OnTimeout(int64_t checkpoint_id);
+  PipelineCoordinator::Registration OnRegister(SessionId session, const std::string& worker_id,
+                                               const std::vector<std::string>& task_ids,
+                                               bool takeover);
+  Actions OnSessionEnded(SessionId session, const std::string& why,
+                         PipelineCoordinator::SessionEnd end = PipelineCoordinator::SessionEnd::kLost);
+  Actions OnAck(SessionId session, int64_t checkpoint_id, const std::string& task_id,
+                const TaskState& state);
+  Actions OnDecline(SessionId session, int64_t checkpoint_id, const std::string& task_id,
+                    const std::string& reason, bool expired);
+  // The store's answers. An OnCommitted/OnCommitFailed of another id than the commit the store
+  // holds is a wrong report, which must change nothing.
+  Actions OnIdsReserved(int64_t counter);
+  Actions OnIdsReserveFailed(const Status& error);
+  Actions OnCommitted(int64_t checkpoint_id);
+  Actions OnCommitFailed(int64_t checkpoint_id, const Status& error);
+  Actions OnStoreWritable(bool writable);
+  Actions OnPersistFailed(bool whole_record);
+  PipelineCoordinator::Outcome Pause();
+  PipelineCoordinator::Outcome Resume();
+  PipelineCoordinator::Outcome TriggerCheckpoint(int64_t* checkpoint_id);
+  PipelineCoordinator::Outcome RequestSavepoint(const std::string& target, bool stop,
+                                                Millis timeout);
+  Actions OnWorkerSavepointRequest(SessionId session, const std::string& target, bool stop);
+  Actions OnSavepointCallersGone();
+  Actions BeginShutdown();
+  Actions AbortForShutdown();
+  PipelineCoordinator::Outcome UpdateSpec(const PipelineSpec& spec);
+  Actions Delete();
+  Actions SetFromConfig(bool from_config);
+
+  // --- queries, unchecked ---
+  PipelineStatus Describe(bool with_task_ids = true) const { return c_.Describe(with_task_ids); }
+  PipelineState State() const { return c_.State(); }
+  const PipelineKey& key() const { return c_.key(); }
+  std::optional<PendingSummary> Pending() const { return c_.Pending(); }
+  const std::vector<RoundSummary>& RecentRounds() const { return c_.RecentRounds(); }
+  std::vector<SessionId> Sessions() const { return c_.Sessions(); }
+  bool HasPendingRound() const { return c_.HasPendingRound(); }
+  std::optional<SavepointView> CurrentSavepoint() const { return c_.CurrentSavepoint(); }
+  const PipelineSpec& spec() const { return c_.spec(); }
+  bool from_config() const { return c_.from_config(); }
+
+  // --- the model's view of the runtime, for a driver that plays the runtime's part ---
+  const std::optional<SteadyTime>& armed_wakeup() const { return wakeup_; }
+  const std::optional<ArmTimeout>& armed_timeout() const { return timeout_; }
+  const std::optional<int64_t>& reserve_outstanding() const { return reserve_outstanding_; }
+  const std::optional<int64_t>& commit_outstanding() const { return commit_outstanding_; }
+  const std::optional<int64_t>& open_round() const { return open_round_; }
+  int64_t last_trigger_id() const { return last_trigger_id_; }
+  // task -> the live session that registered it.
+  const std::map<std::string, SessionId>& owners() const { return owner_; }
+  // The spec as last accepted (the coordinator's own, checked against it).
+  const PipelineSpec& model_spec() const { return spec_; }
+  bool deleted() const { return deleted_; }
+  // Invariants broken so far.
+  int violations() const { return violations_; }
+
+ private:
+  struct Step {
+    Step(CoordinatorCall call = CoordinatorCall::kStart, int64_t id = 0, SessionId session = 0,
+         std::string task = {}, bool store_reported = false)
+        : call(call), id(id), session(session), task(std::move(task)),
+          store_reported(store_reported) {}
+    CoordinatorCall call;
+    int64_t id;           // the checkpoint id passed, if any
+    SessionId session;    // the session passed, if any
+    std::string task;     // the task passed, if any
+    bool store_reported;  // OnCommitted/OnCommitFailed: the id is the commit the store held
+  };
+
+  void Violation(int line, const char* cond, const std::string& what);
+  std::string StepText() const;
+
+  // Checks one call's actions, carrying them out on the model, then the state after it.
+  void Apply(Step step, const Actions& actions);
+  void OnTrigger(const SendTrigger& t, const PipelineStatus& status, SteadyTime now);
+  void OnCommit(const CommitCheckpoint& action);
+  void OnComplete(const SendComplete& s);
+  void OnRoundFinished(const RoundFinished& r, SteadyTime now);
+  void CheckState();
+  void ForgetSession(SessionId session);
+
+  const TestClock& clock_;
+  PipelineCoordinator c_;
+  Report report_;
+  ActionHook hook_;
+  Millis tolerance_{0};
+  Step current_;
+  int steps_ = 0;
+  int violations_ = 0;
+
+  // Runtime: timers.
+  std::optional<SteadyTime> wakeup_;
+  std::optional<ArmTimeout> timeout_;
+
+  // Store.
+  std::optional<int64_t> reserve_outstanding_;
+  std::optional<int64_t> commit_outstanding_;
+  int64_t initial_counter_ = 0;
+  int64_t reserved_confirmed_ = 0;
+  std::set<int64_t> handed_;
+  std::set<int64_t> completed_;
+  int64_t stored_last_completed_at_ms_ = 0;
+
+  // Model.
+  PipelineSpec spec_;
+  std::optional<int64_t> open_round_;
+  CheckpointKind open_kind_ = CheckpointKind::kCheckpoint;
+  bool complete_sent_ = false;
+  bool counted_failure_ = false;  // a counted failure finished in the call being applied
+  int64_t store_failed_id_ = 0;   // the last round whose commit the store failed
+  bool store_writable_ = true;    // as last told (OnStoreWritable)
+  int64_t last_trigger_id_ = 0;
+  std::optional<SteadyTime> last_trigger_at_;
+  std::optional<SteadyTime> last_finished_at_;
+  int64_t generation_ = 0;
+  int64_t persisted_generation_ = 0;
+  PipelineSpec written_spec_;  // the spec of the last whole-record write
+  int64_t expected_completed_count_ = 0;
+  int64_t last_completed_id_ = 0;
+  bool deleted_ = false;
+  bool shutting_down_ = false;
+  std::map<std::string, SessionId> owner_;  // task -> the stream that registered it
+};
+
+}  // namespace ckpt::testing
