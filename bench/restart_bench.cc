@@ -20,9 +20,9 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 
+#include "app/daemon.h"
 #include "common/bench_args.h"
 #include "common/proc_stats.h"
-#include "app/daemon.h"
 #include "sqlite/sqlite_store.h"
 
 namespace {
@@ -71,9 +71,9 @@ Status Populate(const std::string& dir, int pipelines, int tasks) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  ckpt::bench::BenchArgs args(argc, argv,
-                              {{"dir", "bench-restart-data"}, {"pipelines", "100000"},
-                               {"tasks", "2"}, {"threads", "0"}});
+  ckpt::bench::BenchArgs args(
+      argc, argv,
+      {{"dir", "bench-restart-data"}, {"pipelines", "100000"}, {"tasks", "2"}, {"threads", "0"}});
   const std::string dir = args.Str("dir");
   const int pipelines = static_cast<int>(args.Int("pipelines"));
   // The daemon's default log.level, on stderr: stdout carries only the result.

@@ -43,12 +43,12 @@ double SecondsSince(SteadyClock::time_point t) {
   return std::chrono::duration<double>(SteadyClock::now() - t).count();
 }
 
-// Pipeline i's record: a new pipeline (never triggered), so that its first trigger is the moment its
-// session registers, and the benchmark registers session i at i * interval / P into one interval.
-// That is how the phases are staggered. A phase set through a stored "last completed" time instead
-// would be at the mercy of setup: 100,000 pipelines take a few hundred ms to make, the io threads
-// fall behind, every trigger due meanwhile fires late and in a clump, and since each next trigger
-// is due one interval after the actual one, the clump comes back round after round.
+// Pipeline i's record: a new pipeline (never triggered), so that its first trigger is the moment
+// its session registers, and the benchmark registers session i at i * interval / P into one
+// interval. That is how the phases are staggered. A phase set through a stored "last completed"
+// time instead would be at the mercy of setup: 100,000 pipelines take a few hundred ms to make, the
+// io threads fall behind, every trigger due meanwhile fires late and in a clump, and since each
+// next trigger is due one interval after the actual one, the clump comes back round after round.
 PipelineKey PipelineKeyOf(int i) { return {"bench", "p" + std::to_string(i)}; }
 
 StoredPipeline MakePipeline(int i, int tasks, int64_t interval_ms) {
@@ -100,10 +100,9 @@ int main(int argc, char** argv) {
   runners.reserve(pipelines);
   RunnerOptions options;  // start_spread 0: the paced registrations alone set each phase
   for (int i = 0; i < pipelines; ++i) {
-    auto runner = std::make_shared<PipelineRunner>(shards.For(PipelineKeyOf(i)),
-                                                   MakePipeline(i, tasks, interval_ms),
-                                                   /*restarted=*/false, store, clock, metrics,
-                                                   options);
+    auto runner = std::make_shared<PipelineRunner>(
+        shards.For(PipelineKeyOf(i)), MakePipeline(i, tasks, interval_ms),
+        /*restarted=*/false, store, clock, metrics, options);
     runner->Start();
     runners.push_back(std::move(runner));
   }
@@ -115,8 +114,8 @@ int main(int argc, char** argv) {
     const std::chrono::duration<double, std::milli> spacing(static_cast<double>(interval_ms) /
                                                             std::max(pipelines, 1));
     for (int i = 0; i < pipelines; ++i) {
-      std::this_thread::sleep_until(
-          first + std::chrono::duration_cast<SteadyClock::duration>(spacing * i));
+      std::this_thread::sleep_until(first +
+                                    std::chrono::duration_cast<SteadyClock::duration>(spacing * i));
       const SessionId session = static_cast<SessionId>(i) + 1;
       runners[i]->Register(session, std::make_shared<InstantAckSink>(runners[i], session, task_ids),
                            HelloInfo{"bench-worker", runners[i]->key(), task_ids,
@@ -127,8 +126,8 @@ int main(int argc, char** argv) {
   std::this_thread::sleep_for(std::chrono::duration<double>(warmup_s));
   const ProcStatus before_window = ReadProcStatus();
   const uint64_t completed0 = metrics.checkpoints_completed_total.load();
-  const uint64_t failed0 = metrics.checkpoints_failed_total.load() +
-                           metrics.checkpoints_expired_total.load();
+  const uint64_t failed0 =
+      metrics.checkpoints_failed_total.load() + metrics.checkpoints_expired_total.load();
   const int64_t cpu0 = ProcessCpuMicros();
   const auto window_start = SteadyClock::now();
   recorder.Arm();
@@ -137,8 +136,8 @@ int main(int argc, char** argv) {
   const double window_s = SecondsSince(window_start);
   const int64_t cpu1 = ProcessCpuMicros();
   const uint64_t completed1 = metrics.checkpoints_completed_total.load();
-  const uint64_t failed1 = metrics.checkpoints_failed_total.load() +
-                           metrics.checkpoints_expired_total.load();
+  const uint64_t failed1 =
+      metrics.checkpoints_failed_total.load() + metrics.checkpoints_expired_total.load();
   const ProcStatus end_window = ReadProcStatus();
 
   // Stop the io threads before reading the samples: no Record call can be running then.

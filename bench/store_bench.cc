@@ -90,8 +90,8 @@ class StoreLoad {
     slot.record.last_completed_at_ms = cp.finished_at_ms;
     in_flight_.fetch_add(1, std::memory_order_relaxed);
     const auto submitted = SteadyClock::now();
-    CheckpointCommit commit{slot.record.spec.key, slot.record.spec.retained,
-                            slot.record.progress(), std::move(cp)};
+    CheckpointCommit commit{slot.record.spec.key, slot.record.spec.retained, slot.record.progress(),
+                            std::move(cp)};
     store_.CommitCheckpoint(commit, [this, i, resubmit, submitted](Status s) {
       // The store's writer thread.
       latencies_.Record(MicrosSince(submitted));
@@ -124,15 +124,15 @@ class StoreLoad {
 }  // namespace
 
 int main(int argc, char** argv) {
-  BenchArgs args(argc, argv,
-                 {{"dir", "bench-store-data"},
-                  {"inflight", "1000"},
-                  {"rate", "0"},
-                  {"tasks", "2"},
-                  {"warmup-s", "1"},
-                  {"measure-s", "3"},
-                  {"batch-spacing-us",
-                   std::to_string(SqliteStoreOptions{}.min_batch_spacing.count())}});
+  BenchArgs args(
+      argc, argv,
+      {{"dir", "bench-store-data"},
+       {"inflight", "1000"},
+       {"rate", "0"},
+       {"tasks", "2"},
+       {"warmup-s", "1"},
+       {"measure-s", "3"},
+       {"batch-spacing-us", std::to_string(SqliteStoreOptions{}.min_batch_spacing.count())}});
   const int inflight = static_cast<int>(args.Int("inflight"));
   const double rate = args.Double("rate");
   const double warmup_s = args.Double("warmup-s");
@@ -180,8 +180,7 @@ int main(int argc, char** argv) {
   latencies.Arm();
   std::this_thread::sleep_for(std::chrono::duration<double>(measure_s));
   latencies.Disarm();
-  const double window_s =
-      std::chrono::duration<double>(SteadyClock::now() - window_start).count();
+  const double window_s = std::chrono::duration<double>(SteadyClock::now() - window_start).count();
   const uint64_t completed1 = load.completed();
   const uint64_t batches1 = store.batches_committed();
   const double cpu_s = static_cast<double>(ProcessCpuMicros() - cpu0) / 1e6;

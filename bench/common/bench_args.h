@@ -19,7 +19,8 @@ class BenchArgs {
       if (name.rfind("--", 0) != 0 || !values_.count(name.substr(2)) || i + 1 >= argc) {
         std::fprintf(stderr, "%s: unknown flag or missing value: %s\naccepted:", argv[0],
                      name.c_str());
-        for (const auto& [flag, value] : values_) std::fprintf(stderr, " --%s (%s)", flag.c_str(), value.c_str());
+        for (const auto& [flag, value] : values_)
+          std::fprintf(stderr, " --%s (%s)", flag.c_str(), value.c_str());
         std::fprintf(stderr, "\n");
         std::exit(2);
       }

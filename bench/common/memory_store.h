@@ -16,7 +16,9 @@ namespace ckpt::bench {
 
 class MemoryStore final : public MetadataStore {
  public:
-  Result<std::vector<StoredPipeline>> LoadPipelines() override { return std::vector<StoredPipeline>{}; }
+  Result<std::vector<StoredPipeline>> LoadPipelines() override {
+    return std::vector<StoredPipeline>{};
+  }
   void PutPipeline(const PipelineRecord&, Done done) override { Complete(puts_, done); }
   void PutProgress(const PipelineKey&, const PipelineProgress&, Done done) override {
     Complete(puts_, done);

@@ -11,8 +11,7 @@ namespace ckpt::bench {
 namespace {
 
 std::string ProcPath(pid_t pid, const char* file) {
-  return pid == 0 ? std::string("/proc/self/") + file
-                  : "/proc/" + std::to_string(pid) + "/" + file;
+  return pid == 0 ? std::string("/proc/self/") + file : "/proc/" + std::to_string(pid) + "/" + file;
 }
 
 }  // namespace
@@ -31,7 +30,8 @@ ProcStatus ReadProcStatus(pid_t pid) {
 int64_t ProcessCpuMicros(pid_t pid) {
   std::ifstream in(ProcPath(pid, "stat"));
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  // The command name (field 2) may hold spaces and parentheses: fields are counted after the last ')'.
+  // The command name (field 2) may hold spaces and parentheses: fields are counted after the last
+  // ')'.
   const size_t close = text.rfind(')');
   if (close == std::string::npos) return 0;
   std::istringstream fields(text.substr(close + 2));

@@ -19,8 +19,7 @@ class SampleRecorder {
  public:
   // The buffer is allocated but not touched, so its pages are not resident (and not in a measured
   // RSS) until samples land in them.
-  explicit SampleRecorder(size_t capacity)
-      : capacity_(capacity), slots_(new int64_t[capacity]) {}
+  explicit SampleRecorder(size_t capacity) : capacity_(capacity), slots_(new int64_t[capacity]) {}
   SampleRecorder(const SampleRecorder&) = delete;
   SampleRecorder& operator=(const SampleRecorder&) = delete;
 

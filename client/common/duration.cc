@@ -46,7 +46,8 @@ std::optional<int64_t> ParseDurationMs(std::string_view text, std::string* error
   } else if (unit == "h") {
     factor = 3'600'000;
   } else if (unit.empty()) {
-    if (!options.allow_bare_zero) return Fail(text, "needs a unit (ms, s, m or h), e.g. 10s", error);
+    if (!options.allow_bare_zero)
+      return Fail(text, "needs a unit (ms, s, m or h), e.g. 10s", error);
     if (value != 0) return Fail(text, "missing unit (ms, s, m or h)", error);
     factor = 1;
   } else {

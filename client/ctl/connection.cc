@@ -50,9 +50,8 @@ std::string Connection::ListAllPipelines(const std::string& job_id,
   }
 }
 
-std::string Connection::ListCheckpoints(const std::string& job_id,
-                                        const std::string& pipeline_id, int64_t limit,
-                                        v1::ListCheckpointsResponse* all) const {
+std::string Connection::ListCheckpoints(const std::string& job_id, const std::string& pipeline_id,
+                                        int64_t limit, v1::ListCheckpointsResponse* all) const {
   v1::ListCheckpointsRequest request;
   request.set_job_id(job_id);
   request.set_pipeline_id(pipeline_id);

@@ -93,10 +93,10 @@ std::string PipelineDetail(const v1::Pipeline& p, int64_t now_ms) {
   table.AddRow({"Generation:", std::to_string(p.generation())});
   table.AddRow({"Tasks:", Fraction(p.registered_tasks(), p.expected_tasks()) + " registered (" +
                               JoinAbbreviated(spec.task_ids()) + ")"});
-  table.AddRow({"Missing tasks:", p.missing_tasks().empty()
-                                      ? "none"
-                                      : JoinAbbreviated(p.missing_tasks(), 10,
-                                                        p.missing_tasks_total())});
+  table.AddRow(
+      {"Missing tasks:", p.missing_tasks().empty()
+                             ? "none"
+                             : JoinAbbreviated(p.missing_tasks(), 10, p.missing_tasks_total())});
   table.AddRow({"Pending checkpoint:", p.pending_checkpoint_id() > 0
                                            ? std::to_string(p.pending_checkpoint_id())
                                            : "none"});

@@ -82,8 +82,7 @@ std::string DescribeRpcFailure(const grpc::Status& status, const CallInfo& call)
     case grpc::StatusCode::UNIMPLEMENTED:
       return "ckptd at " + call.address +
              " does not implement this request (UNIMPLEMENTED); is it older than ckptctl?";
-    default:
-      break;
+    default: break;
   }
   if (message.empty()) return "the request failed (" + code + ")";
   return message + " (" + code + ")";

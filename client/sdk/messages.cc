@@ -57,31 +57,21 @@ v1::WorkerMessage MakeGoodbye() {
 
 CheckpointKind FromProto(v1::CheckpointKind kind) {
   switch (kind) {
-    case v1::CHECKPOINT_KIND_CHECKPOINT:
-      return CheckpointKind::kCheckpoint;
-    case v1::CHECKPOINT_KIND_SAVEPOINT:
-      return CheckpointKind::kSavepoint;
-    case v1::CHECKPOINT_KIND_SAVEPOINT_AND_STOP:
-      return CheckpointKind::kSavepointAndStop;
-    default:
-      return CheckpointKind::kUnspecified;
+    case v1::CHECKPOINT_KIND_CHECKPOINT: return CheckpointKind::kCheckpoint;
+    case v1::CHECKPOINT_KIND_SAVEPOINT: return CheckpointKind::kSavepoint;
+    case v1::CHECKPOINT_KIND_SAVEPOINT_AND_STOP: return CheckpointKind::kSavepointAndStop;
+    default: return CheckpointKind::kUnspecified;
   }
 }
 
 PipelineState FromProto(v1::PipelineState state) {
   switch (state) {
-    case v1::PIPELINE_STATE_WAITING_FOR_TASKS:
-      return PipelineState::kWaitingForTasks;
-    case v1::PIPELINE_STATE_RUNNING:
-      return PipelineState::kRunning;
-    case v1::PIPELINE_STATE_PAUSED:
-      return PipelineState::kPaused;
-    case v1::PIPELINE_STATE_FAILED:
-      return PipelineState::kFailed;
-    case v1::PIPELINE_STATE_STOPPED:
-      return PipelineState::kStopped;
-    default:
-      return PipelineState::kUnspecified;
+    case v1::PIPELINE_STATE_WAITING_FOR_TASKS: return PipelineState::kWaitingForTasks;
+    case v1::PIPELINE_STATE_RUNNING: return PipelineState::kRunning;
+    case v1::PIPELINE_STATE_PAUSED: return PipelineState::kPaused;
+    case v1::PIPELINE_STATE_FAILED: return PipelineState::kFailed;
+    case v1::PIPELINE_STATE_STOPPED: return PipelineState::kStopped;
+    default: return PipelineState::kUnspecified;
   }
 }
 

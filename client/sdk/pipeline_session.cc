@@ -186,8 +186,7 @@ void PipelineSession::HandleMessage(uint64_t attempt_id, const v1::CoordinatorMe
     case v1::CoordinatorMessage::kSavepointRefused:
       InvokeHandler(handlers_.on_savepoint_refused, message.savepoint_refused().reason());
       return;
-    default:
-      return;  // a message kind this SDK does not know yet
+    default: return;  // a message kind this SDK does not know yet
   }
 }
 
@@ -235,9 +234,7 @@ void PipelineSession::HandleAttemptDone(uint64_t attempt_id, const grpc::Status&
 void PipelineSession::HandleGoodbye(milliseconds timeout) {
   switch (phase_) {
     case Phase::kIdle:
-    case Phase::kBackingOff:
-      Finish();
-      return;
+    case Phase::kBackingOff: Finish(); return;
     case Phase::kConnecting:
     case Phase::kConnected:
       // Before the welcome too: hello is already first in the stream's queue.
@@ -252,17 +249,14 @@ void PipelineSession::HandleGoodbye(milliseconds timeout) {
             if (self->attempt_) self->attempt_->Cancel();
           });
       return;
-    default:
-      return;
+    default: return;
   }
 }
 
 void PipelineSession::HandleStop() {
   switch (phase_) {
     case Phase::kIdle:
-    case Phase::kBackingOff:
-      Finish();
-      return;
+    case Phase::kBackingOff: Finish(); return;
     case Phase::kConnecting:
     case Phase::kConnected:
     case Phase::kSayingGoodbye:
@@ -271,8 +265,7 @@ void PipelineSession::HandleStop() {
       CancelTimers();
       attempt_->Cancel();  // HandleAttemptDone finishes
       return;
-    default:
-      return;
+    default: return;
   }
 }
 

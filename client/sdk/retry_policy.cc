@@ -10,15 +10,12 @@ StreamEndAction ClassifyStreamEnd(StatusCode code) {
     case StatusCode::kUnauthenticated:
     case StatusCode::kUnimplemented:
     // Another stream took our tasks over: taking them back would make two workers fight.
-    case StatusCode::kAborted:
-      return StreamEndAction::kGiveUp;
+    case StatusCode::kAborted: return StreamEndAction::kGiveUp;
     // No such pipeline: an operator may create it later.
-    case StatusCode::kNotFound:
-      return StreamEndAction::kRetrySlowly;
+    case StatusCode::kNotFound: return StreamEndAction::kRetrySlowly;
     // UNAVAILABLE (daemon down or restarting), DEADLINE_EXCEEDED (lease expired), ALREADY_EXISTS
     // (our previous stream not yet seen dead), OK without our goodbye, and anything unexpected.
-    default:
-      return StreamEndAction::kRetry;
+    default: return StreamEndAction::kRetry;
   }
 }
 

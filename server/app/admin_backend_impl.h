@@ -24,8 +24,7 @@ class DaemonAdminBackend final : public AdminBackend {
   void CreatePipeline(const PipelineSpec& spec, CreateDone done) override;
   void DeletePipeline(std::shared_ptr<PipelineRunner> runner,
                       std::function<void(Status)> done) override;
-  void ListCompleted(const PipelineKey& key, int limit, int64_t before_id,
-                     ListDone done) override;
+  void ListCompleted(const PipelineKey& key, int limit, int64_t before_id, ListDone done) override;
   DaemonMetrics& metrics() override { return metrics_; }
   Facts facts() const override { return facts_(); }
 

@@ -94,8 +94,7 @@ Status Daemon::Start() {
       config_.savepoint_root.empty() ? config_.data_dir + "/savepoints" : config_.savepoint_root;
   options.config_source = config_.source_path;
   host_ = std::make_unique<PipelineHost>(shards_, *store_, clock_, metrics_, options,
-                                         config_.defaults,
-                                         [this](bool) { UpdateHealthService(); });
+                                         config_.defaults, [this](bool) { UpdateHealthService(); });
   if (reload_cancelled_) host_->CancelApplyDeclared();
   if (auto s = host_->Load(config_.pipelines); !s.ok()) return s;
 
@@ -217,8 +216,8 @@ ReloadResult Daemon::Reload(const DaemonConfig& next) {
   std::vector<std::string> needs_restart;
   auto restart_only = [&](const char* key, const auto& running, const auto& wanted) {
     if (running == wanted) return;
-    spdlog::warn("reload: {} changed ({} -> {}); needs a restart, keeping {}", key, running,
-                 wanted, running);
+    spdlog::warn("reload: {} changed ({} -> {}); needs a restart, keeping {}", key, running, wanted,
+                 running);
     needs_restart.push_back(key);
   };
   restart_only("listen", config_.listen, next.listen);
@@ -228,8 +227,7 @@ ReloadResult Daemon::Reload(const DaemonConfig& next) {
   restart_only("store.backend", config_.store_backend, next.store_backend);
   restart_only("threads", config_.threads, next.threads);
   restart_only("lease_ttl_ms", config_.lease_ttl_ms, next.lease_ttl_ms);
-  restart_only("heartbeat_interval_ms", config_.heartbeat_interval_ms,
-               next.heartbeat_interval_ms);
+  restart_only("heartbeat_interval_ms", config_.heartbeat_interval_ms, next.heartbeat_interval_ms);
   restart_only("hello_timeout_ms", config_.hello_timeout_ms, next.hello_timeout_ms);
   restart_only("shutdown_grace_ms", config_.shutdown_grace_ms, next.shutdown_grace_ms);
   restart_only("start_spread_ms", config_.start_spread_ms, next.start_spread_ms);
@@ -250,8 +248,9 @@ ReloadResult Daemon::Reload(const DaemonConfig& next) {
         next.defaults.min_pause_ms == defaults.min_pause_ms &&
         next.defaults.tolerable_failures == defaults.tolerable_failures &&
         next.defaults.retained == defaults.retained)) {
-    spdlog::info("reload: pipeline defaults changed; they apply to pipelines created from now on "
-                 "and to declared ones");
+    spdlog::info(
+        "reload: pipeline defaults changed; they apply to pipelines created from now on "
+        "and to declared ones");
   }
   host_->SetDefaults(next.defaults);
 
@@ -291,8 +290,7 @@ void Daemon::LogStats(const char* what) const {
       what, host_->registry().size(), metrics_.worker_sessions.load(),
       metrics_.checkpoints_completed_total.load(), metrics_.checkpoints_failed_total.load(),
       metrics_.checkpoints_expired_total.load(), metrics_.checkpoints_aborted_total.load(),
-      delay.QuantileMicros(0.5),
-      delay.QuantileMicros(0.99), delay.max_micros, delay.count,
+      delay.QuantileMicros(0.5), delay.QuantileMicros(0.99), delay.max_micros, delay.count,
       duration.QuantileMicros(0.5) / 1000, duration.QuantileMicros(0.99) / 1000);
 }
 
@@ -322,7 +320,8 @@ void Daemon::Shutdown() {
       std::chrono::steady_clock::now() + std::chrono::milliseconds(config_.shutdown_grace_ms);
   while ((begun->load() < runners.size() || metrics_.pending_checkpoints.load() > 0) &&
          std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));  // the controlling thread, not a strand
+    std::this_thread::sleep_for(
+        std::chrono::milliseconds(10));  // the controlling thread, not a strand
   }
   if (metrics_.pending_checkpoints.load() > 0) {
     spdlog::warn("{} round(s) still pending after the grace period; they are aborted",

@@ -10,14 +10,14 @@
 // ReloadThread), never beside another Reload, and CancelReload before Shutdown. Accessors are
 // safe from any thread once Start returned.
 
-#include <boost/asio/steady_timer.hpp>
 #include <atomic>
+#include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <memory>
 #include <string>
 
-#include "config/daemon_config.h"
 #include "common/mutex.h"
+#include "config/daemon_config.h"
 #include "core/clock.h"
 #include "runtime/daemon_metrics.h"
 #include "runtime/io_shards.h"

@@ -67,7 +67,8 @@ int main(int argc, char** argv) {
   bool version = false;
   // Not CLI11's ExistingFile check: every config error, a missing file or a directory included,
   // is reported by the loader and exits 78.
-  app.add_option("-c,--config", config_path, "YAML configuration file (default: built-in defaults)");
+  app.add_option("-c,--config", config_path,
+                 "YAML configuration file (default: built-in defaults)");
   app.add_option("--check-config", check_path, "validate FILE and exit (0 when valid)");
   app.add_flag("--version", version, "print the version and exit");
   try {
@@ -117,9 +118,8 @@ int main(int argc, char** argv) {
                                                         : ckpt::kExitStartFailed;
   }
   // Only now: the store is open, the pipelines are loaded and every port accepts.
-  const std::string serving =
-      "serving gRPC on port " + std::to_string(daemon.grpc_port()) + ", " +
-      std::to_string(daemon.pipelines().registry().size()) + " pipeline(s)";
+  const std::string serving = "serving gRPC on port " + std::to_string(daemon.grpc_port()) + ", " +
+                              std::to_string(daemon.pipelines().registry().size()) + " pipeline(s)";
   ckpt::systemd::NotifyReady(serving);
   spdlog::info("log format: {}", ckpt::LogStyleName(log_style));
   std::unique_ptr<ckpt::systemd::Watchdog> watchdog;

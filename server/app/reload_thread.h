@@ -34,7 +34,7 @@ class ReloadThread {
   CondVar cv_;
   bool requested_ CKPT_GUARDED_BY(mu_) = false;
   bool stopping_ CKPT_GUARDED_BY(mu_) = false;
-  std::thread thread_;      // last: starts after everything above exists
+  std::thread thread_;  // last: starts after everything above exists
 };
 
 }  // namespace ckpt

@@ -22,9 +22,9 @@ Result<HostPort> ParseHostPort(const std::string& address) {
   if (std::any_of(host.begin(), host.end(), [](unsigned char c) { return std::isspace(c); })) {
     return Status::InvalidArgument("the host contains whitespace in '" + address + "'");
   }
-  const bool digits = !port.empty() && port.size() <= 5 &&
-                      std::all_of(port.begin(), port.end(),
-                                  [](unsigned char c) { return std::isdigit(c); });
+  const bool digits =
+      !port.empty() && port.size() <= 5 &&
+      std::all_of(port.begin(), port.end(), [](unsigned char c) { return std::isdigit(c); });
   if (!digits || std::stoi(port) > 65535) {
     return Status::InvalidArgument("the port must be a number from 0 to 65535; got '" + address +
                                    "'");

@@ -33,7 +33,9 @@ class Status {
   Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}
 
   static Status Ok() { return Status(); }
-  static Status InvalidArgument(std::string m) { return {StatusCode::kInvalidArgument, std::move(m)}; }
+  static Status InvalidArgument(std::string m) {
+    return {StatusCode::kInvalidArgument, std::move(m)};
+  }
   static Status NotFound(std::string m) { return {StatusCode::kNotFound, std::move(m)}; }
   static Status AlreadyExists(std::string m) { return {StatusCode::kAlreadyExists, std::move(m)}; }
   static Status FailedPrecondition(std::string m) {
@@ -72,9 +74,10 @@ template <typename T>
 class Result {
  public:
   Result(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design, like absl::StatusOr
-  Result(Status status)                           // NOLINT
-      : status_(status.ok() ? Status::Internal("a Result was built from an OK status, with no value")
-                            : std::move(status)) {}
+  Result(Status status)                          // NOLINT
+      : status_(status.ok()
+                    ? Status::Internal("a Result was built from an OK status, with no value")
+                    : std::move(status)) {}
 
   bool ok() const { return value_.has_value(); }
   const Status& status() const { return status_; }

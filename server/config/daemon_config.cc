@@ -1,11 +1,11 @@
 #include "config/daemon_config.h"
 
-#include <algorithm>
-#include <cctype>
-#include <cerrno>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
 
 #include <cstring>
 #include <exception>
@@ -21,20 +21,30 @@
 namespace ckpt {
 namespace {
 
-constexpr std::string_view kTopLevelKeys[] = {
-    "listen", "metrics_listen", "metrics", "data_dir", "savepoint_root", "store", "threads",
-    "lease_ttl_ms", "heartbeat_interval_ms", "hello_timeout_ms", "shutdown_grace_ms",
-    "start_spread_ms", "log",
-    "defaults", "pipelines"};
+constexpr std::string_view kTopLevelKeys[] = {"listen",
+                                              "metrics_listen",
+                                              "metrics",
+                                              "data_dir",
+                                              "savepoint_root",
+                                              "store",
+                                              "threads",
+                                              "lease_ttl_ms",
+                                              "heartbeat_interval_ms",
+                                              "hello_timeout_ms",
+                                              "shutdown_grace_ms",
+                                              "start_spread_ms",
+                                              "log",
+                                              "defaults",
+                                              "pipelines"};
 constexpr std::string_view kStoreKeys[] = {"backend"};
 constexpr std::string_view kLogKeys[] = {"level", "format"};
 constexpr std::string_view kMetricsKeys[] = {"per_pipeline"};
 // The keys PipelineDefaults and PipelineSpec share: `defaults` may set exactly what a pipeline may.
 constexpr std::string_view kPolicyKeys[] = {"interval_ms", "timeout_ms", "min_pause_ms",
                                             "tolerable_failures", "retained"};
-constexpr std::string_view kPipelineKeys[] = {
-    "job_id",     "pipeline_id",  "task_ids",           "parallelism", "interval_ms",
-    "timeout_ms", "min_pause_ms", "tolerable_failures", "retained"};
+constexpr std::string_view kPipelineKeys[] = {"job_id",       "pipeline_id",        "task_ids",
+                                              "parallelism",  "interval_ms",        "timeout_ms",
+                                              "min_pause_ms", "tolerable_failures", "retained"};
 // spdlog's level names.
 constexpr std::string_view kLogLevels[] = {"trace", "debug",    "info", "warn",
                                            "error", "critical", "off"};
@@ -246,7 +256,7 @@ MaybeYamlError ConfigReader::ReadPipelines(const YamlField& field) {
     if (auto error = ReadPipeline(entry, path, &spec)) return error;
     if (auto [first, inserted] = declared.emplace(spec.key, path); !inserted) {
       return YamlError{entry.Mark(), path + ": duplicate pipeline " + spec.key.ToString() +
-                                       ", already declared in " + first->second};
+                                         ", already declared in " + first->second};
     }
     config_.pipelines.push_back(std::move(spec));
   }
@@ -300,10 +310,9 @@ MaybeYamlError ConfigReader::CheckHeartbeat() const {
   if (config_.heartbeat_interval_ms < config_.lease_ttl_ms) return std::nullopt;
   // The defaults agree, so the file set at least one of them; blame the heartbeat if it is there.
   const YamlField& culprit = heartbeat_ ? *heartbeat_ : *lease_;
-  return culprit.ValueError("heartbeat_interval_ms (" +
-                            std::to_string(config_.heartbeat_interval_ms) +
-                            ") must be less than lease_ttl_ms (" +
-                            std::to_string(config_.lease_ttl_ms) + ")");
+  return culprit.ValueError(
+      "heartbeat_interval_ms (" + std::to_string(config_.heartbeat_interval_ms) +
+      ") must be less than lease_ttl_ms (" + std::to_string(config_.lease_ttl_ms) + ")");
 }
 
 }  // namespace
@@ -348,8 +357,9 @@ Result<DaemonConfig> LoadDaemonConfig(const std::string& path) {
     return Status::InvalidArgument(path + ": is a directory, not a config file");
   }
   if (!S_ISREG(st.st_mode)) {
-    return Status::InvalidArgument(path + ": is not a regular file (a FIFO, a device?); the "
-                                          "config must be a plain file");
+    return Status::InvalidArgument(path +
+                                   ": is not a regular file (a FIFO, a device?); the "
+                                   "config must be a plain file");
   }
   const auto too_big = [&path] {
     return Status::InvalidArgument(path + ": larger than " + std::to_string(kMaxConfigBytes >> 20) +

@@ -12,40 +12,41 @@
 namespace ckpt {
 
 struct DaemonConfig {
-  std::string listen = "127.0.0.1:7070";          // gRPC (WorkerService, AdminService)
+  std::string listen = "127.0.0.1:7070";  // gRPC (WorkerService, AdminService)
   // HTTP /metrics, /healthz, /readyz; "" serves none of them. Port 0 picks a free port.
   std::string metrics_listen = "127.0.0.1:9464";
   // metrics.per_pipeline: also export per-pipeline series labelled job and pipeline. Off by
   // default: 100,000 pipelines would be 100,000 series per metric on the Prometheus server.
   bool metrics_per_pipeline = false;
-  std::string data_dir = "./ckptd-data";          // the SQLite store lives here
+  std::string data_dir = "./ckptd-data";  // the SQLite store lives here
   // Where savepoints requested without a target go: <savepoint_root>/<job>/<pipeline>/<id>, told
   // to the workers, which write the state. "" = <data_dir>/savepoints. A path or URI the workers
   // can reach (e.g. a shared file system or s3://bucket/savepoints).
   std::string savepoint_root;
-  std::string store_backend = "sqlite";           // store.backend; the only backend so far
-  int threads = 0;                                // io_context threads; 0 = number of cores
-  int64_t lease_ttl_ms = 10000;                   // a silent worker stream loses its tasks after this
-  int64_t heartbeat_interval_ms = 3000;           // told to workers in `welcome`
+  std::string store_backend = "sqlite";  // store.backend; the only backend so far
+  int threads = 0;                       // io_context threads; 0 = number of cores
+  int64_t lease_ttl_ms = 10000;          // a silent worker stream loses its tasks after this
+  int64_t heartbeat_interval_ms = 3000;  // told to workers in `welcome`
   // A stream that sends no hello within this is ended (DEADLINE_EXCEEDED): until then it holds
   // memory (about 20 KB in gRPC and here) and identifies no one.
   int64_t hello_timeout_ms = 10000;
-  int64_t shutdown_grace_ms = 10000;              // SIGTERM: how long pending rounds may finish
+  int64_t shutdown_grace_ms = 10000;  // SIGTERM: how long pending rounds may finish
   // When a pipeline's tasks become all registered, its next periodic trigger waits a fixed
   // per-pipeline fraction of min(this, its interval), so pipelines whose workers connect together
   // do not checkpoint in lockstep (CoordinatorOptions::start_spread). 0 = trigger at once.
   int64_t start_spread_ms = 1000;
-  std::string log_level = "info";                 // log.level: trace .. critical, or off
-  std::string log_format = "text";                // log.format: text, or json (one object a line)
-  PipelineDefaults defaults;                      // applied to pipelines that leave a key out
-  std::vector<PipelineSpec> pipelines;            // declared at start (and on SIGHUP)
+  std::string log_level = "info";       // log.level: trace .. critical, or off
+  std::string log_format = "text";      // log.format: text, or json (one object a line)
+  PipelineDefaults defaults;            // applied to pipelines that leave a key out
+  std::vector<PipelineSpec> pipelines;  // declared at start (and on SIGHUP)
   // Not a key: the file this was read from (LoadDaemonConfig), for messages; "" for defaults.
   std::string source_path;
 };
 
 // Parses and validates YAML text. `source_name` names the file in errors, which read
 // "<source_name>:<line>:<column>: <reason>" (1-based) inside an INVALID_ARGUMENT status.
-Result<DaemonConfig> ParseDaemonConfig(const std::string& yaml_text, const std::string& source_name);
+Result<DaemonConfig> ParseDaemonConfig(const std::string& yaml_text,
+                                       const std::string& source_name);
 
 // A config file larger than this is refused: no real one comes near it, and reading a huge one
 // (or /dev/zero) would take the daemon's memory.

@@ -129,10 +129,8 @@ YAML::Mark YamlField::ValueMark() const { return value.IsNull() ? key.Mark() : v
 
 std::string DescribeNode(const YAML::Node& node) {
   switch (node.Type()) {
-    case YAML::NodeType::Sequence:
-      return "a list";
-    case YAML::NodeType::Map:
-      return "a map";
+    case YAML::NodeType::Sequence: return "a list";
+    case YAML::NodeType::Map: return "a map";
     case YAML::NodeType::Scalar: {
       // Long scalars are cut: the position already says where the rest is.
       std::string text = node.Scalar();
@@ -141,8 +139,7 @@ std::string DescribeNode(const YAML::Node& node) {
       if (node.Tag() != "?") return "'" + text + "' tagged " + node.Tag();
       return "'" + text + "'";
     }
-    default:
-      return "nothing";
+    default: return "nothing";
   }
 }
 
@@ -178,8 +175,8 @@ MaybeYamlError ForEachField(const YAML::Node& map, const std::string& path,
     const YAML::Node key = it->first;
     const YAML::Node value = it->second;
     if (!key.IsScalar()) {
-      return YamlError{key.Mark(), "keys must be strings, got " + DescribeNode(key) + " " +
-                                       Where(path)};
+      return YamlError{key.Mark(),
+                       "keys must be strings, got " + DescribeNode(key) + " " + Where(path)};
     }
     const std::string& name = key.Scalar();
     if (std::find(known.begin(), known.end(), name) == known.end()) {
@@ -241,7 +238,8 @@ MaybeYamlError ReadBool(const YamlField& field, bool* out) {
       return std::nullopt;
     }
   }
-  return field.ValueError(field.path + ": expected true or false, got " + DescribeNode(field.value));
+  return field.ValueError(field.path + ": expected true or false, got " +
+                          DescribeNode(field.value));
 }
 
 MaybeYamlError ReadStringList(const YamlField& field, std::vector<std::string>* out) {

@@ -127,8 +127,8 @@ constexpr const char* IgnoredReasonLabel(IgnoredReason reason) {
   return "unknown_message";
 }
 
-constexpr IgnoredReason kIgnoredReasons[] = {IgnoredReason::kUnownedTask, IgnoredReason::kNotPending,
-                                             IgnoredReason::kDuplicate,
+constexpr IgnoredReason kIgnoredReasons[] = {IgnoredReason::kUnownedTask,
+                                             IgnoredReason::kNotPending, IgnoredReason::kDuplicate,
                                              IgnoredReason::kUnknownMessage};
 
 // A worker message that was dropped.
@@ -144,9 +144,9 @@ struct Log {
 };
 
 using Action = std::variant<SendTrigger, SendAbort, SendComplete, SendState, SendSavepointRefused,
-                            EndSession, ArmWakeup,
-                            CancelWakeup, ArmTimeout, CancelTimeout, ReserveIds, PersistRecord, PersistProgress,
-                            CommitCheckpoint, RecordTriggerDelay, RoundFinished, IgnoredMessage, Log>;
+                            EndSession, ArmWakeup, CancelWakeup, ArmTimeout, CancelTimeout,
+                            ReserveIds, PersistRecord, PersistProgress, CommitCheckpoint,
+                            RecordTriggerDelay, RoundFinished, IgnoredMessage, Log>;
 using Actions = std::vector<Action>;
 
 }  // namespace ckpt

@@ -80,8 +80,7 @@ std::optional<SteadyTime> PipelineCoordinator::NextPeriodicDue() const {
   return due;
 }
 
-std::chrono::microseconds StartOffset(const PipelineKey& key, Millis spread,
-                                      int64_t interval_ms) {
+std::chrono::microseconds StartOffset(const PipelineKey& key, Millis spread, int64_t interval_ms) {
   const int64_t span_ms = std::min<int64_t>(spread.count(), interval_ms);
   if (span_ms <= 0) return std::chrono::microseconds{0};
   // The splitmix64 finalizer over the stable key hash: the hash's low bits also pick the
@@ -254,8 +253,8 @@ bool PipelineCoordinator::TryTrigger(CheckpointKind kind, const std::string& tar
   round.deadline = deadline;
   round.requested_target = target;
   last_trigger_at_ = now;
-  out.push_back(SendTrigger{Sessions(), round.id, kind, round.triggered_at_ms, generation_,
-                            round.target});
+  out.push_back(
+      SendTrigger{Sessions(), round.id, kind, round.triggered_at_ms, generation_, round.target});
   out.push_back(ArmTimeout{deadline, round.id});
   out.push_back(Log{LogLevel::kDebug, std::string("triggered ") + CheckpointKindName(kind) + " " +
                                           std::to_string(round.id)});
@@ -382,7 +381,8 @@ void PipelineCoordinator::FailRound(CheckpointStatus status, const std::string& 
       const std::string why = "FAILED after " + std::to_string(counters_.consecutive_failures) +
                               " consecutive failed checkpoints (tolerable_failures " +
                               std::to_string(spec_.tolerable_failures) + "); the last: " + reason;
-      out.push_back(Log{LogLevel::kError, "pipeline " + why + "; it triggers nothing until resumed"});
+      out.push_back(
+          Log{LogLevel::kError, "pipeline " + why + "; it triggers nothing until resumed"});
       AnnounceState(why, out);
       FinishQueuedSavepoint("pipeline FAILED", out);
     }
@@ -465,8 +465,8 @@ PipelineCoordinator::Outcome PipelineCoordinator::Pause() {
   Outcome o;
   if (sticky_ == StickyState::kPaused) return o;
   if (sticky_ != StickyState::kActive) {
-    o.status = Status::FailedPrecondition(std::string("pipeline is ") +
-                                          PipelineStateName(State()) + "; only an active pipeline pauses");
+    o.status = Status::FailedPrecondition(std::string("pipeline is ") + PipelineStateName(State()) +
+                                          "; only an active pipeline pauses");
     return o;
   }
   sticky_ = StickyState::kPaused;
@@ -485,8 +485,8 @@ PipelineCoordinator::Outcome PipelineCoordinator::Resume() {
                                           "; resume works from PAUSED, FAILED and STOPPED");
     return o;
   }
-  o.actions.push_back(Log{LogLevel::kInfo, std::string("pipeline resumed from ") +
-                                               PipelineStateName(State())});
+  o.actions.push_back(
+      Log{LogLevel::kInfo, std::string("pipeline resumed from ") + PipelineStateName(State())});
   sticky_ = StickyState::kActive;
   counters_.consecutive_failures = 0;
   BumpGeneration("resume", o.actions);
@@ -500,8 +500,8 @@ PipelineCoordinator::Outcome PipelineCoordinator::Resume() {
 PipelineCoordinator::Outcome PipelineCoordinator::TriggerCheckpoint(int64_t* checkpoint_id) {
   Outcome o;
   if (pending_) {
-    o.status = Status::FailedPrecondition("checkpoint " + std::to_string(pending_->id) +
-                                          " is pending");
+    o.status =
+        Status::FailedPrecondition("checkpoint " + std::to_string(pending_->id) + " is pending");
     return o;
   }
   if (State() != PipelineState::kRunning || shutting_down_) {
@@ -559,8 +559,8 @@ PipelineCoordinator::Outcome PipelineCoordinator::RequestSavepoint(const std::st
     Actions more = OnWakeup();
     o.actions.insert(o.actions.end(), more.begin(), more.end());
   } else {
-    o.actions.push_back(Log{LogLevel::kInfo, "savepoint queued behind checkpoint " +
-                                                 std::to_string(pending_->id)});
+    o.actions.push_back(
+        Log{LogLevel::kInfo, "savepoint queued behind checkpoint " + std::to_string(pending_->id)});
     Rearm(o.actions);
   }
   return o;
@@ -596,9 +596,8 @@ PipelineCoordinator::Outcome PipelineCoordinator::UpdateSpec(const PipelineSpec&
   spec_ = spec;
   spec_unsaved_ = true;  // the next write is the whole record
   expected_ = new_tasks;
-  o.actions.push_back(Log{LogLevel::kInfo, "spec updated" + std::string(tasks_changed
-                                                                            ? " (task set changed)"
-                                                                            : "")});
+  o.actions.push_back(Log{
+      LogLevel::kInfo, "spec updated" + std::string(tasks_changed ? " (task set changed)" : "")});
   if (tasks_changed) {
     // Streams holding tasks that left the set are ended whole; their other tasks come back with
     // the worker's next hello.
@@ -636,8 +635,8 @@ Actions PipelineCoordinator::Delete() {
   // A completing round stays: its store completion still comes and ends it (OnCommitted).
   AnnounceState("pipeline deleted", out, /*deleted=*/true);
   for (SessionId session : Sessions()) {
-    out.push_back(EndSession{session, Status::NotFound("pipeline " + spec_.key.ToString() +
-                                                       " was deleted")});
+    out.push_back(
+        EndSession{session, Status::NotFound("pipeline " + spec_.key.ToString() + " was deleted")});
   }
   sessions_.clear();
   task_owner_.clear();
@@ -688,7 +687,8 @@ Actions PipelineCoordinator::AbortForShutdown() {
 
 void PipelineCoordinator::BumpGeneration(const std::string& why, Actions& out) {
   ++generation_;
-  out.push_back(Log{LogLevel::kInfo, "generation " + std::to_string(generation_) + " (" + why + ")"});
+  out.push_back(
+      Log{LogLevel::kInfo, "generation " + std::to_string(generation_) + " (" + why + ")"});
   Persist(out);
 }
 

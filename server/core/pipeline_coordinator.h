@@ -78,7 +78,7 @@ struct PendingSummary {
   int64_t checkpoint_id = 0;
   CheckpointKind kind = CheckpointKind::kCheckpoint;
   int64_t triggered_at_ms = 0;
-  bool completing = false;  // every task acked; the store is writing it
+  bool completing = false;                  // every task acked; the store is writing it
   std::vector<std::string> acked_tasks;     // the first kMaxListedTaskNames, in task order
   std::vector<std::string> awaiting_tasks;  // likewise
   int acked_total = 0;
@@ -248,11 +248,9 @@ class PipelineCoordinator {
   };
   enum class TriggerCause { kPeriodic, kManual, kSavepoint };
 
-  Outcome RequestSavepoint(const std::string& target, bool stop, Millis timeout,
-                           bool worker_asked);
+  Outcome RequestSavepoint(const std::string& target, bool stop, Millis timeout, bool worker_asked);
   // Starts a round if one may start now, else does nothing; returns whether it started.
-  bool TryTrigger(CheckpointKind kind, const std::string& target, TriggerCause cause,
-                  Actions& out);
+  bool TryTrigger(CheckpointKind kind, const std::string& target, TriggerCause cause, Actions& out);
   // Why a round ended without completing, as far as the counters care.
   enum class FailureCause {
     kCounted,     // a checkpoint's decline or expiry: counts toward tolerable_failures

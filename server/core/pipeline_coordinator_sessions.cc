@@ -113,8 +113,8 @@ void PipelineCoordinator::LoseSession(SessionId session, const std::string& why,
     out.push_back(Log{LogLevel::kInfo, "worker " + worker + " said goodbye; released task(s) " +
                                            FirstNames(lost) + "; waiting for tasks"});
   } else {
-    out.push_back(Log{LogLevel::kWarn, "lost task(s) " + FirstNames(lost) + " of worker " +
-                                           worker + " (" + why + "); waiting for tasks"});
+    out.push_back(Log{LogLevel::kWarn, "lost task(s) " + FirstNames(lost) + " of worker " + worker +
+                                           " (" + why + "); waiting for tasks"});
   }
   next_missing_warn_at_ = clock_.SteadyNow() + options_.missing_tasks_warn_interval;
   BumpGeneration("task loss", out);

@@ -42,7 +42,8 @@ Status ValidateId(const std::string& id, const std::string& what) {
 Status ValidatePathId(const std::string& id, const std::string& what) {
   if (auto s = ValidateId(id, what); !s.ok()) return s;
   if (id.find_first_of("/\\") != std::string::npos) {
-    return Status::InvalidArgument(what + " contains / or \\, which job and pipeline ids may not "
+    return Status::InvalidArgument(what +
+                                   " contains / or \\, which job and pipeline ids may not "
                                    "(they name paths)");
   }
   return Status::Ok();
@@ -133,8 +134,7 @@ Status ValidateStored(const StoredPipeline& stored) {
   if (r.generation < 1) return Status::InvalidArgument("generation is 0; generations start at 1");
   if (r.last_completed_id > stored.id_counter) {
     return Status::InvalidArgument("last_completed_id " + std::to_string(r.last_completed_id) +
-                                   " is above the id counter " +
-                                   std::to_string(stored.id_counter) +
+                                   " is above the id counter " + std::to_string(stored.id_counter) +
                                    " (ids at or below the counter could be handed out again)");
   }
   return Status::Ok();

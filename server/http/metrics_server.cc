@@ -29,7 +29,7 @@ class HttpConnection;
 struct MetricsServer::Shared {
   struct Entry {
     std::weak_ptr<HttpConnection> connection;
-    std::string client;  // the peer's address
+    std::string client;   // the peer's address
     bool waiting = true;  // for a request (idle, or a request arriving slowly)
     std::chrono::steady_clock::time_point waiting_since;
   };
@@ -87,10 +87,9 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     parser_->header_limit(static_cast<std::uint32_t>(shared_->limits.max_header_bytes));
     parser_->body_limit(shared_->limits.max_body_bytes);
     stream_.expires_after(shared_->limits.request_timeout);
-    http::async_read(stream_, buffer_, *parser_,
-                     [self = shared_from_this()](beast::error_code ec, std::size_t) {
-                       self->OnRead(ec);
-                     });
+    http::async_read(
+        stream_, buffer_, *parser_,
+        [self = shared_from_this()](beast::error_code ec, std::size_t) { self->OnRead(ec); });
   }
 
   void OnRead(beast::error_code ec) {
@@ -154,7 +153,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
 }  // namespace
 
 std::shared_ptr<HttpConnection> MetricsServer::Shared::MakeRoomLocked(const std::string& client,
-                                                                       bool* refuse) const {
+                                                                      bool* refuse) const {
   *refuse = false;
   int from_client = 0;
   for (const auto& [ptr, entry] : open) from_client += entry.client == client ? 1 : 0;
@@ -196,9 +195,10 @@ void MetricsServer::Accept() {
       // Out of file descriptors, say: wait a little instead of spinning on the same error.
       uint64_t held_back = 0;
       if (accept_failure_log_.Allow(std::chrono::steady_clock::now(), &held_back)) {
-        spdlog::warn("metrics http: accept failed: {}; retrying every 100 ms ({} more failures "
-                     "since the last line)",
-                     ec.message(), held_back);
+        spdlog::warn(
+            "metrics http: accept failed: {}; retrying every 100 ms ({} more failures "
+            "since the last line)",
+            ec.message(), held_back);
       }
       accept_retry_timer_.expires_after(std::chrono::milliseconds(100));
       accept_retry_timer_.async_wait([this](beast::error_code wait_ec) {
@@ -215,8 +215,8 @@ void MetricsServer::Accept() {
       MutexLock lock(shared_->mu);
       victim = shared_->MakeRoomLocked(client, &refuse);
       if (!refuse) {
-        shared_->open[connection.get()] = Shared::Entry{connection, client, true,
-                                                        std::chrono::steady_clock::now()};
+        shared_->open[connection.get()] =
+            Shared::Entry{connection, client, true, std::chrono::steady_clock::now()};
       }
     }
     if (victim) {

@@ -36,8 +36,9 @@ namespace ckpt {
 struct HttpLimits {
   int max_connections = 256;
   int max_connections_per_client = 32;
-  std::chrono::milliseconds request_timeout{5000};  // from connect (or the last answer) to a request
-  std::chrono::milliseconds io_timeout{10000};       // to write an answer
+  std::chrono::milliseconds request_timeout{
+      5000};                                    // from connect (or the last answer) to a request
+  std::chrono::milliseconds io_timeout{10000};  // to write an answer
   size_t max_header_bytes = 8192;
   size_t max_body_bytes = 4096;  // GET needs none; a small one is read and ignored
   int max_requests_per_connection = 1000;

@@ -30,11 +30,26 @@ void AppendJsonEscaped(std::string_view text, std::string& out) {
   while (i < text.size()) {
     const unsigned char c = static_cast<unsigned char>(text[i]);
     switch (c) {
-      case '"': out += "\\\""; ++i; continue;
-      case '\\': out += "\\\\"; ++i; continue;
-      case '\n': out += "\\n"; ++i; continue;
-      case '\r': out += "\\r"; ++i; continue;
-      case '\t': out += "\\t"; ++i; continue;
+      case '"':
+        out += "\\\"";
+        ++i;
+        continue;
+      case '\\':
+        out += "\\\\";
+        ++i;
+        continue;
+      case '\n':
+        out += "\\n";
+        ++i;
+        continue;
+      case '\r':
+        out += "\\r";
+        ++i;
+        continue;
+      case '\t':
+        out += "\\t";
+        ++i;
+        continue;
       default: break;
     }
     if (c < 0x20 || c == 0x7F) {
@@ -77,7 +92,8 @@ void JsonLogFormatter::format(const spdlog::details::log_msg& msg, spdlog::memor
   }
   line += ",\"message\":\"";
   // A message is cut to a bounded length, like a text line (log_setup.h).
-  const size_t cut = message.size() > kMaxLogMessageBytes ? message.size() - kMaxLogMessageBytes : 0;
+  const size_t cut =
+      message.size() > kMaxLogMessageBytes ? message.size() - kMaxLogMessageBytes : 0;
   AppendJsonEscaped(message.substr(0, message.size() - cut), line);
   if (cut > 0) line += "...(+" + std::to_string(cut) + " bytes)";
   line += "\"}\n";

@@ -9,8 +9,8 @@ const std::vector<double>& LatencyHistogram::BucketBoundsSeconds() {
   // Up to a week, the longest timeout a pipeline may have: a checkpoint that takes 9 minutes of
   // its default 10-minute timeout must land in a bucket that says so, not in +Inf.
   static const std::vector<double> bounds = {
-      0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,  0.025, 0.05,  0.1,
-      0.25,    0.5,    1,       2.5,    5,     10,     15,    20,    30,    45,    60,
+      0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,  0.025, 0.05, 0.1,
+      0.25,    0.5,    1,       2.5,    5,     10,     15,    20,    30,    45,   60,
       120,     300,    600,     1800,   3600,  7200,   21600, 86400, 604800};
   return bounds;
 }

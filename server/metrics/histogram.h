@@ -1,7 +1,7 @@
 #pragma once
-// A fixed-bucket latency histogram in the shape Prometheus exports (cumulative buckets, sum, count),
-// plus approximate percentiles for logs and benchmarks.
-// Threading: safe for concurrent use without external synchronization (relaxed atomics).
+// A fixed-bucket latency histogram in the shape Prometheus exports (cumulative buckets, sum,
+// count), plus approximate percentiles for logs and benchmarks. Threading: safe for concurrent use
+// without external synchronization (relaxed atomics).
 
 #include <array>
 #include <atomic>

@@ -48,8 +48,8 @@ std::string FormatSampleValue(double value) {
   }
   // Plain decimals ("0.0005", not "5e-04") where they stay short: bucket bounds read as written.
   const double magnitude = std::fabs(value);
-  const auto format = magnitude >= 1e-6 && magnitude < 1e15 ? std::chars_format::fixed
-                                                             : std::chars_format::general;
+  const auto format =
+      magnitude >= 1e-6 && magnitude < 1e15 ? std::chars_format::fixed : std::chars_format::general;
   char buf[64];
   auto [end, ec] = std::to_chars(buf, buf + sizeof buf, value, format);
   return ec == std::errc() ? std::string(buf, end) : "NaN";

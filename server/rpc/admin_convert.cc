@@ -34,7 +34,8 @@ PipelineSpec SpecFromCreate(const v1::PipelineSpec& proto, const PipelineDefault
 
 PipelineSpec SpecFromUpdate(const v1::PipelineSpec& proto, const PipelineSpec& current) {
   PipelineSpec spec = current;
-  if (proto.task_ids_size() > 0) spec.task_ids.assign(proto.task_ids().begin(), proto.task_ids().end());
+  if (proto.task_ids_size() > 0)
+    spec.task_ids.assign(proto.task_ids().begin(), proto.task_ids().end());
   if (proto.has_interval_ms()) spec.interval_ms = proto.interval_ms();
   if (proto.has_timeout_ms()) spec.timeout_ms = proto.timeout_ms();
   if (proto.has_min_pause_ms()) spec.min_pause_ms = proto.min_pause_ms();

@@ -33,7 +33,8 @@ grpc::ServerUnaryReactor* Reply(grpc::CallbackServerContext* ctx, const Status& 
 }
 
 // Finishes the RPC with the pipeline's status once an operator action ran on its strand.
-PipelineRunner::StatusDone ReplyWithPipeline(grpc::ServerUnaryReactor* reactor, v1::Pipeline* resp) {
+PipelineRunner::StatusDone ReplyWithPipeline(grpc::ServerUnaryReactor* reactor,
+                                             v1::Pipeline* resp) {
   return [reactor, resp](Status s, const PipelineStatus& status) {
     if (s.ok()) ToProto(status, resp);
     reactor->Finish(ToGrpcStatus(s));
@@ -138,8 +139,8 @@ grpc::ServerUnaryReactor* AdminServiceImpl::ListPipelines(grpc::CallbackServerCo
                                                           const v1::ListPipelinesRequest* req,
                                                           v1::ListPipelinesResponse* resp) {
   if (req->limit() < 0) return Reply(ctx, Status::InvalidArgument("limit is negative"));
-  const size_t limit = req->limit() == 0 ? kMaxPageSize
-                                         : std::min<size_t>(req->limit(), kMaxPageSize);
+  const size_t limit =
+      req->limit() == 0 ? kMaxPageSize : std::min<size_t>(req->limit(), kMaxPageSize);
   std::optional<PipelineKey> after;
   if (!req->page_token().empty()) {
     after = KeyFromPageToken(req->page_token());
@@ -254,59 +255,61 @@ grpc::ServerUnaryReactor* AdminServiceImpl::ListCheckpoints(grpc::CallbackServer
   auto* reactor = ctx->DefaultReactor();
   // What only memory has (the pending round, recent failures) comes from the strand; completed
   // ones from the store, read off this thread by the backend.
-  (*runner)->Inspect([this, key = (*runner)->key(), limit, before, reactor,
-                      resp](const PipelineCoordinator& c) {
-    const int expected = static_cast<int>(c.spec().task_ids.size());
-    std::optional<PendingSummary> pending = before == 0 ? c.Pending() : std::nullopt;
-    std::vector<RoundSummary> recent;
-    for (const auto& r : c.RecentRounds()) {
-      if (before == 0 || r.checkpoint_id < before) recent.push_back(r);
-    }
-    backend_.ListCompleted(key, limit, before,
-                           [limit, reactor, resp, expected, pending, recent = std::move(recent)](
-                               Result<std::vector<CompletedCheckpoint>> completed) {
-      if (!completed.ok()) return reactor->Finish(ToGrpcStatus(completed.status()));
-      if (pending) ToProto(*pending, resp->add_checkpoints());
-      // The reply's size so far, kept as entries are added (asking the message each time would
-      // walk every entry again: quadratic in a page of big entries).
-      size_t reply_bytes = resp->ByteSizeLong();
-      // Finished rounds newest first: ids grow with time, so merge by id.
-      auto c = completed->begin();
-      auto r = recent.begin();
-      int added = 0;
-      int64_t last_id = 0;
-      bool cut_short = false;
-      while (c != completed->end() || r != recent.end()) {
-        if (added == limit) {
-          cut_short = true;
-          break;
+  (*runner)->Inspect(
+      [this, key = (*runner)->key(), limit, before, reactor, resp](const PipelineCoordinator& c) {
+        const int expected = static_cast<int>(c.spec().task_ids.size());
+        std::optional<PendingSummary> pending = before == 0 ? c.Pending() : std::nullopt;
+        std::vector<RoundSummary> recent;
+        for (const auto& r : c.RecentRounds()) {
+          if (before == 0 || r.checkpoint_id < before) recent.push_back(r);
         }
-        v1::CheckpointInfo info;
-        if (r == recent.end() || (c != completed->end() && c->checkpoint_id > r->checkpoint_id)) {
-          ToProto(*c++, expected, &info);
-        } else {
-          ToProto(*r++, &info);
-        }
-        // Per-task state makes entries big (thousands of tasks): stop before the reply outgrows
-        // what a default gRPC client accepts; the next page has the rest. The newest always
-        // comes, however big (clients accept up to 64 MiB).
-        const size_t entry_bytes = RepeatedFieldBytes(info.ByteSizeLong());
-        if (added > 0 && reply_bytes + entry_bytes > kMaxListReplyBytes) {
-          cut_short = true;
-          break;
-        }
-        last_id = info.checkpoint_id();
-        *resp->add_checkpoints() = std::move(info);
-        reply_bytes += entry_bytes;
-        ++added;
-      }
-      // The store gave `limit` rows: there may be older ones.
-      if (added > 0 && (cut_short || static_cast<int>(completed->size()) == limit)) {
-        resp->set_next_page_token(std::to_string(last_id));
-      }
-      reactor->Finish(grpc::Status::OK);
-    });
-  });
+        backend_.ListCompleted(
+            key, limit, before,
+            [limit, reactor, resp, expected, pending,
+             recent = std::move(recent)](Result<std::vector<CompletedCheckpoint>> completed) {
+              if (!completed.ok()) return reactor->Finish(ToGrpcStatus(completed.status()));
+              if (pending) ToProto(*pending, resp->add_checkpoints());
+              // The reply's size so far, kept as entries are added (asking the message each time
+              // would walk every entry again: quadratic in a page of big entries).
+              size_t reply_bytes = resp->ByteSizeLong();
+              // Finished rounds newest first: ids grow with time, so merge by id.
+              auto c = completed->begin();
+              auto r = recent.begin();
+              int added = 0;
+              int64_t last_id = 0;
+              bool cut_short = false;
+              while (c != completed->end() || r != recent.end()) {
+                if (added == limit) {
+                  cut_short = true;
+                  break;
+                }
+                v1::CheckpointInfo info;
+                if (r == recent.end() ||
+                    (c != completed->end() && c->checkpoint_id > r->checkpoint_id)) {
+                  ToProto(*c++, expected, &info);
+                } else {
+                  ToProto(*r++, &info);
+                }
+                // Per-task state makes entries big (thousands of tasks): stop before the reply
+                // outgrows what a default gRPC client accepts; the next page has the rest. The
+                // newest always comes, however big (clients accept up to 64 MiB).
+                const size_t entry_bytes = RepeatedFieldBytes(info.ByteSizeLong());
+                if (added > 0 && reply_bytes + entry_bytes > kMaxListReplyBytes) {
+                  cut_short = true;
+                  break;
+                }
+                last_id = info.checkpoint_id();
+                *resp->add_checkpoints() = std::move(info);
+                reply_bytes += entry_bytes;
+                ++added;
+              }
+              // The store gave `limit` rows: there may be older ones.
+              if (added > 0 && (cut_short || static_cast<int>(completed->size()) == limit)) {
+                resp->set_next_page_token(std::to_string(last_id));
+              }
+              reactor->Finish(grpc::Status::OK);
+            });
+      });
   return reactor;
 }
 
@@ -334,7 +337,8 @@ grpc::ServerWriteReactor<v1::SavepointProgress>* AdminServiceImpl::TriggerSavepo
     for (auto& r : backend_.AllPipelines()) {
       if (r->key().job_id == req->job_id()) runners.push_back(std::move(r));
     }
-    if (runners.empty()) return refuse(Status::NotFound("job " + req->job_id() + " has no pipelines"));
+    if (runners.empty())
+      return refuse(Status::NotFound("job " + req->job_id() + " has no pipelines"));
   }
   std::vector<std::string> ids;
   std::vector<std::weak_ptr<PipelineRunner>> waited_on;
@@ -344,8 +348,8 @@ grpc::ServerWriteReactor<v1::SavepointProgress>* AdminServiceImpl::TriggerSavepo
   }
   // When the call is over (answered, or cancelled by its caller), the pipelines let go of it at
   // once: 10,000 cancelled calls must not stay alive until their timeouts.
-  auto on_done = [this, waited_on = std::move(waited_on)](SavepointStream* stream)
-                     CKPT_EXCLUDES(mu_) {
+  auto on_done = [this,
+                  waited_on = std::move(waited_on)](SavepointStream* stream) CKPT_EXCLUDES(mu_) {
     for (const auto& weak : waited_on) {
       if (auto runner = weak.lock()) runner->ForgetSavepointObserver(stream);
     }

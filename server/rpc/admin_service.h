@@ -27,13 +27,14 @@ class AdminServiceImpl final : public v1::AdminService::CallbackService {
   // Daemon shutdown, once every savepoint has its outcome: waits until `deadline` for the open
   // TriggerSavepoint calls to write their final message and end, then ends the rest with
   // `status`. Blocks the calling (controlling) thread.
-  void FinishSavepointStreams(std::chrono::steady_clock::time_point deadline,
-                              const Status& status);
+  void FinishSavepointStreams(std::chrono::steady_clock::time_point deadline, const Status& status);
 
   grpc::ServerUnaryReactor* CreatePipeline(grpc::CallbackServerContext* ctx,
-                                           const v1::PipelineSpec* req, v1::Pipeline* resp) override;
+                                           const v1::PipelineSpec* req,
+                                           v1::Pipeline* resp) override;
   grpc::ServerUnaryReactor* UpdatePipeline(grpc::CallbackServerContext* ctx,
-                                           const v1::PipelineSpec* req, v1::Pipeline* resp) override;
+                                           const v1::PipelineSpec* req,
+                                           v1::Pipeline* resp) override;
   grpc::ServerUnaryReactor* DeletePipeline(grpc::CallbackServerContext* ctx,
                                            const v1::PipelineRef* req,
                                            v1::DeletePipelineResponse* resp) override;

@@ -93,8 +93,7 @@ bool GrpcListener::OnAcceptError(int error) {
     case EPROTO:
     case EPERM:  // a firewall rule refused this one
       return true;
-    default:
-      break;
+    default: break;
   }
   // Out of descriptors (EMFILE, ENFILE) or memory (ENOBUFS, ENOMEM), or something unexpected:
   // the connection stays in the backlog; try again shortly, never give up on the port.
@@ -102,10 +101,11 @@ bool GrpcListener::OnAcceptError(int error) {
   accepting_.store(false);
   uint64_t held_back = 0;
   if (failure_log_.Allow(std::chrono::steady_clock::now(), &held_back)) {
-    spdlog::error("gRPC listener: accept failed: {}; new connections wait in the backlog, "
-                  "retrying every {} ms (/healthz says 503 meanwhile; {} more failures since "
-                  "the last line)",
-                  std::strerror(error), kResourceRetry.count(), held_back);
+    spdlog::error(
+        "gRPC listener: accept failed: {}; new connections wait in the backlog, "
+        "retrying every {} ms (/healthz says 503 meanwhile; {} more failures since "
+        "the last line)",
+        std::strerror(error), kResourceRetry.count(), held_back);
   }
   retry_timer_.expires_after(kResourceRetry);
   retry_timer_.async_wait([this](boost::system::error_code ec) {

@@ -4,7 +4,6 @@
 #include <grpc/support/log.h>
 #include <spdlog/spdlog.h>
 
-
 #include "common/mutex.h"
 #include "logging/log_throttle.h"
 

@@ -61,8 +61,9 @@ void SavepointStream::BuildLocked(v1::SavepointProgress* out) const {
   }
   const bool final = AllFinalLocked();
   out->set_final(final);
-  out->set_status(!final ? v1::SAVEPOINT_STATUS_IN_PROGRESS
-                         : any_failed ? v1::SAVEPOINT_STATUS_FAILED : v1::SAVEPOINT_STATUS_COMPLETED);
+  out->set_status(!final       ? v1::SAVEPOINT_STATUS_IN_PROGRESS
+                  : any_failed ? v1::SAVEPOINT_STATUS_FAILED
+                               : v1::SAVEPOINT_STATUS_COMPLETED);
   out->set_elapsed_ms(std::chrono::duration_cast<std::chrono::milliseconds>(
                           std::chrono::steady_clock::now() - started_)
                           .count());

@@ -66,7 +66,7 @@ class SavepointStream final : public grpc::ServerWriteReactor<v1::SavepointProgr
   bool final_written_ CKPT_GUARDED_BY(mu_) = false;
   bool finished_ CKPT_GUARDED_BY(mu_) = false;  // Finish called
   bool done_ CKPT_GUARDED_BY(mu_) = false;
-  std::shared_ptr<SavepointStream> self_;               // released in OnDone
+  std::shared_ptr<SavepointStream> self_;  // released in OnDone
 };
 
 }  // namespace ckpt

@@ -92,8 +92,7 @@ bool WorkerSession::HandleMessage() {
       pipeline->Decline(id_, in_.decline().checkpoint_id(), in_.decline().task_id(),
                         TruncateReason(in_.decline().reason()), in_.decline().expired());
       return true;
-    case v1::WorkerMessage::kHeartbeat:
-      return true;  // the activity time is all a heartbeat is for
+    case v1::WorkerMessage::kHeartbeat: return true;  // the activity time is all a heartbeat is for
     case v1::WorkerMessage::kSavepointRequest:
       if (auto s = ValidateSavepointTarget(in_.savepoint_request().target()); !s.ok()) {
         ReportEnded("bad savepoint request");
@@ -107,8 +106,7 @@ bool WorkerSession::HandleMessage() {
       ReportEnded("goodbye", /*goodbye=*/true);
       End(Status::Ok());
       return false;
-    case v1::WorkerMessage::MSG_NOT_SET:
-      break;
+    case v1::WorkerMessage::MSG_NOT_SET: break;
   }
   // A message kind this build does not know (a newer worker): ignore it, count it.
   metrics_.CountIgnored(IgnoredReason::kUnknownMessage);
@@ -116,8 +114,8 @@ bool WorkerSession::HandleMessage() {
 }
 
 bool WorkerSession::HandleHello(const v1::Hello& hello) {
-  for (const auto& [id, what] : {std::pair{&hello.job_id(), "job_id"},
-                                 std::pair{&hello.pipeline_id(), "pipeline_id"}}) {
+  for (const auto& [id, what] :
+       {std::pair{&hello.job_id(), "job_id"}, std::pair{&hello.pipeline_id(), "pipeline_id"}}) {
     if (auto s = ValidateId(*id, what); !s.ok()) {
       End(s);
       return false;

@@ -32,9 +32,9 @@ struct DaemonMetrics {
   std::atomic<int64_t> pending_checkpoints{0};  // gauge
   std::atomic<int64_t> worker_sessions{0};      // gauge: open streams
   std::atomic<uint64_t> worker_sessions_ended_total{0};
-  std::atomic<int64_t> savepoint_calls{0};      // gauge: open TriggerSavepoint calls
+  std::atomic<int64_t> savepoint_calls{0};  // gauge: open TriggerSavepoint calls
   std::atomic<uint64_t> savepoint_calls_ended_total{0};
-  std::atomic<int64_t> store_writable{1};       // gauge: 1 while the store takes writes
+  std::atomic<int64_t> store_writable{1};  // gauge: 1 while the store takes writes
   // ckptd_pipelines{state}: each runner moves its one count between states on its strand, so a
   // scrape reads five atomics instead of visiting every pipeline.
   std::array<std::atomic<int64_t>, kPipelineStateCount> pipelines_by_state{};

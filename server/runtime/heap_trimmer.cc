@@ -28,12 +28,13 @@ struct HeapTrimmer::State {
       const auto started = std::chrono::steady_clock::now();
       malloc_trim(0);
       state->trims.fetch_add(1);
-      spdlog::debug("memory: {} worker streams ended since the last trim; returned free heap to "
-                    "the system in {} ms",
-                    ended - state->ended_at_last_trim,
-                    std::chrono::duration_cast<std::chrono::milliseconds>(
-                        std::chrono::steady_clock::now() - started)
-                        .count());
+      spdlog::debug(
+          "memory: {} worker streams ended since the last trim; returned free heap to "
+          "the system in {} ms",
+          ended - state->ended_at_last_trim,
+          std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                                started)
+              .count());
       state->ended_at_last_trim = ended;
     }
     state->timer.expires_after(state->interval);
@@ -46,7 +47,7 @@ struct HeapTrimmer::State {
   const std::chrono::milliseconds interval;
   const uint64_t min_ended;
   asio::strand<asio::io_context::executor_type> strand;
-  asio::steady_timer timer;  // strand only
+  asio::steady_timer timer;         // strand only
   uint64_t ended_at_last_trim = 0;  // strand only
   std::atomic<uint64_t> trims{0};
   std::atomic<bool> stopped{false};

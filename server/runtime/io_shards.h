@@ -19,9 +19,9 @@
 // Threading: construct, Start and Stop on the controlling thread (never on a shard's thread).
 // For, Next and the accessors are safe from any thread once constructed: the shards never change.
 
+#include <atomic>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
-#include <atomic>
 #include <memory>
 #include <thread>
 #include <vector>

@@ -29,18 +29,22 @@ void RenderPerPipeline(const Registry& registry, PrometheusText& out) {
     const std::atomic<uint64_t> PipelineMetrics::*member;
   };
   const Series counters[] = {
-      {"ckptd_pipeline_checkpoints_completed_total", "Checkpoints and savepoints completed (durable), by pipeline.",
+      {"ckptd_pipeline_checkpoints_completed_total",
+       "Checkpoints and savepoints completed (durable), by pipeline.",
        &PipelineMetrics::checkpoints_completed_total},
-      {"ckptd_pipeline_checkpoints_failed_total", "Checkpoints failed (declined, store failure), by pipeline.",
+      {"ckptd_pipeline_checkpoints_failed_total",
+       "Checkpoints failed (declined, store failure), by pipeline.",
        &PipelineMetrics::checkpoints_failed_total},
-      {"ckptd_pipeline_checkpoints_expired_total", "Checkpoints expired (not acknowledged in time), by pipeline.",
+      {"ckptd_pipeline_checkpoints_expired_total",
+       "Checkpoints expired (not acknowledged in time), by pipeline.",
        &PipelineMetrics::checkpoints_expired_total},
   };
   for (const Series& series : counters) {
     out.Family(series.name, "counter", series.help);
     for (const auto& runner : runners) {
       const PipelineMetrics& m = runner->pipeline_metrics();
-      out.Sample(series.name, {{"job_id", runner->key().job_id}, {"pipeline_id", runner->key().pipeline_id}},
+      out.Sample(series.name,
+                 {{"job_id", runner->key().job_id}, {"pipeline_id", runner->key().pipeline_id}},
                  Load(m.*series.member));
     }
   }
@@ -66,7 +70,8 @@ void RenderPerPipeline(const Registry& registry, PrometheusText& out) {
   out.Family("ckptd_pipeline_last_completed_timestamp_seconds", "gauge",
              "When the pipeline's last checkpoint completed (Unix time); 0 if never.");
   for (const auto& runner : runners) {
-    const int64_t ms = runner->pipeline_metrics().last_completed_at_ms.load(std::memory_order_relaxed);
+    const int64_t ms =
+        runner->pipeline_metrics().last_completed_at_ms.load(std::memory_order_relaxed);
     out.Sample("ckptd_pipeline_last_completed_timestamp_seconds",
                {{"job_id", runner->key().job_id}, {"pipeline_id", runner->key().pipeline_id}},
                static_cast<double>(ms) / 1000.0);
@@ -115,8 +120,10 @@ std::string RenderMetricsPage(const DaemonMetrics& m, const Registry& registry,
              "included).");
   out.Histogram("ckptd_store_commit_seconds", {}, m.store_commit.Take());
 
-  out.Gauge("ckptd_pending_checkpoints", "Checkpoints and savepoints pending now (triggered, not "
-            "finished).", Load(m.pending_checkpoints));
+  out.Gauge("ckptd_pending_checkpoints",
+            "Checkpoints and savepoints pending now (triggered, not "
+            "finished).",
+            Load(m.pending_checkpoints));
   out.Family("ckptd_pipelines", "gauge", "Pipelines by state.");
   for (PipelineState s : kStates) {
     out.Sample("ckptd_pipelines", {{"state", PipelineStateName(s)}},

@@ -14,8 +14,8 @@
 namespace ckpt {
 
 struct MetricsPageOptions {
-  std::string version;        // ckptd_build_info{version}
-  bool per_pipeline = false;  // metrics.per_pipeline: the ckptd_pipeline_* series
+  std::string version;            // ckptd_build_info{version}
+  bool per_pipeline = false;      // metrics.per_pipeline: the ckptd_pipeline_* series
   double start_time_seconds = 0;  // process_start_time_seconds (Unix time)
 };
 

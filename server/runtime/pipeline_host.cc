@@ -18,8 +18,9 @@ PipelineHost::PipelineHost(IoShards& shards, MetadataStore& store, const Clock& 
       metrics_(metrics),
       options_(std::move(options)),
       on_store_writable_(std::move(on_store_writable)),
-      store_health_(store, shards.control(), [this](bool writable) { OnStoreWritable(writable); },
-                    options_.store_probe_interval),
+      store_health_(
+          store, shards.control(), [this](bool writable) { OnStoreWritable(writable); },
+          options_.store_probe_interval),
       defaults_(defaults) {}
 
 PipelineHost::~PipelineHost() {
@@ -60,9 +61,10 @@ Status PipelineHost::Load(const std::vector<PipelineSpec>& declared_specs) {
       stored[spec.key] = p;
       fresh[spec.key] = true;
     } else if (!it->second.record.from_config) {
-      spdlog::warn("[{}] declared in the config file but created through the API: left alone "
-                   "(delete it to let the file manage it)",
-                   spec.key.ToString());
+      spdlog::warn(
+          "[{}] declared in the config file but created through the API: left alone "
+          "(delete it to let the file manage it)",
+          spec.key.ToString());
     } else if (it->second.record.spec != spec) {
       spdlog::info("[{}] spec updated from the config file", spec.key.ToString());
       it->second.record.spec = spec;
@@ -74,9 +76,10 @@ Status PipelineHost::Load(const std::vector<PipelineSpec>& declared_specs) {
   for (auto& [key, p] : stored) {
     if (p.record.from_config && !declared.count(key)) {
       // Its restart write persists this: from now on the API manages it (and may delete it).
-      spdlog::info("[{}] no longer declared in the config file: managed through the API from now "
-                   "on (ckptctl pipeline delete removes it)",
-                   key.ToString());
+      spdlog::info(
+          "[{}] no longer declared in the config file: managed through the API from now "
+          "on (ckptctl pipeline delete removes it)",
+          key.ToString());
       p.record.from_config = false;
     }
   }
@@ -184,7 +187,8 @@ class ReloadLatch {
   // The outcomes counted so far; the changes not done in time count as failed.
   ReloadResult Wait(std::chrono::steady_clock::duration timeout) {
     MutexLock lock(mu_);
-    cv_.WaitFor(lock, timeout, [this]() CKPT_REQUIRES(mu_) { return remaining_ == 0 || cancelled_; });
+    cv_.WaitFor(lock, timeout,
+                [this]() CKPT_REQUIRES(mu_) { return remaining_ == 0 || cancelled_; });
     ReloadResult result = result_;
     result.failed += remaining_;
     return result;

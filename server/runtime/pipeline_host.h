@@ -43,8 +43,8 @@ struct PipelineHostOptions {
 // is also logged.
 struct ReloadResult {
   std::vector<std::string> needs_restart;  // keys that changed but apply only at the next start
-  int created = 0;     // declared pipelines new to the daemon
-  int updated = 0;     // declared pipelines whose spec changed
+  int created = 0;                         // declared pipelines new to the daemon
+  int updated = 0;                         // declared pipelines whose spec changed
   int unchanged = 0;
   int left_alone = 0;  // declared in the file, but created through the API
   int undeclared = 0;  // declared until now, no longer in the file: the API's from now on

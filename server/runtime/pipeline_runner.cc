@@ -286,8 +286,8 @@ void PipelineRunner::ApplyDeclaredSpec(PipelineSpec spec, std::function<void(Res
   PostOperator([spec = std::move(spec), done = std::move(done)](PipelineRunner& r) {
     if (r.deleted_) return done(r.DeletedStatus());
     if (!r.coordinator_.from_config()) {
-      return done(Status::FailedPrecondition(
-          "created through the API; a reload leaves it as it is"));
+      return done(
+          Status::FailedPrecondition("created through the API; a reload leaves it as it is"));
     }
     if (r.coordinator_.spec() == spec) return done(false);
     auto outcome = r.coordinator_.UpdateSpec(spec);
@@ -317,8 +317,8 @@ void PipelineRunner::Run(Actions actions) {
     } catch (const std::exception& e) {
       // A failure while carrying out an action must not silently stop the schedule: log it with
       // job and pipeline and re-arm the wakeup, which re-evaluates everything.
-      LogLine(LogLevel::kError, std::string("action failed: ") + e.what() +
-                                    "; schedule re-armed in 1 s");
+      LogLine(LogLevel::kError,
+              std::string("action failed: ") + e.what() + "; schedule re-armed in 1 s");
       ArmWakeupAt(clock_.SteadyNow() + Millis(1000));
     }
   }
@@ -359,7 +359,8 @@ void PipelineRunner::Execute(Action& action) {
   } else if (auto* a = std::get_if<SendState>(&action)) {
     SendToSessions(sessions_, *a);
   } else if (auto* a = std::get_if<SendSavepointRefused>(&action)) {
-    if (auto it = sessions_.find(a->session); it != sessions_.end()) it->second->Send(std::move(*a));
+    if (auto it = sessions_.find(a->session); it != sessions_.end())
+      it->second->Send(std::move(*a));
   } else if (auto* a = std::get_if<EndSession>(&action)) {
     if (auto it = sessions_.find(a->session); it != sessions_.end()) {
       it->second->End(a->status);
@@ -392,12 +393,14 @@ void PipelineRunner::Execute(Action& action) {
     store_.CommitCheckpoint(a->commit, [self = shared_from_this(), id, queued_at](Status s) {
       self->ReportWrite(s);
       self->metrics_.store_commit.ObserveMicros(
-          std::chrono::duration_cast<std::chrono::microseconds>(self->clock_.SteadyNow() - queued_at)
+          std::chrono::duration_cast<std::chrono::microseconds>(self->clock_.SteadyNow() -
+                                                                queued_at)
               .count());
       // Never dropped: what is durable is complete (the coordinator checks the id and phase).
       // The usual success posts a handler without the Status: smaller, and nothing to move.
       if (s.ok()) {
-        self->PostStoreCompletion([id](PipelineRunner& r) { r.Run(r.coordinator_.OnCommitted(id)); });
+        self->PostStoreCompletion(
+            [id](PipelineRunner& r) { r.Run(r.coordinator_.OnCommitted(id)); });
       } else {
         self->PostStoreCompletion([id, s = std::move(s)](PipelineRunner& r) {
           r.Run(r.coordinator_.OnCommitFailed(id, s));
@@ -411,9 +414,7 @@ void PipelineRunner::Execute(Action& action) {
     if (a->kind != CheckpointKind::kCheckpoint && !a->requeued) NotifySavepointObservers(a);
     if (a->checkpoint_id == 0) return;  // a savepoint that never started: no checkpoint failed
     switch (a->status) {
-      case CheckpointStatus::kAborted:
-        ++metrics_.checkpoints_aborted_total;
-        break;
+      case CheckpointStatus::kAborted: ++metrics_.checkpoints_aborted_total; break;
       case CheckpointStatus::kCompleted:
         ++metrics_.checkpoints_completed_total;
         ++pipeline_metrics_.checkpoints_completed_total;
@@ -447,7 +448,8 @@ MetadataStore::Done PipelineRunner::PersistDone(bool whole_record) {
       // One retry for every failure of the second: sticky, so that a record's failure is not
       // forgotten when a progress write fails after it.
       r.retry_whole_record_ = r.retry_whole_record_ || whole_record;
-      if (!r.persist_retry_timer_) r.persist_retry_timer_ = std::make_unique<StrandTimer>(r.strand_);
+      if (!r.persist_retry_timer_)
+        r.persist_retry_timer_ = std::make_unique<StrandTimer>(r.strand_);
       r.persist_retry_timer_->expires_after(std::chrono::seconds(1));
       r.persist_retry_timer_->async_wait(
           [self = r.shared_from_this()](const boost::system::error_code& ec) {

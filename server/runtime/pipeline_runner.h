@@ -161,9 +161,8 @@ class PipelineRunner : public std::enable_shared_from_this<PipelineRunner> {
   // wait then completes on the strand without the erased executor's heap copies, and each timer
   // is smaller (this is per pipeline, and there are up to 100,000 of them).
   using Strand = boost::asio::strand<boost::asio::io_context::executor_type>;
-  using StrandTimer =
-      boost::asio::basic_waitable_timer<std::chrono::steady_clock,
-                                        boost::asio::wait_traits<std::chrono::steady_clock>, Strand>;
+  using StrandTimer = boost::asio::basic_waitable_timer<
+      std::chrono::steady_clock, boost::asio::wait_traits<std::chrono::steady_clock>, Strand>;
 
   // strand_: every member below is touched only on it.
   Strand strand_;
@@ -171,13 +170,14 @@ class PipelineRunner : public std::enable_shared_from_this<PipelineRunner> {
   StrandTimer wakeup_timer_;
   StrandTimer timeout_timer_;
   std::unique_ptr<StrandTimer> persist_retry_timer_;  // made on the first failed persist
-  bool retry_whole_record_ = false;  // a failed write to retry was a whole record
+  bool retry_whole_record_ = false;                   // a failed write to retry was a whole record
   std::map<SessionId, std::shared_ptr<SessionSink>> sessions_;
   bool counted_pending_ = false;  // whether this pipeline adds one to metrics_.pending_checkpoints
   std::optional<PipelineState> counted_state_;  // where it adds one in pipelines_by_state
-  bool deleted_ = false;          // after Delete, every event is dropped
+  bool deleted_ = false;                        // after Delete, every event is dropped
   std::vector<std::shared_ptr<SavepointObserver>> savepoint_observers_;
-  std::unique_ptr<SavepointUpdate> last_savepoint_update_;  // null: none (most pipelines, most of the time)
+  std::unique_ptr<SavepointUpdate>
+      last_savepoint_update_;  // null: none (most pipelines, most of the time)
   LogThrottle refused_hello_log_{std::chrono::seconds(10)};
 };
 

@@ -21,7 +21,9 @@ struct SavepointUpdate {
   std::string location;
   std::string failure_reason;
 
-  bool final() const { return phase == SavepointPhase::kCompleted || phase == SavepointPhase::kFailed; }
+  bool final() const {
+    return phase == SavepointPhase::kCompleted || phase == SavepointPhase::kFailed;
+  }
   bool operator==(const SavepointUpdate&) const = default;
 };
 

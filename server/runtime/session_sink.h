@@ -20,8 +20,8 @@ struct WelcomeMessage {
   int64_t lease_ttl_ms = 0;
 };
 
-using OutboundMessage = std::variant<WelcomeMessage, SendTrigger, SendAbort, SendComplete, SendState,
-                                     SendSavepointRefused>;
+using OutboundMessage = std::variant<WelcomeMessage, SendTrigger, SendAbort, SendComplete,
+                                     SendState, SendSavepointRefused>;
 
 class SessionSink {
  public:

@@ -63,9 +63,10 @@ void StoreHealth::State::Report(const std::shared_ptr<State>& state, const Statu
     spdlog::info("store: writes succeed again after {:.1f} s; pipelines trigger again",
                  failed_seconds);
   } else {
-    spdlog::error("store: writes fail ({}); every pipeline holds its triggers and the daemon "
-                  "reports not ready; probing the store every {} ms",
-                  result.ToString(), state->interval.count());
+    spdlog::error(
+        "store: writes fail ({}); every pipeline holds its triggers and the daemon "
+        "reports not ready; probing the store every {} ms",
+        result.ToString(), state->interval.count());
   }
   if (start_probing) asio::post(state->strand, [state] { ArmProbe(state); });
 }

@@ -14,10 +14,10 @@
 // Lifetime: the state is shared with the timer and the probes' callbacks, so a callback that
 // arrives after the object is gone only touches that state. Stop() before the io_context stops.
 
+#include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
-#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>

@@ -69,10 +69,10 @@ struct SqliteBackend::WriterConn {
       progress_assignments +=
           std::string(kRecordColumns[i]) + " = ?" + std::to_string(i - kFirstProgressColumn + 3);
     }
-    PrepareInto(db, update_progress,
-                "UPDATE pipelines SET " + progress_assignments +
-                    " WHERE job_id = ?1 AND pipeline_id = ?2",
-                s);
+    PrepareInto(
+        db, update_progress,
+        "UPDATE pipelines SET " + progress_assignments + " WHERE job_id = ?1 AND pipeline_id = ?2",
+        s);
     PrepareInto(db, probe,
                 "INSERT INTO meta (key, value) VALUES ('probe', ?1) "
                 "ON CONFLICT (key) DO UPDATE SET value = excluded.value",

@@ -2,9 +2,9 @@
 // Small RAII wrappers over the SQLite C API: a connection (Db) and a prepared statement (Stmt).
 //
 // Threading: neither class locks anything. A Db and every Stmt prepared on it belong to one thread
-// at a time; whoever owns them serialises access (SqliteBackend: the writer connection is the writer
-// thread's, the read connection is guarded by a mutex). That is why connections are opened with
-// SQLITE_OPEN_NOMUTEX: SQLite's own per-connection mutex would only duplicate ours.
+// at a time; whoever owns them serialises access (SqliteBackend: the writer connection is the
+// writer thread's, the read connection is guarded by a mutex). That is why connections are opened
+// with SQLITE_OPEN_NOMUTEX: SQLite's own per-connection mutex would only duplicate ours.
 
 #include <cstdint>
 #include <string>

@@ -88,8 +88,8 @@ Result<FileIdentity> Inspect(Db& db) {
           "point data_dir elsewhere)");
     }
     if (sqlite::PrimaryCode(code) == SQLITE_CORRUPT) {
-      return Status::DataLoss(path + " is a damaged SQLite database (" +
-                              app_id.status().message() + "); refusing to use it");
+      return Status::DataLoss(path + " is a damaged SQLite database (" + app_id.status().message() +
+                              "); refusing to use it");
     }
     return Status::Unavailable("cannot read " + path + ": " + app_id.status().message());
   }
@@ -125,10 +125,9 @@ Result<FileIdentity> Inspect(Db& db) {
         "); refusing to use or change it (move it away or point data_dir elsewhere)");
   }
   if (*user_version > kSchemaVersion) {
-    return Status::DataLoss(
-        path + " has schema version " + std::to_string(*user_version) +
-        ", written by a newer ckptd; this one understands up to version " +
-        std::to_string(kSchemaVersion) + " and will not downgrade it");
+    return Status::DataLoss(path + " has schema version " + std::to_string(*user_version) +
+                            ", written by a newer ckptd; this one understands up to version " +
+                            std::to_string(kSchemaVersion) + " and will not downgrade it");
   }
   if (*user_version < 1) {
     return Status::DataLoss(path + " has ckptd's application_id but schema version " +
@@ -155,10 +154,9 @@ Status CreateSchema(Db& db) {
   if (!identity.ok()) {
     status = identity.status();
   } else if (*identity == FileIdentity::kEmpty) {
-    status =
-        db.Exec(std::string(kSchemaV1) + kSchemaV2 +
-                "PRAGMA application_id = " + std::to_string(kApplicationId) +
-                ";\nPRAGMA user_version = " + std::to_string(kSchemaVersion) + ";");
+    status = db.Exec(std::string(kSchemaV1) + kSchemaV2 +
+                     "PRAGMA application_id = " + std::to_string(kApplicationId) +
+                     ";\nPRAGMA user_version = " + std::to_string(kSchemaVersion) + ";");
     if (status.ok()) status = db.Exec("COMMIT");
   }
   if (!status.ok()) {
@@ -173,8 +171,8 @@ Status Migrate(Db& db) {
   auto version = db.QueryInt("PRAGMA user_version");
   if (!version.ok()) return version.status();
   if (*version < 2) {
-    Status s = db.Exec(std::string("BEGIN IMMEDIATE;") + kSchemaV2 +
-                       "PRAGMA user_version = 2; COMMIT;");
+    Status s =
+        db.Exec(std::string("BEGIN IMMEDIATE;") + kSchemaV2 + "PRAGMA user_version = 2; COMMIT;");
     if (!s.ok()) {
       if (db.InTransaction()) (void)db.Exec("ROLLBACK");
       return Status(s.code(), "migrating " + db.path() + " to schema version 2: " + s.message());
@@ -184,8 +182,7 @@ Status Migrate(Db& db) {
   return Status::Ok();
 }
 
-Status BindStoreId(Db& db, const std::string& data_dir,
-                   const std::optional<std::string>& file_id) {
+Status BindStoreId(Db& db, const std::string& data_dir, const std::optional<std::string>& file_id) {
   auto db_id = StoredStoreId(db);
   if (!db_id.ok()) return db_id.status();
   if (!db_id->empty() && file_id && *db_id != *file_id) {
@@ -197,7 +194,8 @@ Status BindStoreId(Db& db, const std::string& data_dir,
   std::string id = !db_id->empty() ? *db_id : file_id ? *file_id : NewStoreId();
   if (db_id->empty()) {
     Status s = db.Exec("INSERT INTO meta (key, value) VALUES ('store_id', '" + id + "')");
-    if (!s.ok()) return Status(s.code(), "recording the store id in " + db.path() + ": " + s.message());
+    if (!s.ok())
+      return Status(s.code(), "recording the store id in " + db.path() + ": " + s.message());
   }
   // Only once the database exists and holds the id: a crash before this leaves a database
   // without STORE_ID, which the next start completes.

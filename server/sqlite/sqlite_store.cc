@@ -47,10 +47,9 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& data_d
     if (Status s = CreateFileIfMissing(path); !s.ok()) return s;  // 0640, not SQLite's 0644
   }
 
-  auto writer = Db::Open(path,
-                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX |
-                             SQLITE_OPEN_NOFOLLOW,
-                         options.vfs);
+  auto writer = Db::Open(
+      path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW,
+      options.vfs);
   if (!writer.ok()) return writer.status();
   sqlite3_busy_timeout(writer->get(), options.busy_timeout_ms);
 
@@ -85,8 +84,8 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& data_d
     return s;
   }
   if (Status s = sqlite::BindStoreId(*writer, data_dir, *store_id); !s.ok()) return s;
-  auto reader =
-      Db::Open(path, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW, options.vfs);
+  auto reader = Db::Open(path, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW,
+                         options.vfs);
   if (!reader.ok()) return reader.status();
   sqlite3_busy_timeout(reader->get(), options.busy_timeout_ms);
   auto backend = SqliteBackend::Create(std::move(*writer), std::move(*reader));

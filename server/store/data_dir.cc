@@ -18,9 +18,7 @@ namespace {
 constexpr const char* kStoreIdFile = "STORE_ID";
 constexpr size_t kStoreIdLength = 32;
 
-std::string Errno(const std::string& what, int error) {
-  return what + ": " + std::strerror(error);
-}
+std::string Errno(const std::string& what, int error) { return what + ": " + std::strerror(error); }
 
 bool IsStoreId(const std::string& text) {
   if (text.size() != kStoreIdLength) return false;
@@ -37,7 +35,8 @@ Status EnsureDataDir(const std::string& dir) {
   if (!fs::exists(dir, ec)) {
     const fs::path parent = fs::path(dir).parent_path();
     if (!parent.empty()) fs::create_directories(parent, ec);
-    if (ec) return Status::FailedPrecondition("cannot create data_dir " + dir + ": " + ec.message());
+    if (ec)
+      return Status::FailedPrecondition("cannot create data_dir " + dir + ": " + ec.message());
     if (::mkdir(dir.c_str(), 0750) != 0 && errno != EEXIST) {
       return Status::FailedPrecondition(Errno("cannot create data_dir " + dir, errno));
     }
@@ -56,8 +55,9 @@ Status RefuseSymlink(const std::string& path) {
   }
   if (S_ISLNK(st.st_mode)) {
     return Status::FailedPrecondition(
-        path + " is a symbolic link; ckptd opens its store files only as themselves (replace the "
-               "link with the file it points to, or remove it)");
+        path +
+        " is a symbolic link; ckptd opens its store files only as themselves (replace the "
+        "link with the file it points to, or remove it)");
   }
   return Status::Ok();
 }
@@ -106,8 +106,7 @@ Status WriteStoreId(const std::string& dir, const std::string& id) {
   const std::string path = dir + "/" + kStoreIdFile;
   const std::string temp = path + ".tmp";
   ::unlink(temp.c_str());  // a leftover of a crash; never followed (unlink removes the link)
-  const int fd =
-      ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640);
+  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640);
   if (fd < 0) return Status::Unavailable(Errno("cannot write " + temp, errno));
   const std::string text = id + "\n";
   const bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());

@@ -21,15 +21,17 @@ Result<std::unique_ptr<DataDirLock>> DataDirLock::Acquire(const std::string& dat
   const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0640);
   if (fd < 0) {
     if (errno == ELOOP) {
-      return Status::FailedPrecondition(path + " is a symbolic link; ckptd opens its store files "
-                                               "only as themselves (remove the link)");
+      return Status::FailedPrecondition(path +
+                                        " is a symbolic link; ckptd opens its store files "
+                                        "only as themselves (remove the link)");
     }
     return Status::Unavailable("cannot open " + path + ": " + std::strerror(errno));
   }
   struct stat st;
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
-    return Status::FailedPrecondition(path + " is not a regular file; refusing to use it as the lock");
+    return Status::FailedPrecondition(path +
+                                      " is not a regular file; refusing to use it as the lock");
   }
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     char holder[32] = {0};
@@ -37,8 +39,8 @@ Result<std::unique_ptr<DataDirLock>> DataDirLock::Acquire(const std::string& dat
     ::close(fd);
     std::string pid = n > 0 ? std::string(holder, static_cast<size_t>(n)) : "unknown";
     while (!pid.empty() && (pid.back() == '\n' || pid.back() == ' ')) pid.pop_back();
-    return Status::FailedPrecondition("data_dir " + data_dir +
-                                      " is in use by another ckptd (pid " + pid + ")");
+    return Status::FailedPrecondition("data_dir " + data_dir + " is in use by another ckptd (pid " +
+                                      pid + ")");
   }
   const std::string pid = std::to_string(::getpid()) + "\n";
   if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, pid.data(), pid.size(), 0) < 0) {

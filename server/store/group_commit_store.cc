@@ -83,7 +83,8 @@ void GroupCommitStore::Flush() {
   }
   MutexLock lock(mu_);
   const uint64_t target = enqueued_;
-  flushed_cv_.Wait(lock, [&]() CKPT_REQUIRES(mu_) { return finished_ >= target || writer_exited_; });
+  flushed_cv_.Wait(lock,
+                   [&]() CKPT_REQUIRES(mu_) { return finished_ >= target || writer_exited_; });
 }
 
 void GroupCommitStore::WriterLoop() {
@@ -102,8 +103,7 @@ void GroupCommitStore::WriterLoop() {
       }
       if (last_begin && options_.min_batch_spacing.count() > 0) {
         // Pacing (GroupCommitOptions::min_batch_spacing); shutdown does not wait for it.
-        clock_.WaitUntil(lock.native(), work_cv_.native(),
-                         *last_begin + options_.min_batch_spacing,
+        clock_.WaitUntil(lock.native(), work_cv_.native(), *last_begin + options_.min_batch_spacing,
                          [&]() CKPT_REQUIRES(mu_) { return stopping_; });
       }
       batch.swap(queue_);
@@ -137,11 +137,10 @@ void GroupCommitStore::RunBatch(std::vector<Pending>& batch) {
           Status::Unavailable(std::string("unexpected exception in a store write: ") + e.what()));
     }
   }();
-  if (result.outcome == BatchResult::Outcome::kCommitted &&
-      result.results.size() != batch.size()) {
-    result = BatchResult::Stop(Status::Internal(
-        "the store backend answered " + std::to_string(result.results.size()) + " of " +
-        std::to_string(batch.size()) + " writes of a committed batch"));
+  if (result.outcome == BatchResult::Outcome::kCommitted && result.results.size() != batch.size()) {
+    result = BatchResult::Stop(
+        Status::Internal("the store backend answered " + std::to_string(result.results.size()) +
+                         " of " + std::to_string(batch.size()) + " writes of a committed batch"));
   }
   switch (result.outcome) {
     case BatchResult::Outcome::kCommitted: {

@@ -4,8 +4,9 @@
 //
 // Threading: every method may be called from any thread. Writes are asynchronous: they are applied
 // in the order they were called, by the store's own writer thread, batched into one transaction
-// (group commit). `done` runs on the writer thread once the write is durable (or has failed); it must
-// not block: post to your strand from it. Reads and Load are blocking and must not run on a strand.
+// (group commit). `done` runs on the writer thread once the write is durable (or has failed); it
+// must not block: post to your strand from it. Reads and Load are blocking and must not run on a
+// strand.
 
 #include <functional>
 #include <vector>

@@ -5,10 +5,10 @@
 // unit sets WatchdogSec. Without NOTIFY_SOCKET (not under systemd) every call does nothing.
 // Threading: the free functions are safe from any thread (each sends one datagram).
 
+#include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
-#include <atomic>
 #include <chrono>
 #include <memory>
 #include <optional>

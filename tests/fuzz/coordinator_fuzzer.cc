@@ -242,9 +242,7 @@ class Driver {
       case 14:
         if (c_->commit_outstanding()) CompleteCommit(false);
         break;
-      case 15:
-        WrongCommitReport(in_.Byte());
-        break;
+      case 15: WrongCommitReport(in_.Byte()); break;
       case 16:
         Trace("pause");
         c_->Pause();
@@ -259,9 +257,7 @@ class Driver {
         c_->TriggerCheckpoint(&id);
         break;
       }
-      case 19:
-        RequestSavepoint(in_.Byte());
-        break;
+      case 19: RequestSavepoint(in_.Byte()); break;
       case 20: {
         const uint8_t mask = in_.Byte(), policy = in_.Byte();
         UpdateSpec(mask, policy);
@@ -338,9 +334,9 @@ class Driver {
     for (int i = 0; i < 4; ++i) {
       if (mask & (1 << i)) tasks.push_back(kAllTasks[i]);
     }
-    if (mask & 0x10) tasks.push_back("x");                         // not a task of the pipeline
+    if (mask & 0x10) tasks.push_back("x");                           // not a task of the pipeline
     if ((mask & 0x20) && !tasks.empty()) tasks.push_back(tasks[0]);  // named twice
-    if (mask & 0x40) tasks.push_back("");                          // invalid id
+    if (mask & 0x40) tasks.push_back("");                            // invalid id
     const bool takeover = flags & 1;
     const std::string worker = (flags & 4) ? "" : "w" + std::to_string((flags >> 3) % 4);
     SessionId session;

@@ -239,8 +239,8 @@ TEST_F(AdminTest, ListCheckpointsShowsThePendingRoundWithItsMissingAcksFirst) {
 
 TEST_F(AdminTest, SavepointQueuedBehindAPendingCheckpointStartsRightAfterIt) {
   StartAdmin();
-  ASSERT_TRUE(Create("p", {"a"}, 60000).ok());      // one periodic trigger, then a minute
-  ASSERT_TRUE(Create("other", {"a"}, 50).ok());     // keeps checkpointing meanwhile
+  ASSERT_TRUE(Create("p", {"a"}, 60000).ok());   // one periodic trigger, then a minute
+  ASSERT_TRUE(Create("other", {"a"}, 50).ok());  // keeps checkpointing meanwhile
   RawWorker w(channel_);
   w.Hello("job", "p", {"a"});
   auto pending = w.WaitTrigger();
@@ -258,7 +258,9 @@ TEST_F(AdminTest, SavepointQueuedBehindAPendingCheckpointStartsRightAfterIt) {
     auto t = other.WaitTrigger(milliseconds(5000));
     ASSERT_TRUE(t);
     auto now = std::chrono::steady_clock::now();
-    if (i > 0) worst_gap_ms = std::max(worst_gap_ms, std::chrono::duration<double, std::milli>(now - last).count());
+    if (i > 0)
+      worst_gap_ms =
+          std::max(worst_gap_ms, std::chrono::duration<double, std::milli>(now - last).count());
     last = now;
     other.Ack(t->trigger().checkpoint_id(), "a");
   }
@@ -268,8 +270,8 @@ TEST_F(AdminTest, SavepointQueuedBehindAPendingCheckpointStartsRightAfterIt) {
   auto sp = w.WaitTrigger(milliseconds(5000));
   ASSERT_TRUE(sp) << "the savepoint did not start right after the checkpoint";
   EXPECT_EQ(sp->trigger().kind(), v1::CHECKPOINT_KIND_SAVEPOINT);
-  EXPECT_EQ(sp->trigger().target(),
-            config_.data_dir + "/savepoints/job/p/" + std::to_string(sp->trigger().checkpoint_id()));
+  EXPECT_EQ(sp->trigger().target(), config_.data_dir + "/savepoints/job/p/" +
+                                        std::to_string(sp->trigger().checkpoint_id()));
   w.Ack(sp->trigger().checkpoint_id(), "a");
   savepoint_thread.join();
   ASSERT_TRUE(result.status.ok()) << result.status.error_message();
@@ -366,8 +368,9 @@ TEST_F(AdminTest, DaemonShutdownDuringAQueuedSavepointTellsTheCallerItFailed) {
   // Wait until the request reached the pipeline (the first progress message is out).
   ASSERT_TRUE(Eventually([&] {
     std::promise<bool> queued;
-    daemon_->pipelines().registry().Find({"job", "p"})->Inspect(
-        [&](const PipelineCoordinator& c) { queued.set_value(c.CurrentSavepoint().has_value()); });
+    daemon_->pipelines().registry().Find({"job", "p"})->Inspect([&](const PipelineCoordinator& c) {
+      queued.set_value(c.CurrentSavepoint().has_value());
+    });
     return queued.get_future().get();
   }));
   StopDaemon();

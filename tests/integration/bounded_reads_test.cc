@@ -31,9 +31,9 @@ class BoundedReadsTest : public DaemonTest {
   std::unique_ptr<v1::AdminService::Stub> Stub(int max_reply_bytes) {
     grpc::ChannelArguments args;
     args.SetMaxReceiveMessageSize(max_reply_bytes);
-    return v1::AdminService::NewStub(grpc::CreateCustomChannel(
-        "127.0.0.1:" + std::to_string(daemon_->grpc_port()), grpc::InsecureChannelCredentials(),
-        args));
+    return v1::AdminService::NewStub(
+        grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(daemon_->grpc_port()),
+                                  grpc::InsecureChannelCredentials(), args));
   }
 
   std::unique_ptr<v1::AdminService::Stub> admin_;

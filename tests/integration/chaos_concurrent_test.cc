@@ -92,8 +92,9 @@ TEST_F(ChaosTest, SimultaneousTakeoverHellosLeaveExactlyOneStream) {
       // Both are welcomed in turn; the later one takes the task from the earlier one.
       ASSERT_TRUE(w1.WaitWelcome());
       ASSERT_TRUE(w2.WaitWelcome());
-      ASSERT_TRUE(Eventually([&] { return w1.WaitEnd(milliseconds(0)) || w2.WaitEnd(milliseconds(0)); }))
-          << "neither stream was taken over";
+      ASSERT_TRUE(Eventually([&] {
+        return w1.WaitEnd(milliseconds(0)) || w2.WaitEnd(milliseconds(0));
+      })) << "neither stream was taken over";
       auto e1 = w1.WaitEnd(milliseconds(0));
       auto e2 = w2.WaitEnd(milliseconds(0));
       ASSERT_TRUE(e1.has_value() != e2.has_value())

@@ -52,9 +52,8 @@ class ChaosTest : public DaemonTest {
     ASSERT_TRUE(trigger) << "no trigger on " << pipeline;
     const int64_t id = trigger->trigger().checkpoint_id();
     for (const auto& t : tasks) w.Ack(id, t);
-    auto complete = w.WaitFor([id](const auto& m) {
-      return m.has_complete() && m.complete().checkpoint_id() == id;
-    });
+    auto complete = w.WaitFor(
+        [id](const auto& m) { return m.has_complete() && m.complete().checkpoint_id() == id; });
     ASSERT_TRUE(complete) << "checkpoint " << id << " of " << pipeline << " did not complete";
   }
 

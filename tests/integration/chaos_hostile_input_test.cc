@@ -3,7 +3,8 @@
 // admin calls with absurd values. Each ends the offending stream or call with a clear status and
 // nothing else; each test ends by checking that the daemon still does its job (a normal round
 // completes). Acks and declines naming ids no round has (zero, negative, the int64 extremes) pass
-// the RPC layer as they are and are ignored by the coordinator: tests/unit/coordinator_races_test.cc.
+// the RPC layer as they are and are ignored by the coordinator:
+// tests/unit/coordinator_races_test.cc.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -42,9 +43,8 @@ TEST_F(ChaosTest, HelloWithOverlongOrControlCharacterIdsIsInvalidArgument) {
       {"empty worker_id", "job", "p", "a", "", "worker_id is empty"},
   };
   for (const auto& c : cases) {
-    ExpectStreamEnds(
-        [&c](RawWorker& w) { w.Hello(c.job, c.pipeline, {c.task}, false, c.worker); },
-        grpc::StatusCode::INVALID_ARGUMENT, c.message_part, c.what);
+    ExpectStreamEnds([&c](RawWorker& w) { w.Hello(c.job, c.pipeline, {c.task}, false, c.worker); },
+                     grpc::StatusCode::INVALID_ARGUMENT, c.message_part, c.what);
   }
   // 256 bytes is within the limit everywhere.
   {
@@ -115,7 +115,8 @@ TEST_F(ChaosTest, OversizedMessageEndsOnlyItsStreamWithResourceExhausted) {
       grpc::StatusCode::RESOURCE_EXHAUSTED, "", "hello of ~9 MiB");
 
   const int before = bystander_completes.load();
-  ASSERT_TRUE(Eventually([&] { return bystander_completes.load() >= before + 3 || bystander_failed; }));
+  ASSERT_TRUE(
+      Eventually([&] { return bystander_completes.load() >= before + 3 || bystander_failed; }));
   stop = true;
   bystander.join();
   EXPECT_FALSE(bystander_failed) << "the bystander's stream stalled";
@@ -141,11 +142,13 @@ TEST_F(ChaosTest, MessageWithNoKindSetIsIgnoredCountedAndTheStreamStaysUp) {
   // An unknown field (a newer worker's message kind, field 99) parses as "no case set" too.
   {
     v1::WorkerMessage future;
-    future.GetReflection()->MutableUnknownFields(&future)->AddLengthDelimited(99, "from the future");
+    future.GetReflection()->MutableUnknownFields(&future)->AddLengthDelimited(99,
+                                                                              "from the future");
     ASSERT_TRUE(w.Write(future));
   }
-  EXPECT_TRUE(Eventually([&] { return daemon_->metrics().ignored_unknown_message_total.load() == 4; }))
-      << daemon_->metrics().ignored_unknown_message_total.load();
+  EXPECT_TRUE(Eventually([&] {
+    return daemon_->metrics().ignored_unknown_message_total.load() == 4;
+  })) << daemon_->metrics().ignored_unknown_message_total.load();
   // Still up, still registered: the pending round completes on this very stream.
   w.Ack(first->trigger().checkpoint_id(), "a");
   auto complete = w.WaitComplete();
@@ -157,8 +160,8 @@ TEST_F(ChaosTest, MessageWithNoKindSetIsIgnoredCountedAndTheStreamStaysUp) {
 TEST_F(ChaosTest, AcksAndOtherMessagesBeforeHelloAreInvalidArgument) {
   config_.pipelines = {TestSpec("p", {"a"})};
   StartDaemon();
-  ExpectStreamEnds([](RawWorker& w) { w.Ack(1, "a"); }, grpc::StatusCode::INVALID_ARGUMENT,
-                   "hello", "ack before hello");
+  ExpectStreamEnds([](RawWorker& w) { w.Ack(1, "a"); }, grpc::StatusCode::INVALID_ARGUMENT, "hello",
+                   "ack before hello");
   ExpectStreamEnds(
       [](RawWorker& w) {
         w.Ack(1, "a");
@@ -211,12 +214,14 @@ TEST_F(ChaosTest, AdminCallsWithAbsurdValuesAreInvalidArgumentNamingTheField) {
       {"timeout_ms = -5", [](auto& s) { s.set_timeout_ms(-5); }, "timeout_ms"},
       {"timeout_ms = 0", [](auto& s) { s.set_timeout_ms(0); }, "timeout_ms"},
       {"min_pause_ms = -1", [](auto& s) { s.set_min_pause_ms(-1); }, "min_pause_ms"},
-      {"min_pause_ms = 1<<62", [](auto& s) { s.set_min_pause_ms(int64_t{1} << 62); }, "min_pause_ms"},
-      {"tolerable_failures = -1", [](auto& s) { s.set_tolerable_failures(-1); }, "tolerable_failures"},
+      {"min_pause_ms = 1<<62", [](auto& s) { s.set_min_pause_ms(int64_t{1} << 62); },
+       "min_pause_ms"},
+      {"tolerable_failures = -1", [](auto& s) { s.set_tolerable_failures(-1); },
+       "tolerable_failures"},
       {"retained = 0", [](auto& s) { s.set_retained(0); }, "retained"},
       {"retained = -1", [](auto& s) { s.set_retained(-1); }, "retained"},
-      {"retained = INT32_MAX",
-       [](auto& s) { s.set_retained(std::numeric_limits<int32_t>::max()); }, "retained"},
+      {"retained = INT32_MAX", [](auto& s) { s.set_retained(std::numeric_limits<int32_t>::max()); },
+       "retained"},
       {"200k tasks",
        [](auto& s) {
          s.clear_task_ids();
@@ -250,8 +255,7 @@ TEST_F(ChaosTest, AdminCallsWithAbsurdValuesAreInvalidArgumentNamingTheField) {
 
   // UpdatePipeline is held to the same rules, and a refused update changes nothing.
   for (const auto& c : cases) {
-    if (c.what == "job_id of 257 bytes" || c.what == "empty pipeline_id" ||
-        c.what == "no tasks") {
+    if (c.what == "job_id of 257 bytes" || c.what == "empty pipeline_id" || c.what == "no tasks") {
       continue;  // these address no pipeline, or mean "keep the tasks" in an update
     }
     SCOPED_TRACE("update: " + c.what);

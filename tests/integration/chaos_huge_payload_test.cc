@@ -98,15 +98,14 @@ TEST_F(ChaosTest, ListCheckpointsOfALargePipelineFitsADefaultClient) {
       m.mutable_ack()->set_checkpoint_id(id);
       m.mutable_ack()->set_task_id(task);
       m.mutable_ack()->mutable_state()->set_uri("s3://some-bucket/checkpoints/job/p/" + task +
-                                               "/chk-" + std::to_string(id) + "/" + long_path +
-                                               "/state-0123456789abcdef0123456789abcdef.bin");
+                                                "/chk-" + std::to_string(id) + "/" + long_path +
+                                                "/state-0123456789abcdef0123456789abcdef.bin");
       m.mutable_ack()->mutable_state()->set_checksum(
           "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef");
       ASSERT_TRUE(w.Write(m));
     }
-    ASSERT_TRUE(w.WaitFor([id](const auto& m) {
-      return m.has_complete() && m.complete().checkpoint_id() == id;
-    }));
+    ASSERT_TRUE(w.WaitFor(
+        [id](const auto& m) { return m.has_complete() && m.complete().checkpoint_id() == id; }));
   }
   v1::ListCheckpointsRequest req;
   req.set_job_id("job");

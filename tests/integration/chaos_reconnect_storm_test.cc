@@ -2,9 +2,9 @@
 // restarts, and no stream of a failed attempt is left behind.
 #include <gtest/gtest.h>
 
+#include <ckpt/worker.h>
 #include <algorithm>
 #include <atomic>
-#include <ckpt/worker.h>
 #include <cstdio>
 
 #include "chaos_fixture.h"
@@ -46,8 +46,10 @@ TEST_F(ChaosTest, ReconnectStormOf300PipelinesAfterRestartsLeaksNoSession) {
       self->last_complete = std::max(self->last_complete.load(), id);
       ++self->completes;
     };
-    w->worker = runtime->AddPipeline({.worker_id = "storm", .job_id = "job",
-                                      .pipeline_id = "p" + std::to_string(i), .task_ids = {"0"},
+    w->worker = runtime->AddPipeline({.worker_id = "storm",
+                                      .job_id = "job",
+                                      .pipeline_id = "p" + std::to_string(i),
+                                      .task_ids = {"0"},
                                       .backoff_initial = milliseconds(50),
                                       .backoff_max = milliseconds(500)},
                                      std::move(handlers));

@@ -1,8 +1,8 @@
 #pragma once
 // A real ckptd in process: gRPC on 127.0.0.1:0, a SQLite file in a fresh temp dir, removed after.
 
-#include <gtest/gtest.h>
 #include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
 
 #include <filesystem>
 #include <future>

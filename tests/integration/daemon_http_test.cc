@@ -52,11 +52,12 @@ TEST_F(DaemonHttpTest, EveryContractMetricHasHelpAndType) {
     EXPECT_NE(page.find(std::string("\n# HELP ") + name + " "), std::string::npos);
     EXPECT_NE(page.find(std::string("\n# TYPE ") + name + " " + type + "\n"), std::string::npos);
   }
-  EXPECT_EQ(SampleValue(page, std::string("ckptd_build_info{version=\"") + kCkptVersion + "\"}"), 1);
+  EXPECT_EQ(SampleValue(page, std::string("ckptd_build_info{version=\"") + kCkptVersion + "\"}"),
+            1);
   for (const char* reason : {"unowned_task", "not_pending", "duplicate", "unknown_message"}) {
-    EXPECT_EQ(SampleValue(page, std::string("ckptd_ignored_messages_total{reason=\"") + reason +
-                                    "\"}"),
-              0);
+    EXPECT_EQ(
+        SampleValue(page, std::string("ckptd_ignored_messages_total{reason=\"") + reason + "\"}"),
+        0);
   }
   EXPECT_EQ(page.find("ckptd_pipeline_"), std::string::npos) << "per-pipeline series are off";
 }
@@ -174,7 +175,8 @@ TEST_F(DaemonHttpTest, AScrapeOfPerPipelineSeriesNeedsNoPipelineLoop) {
       released.wait();
     });
   }
-  ASSERT_TRUE(Eventually([&] { return wedged.load() == static_cast<int>(daemon_->shards().size()); }));
+  ASSERT_TRUE(
+      Eventually([&] { return wedged.load() == static_cast<int>(daemon_->shards().size()); }));
   HttpResult r = HttpGet(daemon_->metrics_port(), "/metrics");
   EXPECT_EQ(r.status, 200);
   EXPECT_NE(r.body.find("ckptd_pipeline_state{job_id=\"job\",pipeline_id=\"a\""),

@@ -104,8 +104,8 @@ class LifecycleTest : public DaemonTest {
     return ref;
   }
   grpc::Status Call(grpc::Status (v1::AdminService::Stub::*rpc)(grpc::ClientContext*,
-                                                                 const v1::PipelineRef&,
-                                                                 v1::Pipeline*),
+                                                                const v1::PipelineRef&,
+                                                                v1::Pipeline*),
                     const std::string& pipeline) {
     grpc::ClientContext ctx;
     v1::Pipeline reply;
@@ -191,8 +191,9 @@ TEST_F(LifecycleTest, ACreateRacingADeleteOfTheSameNameKeepsItsRecord) {
   // A create of the same name while the delete is on its way: refused (the name is not free
   // yet), or, if it goes through, its record must outlive the delete.
   std::promise<Result<std::shared_ptr<PipelineRunner>>> created;
-  daemon_->pipelines().Create(TestSpec("p", {"a", "b"}, 60000),
-                          [&](Result<std::shared_ptr<PipelineRunner>> r) { created.set_value(r); });
+  daemon_->pipelines().Create(
+      TestSpec("p", {"a", "b"}, 60000),
+      [&](Result<std::shared_ptr<PipelineRunner>> r) { created.set_value(r); });
   auto create_result = created.get_future();
   const bool create_answered =
       create_result.wait_for(std::chrono::milliseconds(500)) == std::future_status::ready;

@@ -88,11 +88,10 @@ TEST_F(MetricsServerTest, OversizedHeadersGet431AndTheServerLivesOn) {
 
 TEST_F(MetricsServerTest, GarbageGets400AndTheServerLivesOn) {
   Start();
-  for (const std::string& junk : {std::string("NOT HTTP AT ALL\r\n\r\n"),
-                                  std::string("GET /metrics HTTP/9.9\r\n\r\n"),
-                                  std::string("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", 11) +
-                                      "\r\n\r\n",
-                                  std::string("GET /metrics HTTP/1.1\r\nContent-Length: x\r\n\r\n")}) {
+  for (const std::string& junk :
+       {std::string("NOT HTTP AT ALL\r\n\r\n"), std::string("GET /metrics HTTP/9.9\r\n\r\n"),
+        std::string("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", 11) + "\r\n\r\n",
+        std::string("GET /metrics HTTP/1.1\r\nContent-Length: x\r\n\r\n")}) {
     TestSocket socket(port());
     socket.Send(junk);
     std::string reply;

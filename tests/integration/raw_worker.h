@@ -69,7 +69,8 @@ class RawWorker {
   // The next message matching `pred` (earlier non-matching ones are dropped), or nothing by the
   // deadline.
   std::optional<v1::CoordinatorMessage> WaitFor(
-      std::function<bool(const v1::CoordinatorMessage&)> pred, milliseconds timeout = milliseconds(10000)) {
+      std::function<bool(const v1::CoordinatorMessage&)> pred,
+      milliseconds timeout = milliseconds(10000)) {
     std::unique_lock lock(mu_);
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     for (;;) {

@@ -151,10 +151,12 @@ TEST_F(ReloadTest, TwoCreatesOfOneKeyInFlightLeaveTheWinnersRecord) {
   // Both creates are in flight before either record is written.
   std::promise<Result<std::shared_ptr<PipelineRunner>>> first, second;
   gate->Hold();
-  daemon_->pipelines().Create(TestSpec("twice", {"0"}, 100),
-                          [&](Result<std::shared_ptr<PipelineRunner>> r) { first.set_value(r); });
-  daemon_->pipelines().Create(TestSpec("twice", {"0"}, 777),
-                          [&](Result<std::shared_ptr<PipelineRunner>> r) { second.set_value(r); });
+  daemon_->pipelines().Create(
+      TestSpec("twice", {"0"}, 100),
+      [&](Result<std::shared_ptr<PipelineRunner>> r) { first.set_value(r); });
+  daemon_->pipelines().Create(
+      TestSpec("twice", {"0"}, 777),
+      [&](Result<std::shared_ptr<PipelineRunner>> r) { second.set_value(r); });
   EXPECT_EQ(gate->Held(), 1u) << "the refused create must not write a record of its own";
   gate->Release();
   {

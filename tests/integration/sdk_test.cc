@@ -2,8 +2,8 @@
 // worker-requested savepoint, and the status of a stream the daemon ended.
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <ckpt/worker.h>
+#include <atomic>
 
 #include "daemon_fixture.h"
 
@@ -20,7 +20,8 @@ struct AckingWorker {
     handlers.on_trigger = [this, tasks](const sdk::Trigger& t) {
       last_trigger_kind = t.kind;
       for (const auto& task : tasks) {
-        worker->Ack(t.checkpoint_id, task, {"mem://" + task + "/" + std::to_string(t.checkpoint_id), 1, ""});
+        worker->Ack(t.checkpoint_id, task,
+                    {"mem://" + task + "/" + std::to_string(t.checkpoint_id), 1, ""});
       }
     };
     handlers.on_complete = [this](int64_t id, sdk::CheckpointKind kind) {
@@ -33,8 +34,10 @@ struct AckingWorker {
       ++state_changes;
     };
     handlers.on_savepoint_refused = [this](const std::string&) { ++savepoints_refused; };
-    worker = runtime.AddPipeline({.worker_id = "sdk-" + pipeline, .job_id = "job",
-                                  .pipeline_id = pipeline, .task_ids = tasks,
+    worker = runtime.AddPipeline({.worker_id = "sdk-" + pipeline,
+                                  .job_id = "job",
+                                  .pipeline_id = pipeline,
+                                  .task_ids = tasks,
                                   .backoff_initial = milliseconds(50),
                                   .backoff_max = milliseconds(200)},
                                  std::move(handlers));
@@ -67,7 +70,8 @@ TEST_F(SdkTest, CheckpointsCompleteThroughTheSdk) {
   for (const auto& c : *history) found = found || c.checkpoint_id == w.last_complete.load();
   EXPECT_TRUE(found) << "a checkpoint the SDK heard complete is not in the store";
   w.worker->Goodbye();
-  ASSERT_TRUE(w.worker->WaitUntilStopped(std::chrono::steady_clock::now() + std::chrono::seconds(5)));
+  ASSERT_TRUE(
+      w.worker->WaitUntilStopped(std::chrono::steady_clock::now() + std::chrono::seconds(5)));
   EXPECT_TRUE(Eventually([&] {
     auto s = Describe("p");
     return s.state == PipelineState::kWaitingForTasks && s.sessions == 0;
@@ -97,9 +101,8 @@ TEST_F(SdkTest, WorkerRequestedSavepointWithStopLeavesThePipelineStopped) {
   ASSERT_TRUE(Eventually([&] { return w.completes.load() >= 1; }));  // the first checkpoint
   ASSERT_TRUE(Eventually([&] { return w.worker->IsConnected(); }));
   w.worker->RequestSavepoint("", /*stop=*/true);
-  ASSERT_TRUE(Eventually([&] {
-    return w.last_complete_kind.load() == sdk::CheckpointKind::kSavepointAndStop;
-  }));
+  ASSERT_TRUE(Eventually(
+      [&] { return w.last_complete_kind.load() == sdk::CheckpointKind::kSavepointAndStop; }));
   EXPECT_EQ(w.last_trigger_kind.load(), sdk::CheckpointKind::kSavepointAndStop);
   EXPECT_TRUE(Eventually([&] { return Describe("p").state == PipelineState::kStopped; }));
   auto history = daemon_->store().ListCompleted({"job", "p"}, 1);
@@ -119,8 +122,8 @@ TEST_F(SdkTest, SavepointWithoutATargetGoesUnderTheConfiguredRoot) {
   ASSERT_TRUE(Eventually([&] { return w.completes.load() >= 1; }));
   ASSERT_TRUE(Eventually([&] { return w.worker->IsConnected(); }));
   w.worker->RequestSavepoint("", /*stop=*/false);
-  ASSERT_TRUE(Eventually(
-      [&] { return w.last_complete_kind.load() == sdk::CheckpointKind::kSavepoint; }));
+  ASSERT_TRUE(
+      Eventually([&] { return w.last_complete_kind.load() == sdk::CheckpointKind::kSavepoint; }));
   auto history = daemon_->store().ListCompleted({"job", "p"}, 1);
   ASSERT_TRUE(history.ok());
   ASSERT_EQ(history->size(), 1u);

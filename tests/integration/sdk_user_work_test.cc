@@ -3,9 +3,9 @@
 // unrun when the runtime goes first.
 #include <gtest/gtest.h>
 
+#include <ckpt/worker.h>
 #include <atomic>
 #include <chrono>
-#include <ckpt/worker.h>
 #include <functional>
 #include <future>
 #include <memory>

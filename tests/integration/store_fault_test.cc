@@ -4,8 +4,8 @@
 
 #include "daemon_fixture.h"
 #include "raw_worker.h"
-#include "support/fault_injecting_store.h"
 #include "sqlite/sqlite_store.h"
+#include "support/fault_injecting_store.h"
 
 namespace ckpt::testing {
 namespace {
@@ -25,7 +25,8 @@ TEST_F(DaemonTest, FailedCommitFailsTheCheckpointAndNothingIsReportedComplete) {
     auto t = w.WaitTrigger();
     ASSERT_TRUE(t);
     w.Ack(t->trigger().checkpoint_id(), "a");
-    auto abort = w.WaitFor([](const v1::CoordinatorMessage& m) { return m.has_abort() || m.has_complete(); });
+    auto abort = w.WaitFor(
+        [](const v1::CoordinatorMessage& m) { return m.has_abort() || m.has_complete(); });
     ASSERT_TRUE(abort);
     ASSERT_TRUE(abort->has_abort()) << "a checkpoint whose write failed was reported complete";
     EXPECT_EQ(abort->abort().checkpoint_id(), t->trigger().checkpoint_id());
@@ -97,7 +98,8 @@ TEST_F(DaemonTest, AStoreThatFailsEveryWriteHoldsTriggersFailsNoPipelineAndRecov
 
 // A runner's write that completes only as the store closes (queued after shutdown's flush, while
 // the shards still ran) reports to the pipelines' StoreHealth from the store's writer: the daemon
-// must close the store while what that callback reaches is still alive. ASan and TSan see it if not.
+// must close the store while what that callback reaches is still alive. ASan and TSan see it if
+// not.
 TEST_F(DaemonTest, AWriteThatCompletesAsTheStoreClosesFindsItsPipelineStillThere) {
   config_.pipelines = {TestSpec("p", {"a"}, 60000)};
   auto faulty = std::make_unique<FaultInjectingStore>(OpenSqlite());

@@ -23,7 +23,10 @@ TEST_F(WorkerProtocolTest, RegistrationErrorsHaveTheirStatusCodes) {
        grpc::StatusCode::NOT_FOUND},
       {"task not in pipeline", [](RawWorker& w) { w.Hello("job", "p", {"zz"}); },
        grpc::StatusCode::INVALID_ARGUMENT},
-      {"duplicate task", [](RawWorker& w) { w.Hello("job", "p", {"a", "a"}); },
+      {"duplicate task",
+       [](RawWorker& w) {
+         w.Hello("job", "p", {"a", "a"});
+       },
        grpc::StatusCode::INVALID_ARGUMENT},
       {"empty job id", [](RawWorker& w) { w.Hello("", "p", {"a"}); },
        grpc::StatusCode::INVALID_ARGUMENT},
@@ -148,7 +151,8 @@ TEST_F(WorkerProtocolTest, LostWorkerAbortsThePendingCheckpoint) {
   EXPECT_EQ(abort->abort().checkpoint_id(), trigger->trigger().checkpoint_id());
   EXPECT_TRUE(Eventually([&] {
     auto s = Describe("p");
-    return s.state == PipelineState::kWaitingForTasks && s.missing_tasks == std::vector<std::string>{"b"};
+    return s.state == PipelineState::kWaitingForTasks &&
+           s.missing_tasks == std::vector<std::string>{"b"};
   }));
   // The worker comes back: RUNNING again, with a newer generation, and checkpoints complete.
   wb = std::make_unique<RawWorker>(channel_);
@@ -193,7 +197,8 @@ TEST_F(WorkerProtocolTest, AckForATaskNotOwnedIsIgnoredAndCounted) {
   const int64_t id = trigger->trigger().checkpoint_id();
   wa.Ack(id, "a");
   wa.Ack(id, "b");  // b is not wa's
-  EXPECT_TRUE(Eventually([&] { return daemon_->metrics().ignored_unowned_task_total.load() == 1; }));
+  EXPECT_TRUE(
+      Eventually([&] { return daemon_->metrics().ignored_unowned_task_total.load() == 1; }));
   EXPECT_FALSE(wa.WaitComplete(milliseconds(300))) << "b's ack from the wrong stream counted";
   wb.Ack(id, "b");
   ASSERT_TRUE(wa.WaitComplete());

@@ -38,9 +38,9 @@ const char* CoordinatorCallName(CoordinatorCall call) {
 
 std::string DescribeAction(const Action& action) {
   if (auto* a = std::get_if<SendTrigger>(&action)) {
-    return "SendTrigger id=" + std::to_string(a->checkpoint_id) + " kind=" +
-           CheckpointKindName(a->kind) + " gen=" + std::to_string(a->generation) + " to=" +
-           std::to_string(a->to.size());
+    return "SendTrigger id=" + std::to_string(a->checkpoint_id) +
+           " kind=" + CheckpointKindName(a->kind) + " gen=" + std::to_string(a->generation) +
+           " to=" + std::to_string(a->to.size());
   }
   if (auto* a = std::get_if<SendAbort>(&action)) {
     return "SendAbort id=" + std::to_string(a->checkpoint_id) + " (" + a->reason + ")";
@@ -484,9 +484,9 @@ void CheckedCoordinator::OnCommit(const CommitCheckpoint& action) {
 
 void CheckedCoordinator::OnComplete(const SendComplete& s) {
   const int64_t id = s.checkpoint_id;
-  INVARIANT(current_.call == CoordinatorCall::kCommitted && current_.store_reported &&
-                current_.id == id,
-            "SendComplete other than for the id the store just reported durable");
+  INVARIANT(
+      current_.call == CoordinatorCall::kCommitted && current_.store_reported && current_.id == id,
+      "SendComplete other than for the id the store just reported durable");
   INVARIANT(handed_.count(id), "SendComplete for an id never handed to the store");
   INVARIANT(!completed_.count(id), "SendComplete twice for one id");
   INVARIANT(open_round_ && *open_round_ == id && !complete_sent_,

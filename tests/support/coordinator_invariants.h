@@ -51,10 +51,30 @@ class TestClock : public Clock {
 
 // Which coordinator call a step was.
 enum class CoordinatorCall {
-  kStart, kWakeup, kTimeout, kRegister, kSessionEnded, kAck, kDecline, kIdsReserved,
-  kIdsReserveFailed, kCommitted, kCommitFailed, kPersistFailed, kStoreWritable, kPause, kResume,
-  kTriggerNow, kSavepoint, kWorkerSavepoint, kSavepointCallersGone, kShutdown, kAbortForShutdown,
-  kUpdateSpec, kDelete, kSetFromConfig,
+  kStart,
+  kWakeup,
+  kTimeout,
+  kRegister,
+  kSessionEnded,
+  kAck,
+  kDecline,
+  kIdsReserved,
+  kIdsReserveFailed,
+  kCommitted,
+  kCommitFailed,
+  kPersistFailed,
+  kStoreWritable,
+  kPause,
+  kResume,
+  kTriggerNow,
+  kSavepoint,
+  kWorkerSavepoint,
+  kSavepointCallersGone,
+  kShutdown,
+  kAbortForShutdown,
+  kUpdateSpec,
+  kDelete,
+  kSetFromConfig,
 };
 const char* CoordinatorCallName(CoordinatorCall call);
 
@@ -90,8 +110,9 @@ class CheckedCoordinator {
   PipelineCoordinator::Registration OnRegister(SessionId session, const std::string& worker_id,
                                                const std::vector<std::string>& task_ids,
                                                bool takeover);
-  Actions OnSessionEnded(SessionId session, const std::string& why,
-                         PipelineCoordinator::SessionEnd end = PipelineCoordinator::SessionEnd::kLost);
+  Actions OnSessionEnded(
+      SessionId session, const std::string& why,
+      PipelineCoordinator::SessionEnd end = PipelineCoordinator::SessionEnd::kLost);
   Actions OnAck(SessionId session, int64_t checkpoint_id, const std::string& task_id,
                 const TaskState& state);
   Actions OnDecline(SessionId session, int64_t checkpoint_id, const std::string& task_id,
@@ -148,7 +169,10 @@ class CheckedCoordinator {
   struct Step {
     Step(CoordinatorCall call = CoordinatorCall::kStart, int64_t id = 0, SessionId session = 0,
          std::string task = {}, bool store_reported = false)
-        : call(call), id(id), session(session), task(std::move(task)),
+        : call(call),
+          id(id),
+          session(session),
+          task(std::move(task)),
           store_reported(store_reported) {}
     CoordinatorCall call;
     int64_t id;           // the checkpoint id passed, if any

@@ -80,8 +80,8 @@ class FaultInjectingStore final : public MetadataStore {
   // The failure of every write, if FailAllWrites is on.
   std::optional<Status> AllWritesFail() const;
 
-  Plan commits_;   // guarded by mu_
-  Plan reserves_;  // guarded by mu_
+  Plan commits_;                      // guarded by mu_
+  Plan reserves_;                     // guarded by mu_
   std::optional<Status> all_writes_;  // guarded by mu_
   bool hold_completions_ = false;     // guarded by mu_
   // Shared with the held callbacks, which run on the inner store's writer thread.

@@ -74,11 +74,11 @@ class ManualPacingClock final : public PacingClock {
  private:
   mutable std::mutex mu_;
   std::condition_variable sleepers_;
-  TimePoint now_{std::chrono::hours(1)};           // guarded by mu_
-  std::optional<TimePoint> sleeping_until_;        // guarded by mu_
-  std::mutex* waiter_mu_ = nullptr;                // guarded by mu_
-  std::condition_variable* waiter_cv_ = nullptr;   // guarded by mu_
-  int sleeps_ = 0;                                 // guarded by mu_
+  TimePoint now_{std::chrono::hours(1)};          // guarded by mu_
+  std::optional<TimePoint> sleeping_until_;       // guarded by mu_
+  std::mutex* waiter_mu_ = nullptr;               // guarded by mu_
+  std::condition_variable* waiter_cv_ = nullptr;  // guarded by mu_
+  int sleeps_ = 0;                                // guarded by mu_
 };
 
 }  // namespace ckpt

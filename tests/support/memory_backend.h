@@ -54,16 +54,16 @@ class MemoryBackend final : public StoreBackend {
   const std::string name_ = "memory";
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  bool hold_ = false;        // guarded by mu_
-  bool holding_ = false;     // guarded by mu_: a batch waits in ApplyBatch
-  std::optional<BatchResult> next_outcome_;  // guarded by mu_
-  std::optional<size_t> next_answer_count_;  // guarded by mu_
-  Status read_failure_;                      // guarded by mu_
-  std::vector<size_t> batch_sizes_;          // guarded by mu_
-  std::map<PipelineKey, PipelineRecord> records_;                                // guarded by mu_
-  std::map<PipelineKey, int64_t> counters_;                                      // guarded by mu_
-  std::map<PipelineKey, std::map<int64_t, CompletedCheckpoint>> history_;        // guarded by mu_
-  int64_t probe_ms_ = 0;                                                         // guarded by mu_
+  bool hold_ = false;                              // guarded by mu_
+  bool holding_ = false;                           // guarded by mu_: a batch waits in ApplyBatch
+  std::optional<BatchResult> next_outcome_;        // guarded by mu_
+  std::optional<size_t> next_answer_count_;        // guarded by mu_
+  Status read_failure_;                            // guarded by mu_
+  std::vector<size_t> batch_sizes_;                // guarded by mu_
+  std::map<PipelineKey, PipelineRecord> records_;  // guarded by mu_
+  std::map<PipelineKey, int64_t> counters_;        // guarded by mu_
+  std::map<PipelineKey, std::map<int64_t, CompletedCheckpoint>> history_;  // guarded by mu_
+  int64_t probe_ms_ = 0;                                                   // guarded by mu_
 };
 
 }  // namespace ckpt

@@ -391,13 +391,12 @@ int main(int argc, char** argv) {
       messages.push_back(std::move(ack));
     }
     const int total = static_cast<int>(messages.size());
-    owned.push_back(std::make_unique<Stream>(worker_stub.get(), std::move(messages), &tally,
-                                             &counts));
+    owned.push_back(
+        std::make_unique<Stream>(worker_stub.get(), std::move(messages), &tally, &counts));
     Stream* stream = owned.back().get();
     // Every message written (the daemon read them: its stream's flow control), or the stream
     // ended (a hello refused).
-    WaitFor([&] { return counts.writes.load() == total || tally.Json()["unfinished"] == 0; },
-            wait);
+    WaitFor([&] { return counts.writes.load() == total || tally.Json()["unfinished"] == 0; }, wait);
     stream->Cancel();
     tally.Wait(wait);
     auto out = tally.Json();

@@ -59,8 +59,8 @@ const BrokenCase kBrokenCases[] = {
      "listen: expected a string, got a map"},
     {"list where a map is expected", "store: [sqlite]\n", "1:8",
      "store must be a map of keys, got a list"},
-    {"empty value points at its key", "listen: 127.0.0.1:1\nthreads:\nlog: {level: info}\n",
-     "2:1", "threads: expected an integer, got nothing"},
+    {"empty value points at its key", "listen: 127.0.0.1:1\nthreads:\nlog: {level: info}\n", "2:1",
+     "threads: expected an integer, got nothing"},
     {"syntax error: unclosed flow list", "pipelines: [a\nthreads: 2\n", "2:8",
      "end of sequence flow not found"},
     {"syntax error: tab indentation", "log:\n\tlevel: info\n", "2:7", "illegal map value"},
@@ -497,7 +497,8 @@ TEST(ConfigLoad, OnlyARegularFileOfBoundedSizeIsRead) {
   {
     std::ofstream out(big);
     const std::string comment = "# " + std::string(1022, 'x') + "\n";
-    for (uint64_t written = 0; written <= kMaxConfigBytes; written += comment.size()) out << comment;
+    for (uint64_t written = 0; written <= kMaxConfigBytes; written += comment.size())
+      out << comment;
   }
   result = LoadDaemonConfig(big);
   std::remove(big.c_str());

@@ -90,7 +90,8 @@ class Harness {
       if (auto* a = std::get_if<EndSession>(&action)) ended.push_back(*a);
       if (auto* a = std::get_if<RecordTriggerDelay>(&action)) delays.push_back(a->delay);
       if (auto* a = std::get_if<RoundFinished>(&action)) finished.push_back(*a);
-      if (auto* a = std::get_if<IgnoredMessage>(&action)) ignored.push_back(IgnoredReasonLabel(a->reason));
+      if (auto* a = std::get_if<IgnoredMessage>(&action))
+        ignored.push_back(IgnoredReasonLabel(a->reason));
       if (auto* a = std::get_if<PersistRecord>(&action)) {
         persisted.push_back(a->record);
         persisted_records.push_back(a->record);
@@ -117,7 +118,8 @@ class Harness {
 
   // Registers every task of the spec on one session (id 1 by default).
   void RegisterAll(SessionId session = 1, const std::string& worker = "w1") {
-    auto reg = coordinator->OnRegister(session, worker, coordinator->Describe().spec.task_ids, false);
+    auto reg =
+        coordinator->OnRegister(session, worker, coordinator->Describe().spec.task_ids, false);
     ASSERT_TRUE(reg.status.ok()) << reg.status.ToString();
     Apply(reg.actions);
   }

@@ -275,7 +275,7 @@ TEST(CoordinatorSavepoint, AWorkersQueuedSavepointWaitsUntilItsTimeout) {
   h.Apply(h.c().OnRegister(1, "w1", {"a"}, false).actions);  // b missing: queued
   h.Apply(h.c().OnWorkerSavepointRequest(1, "", false));
   h.Apply(h.c().RequestSavepoint("", false, milliseconds(60000)).actions);  // an operator joins
-  h.Apply(h.c().OnSavepointCallersGone());  // and goes away
+  h.Apply(h.c().OnSavepointCallersGone());                                  // and goes away
   EXPECT_TRUE(h.c().CurrentSavepoint().has_value()) << "the worker still waits for it";
 }
 

@@ -174,9 +174,7 @@ TEST(CoordinatorRaces, TakeoverRacingTheOldStreamsLastAckNeverLosesACompletion) 
     int64_t welcome_last_completed = -1;
     for (Event e : order.events) {
       switch (e) {
-        case Event::kOldAck:
-          h.Apply(h.c().OnAck(1, stale, "a", kState));
-          break;
+        case Event::kOldAck: h.Apply(h.c().OnAck(1, stale, "a", kState)); break;
         case Event::kTakeover: {
           auto reg = h.c().OnRegister(2, "new", {"a"}, /*takeover=*/true);
           ASSERT_TRUE(reg.status.ok()) << reg.status.ToString();
@@ -199,7 +197,8 @@ TEST(CoordinatorRaces, TakeoverRacingTheOldStreamsLastAckNeverLosesACompletion) 
     }
     EXPECT_EQ(SomeStreamToldComplete(h, stale, welcome_last_completed), order.durable)
         << "checkpoint " << stale
-        << (order.durable ? " is durable but nobody was told" : " was announced but is not durable");
+        << (order.durable ? " is durable but nobody was told"
+                          : " was announced but is not durable");
     EXPECT_EQ(h.c().Describe().last_completed_checkpoint_id, order.durable ? stale : 0);
     EXPECT_FALSE(h.c().HasPendingRound()) << "the raced round never ended";
     if (order.durable) {

@@ -327,7 +327,8 @@ TEST(Coordinator, MissingTasksWarningIsRateLimited) {
   h.RunFor(milliseconds(35000));
   int warnings = 0;
   for (const auto& l : h.logs) {
-    if (l.level == LogLevel::kWarn && l.text.find("waiting for 2 of 2 tasks: a, b") == 0) ++warnings;
+    if (l.level == LogLevel::kWarn && l.text.find("waiting for 2 of 2 tasks: a, b") == 0)
+      ++warnings;
   }
   EXPECT_EQ(warnings, 3) << "one warning per 10 s in 35 s";
 }

@@ -111,11 +111,10 @@ TEST(CtlOutputJson, CheckpointWithStateSortedByTask) {
   (*c.mutable_state())["a"] = a;
 
   const Json json = CheckpointJson(c);
-  EXPECT_EQ(Keys(json),
-            (std::vector<std::string>{"checkpoint_id", "kind", "status", "triggered_at_ms",
-                                      "finished_at_ms", "acked_tasks", "expected_tasks",
-                                      "failure_reason", "location", "state", "pending_tasks",
-                                      "pending_tasks_total"}));
+  EXPECT_EQ(Keys(json), (std::vector<std::string>{
+                            "checkpoint_id", "kind", "status", "triggered_at_ms", "finished_at_ms",
+                            "acked_tasks", "expected_tasks", "failure_reason", "location", "state",
+                            "pending_tasks", "pending_tasks_total"}));
   EXPECT_EQ(json["kind"], "SAVEPOINT_AND_STOP");
   EXPECT_EQ(json["status"], "COMPLETED");
   EXPECT_EQ(json["failure_reason"], "");

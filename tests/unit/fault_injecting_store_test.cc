@@ -19,7 +19,6 @@ namespace fs = std::filesystem;
 // The double the integration tests use to make the store fail, over a real SQLite store.
 class FaultInjectingStoreTest : public ::testing::Test {
  protected:
-
   ckpt::testing::ScopedTempDir temp_{"ckptd-fault-store"};
   const fs::path dir_ = temp_.path();
 };
@@ -43,9 +42,9 @@ TEST_F(FaultInjectingStoreTest, FailsTheCallsItWasToldToInOrder) {
   store.FailNextCommits(2, Status::Internal("disk on fire"));
   store.FailNextReserves(1, Status::Unavailable("reservation refused"), PipelineKey{"j", "p"});
   store.PutPipeline(r, record(0));
-  store.CommitCheckpoint(CommitOf(r, MakeCheckpoint(1)), record(1));      // injected
-  store.ReserveIds(other.spec.key, 50, record(2));              // not the targeted pipeline
-  store.ReserveIds(r.spec.key, 100, record(3));                 // injected
+  store.CommitCheckpoint(CommitOf(r, MakeCheckpoint(1)), record(1));  // injected
+  store.ReserveIds(other.spec.key, 50, record(2));                    // not the targeted pipeline
+  store.ReserveIds(r.spec.key, 100, record(3));                       // injected
   store.CommitCheckpoint(CommitOf(other, MakeCheckpoint(2)), record(4));  // injected (any pipeline)
   store.CommitCheckpoint(CommitOf(r, MakeCheckpoint(3)), record(5));
   store.ReserveIds(r.spec.key, 200, record(6));
@@ -77,7 +76,8 @@ TEST_F(FaultInjectingStoreTest, FailsTheCallsItWasToldToInOrder) {
   // A new plan replaces the old one; count 0 cancels.
   store.FailNextCommits(5, Status::Internal("x"));
   store.FailNextCommits(0, Status::Internal("x"));
-  EXPECT_TRUE(Await([&](auto done) { store.CommitCheckpoint(CommitOf(r, MakeCheckpoint(4)), done); }).ok());
+  EXPECT_TRUE(
+      Await([&](auto done) { store.CommitCheckpoint(CommitOf(r, MakeCheckpoint(4)), done); }).ok());
 
   ASSERT_TRUE(Await([&](auto done) { store.DeletePipeline(r.spec.key, done); }).ok());
   auto loaded = store.LoadPipelines();

@@ -200,7 +200,8 @@ TEST_F(GroupCommitStoreTest, ABatchTheBackendDidNotWriteFailsEveryOpAndTheStoreG
   EXPECT_EQ(store_->ops_failed(), 3u);
 }
 
-TEST_F(GroupCommitStoreTest, AnUnknownOutcomeAnswersNoneOfItsBatchStopsTheStoreAndFailsLaterWrites) {
+TEST_F(GroupCommitStoreTest,
+       AnUnknownOutcomeAnswersNoneOfItsBatchStopsTheStoreAndFailsLaterWrites) {
   Open();
   backend_->EndNextBatchWith(BatchResult::Outcome::kStop,
                              Status::Unavailable("fsync failed (test)"));

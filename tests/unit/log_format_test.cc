@@ -47,14 +47,14 @@ TEST(TextLog, AHugeMessageIsCut) {
 }
 
 TEST(JsonLog, OneObjectPerLine) {
-  EXPECT_EQ(Format("hello", spdlog::level::warn),
-            "{\"time\":\"2024-05-01T12:00:00.123Z\",\"level\":\"warning\",\"message\":\"hello\"}\n");
+  EXPECT_EQ(
+      Format("hello", spdlog::level::warn),
+      "{\"time\":\"2024-05-01T12:00:00.123Z\",\"level\":\"warning\",\"message\":\"hello\"}\n");
 }
 
 TEST(JsonLog, EscapesWhatJsonNeeds) {
   const std::string line = Format("a \"quote\", a \\ and\na newline\t\x01");
-  EXPECT_NE(line.find(R"("message":"a \"quote\", a \\ and\na newline\t\u0001")"),
-            std::string::npos)
+  EXPECT_NE(line.find(R"("message":"a \"quote\", a \\ and\na newline\t\u0001")"), std::string::npos)
       << line;
   EXPECT_EQ(line.find('\n'), line.size() - 1) << "one line, whatever the message";
 }
@@ -62,8 +62,7 @@ TEST(JsonLog, EscapesWhatJsonNeeds) {
 TEST(JsonLog, InvalidUtf8BecomesReplacementCharacters) {
   EXPECT_NE(Format("bad \xff\xc3 end").find(R"("message":"bad \ufffd\ufffd end")"),
             std::string::npos);
-  EXPECT_NE(Format("ok \xc3\xa9 \xe2\x82\xac").find("ok \xc3\xa9 \xe2\x82\xac"),
-            std::string::npos);
+  EXPECT_NE(Format("ok \xc3\xa9 \xe2\x82\xac").find("ok \xc3\xa9 \xe2\x82\xac"), std::string::npos);
   EXPECT_NE(Format("surrogate \xed\xa0\x80").find(R"(surrogate \ufffd\ufffd\ufffd)"),
             std::string::npos);
 }
@@ -75,8 +74,9 @@ TEST(JsonLog, PipelineLinesCarryJobAndPipelineFields) {
     const ScopedLogPipeline about(key);
     line = Format("[etl/orders \"eu\"] checkpoint 7 completed");
   }
-  EXPECT_NE(line.find(R"("job":"etl","pipeline":"orders \"eu\"","message":"checkpoint 7 completed")"),
-            std::string::npos)
+  EXPECT_NE(
+      line.find(R"("job":"etl","pipeline":"orders \"eu\"","message":"checkpoint 7 completed")"),
+      std::string::npos)
       << line;
   EXPECT_EQ(Format("[etl/orders] not in a scope").find("\"job\""), std::string::npos)
       << "the context ends with its scope";

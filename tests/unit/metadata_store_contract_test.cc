@@ -135,8 +135,9 @@ TEST_P(MetadataStoreContract, ACommitIsListedNewestFirstWithItsTaskStates) {
     ASSERT_TRUE(Await([&](auto done) { store->CommitCheckpoint(CommitOf(r, cp), done); }).ok());
     committed.insert(committed.begin(), cp);
   }
-  ASSERT_TRUE(
-      Await([&](auto done) { store->CommitCheckpoint(CommitOf(neighbour, MakeCheckpoint(3)), done); }).ok());
+  ASSERT_TRUE(Await([&](auto done) {
+                store->CommitCheckpoint(CommitOf(neighbour, MakeCheckpoint(3)), done);
+              }).ok());
 
   auto listed = store->ListCompleted(r.spec.key, 0);
   ASSERT_TRUE(listed.ok()) << listed.status().ToString();
@@ -159,10 +160,10 @@ TEST_P(MetadataStoreContract, ACommitIsListedNewestFirstWithItsTaskStates) {
   EXPECT_EQ((*loaded)[0].id_counter, 4);
   EXPECT_EQ((*loaded)[1].record, neighbour);
 
-  Status bad = Await([&](auto done) { store->CommitCheckpoint(CommitOf(r, MakeCheckpoint(0)), done); });
+  Status bad =
+      Await([&](auto done) { store->CommitCheckpoint(CommitOf(r, MakeCheckpoint(0)), done); });
   EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument) << bad.ToString();
 }
-
 
 TEST_P(MetadataStoreContract, RetentionTrimsCheckpointsButKeepsSavepoints) {
   auto store = Open();
@@ -183,12 +184,13 @@ TEST_P(MetadataStoreContract, RetentionTrimsCheckpointsButKeepsSavepoints) {
 
   // A smaller window applies from the next commit on.
   r.spec.retained = 1;
-  ASSERT_TRUE(Await([&](auto done) { store->CommitCheckpoint(CommitOf(r, MakeCheckpoint(11)), done); }).ok());
+  ASSERT_TRUE(Await([&](auto done) {
+                store->CommitCheckpoint(CommitOf(r, MakeCheckpoint(11)), done);
+              }).ok());
   listed = store->ListCompleted(r.spec.key, 0);
   ASSERT_TRUE(listed.ok());
   EXPECT_EQ(Ids(*listed), (std::vector<int64_t>{11, 8, 7, 4}));
 }
-
 
 TEST_P(MetadataStoreContract, ADuplicateCheckpointIdFailsOnlyThatOpOfItsBatch) {
   auto store = Open();
@@ -243,7 +245,6 @@ TEST_P(MetadataStoreContract, ADuplicateCheckpointIdFailsOnlyThatOpOfItsBatch) {
   EXPECT_EQ((*loaded)[1].record, b);
 }
 
-
 TEST_P(MetadataStoreContract, ProgressIsWrittenAloneAndNeverRevivesADeletedPipeline) {
   auto store = Open();
   PipelineRecord r = MakeRecord("j", "p");
@@ -296,18 +297,17 @@ TEST_P(MetadataStoreContract, TheHistoryIsReadInPagesBelowAnId) {
 
 INSTANTIATE_TEST_SUITE_P(
     Backends, MetadataStoreContract,
-    ::testing::Values(
-        Backend{"sqlite",
-                [](const fs::path& dir) -> std::unique_ptr<GroupCommitStore> {
-                  auto store = SqliteStore::Open(dir.string());
-                  if (!store.ok()) return nullptr;
-                  return std::move(*store);
-                }},
-        Backend{"memory",
-                [](const fs::path&) {
-                  return std::make_unique<GroupCommitStore>(std::make_unique<MemoryBackend>(),
-                                                            GroupCommitOptions{});
-                }}),
+    ::testing::Values(Backend{"sqlite",
+                              [](const fs::path& dir) -> std::unique_ptr<GroupCommitStore> {
+                                auto store = SqliteStore::Open(dir.string());
+                                if (!store.ok()) return nullptr;
+                                return std::move(*store);
+                              }},
+                      Backend{"memory",
+                              [](const fs::path&) {
+                                return std::make_unique<GroupCommitStore>(
+                                    std::make_unique<MemoryBackend>(), GroupCommitOptions{});
+                              }}),
     [](const ::testing::TestParamInfo<Backend>& info) { return info.param.name; });
 
 }  // namespace

@@ -29,8 +29,8 @@ TEST(PathSegment, SlashesAndParentDirectoriesCannotEscape) {
 TEST(PathSegment, DistinctIdsNeverShareADirectory) {
   // "%" is itself encoded, so an id that looks like an encoding cannot collide with one.
   const std::set<std::string> encoded = {EncodePathSegment("a/b"), EncodePathSegment("a%2Fb"),
-                                         EncodePathSegment(".."), EncodePathSegment("%2E%2E"),
-                                         EncodePathSegment("ä"), EncodePathSegment("%C3%A4")};
+                                         EncodePathSegment(".."),  EncodePathSegment("%2E%2E"),
+                                         EncodePathSegment("ä"),   EncodePathSegment("%C3%A4")};
   EXPECT_EQ(encoded.size(), 6u);
 }
 

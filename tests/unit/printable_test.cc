@@ -10,7 +10,10 @@ TEST(Printable, ControlCharactersAndInvalidUtf8BecomeHexEscapes) {
   EXPECT_EQ(Printable("w1\n2026-12-01T00:00:00.000 critical forged"),
             "w1\\x0a2026-12-01T00:00:00.000 critical forged");
   EXPECT_EQ(Printable("\x1b[31mred\x1b[0m"), "\\x1b[31mred\\x1b[0m");
-  EXPECT_EQ(Printable("a\xc2\x9b" "31m"), "a\\xc2\\x9b31m") << "a C1 control is a terminal escape too";
+  EXPECT_EQ(Printable("a\xc2\x9b"
+                      "31m"),
+            "a\\xc2\\x9b31m")
+      << "a C1 control is a terminal escape too";
   EXPECT_EQ(Printable("bad\xff\xfe"), "bad\\xff\\xfe");
   EXPECT_EQ(Printable("back\\slash"), "back\\\\slash") << "so that an escape cannot be faked";
   EXPECT_EQ(Printable("del\x7f"), "del\\x7f");
@@ -31,10 +34,10 @@ TEST(Printable, LongTextIsCutSayingHowMuchWasLeftOut) {
 
 TEST(Printable, Utf8Validity) {
   EXPECT_TRUE(IsValidUtf8("plain ü 日本 😀"));
-  EXPECT_FALSE(IsValidUtf8("\xc0\xaf"));        // overlong
-  EXPECT_FALSE(IsValidUtf8("\xed\xa0\x80"));    // surrogate
+  EXPECT_FALSE(IsValidUtf8("\xc0\xaf"));          // overlong
+  EXPECT_FALSE(IsValidUtf8("\xed\xa0\x80"));      // surrogate
   EXPECT_FALSE(IsValidUtf8("\xf4\x90\x80\x80"));  // past U+10FFFF
-  EXPECT_FALSE(IsValidUtf8("\xe6\x97"));        // cut short
+  EXPECT_FALSE(IsValidUtf8("\xe6\x97"));          // cut short
 }
 
 }  // namespace

@@ -43,7 +43,11 @@ TEST(SpecValidation, RejectsNonsenseWithAReason) {
       {"control char", [](PipelineSpec& s) { s.key.pipeline_id = "a\nb"; }, "control character"},
       {"long id", [](PipelineSpec& s) { s.key.job_id = std::string(300, 'x'); }, "longer than"},
       {"no tasks", [](PipelineSpec& s) { s.task_ids.clear(); }, "task_ids is empty"},
-      {"duplicate task", [](PipelineSpec& s) { s.task_ids = {"a", "a"}; }, "duplicate"},
+      {"duplicate task",
+       [](PipelineSpec& s) {
+         s.task_ids = {"a", "a"};
+       },
+       "duplicate"},
       {"interval too short", [](PipelineSpec& s) { s.interval_ms = 5; }, "interval_ms"},
       {"timeout zero", [](PipelineSpec& s) { s.timeout_ms = 0; }, "timeout_ms"},
       {"negative pause", [](PipelineSpec& s) { s.min_pause_ms = -1; }, "min_pause_ms"},

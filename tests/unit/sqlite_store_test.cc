@@ -150,7 +150,6 @@ std::string ReadFile(const fs::path& path) {
 
 class SqliteStoreTest : public ::testing::Test {
  protected:
-
   std::unique_ptr<SqliteStore> OpenStore(SqliteStoreOptions options = {}) {
     auto store = SqliteStore::Open(dir_.string(), std::move(options));
     EXPECT_TRUE(store.ok()) << store.status().ToString();
@@ -181,7 +180,9 @@ TEST_F(SqliteStoreTest, UnstorableTextFailsTheWriteNotTheStore) {
   ASSERT_TRUE(loaded.ok());
   EXPECT_TRUE(loaded->empty());
   ASSERT_TRUE(Await([&](auto done) { store->PutPipeline(r, done); }).ok());
-  ASSERT_TRUE(Await([&](auto done) { store->CommitCheckpoint(CommitOf(r, MakeCheckpoint(1)), done); }).ok());
+  ASSERT_TRUE(Await([&](auto done) {
+                store->CommitCheckpoint(CommitOf(r, MakeCheckpoint(1)), done);
+              }).ok());
 }
 
 TEST_F(SqliteStoreTest, GroupCommitBatchesWritesFromManyThreads) {
@@ -445,14 +446,16 @@ TEST_F(SqliteStoreTest, DiskFullAtCommitFailsCleanlyAndTheStoreGoesOnWhenSpaceRe
   ASSERT_TRUE(Await([&](auto done) { store->PutPipeline(r, done); }).ok());
 
   g_wal_disk_full = true;
-  Status refused = Await([&](auto done) { store->CommitCheckpoint(CommitOf(r, MakeCheckpoint(1)), done); });
+  Status refused =
+      Await([&](auto done) { store->CommitCheckpoint(CommitOf(r, MakeCheckpoint(1)), done); });
   g_wal_disk_full = false;
   EXPECT_GT(g_refused_wal_writes.load(), 0);
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.message().find("disk full"), std::string::npos) << refused.ToString();
   EXPECT_FALSE(fatal.load()) << "a refused write is a known outcome, not a reason to stop";
 
-  ASSERT_TRUE(Await([&](auto done) { store->CommitCheckpoint(CommitOf(r, MakeCheckpoint(2)), done); }).ok())
+  ASSERT_TRUE(
+      Await([&](auto done) { store->CommitCheckpoint(CommitOf(r, MakeCheckpoint(2)), done); }).ok())
       << "the store goes on once space returns";
   store.reset();
 

@@ -11,9 +11,9 @@
 #include <future>
 #include <iterator>
 
+#include "sqlite/sqlite_store.h"
 #include "store/data_dir.h"
 #include "store/data_dir_lock.h"
-#include "sqlite/sqlite_store.h"
 #include "store_test_util.h"
 #include "support/scoped_temp_dir.h"
 

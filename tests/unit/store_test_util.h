@@ -29,7 +29,8 @@ inline Status Await(const std::function<void(MetadataStore::Done)>& issue) {
   return future.get();
 }
 
-inline PipelineRecord MakeRecord(const std::string& job, const std::string& pipeline, int retained = 10) {
+inline PipelineRecord MakeRecord(const std::string& job, const std::string& pipeline,
+                                 int retained = 10) {
   PipelineRecord r;
   r.spec.key = {job, pipeline};
   r.spec.task_ids = {"0", "1", "2"};
@@ -37,7 +38,8 @@ inline PipelineRecord MakeRecord(const std::string& job, const std::string& pipe
   return r;
 }
 
-inline CompletedCheckpoint MakeCheckpoint(int64_t id, CheckpointKind kind = CheckpointKind::kCheckpoint) {
+inline CompletedCheckpoint MakeCheckpoint(int64_t id,
+                                          CheckpointKind kind = CheckpointKind::kCheckpoint) {
   CompletedCheckpoint cp;
   cp.checkpoint_id = id;
   cp.kind = kind;
