@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs every test: setup, configure, build, then ctest: unit, integration and end-to-end tests
-# (the e2e ones drive the built binaries as processes). Then the same suites under sanitizers: ASan+UBSan (all of them) and TSan (unit and
+# Runs every test: setup, the format check (scripts/lint.sh --format-only), configure, build,
+# then ctest: unit, integration and end-to-end tests (the e2e ones drive the built binaries as
+# processes). Then the same suites under sanitizers: ASan+UBSan (all of them) and TSan (unit and
 # integration; built with clang, whose -Wthread-safety checks the locking annotations), then the
 # libFuzzer targets for CKPT_FUZZ_SECONDS (default 60) each (scripts/fuzz.sh). Every build turns
 # compiler warnings into errors (CKPT_WERROR). Non-zero exit if anything failed.
@@ -10,6 +11,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build_dir=${BUILD_DIR:-$root/build}
 
 "$root/scripts/setup.sh"
+"$root/scripts/lint.sh" --format-only
 echo "== build ($build_dir)"
 "$root/scripts/build.sh" "$build_dir" -DCKPT_WERROR=ON
 

@@ -191,7 +191,10 @@ MaybeYamlError ForEachField(const YAML::Node& map, const std::string& path,
                                        " (first at line " + std::to_string(first->second.line + 1) +
                                        ")"};
     }
-    YamlField field{name, path.empty() ? name : path + "." + name, key, value};
+    std::string field_path = path;  // "a.b.name"
+    if (!field_path.empty()) field_path += '.';
+    field_path += name;
+    YamlField field{name, std::move(field_path), key, value};
     if (auto error = visit(field)) return error;
   }
   return std::nullopt;

@@ -35,7 +35,7 @@ grpc::ServerUnaryReactor* Reply(grpc::CallbackServerContext* ctx, const Status& 
 // Finishes the RPC with the pipeline's status once an operator action ran on its strand.
 PipelineRunner::StatusDone ReplyWithPipeline(grpc::ServerUnaryReactor* reactor,
                                              v1::Pipeline* resp) {
-  return [reactor, resp](Status s, const PipelineStatus& status) {
+  return [reactor, resp](const Status& s, const PipelineStatus& status) {
     if (s.ok()) ToProto(status, resp);
     reactor->Finish(ToGrpcStatus(s));
   };
@@ -118,7 +118,8 @@ grpc::ServerUnaryReactor* AdminServiceImpl::DeletePipeline(grpc::CallbackServerC
   auto runner = Lookup(req->job_id(), req->pipeline_id());
   if (!runner.ok()) return Reply(ctx, runner.status());
   auto* reactor = ctx->DefaultReactor();
-  backend_.DeletePipeline(*runner, [reactor](Status s) { reactor->Finish(ToGrpcStatus(s)); });
+  backend_.DeletePipeline(*runner,
+                          [reactor](const Status& s) { reactor->Finish(ToGrpcStatus(s)); });
   return reactor;
 }
 
@@ -227,7 +228,7 @@ grpc::ServerUnaryReactor* AdminServiceImpl::TriggerCheckpoint(grpc::CallbackServ
   if (!runner.ok()) return Reply(ctx, runner.status());
   auto* reactor = ctx->DefaultReactor();
   (*runner)->TriggerCheckpoint(
-      [reactor, resp](Status s, const std::optional<PendingSummary>& pending) {
+      [reactor, resp](const Status& s, const std::optional<PendingSummary>& pending) {
         if (s.ok() && pending) ToProto(*pending, resp);
         reactor->Finish(ToGrpcStatus(s));
       });

@@ -120,33 +120,34 @@ void PipelineHost::Create(const PipelineSpec& spec, CreateDone done, bool from_c
   stored.record.spec = spec;
   stored.record.from_config = from_config;
   stored.id_counter = *counter;
-  store_.PutPipeline(stored.record, [this, stored, created, done = std::move(done)](Status s) {
-    store_health_.Report(s);
-    if (!s.ok()) {
-      created();
-      return done(Status::Unavailable("storing the pipeline failed: " + s.message()));
-    }
-    auto runner = MakeRunner(stored, /*restarted=*/false);
-    const bool added = registry_.Add(runner);
-    created();
-    if (!added) {
-      return done(
-          Status::AlreadyExists("pipeline " + stored.record.spec.key.ToString() + " exists"));
-    }
-    runner->Start();
-    spdlog::info("[{}] pipeline created ({} tasks, interval {} ms)",
-                 stored.record.spec.key.ToString(), stored.record.spec.task_ids.size(),
-                 stored.record.spec.interval_ms);
-    done(runner);
-  });
+  store_.PutPipeline(
+      stored.record, [this, stored, created, done = std::move(done)](const Status& s) {
+        store_health_.Report(s);
+        if (!s.ok()) {
+          created();
+          return done(Status::Unavailable("storing the pipeline failed: " + s.message()));
+        }
+        auto runner = MakeRunner(stored, /*restarted=*/false);
+        const bool added = registry_.Add(runner);
+        created();
+        if (!added) {
+          return done(
+              Status::AlreadyExists("pipeline " + stored.record.spec.key.ToString() + " exists"));
+        }
+        runner->Start();
+        spdlog::info("[{}] pipeline created ({} tasks, interval {} ms)",
+                     stored.record.spec.key.ToString(), stored.record.spec.task_ids.size(),
+                     stored.record.spec.interval_ms);
+        done(runner);
+      });
 }
 
-void PipelineHost::Delete(std::shared_ptr<PipelineRunner> runner,
+void PipelineHost::Delete(const std::shared_ptr<PipelineRunner>& runner,
                           std::function<void(Status)> done) {
   const std::string declared_in =
       options_.config_source.empty() ? "(none)" : options_.config_source;
   runner->Delete(
-      [this, key = runner->key(), done = std::move(done)](Status s) mutable {
+      [this, key = runner->key(), done = std::move(done)](const Status& s) mutable {
         if (!s.ok()) return done(s);
         // The store delete is queued before the name is free: a create of the same name can
         // only pass its registry check after this, so its record is written after the delete,
@@ -242,7 +243,7 @@ ReloadResult PipelineHost::ApplyDeclared(const std::vector<PipelineSpec>& declar
     }
     Create(
         spec,
-        [latch, name](Result<std::shared_ptr<PipelineRunner>> created) {
+        [latch, name](const Result<std::shared_ptr<PipelineRunner>>& created) {
           if (!created.ok()) {
             spdlog::error("[{}] reload: not created: {}", name, created.status().message());
             return latch->Done(&ReloadResult::failed);

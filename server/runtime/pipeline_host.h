@@ -75,7 +75,7 @@ class PipelineHost {
   void Create(const PipelineSpec& spec, CreateDone done, bool from_config = false);
   // Ends the pipeline's streams with NOT_FOUND, stops it and deletes its record and history (not
   // its id counter). `done` runs once the delete is durable.
-  void Delete(std::shared_ptr<PipelineRunner> runner, std::function<void(Status)> done);
+  void Delete(const std::shared_ptr<PipelineRunner>& runner, std::function<void(Status)> done);
 
   // A reload's pipelines: the declared ones created or updated, API ones left alone, the ones no
   // longer declared handed to the API. Waits up to `wait` (or until CancelApplyDeclared) for the

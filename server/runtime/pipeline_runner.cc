@@ -439,7 +439,7 @@ void PipelineRunner::Execute(Action& action) {
 }
 
 MetadataStore::Done PipelineRunner::PersistDone(bool whole_record) {
-  return [self = shared_from_this(), whole_record](Status s) {
+  return [self = shared_from_this(), whole_record](const Status& s) {
     self->ReportWrite(s);
     if (s.ok()) return;
     self->LogLine(LogLevel::kError,

@@ -82,7 +82,7 @@ void StoreHealth::ArmProbe(const std::shared_ptr<State>& state) {
         return;
       }
     }
-    state->store.Probe([state](Status result) {
+    state->store.Probe([state](const Status& result) {
       State::Report(state, result);
       // Still failing: look again in a while (a write that succeeded meanwhile ended it).
       MutexLock lock(state->mu);

@@ -1,5 +1,13 @@
 #pragma once
 // A real ckptd in process: gRPC on 127.0.0.1:0, a SQLite file in a fresh temp dir, removed after.
+//
+// Time is real here, on purpose. The daemon's leases, timeouts and intervals are Asio timers on
+// the steady clock; a fake clock would have to drive those timers too (a clock type of our own
+// for every timer, with waits capped so that a jump is seen), which costs the production loops
+// wake-ups for the sake of tests. Instead a test shortens what it waits for through the config
+// (lease_ttl_ms 300, hello_timeout_ms 300, intervals of 50 ms), so that no wait here is longer
+// than about a second, and every ordering that matters is played out deterministically where
+// time is injected: the coordinator (core/clock.h), with its unit tests and fuzzer.
 
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
