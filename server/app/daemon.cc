@@ -310,6 +310,7 @@ void Daemon::Shutdown() {
   if (metrics_server_) metrics_server_->Stop();
   spdlog::info("shutting down: no new triggers; pending rounds have {} ms to finish",
                config_.shutdown_grace_ms);
+  host_->RefuseCreates();
   auto runners = host_->registry().All();
   // The pending gauge is exact only once every runner has taken the shutdown in: a round whose
   // trigger went out an instant ago may not be counted yet, and must not be aborted as if none
@@ -322,6 +323,10 @@ void Daemon::Shutdown() {
          std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(
         std::chrono::milliseconds(10));  // the controlling thread, not a strand
+  }
+  if (begun->load() < runners.size()) {
+    spdlog::warn("{} of {} pipeline(s) did not take the shutdown in within the grace period",
+                 runners.size() - begun->load(), runners.size());
   }
   if (metrics_.pending_checkpoints.load() > 0) {
     spdlog::warn("{} round(s) still pending after the grace period; they are aborted",

@@ -31,7 +31,8 @@ class CKPT_CAPABILITY("mutex") Mutex {
   std::mutex mu_;
 };
 
-// Holds a Mutex for its scope; Unlock/Lock let a scope give it up for a while.
+// Holds a Mutex for its whole scope (no unlocking half-way: a CondVar wait relies on it being
+// held, which the analysis does not check by itself).
 class CKPT_SCOPED_CAPABILITY MutexLock {
  public:
   explicit MutexLock(Mutex& mu) CKPT_ACQUIRE(mu) : lock_(mu.native()) {}
@@ -39,8 +40,6 @@ class CKPT_SCOPED_CAPABILITY MutexLock {
   MutexLock(const MutexLock&) = delete;
   MutexLock& operator=(const MutexLock&) = delete;
 
-  void Unlock() CKPT_RELEASE() { lock_.unlock(); }
-  void Lock() CKPT_ACQUIRE() { lock_.lock(); }
   std::unique_lock<std::mutex>& native() { return lock_; }
 
  private:

@@ -100,6 +100,7 @@ void PipelineHost::OnStoreWritable(bool writable) {
 
 void PipelineHost::Create(const PipelineSpec& spec, CreateDone done, bool from_config) {
   if (auto s = ValidateSpec(spec); !s.ok()) return done(s);
+  if (refusing_creates_.load()) return done(Status::Unavailable("ckptd is shutting down"));
   {
     MutexLock lock(creating_mu_);
     if (registry_.Find(spec.key) || !creating_.insert(spec.key).second) {
@@ -135,6 +136,9 @@ void PipelineHost::Create(const PipelineSpec& spec, CreateDone done, bool from_c
               Status::AlreadyExists("pipeline " + stored.record.spec.key.ToString() + " exists"));
         }
         runner->Start();
+        // Its record was on its way when shutdown began, which does not know of it: it starts
+        // shut down (no trigger; the restart loads it).
+        if (refusing_creates_.load()) runner->BeginShutdown();
         spdlog::info("[{}] pipeline created ({} tasks, interval {} ms)",
                      stored.record.spec.key.ToString(), stored.record.spec.task_ids.size(),
                      stored.record.spec.interval_ms);

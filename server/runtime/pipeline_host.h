@@ -9,6 +9,7 @@
 // Everything else is safe from any thread. Callbacks (`done`) run on the store's writer thread or
 // the caller's and must not block.
 
+#include <atomic>
 #include <boost/asio/thread_pool.hpp>
 #include <chrono>
 #include <functional>
@@ -99,8 +100,11 @@ class PipelineHost {
   // gRPC reaction ever waits on disk.
   boost::asio::thread_pool& blocking_pool() { return blocking_pool_; }
 
-  // Shutdown, in this order, from the controlling thread: StopProbing (no store probes after the
-  // store's last flush), then JoinBlockingPool.
+  // Shutdown, in this order, from the controlling thread: RefuseCreates first (no pipeline appears
+  // that shutdown would not know of: a create from now on is UNAVAILABLE, one already writing its
+  // record starts shut down), later StopProbing (no store probes after the store's last flush),
+  // then JoinBlockingPool.
+  void RefuseCreates() { refusing_creates_.store(true); }
   void StopProbing() { store_health_.Stop(); }
   void JoinBlockingPool() { blocking_pool_.join(); }
 
@@ -117,6 +121,7 @@ class PipelineHost {
   const std::function<void(bool)> on_store_writable_;
   StoreHealth store_health_;  // its probe timer is on shards_.control()
   Registry registry_;
+  std::atomic<bool> refusing_creates_{false};  // any thread; set once, by RefuseCreates
   // Keys whose Create is between its registry check and its registry Add (the store write in
   // between): a second create of the same key is refused instead of overwriting the first one's
   // stored record. creating_mu_ is held only for a set lookup.

@@ -480,5 +480,26 @@ TEST_F(AdminTest, ASavepointThatCompletesDuringShutdownIsReportedCompleted) {
   EXPECT_EQ(last.savepoints(0).savepoint_id(), trigger->trigger().checkpoint_id());
 }
 
+// Shutdown knows every pipeline it must stop: one created during the grace period would be
+// missed (never told to stop, its round holding the grace period open), so creates are refused.
+TEST_F(AdminTest, ACreateDuringShutdownsGracePeriodIsRefused) {
+  config_.shutdown_grace_ms = 5000;
+  StartAdmin();
+  ASSERT_TRUE(Create("p", {"a"}, 50).ok());
+  RawWorker worker(channel_);
+  worker.Hello("job", "p", {"a"});
+  auto trigger = worker.WaitTrigger();  // pending, unanswered: the grace period waits for it
+  ASSERT_TRUE(trigger);
+
+  auto stopped = std::async(std::launch::async, [&] { daemon_->Shutdown(); });
+  ASSERT_TRUE(Eventually([&] { return !daemon_->ready(); }));
+  const grpc::Status refused = Create("late", {"x"});
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::UNAVAILABLE) << refused.error_message();
+  EXPECT_NE(refused.error_message().find("shutting down"), std::string::npos)
+      << refused.error_message();
+  worker.Ack(trigger->trigger().checkpoint_id(), "a");  // lets the grace period end
+  stopped.get();
+}
+
 }  // namespace
 }  // namespace ckpt::testing

@@ -11,7 +11,10 @@ FaultInjectingStore::~FaultInjectingStore() {
   inner_->Flush();
   std::vector<std::pair<Done, Status>> held;
   {
+    // From now on a completion is called as it comes (the inner store's close may still finish
+    // writes), so that every callback runs exactly once.
     std::lock_guard lock(held_->mu);
+    held_->closed = true;
     held.swap(held_->completions);
   }
   for (auto& [done, status] : held) done(status);
@@ -33,8 +36,14 @@ MetadataStore::Done FaultInjectingStore::MaybeHeld(Done done) {
     if (!hold_completions_ || !done) return done;
   }
   return [held = held_, done = std::move(done)](Status status) mutable {
-    std::lock_guard lock(held->mu);
-    held->completions.emplace_back(std::move(done), std::move(status));
+    {
+      std::lock_guard lock(held->mu);
+      if (!held->closed) {
+        held->completions.emplace_back(std::move(done), std::move(status));
+        return;
+      }
+    }
+    done(std::move(status));
   };
 }
 

@@ -88,6 +88,7 @@ class FaultInjectingStore final : public MetadataStore {
   struct Held {
     std::mutex mu;
     std::vector<std::pair<Done, Status>> completions;  // guarded by mu
+    bool closed = false;  // guarded by mu: the store is closing; completions are no longer held
   };
   const std::shared_ptr<Held> held_ = std::make_shared<Held>();
 };

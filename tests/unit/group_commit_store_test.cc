@@ -173,12 +173,14 @@ TEST_F(GroupCommitStoreTest, ABatchTheBackendDidNotWriteFailsEveryOpAndTheStoreG
   backend_->HoldBatches();
   store_->ReserveIds({"j", "gate"}, 1, nullptr);
   ASSERT_TRUE(backend_->WaitUntilABatchIsHeld(kDeadline));
+  // Three writes queued behind the held batch go as one batch, and are committed.
   Outcomes outcomes;
   for (int i = 0; i < 3; ++i) store_->ReserveIds({"j", "p"}, 10 + i, outcomes.Record(i));
-  // The held batch is the gate's; the next one (the three writes) is refused as a whole.
   backend_->ReleaseBatches();
   store_->Flush();
-  // Again behind a held batch, so that the three are one batch: that one is refused.
+  ASSERT_EQ(outcomes.seen().size(), 3u);
+  for (const auto& [n, s] : outcomes.seen()) EXPECT_TRUE(s.ok()) << n << ": " << s.ToString();
+  // Again behind a held batch, so that the next three are one batch: that one is refused.
   backend_->HoldBatches();
   store_->ReserveIds({"j", "gate"}, 2, nullptr);
   ASSERT_TRUE(backend_->WaitUntilABatchIsHeld(kDeadline));
