@@ -302,6 +302,9 @@ void Daemon::CancelReload() {
 void Daemon::Shutdown() {
   if (!started_ || stopped_) return;
   stopped_ = true;
+  // Before anything says "not ready": whoever sees the daemon stopping can count on creates being
+  // refused (a pipeline created now would be one this shutdown does not know of).
+  host_->RefuseCreates();
   // Probes learn first: not ready, health NOT_SERVING (and it stays so), then the rest stops.
   ready_ = false;
   if (server_) {
@@ -310,7 +313,6 @@ void Daemon::Shutdown() {
   if (metrics_server_) metrics_server_->Stop();
   spdlog::info("shutting down: no new triggers; pending rounds have {} ms to finish",
                config_.shutdown_grace_ms);
-  host_->RefuseCreates();
   auto runners = host_->registry().All();
   // The pending gauge is exact only once every runner has taken the shutdown in: a round whose
   // trigger went out an instant ago may not be counted yet, and must not be aborted as if none
