@@ -44,6 +44,7 @@ std::shared_ptr<PipelineRunner> WorkerSession::runner() {
 
 void WorkerSession::OnReadDone(bool ok) {
   Constructed();
+  (void)read_handoff_.load(std::memory_order_acquire);  // see read_handoff_
   if (!ok) {
     // The worker closed its side without goodbye, or sent bytes that do not parse (gRPC reports
     // both alike), or the call is going away: its tasks are gone. A clean end is a goodbye.
@@ -53,7 +54,7 @@ void WorkerSession::OnReadDone(bool ok) {
     return;
   }
   last_activity_ = Steady::now().time_since_epoch().count();
-  if (HandleMessage()) StartRead(&in_);
+  if (HandleMessage()) StartNextRead();
 }
 
 bool WorkerSession::HandleMessage() {

@@ -91,9 +91,16 @@ class WorkerSession final
   bool end_reported_ CKPT_GUARDED_BY(runner_mu_) = false;  // ordered with the hello's Register
   std::atomic<std::chrono::steady_clock::rep> last_activity_{0};
 
-  // Touched only by read reactions, of which one is outstanding at a time.
+  // Touched only by read reactions, of which one is outstanding at a time. Consecutive ones may
+  // run on different gRPC threads, handed over as above, out of ThreadSanitizer's sight: each read
+  // hands this state on through read_handoff_ (release before StartRead, acquire in OnReadDone).
   v1::WorkerMessage in_;
   bool hello_seen_ = false;
+  std::atomic<bool> read_handoff_{false};
+  void StartNextRead() {
+    read_handoff_.store(true, std::memory_order_release);
+    StartRead(&in_);
+  }
 
   Mutex runner_mu_;
   std::shared_ptr<PipelineRunner> runner_ CKPT_GUARDED_BY(runner_mu_);  // set once, at hello
