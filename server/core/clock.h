@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdint>
 
+#include "common/daemon_clock.h"
 #include "core/types.h"
 
 namespace ckpt {
@@ -20,7 +21,8 @@ class Clock {
 // Threading: safe for concurrent use (stateless).
 class SystemClock final : public Clock {
  public:
-  SteadyTime SteadyNow() const override { return std::chrono::steady_clock::now(); }
+  // DaemonClock: the steady clock that tests may move forward (common/daemon_clock.h).
+  SteadyTime SteadyNow() const override { return DaemonClock::now(); }
   int64_t WallMs() const override {
     return std::chrono::duration_cast<Millis>(std::chrono::system_clock::now().time_since_epoch())
         .count();

@@ -11,7 +11,7 @@
 namespace ckpt {
 
 namespace asio = boost::asio;
-using Steady = std::chrono::steady_clock;
+using Steady = DaemonClock;  // leases and the hello timeout: the clock tests may move
 
 WorkerSession* WorkerSession::Create(SessionId id, const SessionDeps& deps,
                                      grpc::CallbackServerContext* context) {

@@ -14,13 +14,14 @@
 #include <grpcpp/grpcpp.h>
 
 #include <atomic>
+#include <boost/asio/basic_waitable_timer.hpp>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <deque>
 #include <memory>
 
 #include "ckpt/v1/worker.grpc.pb.h"
+#include "common/daemon_clock.h"
 #include "common/mutex.h"
 #include "runtime/daemon_metrics.h"
 #include "runtime/io_shards.h"
@@ -78,7 +79,7 @@ class WorkerSession final
   DaemonMetrics& metrics_;
   const std::chrono::milliseconds lease_ttl_;
   const std::chrono::milliseconds hello_timeout_;
-  const std::chrono::steady_clock::time_point created_at_ = std::chrono::steady_clock::now();
+  const DaemonClock::time_point created_at_ = DaemonClock::now();
 
   // Set (release) at the end of Create; every reaction reads it (acquire) first. gRPC hands the
   // reactor to its threads through its own synchronisation, which ThreadSanitizer cannot see
@@ -114,7 +115,8 @@ class WorkerSession final
   Status finish_status_ CKPT_GUARDED_BY(mu_);
 
   boost::asio::strand<boost::asio::io_context::executor_type> lease_strand_;
-  boost::asio::steady_timer lease_timer_;  // lease_strand_ only
+  // lease_strand_ only; on DaemonClock, which tests may move forward.
+  boost::asio::basic_waitable_timer<DaemonClock, DaemonWaitTraits> lease_timer_;
 
   std::shared_ptr<WorkerSession> self_;  // released in OnDone
 };

@@ -7,8 +7,8 @@
 // returns at once. Members under "strand_" are touched only by handlers running on strand_. Nothing
 // on the strand blocks: the store is asynchronous and sessions queue their writes.
 
+#include <boost/asio/basic_waitable_timer.hpp>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <functional>
 #include <map>
@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "common/daemon_clock.h"
 #include "core/pipeline_coordinator.h"
 #include "logging/log_throttle.h"
 #include "runtime/daemon_metrics.h"
@@ -161,8 +162,7 @@ class PipelineRunner : public std::enable_shared_from_this<PipelineRunner> {
   // wait then completes on the strand without the erased executor's heap copies, and each timer
   // is smaller (this is per pipeline, and there are up to 100,000 of them).
   using Strand = boost::asio::strand<boost::asio::io_context::executor_type>;
-  using StrandTimer = boost::asio::basic_waitable_timer<
-      std::chrono::steady_clock, boost::asio::wait_traits<std::chrono::steady_clock>, Strand>;
+  using StrandTimer = boost::asio::basic_waitable_timer<DaemonClock, DaemonWaitTraits, Strand>;
 
   // strand_: every member below is touched only on it.
   Strand strand_;

@@ -4,6 +4,7 @@
 
 #include <boost/asio/post.hpp>
 
+#include "common/daemon_clock.h"
 #include "common/mutex.h"
 #include "common/strand_assert.h"
 
@@ -26,7 +27,7 @@ struct StoreHealth::State {
   // Constant after construction.
   MetadataStore& store;
   asio::strand<asio::io_context::executor_type> strand;
-  asio::steady_timer timer;  // strand only
+  asio::basic_waitable_timer<DaemonClock, DaemonWaitTraits> timer;  // strand only
   const std::function<void(bool)> on_change;
   const std::chrono::milliseconds interval;
 

@@ -15,8 +15,8 @@
 // arrives after the object is gone only touches that state. Stop() before the io_context stops.
 
 #include <atomic>
+#include <boost/asio/basic_waitable_timer.hpp>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <chrono>
 #include <functional>

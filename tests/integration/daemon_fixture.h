@@ -1,13 +1,10 @@
 #pragma once
 // A real ckptd in process: gRPC on 127.0.0.1:0, a SQLite file in a fresh temp dir, removed after.
 //
-// Time is real here, on purpose. The daemon's leases, timeouts and intervals are Asio timers on
-// the steady clock; a fake clock would have to drive those timers too (a clock type of our own
-// for every timer, with waits capped so that a jump is seen), which costs the production loops
-// wake-ups for the sake of tests. Instead a test shortens what it waits for through the config
-// (lease_ttl_ms 300, hello_timeout_ms 300, intervals of 50 ms), so that no wait here is longer
-// than about a second, and every ordering that matters is played out deterministically where
-// time is injected: the coordinator (core/clock.h), with its unit tests and fuzzer.
+// Time: the daemon's leases, timeouts and intervals run on DaemonClock (common/daemon_clock.h).
+// A test lets a long lease or timeout run out with MoveDaemonClock instead of waiting for it; the
+// move is for the whole process (each test runs in a process of its own under ctest) and only
+// forward. Short configured durations (lease_ttl_ms 300, intervals of 50 ms) are the other way.
 
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
@@ -32,6 +29,11 @@ inline PipelineSpec TestSpec(const std::string& pipeline, std::vector<std::strin
   spec.timeout_ms = timeout_ms;
   spec.retained = 1000;
   return spec;
+}
+
+// Moves the clock of every daemon timer in this process forward by `by` (see above).
+inline void MoveDaemonClock(std::chrono::steady_clock::duration by) {
+  DaemonClock::AdvanceForTest(by);
 }
 
 // Polls `cond` until it holds or the deadline passes; for state that has no event to wait on.

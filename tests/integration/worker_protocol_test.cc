@@ -204,18 +204,43 @@ TEST_F(WorkerProtocolTest, AckForATaskNotOwnedIsIgnoredAndCounted) {
   ASSERT_TRUE(wa.WaitComplete());
 }
 
+// The lease is a minute; the daemon's clock is moved past it instead of waiting for it.
 TEST_F(WorkerProtocolTest, SilentStreamLosesItsLease) {
-  config_.lease_ttl_ms = 300;
-  config_.pipelines = {TestSpec("p", {"a"})};
+  config_.lease_ttl_ms = 60000;
+  config_.heartbeat_interval_ms = 20000;
+  config_.pipelines = {TestSpec("p", {"a"}, 3600000)};
   StartDaemon();
   RawWorker w(channel_);
   w.Hello("job", "p", {"a"});
   ASSERT_TRUE(w.WaitWelcome());
+  EXPECT_FALSE(w.WaitEnd(milliseconds(300))) << "ended before its lease ran out";
+  MoveDaemonClock(std::chrono::seconds(61));
   auto status = w.WaitEnd(milliseconds(5000));
   ASSERT_TRUE(status);
   EXPECT_EQ(status->error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
   EXPECT_TRUE(Eventually([&] { return Describe("p").state == PipelineState::kWaitingForTasks; }));
   EXPECT_TRUE(Eventually([&] { return daemon_->metrics().worker_sessions.load() == 0; }));
+}
+
+// A round's timeout of ten minutes, run out by moving the daemon's clock (the lease, an hour, does
+// not run out with it).
+TEST_F(WorkerProtocolTest, ARoundUnansweredPastItsTimeoutExpires) {
+  config_.lease_ttl_ms = 3600000;
+  config_.heartbeat_interval_ms = 600000;
+  config_.pipelines = {TestSpec("p", {"a", "b"}, 50, 600000)};
+  StartDaemon();
+  RawWorker w(channel_);
+  w.Hello("job", "p", {"a", "b"});
+  auto trigger = w.WaitTrigger();
+  ASSERT_TRUE(trigger);
+  w.Ack(trigger->trigger().checkpoint_id(), "a");  // b never answers
+  EXPECT_FALSE(w.WaitAbort(milliseconds(300))) << "expired before its timeout";
+  MoveDaemonClock(std::chrono::seconds(601));
+  auto abort = w.WaitAbort(milliseconds(5000));
+  ASSERT_TRUE(abort) << "the round did not expire when its timeout had passed";
+  EXPECT_EQ(abort->abort().checkpoint_id(), trigger->trigger().checkpoint_id());
+  EXPECT_NE(abort->abort().reason().find("expired"), std::string::npos) << abort->abort().reason();
+  EXPECT_TRUE(Eventually([&] { return Describe("p").counters.expired_count == 1; }));
 }
 
 TEST_F(WorkerProtocolTest, AStreamThatSaysNoHelloIsEndedAfterTheHelloTimeout) {
