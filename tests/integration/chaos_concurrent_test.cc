@@ -3,6 +3,7 @@
 // whichever wins.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <latch>
 #include <thread>
 
@@ -16,6 +17,22 @@ using std::chrono::milliseconds;
 
 // ---------------------------------------------------------------------------------------------
 // Duplicate registrations at the same moment.
+
+// Sends both hellos at the same moment, each from a thread of its own.
+void HellosAtOnce(const std::function<void()>& hello1, const std::function<void()>& hello2) {
+  std::latch go(3);
+  std::thread t1([&] {
+    go.arrive_and_wait();
+    hello1();
+  });
+  std::thread t2([&] {
+    go.arrive_and_wait();
+    hello2();
+  });
+  go.arrive_and_wait();
+  t1.join();
+  t2.join();
+}
 
 // "welcome", or the status the stream ended with.
 std::string Outcome(RawWorker& w) {
@@ -33,19 +50,14 @@ TEST_F(ChaosTest, SimultaneousHellosForOneTaskWelcomeExactlyOne) {
     SCOPED_TRACE("trial " + std::to_string(trial));
     {
       RawWorker w1(channel_), w2(channel_);
-      std::latch go(3);
       // Overlapping, not equal, task sets: b is contended too.
-      std::thread t1([&] {
-        go.arrive_and_wait();
-        w1.Hello("job", "p", {"a", "b"}, false, "w1");
-      });
-      std::thread t2([&] {
-        go.arrive_and_wait();
-        w2.Hello("job", "p", {"b", "a"}, false, "w2");
-      });
-      go.arrive_and_wait();
-      t1.join();
-      t2.join();
+      HellosAtOnce(
+          [&] {
+            w1.Hello("job", "p", {"a", "b"}, false, "w1");
+          },
+          [&] {
+            w2.Hello("job", "p", {"b", "a"}, false, "w2");
+          });
       const std::string o1 = Outcome(w1), o2 = Outcome(w2);
       const bool one_each = (o1 == "welcome" && o2 == "ALREADY_EXISTS") ||
                             (o2 == "welcome" && o1 == "ALREADY_EXISTS");
@@ -77,18 +89,8 @@ TEST_F(ChaosTest, SimultaneousTakeoverHellosLeaveExactlyOneStream) {
     SCOPED_TRACE("trial " + std::to_string(trial));
     {
       RawWorker w1(channel_), w2(channel_);
-      std::latch go(3);
-      std::thread t1([&] {
-        go.arrive_and_wait();
-        w1.Hello("job", "p", {"a"}, true, "w1");
-      });
-      std::thread t2([&] {
-        go.arrive_and_wait();
-        w2.Hello("job", "p", {"a"}, true, "w2");
-      });
-      go.arrive_and_wait();
-      t1.join();
-      t2.join();
+      HellosAtOnce([&] { w1.Hello("job", "p", {"a"}, true, "w1"); },
+                   [&] { w2.Hello("job", "p", {"a"}, true, "w2"); });
       // Both are welcomed in turn; the later one takes the task from the earlier one.
       ASSERT_TRUE(w1.WaitWelcome());
       ASSERT_TRUE(w2.WaitWelcome());

@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <mutex>
 #include <utility>
 #include <vector>
 
@@ -31,25 +30,20 @@ TEST_F(FaultInjectingStoreTest, FailsTheCallsItWasToldToInOrder) {
   PipelineRecord r = MakeRecord("j", "p");
   PipelineRecord other = MakeRecord("j", "q");
 
-  std::mutex mu;
-  std::vector<std::pair<int, Status>> results;
-  auto record = [&](int n) {
-    return [&, n](Status s) {
-      std::lock_guard lock(mu);
-      results.emplace_back(n, std::move(s));
-    };
-  };
+  Outcomes outcomes;
   store.FailNextCommits(2, Status::Internal("disk on fire"));
   store.FailNextReserves(1, Status::Unavailable("reservation refused"), PipelineKey{"j", "p"});
-  store.PutPipeline(r, record(0));
-  store.CommitCheckpoint(CommitOf(r, MakeCheckpoint(1)), record(1));  // injected
-  store.ReserveIds(other.spec.key, 50, record(2));                    // not the targeted pipeline
-  store.ReserveIds(r.spec.key, 100, record(3));                       // injected
-  store.CommitCheckpoint(CommitOf(other, MakeCheckpoint(2)), record(4));  // injected (any pipeline)
-  store.CommitCheckpoint(CommitOf(r, MakeCheckpoint(3)), record(5));
-  store.ReserveIds(r.spec.key, 200, record(6));
+  store.PutPipeline(r, outcomes.Record(0));
+  store.CommitCheckpoint(CommitOf(r, MakeCheckpoint(1)), outcomes.Record(1));  // injected
+  store.ReserveIds(other.spec.key, 50, outcomes.Record(2));  // not the targeted pipeline
+  store.ReserveIds(r.spec.key, 100, outcomes.Record(3));     // injected
+  store.CommitCheckpoint(CommitOf(other, MakeCheckpoint(2)),
+                         outcomes.Record(4));  // injected (any pipeline)
+  store.CommitCheckpoint(CommitOf(r, MakeCheckpoint(3)), outcomes.Record(5));
+  store.ReserveIds(r.spec.key, 200, outcomes.Record(6));
   store.Flush();
 
+  const auto results = outcomes.seen();
   ASSERT_EQ(results.size(), 7u);
   for (int i = 0; i < 7; ++i) EXPECT_EQ(results[i].first, i) << "callbacks in call order";
   EXPECT_TRUE(results[0].second.ok());

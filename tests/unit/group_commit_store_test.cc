@@ -50,25 +50,6 @@ class GroupCommitStoreTest : public ::testing::Test {
   std::vector<Status> fatal_;  // guarded by mu_
 };
 
-// Collects callbacks' outcomes in the order they ran.
-class Outcomes {
- public:
-  MetadataStore::Done Record(int n) {
-    return [this, n](Status s) {
-      std::lock_guard lock(mu_);
-      seen_.emplace_back(n, std::move(s));
-    };
-  }
-  std::vector<std::pair<int, Status>> seen() {
-    std::lock_guard lock(mu_);
-    return seen_;
-  }
-
- private:
-  std::mutex mu_;
-  std::vector<std::pair<int, Status>> seen_;
-};
-
 TEST_F(GroupCommitStoreTest, WritesQueuedBehindABusyWriterShareOneBatchAndAnswerInCallOrder) {
   Open();
   backend_->HoldBatches();

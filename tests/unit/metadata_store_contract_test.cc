@@ -7,7 +7,6 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -204,26 +203,20 @@ TEST_P(MetadataStoreContract, ADuplicateCheckpointIdFailsOnlyThatOpOfItsBatch) {
   ASSERT_TRUE(gate.WaitEntered());
   const uint64_t batches_before = store->batches_committed();
 
-  std::mutex mu;
-  std::vector<std::pair<int, Status>> results;
-  auto record = [&](int n) {
-    return [&, n](Status s) {
-      std::lock_guard lock(mu);
-      results.emplace_back(n, std::move(s));
-    };
-  };
+  Outcomes outcomes;
   CompletedCheckpoint first = MakeCheckpoint(1);
   CompletedCheckpoint duplicate = MakeCheckpoint(1);
   duplicate.location = "must not overwrite";
   PipelineRecord a_dup = a;
   a_dup.counters.completed_count = 99;  // must be rolled back with its op
-  store->CommitCheckpoint(CommitOf(a, first), record(0));
-  store->CommitCheckpoint(CommitOf(a_dup, duplicate), record(1));
-  store->PutPipeline(b, record(2));
-  store->CommitCheckpoint(CommitOf(b, MakeCheckpoint(1)), record(3));
+  store->CommitCheckpoint(CommitOf(a, first), outcomes.Record(0));
+  store->CommitCheckpoint(CommitOf(a_dup, duplicate), outcomes.Record(1));
+  store->PutPipeline(b, outcomes.Record(2));
+  store->CommitCheckpoint(CommitOf(b, MakeCheckpoint(1)), outcomes.Record(3));
   gate.Release();
   store->Flush();
 
+  const auto results = outcomes.seen();
   ASSERT_EQ(results.size(), 4u);
   for (int i = 0; i < 4; ++i) EXPECT_EQ(results[i].first, i);  // in call order
   EXPECT_TRUE(results[0].second.ok()) << results[0].second.ToString();

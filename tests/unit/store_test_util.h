@@ -29,6 +29,25 @@ inline Status Await(const std::function<void(MetadataStore::Done)>& issue) {
   return future.get();
 }
 
+// Collects write callbacks' outcomes (their numbers and Statuses) in the order they ran.
+class Outcomes {
+ public:
+  MetadataStore::Done Record(int n) {
+    return [this, n](Status s) {
+      std::lock_guard lock(mu_);
+      seen_.emplace_back(n, std::move(s));
+    };
+  }
+  std::vector<std::pair<int, Status>> seen() {
+    std::lock_guard lock(mu_);
+    return seen_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::pair<int, Status>> seen_;
+};
+
 inline PipelineRecord MakeRecord(const std::string& job, const std::string& pipeline,
                                  int retained = 10) {
   PipelineRecord r;
