@@ -10,9 +10,13 @@
 #include "app/admin_backend_impl.h"
 #include "app/store_factory.h"
 #include "ckpt_version.h"
+#include "config/security_sections.h"
 #include "http/metrics_server.h"
 #include "rpc/admin_service.h"
+#include "rpc/audit_interceptor.h"
+#include "rpc/gatekeeper.h"
 #include "rpc/grpc_listener.h"
+#include "rpc/tls_credentials.h"
 #include "rpc/worker_service.h"
 #include "runtime/heap_trimmer.h"
 #include "runtime/loop_monitor.h"
@@ -21,10 +25,6 @@
 namespace ckpt {
 
 namespace {
-
-// gRPC messages beyond this are refused with RESOURCE_EXHAUSTED: an ack carries a few ids and a
-// URI, a hello at most kMaxTasksPerPipeline short ids.
-constexpr int kMaxMessageBytes = 8 << 20;
 
 // The gRPC services whose health grpc.health.v1 reports by name ("" is the whole server).
 constexpr const char* kHealthServices[] = {"ckpt.v1.WorkerService", "ckpt.v1.AdminService"};
@@ -93,6 +93,7 @@ Status Daemon::Start() {
   options.savepoint_root =
       config_.savepoint_root.empty() ? config_.data_dir + "/savepoints" : config_.savepoint_root;
   options.config_source = config_.source_path;
+  options.limits = config_.limits;
   host_ = std::make_unique<PipelineHost>(shards_, *store_, clock_, metrics_, options,
                                          config_.defaults, [this](bool) { UpdateHealthService(); });
   if (reload_cancelled_) host_->CancelApplyDeclared();
@@ -119,13 +120,36 @@ Status Daemon::Start() {
 }
 
 Status Daemon::StartServing() {
-  worker_service_ = std::make_unique<WorkerServiceImpl>(SessionDeps{
-      host_->registry(), metrics_, shards_, config_.lease_ttl_ms, config_.hello_timeout_ms});
+  auto credentials = MakeListenCredentials(config_.tls);
+  if (!credentials.ok()) return credentials.status();
+  if (config_.insecure) {
+    const std::string exposure = ExposureProblem(config_.listen, config_.tls, config_.auth, false);
+    if (!exposure.empty()) {
+      spdlog::warn(
+          "insecure: true: serving {} without {}; anyone who reaches the port may act "
+          "as any worker and operator",
+          config_.listen,
+          !config_.tls.enabled && !config_.auth.enabled ? "TLS and auth"
+          : !config_.tls.enabled                        ? "TLS"
+                                                        : "auth");
+    }
+  }
+  gatekeeper_ = std::make_unique<Gatekeeper>(config_.auth, metrics_);
+  if (config_.auth.enabled) {
+    spdlog::info("auth: {} principal(s); tls: {}", config_.auth.principals.size(),
+                 config_.tls.enabled
+                     ? std::string("client_auth ") + ClientAuthName(config_.tls.client_auth)
+                     : std::string("off"));
+  }
+  worker_service_ = std::make_unique<WorkerServiceImpl>(
+      SessionDeps{host_->registry(), metrics_, shards_, config_.lease_ttl_ms,
+                  config_.hello_timeout_ms, *gatekeeper_, config_.limits});
   admin_backend_ = std::make_unique<DaemonAdminBackend>(*host_, *store_, metrics_, [this] {
     return AdminBackend::Facts{uptime_ms(), host_->registry().size(), shards_.size(),
                                config_.data_dir};
   });
-  admin_service_ = std::make_unique<AdminServiceImpl>(*admin_backend_);
+  admin_service_ =
+      std::make_unique<AdminServiceImpl>(*admin_backend_, *gatekeeper_, config_.limits);
   // Process-wide switches, read by the builder: grpc.health.v1.Health and
   // grpc.reflection.v1alpha.ServerReflection, so that standard probes and tools work.
   grpc::EnableDefaultHealthCheckService(true);
@@ -135,11 +159,13 @@ Status Daemon::StartServing() {
   grpc_listener_ = std::make_unique<GrpcListener>(
       shards_.control(),
       builder.experimental().AddExternalConnectionAcceptor(
-          grpc::ServerBuilder::experimental_type::ExternalConnectionType::FROM_FD,
-          grpc::InsecureServerCredentials()));
+          grpc::ServerBuilder::experimental_type::ExternalConnectionType::FROM_FD, *credentials));
   if (Status s = grpc_listener_->Listen(config_.listen); !s.ok()) return s;
   grpc_port_ = grpc_listener_->port();
-  builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
+  builder.SetMaxReceiveMessageSize(static_cast<int>(config_.limits.max_message_bytes));
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> audit;
+  audit.push_back(std::make_unique<AuditInterceptorFactory>(*gatekeeper_));
+  builder.experimental().SetInterceptorCreators(std::move(audit));
   builder.RegisterService(worker_service_.get());
   builder.RegisterService(admin_service_.get());
   server_ = builder.BuildAndStart();
@@ -232,6 +258,26 @@ ReloadResult Daemon::Reload(const DaemonConfig& next) {
   restart_only("shutdown_grace_ms", config_.shutdown_grace_ms, next.shutdown_grace_ms);
   restart_only("start_spread_ms", config_.start_spread_ms, next.start_spread_ms);
   restart_only("log.format", config_.log_format, next.log_format);
+  auto restart_only_section = [&](const char* key, bool changed) {
+    if (!changed) return;
+    spdlog::warn("reload: {} changed; needs a restart, keeping the running one", key);
+    needs_restart.push_back(key);
+  };
+  restart_only_section("tls", !(config_.tls == next.tls));
+  restart_only_section("limits", !(config_.limits == next.limits));
+  restart_only("insecure", config_.insecure, next.insecure);
+  if (!(gatekeeper_->policy()->spec() == next.auth)) {
+    if (config_.auth.enabled != next.auth.enabled) {
+      // Turning auth on or off is a change of exposure, judged with listen and tls at start.
+      restart_only_section("auth (on/off)", true);
+    } else {
+      gatekeeper_->SetPolicy(next.auth);
+      spdlog::info(
+          "reload: auth policy replaced: {} principal(s); new calls and hellos are "
+          "judged by it",
+          next.auth.principals.size());
+    }
+  }
 
   if (next.log_level != log_level_) {
     spdlog::info("reload: log.level {} -> {}", log_level_, next.log_level);

@@ -36,6 +36,7 @@ class AdminServiceImpl;
 class DaemonAdminBackend;
 class MetricsServer;
 class GrpcListener;
+class Gatekeeper;
 class LoopMonitor;
 class HeapTrimmer;
 
@@ -107,6 +108,8 @@ class Daemon {
   // the shards. Made by Start.
   std::unique_ptr<PipelineHost> host_;
   std::unique_ptr<DaemonAdminBackend> admin_backend_;
+  // Before the services, which hold references to it; swapped policies on reload.
+  std::unique_ptr<Gatekeeper> gatekeeper_;
   std::unique_ptr<WorkerServiceImpl> worker_service_;
   std::unique_ptr<AdminServiceImpl> admin_service_;
   const std::chrono::steady_clock::time_point started_at_ = std::chrono::steady_clock::now();

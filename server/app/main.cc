@@ -10,6 +10,7 @@
 
 #include "app/daemon.h"
 #include "app/reload_thread.h"
+#include "auth/tls_files.h"
 #include "ckpt_version.h"
 #include "common/exit_codes.h"
 #include "config/daemon_config.h"
@@ -88,6 +89,10 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "ckptd: %s\n", config.status().message().c_str());
       return kExitConfig;
     }
+    if (auto tls = ckpt::CheckTlsFiles(config->tls); config->tls.enabled && !tls.ok()) {
+      std::fprintf(stderr, "ckptd: %s: %s\n", check_path.c_str(), tls.message().c_str());
+      return kExitConfig;
+    }
     std::printf("%s: valid (%zu pipeline(s))\n", check_path.c_str(), config->pipelines.size());
     return 0;
   }
@@ -100,6 +105,14 @@ int main(int argc, char** argv) {
       return kExitConfig;
     }
     config = std::move(*loaded);
+  }
+  // The TLS files are part of the config: unusable ones are a config error (exit 78), found
+  // before anything starts.
+  if (config.tls.enabled) {
+    if (auto tls = ckpt::CheckTlsFiles(config.tls); !tls.ok()) {
+      std::fprintf(stderr, "ckptd: %s: %s\n", config_path.c_str(), tls.message().c_str());
+      return kExitConfig;
+    }
   }
   const ckpt::LogStyle log_style = ckpt::ChooseLogStyle(config.log_format);
   ckpt::SetUpLogging(log_style, config.log_level);

@@ -17,4 +17,8 @@ struct HostPort {
 // the host no whitespace, the port a number from 0 to 65535. INVALID_ARGUMENT says what is wrong.
 Result<HostPort> ParseHostPort(const std::string& address);
 
+// True for 127.0.0.0/8, ::1 (also as ::ffff:127.x.y.z) and "localhost": hosts only this machine
+// can reach.
+bool IsLoopbackHost(const std::string& host);
+
 }  // namespace ckpt

@@ -23,6 +23,8 @@ enum class StatusCode {
   // Stored data is damaged or missing (a corrupt page, a database gone from a data_dir that held
   // a store): the daemon stops rather than start over (exit code 65).
   kDataLoss,
+  kUnauthenticated,   // no credentials, or ones no principal has
+  kPermissionDenied,  // a known principal, not allowed this
 };
 
 const char* StatusCodeName(StatusCode code);
@@ -51,6 +53,12 @@ class Status {
     return {StatusCode::kResourceExhausted, std::move(m)};
   }
   static Status DataLoss(std::string m) { return {StatusCode::kDataLoss, std::move(m)}; }
+  static Status Unauthenticated(std::string m) {
+    return {StatusCode::kUnauthenticated, std::move(m)};
+  }
+  static Status PermissionDenied(std::string m) {
+    return {StatusCode::kPermissionDenied, std::move(m)};
+  }
 
   bool ok() const { return code_ == StatusCode::kOk; }
   StatusCode code() const { return code_; }

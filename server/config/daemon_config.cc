@@ -15,6 +15,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "common/host_port.h"
+#include "config/security_sections.h"
 #include "config/yaml_walk.h"
 #include "core/spec_validation.h"
 
@@ -35,7 +36,11 @@ constexpr std::string_view kTopLevelKeys[] = {"listen",
                                               "start_spread_ms",
                                               "log",
                                               "defaults",
-                                              "pipelines"};
+                                              "pipelines",
+                                              "tls",
+                                              "auth",
+                                              "limits",
+                                              "insecure"};
 constexpr std::string_view kStoreKeys[] = {"backend"};
 constexpr std::string_view kLogKeys[] = {"level", "format"};
 constexpr std::string_view kMetricsKeys[] = {"per_pipeline"};
@@ -113,6 +118,7 @@ class ConfigReader {
   MaybeYamlError ReadPipelines(const YamlField& field);
   MaybeYamlError ReadPipeline(const YAML::Node& entry, const std::string& path, PipelineSpec* spec);
   MaybeYamlError CheckHeartbeat() const;
+  MaybeYamlError CheckExposure() const;
 
   DaemonConfig config_;
   // Read after the walk, because pipelines inherit from `defaults` wherever it sits in the file.
@@ -121,6 +127,7 @@ class ConfigReader {
   // Remembered to point at whichever the file set when the two disagree.
   std::optional<YamlField> lease_;
   std::optional<YamlField> heartbeat_;
+  std::optional<YamlField> listen_;
 };
 
 MaybeYamlError ConfigReader::Read(const YAML::Node& root) {
@@ -134,12 +141,20 @@ MaybeYamlError ConfigReader::Read(const YAML::Node& root) {
   if (pipelines_) {
     if (auto error = ReadPipelines(*pipelines_)) return error;
   }
-  return CheckHeartbeat();
+  if (auto error = CheckHeartbeat()) return error;
+  return CheckExposure();
 }
 
 MaybeYamlError ConfigReader::ReadTopLevelField(const YamlField& field) {
   const std::string& name = field.name;
-  if (name == "listen") return ReadAddress(field, &config_.listen);
+  if (name == "listen") {
+    listen_ = field;
+    return ReadAddress(field, &config_.listen);
+  }
+  if (name == "tls") return ReadTlsSection(field, &config_.tls);
+  if (name == "auth") return ReadAuthSection(field, &config_.auth);
+  if (name == "limits") return ReadLimitsSection(field, &config_.limits);
+  if (name == "insecure") return ReadBool(field, &config_.insecure);
   if (name == "metrics_listen") {
     // "" (quoted: a bare `metrics_listen:` is more likely a mistake) turns the HTTP server off.
     if (field.value.IsScalar() && field.value.Scalar().empty()) {
@@ -260,6 +275,11 @@ MaybeYamlError ConfigReader::ReadPipelines(const YamlField& field) {
     }
     config_.pipelines.push_back(std::move(spec));
   }
+  if (static_cast<int64_t>(config_.pipelines.size()) > config_.limits.max_pipelines) {
+    return field.ValueError("pipelines: " + std::to_string(config_.pipelines.size()) +
+                            " declared, more than " +
+                            NameLimit("max_pipelines", config_.limits.max_pipelines));
+  }
   return std::nullopt;
 }
 
@@ -303,6 +323,9 @@ MaybeYamlError ConfigReader::ReadPipeline(const YAML::Node& entry, const std::st
   if (Status status = ValidateSpec(*spec); !status.ok()) {
     return YamlError{entry.Mark(), path + ": " + status.message()};
   }
+  if (Status status = CheckSpecLimits(*spec, config_.limits); !status.ok()) {
+    return YamlError{entry.Mark(), path + ": " + status.message()};
+  }
   return std::nullopt;
 }
 
@@ -313,6 +336,14 @@ MaybeYamlError ConfigReader::CheckHeartbeat() const {
   return culprit.ValueError(
       "heartbeat_interval_ms (" + std::to_string(config_.heartbeat_interval_ms) +
       ") must be less than lease_ttl_ms (" + std::to_string(config_.lease_ttl_ms) + ")");
+}
+
+MaybeYamlError ConfigReader::CheckExposure() const {
+  const std::string problem =
+      ExposureProblem(config_.listen, config_.tls, config_.auth, config_.insecure);
+  if (problem.empty()) return std::nullopt;
+  // The defaults are loopback, so the file set listen.
+  return listen_->ValueError(problem);
 }
 
 }  // namespace

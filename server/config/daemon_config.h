@@ -6,7 +6,10 @@
 #include <string>
 #include <vector>
 
+#include "auth/access_policy.h"
+#include "auth/tls_settings.h"
 #include "common/status.h"
+#include "core/limits.h"
 #include "core/types.h"
 
 namespace ckpt {
@@ -35,8 +38,14 @@ struct DaemonConfig {
   // per-pipeline fraction of min(this, its interval), so pipelines whose workers connect together
   // do not checkpoint in lockstep (CoordinatorOptions::start_spread). 0 = trigger at once.
   int64_t start_spread_ms = 1000;
-  std::string log_level = "info";       // log.level: trace .. critical, or off
-  std::string log_format = "text";      // log.format: text, or json (one object a line)
+  std::string log_level = "info";   // log.level: trace .. critical, or off
+  std::string log_format = "text";  // log.format: text, or json (one object a line)
+  // Security (CONTRACT.md, docs/SECURITY.md). A `listen` off loopback needs tls and auth, unless
+  // insecure (then a warning at every start).
+  TlsSettings tls;
+  AuthSpec auth;  // reloaded on SIGHUP
+  Limits limits;
+  bool insecure = false;
   PipelineDefaults defaults;            // applied to pipelines that leave a key out
   std::vector<PipelineSpec> pipelines;  // declared at start (and on SIGHUP)
   // Not a key: the file this was read from (LoadDaemonConfig), for messages; "" for defaults.

@@ -32,4 +32,23 @@ std::string EncodePathSegment(std::string_view id) {
   return out;
 }
 
+bool PathIsUnder(std::string_view path, std::string_view root) {
+  while (root.size() > 1 && root.back() == '/') root.remove_suffix(1);
+  if (root.empty() || path.substr(0, root.size()) != root) return false;
+  std::string_view rest = path.substr(root.size());
+  if (rest.empty()) return true;
+  if (root.back() != '/') {
+    if (rest.front() != '/') return false;  // "/data/spx" is not under "/data/sp"
+  }
+  if (rest.find('\\') != std::string_view::npos) return false;
+  while (!rest.empty()) {
+    const size_t slash = rest.find('/');
+    const std::string_view segment = rest.substr(0, slash);
+    if (segment == "." || segment == "..") return false;
+    if (slash == std::string_view::npos) break;
+    rest.remove_prefix(slash + 1);
+  }
+  return true;
+}
+
 }  // namespace ckpt

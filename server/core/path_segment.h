@@ -14,4 +14,10 @@ namespace ckpt {
 // parent directory). Other ids come out unchanged.
 std::string EncodePathSegment(std::string_view id);
 
+// True when `path` (a file path or a URI) lies under `root`: equal to it, or below it at a "/"
+// boundary, with no "." or ".." segment after the root (which could climb out of it) and no
+// backslash (a separator on some file systems). "s3://b/sp/x" is under "s3://b/sp" and
+// "s3://b/sp/"; "s3://b/spx" and "s3://b/sp/../other" are not.
+bool PathIsUnder(std::string_view path, std::string_view root);
+
 }  // namespace ckpt

@@ -10,6 +10,7 @@
 // acks and declines name their checkpoint id; a round handed to the store (completing) is never
 // aborted, and a store completion is never dropped.
 
+#include <deque>
 #include <map>
 #include <optional>
 #include <set>
@@ -35,6 +36,9 @@ struct CoordinatorOptions {
   // Where savepoints go when the request names no target: <savepoint_root>/<job>/<pipeline>/<id>,
   // job and pipeline encoded by EncodePathSegment.
   std::string savepoint_root = "./ckptd-data/savepoints";
+  // Savepoints the pipeline's workers may ask for in any minute (limits.
+  // savepoint_requests_per_minute); beyond it a request is refused. Operators are not limited.
+  int64_t savepoint_requests_per_minute = 6;
   // Pipelines whose workers connect together (a fleet starting, every worker reconnecting after
   // a daemon restart) would trigger together and stay together: rule 4 counts each interval from
   // the actual trigger, so a clump never spreads by itself, and a clump of thousands of rounds
@@ -132,8 +136,12 @@ class PipelineCoordinator {
     WelcomeInfo welcome;
     Actions actions;  // to run after `welcome` is sent
   };
+  // `principal`: who the stream authenticated as ("" without auth). A takeover may replace only
+  // streams of the same principal (auth/access_policy.h's MayTakeOver); otherwise the hello is
+  // refused with PERMISSION_DENIED and nothing changes.
   Registration OnRegister(SessionId session, const std::string& worker_id,
-                          const std::vector<std::string>& task_ids, bool takeover);
+                          const std::vector<std::string>& task_ids, bool takeover,
+                          const std::string& principal = {});
   // How a stream ended: a goodbye releases its tasks cleanly (logged at info); anything else
   // (cancel, lease expiry, a broken stream, shutdown) loses them (logged at warning).
   enum class SessionEnd { kLost, kGoodbye };
@@ -245,10 +253,14 @@ class PipelineCoordinator {
     std::string worker_id;
     std::vector<std::string> task_ids;
     WarnBudget warn_budget;
+    std::string principal;
   };
   enum class TriggerCause { kPeriodic, kManual, kSavepoint };
 
   Outcome RequestSavepoint(const std::string& target, bool stop, Millis timeout, bool worker_asked);
+  // A worker's savepoint request within the rules: a target under savepoint_root (or none), and
+  // within savepoint_requests_per_minute (an accepted request counts).
+  Status AdmitWorkerSavepoint(const std::string& target);
   // Starts a round if one may start now, else does nothing; returns whether it started.
   bool TryTrigger(CheckpointKind kind, const std::string& target, TriggerCause cause, Actions& out);
   // Why a round ended without completing, as far as the counters care.
@@ -330,6 +342,9 @@ class PipelineCoordinator {
 
   std::optional<PendingRound> pending_;
   std::optional<QueuedSavepoint> queued_savepoint_;
+  // When the worker savepoint requests of the last minute were accepted, oldest first: at most
+  // options_.savepoint_requests_per_minute entries.
+  std::deque<SteadyTime> worker_savepoint_times_;
 
   std::map<SessionId, SessionInfo> sessions_;
   WarnBudget unknown_warn_budget_;  // for messages of streams no longer registered

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/name_list.h"
+#include "core/path_segment.h"
 #include "core/pipeline_coordinator.h"
 #include "core/spec_validation.h"
 
@@ -10,7 +11,7 @@ namespace ckpt {
 
 PipelineCoordinator::Registration PipelineCoordinator::OnRegister(
     SessionId session, const std::string& worker_id, const std::vector<std::string>& task_ids,
-    bool takeover) {
+    bool takeover, const std::string& principal) {
   Registration reg;
   if (sessions_.count(session)) {
     reg.status = Status::InvalidArgument("this stream already said hello");
@@ -41,10 +42,20 @@ PipelineCoordinator::Registration PipelineCoordinator::OnRegister(
       return reg;
     }
     if (auto owner = task_owner_.find(task); owner != task_owner_.end()) {
+      const SessionInfo& holder = sessions_.at(owner->second);
       if (!takeover) {
         reg.status = Status::AlreadyExists(
-            "task " + task + " is held by worker " + sessions_.at(owner->second).worker_id +
+            "task " + task + " is held by worker " + holder.worker_id +
             " on another live stream (send hello with takeover to replace it)");
+        return reg;
+      }
+      // A worker takes over only its own principal's tasks (or free ones): a principal of another
+      // team, even of the same job, cannot knock a stream off its tasks.
+      if (holder.principal != principal) {
+        reg.status = Status::PermissionDenied(
+            "task " + task + " is held by worker " + holder.worker_id + " of principal '" +
+            holder.principal + "'; principal '" + principal +
+            "' may take over only tasks held by itself or by no one");
         return reg;
       }
       holders.insert(owner->second);
@@ -60,7 +71,7 @@ PipelineCoordinator::Registration PipelineCoordinator::OnRegister(
     out.push_back(EndSession{old, Status::Aborted("tasks taken over by worker " + worker_id)});
     LoseSession(old, "taken over by worker " + worker_id, out);
   }
-  sessions_[session] = SessionInfo{worker_id, task_ids, {}};
+  sessions_[session] = SessionInfo{worker_id, task_ids, {}, principal};
   for (const auto& task : task_ids) {
     task_owner_[task] = session;
     ever_registered_.insert(task);
@@ -144,16 +155,50 @@ void PipelineCoordinator::LoseSession(SessionId session, const std::string& why,
 
 Actions PipelineCoordinator::OnWorkerSavepointRequest(SessionId session, const std::string& target,
                                                       bool stop) {
-  if (!sessions_.count(session)) return {};  // ended meanwhile: nobody to answer
-  // A worker's request uses the pipeline's checkpoint timeout as the savepoint's.
-  Outcome outcome = RequestSavepoint(target, stop, Millis(spec_.timeout_ms), /*worker_asked=*/true);
+  auto it = sessions_.find(session);
+  if (it == sessions_.end()) return {};  // ended meanwhile: nobody to answer
+  const SessionInfo& asker = it->second;
+  // Every worker request is attributed: who asked, for what.
+  const std::string who = "worker " + asker.worker_id +
+                          (asker.principal.empty() ? "" : " (principal " + asker.principal + ")");
+  const std::string what = std::string(stop ? "savepoint-and-stop" : "savepoint") +
+                           (target.empty() ? "" : " to " + target);
+  Outcome outcome;
+  outcome.status = AdmitWorkerSavepoint(target);
+  if (outcome.status.ok()) {
+    outcome.actions.push_back(Log{LogLevel::kInfo, what + " requested by " + who});
+    // A worker's request uses the pipeline's checkpoint timeout as the savepoint's.
+    Outcome asked = RequestSavepoint(target, stop, Millis(spec_.timeout_ms), /*worker_asked=*/true);
+    outcome.status = asked.status;
+    outcome.actions.insert(outcome.actions.end(), asked.actions.begin(), asked.actions.end());
+  }
   if (!outcome.status.ok()) {
-    outcome.actions.push_back(Log{LogLevel::kWarn, "savepoint request of worker " +
-                                                       sessions_.at(session).worker_id +
-                                                       " refused: " + outcome.status.message()});
+    outcome.actions.push_back(Log{
+        LogLevel::kWarn, what + " request of " + who + " refused: " + outcome.status.message()});
     outcome.actions.push_back(SendSavepointRefused{session, outcome.status.message()});
   }
   return std::move(outcome.actions);
+}
+
+Status PipelineCoordinator::AdmitWorkerSavepoint(const std::string& target) {
+  if (!target.empty() && !PathIsUnder(target, options_.savepoint_root)) {
+    return Status::PermissionDenied("a worker's savepoint target must lie under savepoint_root (" +
+                                    options_.savepoint_root + ") or be empty; " + target +
+                                    " does not");
+  }
+  const SteadyTime now = clock_.SteadyNow();
+  while (!worker_savepoint_times_.empty() &&
+         now - worker_savepoint_times_.front() >= std::chrono::minutes(1)) {
+    worker_savepoint_times_.pop_front();
+  }
+  const int64_t limit = options_.savepoint_requests_per_minute;
+  if (static_cast<int64_t>(worker_savepoint_times_.size()) >= limit) {
+    return Status::ResourceExhausted("more than limits.savepoint_requests_per_minute (" +
+                                     std::to_string(limit) +
+                                     ") worker savepoint requests in the last minute");
+  }
+  worker_savepoint_times_.push_back(now);
+  return Status::Ok();
 }
 
 }  // namespace ckpt

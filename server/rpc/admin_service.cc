@@ -6,6 +6,7 @@
 #include "ckpt_version.h"
 #include "core/spec_validation.h"
 #include "rpc/admin_convert.h"
+#include "rpc/admin_methods.h"
 #include "rpc/status_mapping.h"
 
 namespace ckpt {
@@ -70,6 +71,12 @@ std::optional<PipelineKey> KeyFromPageToken(const std::string& token) {
 
 }  // namespace
 
+Status AdminServiceImpl::Admit(const grpc::CallbackServerContext& ctx,
+                               std::string_view method) const {
+  auto caller = gatekeeper_.Admit(ctx, AdminMethodAccess(method), method);
+  return caller.ok() ? Status::Ok() : caller.status();
+}
+
 Result<std::shared_ptr<PipelineRunner>> AdminServiceImpl::Lookup(
     const std::string& job_id, const std::string& pipeline_id) const {
   if (auto s = ValidateId(job_id, "job_id"); !s.ok()) return s;
@@ -82,6 +89,7 @@ Result<std::shared_ptr<PipelineRunner>> AdminServiceImpl::Lookup(
 grpc::ServerUnaryReactor* AdminServiceImpl::CreatePipeline(grpc::CallbackServerContext* ctx,
                                                            const v1::PipelineSpec* req,
                                                            v1::Pipeline* resp) {
+  if (Status s = Admit(*ctx, "CreatePipeline"); !s.ok()) return Reply(ctx, s);
   auto* reactor = ctx->DefaultReactor();
   PipelineSpec spec = SpecFromCreate(*req, backend_.pipeline_defaults());
   backend_.CreatePipeline(spec, [reactor, resp](Result<std::shared_ptr<PipelineRunner>> runner) {
@@ -97,15 +105,17 @@ grpc::ServerUnaryReactor* AdminServiceImpl::CreatePipeline(grpc::CallbackServerC
 grpc::ServerUnaryReactor* AdminServiceImpl::UpdatePipeline(grpc::CallbackServerContext* ctx,
                                                            const v1::PipelineSpec* req,
                                                            v1::Pipeline* resp) {
+  if (Status s = Admit(*ctx, "UpdatePipeline"); !s.ok()) return Reply(ctx, s);
   auto runner = Lookup(req->job_id(), req->pipeline_id());
   if (!runner.ok()) return Reply(ctx, runner.status());
   auto* reactor = ctx->DefaultReactor();
   // Merged with the spec of the moment on the strand, in the same step that applies it, so that
   // two concurrent updates of different fields both hold.
   (*runner)->Update(
-      [update = *req](const PipelineSpec& current) -> Result<PipelineSpec> {
+      [update = *req, limits = limits_](const PipelineSpec& current) -> Result<PipelineSpec> {
         PipelineSpec spec = SpecFromUpdate(update, current);
         if (auto s = ValidateSpec(spec); !s.ok()) return s;
+        if (auto s = CheckSpecLimits(spec, limits); !s.ok()) return s;
         return spec;
       },
       ReplyWithPipeline(reactor, resp));
@@ -115,6 +125,7 @@ grpc::ServerUnaryReactor* AdminServiceImpl::UpdatePipeline(grpc::CallbackServerC
 grpc::ServerUnaryReactor* AdminServiceImpl::DeletePipeline(grpc::CallbackServerContext* ctx,
                                                            const v1::PipelineRef* req,
                                                            v1::DeletePipelineResponse* resp) {
+  if (Status s = Admit(*ctx, "DeletePipeline"); !s.ok()) return Reply(ctx, s);
   auto runner = Lookup(req->job_id(), req->pipeline_id());
   if (!runner.ok()) return Reply(ctx, runner.status());
   auto* reactor = ctx->DefaultReactor();
@@ -126,6 +137,7 @@ grpc::ServerUnaryReactor* AdminServiceImpl::DeletePipeline(grpc::CallbackServerC
 grpc::ServerUnaryReactor* AdminServiceImpl::GetPipeline(grpc::CallbackServerContext* ctx,
                                                         const v1::PipelineRef* req,
                                                         v1::Pipeline* resp) {
+  if (Status s = Admit(*ctx, "GetPipeline"); !s.ok()) return Reply(ctx, s);
   auto runner = Lookup(req->job_id(), req->pipeline_id());
   if (!runner.ok()) return Reply(ctx, runner.status());
   auto* reactor = ctx->DefaultReactor();
@@ -139,6 +151,7 @@ grpc::ServerUnaryReactor* AdminServiceImpl::GetPipeline(grpc::CallbackServerCont
 grpc::ServerUnaryReactor* AdminServiceImpl::ListPipelines(grpc::CallbackServerContext* ctx,
                                                           const v1::ListPipelinesRequest* req,
                                                           v1::ListPipelinesResponse* resp) {
+  if (Status s = Admit(*ctx, "ListPipelines"); !s.ok()) return Reply(ctx, s);
   if (req->limit() < 0) return Reply(ctx, Status::InvalidArgument("limit is negative"));
   const size_t limit =
       req->limit() == 0 ? kMaxPageSize : std::min<size_t>(req->limit(), kMaxPageSize);
@@ -204,6 +217,7 @@ grpc::ServerUnaryReactor* AdminServiceImpl::ListPipelines(grpc::CallbackServerCo
 grpc::ServerUnaryReactor* AdminServiceImpl::PausePipeline(grpc::CallbackServerContext* ctx,
                                                           const v1::PipelineRef* req,
                                                           v1::Pipeline* resp) {
+  if (Status s = Admit(*ctx, "PausePipeline"); !s.ok()) return Reply(ctx, s);
   auto runner = Lookup(req->job_id(), req->pipeline_id());
   if (!runner.ok()) return Reply(ctx, runner.status());
   auto* reactor = ctx->DefaultReactor();
@@ -214,6 +228,7 @@ grpc::ServerUnaryReactor* AdminServiceImpl::PausePipeline(grpc::CallbackServerCo
 grpc::ServerUnaryReactor* AdminServiceImpl::ResumePipeline(grpc::CallbackServerContext* ctx,
                                                            const v1::PipelineRef* req,
                                                            v1::Pipeline* resp) {
+  if (Status s = Admit(*ctx, "ResumePipeline"); !s.ok()) return Reply(ctx, s);
   auto runner = Lookup(req->job_id(), req->pipeline_id());
   if (!runner.ok()) return Reply(ctx, runner.status());
   auto* reactor = ctx->DefaultReactor();
@@ -224,6 +239,7 @@ grpc::ServerUnaryReactor* AdminServiceImpl::ResumePipeline(grpc::CallbackServerC
 grpc::ServerUnaryReactor* AdminServiceImpl::TriggerCheckpoint(grpc::CallbackServerContext* ctx,
                                                               const v1::PipelineRef* req,
                                                               v1::CheckpointInfo* resp) {
+  if (Status s = Admit(*ctx, "TriggerCheckpoint"); !s.ok()) return Reply(ctx, s);
   auto runner = Lookup(req->job_id(), req->pipeline_id());
   if (!runner.ok()) return Reply(ctx, runner.status());
   auto* reactor = ctx->DefaultReactor();
@@ -238,6 +254,7 @@ grpc::ServerUnaryReactor* AdminServiceImpl::TriggerCheckpoint(grpc::CallbackServ
 grpc::ServerUnaryReactor* AdminServiceImpl::ListCheckpoints(grpc::CallbackServerContext* ctx,
                                                             const v1::ListCheckpointsRequest* req,
                                                             v1::ListCheckpointsResponse* resp) {
+  if (Status s = Admit(*ctx, "ListCheckpoints"); !s.ok()) return Reply(ctx, s);
   auto runner = Lookup(req->job_id(), req->pipeline_id());
   if (!runner.ok()) return Reply(ctx, runner.status());
   if (req->limit() < 0) return Reply(ctx, Status::InvalidArgument("limit is negative"));
@@ -324,6 +341,7 @@ grpc::ServerWriteReactor<v1::SavepointProgress>* AdminServiceImpl::TriggerSavepo
     };
     return new Refusal(s);
   };
+  if (Status s = Admit(*ctx, "TriggerSavepoint"); !s.ok()) return refuse(s);
   if (auto s = ValidateId(req->job_id(), "job_id"); !s.ok()) return refuse(s);
   if (auto s = ValidateSavepointTarget(req->target()); !s.ok()) return refuse(s);
   if (req->timeout_ms() < 0 || req->timeout_ms() > kMaxDurationMs) {
@@ -389,6 +407,7 @@ void AdminServiceImpl::FinishSavepointStreams(std::chrono::steady_clock::time_po
 grpc::ServerUnaryReactor* AdminServiceImpl::GetDaemonStatus(grpc::CallbackServerContext* ctx,
                                                             const v1::GetDaemonStatusRequest* req,
                                                             v1::DaemonStatus* resp) {
+  if (Status s = Admit(*ctx, "GetDaemonStatus"); !s.ok()) return Reply(ctx, s);
   const auto& m = backend_.metrics();
   const AdminBackend::Facts facts = backend_.facts();
   resp->set_version(kCkptVersion);

@@ -1,7 +1,8 @@
 #pragma once
-// AdminService: the operator API (CONTRACT.md), over gRPC's callback API. Handlers convert protos
-// to domain types, post the work to the pipeline's strand (or to the daemon's admin pool when it
-// must read the store), and finish the RPC from there: no handler blocks a gRPC thread.
+// AdminService: the operator API (CONTRACT.md), over gRPC's callback API. Every handler first asks
+// the gatekeeper whether its caller may make the call (rpc/admin_methods.h). Handlers convert
+// protos to domain types, post the work to the pipeline's strand (or to the daemon's admin pool
+// when it must read the store), and finish the RPC from there: no handler blocks a gRPC thread.
 //
 // Threading: handlers run on gRPC's threads; the service holds only its backend and the set of
 // open savepoint streams (guarded by mu_).
@@ -14,15 +15,18 @@
 
 #include "ckpt/v1/admin.grpc.pb.h"
 #include "common/mutex.h"
+#include "core/limits.h"
 #include "rpc/admin_backend.h"
+#include "rpc/gatekeeper.h"
 #include "rpc/savepoint_stream.h"
 
 namespace ckpt {
 
 class AdminServiceImpl final : public v1::AdminService::CallbackService {
  public:
-  // `backend` must outlive the service.
-  explicit AdminServiceImpl(AdminBackend& backend) : backend_(backend) {}
+  // `backend` and `gatekeeper` must outlive the service.
+  AdminServiceImpl(AdminBackend& backend, const Gatekeeper& gatekeeper, Limits limits)
+      : backend_(backend), gatekeeper_(gatekeeper), limits_(limits) {}
 
   // Daemon shutdown, once every savepoint has its outcome: waits until `deadline` for the open
   // TriggerSavepoint calls to write their final message and end, then ends the rest with
@@ -64,7 +68,13 @@ class AdminServiceImpl final : public v1::AdminService::CallbackService {
   Result<std::shared_ptr<PipelineRunner>> Lookup(const std::string& job_id,
                                                  const std::string& pipeline_id) const;
 
+  // Whether the caller may make `method` (rpc/admin_methods.h says which access it needs): OK,
+  // or the refusal to answer with (counted and logged by the gatekeeper).
+  Status Admit(const grpc::CallbackServerContext& ctx, std::string_view method) const;
+
   AdminBackend& backend_;
+  const Gatekeeper& gatekeeper_;
+  const Limits limits_;
   Mutex mu_;
   CondVar streams_done_;  // savepoint_streams_ became empty
   // The open TriggerSavepoint calls, until their OnDone.

@@ -20,6 +20,8 @@ inline grpc::StatusCode ToGrpcCode(StatusCode code) {
     case StatusCode::kInternal: return grpc::StatusCode::INTERNAL;
     case StatusCode::kResourceExhausted: return grpc::StatusCode::RESOURCE_EXHAUSTED;
     case StatusCode::kDataLoss: return grpc::StatusCode::DATA_LOSS;
+    case StatusCode::kUnauthenticated: return grpc::StatusCode::UNAUTHENTICATED;
+    case StatusCode::kPermissionDenied: return grpc::StatusCode::PERMISSION_DENIED;
   }
   return grpc::StatusCode::UNKNOWN;
 }

@@ -1,6 +1,9 @@
 #pragma once
-// WorkerService.Connect: one WorkerSession reactor per stream.
-// Threading: Connect runs on gRPC threads; the service itself holds only constants and an atomic.
+// WorkerService.Connect: one WorkerSession reactor per stream. Before a stream reads anything it
+// is admitted: its caller identified by the access policy (a worker principal), and within
+// limits.max_streams and limits.max_streams_per_peer; a refused stream ends at once.
+// Threading: Connect runs on gRPC threads; the service holds constants, atomics and PeerStreams
+// (thread-safe).
 
 #include <atomic>
 
@@ -11,14 +14,16 @@ namespace ckpt {
 
 class WorkerServiceImpl final : public v1::WorkerService::CallbackService {
  public:
-  explicit WorkerServiceImpl(SessionDeps deps) : deps_(deps) {}
+  explicit WorkerServiceImpl(SessionDeps deps)
+      : peer_streams_(deps.limits.max_streams_per_peer), deps_(std::move(deps)) {}
 
   grpc::ServerBidiReactor<v1::WorkerMessage, v1::CoordinatorMessage>* Connect(
-      grpc::CallbackServerContext* context) override {
-    return WorkerSession::Create(next_session_id_++, deps_, context);
-  }
+      grpc::CallbackServerContext* context) override;
 
  private:
+  Admission Admit(grpc::CallbackServerContext& context);
+
+  PeerStreams peer_streams_;
   const SessionDeps deps_;
   std::atomic<SessionId> next_session_id_{1};
 };

@@ -14,11 +14,18 @@ namespace asio = boost::asio;
 using Steady = DaemonClock;  // leases and the hello timeout: the clock tests may move
 
 WorkerSession* WorkerSession::Create(SessionId id, const SessionDeps& deps,
-                                     grpc::CallbackServerContext* context) {
-  std::shared_ptr<WorkerSession> session(new WorkerSession(id, deps, context));
+                                     grpc::CallbackServerContext* context, Admission admission) {
+  std::shared_ptr<WorkerSession> session(
+      new WorkerSession(id, deps, context, std::move(admission)));
   session->self_ = session;
   ++session->metrics_.worker_sessions;
   session->last_activity_ = Steady::now().time_since_epoch().count();
+  if (!session->admission_.refused.ok()) {
+    // Refused before a byte was read: nothing to register, no lease; OnDone follows the Finish.
+    session->constructed_.store(true, std::memory_order_release);
+    session->End(session->admission_.refused);
+    return session.get();
+  }
   // A stream that says no hello is ended once hello_timeout passes (the lease then takes over).
   session->ArmLease(session->created_at_ + session->hello_timeout_);
   session->constructed_.store(true, std::memory_order_release);  // see constructed_
@@ -27,13 +34,16 @@ WorkerSession* WorkerSession::Create(SessionId id, const SessionDeps& deps,
 }
 
 WorkerSession::WorkerSession(SessionId id, const SessionDeps& deps,
-                             grpc::CallbackServerContext* context)
+                             grpc::CallbackServerContext* context, Admission admission)
     : id_(id),
       context_(context),
       registry_(deps.registry),
       metrics_(deps.metrics),
       lease_ttl_(deps.lease_ttl_ms),
       hello_timeout_(deps.hello_timeout_ms),
+      gatekeeper_(deps.gatekeeper),
+      limits_(deps.limits),
+      admission_(std::move(admission)),
       lease_strand_(asio::make_strand(deps.shards.Next())),
       lease_timer_(lease_strand_) {}
 
@@ -114,15 +124,31 @@ bool WorkerSession::HandleMessage() {
   return true;
 }
 
-bool WorkerSession::HandleHello(const v1::Hello& hello) {
+Status WorkerSession::CheckHello(const v1::Hello& hello) const {
   for (const auto& [id, what] :
-       {std::pair{&hello.job_id(), "job_id"}, std::pair{&hello.pipeline_id(), "pipeline_id"}}) {
-    if (auto s = ValidateId(*id, what); !s.ok()) {
-      End(s);
-      return false;
-    }
+       {std::pair{&hello.job_id(), "job_id"}, std::pair{&hello.pipeline_id(), "pipeline_id"},
+        std::pair{&hello.worker_id(), "worker_id"}}) {
+    if (auto s = ValidateId(*id, what); !s.ok()) return s;
+    if (auto s = CheckIdLength(*id, what, limits_); !s.ok()) return s;
+  }
+  if (hello.task_ids_size() > limits_.max_tasks_per_pipeline) {
+    return Status::InvalidArgument(
+        "hello names " + std::to_string(hello.task_ids_size()) + " tasks, more than " +
+        NameLimit("max_tasks_per_pipeline", limits_.max_tasks_per_pipeline));
+  }
+  for (const std::string& task : hello.task_ids()) {
+    if (auto s = CheckIdLength(task, "task_id", limits_); !s.ok()) return s;
+  }
+  return gatekeeper_.CheckJob(admission_.caller, hello.job_id());
+}
+
+bool WorkerSession::HandleHello(const v1::Hello& hello) {
+  if (Status s = CheckHello(hello); !s.ok()) {
+    End(s);
+    return false;
   }
   HelloInfo info;
+  info.principal = admission_.caller.principal;
   info.worker_id = hello.worker_id();
   info.key = PipelineKey{hello.job_id(), hello.pipeline_id()};
   info.task_ids.assign(hello.task_ids().begin(), hello.task_ids().end());
@@ -150,20 +176,30 @@ void WorkerSession::ReportEnded(const std::string& why, bool goodbye) {
 }
 
 void WorkerSession::Send(OutboundMessage message) {
-  MutexLock lock(mu_);
-  if (finish_requested_ || done_) return;
-  if (out_queue_.size() >= kMaxQueuedMessages) {
-    // The worker is not reading. It is broken either way; cancelling fails the outstanding write,
-    // which lets Finish go ahead instead of waiting on a peer that never drains.
+  {
+    MutexLock lock(mu_);
+    if (finish_requested_ || done_) return;
+    out_queue_.emplace_back();
+    ToProto(message, &out_queue_.back());
+    queued_bytes_ += static_cast<int64_t>(out_queue_.back().ByteSizeLong());
+    if (queued_bytes_ <= limits_.max_session_queue_bytes) {
+      if (!writing_) StartNextWriteLocked();
+      return;
+    }
+    // The worker does not read (or too slowly to matter): its memory here stays bounded, and
+    // cancelling fails the outstanding write, which lets Finish go ahead instead of waiting on a
+    // peer that never drains.
     out_queue_.erase(out_queue_.begin() + (writing_ ? 1 : 0), out_queue_.end());
+    queued_bytes_ = writing_ ? out_queue_.front().GetCachedSize() : 0;
     finish_requested_ = true;
-    finish_status_ = Status::Unavailable("worker stopped reading its stream");
+    finish_status_ = Status::ResourceExhausted(
+        "the worker does not read its stream: unsent messages passed " +
+        NameLimit("max_session_queue_bytes", limits_.max_session_queue_bytes));
+    metrics_.CountLimit(CountedLimit::kMaxSessionQueueBytes);
     context_->TryCancel();
-    return;
   }
-  out_queue_.emplace_back();
-  ToProto(message, &out_queue_.back());
-  if (!writing_) StartNextWriteLocked();
+  // Its tasks are released now, with the reason (outside mu_: ReportEnded takes runner_mu_).
+  ReportEnded("not reading its stream (limits.max_session_queue_bytes)");
 }
 
 void WorkerSession::End(Status status) {
@@ -182,11 +218,13 @@ void WorkerSession::StartNextWriteLocked() {
 void WorkerSession::OnWriteDone(bool ok) {
   Constructed();
   MutexLock lock(mu_);
+  queued_bytes_ -= out_queue_.front().GetCachedSize();
   out_queue_.pop_front();
   writing_ = false;
   if (!ok) {
     // The stream is broken; nothing more will get through.
     out_queue_.clear();
+    queued_bytes_ = 0;
     if (!finish_requested_) {
       finish_requested_ = true;
       finish_status_ = Status::Unavailable("write to the worker failed");
@@ -217,6 +255,7 @@ void WorkerSession::OnDone() {
   Constructed();
   done_ = true;
   ReportEnded("stream ended");
+  if (admission_.peer_streams) admission_.peer_streams->Remove(admission_.peer);
   --metrics_.worker_sessions;
   ++metrics_.worker_sessions_ended_total;
   asio::post(lease_strand_, [self = shared_from_this()] { self->lease_timer_.cancel(); });

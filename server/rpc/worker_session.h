@@ -23,6 +23,9 @@
 #include "ckpt/v1/worker.grpc.pb.h"
 #include "common/daemon_clock.h"
 #include "common/mutex.h"
+#include "core/limits.h"
+#include "rpc/gatekeeper.h"
+#include "rpc/peer_streams.h"
 #include "runtime/daemon_metrics.h"
 #include "runtime/io_shards.h"
 #include "runtime/registry.h"
@@ -36,6 +39,17 @@ struct SessionDeps {
   IoShards& shards;  // each session's lease timer goes to the next shard in turn
   int64_t lease_ttl_ms;
   int64_t hello_timeout_ms;  // a stream without hello is ended after this
+  const Gatekeeper& gatekeeper;
+  Limits limits;
+};
+
+// What WorkerService.Connect decided about a new stream before it reads a byte of it.
+struct Admission {
+  Status refused;  // not OK: the stream is ended with this at once
+  Caller caller;   // who it is (checked against each hello's job)
+  // Where the stream is counted until OnDone (null when it is not).
+  PeerStreams* peer_streams = nullptr;
+  std::string peer;
 };
 
 class WorkerSession final
@@ -46,7 +60,7 @@ class WorkerSession final
   // Returns the reactor for gRPC; it stays alive at least until OnDone.
   // `context` is gRPC's, valid until OnDone.
   static WorkerSession* Create(SessionId id, const SessionDeps& deps,
-                               grpc::CallbackServerContext* context);
+                               grpc::CallbackServerContext* context, Admission admission);
 
   // SessionSink
   void Send(OutboundMessage message) override;
@@ -59,10 +73,10 @@ class WorkerSession final
   void OnDone() override;
 
  private:
-  // A worker further behind than this many messages is not reading; its stream is cancelled.
-  static constexpr size_t kMaxQueuedMessages = 10000;
-
-  WorkerSession(SessionId id, const SessionDeps& deps, grpc::CallbackServerContext* context);
+  WorkerSession(SessionId id, const SessionDeps& deps, grpc::CallbackServerContext* context,
+                Admission admission);
+  // The hello's ids within limits and its job within the caller's; the status to end with if not.
+  Status CheckHello(const v1::Hello& hello) const;
   // Handles in_; returns false when the stream must read no more.
   bool HandleMessage();
   bool HandleHello(const v1::Hello& hello);
@@ -79,6 +93,9 @@ class WorkerSession final
   DaemonMetrics& metrics_;
   const std::chrono::milliseconds lease_ttl_;
   const std::chrono::milliseconds hello_timeout_;
+  const Gatekeeper& gatekeeper_;
+  const Limits limits_;
+  const Admission admission_;
   const DaemonClock::time_point created_at_ = DaemonClock::now();
 
   // Set (release) at the end of Create; every reaction reads it (acquire) first. gRPC hands the
@@ -109,6 +126,8 @@ class WorkerSession final
   Mutex mu_;
   // front() is in flight while writing_.
   std::deque<v1::CoordinatorMessage> out_queue_ CKPT_GUARDED_BY(mu_);
+  // The serialized size of out_queue_, bounded by limits.max_session_queue_bytes.
+  int64_t queued_bytes_ CKPT_GUARDED_BY(mu_) = 0;
   bool writing_ CKPT_GUARDED_BY(mu_) = false;
   bool finish_requested_ CKPT_GUARDED_BY(mu_) = false;
   bool finished_ CKPT_GUARDED_BY(mu_) = false;

@@ -10,7 +10,9 @@
 #include <functional>
 #include <string>
 
+#include "auth/access_policy.h"
 #include "core/actions.h"
+#include "core/limits.h"
 #include "core/types.h"
 
 #include "metrics/histogram.h"
@@ -35,6 +37,11 @@ struct DaemonMetrics {
   std::atomic<int64_t> savepoint_calls{0};  // gauge: open TriggerSavepoint calls
   std::atomic<uint64_t> savepoint_calls_ended_total{0};
   std::atomic<int64_t> store_writable{1};  // gauge: 1 while the store takes writes
+  // ckptd_auth_denied_total{reason}: calls refused by the access policy, by DenyReason.
+  std::array<std::atomic<uint64_t>, kDenyReasonCount> auth_denied_total{};
+  // ckptd_limit_refusals_total{limit}: streams and requests refused or ended at a limit.
+  std::array<std::atomic<uint64_t>, kCountedLimitCount> limit_refusals_total{};
+  void CountLimit(CountedLimit limit) { ++limit_refusals_total[static_cast<size_t>(limit)]; }
   // ckptd_pipelines{state}: each runner moves its one count between states on its strand, so a
   // scrape reads five atomics instead of visiting every pipeline.
   std::array<std::atomic<int64_t>, kPipelineStateCount> pipelines_by_state{};

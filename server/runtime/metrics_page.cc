@@ -109,6 +109,23 @@ std::string RenderMetricsPage(const DaemonMetrics& m, const Registry& registry,
                Load(m.IgnoredTotal(reason)));
   }
 
+  out.Family("ckptd_auth_denied_total", "counter",
+             "Calls refused by the access policy, by reason: no_credentials, unknown_identity, "
+             "unknown_token, plaintext_token (UNAUTHENTICATED); role, job, takeover "
+             "(PERMISSION_DENIED).");
+  for (size_t i = 0; i < kDenyReasonCount; ++i) {
+    out.Sample("ckptd_auth_denied_total", {{"reason", DenyReasonLabel(static_cast<DenyReason>(i))}},
+               Load(m.auth_denied_total[i]));
+  }
+  out.Family("ckptd_limit_refusals_total", "counter",
+             "Pipelines, streams and worker savepoint requests refused or ended at a configured "
+             "limit, by the limit's key.");
+  for (size_t i = 0; i < kCountedLimitCount; ++i) {
+    out.Sample("ckptd_limit_refusals_total",
+               {{"limit", CountedLimitLabel(static_cast<CountedLimit>(i))}},
+               Load(m.limit_refusals_total[i]));
+  }
+
   out.Family("ckptd_checkpoint_duration_seconds", "histogram",
              "Time from a checkpoint's trigger to its completion (durable).");
   out.Histogram("ckptd_checkpoint_duration_seconds", {}, m.checkpoint_duration.Take());

@@ -36,6 +36,7 @@ std::shared_ptr<PipelineRunner> PipelineHost::MakeRunner(const StoredPipeline& s
   options.lease_ttl_ms = options_.lease_ttl_ms;
   options.coordinator.start_spread = Millis(options_.start_spread_ms);
   options.coordinator.savepoint_root = options_.savepoint_root;
+  options.coordinator.savepoint_requests_per_minute = options_.limits.savepoint_requests_per_minute;
   options.store_health = &store_health_;
   return std::make_shared<PipelineRunner>(shards_.For(stored.record.spec.key), stored, restarted,
                                           store_, clock_, metrics_, options);
@@ -100,11 +101,21 @@ void PipelineHost::OnStoreWritable(bool writable) {
 
 void PipelineHost::Create(const PipelineSpec& spec, CreateDone done, bool from_config) {
   if (auto s = ValidateSpec(spec); !s.ok()) return done(s);
+  if (auto s = CheckSpecLimits(spec, options_.limits); !s.ok()) return done(s);
   if (refusing_creates_.load()) return done(Status::Unavailable("ckptd is shutting down"));
   {
     MutexLock lock(creating_mu_);
     if (registry_.Find(spec.key) || !creating_.insert(spec.key).second) {
       return done(Status::AlreadyExists("pipeline " + spec.key.ToString() + " exists"));
+    }
+    // Counted with the creates under way, so that concurrent creates cannot pass the limit.
+    if (static_cast<int64_t>(registry_.size() + creating_.size()) > options_.limits.max_pipelines) {
+      creating_.erase(spec.key);
+      metrics_.CountLimit(CountedLimit::kMaxPipelines);
+      return done(Status::ResourceExhausted(
+          "pipeline " + spec.key.ToString() +
+          " not created: " + NameLimit("max_pipelines", options_.limits.max_pipelines) +
+          " reached; delete pipelines or raise the limit"));
     }
   }
   auto created = [this, key = spec.key]() CKPT_EXCLUDES(creating_mu_) {

@@ -20,6 +20,7 @@
 
 #include "common/mutex.h"
 #include "core/clock.h"
+#include "core/limits.h"
 #include "runtime/daemon_metrics.h"
 #include "runtime/io_shards.h"
 #include "runtime/registry.h"
@@ -38,6 +39,9 @@ struct PipelineHostOptions {
   std::string config_source;
   // How often StoreHealth probes a store that fails writes.
   std::chrono::milliseconds store_probe_interval{1000};
+  // Creates beyond max_pipelines, or of specs beyond the task and id limits, are refused;
+  // pipelines loaded from the store at start are not (nothing stored is dropped).
+  Limits limits;
 };
 
 // What applying the config file's pipelines did (ApplyDeclared, the daemon's reload); every item

@@ -105,8 +105,12 @@ void PipelineRunner::Register(SessionId session, std::shared_ptr<SessionSink> si
                               HelloInfo hello) {
   PostOperator([session, sink = std::move(sink), hello = std::move(hello)](PipelineRunner& r) {
     if (r.deleted_) return sink->End(r.DeletedStatus());  // raced with DeletePipeline
-    auto reg = r.coordinator_.OnRegister(session, hello.worker_id, hello.task_ids, hello.takeover);
+    auto reg = r.coordinator_.OnRegister(session, hello.worker_id, hello.task_ids, hello.takeover,
+                                         hello.principal);
     if (!reg.status.ok()) {
+      if (reg.status.code() == StatusCode::kPermissionDenied) {
+        ++r.metrics_.auth_denied_total[static_cast<size_t>(DenyReason::kTakeover)];
+      }
       // Rate-limited: a worker in a loop of bad hellos (or an attacker) must not fill the log.
       uint64_t held_back = 0;
       if (r.refused_hello_log_.Allow(std::chrono::steady_clock::now(), &held_back)) {
@@ -119,9 +123,10 @@ void PipelineRunner::Register(SessionId session, std::shared_ptr<SessionSink> si
       return;
     }
     r.sessions_[session] = sink;
-    r.LogLine(LogLevel::kInfo, "worker " + hello.worker_id + " registered " +
-                                   std::to_string(hello.task_ids.size()) + " task(s) (session " +
-                                   std::to_string(session) + ")");
+    r.LogLine(LogLevel::kInfo,
+              "worker " + hello.worker_id + " registered " + std::to_string(hello.task_ids.size()) +
+                  " task(s) (session " + std::to_string(session) +
+                  (hello.principal.empty() ? "" : ", principal " + hello.principal) + ")");
     // Welcome first: the actions may hold a trigger for this very session.
     sink->Send(WelcomeMessage{session, reg.welcome, r.heartbeat_interval_ms_, r.lease_ttl_ms_});
     r.Run(std::move(reg.actions));

@@ -38,6 +38,9 @@ struct HelloInfo {
   PipelineKey key;
   std::vector<std::string> task_ids;
   bool takeover = false;
+  // Who the stream authenticated as ("" without auth): takeovers stay within a principal, and
+  // what the worker asks for is logged with it.
+  std::string principal;
 };
 
 }  // namespace ckpt

@@ -1,6 +1,6 @@
-// Input the daemon accepts (under its 8 MiB receive limit) and then repeats to other clients: a
-// client with gRPC's default 4 MiB receive limit (the SDK, ckptctl, RawWorker) must not be broken
-// by what another client sent.
+// Input the daemon accepts (under limits.max_message_bytes, 4 MiB by default) and then repeats to
+// other clients: a client with gRPC's default 4 MiB receive limit (the SDK, ckptctl, RawWorker)
+// must not be broken by what another client sent.
 #include <gtest/gtest.h>
 
 #include <thread>
@@ -22,7 +22,7 @@ TEST_F(ChaosTest, HugeDeclineReasonDoesNotBreakTheOtherStreamsOrTheCheckpointLis
   auto trigger = wb.WaitTrigger();
   ASSERT_TRUE(trigger);
   const int64_t id = trigger->trigger().checkpoint_id();
-  wa.Decline(id, "a", std::string(5 << 20, 'r'));  // 5 MiB: accepted by the daemon
+  wa.Decline(id, "a", std::string(3 << 20, 'r'));  // 3 MiB: accepted by the daemon
   // b's worker hears that the round failed; its stream stays up.
   auto abort = wb.WaitAbort();
   EXPECT_TRUE(abort) << "b's stream: " << EndStatusText(wb);
@@ -56,7 +56,7 @@ TEST_F(ChaosTest, HugeSavepointTargetDoesNotBreakTheWorkersStreams) {
   v1::TriggerSavepointRequest req;
   req.set_job_id("job");
   req.set_pipeline_id("p");
-  req.set_target(std::string(5 << 20, 'T'));  // 5 MiB: accepted by the daemon
+  req.set_target(std::string(3 << 20, 'T'));  // 3 MiB: accepted by the daemon
   req.set_timeout_ms(5000);
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));

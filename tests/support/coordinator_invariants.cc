@@ -170,8 +170,8 @@ Actions CheckedCoordinator::OnTimeout(int64_t checkpoint_id) {
 
 PipelineCoordinator::Registration CheckedCoordinator::OnRegister(
     SessionId session, const std::string& worker_id, const std::vector<std::string>& task_ids,
-    bool takeover) {
-  auto reg = c_.OnRegister(session, worker_id, task_ids, takeover);
+    bool takeover, const std::string& principal) {
+  auto reg = c_.OnRegister(session, worker_id, task_ids, takeover, principal);
   // Before the actions: a takeover's EndSession then forgets only the old stream's other tasks.
   if (reg.status.ok()) {
     for (const auto& t : task_ids) owner_[t] = session;

@@ -109,7 +109,7 @@ class CheckedCoordinator {
   Actions OnTimeout(int64_t checkpoint_id);
   PipelineCoordinator::Registration OnRegister(SessionId session, const std::string& worker_id,
                                                const std::vector<std::string>& task_ids,
-                                               bool takeover);
+                                               bool takeover, const std::string& principal = {});
   Actions OnSessionEnded(
       SessionId session, const std::string& why,
       PipelineCoordinator::SessionEnd end = PipelineCoordinator::SessionEnd::kLost);

@@ -323,6 +323,7 @@ TEST(ConfigParse, EmptyFileMeansAllDefaults) {
 TEST(ConfigParse, ReadsEveryTopLevelKey) {
   DaemonConfig config = ParseOk(
       "listen: 0.0.0.0:7171\n"
+      "insecure: true\n"
       "metrics_listen: \"[::1]:9000\"\n"
       "data_dir: /var/lib/ckptd\n"
       "savepoint_root: s3://bucket/savepoints\n"

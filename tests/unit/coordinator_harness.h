@@ -46,6 +46,16 @@ class ManualClock final : public TestClock {
   int64_t wall_base_ms_ = 1'700'000'000'000;
 };
 
+// The actions of type T among `actions`, in order.
+template <typename T>
+std::vector<T> ActionsOf(const Actions& actions) {
+  std::vector<T> found;
+  for (const auto& a : actions) {
+    if (auto* t = std::get_if<T>(&a)) found.push_back(*t);
+  }
+  return found;
+}
+
 inline PipelineSpec MakeSpec(std::vector<std::string> tasks = {"a", "b"}) {
   PipelineSpec spec;
   spec.key = {"job", "pipe"};

@@ -11,15 +11,6 @@ namespace {
 using std::chrono::milliseconds;
 
 template <typename T>
-std::vector<T> ActionsOf(const Actions& actions) {
-  std::vector<T> found;
-  for (const auto& a : actions) {
-    if (auto* t = std::get_if<T>(&a)) found.push_back(*t);
-  }
-  return found;
-}
-
-template <typename T>
 size_t IndexOf(const Actions& actions) {
   for (size_t i = 0; i < actions.size(); ++i) {
     if (std::holds_alternative<T>(actions[i])) return i;

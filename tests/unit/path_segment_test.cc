@@ -36,3 +36,24 @@ TEST(PathSegment, DistinctIdsNeverShareADirectory) {
 
 }  // namespace
 }  // namespace ckpt
+
+namespace ckpt {
+namespace {
+
+TEST(PathIsUnder, AcceptsOnlyPathsBelowTheRoot) {
+  EXPECT_TRUE(PathIsUnder("/data/sp", "/data/sp"));
+  EXPECT_TRUE(PathIsUnder("/data/sp/job/1", "/data/sp"));
+  EXPECT_TRUE(PathIsUnder("/data/sp/job/1", "/data/sp/"));
+  EXPECT_TRUE(PathIsUnder("s3://bucket/sp/x", "s3://bucket/sp"));
+  EXPECT_FALSE(PathIsUnder("/data/spx", "/data/sp"));
+  EXPECT_FALSE(PathIsUnder("/data/sp/../etc", "/data/sp"));
+  EXPECT_FALSE(PathIsUnder("/data/sp/a/..", "/data/sp"));
+  EXPECT_FALSE(PathIsUnder("/data/sp/./a", "/data/sp"));
+  EXPECT_FALSE(PathIsUnder("/data/sp/a\\..\\b", "/data/sp"));
+  EXPECT_FALSE(PathIsUnder("/etc/passwd", "/data/sp"));
+  EXPECT_FALSE(PathIsUnder("s3://other/sp/x", "s3://bucket/sp"));
+  EXPECT_FALSE(PathIsUnder("/anything", ""));
+}
+
+}  // namespace
+}  // namespace ckpt

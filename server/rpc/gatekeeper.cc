@@ -1,0 +1,75 @@
+#include "rpc/gatekeeper.h"
+
+#include <spdlog/spdlog.h>
+
+#include "core/printable.h"
+#include "rpc/caller_credentials.h"
+
+namespace ckpt {
+
+Gatekeeper::Gatekeeper(AuthSpec spec, DaemonMetrics& metrics)
+    : metrics_(metrics), policy_(std::make_shared<const AccessPolicy>(std::move(spec))) {}
+
+void Gatekeeper::SetPolicy(AuthSpec spec) {
+  auto next = std::make_shared<const AccessPolicy>(std::move(spec));
+  MutexLock lock(policy_mu_);
+  policy_ = std::move(next);
+}
+
+std::shared_ptr<const AccessPolicy> Gatekeeper::policy() const {
+  MutexLock lock(policy_mu_);
+  return policy_;
+}
+
+Result<Caller> Gatekeeper::Admit(const grpc::ServerContextBase& context, Access access,
+                                 std::string_view method) const {
+  const auto current = policy();
+  Caller caller;
+  if (!current->enabled()) {
+    current->Identify({}, &caller);  // nameless, every right
+    return caller;
+  }
+  if (auto refusal = current->Identify(CredentialsOf(context), &caller)) {
+    return Refused(*refusal, context.peer());
+  }
+  if (auto refusal = current->Check(caller, access, method)) {
+    return Refused(*refusal, context.peer());
+  }
+  return caller;
+}
+
+std::string Gatekeeper::PrincipalOf(const grpc::ServerContextBase& context) const {
+  Caller caller;
+  if (policy()->Identify(CredentialsOf(context), &caller)) return "(unidentified)";
+  return caller.principal.empty() ? "anonymous" : caller.principal;
+}
+
+Status Gatekeeper::CheckJob(const Caller& caller, std::string_view job) const {
+  if (auto refusal = policy()->Check(caller, Access::kWorkerStream, "hello", job)) {
+    return Refused(*refusal, {});
+  }
+  return Status::Ok();
+}
+
+void Gatekeeper::CountRefusal(DenyReason reason, std::string_view peer,
+                              const Status& status) const {
+  Refused(Refusal{status, reason}, peer);
+}
+
+Status Gatekeeper::Refused(const Refusal& refusal, std::string_view peer) const {
+  ++metrics_.auth_denied_total[static_cast<size_t>(refusal.reason)];
+  uint64_t held_back = 0;
+  bool log = false;
+  {
+    MutexLock lock(log_mu_);
+    log = refusal_log_.Allow(LogThrottle::Clock::now(), &held_back);
+  }
+  if (log) {
+    spdlog::warn("refused a call{}{}: {} ({}; {} more refusal(s) since the last line)",
+                 peer.empty() ? "" : " from ", Printable(peer), Printable(refusal.status.message()),
+                 DenyReasonLabel(refusal.reason), held_back);
+  }
+  return refusal.status;
+}
+
+}  // namespace ckpt

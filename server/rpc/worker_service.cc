@@ -1,0 +1,40 @@
+#include "rpc/worker_service.h"
+
+#include "rpc/caller_credentials.h"
+
+namespace ckpt {
+
+grpc::ServerBidiReactor<v1::WorkerMessage, v1::CoordinatorMessage>* WorkerServiceImpl::Connect(
+    grpc::CallbackServerContext* context) {
+  return WorkerSession::Create(next_session_id_++, deps_, context, Admit(*context));
+}
+
+Admission WorkerServiceImpl::Admit(grpc::CallbackServerContext& context) {
+  Admission admission;
+  auto caller = deps_.gatekeeper.Admit(context, Access::kWorkerStream, "WorkerService.Connect");
+  if (!caller.ok()) {
+    admission.refused = caller.status();
+    return admission;
+  }
+  admission.caller = std::move(*caller);
+  const Limits& limits = deps_.limits;
+  if (deps_.metrics.worker_sessions.load() >= limits.max_streams) {
+    deps_.metrics.CountLimit(CountedLimit::kMaxStreams);
+    admission.refused = Status::ResourceExhausted(
+        "the daemon holds " + NameLimit("max_streams", limits.max_streams) + " worker streams");
+    return admission;
+  }
+  std::string peer = PeerAddress(context.peer());
+  if (!peer_streams_.TryAdd(peer)) {
+    deps_.metrics.CountLimit(CountedLimit::kMaxStreamsPerPeer);
+    admission.refused = Status::ResourceExhausted(
+        "this peer holds " + NameLimit("max_streams_per_peer", limits.max_streams_per_peer) +
+        " worker streams");
+    return admission;
+  }
+  admission.peer_streams = &peer_streams_;
+  admission.peer = std::move(peer);
+  return admission;
+}
+
+}  // namespace ckpt

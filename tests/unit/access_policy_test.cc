@@ -1,0 +1,176 @@
+#include "auth/access_policy.h"
+
+#include <gtest/gtest.h>
+
+#include "auth/token_digest.h"
+
+namespace ckpt {
+namespace {
+
+// SHA-256("s3cret-admin") etc., as an operator writes them into the config.
+std::string HexSha256(const std::string& token) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string hex;
+  for (unsigned char c : Sha256(token)) {
+    hex += kHex[c >> 4];
+    hex += kHex[c & 15];
+  }
+  return hex;
+}
+
+AuthSpec TeamSpec() {
+  AuthSpec spec;
+  spec.enabled = true;
+  spec.principals = {
+      {"ops", "spiffe://example.org/ops", "", Role::kAdmin, {}},
+      {"grafana", "", HexSha256("viewer-token"), Role::kViewer, {}},
+      {"etl-workers", "etl-worker.example.org", "", Role::kWorker, {"etl", "etl-*"}},
+      {"billing-workers", "", HexSha256("billing-token"), Role::kWorker, {"billing"}},
+  };
+  return spec;
+}
+
+CallerCredentials Cert(const std::string& identity) {
+  CallerCredentials c;
+  c.secure_channel = true;
+  c.cert_identity = identity;
+  return c;
+}
+
+CallerCredentials Token(const std::string& token, bool tls = true, bool loopback = false) {
+  CallerCredentials c;
+  c.secure_channel = tls;
+  c.loopback_peer = loopback;
+  c.has_token = true;
+  c.token = token;
+  return c;
+}
+
+TEST(TokenDigest, MatchesTheKnownSha256OfAbc) {
+  EXPECT_EQ(HexSha256("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(DecodeSha256Hex(HexSha256("abc")), Sha256("abc"));
+  EXPECT_EQ(DecodeSha256Hex("zz"), "");
+  EXPECT_EQ(DecodeSha256Hex(std::string(64, 'g')), "");
+  EXPECT_TRUE(ConstantTimeEquals("abc", "abc"));
+  EXPECT_FALSE(ConstantTimeEquals("abc", "abd"));
+  EXPECT_FALSE(ConstantTimeEquals("abc", "abcd"));
+}
+
+TEST(AccessPolicy, WithoutAuthEveryCallerMayDoEverything) {
+  AccessPolicy open;
+  Caller caller;
+  ASSERT_FALSE(open.Identify({}, &caller));
+  EXPECT_EQ(caller.principal, "");
+  EXPECT_FALSE(open.Check(caller, Access::kMutate, "DeletePipeline"));
+  EXPECT_FALSE(open.Check(caller, Access::kWorkerStream, "hello", "anything"));
+}
+
+TEST(AccessPolicy, IdentifiesByCertificateOrToken) {
+  AccessPolicy policy(TeamSpec());
+  Caller caller;
+  ASSERT_FALSE(policy.Identify(Cert("spiffe://example.org/ops"), &caller));
+  EXPECT_EQ(caller.principal, "ops");
+  EXPECT_EQ(caller.role, Role::kAdmin);
+  ASSERT_FALSE(policy.Identify(Token("viewer-token"), &caller));
+  EXPECT_EQ(caller.principal, "grafana");
+  EXPECT_EQ(caller.role, Role::kViewer);
+  // A token decides even beside a certificate.
+  CallerCredentials both = Token("billing-token");
+  both.cert_identity = "spiffe://example.org/ops";
+  ASSERT_FALSE(policy.Identify(both, &caller));
+  EXPECT_EQ(caller.principal, "billing-workers");
+}
+
+TEST(AccessPolicy, RefusesUnknownOrMissingCredentialsAsUnauthenticated) {
+  AccessPolicy policy(TeamSpec());
+  Caller caller;
+  auto none = policy.Identify(CallerCredentials{}, &caller);
+  ASSERT_TRUE(none);
+  EXPECT_EQ(none->status.code(), StatusCode::kUnauthenticated);
+  EXPECT_EQ(none->reason, DenyReason::kNoCredentials);
+
+  auto stranger = policy.Identify(Cert("CN=mallory"), &caller);
+  ASSERT_TRUE(stranger);
+  EXPECT_EQ(stranger->status.code(), StatusCode::kUnauthenticated);
+  EXPECT_EQ(stranger->reason, DenyReason::kUnknownIdentity);
+
+  auto wrong = policy.Identify(Token("guess"), &caller);
+  ASSERT_TRUE(wrong);
+  EXPECT_EQ(wrong->status.code(), StatusCode::kUnauthenticated);
+  EXPECT_EQ(wrong->reason, DenyReason::kUnknownToken);
+  EXPECT_EQ(wrong->status.message().find("guess"), std::string::npos) << "never the secret";
+}
+
+TEST(AccessPolicy, ATokenOverPlaintextCountsOnlyFromLoopback) {
+  AccessPolicy policy(TeamSpec());
+  Caller caller;
+  auto remote = policy.Identify(Token("viewer-token", /*tls=*/false, /*loopback=*/false), &caller);
+  ASSERT_TRUE(remote);
+  EXPECT_EQ(remote->reason, DenyReason::kPlaintextToken);
+  EXPECT_FALSE(policy.Identify(Token("viewer-token", false, /*loopback=*/true), &caller));
+  EXPECT_EQ(caller.principal, "grafana");
+}
+
+TEST(AccessPolicy, RolesDecideWhatACallerMayCall) {
+  AccessPolicy policy(TeamSpec());
+  const Caller ops{"ops", Role::kAdmin, {}};
+  const Caller viewer{"grafana", Role::kViewer, {}};
+  const Caller worker{"etl-workers", Role::kWorker, {"etl", "etl-*"}};
+  EXPECT_FALSE(policy.Check(ops, Access::kMutate, "DeletePipeline"));
+  EXPECT_FALSE(policy.Check(viewer, Access::kRead, "ListPipelines"));
+  auto viewer_delete = policy.Check(viewer, Access::kMutate, "DeletePipeline");
+  ASSERT_TRUE(viewer_delete);
+  EXPECT_EQ(viewer_delete->status.code(), StatusCode::kPermissionDenied);
+  EXPECT_NE(viewer_delete->status.message().find("DeletePipeline"), std::string::npos);
+  EXPECT_EQ(viewer_delete->reason, DenyReason::kRole);
+  EXPECT_TRUE(policy.Check(worker, Access::kRead, "GetPipeline")) << "workers: WorkerService only";
+  EXPECT_TRUE(policy.Check(ops, Access::kWorkerStream, "WorkerService.Connect"))
+      << "operators do not serve tasks";
+  EXPECT_FALSE(policy.Check(worker, Access::kWorkerStream, "WorkerService.Connect"));
+}
+
+TEST(AccessPolicy, AWorkerServesOnlyJobsMatchingItsGlobs) {
+  AccessPolicy policy(TeamSpec());
+  const Caller worker{"etl-workers", Role::kWorker, {"etl", "etl-*"}};
+  EXPECT_FALSE(policy.Check(worker, Access::kWorkerStream, "hello", "etl"));
+  EXPECT_FALSE(policy.Check(worker, Access::kWorkerStream, "hello", "etl-eu"));
+  auto other = policy.Check(worker, Access::kWorkerStream, "hello", "billing");
+  ASSERT_TRUE(other);
+  EXPECT_EQ(other->status.code(), StatusCode::kPermissionDenied);
+  EXPECT_EQ(other->reason, DenyReason::kJob);
+  EXPECT_NE(other->status.message().find("billing"), std::string::npos);
+  EXPECT_TRUE(policy.Check(worker, Access::kWorkerStream, "hello", "etlx"));
+}
+
+TEST(AccessPolicy, ValidationNamesTheBrokenPrincipal) {
+  auto expect_error = [](AuthSpec spec, const std::string& part) {
+    Status s = ValidateAuthSpec(spec, "auth");
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << part;
+    EXPECT_NE(s.message().find(part), std::string::npos) << s.message();
+  };
+  EXPECT_TRUE(ValidateAuthSpec(TeamSpec(), "auth").ok());
+  AuthSpec empty;
+  empty.enabled = true;
+  expect_error(empty, "names no principal");
+  AuthSpec spec = TeamSpec();
+  spec.principals[1].token_sha256 = "plain-token";
+  expect_error(spec, "64 hex digits");
+  spec = TeamSpec();
+  spec.principals[0].token_sha256 = HexSha256("x");
+  expect_error(spec, "exactly one of cert_identity and token_sha256");
+  spec = TeamSpec();
+  spec.principals[2].jobs.clear();
+  expect_error(spec, "needs 'jobs'");
+  spec = TeamSpec();
+  spec.principals[0].jobs = {"etl"};
+  expect_error(spec, "worker principals only");
+  spec = TeamSpec();
+  spec.principals[3].name = "ops";
+  expect_error(spec, "used twice");
+  spec = TeamSpec();
+  spec.principals[3].token_sha256 = spec.principals[1].token_sha256;
+  expect_error(spec, "another principal");
+}
+
+}  // namespace
+}  // namespace ckpt
