@@ -54,15 +54,39 @@ def proc_threads(pid):
     return 0
 
 
-def list_pipelines(ckptctl, port, job):
-    out = subprocess.run([ckptctl, "--server", f"127.0.0.1:{port}", "-o", "json",
+def list_pipelines(ckptctl, port, job, flags=()):
+    out = subprocess.run([ckptctl, "--server", f"127.0.0.1:{port}", *flags, "-o", "json",
                           "pipeline", "list", "--job", job],
                          check=True, capture_output=True, text=True, timeout=60).stdout
     return {p["pipeline_id"]: p for p in json.loads(out)}
 
 
-def write_config(path, port, data_dir, job, pipelines, tasks, interval_ms, timeout_ms):
+def make_tls(work):
+    """Certificates for a TLS run (tests/e2e/certs.py): the daemon's YAML (mTLS, auth with a
+    worker and an admin principal) and the client flags of the simulator and of ckptctl."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests",
+                                    "e2e"))
+    from certs import CertFactory
+    directory = os.path.join(work, "tls")
+    os.mkdir(directory)
+    certs = CertFactory(directory)
+    server = certs.server()
+    worker = certs.client("worker", cn="bench-worker")
+    admin = certs.client("admin", cn="bench-admin")
+    yaml = ("tls:\n"
+            f"  cert_file: {server.cert}\n  key_file: {server.key}\n"
+            f"  client_ca_file: {certs.ca.cert}\n  client_auth: require\n"
+            "auth:\n  principals:\n"
+            "    - {name: worker, cert_identity: bench-worker, role: worker, jobs: ['*']}\n"
+            "    - {name: admin, cert_identity: bench-admin, role: admin}\n")
+    def flags(cred):
+        return ["--ca-file", certs.ca.cert, "--cert-file", cred.cert, "--key-file", cred.key]
+    return yaml, flags(worker), flags(admin)
+
+
+def write_config(path, port, data_dir, job, pipelines, tasks, interval_ms, timeout_ms, extra=""):
     with open(path, "w") as f:
+        f.write(extra)
         f.write(f"listen: 127.0.0.1:{port}\n")
         f.write("metrics_listen: 127.0.0.1:0\n")
         f.write(f"data_dir: {data_dir}\n")
@@ -86,14 +110,15 @@ def run(args):
     job = "e2e"
     port = free_port()
     config = os.path.join(work, "ckptd.yaml")
+    tls_yaml, sim_flags, ctl_flags = make_tls(work) if args.tls else ("", [], [])
     write_config(config, port, os.path.join(work, "data"), job, args.pipelines, args.tasks,
-                 args.interval_ms, args.timeout_ms)
+                 args.interval_ms, args.timeout_ms, extra=tls_yaml)
     daemon_log = open(os.path.join(work, "ckptd.log"), "w+")
     daemon = subprocess.Popen([server, "--config", config], stdout=daemon_log,
                               stderr=subprocess.STDOUT)
     sim_proc = None
     result = {"bench": "e2e", "label": args.label, "pipelines": args.pipelines,
-              "tasks": args.tasks, "interval_ms": args.interval_ms}
+              "tasks": args.tasks, "interval_ms": args.interval_ms, "tls": args.tls}
     try:
         deadline = time.monotonic() + 120
         while True:
@@ -106,7 +131,7 @@ def run(args):
         duration = args.warmup_s + args.window_s + 2
         sim_out = open(os.path.join(work, "sim.json"), "w+")
         sim_proc = subprocess.Popen(
-            [sim, "--server", f"127.0.0.1:{port}", "--job", job, "--pipelines",
+            [sim, "--server", f"127.0.0.1:{port}", *sim_flags, "--job", job, "--pipelines",
              str(args.pipelines), "--tasks-per-pipeline", str(args.tasks), "--duration",
              f"{int(duration * 1000)}ms", "--warmup", f"{int(args.warmup_s * 1000)}ms", "--json",
              "--threads", str(args.sim_threads), "--channels", str(args.sim_channels)],
@@ -114,11 +139,11 @@ def run(args):
         log(f"{args.label}: {args.pipelines} x {args.tasks} tasks, interval {args.interval_ms} ms; "
             f"warm-up {args.warmup_s} s, window {args.window_s} s")
         time.sleep(args.warmup_s)
-        before = list_pipelines(ckptctl, port, job)
+        before = list_pipelines(ckptctl, port, job, ctl_flags)
         cpu0, sim_cpu0, t0 = cpu_seconds(daemon.pid), cpu_seconds(sim_proc.pid), time.monotonic()
         time.sleep(args.window_s)
         cpu1, sim_cpu1, t1 = cpu_seconds(daemon.pid), cpu_seconds(sim_proc.pid), time.monotonic()
-        after = list_pipelines(ckptctl, port, job)
+        after = list_pipelines(ckptctl, port, job, ctl_flags)
         threads = proc_threads(daemon.pid)
         sim_proc.wait(timeout=duration + 30)
         sim_out.seek(0)
@@ -190,6 +215,8 @@ def main():
     p.add_argument("--sim-channels", type=int, default=1, help="TCP connections of the simulator")
     p.add_argument("--max-p99-ms", type=float, default=100, help="checkpoint duration p99 target")
     p.add_argument("--label", default="scale")
+    p.add_argument("--tls", action="store_true",
+                   help="mTLS and auth on the gRPC port (certificates made with openssl)")
     p.add_argument("--keep", action="store_true", help="keep the temp dir (logs, data)")
     args = p.parse_args()
     try:

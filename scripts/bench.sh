@@ -129,6 +129,11 @@ for cfg in "16 500" "64 250"; do
     "$python" "$root/bench/e2e_bench.py" --build-dir "$build" --work-dir "$work" \
     --pipelines "$1" --tasks "$2" --interval-ms 10 --warmup-s 3 --window-s 5 --label ingest
 done
+# The price of TLS (mTLS with auth) on ack ingest: the first configuration again, over TLS, next to
+# its plaintext run above.
+run_bench 120 '"bench":"e2e","label":"ingest-tls","pipelines":16,"tasks":500' \
+  "$python" "$root/bench/e2e_bench.py" --build-dir "$build" --work-dir "$work" \
+  --pipelines 16 --tasks 500 --interval-ms 10 --warmup-s 3 --window-s 5 --label ingest-tls --tls
 
 # ---- report --------------------------------------------------------------------------------------
 "$python" "$root/bench/report.py" --anchors "$anchors_jsonl" --ckptd "$ckptd_jsonl" \

@@ -169,7 +169,9 @@ class HostileTest(unittest.TestCase):
 
     # 6. ---------------------------------------------------------------------------------------
     def test_reads_stay_bounded_and_a_huge_pipeline_is_served(self):
-        self.start()
+        # 100,000 ids of 64 bytes make a CreatePipeline of 6.6 MB: above the default
+        # limits.max_message_bytes (4 MiB), which an operator raises for pipelines this wide.
+        self.start("limits:\n  max_message_bytes: 8388608\n")
         tasks = self.count(100000)
         created = self.hostile("create-pipeline", "--job", "big", "--pipeline", "p",
                                "--tasks", str(tasks), "--task-bytes", "64")

@@ -541,6 +541,10 @@ TEST(ConfigLoad, ShippedExampleHoldsTheDefaults) {
   EXPECT_EQ(result->log_level, defaults.log_level);
   EXPECT_EQ(result->log_format, defaults.log_format);
   EXPECT_EQ(result->metrics_per_pipeline, defaults.metrics_per_pipeline);
+  EXPECT_EQ(result->insecure, defaults.insecure);
+  EXPECT_TRUE(result->limits == defaults.limits);
+  EXPECT_FALSE(result->tls.enabled);
+  EXPECT_FALSE(result->auth.enabled);
   EXPECT_EQ(result->defaults.interval_ms, defaults.defaults.interval_ms);
   EXPECT_EQ(result->defaults.timeout_ms, defaults.defaults.timeout_ms);
   EXPECT_EQ(result->defaults.min_pause_ms, defaults.defaults.min_pause_ms);
