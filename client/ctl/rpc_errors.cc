@@ -99,20 +99,35 @@ std::string CannotReach(const CallInfo& call, const std::string& why) {
   return "cannot reach ckptd at " + call.address + ": " + why + " (" + hint + ")";
 }
 
-// The daemon's message after the code: "(CODE: message)", or "(CODE)" without one.
-std::string CodeAndMessage(const std::string& code, const std::string& message) {
-  return message.empty() ? "(" + code + ")" : "(" + code + ": " + message + ")";
+// `message` without a leading `phrase` (and the ": " after it), compared without case: the
+// daemon's message may start with the words ours does.
+std::string WithoutLeading(const std::string& message, const std::string& phrase) {
+  if (Lower(message).rfind(Lower(phrase), 0) != 0) return message;
+  std::string rest = message.substr(phrase.size());
+  if (rest.rfind(": ", 0) == 0) rest.erase(0, 2);
+  return rest;
 }
 
+// What the daemon refused, by what was presented, then its own words and the code.
 std::string Unauthenticated(const std::string& code, const std::string& message,
                             const CallInfo& call) {
-  if (call.token) return "token refused " + CodeAndMessage(code, message) + "; check --token-file";
-  if (call.client_certificate) {
-    return "client certificate refused " + CodeAndMessage(code, message) +
-           "; is its identity a principal of the daemon?";
+  std::string lead, detail, fix;
+  if (call.token) {
+    lead = "token refused";
+    detail = WithoutLeading(message, lead);
+    // Only ckpt-hostile's kind of client gets this far: ckptctl itself refuses to send it.
+    fix = !call.tls && Contains(Lower(message), "plaintext") ? "pass --ca-file to connect with TLS"
+                                                             : "check --token-file";
+  } else if (call.client_certificate) {
+    lead = "client certificate refused";
+    detail = WithoutLeading(message, lead);
+    fix = "check --cert-file";
+  } else {
+    lead = "no credentials: pass --token-file or --cert-file/--key-file";
+    detail = WithoutLeading(message, "no credentials");
   }
-  return "no credentials: pass --token-file or --cert-file/--key-file " +
-         CodeAndMessage(code, message);
+  return lead + " (" + code + (detail.empty() ? "" : ": " + detail) + ")" +
+         (fix.empty() ? "" : "; " + fix);
 }
 
 }  // namespace

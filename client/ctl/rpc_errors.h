@@ -27,7 +27,7 @@ struct CallInfo {
 //    CA that signed it"
 //   "cannot reach ckptd at 10.0.0.5:7070: the connection was closed (the daemon may require TLS:
 //    pass --ca-file)"
-//   "token refused (UNAUTHENTICATED: unknown token); check --token-file"
+//   "token refused (UNAUTHENTICATED: it belongs to no principal); check --token-file"
 //   "no credentials: pass --token-file or --cert-file/--key-file (UNAUTHENTICATED)"
 //   "admin only (PERMISSION_DENIED; your principal's role does not allow this)"
 // Newlines in the daemon's message become spaces.

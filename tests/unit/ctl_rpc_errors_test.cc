@@ -137,31 +137,48 @@ TEST(CtlRpcErrors, AClosedConnectionHintsAtWhatTheDaemonMayRequire) {
 }
 
 TEST(CtlRpcErrors, UnauthenticatedSaysWhichCredentialWasRefused) {
-  const grpc::Status refused(grpc::StatusCode::UNAUTHENTICATED, "unknown token");
+  // The daemon's own messages (server/auth/access_policy.cc).
   CallInfo call = Call(true);
   call.token = true;
-  EXPECT_EQ(DescribeRpcFailure(refused, call),
-            "token refused (UNAUTHENTICATED: unknown token); check --token-file");
+  EXPECT_EQ(DescribeRpcFailure(grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                                            "token refused: it belongs to no principal"),
+                               call),
+            "token refused (UNAUTHENTICATED: it belongs to no principal); check --token-file");
+  EXPECT_EQ(DescribeRpcFailure(grpc::Status(grpc::StatusCode::UNAUTHENTICATED, ""), call),
+            "token refused (UNAUTHENTICATED); check --token-file");
+  EXPECT_EQ(DescribeRpcFailure(grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                                            "a bearer token is accepted over plaintext only from "
+                                            "loopback; connect with TLS"),
+                               call),
+            "token refused (UNAUTHENTICATED: a bearer token is accepted over plaintext only from "
+            "loopback; connect with TLS); pass --ca-file to connect with TLS");
+
   call.token = false;
   call.tls = call.client_certificate = true;
-  EXPECT_EQ(DescribeRpcFailure(refused, call),
-            "client certificate refused (UNAUTHENTICATED: unknown token); is its identity a "
-            "principal of the daemon?");
+  EXPECT_EQ(DescribeRpcFailure(grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                                            "client certificate identity 'worker-1' belongs to "
+                                            "no principal"),
+                               call),
+            "client certificate refused (UNAUTHENTICATED: client certificate identity 'worker-1' "
+            "belongs to no principal); check --cert-file");
+
+  EXPECT_EQ(DescribeRpcFailure(grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                                            "no credentials: connect with TLS and a client "
+                                            "certificate, or send a bearer token"),
+                               Call(true)),
+            "no credentials: pass --token-file or --cert-file/--key-file (UNAUTHENTICATED: connect "
+            "with TLS and a client certificate, or send a bearer token)");
   EXPECT_EQ(DescribeRpcFailure(grpc::Status(grpc::StatusCode::UNAUTHENTICATED, ""), Call(true)),
             "no credentials: pass --token-file or --cert-file/--key-file (UNAUTHENTICATED)");
-  EXPECT_EQ(
-      DescribeRpcFailure(grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "credentials required"),
-                         Call(true)),
-      "no credentials: pass --token-file or --cert-file/--key-file (UNAUTHENTICATED: "
-      "credentials required)");
 }
 
 TEST(CtlRpcErrors, PermissionDeniedBlamesTheRole) {
   EXPECT_EQ(DescribeRpcFailure(grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
-                                            "viewer may not call CreatePipeline"),
+                                            "principal 'ops' (viewer) may not call "
+                                            "CreatePipeline: it needs the admin role"),
                                Call(true)),
-            "viewer may not call CreatePipeline (PERMISSION_DENIED; your principal's role does not "
-            "allow this)");
+            "principal 'ops' (viewer) may not call CreatePipeline: it needs the admin role "
+            "(PERMISSION_DENIED; your principal's role does not allow this)");
   EXPECT_EQ(DescribeRpcFailure(grpc::Status(grpc::StatusCode::PERMISSION_DENIED, ""), Call(true)),
             "permission denied (PERMISSION_DENIED; your principal's role does not allow this)");
 }
