@@ -9,11 +9,19 @@
 #include <functional>
 #include <string>
 
+#include "common/security_options.h"
+
 namespace ckpt::ctl {
 
 struct GlobalOptions {
   std::string server = "127.0.0.1:7070";  // --server, else $CKPTCTL_SERVER
   std::string output = "table";           // -o table|json
+  // --ca-file, --cert-file, --key-file, --token-file, --tls-server-name, else $CKPTCTL_CA_FILE,
+  // ... (none: plaintext, no token).
+  cli::SecurityOptions security;
+  // What those files hold, read and checked by main once the flags are parsed, before the
+  // command runs.
+  cli::ChannelSecurity channel_security;
   bool json() const { return output == "json"; }
 };
 

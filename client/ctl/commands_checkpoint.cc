@@ -21,7 +21,7 @@ CommandResult RunTrigger(const GlobalOptions& global, const CheckpointFlags& fla
   v1::PipelineRef ref;
   ref.set_job_id(flags.job);
   ref.set_pipeline_id(flags.pipeline);
-  Connection connection(global.server);
+  Connection connection(global);
   v1::CheckpointInfo checkpoint;
   const std::string error =
       connection.Call(&v1::AdminService::Stub::TriggerCheckpoint, ref, &checkpoint);
@@ -37,7 +37,7 @@ CommandResult RunList(const GlobalOptions& global, const CheckpointFlags& flags)
     return CommandResult::BadUsage("--limit: must be a non-negative number, got " +
                                    std::to_string(flags.limit));
   }
-  Connection connection(global.server);
+  Connection connection(global);
   v1::ListCheckpointsResponse response;
   const std::string error =
       connection.ListCheckpoints(flags.job, flags.pipeline, flags.limit, &response);

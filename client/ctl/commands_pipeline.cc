@@ -101,7 +101,7 @@ CommandResult RunCreate(const GlobalOptions& global, const PipelineFlags& flags)
   if (!ApplySpecFlags(flags.spec.Collect(), TasksRule::kRequired, &spec, &error)) {
     return CommandResult::BadUsage(error);
   }
-  Connection connection(global.server);
+  Connection connection(global);
   v1::Pipeline pipeline;
   error = connection.Call(&v1::AdminService::Stub::CreatePipeline, spec, &pipeline);
   if (!error.empty()) return CommandResult::Failed(error);
@@ -123,7 +123,7 @@ CommandResult RunUpdate(const GlobalOptions& global, const PipelineFlags& flags)
   if (!ApplySpecFlags(given, TasksRule::kOptional, &spec, &error)) {
     return CommandResult::BadUsage(error);
   }
-  Connection connection(global.server);
+  Connection connection(global);
   v1::Pipeline pipeline;
   error = connection.Call(&v1::AdminService::Stub::UpdatePipeline, spec, &pipeline);
   if (!error.empty()) return CommandResult::Failed(error);
@@ -132,7 +132,7 @@ CommandResult RunUpdate(const GlobalOptions& global, const PipelineFlags& flags)
 }
 
 CommandResult RunList(const GlobalOptions& global, const ListFlags& flags) {
-  Connection connection(global.server);
+  Connection connection(global);
   v1::ListPipelinesResponse response;
   std::string error = connection.ListAllPipelines(flags.job, &response);
   if (!error.empty()) return CommandResult::Failed(error);
@@ -164,7 +164,7 @@ CommandResult RunRefCall(const GlobalOptions& global, const PipelineFlags& flags
                                                                         const v1::PipelineRef&,
                                                                         v1::Pipeline*),
                          const char* verb) {
-  Connection connection(global.server);
+  Connection connection(global);
   v1::Pipeline pipeline;
   const std::string error = connection.Call(method, Ref(flags.job, flags.pipeline), &pipeline);
   if (!error.empty()) return CommandResult::Failed(error);
@@ -178,7 +178,7 @@ CommandResult RunRefCall(const GlobalOptions& global, const PipelineFlags& flags
 }
 
 CommandResult RunDelete(const GlobalOptions& global, const PipelineFlags& flags) {
-  Connection connection(global.server);
+  Connection connection(global);
   v1::DeletePipelineResponse response;
   const std::string error = connection.Call(&v1::AdminService::Stub::DeletePipeline,
                                             Ref(flags.job, flags.pipeline), &response);

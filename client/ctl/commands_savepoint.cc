@@ -44,7 +44,7 @@ class ProgressStream {
  public:
   ProgressStream(const Connection& connection, const v1::TriggerSavepointRequest& request,
                  milliseconds deadline) {
-    Connection::Prepare(&context_, deadline);
+    connection.Prepare(&context_, deadline);
     reader_ = connection.admin().TriggerSavepoint(&context_, request);
     thread_ = std::thread([this] { ReadAll(); });
   }
@@ -187,7 +187,7 @@ CommandResult RunSavepoint(const GlobalOptions& global, const SavepointFlags& fl
     return std::chrono::duration_cast<milliseconds>(Clock::now() - started).count();
   };
 
-  Connection connection(global.server);
+  Connection connection(global);
   ProgressStream stream(connection, request, deadline);
   v1::SavepointProgress latest;
   std::optional<v1::SavepointProgress> result;

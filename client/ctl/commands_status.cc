@@ -13,7 +13,7 @@ namespace ckpt::ctl {
 namespace {
 
 CommandResult RunStatus(const GlobalOptions& global) {
-  Connection connection(global.server);
+  Connection connection(global);
   v1::DaemonStatus status;
   std::string error = connection.Call(&v1::AdminService::Stub::GetDaemonStatus,
                                       v1::GetDaemonStatusRequest(), &status);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "common/channel_security.h"
 #include "ctl/rpc_errors.h"
 
 namespace ckpt::ctl {
@@ -21,17 +22,19 @@ void SilenceGrpcLogging() {
 
 namespace {
 
-std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address) {
+std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address,
+                                           const cli::ChannelSecurity& security) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(Connection::kMaxReplyBytes);
-  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  return cli::CreateSecuredChannel(address, security, args);
 }
 
 }  // namespace
 
-Connection::Connection(std::string address)
-    : address_(std::move(address)),
-      channel_(MakeChannel(address_)),
+Connection::Connection(const GlobalOptions& global)
+    : address_(global.server),
+      security_(global.channel_security),
+      channel_(MakeChannel(address_, security_)),
       stub_(v1::AdminService::NewStub(channel_)) {}
 
 std::string Connection::ListAllPipelines(const std::string& job_id,
@@ -75,9 +78,10 @@ std::string Connection::ListCheckpoints(const std::string& job_id, const std::st
   }
 }
 
-void Connection::Prepare(grpc::ClientContext* context, std::chrono::milliseconds deadline) {
+void Connection::Prepare(grpc::ClientContext* context, std::chrono::milliseconds deadline) const {
   context->set_deadline(std::chrono::system_clock::now() + deadline);
   context->set_wait_for_ready(false);
+  cli::AttachBearerToken(security_.token, context);
 }
 
 bool Connection::Connected() const {
@@ -90,6 +94,9 @@ std::string Connection::Describe(const grpc::Status& status,
   call.address = address_;
   call.reached_daemon = Connected();
   call.deadline_ms = deadline.count();
+  call.tls = security_.tls;
+  call.client_certificate = !security_.cert_pem.empty();
+  call.token = !security_.token.empty();
   return DescribeRpcFailure(status, call);
 }
 

@@ -1,6 +1,7 @@
 #pragma once
-// The channel to ckptd and the settings every call uses: a deadline, fail-fast (an unreachable
-// daemon is reported at once instead of waited for), and failures described in one line.
+// The channel to ckptd and the settings every call uses: TLS and the bearer token as the global
+// flags say, a deadline, fail-fast (an unreachable daemon is reported at once instead of waited
+// for), and failures described in one line.
 
 #include <grpcpp/grpcpp.h>
 
@@ -9,6 +10,7 @@
 #include <string>
 
 #include "ckpt/v1/admin.grpc.pb.h"
+#include "ctl/command.h"
 
 namespace ckpt::ctl {
 
@@ -24,15 +26,17 @@ class Connection {
   // Replies may be large (GetPipeline of a pipeline with 100,000 long task ids).
   static constexpr int kMaxReplyBytes = 64 << 20;
 
-  explicit Connection(std::string address);
+  // The channel to global.server, secured by global.channel_security.
+  explicit Connection(const GlobalOptions& global);
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
 
   v1::AdminService::Stub& admin() const { return *stub_; }
   const std::string& address() const { return address_; }
 
-  // Sets the deadline (from now) and wait_for_ready(false) on a fresh context.
-  static void Prepare(grpc::ClientContext* context, std::chrono::milliseconds deadline);
+  // Sets the deadline (from now), wait_for_ready(false) and the bearer token (if any) on a fresh
+  // context. Every call of ckptctl goes through here.
+  void Prepare(grpc::ClientContext* context, std::chrono::milliseconds deadline) const;
 
   // True when the channel is connected now: an error came from the daemon, not the network.
   bool Connected() const;
@@ -59,6 +63,7 @@ class Connection {
 
  private:
   const std::string address_;
+  const cli::ChannelSecurity security_;
   const std::shared_ptr<grpc::Channel> channel_;
   const std::unique_ptr<v1::AdminService::Stub> stub_;
 };

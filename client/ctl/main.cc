@@ -1,13 +1,16 @@
 // ckptctl: the operator CLI of ckptd (CONTRACT.md, "CLI: ckptctl").
 // Exit codes: 0 success; 1 the request failed, the daemon could not be reached, or a savepoint
-// FAILED; 2 bad flags or values. Every failure is one line on stderr: "ckptctl: <reason>".
+// FAILED; 2 bad flags or values, or a credential file that cannot be used. Every failure is one
+// line on stderr: "ckptctl: <reason>".
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "ckpt_version.h"
+#include "common/security_flags.h"
 #include "ctl/command.h"
 #include "ctl/connection.h"
 
@@ -20,12 +23,15 @@ constexpr char kExamples[] = R"(Examples:
   ckptctl checkpoint list etl p0
   ckptctl savepoint --job etl --stop
   CKPTCTL_SERVER=ckptd.internal:7070 ckptctl pipeline get etl p0
+  ckptctl --server ckptd.internal:7070 --ca-file ca.pem --token-file ~/.ckpt/token status
 
 Global flags may come before or after the command.)";
 
 constexpr char kGlobalFlags[] =
     "\n\nGlobal flags (before or after the command): --server HOST:PORT (default: "
-    "$CKPTCTL_SERVER, else 127.0.0.1:7070), -o/--output table|json.";
+    "$CKPTCTL_SERVER, else 127.0.0.1:7070), -o/--output table|json; security (see ckptctl "
+    "--help): --ca-file, --cert-file, --key-file, --token-file, --tls-server-name (default: "
+    "$CKPTCTL_CA_FILE, $CKPTCTL_CERT_FILE, ...).";
 
 // Subcommands' help does not list the app's options: say them in every footer.
 void AddGlobalFlagsNote(CLI::App* app) {
@@ -33,6 +39,19 @@ void AddGlobalFlagsNote(CLI::App* app) {
     sub->footer(sub->get_footer() + kGlobalFlags);
     AddGlobalFlagsNote(sub);
   }
+}
+
+// Reads and checks the credential files into global->channel_security before any call: a
+// missing CA file is reported as such, not as a failed handshake. "" when they can be used.
+std::string ReadCredentialFiles(ckpt::ctl::GlobalOptions* global) {
+  std::string error;
+  std::optional<ckpt::cli::ChannelSecurity> security =
+      ckpt::cli::LoadChannelSecurity(global->security, ckpt::cli::kSecurityFlagNames, &error);
+  if (!security) return error;
+  error = ckpt::cli::CheckTokenTransport(global->server, *security, ckpt::cli::kSecurityFlagNames);
+  if (!error.empty()) return error;
+  global->channel_security = std::move(*security);
+  return "";
 }
 
 std::string OneLine(std::string text) {
@@ -56,6 +75,7 @@ int main(int argc, char** argv) {
   app.add_option("-o,--output", context.global.output, "Output format: table or json")
       ->check(CLI::IsMember({"table", "json"}))
       ->capture_default_str();
+  ckpt::cli::AddSecurityFlags(&app, &context.global.security, "CKPTCTL_");
   app.set_version_flag("--version", std::string("ckptctl ") + ckpt::kCkptVersion);
   app.require_subcommand(1);
   app.footer(kExamples);
@@ -82,6 +102,11 @@ int main(int argc, char** argv) {
   }
   if (!context.action) {  // require_subcommand makes this unreachable; stay safe anyway
     std::fputs("ckptctl: no command given (see --help)\n", stderr);
+    return 2;
+  }
+
+  if (const std::string error = ReadCredentialFiles(&context.global); !error.empty()) {
+    std::fprintf(stderr, "ckptctl: %s\n", OneLine(error).c_str());
     return 2;
   }
 

@@ -1,12 +1,18 @@
 #include "sdk/connect_attempt.h"
 
+#include "common/channel_security.h"
+
 namespace ckpt::sdk::internal {
 
 std::shared_ptr<ConnectAttempt> ConnectAttempt::Start(v1::WorkerService::Stub& stub, uint64_t id,
                                                       v1::WorkerMessage hello,
+                                                      const std::string& token,
                                                       std::shared_ptr<AttemptListener> listener) {
   std::shared_ptr<ConnectAttempt> attempt(new ConnectAttempt(id, std::move(listener)));
   attempt->self_ = attempt;
+  // Per call, not as CallCredentials: gRPC refuses those on a plaintext channel, and the daemon
+  // accepts a token over plaintext from loopback.
+  cli::AttachBearerToken(token, &attempt->context_);
   stub.async()->Connect(&attempt->context_, attempt.get());
   attempt->StartRead(&attempt->incoming_);
   attempt->Send(std::move(hello));

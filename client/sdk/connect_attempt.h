@@ -9,6 +9,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <string>
 
 #include "ckpt/v1/worker.grpc.pb.h"
 
@@ -33,9 +34,10 @@ class ConnectAttempt final
   // More queued messages than this means the daemon stopped reading: drop rather than grow.
   static constexpr size_t kMaxQueuedMessages = 4096;
 
-  // Opens the stream with `hello` as its first message.
+  // Opens the stream with `hello` as its first message, with `token` (unless empty) as its
+  // `authorization: Bearer` metadata.
   static std::shared_ptr<ConnectAttempt> Start(v1::WorkerService::Stub& stub, uint64_t id,
-                                               v1::WorkerMessage hello,
+                                               v1::WorkerMessage hello, const std::string& token,
                                                std::shared_ptr<AttemptListener> listener);
 
   ConnectAttempt(const ConnectAttempt&) = delete;

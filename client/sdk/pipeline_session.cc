@@ -136,8 +136,9 @@ void PipelineSession::StartAttempt() {
   attempts_.fetch_add(1, std::memory_order_relaxed);
   // Not on the first hello (see PipelineWorkerOptions::takeover_on_reconnect).
   const bool takeover = options_.takeover_on_reconnect && attempt_id_ > 1;
-  attempt_ =
-      ConnectAttempt::Start(stub_, attempt_id_, MakeHello(options_, takeover), shared_from_this());
+  // Read at each attempt: a token rotated in its file is used from the next stream on.
+  attempt_ = ConnectAttempt::Start(stub_, attempt_id_, MakeHello(options_, takeover),
+                                   core_->CurrentToken(), shared_from_this());
 }
 
 void PipelineSession::Send(v1::WorkerMessage message) {

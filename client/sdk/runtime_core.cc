@@ -6,7 +6,9 @@
 #include <cstdlib>
 #include <exception>
 #include <random>
+#include <stdexcept>
 
+#include "common/channel_security.h"
 #include "sdk/pipeline_session.h"
 
 namespace ckpt::sdk::internal {
@@ -21,7 +23,12 @@ constexpr int kChannelInitialReconnectMs = 100;
 constexpr int kChannelMinConnectTimeoutMs = 1000;
 constexpr int kChannelMaxReconnectMs = 2000;
 
-std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address, int index,
+// What errors call the options: WorkerRuntimeOptions' fields.
+constexpr cli::SecurityOptionNames kOptionNames{"ca_file", "cert_file", "key_file", "token_file",
+                                                "tls_server_name"};
+
+std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address,
+                                           const cli::ChannelSecurity& security, int index,
                                            bool own_connection) {
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, kChannelInitialReconnectMs);
@@ -32,22 +39,42 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address, int index
     args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
     args.SetInt("ckpt.sdk.channel_index", index);
   }
-  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  return cli::CreateSecuredChannel(address, security, args);
 }
 
 }  // namespace
 
-RuntimeCore::RuntimeCore(std::string server_address, int threads, int channels)
-    : server_address_(std::move(server_address)),
+RuntimeCore::Checked RuntimeCore::Check(WorkerRuntimeOptions options) {
+  cli::SecurityOptions files;
+  files.ca_file = options.ca_file;
+  files.cert_file = options.cert_file;
+  files.key_file = options.key_file;
+  files.token_file = options.token_file;
+  files.tls_server_name = options.tls_server_name;
+  std::string error;
+  std::optional<cli::ChannelSecurity> security =
+      cli::LoadChannelSecurity(files, kOptionNames, &error);
+  if (security) error = cli::CheckTokenTransport(options.server_address, *security, kOptionNames);
+  if (!error.empty()) throw std::invalid_argument("ckpt::sdk::WorkerRuntime: " + error);
+  return {std::move(options), std::move(*security)};
+}
+
+RuntimeCore::RuntimeCore(WorkerRuntimeOptions options) : RuntimeCore(Check(std::move(options))) {}
+
+RuntimeCore::RuntimeCore(Checked checked)
+    : server_address_(std::move(checked.options.server_address)),
+      token_(kOptionNames.token_file, std::move(checked.options.token_file),
+             std::move(checked.security.token)),
       seed_base_(std::random_device{}() * 0x9E3779B97F4A7C15ULL),
-      io_(std::max(threads, 1)) {
-  channels = std::max(channels, 1);
+      io_(std::max(checked.options.threads, 1)) {
+  const int threads = std::max(checked.options.threads, 1);
+  const int channels = std::max(checked.options.channels, 1);
   for (int i = 0; i < channels; ++i) {
-    channels_.push_back(MakeChannel(server_address_, i, channels > 1));
+    channels_.push_back(MakeChannel(server_address_, checked.security, i, channels > 1));
     stubs_.push_back(v1::WorkerService::NewStub(channels_.back()));
   }
   work_.emplace(io_.get_executor());
-  for (int i = 0; i < std::max(threads, 1); ++i) threads_.emplace_back([this] { RunThread(); });
+  for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { RunThread(); });
 }
 
 RuntimeCore::~RuntimeCore() { Shutdown(); }

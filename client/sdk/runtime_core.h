@@ -22,6 +22,9 @@
 #include <vector>
 
 #include "ckpt/v1/worker.grpc.pb.h"
+#include "ckpt/worker.h"
+#include "common/security_options.h"
+#include "sdk/token_source.h"
 
 namespace ckpt::sdk::internal {
 
@@ -45,7 +48,9 @@ class RuntimeIoContext : public boost::asio::io_context {
 // Lifetime: shared by the WorkerRuntime and every PipelineSession; the last one out destroys it.
 class RuntimeCore {
  public:
-  RuntimeCore(std::string server_address, int threads, int channels);
+  // Throws std::invalid_argument when a credential file of `options` cannot be used (see
+  // WorkerRuntime), before any thread or channel exists.
+  explicit RuntimeCore(WorkerRuntimeOptions options);
   ~RuntimeCore();
   RuntimeCore(const RuntimeCore&) = delete;
   RuntimeCore& operator=(const RuntimeCore&) = delete;
@@ -71,6 +76,8 @@ class RuntimeCore {
   const std::string& server_address() const { return server_address_; }
   // The stub of the next channel, round robin. Stubs live as long as the core.
   v1::WorkerService::Stub& NextStub();
+  // The bearer token for a new stream ("" for none), re-read if its file changed.
+  std::string CurrentToken() { return token_.Current(); }
   // A fresh seed for a pipeline's jitter.
   uint64_t NextSeed();
   // True on one of this runtime's threads.
@@ -80,10 +87,19 @@ class RuntimeCore {
   void Unregister(const PipelineSession* session);
 
  private:
+  // The options and what their files hold, checked.
+  struct Checked {
+    WorkerRuntimeOptions options;
+    cli::ChannelSecurity security;
+  };
+  // Throws std::invalid_argument naming the field and the file.
+  static Checked Check(WorkerRuntimeOptions options);
+  explicit RuntimeCore(Checked checked);
   void RunThread();
 
   // Constant after construction.
   const std::string server_address_;
+  TokenSource token_;  // itself thread-safe
   std::vector<std::shared_ptr<grpc::Channel>> channels_;
   std::vector<std::unique_ptr<v1::WorkerService::Stub>> stubs_;
   const uint64_t seed_base_;

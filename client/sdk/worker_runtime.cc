@@ -6,9 +6,23 @@
 
 namespace ckpt::sdk {
 
-WorkerRuntime::WorkerRuntime(std::string server_address, int threads, int channels)
-    : core_(std::make_shared<internal::RuntimeCore>(std::move(server_address), threads, channels)) {
+WorkerRuntime::WorkerRuntime(WorkerRuntimeOptions options)
+    : core_(std::make_shared<internal::RuntimeCore>(std::move(options))) {}
+
+namespace {
+
+WorkerRuntimeOptions PlaintextOptions(std::string server_address, int threads, int channels) {
+  WorkerRuntimeOptions options;
+  options.server_address = std::move(server_address);
+  options.threads = threads;
+  options.channels = channels;
+  return options;
 }
+
+}  // namespace
+
+WorkerRuntime::WorkerRuntime(std::string server_address, int threads, int channels)
+    : WorkerRuntime(PlaintextOptions(std::move(server_address), threads, channels)) {}
 
 WorkerRuntime::~WorkerRuntime() { core_->Shutdown(); }
 

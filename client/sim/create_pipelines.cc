@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "ckpt/v1/admin.grpc.pb.h"
+#include "common/channel_security.h"
 #include "common/grpc_code_name.h"
 
 namespace ckpt::sim {
@@ -27,17 +28,18 @@ v1::PipelineSpec SimPipelineSpec(const SimOptions& options, int index) {
   return spec;
 }
 
-std::string CreatePipelines(const SimOptions& options) {
+std::string CreatePipelines(const SimOptions& options, const cli::ChannelSecurity& security) {
   const std::chrono::milliseconds deadline =
       options.connect_timeout.count() > 0 ? options.connect_timeout : kDefaultCallDeadline;
   const std::unique_ptr<v1::AdminService::Stub> admin = v1::AdminService::NewStub(
-      grpc::CreateChannel(options.server, grpc::InsecureChannelCredentials()));
+      cli::CreateSecuredChannel(options.server, security, grpc::ChannelArguments()));
   for (int i = 0; i < options.pipelines; ++i) {
     const v1::PipelineSpec spec = SimPipelineSpec(options, i);
     const std::string name = spec.job_id() + "/" + spec.pipeline_id();
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + deadline);
     context.set_wait_for_ready(true);  // a daemon still starting is waited for, within the deadline
+    cli::AttachBearerToken(security.token, &context);
     v1::Pipeline created;
     const grpc::Status status = admin->CreatePipeline(&context, spec, &created);
     if (status.ok()) {

@@ -1,6 +1,6 @@
 // ckpt-worker-sim: simulated workers for a ckptd daemon (see CONTRACT.md, "Worker simulator").
 // Exit codes: 0 normal end (duration, SIGINT, SIGTERM); 1 could not connect / every pipeline
-// refused / --create failed; 2 bad flags.
+// refused / --create failed; 2 bad flags, or a credential file that cannot be used.
 
 #include <pthread.h>
 #include <unistd.h>
@@ -8,8 +8,11 @@
 #include <csignal>
 #include <cstdio>
 #include <memory>
+#include <optional>
+#include <stdexcept>
 #include <string>
 
+#include "common/security_options.h"
 #include "sim/create_pipelines.h"
 #include "sim/event_log.h"
 #include "sim/sim_options.h"
@@ -24,6 +27,20 @@ int main(int argc, char** argv) {
     return parsed.exit_code;
   }
 
+  // The credential files, checked before anything connects: a missing CA file is reported as such,
+  // not as refused streams.
+  std::string error;
+  std::optional<ckpt::cli::ChannelSecurity> security = ckpt::cli::LoadChannelSecurity(
+      parsed.options.security, ckpt::cli::kSecurityFlagNames, &error);
+  if (security) {
+    error = ckpt::cli::CheckTokenTransport(parsed.options.server, *security,
+                                           ckpt::cli::kSecurityFlagNames);
+  }
+  if (!error.empty()) {
+    std::fprintf(stderr, "ckpt-worker-sim: %s\n", error.c_str());
+    return 2;
+  }
+
   // Blocked before any thread exists, so every thread (the runtime's, gRPC's) inherits the mask and
   // only the main thread takes SIGINT/SIGTERM, synchronously.
   sigset_t signals;
@@ -34,7 +51,6 @@ int main(int argc, char** argv) {
 
   std::unique_ptr<EventLog> event_log;
   if (!parsed.options.event_log.empty()) {
-    std::string error;
     event_log = EventLog::Open(parsed.options.event_log, &error);
     if (!event_log) {
       std::fprintf(stderr, "ckpt-worker-sim: %s\n", error.c_str());
@@ -43,7 +59,7 @@ int main(int argc, char** argv) {
   }
 
   if (parsed.options.create) {
-    const std::string error = CreatePipelines(parsed.options);
+    error = CreatePipelines(parsed.options, *security);
     if (!error.empty()) {
       std::fprintf(stderr, "ckpt-worker-sim: %s\n", error.c_str());
       return 1;
@@ -53,7 +69,13 @@ int main(int argc, char** argv) {
   const bool progress = parsed.options.progress || ::isatty(STDERR_FILENO) == 1;
   const bool json = parsed.options.json;
   Simulation simulation(std::move(parsed.options), event_log.get(), progress);
-  const SimOutcome outcome = simulation.Run(signals);
+  SimOutcome outcome;
+  try {
+    outcome = simulation.Run(signals);
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "ckpt-worker-sim: %s\n", e.what());
+    return 2;
+  }
 
   if (json) {
     std::printf("%s\n", SummaryToJson(outcome.summary).dump().c_str());

@@ -4,6 +4,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "common/security_flags.h"
+
 namespace ckpt::sim {
 namespace {
 
@@ -84,6 +86,7 @@ ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
   app.add_option("--event-log", options.event_log,
                  "Append a line per trigger, complete and abort seen to this file");
   CLI::Option* seed_option = app.add_option("--seed", seed, "Seed of the decline choices");
+  cli::AddSecurityFlags(&app, &options.security, /*env_prefix=*/"");
 
   try {
     app.parse(argc, argv);

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "common/duration.h"
+#include "common/security_options.h"
 
 namespace ckpt::sim {
 
@@ -17,6 +18,9 @@ inline constexpr cli::DurationOptions kDurationOptions{
 
 struct SimOptions {
   std::string server = "127.0.0.1:7070";
+  // --ca-file, --cert-file, --key-file, --token-file, --tls-server-name: for the workers' streams
+  // and --create's calls alike. Checked by main, not by ParseCommandLine (which reads no file).
+  cli::SecurityOptions security;
   std::string job;             // required
   int pipelines = 1;           // p0 .. p<N-1>
   int tasks_per_pipeline = 1;  // tasks "0" .. "<M-1>" of each pipeline

@@ -33,6 +33,17 @@ WaitResult WaitForSignal(const sigset_t& signals, milliseconds timeout) {
   }
 }
 
+// What to check when the daemon refused who we are; "" for other codes.
+const char* CredentialsHint(sdk::StatusCode code) {
+  switch (code) {
+    case sdk::StatusCode::kUnauthenticated:
+      return " (check --token-file, or --cert-file and --key-file)";
+    case sdk::StatusCode::kPermissionDenied:
+      return " (the principal's role or jobs do not cover this pipeline)";
+    default: return "";
+  }
+}
+
 // Why nothing connected, naming the address.
 std::string ConnectFailure(const SimOptions& options, const SimCounters& counters,
                            const char* when) {
@@ -41,6 +52,7 @@ std::string ConnectFailure(const SimOptions& options, const SimCounters& counter
   if (!last) return reason + ": no answer";
   reason += std::string(": ") + sdk::ToString(last->code);
   if (!last->message.empty()) reason += ": " + last->message;
+  reason += CredentialsHint(last->code);
   if (last->code == sdk::StatusCode::kNotFound) {
     reason += " (pipeline " + options.job + "/" + counters.last_disconnect_pipeline() +
               " does not exist: create it first, e.g. with ckptctl pipeline create)";
@@ -54,7 +66,7 @@ std::string StoppedReason(const SimOptions& options, const SimCounters& counters
   const std::optional<sdk::Disconnect> last = counters.last_disconnect();
   if (last) {
     reason += "; the last, " + options.job + "/" + counters.last_disconnect_pipeline() + ": " +
-              sdk::ToString(last->code) + ": " + last->message;
+              sdk::ToString(last->code) + ": " + last->message + CredentialsHint(last->code);
   }
   return reason;
 }
@@ -71,6 +83,19 @@ std::string ProgressLine(milliseconds elapsed, size_t connected, size_t pipeline
                 static_cast<unsigned long long>(counters.completes.load()),
                 static_cast<unsigned long long>(counters.aborts.load()));
   return line;
+}
+
+sdk::WorkerRuntimeOptions RuntimeOptions(const SimOptions& options) {
+  sdk::WorkerRuntimeOptions runtime;
+  runtime.server_address = options.server;
+  runtime.threads = options.threads;
+  runtime.channels = options.channels;
+  runtime.ca_file = options.security.ca_file;
+  runtime.cert_file = options.security.cert_file;
+  runtime.key_file = options.security.key_file;
+  runtime.token_file = options.security.token_file;
+  runtime.tls_server_name = options.security.tls_server_name;
+  return runtime;
 }
 
 }  // namespace
@@ -98,7 +123,7 @@ SimOutcome Simulation::Run(const sigset_t& signals) {
   const Clock::time_point started = Clock::now();
   Clock::time_point ended;
   {
-    sdk::WorkerRuntime runtime(options_.server, options_.threads, options_.channels);
+    sdk::WorkerRuntime runtime(RuntimeOptions(options_));
     for (auto& pipeline : pipelines) pipeline->Start(runtime);
 
     Clock::time_point next_progress = started + kProgressEvery;

@@ -28,6 +28,8 @@ class Simulation {
   Simulation(SimOptions options, EventLog* event_log, bool progress)
       : options_(std::move(options)), event_log_(event_log), progress_(progress) {}
 
+  // Throws std::invalid_argument when the worker runtime refuses options_.security's files (main
+  // checked them already: only if they changed since).
   SimOutcome Run(const sigset_t& signals);
 
  private:

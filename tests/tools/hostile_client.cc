@@ -21,6 +21,11 @@
 //   create-pipeline --job J --pipeline P --tasks N --task-bytes B
 //                                             a pipeline of N tasks with ids of B bytes
 //
+// Every command may play a client with credentials: --ca-file, --cert-file, --key-file (TLS,
+// mutual with the last two), --token-file (`authorization: Bearer` on every call; unlike the other
+// clients, also in clear text to an address that is not loopback, so that a test can see the
+// daemon refuse it) and --tls-server-name. Unusable files: exit 2.
+//
 // Threading: gRPC's callback reactors, counted down on a latch; main waits with a deadline.
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
@@ -34,12 +39,15 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "ckpt/v1/admin.grpc.pb.h"
 #include "ckpt/v1/worker.grpc.pb.h"
+#include "common/channel_security.h"
 #include "common/grpc_code_name.h"
+#include "common/security_flags.h"
 
 namespace {
 
@@ -119,9 +127,10 @@ struct StreamCounts {
 
 class Stream final : public grpc::ClientBidiReactor<v1::WorkerMessage, v1::CoordinatorMessage> {
  public:
-  Stream(v1::WorkerService::Stub* stub, std::vector<v1::WorkerMessage> messages, Tally* tally,
-         StreamCounts* counts)
+  Stream(v1::WorkerService::Stub* stub, const std::string& token,
+         std::vector<v1::WorkerMessage> messages, Tally* tally, StreamCounts* counts)
       : messages_(std::move(messages)), tally_(tally), counts_(counts) {
+    cli::AttachBearerToken(token, &context_);
     stub->async()->Connect(&context_, this);
     StartRead(&in_);
     if (!messages_.empty()) StartWrite(&messages_[0]);
@@ -162,8 +171,10 @@ bool WaitFor(F done, milliseconds timeout) {
 // One TriggerSavepoint call, cancelled at its first progress message.
 class CancelledSavepoint final : public grpc::ClientReadReactor<v1::SavepointProgress> {
  public:
-  CancelledSavepoint(v1::AdminService::Stub* stub, const std::string& job, Tally* tally)
+  CancelledSavepoint(v1::AdminService::Stub* stub, const std::string& token, const std::string& job,
+                     Tally* tally)
       : tally_(tally) {
+    cli::AttachBearerToken(token, &context_);
     request_.set_job_id(job);
     request_.set_timeout_ms(3600000);  // an hour: only the cancel may end it early
     stub->async()->TriggerSavepoint(&context_, &request_, this);
@@ -188,7 +199,10 @@ class CancelledSavepoint final : public grpc::ClientReadReactor<v1::SavepointPro
 // One raw Connect stream: writes one ByteBuffer as it is, reads until the daemon ends it.
 class RawStream final : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
-  RawStream(grpc::GenericStub* stub, const std::string& bytes, Tally* tally) : tally_(tally) {
+  RawStream(grpc::GenericStub* stub, const std::string& token, const std::string& bytes,
+            Tally* tally)
+      : tally_(tally) {
+    cli::AttachBearerToken(token, &context_);
     grpc::Slice slice(bytes);
     out_ = grpc::ByteBuffer(&slice, 1);
     stub->PrepareBidiStreamingCall(&context_, "/ckpt.v1.WorkerService/Connect", {}, this);
@@ -210,11 +224,12 @@ class RawStream final : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::B
   Tally* tally_;
 };
 
-std::shared_ptr<grpc::Channel> Connect(const std::string& server) {
+std::shared_ptr<grpc::Channel> Connect(const std::string& server,
+                                       const cli::ChannelSecurity& security) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(64 << 20);
   args.SetMaxSendMessageSize(64 << 20);
-  return grpc::CreateCustomChannel(server, grpc::InsecureChannelCredentials(), args);
+  return cli::CreateSecuredChannel(server, security, args);
 }
 
 void Print(nlohmann::json out) { std::printf("%s\n", out.dump().c_str()); }
@@ -235,6 +250,8 @@ int main(int argc, char** argv) {
   int64_t wait_ms = 60000;
   app.add_option("--server", server, "HOST:PORT of the daemon");
   app.add_option("--wait-ms", wait_ms, "how long to wait for the daemon's answers");
+  cli::SecurityOptions security_files;
+  cli::AddSecurityFlags(&app, &security_files, /*env_prefix=*/"", cli::ClearTextToken::kAnywhere);
   std::string job = "j", pipeline = "p", worker_id = "hostile", task = "t0";
   int streams = 1, calls = 1, repeat = 1, acks = 1;
   size_t task_bytes = 0, ack_task_bytes = 0;
@@ -274,7 +291,15 @@ int main(int argc, char** argv) {
   create->add_option("--task-bytes", task_bytes)->required();
   CLI11_PARSE(app, argc, argv);
 
-  auto channel = Connect(server);
+  std::string error;
+  const std::optional<cli::ChannelSecurity> security =
+      cli::LoadChannelSecurity(security_files, cli::kSecurityFlagNames, &error);
+  if (!security) {
+    std::fprintf(stderr, "ckpt-hostile: %s\n", error.c_str());
+    return 2;
+  }
+  const std::string& token = security->token;
+  auto channel = Connect(server, *security);
   auto worker_stub = v1::WorkerService::NewStub(channel);
   const milliseconds wait(wait_ms);
   const auto started = steady_clock::now();
@@ -286,8 +311,8 @@ int main(int argc, char** argv) {
   if (*no_hello) {
     Tally tally(streams);
     for (int i = 0; i < streams; ++i) {
-      owned.push_back(std::make_unique<Stream>(worker_stub.get(), std::vector<v1::WorkerMessage>{},
-                                               &tally, nullptr));
+      owned.push_back(std::make_unique<Stream>(worker_stub.get(), token,
+                                               std::vector<v1::WorkerMessage>{}, &tally, nullptr));
     }
     const bool all = tally.Wait(wait);
     auto out = tally.Json();
@@ -305,7 +330,7 @@ int main(int argc, char** argv) {
     StreamCounts counts;
     for (int i = 0; i < streams; ++i) {
       owned.push_back(std::make_unique<Stream>(
-          worker_stub.get(),
+          worker_stub.get(), token,
           std::vector<v1::WorkerMessage>{
               Hello("churn-" + std::to_string(i), job, pipeline, {std::to_string(i)})},
           &tally, &counts));
@@ -320,7 +345,7 @@ int main(int argc, char** argv) {
   if (*savepoints) {
     auto admin = v1::AdminService::NewStub(channel);
     Tally tally(calls);
-    for (int i = 0; i < calls; ++i) new CancelledSavepoint(admin.get(), job, &tally);
+    for (int i = 0; i < calls; ++i) new CancelledSavepoint(admin.get(), token, job, &tally);
     const bool all = tally.Wait(wait);
     auto out = tally.Json();
     out["all_ended"] = all;
@@ -334,7 +359,7 @@ int main(int argc, char** argv) {
     Tally tally(repeat);
     for (int i = 0; i < repeat; ++i) {
       owned.push_back(std::make_unique<Stream>(
-          worker_stub.get(),
+          worker_stub.get(), token,
           std::vector<v1::WorkerMessage>{
               Hello(Unescape(worker_id), Unescape(job), Unescape(pipeline), {task_id})},
           &tally, nullptr));
@@ -354,7 +379,7 @@ int main(int argc, char** argv) {
     bytes.replace(bytes.find(placeholder), placeholder.size(), "w\xff\xfe\xc3\x28id!");
     grpc::GenericStub generic(channel);
     Tally tally(1);
-    new RawStream(&generic, bytes, &tally);
+    new RawStream(&generic, token, bytes, &tally);
     tally.Wait(wait);
     Print(tally.Json());
     return Exit(0);
@@ -372,6 +397,7 @@ int main(int argc, char** argv) {
     }
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + wait);
+    cli::AttachBearerToken(token, &ctx);
     v1::Pipeline created;
     const grpc::Status status = admin->CreatePipeline(&ctx, spec, &created);
     Print({{"code", cli::GrpcCodeName(status.error_code())},
@@ -392,7 +418,7 @@ int main(int argc, char** argv) {
     }
     const int total = static_cast<int>(messages.size());
     owned.push_back(
-        std::make_unique<Stream>(worker_stub.get(), std::move(messages), &tally, &counts));
+        std::make_unique<Stream>(worker_stub.get(), token, std::move(messages), &tally, &counts));
     Stream* stream = owned.back().get();
     // Every message written (the daemon read them: its stream's flow control), or the stream
     // ended (a hello refused).

@@ -110,11 +110,25 @@ TEST(SdkSimOptions, CreateTakesIntervalAndTimeout) {
   EXPECT_EQ(parsed.options.timeout, milliseconds(10'000));
 }
 
+TEST(SdkSimOptions, SecurityFlagsAreTakenNotRead) {
+  ParsedCommandLine parsed =
+      Parse({"--job", "j", "--ca-file", "/nonexistent/ca.pem", "--cert-file", "w.pem", "--key-file",
+             "w.key", "--token-file", "token", "--tls-server-name", "ckptd.internal"});
+  ASSERT_TRUE(parsed.run) << parsed.message;  // main reads and checks the files
+  EXPECT_EQ(parsed.options.security.ca_file, "/nonexistent/ca.pem");
+  EXPECT_EQ(parsed.options.security.cert_file, "w.pem");
+  EXPECT_EQ(parsed.options.security.key_file, "w.key");
+  EXPECT_EQ(parsed.options.security.token_file, "token");
+  EXPECT_EQ(parsed.options.security.tls_server_name, "ckptd.internal");
+  EXPECT_FALSE(Parse({"--job", "j"}).options.security.tls());
+}
+
 TEST(SdkSimOptions, HelpExitsZero) {
   ParsedCommandLine parsed = Parse({"--help"});
   EXPECT_FALSE(parsed.run);
   EXPECT_EQ(parsed.exit_code, 0);
   EXPECT_NE(parsed.message.find("--tasks-per-pipeline"), std::string::npos);
+  EXPECT_NE(parsed.message.find("--token-file"), std::string::npos);
 }
 
 }  // namespace

@@ -17,6 +17,13 @@
 //   worker->Goodbye();
 //   worker->WaitUntilStopped(std::chrono::steady_clock::now() + std::chrono::seconds(2));
 //
+// With TLS and a bearer token (see WorkerRuntimeOptions):
+//   ckpt::sdk::WorkerRuntimeOptions options;
+//   options.server_address = "ckptd.internal:7070";
+//   options.ca_file = "/etc/ckpt/ca.pem";
+//   options.token_file = "/etc/ckpt/worker.token";
+//   ckpt::sdk::WorkerRuntime runtime(options);  // std::invalid_argument if a file is unusable
+//
 // Threads: a WorkerRuntime owns a fixed pool of threads that runs every pipeline's timers and
 // handlers, and a few gRPC channels that every pipeline's stream shares. A pipeline is one Connect
 // stream and one serialized context (its handlers and the work given to Post and RunAfter run
@@ -245,6 +252,32 @@ class PipelineWorker {
   virtual void RunAfter(std::chrono::milliseconds delay, std::function<void()> fn) = 0;
 };
 
+// How a WorkerRuntime reaches the daemon, and who it says it is (CONTRACT.md, "Security").
+//
+// TLS is used when any of ca_file, cert_file and key_file is set; mutual TLS when cert_file and
+// key_file are (always both). Every file is read and checked when the runtime is built. The
+// certificates and the key are read once (rotate them by building a new runtime); the token file is
+// checked for a change at each connect attempt and re-read when it changed, so a rotated token is
+// sent from the next stream on (replace the file by a rename, so that no attempt reads it half
+// written; if the file no longer holds a valid token, the last good one is sent and stderr says
+// why).
+struct WorkerRuntimeOptions {
+  std::string server_address;  // "host:port" (any gRPC target)
+  int threads = 1;             // the runtime's threads
+  int channels = 1;            // gRPC channels (each its own TCP connection) pipelines spread over
+  // PEM CA certificate(s) to check the daemon's certificate with. Empty with TLS: gRPC's default
+  // roots (GRPC_DEFAULT_SSL_ROOTS_FILE_PATH, else the system's).
+  std::string ca_file;
+  std::string cert_file;  // PEM client certificate (chain); needs key_file
+  std::string key_file;   // its PEM private key, unencrypted; needs cert_file
+  // A file holding a bearer token, sent as `authorization: Bearer <token>` on every stream
+  // (trailing whitespace and newlines are not part of it). Without TLS it is sent only to a
+  // loopback address.
+  std::string token_file;
+  // The name the daemon's certificate must hold, instead of the host of server_address. Needs TLS.
+  std::string tls_server_name;
+};
+
 // Owns the threads and channels that serve every pipeline of a process.
 //
 // Threading: AddPipeline is safe from any thread, including handlers. The destructor stops every
@@ -253,8 +286,15 @@ class PipelineWorker {
 // from a handler (it would wait for itself).
 class WorkerRuntime {
  public:
-  // server_address: "host:port" (any gRPC target). threads: the runtime's threads (default 1).
-  // channels: gRPC channels (each its own TCP connection) that pipelines are spread over.
+  // Throws std::invalid_argument, whose what() names the option and the file, when a file of
+  // `options` cannot be used: missing, unreadable, not a regular file, larger than 1 MiB, not PEM,
+  // an encrypted key, a key that is not the certificate's, an expired certificate, cert_file
+  // without key_file (or the reverse), an empty token or one with spaces or control characters;
+  // also for tls_server_name without TLS, and for a token without TLS to an address that is not
+  // loopback. A daemon that refuses the credentials ends each stream UNAUTHENTICATED or
+  // PERMISSION_DENIED, which stops that worker for good (see PipelineWorker).
+  explicit WorkerRuntime(WorkerRuntimeOptions options);
+  // A plaintext runtime without credentials: the options above with only these three set.
   explicit WorkerRuntime(std::string server_address, int threads = 1, int channels = 1);
   ~WorkerRuntime();
   WorkerRuntime(const WorkerRuntime&) = delete;
