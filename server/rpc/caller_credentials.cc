@@ -51,8 +51,10 @@ std::string PeerAddress(const std::string& grpc_peer) {
 CallerCredentials CredentialsOf(const grpc::ServerContextBase& context) {
   CallerCredentials credentials;
   if (auto auth = context.auth_context()) {
-    credentials.secure_channel = FirstValue(*auth, GRPC_TRANSPORT_SECURITY_TYPE_PROPERTY_NAME) ==
-                                 GRPC_SSL_TRANSPORT_SECURITY_TYPE;
+    // "ssl" from SslServerCredentials, "tls" from the TlsServerCredentials the daemon uses.
+    const std::string transport = FirstValue(*auth, GRPC_TRANSPORT_SECURITY_TYPE_PROPERTY_NAME);
+    credentials.secure_channel =
+        transport == GRPC_SSL_TRANSPORT_SECURITY_TYPE || transport == "tls";
     // Set only from a client certificate the handshake verified against client_ca_file.
     if (credentials.secure_channel && auth->IsPeerAuthenticated()) {
       credentials.cert_identity = CertIdentity(*auth);

@@ -60,7 +60,8 @@ CertFactory(directory)
 
 .revoke(name) -> str
     Revokes the certificate issued under `name` (the latest one of that name) in its CA's
-    database and rewrites that CA's CRL (also in crl/ once crl_dir() was called). Returns the
+    database and rewrites that CA's CRL (also in crl/ once crl_dir() was called, as a new file
+    with the next free suffix: a running daemon's TLS library reads each name once). Returns the
     CRL's PEM path. Each CRL's lastUpdate is a minute back but always at least one second after
     the previous CRL's of that CA: OpenSSL, holding two CRLs of one issuer (the one it read
     before and the new one), uses the one with the later lastUpdate, and with equal ones may
@@ -205,7 +206,7 @@ class CertFactory:
         self._issued = {}             # name -> _Issued (the latest certificate of that name)
         self._crl_updated = {}        # authority -> lastUpdate of its last CRL
         self._crl_dir = None
-        self._crl_slots = {}          # authority -> "<hash>.r<n>" in the CRL directory
+        self._crl_slots = {}          # authority -> ["<hash>.r<n>", ...] in the CRL directory
         self.openssl_runs = 0
         conf = os.path.join(self._db, "openssl.cnf")  # for commands without -config
         with open(conf, "w") as f:
@@ -458,14 +459,17 @@ class CertFactory:
                       "-crl_nextupdate", _asn1_time(self._now() + datetime.timedelta(days=30)))
         os.rename(tmp, crl)
         if self._crl_dir is not None:
-            slot = self._crl_slots.get(authority)
-            if slot is None:
-                digest = self._openssl("crl", "-hash", "-noout", "-in", crl).strip()
-                taken = set(self._crl_slots.values())
-                n = 0
-                while f"{digest}.r{n}" in taken:  # two CAs whose names hash alike
-                    n += 1
-                slot = self._crl_slots[authority] = f"{digest}.r{n}"
+            # Every new CRL of a CA takes the next free suffix, the older files stay: OpenSSL's
+            # hashed directory reads a CA's CRL files by ascending suffix, never reads one again,
+            # and uses the newest (lastUpdate) of those it holds. So a CRL rewritten in place
+            # would not be seen by a running daemon; one under a new name is.
+            digest = self._openssl("crl", "-hash", "-noout", "-in", crl).strip()
+            taken = {slot for slots in self._crl_slots.values() for slot in slots}
+            n = 0
+            while f"{digest}.r{n}" in taken:  # earlier CRLs, or two CAs whose names hash alike
+                n += 1
+            slot = f"{digest}.r{n}"
+            self._crl_slots.setdefault(authority, []).append(slot)
             with open(crl) as f:
                 _replace_atomically(os.path.join(self._crl_dir, slot), f.read())
         return crl
@@ -599,10 +603,14 @@ def _self_check():
             ok, out = verified(good, **kw)
             expect(ok, f"unrevoked passes the CRL check ({kw}): {out}")
         hashed = sorted(os.listdir(crl_dir))
-        expect(len(hashed) == 2 and all(re.fullmatch(r"[0-9a-f]{8}\.r0", h) for h in hashed),
-               f"one hashed CRL per CA: {hashed}")
-        expect(f._openssl("crl", "-hash", "-noout", "-in", crl).strip() + ".r0" in hashed and
-               f._openssl("x509", "-hash", "-noout", "-in", f.ca.cert).strip() + ".r0" in hashed,
+        ca_hash = f._openssl("x509", "-hash", "-noout", "-in", f.ca.cert).strip()
+        expect(all(re.fullmatch(r"[0-9a-f]{8}\.r[0-9]+", h) for h in hashed) and
+               len({h.split(".")[0] for h in hashed}) == 2,
+               f"hashed CRL files of two CAs: {hashed}")
+        # The revocation came after crl_dir(): a new suffix, the first CRL kept beside it.
+        expect(f"{ca_hash}.r0" in hashed and f"{ca_hash}.r1" in hashed,
+               f"each new CRL of a CA under the next suffix: {hashed}")
+        expect(f._openssl("crl", "-hash", "-noout", "-in", crl).strip() == ca_hash,
                "the CRL's name is its issuer's hash")
 
         # Rotation: same paths, a new matching pair, later mtimes, still verifies.

@@ -20,6 +20,11 @@
 //                                             conforming client cannot send it)
 //   create-pipeline --job J --pipeline P --tasks N --task-bytes B
 //                                             a pipeline of N tasks with ids of B bytes
+//   no-read       --job J --pipeline P        task 0 on a stream that never reads (heartbeats
+//                                             only), task 1 declining every trigger with a
+//                                             1000-byte reason; waits until the daemon ends the
+//                                             non-reading stream
+//   (hello takes --takeover to ask for the task whoever holds it)
 //
 // Every command may play a client with credentials: --ca-file, --cert-file, --key-file (TLS,
 // mutual with the last two), --token-file (`authorization: Bearer` on every call; unlike the other
@@ -35,12 +40,14 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "ckpt/v1/admin.grpc.pb.h"
@@ -108,8 +115,10 @@ std::string Unescape(const std::string& in) {
 }
 
 v1::WorkerMessage Hello(const std::string& worker, const std::string& job,
-                        const std::string& pipeline, const std::vector<std::string>& tasks) {
+                        const std::string& pipeline, const std::vector<std::string>& tasks,
+                        bool takeover = false) {
   v1::WorkerMessage m;
+  m.mutable_hello()->set_takeover(takeover);
   m.mutable_hello()->set_worker_id(worker);
   m.mutable_hello()->set_job_id(job);
   m.mutable_hello()->set_pipeline_id(pipeline);
@@ -224,6 +233,137 @@ class RawStream final : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::B
   Tally* tally_;
 };
 
+// A stream that says hello for one task and then never reads: it keeps its lease with
+// heartbeats (writes need no reads) while what the daemon sends it piles up. Its end is seen in
+// OnDone (the daemon cancels it).
+class NonReader final : public grpc::ClientBidiReactor<v1::WorkerMessage, v1::CoordinatorMessage> {
+ public:
+  NonReader(v1::WorkerService::Stub* stub, const std::string& token, v1::WorkerMessage hello) {
+    cli::AttachBearerToken(token, &context_);
+    stub->async()->Connect(&context_, this);
+    out_ = std::move(hello);
+    writing_ = true;
+    StartWrite(&out_);
+    StartCall();
+  }
+  // Sends a heartbeat unless a write is still in flight (the daemon stopped reading ours, or the
+  // stream is over).
+  void Heartbeat() {
+    {
+      std::lock_guard lock(mu_);
+      if (writing_ || done_) return;
+      out_.Clear();
+      out_.mutable_heartbeat();
+      writing_ = true;
+    }
+    StartWrite(&out_);  // outside mu_: gRPC may run OnWriteDone inline
+  }
+  void OnWriteDone(bool ok) override {
+    std::lock_guard lock(mu_);
+    writing_ = !ok;  // a failed write: the stream is over, write no more
+    if (!ok) {
+      // The daemon ended the stream. gRPC holds its status back until the messages before it
+      // are read, which this stream never does: a failed write is how it learns the end.
+      write_failed_ = true;
+      cv_.notify_all();
+    }
+  }
+  void OnDone(const grpc::Status&) override {
+    std::lock_guard lock(mu_);
+    done_ = true;
+    cv_.notify_all();
+  }
+  // True once the stream is over (OnDone, or a write failed).
+  bool WaitDone(milliseconds timeout) {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, timeout, [this] { return done_ || write_failed_; });
+  }
+  void Cancel() { context_.TryCancel(); }
+  // Waits for OnDone: the reactor may not be destroyed before.
+  bool WaitFinished(milliseconds timeout) {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, timeout, [this] { return done_; });
+  }
+
+ private:
+  grpc::ClientContext context_;
+  v1::WorkerMessage out_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool writing_ = false;
+  bool done_ = false;
+  bool write_failed_ = false;
+};
+
+// A stream that says hello for one task and declines every trigger with a long reason, so that
+// every round ends in an abort of about a kilobyte sent to every stream of the pipeline.
+class Decliner final : public grpc::ClientBidiReactor<v1::WorkerMessage, v1::CoordinatorMessage> {
+ public:
+  Decliner(v1::WorkerService::Stub* stub, const std::string& token, v1::WorkerMessage hello,
+           std::string task)
+      : task_(std::move(task)) {
+    cli::AttachBearerToken(token, &context_);
+    stub->async()->Connect(&context_, this);
+    Queue(std::move(hello));
+    StartRead(&in_);
+    StartCall();
+  }
+  void OnReadDone(bool ok) override {
+    if (!ok) return;
+    if (in_.has_trigger()) {
+      v1::WorkerMessage decline;
+      decline.mutable_decline()->set_checkpoint_id(in_.trigger().checkpoint_id());
+      decline.mutable_decline()->set_task_id(task_);
+      decline.mutable_decline()->set_reason(std::string(1000, 'r'));
+      Queue(std::move(decline));
+      declines_.fetch_add(1);
+    }
+    StartRead(&in_);
+  }
+  void OnWriteDone(bool ok) override {
+    const v1::WorkerMessage* next = nullptr;
+    {
+      std::lock_guard lock(mu_);
+      queue_.pop_front();
+      if (ok && !queue_.empty()) next = &queue_.front();
+    }
+    // Outside mu_ (gRPC may run OnWriteDone inline). Only this chain of writes pops, and a
+    // deque's push_back moves no element.
+    if (next) StartWrite(next);
+  }
+  void OnDone(const grpc::Status&) override {
+    std::lock_guard lock(mu_);
+    done_ = true;
+    cv_.notify_all();
+  }
+  void CancelAndWait(milliseconds timeout) {
+    context_.TryCancel();
+    std::unique_lock lock(mu_);
+    cv_.wait_for(lock, timeout, [this] { return done_; });
+  }
+  int declines() const { return declines_.load(); }
+
+ private:
+  void Queue(v1::WorkerMessage message) {
+    const v1::WorkerMessage* first = nullptr;
+    {
+      std::lock_guard lock(mu_);
+      queue_.push_back(std::move(message));
+      if (queue_.size() == 1) first = &queue_.front();
+    }
+    if (first) StartWrite(first);
+  }
+
+  grpc::ClientContext context_;
+  const std::string task_;
+  v1::CoordinatorMessage in_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<v1::WorkerMessage> queue_;  // front() is in flight
+  bool done_ = false;
+  std::atomic<int> declines_{0};
+};
+
 std::shared_ptr<grpc::Channel> Connect(const std::string& server,
                                        const cli::ChannelSecurity& security) {
   grpc::ChannelArguments args;
@@ -274,6 +414,12 @@ int main(int argc, char** argv) {
   hello->add_option("--task", task);
   hello->add_option("--task-bytes", task_bytes, "make the task id this long");
   hello->add_option("--repeat", repeat);
+  bool takeover = false;
+  hello->add_flag("--takeover", takeover, "ask to take the task over from whoever holds it");
+  auto* no_read = app.add_subcommand(
+      "no-read", "task 0 on a stream that never reads, task 1 declining every round");
+  no_read->add_option("--job", job)->required();
+  no_read->add_option("--pipeline", pipeline)->required();
   auto* unowned = app.add_subcommand("unowned-acks", "acks for a task this stream does not hold");
   unowned->add_option("--job", job)->required();
   unowned->add_option("--pipeline", pipeline)->required();
@@ -361,7 +507,7 @@ int main(int argc, char** argv) {
       owned.push_back(std::make_unique<Stream>(
           worker_stub.get(), token,
           std::vector<v1::WorkerMessage>{
-              Hello(Unescape(worker_id), Unescape(job), Unescape(pipeline), {task_id})},
+              Hello(Unescape(worker_id), Unescape(job), Unescape(pipeline), {task_id}, takeover)},
           &tally, nullptr));
     }
     // A refused hello ends its stream; an accepted one stays until the wait is over.
@@ -371,6 +517,28 @@ int main(int argc, char** argv) {
     auto out = tally.Json();
     Print(out);
     return Exit(0);
+  }
+  if (*no_read) {
+    // The non-reader on a connection of its own, without BDP probing: the flow-control window
+    // stays at its initial size, so the daemon's writes stall soon and its queue grows.
+    grpc::ChannelArguments args;
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+    args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+    auto own = cli::CreateSecuredChannel(server, *security, args);
+    auto own_stub = v1::WorkerService::NewStub(own);
+    Decliner decliner(worker_stub.get(), token, Hello("decliner", job, pipeline, {"1"}), "1");
+    NonReader reader(own_stub.get(), token, Hello("non-reader", job, pipeline, {"0"}));
+    bool ended = false;
+    const auto deadline = steady_clock::now() + wait;
+    while (!ended && steady_clock::now() < deadline) {
+      reader.Heartbeat();
+      ended = reader.WaitDone(milliseconds(500));
+    }
+    reader.Cancel();  // its status is held back behind the messages it never read
+    reader.WaitFinished(wait);
+    decliner.CancelAndWait(wait);
+    Print({{"ended", ended}, {"declines", decliner.declines()}, {"elapsed_ms", elapsed_ms()}});
+    return Exit(ended ? 0 : 1);
   }
   if (*invalid_utf8) {
     // Serialised with a placeholder of the same length, which is then overwritten in the bytes.

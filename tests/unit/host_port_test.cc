@@ -49,3 +49,19 @@ TEST(ParseHostPortTest, RefusesWhatNoListenerCouldBindAndSaysWhy) {
 
 }  // namespace
 }  // namespace ckpt
+
+namespace ckpt {
+namespace {
+
+TEST(IsLoopbackHost, OnlyAddressesThisMachineAloneCanReach) {
+  for (const char* host : {"127.0.0.1", "127.8.9.10", "::1", "localhost", "::ffff:127.0.0.1"}) {
+    EXPECT_TRUE(IsLoopbackHost(host)) << host;
+  }
+  for (const char* host : {"0.0.0.0", "::", "10.0.0.7", "128.0.0.1", "example.org",
+                           "localhost.example.org", "::ffff:10.0.0.1", ""}) {
+    EXPECT_FALSE(IsLoopbackHost(host)) << host;
+  }
+}
+
+}  // namespace
+}  // namespace ckpt
