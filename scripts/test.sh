@@ -25,7 +25,8 @@ fi
 
 echo "== ASan+UBSan build and tests"
 "$root/scripts/build.sh" "$root/build-asan" -DCKPT_SANITIZE=address,undefined -DCKPT_WERROR=ON
-ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS="suppressions=$root/tests/lsan.supp" \
+  UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir "$root/build-asan" --output-on-failure -j2 --timeout 600
 
 echo "== TSan build (clang: thread-safety analysis, warnings are errors) and tests"

@@ -10,6 +10,7 @@
 #include "app/admin_backend_impl.h"
 #include "app/store_factory.h"
 #include "ckpt_version.h"
+#include "common/host_port.h"
 #include "config/security_sections.h"
 #include "http/metrics_server.h"
 #include "rpc/admin_service.h"
@@ -133,6 +134,12 @@ Status Daemon::StartServing() {
           : !config_.tls.enabled                        ? "TLS"
                                                         : "auth");
     }
+  }
+  if (auto http = ParseHostPort(config_.metrics_listen); http.ok() && !IsLoopbackHost(http->host)) {
+    spdlog::warn(
+        "metrics_listen {} is reachable from other machines; /metrics, /healthz and "
+        "/readyz have no authentication (docs/SECURITY.md)",
+        config_.metrics_listen);
   }
   gatekeeper_ = std::make_unique<Gatekeeper>(config_.auth, metrics_);
   if (config_.auth.enabled) {
@@ -273,9 +280,20 @@ ReloadResult Daemon::Reload(const DaemonConfig& next) {
     } else {
       gatekeeper_->SetPolicy(next.auth);
       spdlog::info(
-          "reload: auth policy replaced: {} principal(s); new calls and hellos are "
-          "judged by it",
+          "reload: auth policy replaced: {} principal(s); new calls and hellos are judged by "
+          "it, and streams of principals it refuses are ended",
           next.auth.principals.size());
+      // Streams already registered answer to the new policy too: a removed or narrowed
+      // principal (a leaked certificate, a moved team) loses its streams now, not at its next
+      // reconnect. Each pipeline checks its own sessions on its strand.
+      auto policy = gatekeeper_->policy();
+      for (const auto& runner : host_->registry().All()) {
+        runner->EndSessionsRefused([policy](const std::string& principal,
+                                            const std::string& job) -> std::optional<Status> {
+          if (auto refusal = policy->CheckRegistered(principal, job)) return refusal->status;
+          return std::nullopt;
+        });
+      }
     }
   }
 

@@ -70,6 +70,11 @@ Status ValidateAuthSpec(const AuthSpec& spec, const std::string& path) {
             "): token_sha256 must be 64 hex digits, the SHA-256 of the token "
             "(printf %s \"$TOKEN\" | sha256sum), never the token itself");
       }
+      if (raw == Sha256("")) {
+        return Status::InvalidArgument(where + " (" + p.name +
+                                       "): token_sha256 is the SHA-256 of an empty token (was "
+                                       "$TOKEN unset when it was computed?)");
+      }
       if (!digests.insert(raw).second) {
         return Status::InvalidArgument(where + " (" + p.name +
                                        "): the same token_sha256 is given to another principal");
@@ -114,6 +119,10 @@ std::optional<Refusal> AccessPolicy::Identify(const CallerCredentials& credentia
       return Refuse(DenyReason::kPlaintextToken,
                     Status::Unauthenticated("a bearer token is accepted over plaintext only from "
                                             "loopback; connect with TLS"));
+    }
+    if (credentials.token.empty()) {
+      return Refuse(DenyReason::kUnknownToken,
+                    Status::Unauthenticated("the authorization header is not 'Bearer <token>'"));
     }
     // Every principal is compared, found or not, so that the time says nothing of which matched.
     const std::string digest = Sha256(credentials.token);
@@ -177,6 +186,19 @@ std::optional<Refusal> AccessPolicy::Check(const Caller& caller, Access access,
                                          (caller.role == Role::kWorker
                                               ? ": worker principals may use WorkerService only"
                                               : ": it needs the admin role")));
+}
+
+std::optional<Refusal> AccessPolicy::CheckRegistered(std::string_view principal,
+                                                     std::string_view job) const {
+  if (!spec_.enabled) return std::nullopt;
+  for (const PrincipalSpec& p : spec_.principals) {
+    if (p.name == principal) {
+      return Check(Caller{p.name, p.role, p.jobs}, Access::kWorkerStream, "WorkerService", job);
+    }
+  }
+  return Refuse(DenyReason::kUnknownIdentity,
+                Status::PermissionDenied("principal '" + std::string(principal) +
+                                         "' is no longer in the auth policy"));
 }
 
 }  // namespace ckpt

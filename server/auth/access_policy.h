@@ -116,6 +116,10 @@ class AccessPolicy {
   std::optional<Refusal> Check(const Caller& caller, Access access, std::string_view method,
                                std::string_view job = {}) const;
 
+  // Whether a worker stream already registered as `principal` for `job` may go on under this
+  // policy (after a reload): the principal still exists, is a worker, and has the job.
+  std::optional<Refusal> CheckRegistered(std::string_view principal, std::string_view job) const;
+
  private:
   AuthSpec spec_;
   std::vector<std::string> token_digests_;  // raw 32-byte SHA-256 per principal ("" for certs)

@@ -50,6 +50,7 @@ struct SendState {
 struct SendSavepointRefused {
   SessionId session = 0;
   std::string reason;
+  bool over_rate_limit = false;  // refused for limits.savepoint_requests_per_minute (counted)
 };
 
 // Ends a worker stream with `status` (ABORTED for a lost takeover, ...).

@@ -43,7 +43,17 @@ bool PathIsUnder(std::string_view path, std::string_view root) {
   if (rest.find('\\') != std::string_view::npos) return false;
   while (!rest.empty()) {
     const size_t slash = rest.find('/');
-    const std::string_view segment = rest.substr(0, slash);
+    std::string segment(rest.substr(0, slash));
+    // "%2e" is a dot to whoever decodes the URI (an object store's client, a file system URI).
+    for (size_t at = 0; (at = segment.find("%2", at)) != std::string::npos;) {
+      const bool dot =
+          at + 2 < segment.size() && (segment[at + 2] == 'e' || segment[at + 2] == 'E');
+      if (dot) {
+        segment.replace(at, 3, ".");
+      } else {
+        ++at;
+      }
+    }
     if (segment == "." || segment == "..") return false;
     if (slash == std::string_view::npos) break;
     rest.remove_prefix(slash + 1);

@@ -285,22 +285,10 @@ bool PipelineCoordinator::AcceptsRoundMessage(SessionId session, int64_t checkpo
     out.push_back(IgnoredMessage{IgnoredReason::kUnownedTask});
     // Counted always, logged at most once per kSessionWarnInterval per stream: a worker looping
     // on a bad ack must not fill the log. The id is a client's: printed escaped and cut.
-    auto info = sessions_.find(session);
-    WarnBudget& budget = info != sessions_.end() ? info->second.warn_budget : unknown_warn_budget_;
-    const SteadyTime now = clock_.SteadyNow();
-    if (now < budget.next_at) {
-      ++budget.held_back;
-      return false;
-    }
     std::string text = std::string("ignored ") + what + " of checkpoint " +
                        std::to_string(checkpoint_id) + " for task " + Printable(task_id) +
                        ", which this stream did not register";
-    if (budget.held_back > 0) {
-      text += " (and " + std::to_string(budget.held_back) + " more such messages not logged)";
-    }
-    out.push_back(Log{LogLevel::kWarn, std::move(text)});
-    budget.next_at = now + kSessionWarnInterval;
-    budget.held_back = 0;
+    if (AllowSessionWarning(session, &text)) out.push_back(Log{LogLevel::kWarn, std::move(text)});
     return false;
   }
   // Fenced by id and phase: old, unknown or already-finished rounds, and a round with the store.

@@ -10,7 +10,6 @@
 // acks and declines name their checkpoint id; a round handed to the store (completing) is never
 // aborted, and a store completion is never dropped.
 
-#include <deque>
 #include <map>
 #include <optional>
 #include <set>
@@ -137,8 +136,9 @@ class PipelineCoordinator {
     Actions actions;  // to run after `welcome` is sent
   };
   // `principal`: who the stream authenticated as ("" without auth). A takeover may replace only
-  // streams of the same principal (auth/access_policy.h's MayTakeOver); otherwise the hello is
-  // refused with PERMISSION_DENIED and nothing changes.
+  // streams of the same principal: the one rule of the access policy (auth/access_policy.h) that
+  // needs to know who holds a task, so it is decided here; otherwise the hello is refused with
+  // PERMISSION_DENIED and nothing changes.
   Registration OnRegister(SessionId session, const std::string& worker_id,
                           const std::vector<std::string>& task_ids, bool takeover,
                           const std::string& principal = {});
@@ -214,6 +214,8 @@ class PipelineCoordinator {
   // Newest first.
   const std::vector<RoundSummary>& RecentRounds() const { return recent_; }
   std::vector<SessionId> Sessions() const;
+  // The principal each live session authenticated as ("" without auth).
+  std::vector<std::pair<SessionId, std::string>> SessionPrincipals() const;
   bool HasPendingRound() const { return pending_.has_value(); }
   std::optional<SavepointView> CurrentSavepoint() const;
   const PipelineSpec& spec() const { return spec_; }
@@ -260,7 +262,11 @@ class PipelineCoordinator {
   Outcome RequestSavepoint(const std::string& target, bool stop, Millis timeout, bool worker_asked);
   // A worker's savepoint request within the rules: a target under savepoint_root (or none), and
   // within savepoint_requests_per_minute (an accepted request counts).
-  Status AdmitWorkerSavepoint(const std::string& target);
+  // `*over_rate` tells a refusal for the rate apart (counted as a limit).
+  Status AdmitWorkerSavepoint(const std::string& target, bool* over_rate);
+  // Whether a warning about `session` may be logged now (at most one per kSessionWarnInterval per
+  // stream); the number held back since the last one is added to `text` when it may.
+  bool AllowSessionWarning(SessionId session, std::string* text);
   // Starts a round if one may start now, else does nothing; returns whether it started.
   bool TryTrigger(CheckpointKind kind, const std::string& target, TriggerCause cause, Actions& out);
   // Why a round ended without completing, as far as the counters care.
@@ -343,8 +349,8 @@ class PipelineCoordinator {
   std::optional<PendingRound> pending_;
   std::optional<QueuedSavepoint> queued_savepoint_;
   // When the worker savepoint requests of the last minute were accepted, oldest first: at most
-  // options_.savepoint_requests_per_minute entries.
-  std::deque<SteadyTime> worker_savepoint_times_;
+  // options_.savepoint_requests_per_minute entries. A vector, not a deque (see recent_).
+  std::vector<SteadyTime> worker_savepoint_times_;
 
   std::map<SessionId, SessionInfo> sessions_;
   WarnBudget unknown_warn_budget_;  // for messages of streams no longer registered

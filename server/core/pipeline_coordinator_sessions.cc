@@ -94,6 +94,13 @@ PipelineCoordinator::Registration PipelineCoordinator::OnRegister(
   return reg;
 }
 
+std::vector<std::pair<SessionId, std::string>> PipelineCoordinator::SessionPrincipals() const {
+  std::vector<std::pair<SessionId, std::string>> out;
+  out.reserve(sessions_.size());
+  for (const auto& [id, info] : sessions_) out.emplace_back(id, info.principal);
+  return out;
+}
+
 Actions PipelineCoordinator::OnSessionEnded(SessionId session, const std::string& why,
                                             SessionEnd end) {
   Actions out;
@@ -164,7 +171,8 @@ Actions PipelineCoordinator::OnWorkerSavepointRequest(SessionId session, const s
   const std::string what = std::string(stop ? "savepoint-and-stop" : "savepoint") +
                            (target.empty() ? "" : " to " + target);
   Outcome outcome;
-  outcome.status = AdmitWorkerSavepoint(target);
+  bool over_rate = false;
+  outcome.status = AdmitWorkerSavepoint(target, &over_rate);
   if (outcome.status.ok()) {
     outcome.actions.push_back(Log{LogLevel::kInfo, what + " requested by " + who});
     // A worker's request uses the pipeline's checkpoint timeout as the savepoint's.
@@ -173,32 +181,51 @@ Actions PipelineCoordinator::OnWorkerSavepointRequest(SessionId session, const s
     outcome.actions.insert(outcome.actions.end(), asked.actions.begin(), asked.actions.end());
   }
   if (!outcome.status.ok()) {
-    outcome.actions.push_back(Log{
-        LogLevel::kWarn, what + " request of " + who + " refused: " + outcome.status.message()});
-    outcome.actions.push_back(SendSavepointRefused{session, outcome.status.message()});
+    // Answered always; logged at most once per interval per stream: a worker looping on refused
+    // requests must not fill the log.
+    std::string text = what + " request of " + who + " refused: " + outcome.status.message();
+    if (AllowSessionWarning(session, &text)) outcome.actions.push_back(Log{LogLevel::kWarn, text});
+    outcome.actions.push_back(SendSavepointRefused{session, outcome.status.message(), over_rate});
   }
   return std::move(outcome.actions);
 }
 
-Status PipelineCoordinator::AdmitWorkerSavepoint(const std::string& target) {
+Status PipelineCoordinator::AdmitWorkerSavepoint(const std::string& target, bool* over_rate) {
   if (!target.empty() && !PathIsUnder(target, options_.savepoint_root)) {
     return Status::PermissionDenied("a worker's savepoint target must lie under savepoint_root (" +
                                     options_.savepoint_root + ") or be empty; " + target +
                                     " does not");
   }
   const SteadyTime now = clock_.SteadyNow();
-  while (!worker_savepoint_times_.empty() &&
-         now - worker_savepoint_times_.front() >= std::chrono::minutes(1)) {
-    worker_savepoint_times_.pop_front();
-  }
+  auto& times = worker_savepoint_times_;
+  times.erase(times.begin(), std::find_if(times.begin(), times.end(), [&](SteadyTime t) {
+                return now - t < std::chrono::minutes(1);
+              }));
   const int64_t limit = options_.savepoint_requests_per_minute;
-  if (static_cast<int64_t>(worker_savepoint_times_.size()) >= limit) {
+  if (static_cast<int64_t>(times.size()) >= limit) {
+    *over_rate = true;
     return Status::ResourceExhausted("more than limits.savepoint_requests_per_minute (" +
                                      std::to_string(limit) +
                                      ") worker savepoint requests in the last minute");
   }
-  worker_savepoint_times_.push_back(now);
+  times.push_back(now);
   return Status::Ok();
+}
+
+bool PipelineCoordinator::AllowSessionWarning(SessionId session, std::string* text) {
+  auto info = sessions_.find(session);
+  WarnBudget& budget = info != sessions_.end() ? info->second.warn_budget : unknown_warn_budget_;
+  const SteadyTime now = clock_.SteadyNow();
+  if (now < budget.next_at) {
+    ++budget.held_back;
+    return false;
+  }
+  if (budget.held_back > 0) {
+    *text += " (and " + std::to_string(budget.held_back) + " more such messages not logged)";
+  }
+  budget.next_at = now + kSessionWarnInterval;
+  budget.held_back = 0;
+  return true;
 }
 
 }  // namespace ckpt

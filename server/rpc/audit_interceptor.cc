@@ -14,8 +14,8 @@ using grpc::experimental::InterceptionHookPoints;
 class AuditInterceptor final : public grpc::experimental::Interceptor {
  public:
   AuditInterceptor(grpc::experimental::ServerRpcInfo* info, const Gatekeeper& gatekeeper,
-                   std::string_view method)
-      : info_(info), gatekeeper_(gatekeeper), method_(method) {}
+                   SharedThrottle& refusals, std::string_view method)
+      : info_(info), gatekeeper_(gatekeeper), refusals_(refusals), method_(method) {}
 
   void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
     if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::POST_RECV_MESSAGE)) {
@@ -28,31 +28,42 @@ class AuditInterceptor final : public grpc::experimental::Interceptor {
   }
 
  private:
-  // The request's job and pipeline: each mutation's request type names them.
+  // The request's job and pipeline, read as the method's request type. A method not named here
+  // is logged with "-" for both: a cast to the wrong type would be undefined behaviour.
   void ReadTarget(void* message) {
     if (message == nullptr) return;
     if (method_ == "CreatePipeline" || method_ == "UpdatePipeline") {
-      const auto* spec = static_cast<const v1::PipelineSpec*>(message);
-      job_ = spec->job_id();
-      pipeline_ = spec->pipeline_id();
+      Take(*static_cast<const v1::PipelineSpec*>(message));
     } else if (method_ == "TriggerSavepoint") {
-      const auto* request = static_cast<const v1::TriggerSavepointRequest*>(message);
-      job_ = request->job_id();
-      pipeline_ = request->pipeline_id().empty() ? "*" : request->pipeline_id();
-    } else {
-      const auto* ref = static_cast<const v1::PipelineRef*>(message);
-      job_ = ref->job_id();
-      pipeline_ = ref->pipeline_id();
+      const auto& request = *static_cast<const v1::TriggerSavepointRequest*>(message);
+      Take(request);
+      if (request.pipeline_id().empty()) pipeline_ = "*";
+    } else if (method_ == "DeletePipeline" || method_ == "PausePipeline" ||
+               method_ == "ResumePipeline" || method_ == "TriggerCheckpoint") {
+      Take(*static_cast<const v1::PipelineRef*>(message));
     }
+  }
+  template <typename Request>
+  void Take(const Request& request) {
+    job_ = request.job_id();
+    pipeline_ = request.pipeline_id();
   }
 
   void Log(const grpc::Status& status) {
     const std::string principal = gatekeeper_.PrincipalOf(*info_->server_context());
     if (principal == "(unidentified)") return;
-    spdlog::info("audit: principal={} method={} job={} pipeline={} outcome={}{}{}",
+    // A known principal refused again and again (a viewer's script in a loop) must not flood
+    // the log: refusals share a throttle; what was admitted is logged every time.
+    uint64_t held_back = 0;
+    const bool refused = status.error_code() == grpc::StatusCode::PERMISSION_DENIED ||
+                         status.error_code() == grpc::StatusCode::UNAUTHENTICATED;
+    if (refused && !refusals_.Allow(&held_back)) return;
+    spdlog::info("audit: principal={} method={} job={} pipeline={} outcome={}{}{}{}",
                  Printable(principal), method_, Printable(job_), Printable(pipeline_),
                  CodeName(status.error_code()), status.ok() ? "" : ": ",
-                 Printable(status.error_message()));
+                 Printable(status.error_message()),
+                 held_back ? " (" + std::to_string(held_back) + " refusals not logged since)"
+                           : std::string());
   }
 
   static const char* CodeName(grpc::StatusCode code) {
@@ -77,6 +88,7 @@ class AuditInterceptor final : public grpc::experimental::Interceptor {
 
   grpc::experimental::ServerRpcInfo* const info_;
   const Gatekeeper& gatekeeper_;
+  SharedThrottle& refusals_;
   const std::string method_;
   std::string job_ = "-";
   std::string pipeline_ = "-";
@@ -88,7 +100,7 @@ grpc::experimental::Interceptor* AuditInterceptorFactory::CreateServerIntercepto
     grpc::experimental::ServerRpcInfo* info) {
   const std::string_view method = AdminMethodName(info->method());
   if (method.empty() || AdminMethodAccess(method) != Access::kMutate) return nullptr;
-  return new AuditInterceptor(info, gatekeeper_, method);
+  return new AuditInterceptor(info, gatekeeper_, refusals_, method);
 }
 
 }  // namespace ckpt

@@ -3,17 +3,34 @@
 // the method, the job and pipeline, and the outcome the caller was sent. A gRPC server
 // interceptor, so that every path out of a handler (a refusal, an early error, the strand's
 // answer, a savepoint stream's last message) is logged by one piece of code with the status that
-// really went out. Reads are not audited. A caller no principal matches is not either: its
-// refusals are counted and logged (rate-limited) by the Gatekeeper, so that an anonymous client
-// cannot flood the log.
+// really went out. Reads are not audited. Refusals of known principals are logged at most once a
+// second, with a count of the rest; a caller no principal matches is not audited at all: its
+// refusals are counted and logged (rate-limited) by the Gatekeeper, so that no client can flood
+// the log.
 //
 // Threading: gRPC creates one interceptor per audited call; its hooks run one at a time.
 
 #include <grpcpp/support/server_interceptor.h>
 
+#include "common/mutex.h"
+#include "logging/log_throttle.h"
 #include "rpc/gatekeeper.h"
 
 namespace ckpt {
+
+// A LogThrottle shared by the interceptors of every call.
+class SharedThrottle {
+ public:
+  explicit SharedThrottle(LogThrottle::Clock::duration interval) : throttle_(interval) {}
+  bool Allow(uint64_t* held_back) CKPT_EXCLUDES(mu_) {
+    MutexLock lock(mu_);
+    return throttle_.Allow(LogThrottle::Clock::now(), held_back);
+  }
+
+ private:
+  Mutex mu_;
+  LogThrottle throttle_ CKPT_GUARDED_BY(mu_);
+};
 
 class AuditInterceptorFactory final : public grpc::experimental::ServerInterceptorFactoryInterface {
  public:
@@ -24,6 +41,7 @@ class AuditInterceptorFactory final : public grpc::experimental::ServerIntercept
 
  private:
   const Gatekeeper& gatekeeper_;
+  SharedThrottle refusals_{std::chrono::seconds(1)};
 };
 
 }  // namespace ckpt

@@ -15,10 +15,16 @@ std::string FirstValue(const grpc::AuthContext& auth, const char* property) {
   return {};
 }
 
-// CONTRACT.md's order: SPIFFE id, URI SAN, DNS SAN, CN.
+// CONTRACT.md's order: SPIFFE id, URI SAN, DNS SAN, CN. gRPC sets the SPIFFE id only for a
+// certificate with exactly one URI SAN, and a spiffe:// one; a certificate with several SPIFFE
+// URIs is ambiguous, so its spiffe:// URIs never stand in for the id.
 std::string CertIdentity(const grpc::AuthContext& auth) {
-  for (const char* property : {GRPC_PEER_SPIFFE_ID_PROPERTY_NAME, GRPC_PEER_URI_PROPERTY_NAME,
-                               GRPC_PEER_DNS_PROPERTY_NAME, GRPC_X509_CN_PROPERTY_NAME}) {
+  if (std::string id = FirstValue(auth, GRPC_PEER_SPIFFE_ID_PROPERTY_NAME); !id.empty()) return id;
+  for (const auto& value : auth.FindPropertyValues(GRPC_PEER_URI_PROPERTY_NAME)) {
+    const std::string uri(value.data(), value.size());
+    if (!uri.empty() && uri.rfind("spiffe://", 0) != 0) return uri;
+  }
+  for (const char* property : {GRPC_PEER_DNS_PROPERTY_NAME, GRPC_X509_CN_PROPERTY_NAME}) {
     if (std::string value = FirstValue(auth, property); !value.empty()) return value;
   }
   return {};

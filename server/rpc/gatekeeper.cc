@@ -51,11 +51,6 @@ Status Gatekeeper::CheckJob(const Caller& caller, std::string_view job) const {
   return Status::Ok();
 }
 
-void Gatekeeper::CountRefusal(DenyReason reason, std::string_view peer,
-                              const Status& status) const {
-  Refused(Refusal{status, reason}, peer);
-}
-
 Status Gatekeeper::Refused(const Refusal& refusal, std::string_view peer) const {
   ++metrics_.auth_denied_total[static_cast<size_t>(refusal.reason)];
   uint64_t held_back = 0;

@@ -37,9 +37,6 @@ class Gatekeeper {
   // A worker stream's hello: may `caller` serve pipelines of `job`?
   Status CheckJob(const Caller& caller, std::string_view job) const;
 
-  // Counts and logs a refusal decided elsewhere (the coordinator's takeover rule).
-  void CountRefusal(DenyReason reason, std::string_view peer, const Status& status) const;
-
  private:
   Status Refused(const Refusal& refusal, std::string_view peer) const;
 

@@ -16,24 +16,25 @@ Admission WorkerServiceImpl::Admit(grpc::CallbackServerContext& context) {
     admission.refused = caller.status();
     return admission;
   }
-  admission.caller = std::move(*caller);
   const Limits& limits = deps_.limits;
-  if (deps_.metrics.worker_sessions.load() >= limits.max_streams) {
-    deps_.metrics.CountLimit(CountedLimit::kMaxStreams);
-    admission.refused = Status::ResourceExhausted(
-        "the daemon holds " + NameLimit("max_streams", limits.max_streams) + " worker streams");
-    return admission;
-  }
   std::string peer = PeerAddress(context.peer());
-  if (!peer_streams_.TryAdd(peer)) {
-    deps_.metrics.CountLimit(CountedLimit::kMaxStreamsPerPeer);
-    admission.refused = Status::ResourceExhausted(
-        "this peer holds " + NameLimit("max_streams_per_peer", limits.max_streams_per_peer) +
-        " worker streams");
-    return admission;
+  switch (slots_.TryTake(peer)) {
+    case StreamSlots::Outcome::kTaken:
+      admission.slots = &slots_;
+      admission.peer = std::move(peer);
+      return admission;
+    case StreamSlots::Outcome::kAllTaken:
+      deps_.metrics.CountLimit(CountedLimit::kMaxStreams);
+      admission.refused = Status::ResourceExhausted(
+          "the daemon holds " + NameLimit("max_streams", limits.max_streams) + " worker streams");
+      return admission;
+    case StreamSlots::Outcome::kPeerFull:
+      deps_.metrics.CountLimit(CountedLimit::kMaxStreamsPerPeer);
+      admission.refused = Status::ResourceExhausted(
+          "this peer holds " + NameLimit("max_streams_per_peer", limits.max_streams_per_peer) +
+          " worker streams");
+      return admission;
   }
-  admission.peer_streams = &peer_streams_;
-  admission.peer = std::move(peer);
   return admission;
 }
 

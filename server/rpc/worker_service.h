@@ -2,7 +2,7 @@
 // WorkerService.Connect: one WorkerSession reactor per stream. Before a stream reads anything it
 // is admitted: its caller identified by the access policy (a worker principal), and within
 // limits.max_streams and limits.max_streams_per_peer; a refused stream ends at once.
-// Threading: Connect runs on gRPC threads; the service holds constants, atomics and PeerStreams
+// Threading: Connect runs on gRPC threads; the service holds constants, atomics and StreamSlots
 // (thread-safe).
 
 #include <atomic>
@@ -15,7 +15,7 @@ namespace ckpt {
 class WorkerServiceImpl final : public v1::WorkerService::CallbackService {
  public:
   explicit WorkerServiceImpl(SessionDeps deps)
-      : peer_streams_(deps.limits.max_streams_per_peer), deps_(std::move(deps)) {}
+      : slots_(deps.limits.max_streams, deps.limits.max_streams_per_peer), deps_(std::move(deps)) {}
 
   grpc::ServerBidiReactor<v1::WorkerMessage, v1::CoordinatorMessage>* Connect(
       grpc::CallbackServerContext* context) override;
@@ -23,7 +23,7 @@ class WorkerServiceImpl final : public v1::WorkerService::CallbackService {
  private:
   Admission Admit(grpc::CallbackServerContext& context);
 
-  PeerStreams peer_streams_;
+  StreamSlots slots_;
   const SessionDeps deps_;
   std::atomic<SessionId> next_session_id_{1};
 };

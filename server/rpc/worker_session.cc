@@ -124,7 +124,7 @@ bool WorkerSession::HandleMessage() {
   return true;
 }
 
-Status WorkerSession::CheckHello(const v1::Hello& hello) const {
+Status WorkerSession::CheckHello(const v1::Hello& hello, std::string* principal) const {
   for (const auto& [id, what] :
        {std::pair{&hello.job_id(), "job_id"}, std::pair{&hello.pipeline_id(), "pipeline_id"},
         std::pair{&hello.worker_id(), "worker_id"}}) {
@@ -139,16 +139,21 @@ Status WorkerSession::CheckHello(const v1::Hello& hello) const {
   for (const std::string& task : hello.task_ids()) {
     if (auto s = CheckIdLength(task, "task_id", limits_); !s.ok()) return s;
   }
-  return gatekeeper_.CheckJob(admission_.caller, hello.job_id());
+  // Identified again under the policy of now: a reload since Connect may have narrowed or removed
+  // this principal.
+  auto caller = gatekeeper_.Admit(*context_, Access::kWorkerStream, "WorkerService.Connect");
+  if (!caller.ok()) return caller.status();
+  if (Status s = gatekeeper_.CheckJob(*caller, hello.job_id()); !s.ok()) return s;
+  *principal = caller->principal;
+  return Status::Ok();
 }
 
 bool WorkerSession::HandleHello(const v1::Hello& hello) {
-  if (Status s = CheckHello(hello); !s.ok()) {
+  HelloInfo info;
+  if (Status s = CheckHello(hello, &info.principal); !s.ok()) {
     End(s);
     return false;
   }
-  HelloInfo info;
-  info.principal = admission_.caller.principal;
   info.worker_id = hello.worker_id();
   info.key = PipelineKey{hello.job_id(), hello.pipeline_id()};
   info.task_ids.assign(hello.task_ids().begin(), hello.task_ids().end());
@@ -186,20 +191,24 @@ void WorkerSession::Send(OutboundMessage message) {
       if (!writing_) StartNextWriteLocked();
       return;
     }
-    // The worker does not read (or too slowly to matter): its memory here stays bounded, and
-    // cancelling fails the outstanding write, which lets Finish go ahead instead of waiting on a
-    // peer that never drains.
-    out_queue_.erase(out_queue_.begin() + (writing_ ? 1 : 0), out_queue_.end());
-    queued_bytes_ = writing_ ? out_queue_.front().GetCachedSize() : 0;
-    finish_requested_ = true;
-    finish_status_ = Status::ResourceExhausted(
-        "the worker does not read its stream: unsent messages passed " +
-        NameLimit("max_session_queue_bytes", limits_.max_session_queue_bytes));
-    metrics_.CountLimit(CountedLimit::kMaxSessionQueueBytes);
-    context_->TryCancel();
   }
-  // Its tasks are released now, with the reason (outside mu_: ReportEnded takes runner_mu_).
+  // The worker does not read (or too slowly to matter). First its tasks are released, with the
+  // reason (outside mu_: ReportEnded takes runner_mu_), before the end below lets another
+  // reaction report a vaguer one.
   ReportEnded("not reading its stream (limits.max_session_queue_bytes)");
+  MutexLock lock(mu_);
+  if (finish_requested_) return;
+  // Its memory here stays bounded; cancelling fails the outstanding write, which lets Finish go
+  // ahead instead of waiting on a peer that never drains.
+  out_queue_.erase(out_queue_.begin() + (writing_ ? 1 : 0), out_queue_.end());
+  queued_bytes_ = writing_ ? out_queue_.front().GetCachedSize() : 0;
+  finish_requested_ = true;
+  finish_status_ = Status::ResourceExhausted(
+      "the worker does not read its stream: unsent messages passed " +
+      NameLimit("max_session_queue_bytes", limits_.max_session_queue_bytes));
+  metrics_.CountLimit(CountedLimit::kMaxSessionQueueBytes);
+  context_->TryCancel();
+  MaybeFinishLocked();  // nothing in flight: finish now; else when the failed write returns
 }
 
 void WorkerSession::End(Status status) {
@@ -255,7 +264,7 @@ void WorkerSession::OnDone() {
   Constructed();
   done_ = true;
   ReportEnded("stream ended");
-  if (admission_.peer_streams) admission_.peer_streams->Remove(admission_.peer);
+  if (admission_.slots) admission_.slots->Remove(admission_.peer);
   --metrics_.worker_sessions;
   ++metrics_.worker_sessions_ended_total;
   asio::post(lease_strand_, [self = shared_from_this()] { self->lease_timer_.cancel(); });

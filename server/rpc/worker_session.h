@@ -25,7 +25,7 @@
 #include "common/mutex.h"
 #include "core/limits.h"
 #include "rpc/gatekeeper.h"
-#include "rpc/peer_streams.h"
+#include "rpc/stream_slots.h"
 #include "runtime/daemon_metrics.h"
 #include "runtime/io_shards.h"
 #include "runtime/registry.h"
@@ -47,8 +47,8 @@ struct SessionDeps {
 struct Admission {
   Status refused;  // not OK: the stream is ended with this at once
   Caller caller;   // who it is (checked against each hello's job)
-  // Where the stream is counted until OnDone (null when it is not).
-  PeerStreams* peer_streams = nullptr;
+  // Where the stream holds a slot until OnDone (null when it holds none: refused).
+  StreamSlots* slots = nullptr;
   std::string peer;
 };
 
@@ -75,8 +75,9 @@ class WorkerSession final
  private:
   WorkerSession(SessionId id, const SessionDeps& deps, grpc::CallbackServerContext* context,
                 Admission admission);
-  // The hello's ids within limits and its job within the caller's; the status to end with if not.
-  Status CheckHello(const v1::Hello& hello) const;
+  // The hello's ids within limits, its caller (identified again) allowed its job: OK with the
+  // caller's principal in `*principal`, or the status to end the stream with.
+  Status CheckHello(const v1::Hello& hello, std::string* principal) const;
   // Handles in_; returns false when the stream must read no more.
   bool HandleMessage();
   bool HandleHello(const v1::Hello& hello);

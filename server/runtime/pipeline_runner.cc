@@ -287,6 +287,23 @@ void PipelineRunner::EndAllSessions(Status status) {
   });
 }
 
+void PipelineRunner::EndSessionsRefused(PrincipalCheck refuse) {
+  Post([refuse = std::move(refuse)](PipelineRunner& r) {
+    for (const auto& [id, principal] : r.coordinator_.SessionPrincipals()) {
+      std::optional<Status> refused = refuse(principal, r.key().job_id);
+      if (!refused) continue;
+      r.LogLine(LogLevel::kWarn, "ending the stream of principal " + Printable(principal) +
+                                     " (session " + std::to_string(id) +
+                                     "): the reloaded policy refuses it: " + refused->message());
+      if (auto it = r.sessions_.find(id); it != r.sessions_.end()) {
+        it->second->End(*refused);
+        r.sessions_.erase(it);
+      }
+      r.Run(r.coordinator_.OnSessionEnded(id, "its principal is no longer allowed"));
+    }
+  });
+}
+
 void PipelineRunner::ApplyDeclaredSpec(PipelineSpec spec, std::function<void(Result<bool>)> done) {
   PostOperator([spec = std::move(spec), done = std::move(done)](PipelineRunner& r) {
     if (r.deleted_) return done(r.DeletedStatus());
@@ -364,6 +381,7 @@ void PipelineRunner::Execute(Action& action) {
   } else if (auto* a = std::get_if<SendState>(&action)) {
     SendToSessions(sessions_, *a);
   } else if (auto* a = std::get_if<SendSavepointRefused>(&action)) {
+    if (a->over_rate_limit) metrics_.CountLimit(CountedLimit::kSavepointRequestsPerMinute);
     if (auto it = sessions_.find(a->session); it != sessions_.end())
       it->second->Send(std::move(*a));
   } else if (auto* a = std::get_if<EndSession>(&action)) {

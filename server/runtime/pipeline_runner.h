@@ -69,6 +69,12 @@ class PipelineRunner : public std::enable_shared_from_this<PipelineRunner> {
   // longer on its way to the gauge).
   void BeginShutdown(std::function<void()> begun = nullptr);
   void EndAllSessions(Status status);
+  // A new access policy: ends (with the status returned) every live stream whose principal it
+  // refuses for this pipeline's job; their tasks are lost as with any ended stream. `refuse`
+  // runs on the strand and must not block.
+  using PrincipalCheck =
+      std::function<std::optional<Status>(const std::string& principal, const std::string& job)>;
+  void EndSessionsRefused(PrincipalCheck refuse);
 
   // --- operators; each `done` runs on the strand and must not block ---
   using StatusDone = std::function<void(Status, const PipelineStatus&)>;

@@ -276,21 +276,29 @@ class SecurityTest(unittest.TestCase):
 
     def test_sighup_changes_the_policy(self):
         self.start()
+        sim = self.start_sim(self.etl, "etl", "--duration", "60s")
+        e2e.wait_until(lambda: self.pipeline("etl")["registered_tasks"] == 2, 30, "etl's tasks")
         self.assertNotEqual(self.ctl_as(self.viewer, "pipeline", "pause", "etl", "p0").returncode,
                             0)
-        self.ws.write_config(self.tls_yaml() + self.auth_yaml(viewer_role="admin") +
-                             self.PIPELINES)
+        # The viewer becomes an admin; the etl principal loses job etl: its live stream ends.
+        narrowed = self.auth_yaml(viewer_role="admin").replace("jobs: [etl]", "jobs: [other]")
+        self.ws.write_config(self.tls_yaml() + narrowed + self.PIPELINES)
         self.daemon.send_signal(signal.SIGHUP)
         e2e.wait_until(lambda: "auth policy replaced" in self.ws.read_log("ckptd.log"), 15,
                        "the reload")
         r = self.ctl_as(self.viewer, "pipeline", "pause", "etl", "p0")
         self.assertEqual(r.returncode, 0, r.stderr)
-        # A broken auth section keeps the policy in force.
-        with open(self.config, "a") as f:
-            f.write("  bogus: 1\n")
+        e2e.wait_until(lambda: self.pipeline("etl")["registered_tasks"] == 0, 15,
+                       "the narrowed principal's stream to end")
+        self.assertIn("the reloaded policy refuses it", self.ws.read_log("ckptd.log"))
+        self.assertEqual(sim.wait(30), sim.returncode)  # the worker stops: PERMISSION_DENIED
+        # A broken auth section (a worker principal without jobs) keeps the policy in force.
+        broken = narrowed.replace(", jobs: [other]", "")
+        self.ws.write_config(self.tls_yaml() + broken + self.PIPELINES)
         self.daemon.send_signal(signal.SIGHUP)
         e2e.wait_until(lambda: "reload refused" in self.ws.read_log("ckptd.log"), 15,
                        "the refused reload")
+        self.assertIn("needs 'jobs'", self.ws.read_log("ckptd.log"))
         self.assertEqual(self.ctl_as(self.viewer, "pipeline", "resume", "etl", "p0").returncode, 0)
 
     # --- limits ------------------------------------------------------------------------------
@@ -328,7 +336,9 @@ class SecurityTest(unittest.TestCase):
                            "--task-bytes", "100000", flags=etl)
         self.assertEqual(list(big["codes"]), ["RESOURCE_EXHAUSTED"], big)
         streams = self.hostile("no-hello", "--streams", "10", flags=etl)
-        self.assertEqual(streams["codes"].get("RESOURCE_EXHAUSTED"), 6, streams)
+        # At least 6 of 10 (more while the streams of the calls above are still ending).
+        self.assertGreaterEqual(streams["codes"].get("RESOURCE_EXHAUSTED", 0), 6, streams)
+        self.assertEqual(sum(streams["codes"].values()), 10, streams)
         self.assertIn("limits.max_streams_per_peer (4)", json.dumps(streams))
 
     def test_a_worker_that_stops_reading_is_ended_at_the_queue_bound(self):
@@ -342,6 +352,11 @@ class SecurityTest(unittest.TestCase):
             result = self.hostile("no-read", "--job", "etl", "--pipeline", "q",
                                   flags=["--wait-ms", "15000", *self.cert_flags(self.etl)])
             self.assertTrue(result["ended"], result)
+            # Ended at the bound, not later: ~1 KiB a round, 64 KiB queued past gRPC's own
+            # flow-control window. (The old bound of 10,000 messages took some 5,000 rounds.)
+            self.assertLess(result["declines"], 1500, result)
+            e2e.wait_until(lambda: self.pipeline("etl", "q")["registered_tasks"] == 0, 15,
+                           "the non-reader's and the decliner's tasks to be released")
         log = self.ws.read_log("ckptd.log")
         self.assertIn("limits.max_session_queue_bytes", log)
         page = e2e.http_get(self.ws.metrics_url())[2]

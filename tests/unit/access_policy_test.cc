@@ -142,6 +142,44 @@ TEST(AccessPolicy, AWorkerServesOnlyJobsMatchingItsGlobs) {
   EXPECT_TRUE(policy.Check(worker, Access::kWorkerStream, "hello", "etlx"));
 }
 
+TEST(AccessPolicy, ATokenDecidesEvenBesideAGoodCertificateAndMustBeABearerToken) {
+  AccessPolicy policy(TeamSpec());
+  Caller caller;
+  CallerCredentials wrong_token = Token("guess");
+  wrong_token.cert_identity = "spiffe://example.org/ops";
+  auto refused = policy.Identify(wrong_token, &caller);
+  ASSERT_TRUE(refused) << "an unknown token is refused, whatever the certificate";
+  EXPECT_EQ(refused->reason, DenyReason::kUnknownToken);
+  // "Basic ..." or a bare "Bearer" reach the policy as a token-less authorization header.
+  auto empty = policy.Identify(Token(""), &caller);
+  ASSERT_TRUE(empty);
+  EXPECT_EQ(empty->status.code(), StatusCode::kUnauthenticated);
+  EXPECT_NE(empty->status.message().find("Bearer"), std::string::npos);
+}
+
+TEST(AccessPolicy, AReloadedPolicyJudgesRegisteredStreamsByPrincipalAndJob) {
+  AccessPolicy policy(TeamSpec());
+  EXPECT_FALSE(policy.CheckRegistered("etl-workers", "etl"));
+  auto other_job = policy.CheckRegistered("etl-workers", "billing");
+  ASSERT_TRUE(other_job);
+  EXPECT_EQ(other_job->status.code(), StatusCode::kPermissionDenied);
+  auto removed = policy.CheckRegistered("gone", "etl");
+  ASSERT_TRUE(removed);
+  EXPECT_NE(removed->status.message().find("no longer"), std::string::npos);
+  EXPECT_TRUE(policy.CheckRegistered("ops", "etl")) << "an admin is no worker";
+  EXPECT_FALSE(AccessPolicy().CheckRegistered("", "etl")) << "without auth nothing is refused";
+}
+
+TEST(AccessPolicy, ViewersDoNotServeTasks) {
+  AccessPolicy policy(TeamSpec());
+  auto refused = policy.Check(Caller{"grafana", Role::kViewer, {}}, Access::kWorkerStream,
+                              "WorkerService.Connect");
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->reason, DenyReason::kRole);
+  EXPECT_STREQ(DenyReasonLabel(DenyReason::kNoCredentials), "no_credentials");
+  EXPECT_STREQ(DenyReasonLabel(DenyReason::kTakeover), "takeover");
+}
+
 TEST(AccessPolicy, ValidationNamesTheBrokenPrincipal) {
   auto expect_error = [](AuthSpec spec, const std::string& part) {
     Status s = ValidateAuthSpec(spec, "auth");
@@ -170,6 +208,9 @@ TEST(AccessPolicy, ValidationNamesTheBrokenPrincipal) {
   spec = TeamSpec();
   spec.principals[3].token_sha256 = spec.principals[1].token_sha256;
   expect_error(spec, "another principal");
+  spec = TeamSpec();
+  spec.principals[1].token_sha256 = HexSha256("");
+  expect_error(spec, "empty token");
 }
 
 }  // namespace

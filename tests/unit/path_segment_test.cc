@@ -53,6 +53,9 @@ TEST(PathIsUnder, AcceptsOnlyPathsBelowTheRoot) {
   EXPECT_FALSE(PathIsUnder("/etc/passwd", "/data/sp"));
   EXPECT_FALSE(PathIsUnder("s3://other/sp/x", "s3://bucket/sp"));
   EXPECT_FALSE(PathIsUnder("/anything", ""));
+  EXPECT_FALSE(PathIsUnder("s3://bucket/sp/%2e%2e/other", "s3://bucket/sp"));
+  EXPECT_FALSE(PathIsUnder("s3://bucket/sp/%2E./other", "s3://bucket/sp"));
+  EXPECT_TRUE(PathIsUnder("s3://bucket/sp/a%2fb/%2x", "s3://bucket/sp"));
 }
 
 }  // namespace
