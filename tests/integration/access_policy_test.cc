@@ -52,25 +52,21 @@ class AccessPolicyTest : public DaemonTest {
     grpc::ByteBuffer request;  // empty: a valid encoding of every request message
     grpc::Slice empty("");
     request = grpc::ByteBuffer(&empty, 1);
+    // On a completion queue this thread drains: no callback runs on a gRPC thread, so nothing
+    // of the test is handed across threads out of ThreadSanitizer's sight.
+    void* tag = nullptr;
+    bool ok = false;
     if (!method.client_streaming() && !method.server_streaming()) {
+      auto call = stub.PrepareUnaryCall(&ctx, path, request, &cq_);
+      call->StartCall();
       grpc::ByteBuffer response;
-      std::mutex mu;
-      std::condition_variable cv;
-      bool done = false;
       grpc::Status status;
-      stub.UnaryCall(&ctx, path, {}, &request, &response, [&](grpc::Status s) {
-        std::lock_guard lock(mu);
-        status = std::move(s);
-        done = true;
-        cv.notify_all();
-      });
-      std::unique_lock lock(mu);
-      cv.wait(lock, [&] { return done; });
+      call->Finish(&response, &status, reinterpret_cast<void*>(4));
+      while (cq_.Next(&tag, &ok) && tag != reinterpret_cast<void*>(4)) {
+      }
       return status;
     }
     auto call = stub.PrepareCall(&ctx, path, &cq_);
-    void* tag = nullptr;
-    bool ok = false;
     call->StartCall(reinterpret_cast<void*>(1));
     cq_.Next(&tag, &ok);
     if (method.client_streaming()) {
