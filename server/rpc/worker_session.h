@@ -46,7 +46,6 @@ struct SessionDeps {
 // What WorkerService.Connect decided about a new stream before it reads a byte of it.
 struct Admission {
   Status refused;  // not OK: the stream is ended with this at once
-  Caller caller;   // who it is (checked against each hello's job)
   // Where the stream holds a slot until OnDone (null when it holds none: refused).
   StreamSlots* slots = nullptr;
   std::string peer;
