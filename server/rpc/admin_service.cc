@@ -7,6 +7,7 @@
 #include "core/spec_validation.h"
 #include "rpc/admin_convert.h"
 #include "rpc/admin_methods.h"
+#include "rpc/audit_interceptor.h"
 #include "rpc/status_mapping.h"
 
 namespace ckpt {
@@ -73,6 +74,7 @@ std::optional<PipelineKey> KeyFromPageToken(const std::string& token) {
 
 Status AdminServiceImpl::Admit(const grpc::CallbackServerContext& ctx,
                                std::string_view method) const {
+  PublishCallObjects();  // before anything of the call goes to another thread
   auto caller = gatekeeper_.Admit(ctx, AdminMethodAccess(method), method);
   return caller.ok() ? Status::Ok() : caller.status();
 }

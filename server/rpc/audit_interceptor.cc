@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <atomic>
+
 #include "ckpt/v1/admin.pb.h"
 #include "core/printable.h"
 #include "rpc/admin_methods.h"
@@ -11,6 +13,8 @@ namespace {
 
 using grpc::experimental::InterceptionHookPoints;
 
+std::atomic<uint64_t> call_objects_handoff{0};  // see PublishCallObjects
+
 class AuditInterceptor final : public grpc::experimental::Interceptor {
  public:
   AuditInterceptor(grpc::experimental::ServerRpcInfo* info, const Gatekeeper& gatekeeper,
@@ -18,6 +22,7 @@ class AuditInterceptor final : public grpc::experimental::Interceptor {
       : info_(info), gatekeeper_(gatekeeper), refusals_(refusals), method_(method) {}
 
   void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
+    AcquireCallObjects();
     if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::POST_RECV_MESSAGE)) {
       ReadTarget(methods->GetRecvMessage());
     }
@@ -95,6 +100,9 @@ class AuditInterceptor final : public grpc::experimental::Interceptor {
 };
 
 }  // namespace
+
+void PublishCallObjects() { call_objects_handoff.fetch_add(1, std::memory_order_acq_rel); }
+void AcquireCallObjects() { call_objects_handoff.fetch_add(0, std::memory_order_acq_rel); }
 
 grpc::experimental::Interceptor* AuditInterceptorFactory::CreateServerInterceptor(
     grpc::experimental::ServerRpcInfo* info) {

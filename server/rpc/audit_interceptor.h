@@ -32,6 +32,16 @@ class SharedThrottle {
   LogThrottle throttle_ CKPT_GUARDED_BY(mu_);
 };
 
+// gRPC makes a call's objects (the batch the interceptor is handed) on the thread that runs the
+// handler, and calls the interceptor's later hooks on another thread, handing the objects over
+// through its own locks, which ThreadSanitizer cannot see (Debian's gRPC is not instrumented).
+// Every AdminService handler calls PublishCallObjects first (AdminServiceImpl::Admit): its
+// thread made the objects before it; each hook calls AcquireCallObjects before it touches them.
+// Both are read-modify-writes of one atomic, so the releases of all handlers accumulate and no
+// later one hides an earlier one. On x86 each is one locked add.
+void PublishCallObjects();
+void AcquireCallObjects();
+
 class AuditInterceptorFactory final : public grpc::experimental::ServerInterceptorFactoryInterface {
  public:
   // `gatekeeper` must outlive the server.

@@ -7,8 +7,11 @@
 
 namespace ckpt {
 
-Gatekeeper::Gatekeeper(AuthSpec spec, DaemonMetrics& metrics)
-    : metrics_(metrics), policy_(std::make_shared<const AccessPolicy>(std::move(spec))) {}
+Gatekeeper::Gatekeeper(AuthSpec spec, DaemonMetrics& metrics) : metrics_(metrics) {
+  // Under the lock: made on the controlling thread, read on gRPC's.
+  MutexLock lock(policy_mu_);
+  policy_ = std::make_shared<const AccessPolicy>(std::move(spec));
+}
 
 void Gatekeeper::SetPolicy(AuthSpec spec) {
   auto next = std::make_shared<const AccessPolicy>(std::move(spec));

@@ -16,8 +16,12 @@ namespace ckpt {
 
 class StreamSlots {
  public:
+  // Made on the controlling thread, used on gRPC's: the constructor's empty critical section
+  // orders what it initialised before every later lock, wherever gRPC runs the caller.
   StreamSlots(int64_t max_total, int64_t max_per_peer)
-      : max_total_(max_total), max_per_peer_(max_per_peer) {}
+      : max_total_(max_total), max_per_peer_(max_per_peer) {
+    MutexLock lock(mu_);
+  }
 
   enum class Outcome { kTaken, kAllTaken, kPeerFull };
   // Takes a slot for a stream of `peer`, unless the daemon or that peer is at its limit.

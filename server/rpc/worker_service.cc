@@ -6,6 +6,7 @@ namespace ckpt {
 
 grpc::ServerBidiReactor<v1::WorkerMessage, v1::CoordinatorMessage>* WorkerServiceImpl::Connect(
     grpc::CallbackServerContext* context) {
+  (void)constructed_.load(std::memory_order_acquire);  // see constructed_
   return WorkerSession::Create(next_session_id_++, deps_, context, Admit(*context));
 }
 

@@ -15,7 +15,9 @@ namespace ckpt {
 class WorkerServiceImpl final : public v1::WorkerService::CallbackService {
  public:
   explicit WorkerServiceImpl(SessionDeps deps)
-      : slots_(deps.limits.max_streams, deps.limits.max_streams_per_peer), deps_(std::move(deps)) {}
+      : slots_(deps.limits.max_streams, deps.limits.max_streams_per_peer), deps_(std::move(deps)) {
+    constructed_.store(true, std::memory_order_release);
+  }
 
   grpc::ServerBidiReactor<v1::WorkerMessage, v1::CoordinatorMessage>* Connect(
       grpc::CallbackServerContext* context) override;
@@ -25,6 +27,10 @@ class WorkerServiceImpl final : public v1::WorkerService::CallbackService {
 
   StreamSlots slots_;
   const SessionDeps deps_;
+  // Set (release) at the end of construction, read (acquire) first in Connect: the service is
+  // made on the controlling thread and handed to gRPC's threads through the server's start, which
+  // ThreadSanitizer cannot see (as WorkerSession::constructed_).
+  std::atomic<bool> constructed_{false};
   std::atomic<SessionId> next_session_id_{1};
 };
 
