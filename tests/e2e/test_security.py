@@ -301,6 +301,45 @@ class SecurityTest(unittest.TestCase):
         self.assertIn("needs 'jobs'", self.ws.read_log("ckptd.log"))
         self.assertEqual(self.ctl_as(self.viewer, "pipeline", "resume", "etl", "p0").returncode, 0)
 
+    def test_a_token_in_clear_counts_only_from_loopback(self):
+        address = self.non_loopback_address()
+        if not address:
+            self.skipTest("this machine has no address but loopback")
+        config = self.ws.write_config(
+            "insecure: true\n"
+            "auth:\n  principals:\n"
+            f"    - {{name: robot, token_sha256: {self.token_sha}, role: admin}}\n")
+        with open(config) as f:
+            text = f.read().replace(f"listen: 127.0.0.1:{self.ws.port}",
+                                    f"listen: 0.0.0.0:{self.ws.port}")
+        with open(config, "w") as f:
+            f.write(text)
+        self.daemon = self.ws.start_daemon(config)
+        token = ["--token-file", self.token_path]
+        local = self.hostile("create-pipeline", "--job", "j", "--pipeline", "local", "--tasks",
+                             "1", "--task-bytes", "4", flags=token)
+        self.assertEqual(local["code"], "OK", local)
+        self.server = f"{address}:{self.ws.port}"
+        remote = self.hostile("create-pipeline", "--job", "j", "--pipeline", "remote", "--tasks",
+                              "1", "--task-bytes", "4", flags=token)
+        self.assertEqual(remote["code"], "UNAUTHENTICATED", remote)
+        self.assertIn("plaintext only from loopback", remote["message"])
+        page = e2e.http_get(self.ws.metrics_url())[2]
+        self.assertEqual(e2e.sample(page, 'ckptd_auth_denied_total{reason="plaintext_token"}'), 1)
+
+    @staticmethod
+    def non_loopback_address():
+        """An IPv4 address of this machine that is not loopback, or None."""
+        try:
+            out = subprocess.run(["hostname", "-I"], capture_output=True, text=True,
+                                 timeout=10).stdout.split()
+        except (OSError, subprocess.SubprocessError):
+            return None
+        for address in out:
+            if "." in address and not address.startswith("127."):
+                return address
+        return None
+
     # --- limits ------------------------------------------------------------------------------
 
     def test_each_limit_is_answered_with_its_code(self):
