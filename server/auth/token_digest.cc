@@ -14,6 +14,16 @@ std::string Sha256(std::string_view text) {
   return std::string(reinterpret_cast<const char*>(digest), size);
 }
 
+std::string Sha256Hex(std::string_view text) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string hex;
+  for (unsigned char c : Sha256(text)) {
+    hex += kHex[c >> 4];
+    hex += kHex[c & 15];
+  }
+  return hex;
+}
+
 std::string DecodeSha256Hex(std::string_view hex) {
   if (hex.size() != 64) return {};
   auto nibble = [](char c) -> int {

@@ -55,8 +55,8 @@ class AuditInterceptor final : public grpc::experimental::Interceptor {
   }
 
   void Log(const grpc::Status& status) {
-    const std::string principal = gatekeeper_.PrincipalOf(*info_->server_context());
-    if (principal == "(unidentified)") return;
+    const std::optional<std::string> principal = gatekeeper_.PrincipalOf(*info_->server_context());
+    if (!principal) return;
     // A known principal refused again and again (a viewer's script in a loop) must not flood
     // the log: refusals share a throttle; what was admitted is logged every time.
     uint64_t held_back = 0;
@@ -64,7 +64,7 @@ class AuditInterceptor final : public grpc::experimental::Interceptor {
                          status.error_code() == grpc::StatusCode::UNAUTHENTICATED;
     if (refused && !refusals_.Allow(&held_back)) return;
     spdlog::info("audit: principal={} method={} job={} pipeline={} outcome={}{}{}{}",
-                 Printable(principal), method_, Printable(job_), Printable(pipeline_),
+                 Printable(*principal), method_, Printable(job_), Printable(pipeline_),
                  CodeName(status.error_code()), status.ok() ? "" : ": ",
                  Printable(status.error_message()),
                  held_back ? " (" + std::to_string(held_back) + " refusals not logged since)"

@@ -41,9 +41,9 @@ Result<Caller> Gatekeeper::Admit(const grpc::ServerContextBase& context, Access 
   return caller;
 }
 
-std::string Gatekeeper::PrincipalOf(const grpc::ServerContextBase& context) const {
+std::optional<std::string> Gatekeeper::PrincipalOf(const grpc::ServerContextBase& context) const {
   Caller caller;
-  if (policy()->Identify(CredentialsOf(context), &caller)) return "(unidentified)";
+  if (policy()->Identify(CredentialsOf(context), &caller)) return std::nullopt;
   return caller.principal.empty() ? "anonymous" : caller.principal;
 }
 

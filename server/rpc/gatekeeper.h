@@ -9,6 +9,7 @@
 #include <grpcpp/server_context.h>
 
 #include <memory>
+#include <optional>
 #include <string_view>
 
 #include "auth/access_policy.h"
@@ -31,8 +32,9 @@ class Gatekeeper {
   // UNAUTHENTICATED / PERMISSION_DENIED naming what was refused.
   Result<Caller> Admit(const grpc::ServerContextBase& context, Access access,
                        std::string_view method) const;
-  // Who the caller is, without checking a method or counting a refusal (for audit lines).
-  std::string PrincipalOf(const grpc::ServerContextBase& context) const;
+  // Who the caller is ("anonymous" without auth), without checking a method or counting a
+  // refusal (for audit lines); nothing when no principal matches.
+  std::optional<std::string> PrincipalOf(const grpc::ServerContextBase& context) const;
 
   // A worker stream's hello: may `caller` serve pipelines of `job`?
   Status CheckJob(const Caller& caller, std::string_view job) const;

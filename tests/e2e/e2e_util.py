@@ -23,6 +23,15 @@ def free_port():
         return s.getsockname()[1]
 
 
+def rss_kb(pid):
+    """The resident set size of process `pid`, in kB (0 if /proc does not say)."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
 def wait_until(cond, timeout, what):
     """Polls cond() until it is true; fails with `what` after `timeout` seconds."""
     deadline = time.monotonic() + timeout

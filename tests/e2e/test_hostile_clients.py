@@ -21,14 +21,6 @@ import e2e_util as e2e
 BUILD_DIR = None
 
 
-def rss_kb(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
-
-
 class HostileTest(unittest.TestCase):
     def setUp(self):
         self.ws = e2e.Workspace(BUILD_DIR)
@@ -66,9 +58,9 @@ class HostileTest(unittest.TestCase):
     def assert_memory_returns(self, baseline_kb, slack_mb, what):
         if self.sanitized:
             return
-        e2e.wait_until(lambda: rss_kb(self.daemon.pid) < baseline_kb + slack_mb * 1024, 20,
+        e2e.wait_until(lambda: e2e.rss_kb(self.daemon.pid) < baseline_kb + slack_mb * 1024, 20,
                        f"the daemon's memory to come back after {what} "
-                       f"(baseline {baseline_kb} kB, now {rss_kb(self.daemon.pid)} kB)")
+                       f"(baseline {baseline_kb} kB, now {e2e.rss_kb(self.daemon.pid)} kB)")
 
     # 1. ---------------------------------------------------------------------------------------
     def test_running_out_of_descriptors_does_not_kill_the_grpc_port(self):
@@ -136,7 +128,7 @@ class HostileTest(unittest.TestCase):
     def test_cancelled_savepoint_calls_free_what_they_held(self):
         # Tasks never register: a savepoint stays queued for as long as its caller waits.
         self.start(e2e.declared_pipelines("hold", 2))
-        baseline = rss_kb(self.daemon.pid)
+        baseline = e2e.rss_kb(self.daemon.pid)
         calls = self.count(10000)
         result = self.hostile("savepoints", "--job", "hold", "--calls", str(calls))
         self.assertEqual(result["codes"], {"CANCELLED": calls}, result)
@@ -154,7 +146,7 @@ class HostileTest(unittest.TestCase):
         # A long lease: the streams send no heartbeat while the others connect.
         self.start("lease_ttl_ms: 120000\nheartbeat_interval_ms: 30000\n"
                    "pipelines:\n  - {job_id: wide, pipeline_id: p, parallelism: %d}\n" % tasks)
-        baseline = rss_kb(self.daemon.pid)
+        baseline = e2e.rss_kb(self.daemon.pid)
         result = self.hostile("churn", "--job", "wide", "--pipeline", "p", "--streams", str(tasks))
         self.assertEqual(result["welcomes"], tasks, result)
         self.assertTrue(result["all_ended"], result)
@@ -228,7 +220,7 @@ class HostileTest(unittest.TestCase):
     # 11. --------------------------------------------------------------------------------------
     def test_streams_that_never_say_hello_end_and_give_their_memory_back(self):
         self.start("lease_ttl_ms: 60000\nheartbeat_interval_ms: 20000\nhello_timeout_ms: 1000\n")
-        baseline = rss_kb(self.daemon.pid)
+        baseline = e2e.rss_kb(self.daemon.pid)
         streams = self.count(20000)
         started = time.monotonic()
         result = self.hostile("no-hello", "--streams", str(streams))

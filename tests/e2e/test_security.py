@@ -17,14 +17,6 @@ from certs import CertFactory
 BUILD_DIR = None
 
 
-def rss_kb(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
-
-
 class SecurityTest(unittest.TestCase):
     def setUp(self):
         self.ws = e2e.Workspace(BUILD_DIR)
@@ -386,7 +378,7 @@ class SecurityTest(unittest.TestCase):
         self.start("limits:\n  max_session_queue_bytes: 65536\n"
                    "defaults: {tolerable_failures: 1000000}\n",
                    pipelines="  - {job_id: etl, pipeline_id: q, parallelism: 2, interval_ms: 10}\n")
-        baseline = rss_kb(self.daemon.pid)
+        baseline = e2e.rss_kb(self.daemon.pid)
         for attempt in range(3):
             result = self.hostile("no-read", "--job", "etl", "--pipeline", "q",
                                   flags=["--wait-ms", "15000", *self.cert_flags(self.etl)])
@@ -401,7 +393,7 @@ class SecurityTest(unittest.TestCase):
         page = e2e.http_get(self.ws.metrics_url())[2]
         self.assertEqual(
             e2e.sample(page, 'ckptd_limit_refusals_total{limit="max_session_queue_bytes"}'), 3)
-        self.assertLess(rss_kb(self.daemon.pid), baseline + 40 * 1024)
+        self.assertLess(e2e.rss_kb(self.daemon.pid), baseline + 40 * 1024)
 
     # --- refusal by default ------------------------------------------------------------------
 

@@ -15,25 +15,15 @@
 namespace ckpt::testing {
 namespace {
 
-std::string HexSha256(const std::string& token) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string hex;
-  for (unsigned char c : Sha256(token)) {
-    hex += kHex[c >> 4];
-    hex += kHex[c & 15];
-  }
-  return hex;
-}
-
 class AccessPolicyTest : public DaemonTest {
  protected:
   void SetUp() override {
     DaemonTest::SetUp();
     config_.auth.enabled = true;
     config_.auth.principals = {
-        {"ops", "", HexSha256("ops-token"), Role::kAdmin, {}},
-        {"viewer", "", HexSha256("viewer-token"), Role::kViewer, {}},
-        {"etl", "", HexSha256("etl-token"), Role::kWorker, {"etl"}},
+        {"ops", "", Sha256Hex("ops-token"), Role::kAdmin, {}},
+        {"viewer", "", Sha256Hex("viewer-token"), Role::kViewer, {}},
+        {"etl", "", Sha256Hex("etl-token"), Role::kWorker, {"etl"}},
     };
     config_.pipelines = {TestSpec("p", {"a"}, 3600000)};
     config_.pipelines[0].key.job_id = "etl";

@@ -7,25 +7,14 @@
 namespace ckpt {
 namespace {
 
-// SHA-256("s3cret-admin") etc., as an operator writes them into the config.
-std::string HexSha256(const std::string& token) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string hex;
-  for (unsigned char c : Sha256(token)) {
-    hex += kHex[c >> 4];
-    hex += kHex[c & 15];
-  }
-  return hex;
-}
-
 AuthSpec TeamSpec() {
   AuthSpec spec;
   spec.enabled = true;
   spec.principals = {
       {"ops", "spiffe://example.org/ops", "", Role::kAdmin, {}},
-      {"grafana", "", HexSha256("viewer-token"), Role::kViewer, {}},
+      {"grafana", "", Sha256Hex("viewer-token"), Role::kViewer, {}},
       {"etl-workers", "etl-worker.example.org", "", Role::kWorker, {"etl", "etl-*"}},
-      {"billing-workers", "", HexSha256("billing-token"), Role::kWorker, {"billing"}},
+      {"billing-workers", "", Sha256Hex("billing-token"), Role::kWorker, {"billing"}},
   };
   return spec;
 }
@@ -47,8 +36,8 @@ CallerCredentials Token(const std::string& token, bool tls = true, bool loopback
 }
 
 TEST(TokenDigest, MatchesTheKnownSha256OfAbc) {
-  EXPECT_EQ(HexSha256("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
-  EXPECT_EQ(DecodeSha256Hex(HexSha256("abc")), Sha256("abc"));
+  EXPECT_EQ(Sha256Hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(DecodeSha256Hex(Sha256Hex("abc")), Sha256("abc"));
   EXPECT_EQ(DecodeSha256Hex("zz"), "");
   EXPECT_EQ(DecodeSha256Hex(std::string(64, 'g')), "");
   EXPECT_TRUE(ConstantTimeEquals("abc", "abc"));
@@ -194,7 +183,7 @@ TEST(AccessPolicy, ValidationNamesTheBrokenPrincipal) {
   spec.principals[1].token_sha256 = "plain-token";
   expect_error(spec, "64 hex digits");
   spec = TeamSpec();
-  spec.principals[0].token_sha256 = HexSha256("x");
+  spec.principals[0].token_sha256 = Sha256Hex("x");
   expect_error(spec, "exactly one of cert_identity and token_sha256");
   spec = TeamSpec();
   spec.principals[2].jobs.clear();
@@ -209,7 +198,7 @@ TEST(AccessPolicy, ValidationNamesTheBrokenPrincipal) {
   spec.principals[3].token_sha256 = spec.principals[1].token_sha256;
   expect_error(spec, "another principal");
   spec = TeamSpec();
-  spec.principals[1].token_sha256 = HexSha256("");
+  spec.principals[1].token_sha256 = Sha256Hex("");
   expect_error(spec, "empty token");
 }
 
