@@ -8,6 +8,7 @@ packages=(
   libboost-dev libspdlog-dev libyaml-cpp-dev libsqlite3-dev libcli11-dev nlohmann-json3-dev
   libgtest-dev sqlite3 python3
   libssl-dev openssl
+  etcd-server etcd-client spin
   libsystemd-dev grpc-proto prometheus
   clang libclang-rt-14-dev clang-format clang-tidy
   help2man dpkg-dev file systemd
