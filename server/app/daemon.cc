@@ -10,8 +10,12 @@
 #include "app/admin_backend_impl.h"
 #include "app/store_factory.h"
 #include "ckpt_version.h"
+#include "common/exit_codes.h"
 #include "common/host_port.h"
 #include "config/security_sections.h"
+#include "config/store_section.h"
+#include "etcd/etcd_election.h"
+#include "etcd/etcd_store.h"
 #include "http/metrics_server.h"
 #include "rpc/admin_service.h"
 #include "rpc/audit_interceptor.h"
@@ -79,13 +83,18 @@ Daemon::~Daemon() {
 }
 
 Status Daemon::Start() {
+  const bool on_etcd = config_.store_backend == kEtcdBackend;
   if (!store_) {
     auto lock = DataDirLock::Acquire(config_.data_dir);
     if (!lock.ok()) return lock.status();
     data_dir_lock_ = std::move(*lock);
-    auto opened = OpenConfiguredStore(config_);
-    if (!opened.ok()) return opened.status();
-    store_ = std::move(*opened);
+    if (on_etcd) {
+      if (Status s = StartCampaign(); !s.ok()) return s;
+    } else {
+      auto opened = OpenConfiguredStore(config_);
+      if (!opened.ok()) return opened.status();
+      store_ = std::move(*opened);
+    }
   }
   PipelineHostOptions options;
   options.heartbeat_interval_ms = config_.heartbeat_interval_ms;
@@ -98,13 +107,32 @@ Status Daemon::Start() {
   host_ = std::make_unique<PipelineHost>(shards_, *store_, clock_, metrics_, options,
                                          config_.defaults, [this](bool) { UpdateHealthService(); });
   if (reload_cancelled_) host_->CancelApplyDeclared();
-  if (auto s = host_->Load(config_.pipelines); !s.ok()) return s;
+  if (!on_etcd) {
+    if (auto s = host_->Load(config_.pipelines); !s.ok()) return s;
+  }
 
   shards_.Start();
   started_ = true;
   if (Status s = StartServing(); !s.ok()) {
     Shutdown();
     return s;
+  }
+  if (on_etcd) {
+    // Serving as a standby: status and health answer, everything else names the leader. The
+    // campaign decides the rest (TakeOver).
+    spdlog::info(
+        "ckptd standing by on port {} (advertise {}), campaigning on etcd {} prefix {}", grpc_port_,
+        config_.advertise,
+        [&] {
+          std::string joined;
+          for (const auto& e : config_.etcd.endpoints) joined += (joined.empty() ? "" : ",") + e;
+          return joined;
+        }(),
+        config_.etcd.prefix);
+    election_->Start();
+    stats_timer_ = std::make_unique<boost::asio::steady_timer>(shards_.control());
+    ScheduleStats();
+    return Status::Ok();
   }
   // Every port accepts now: health SERVING (the default service starts so, by name too), unless
   // the store already fails writes. ready_ first, so that a change of the store's health from
@@ -141,7 +169,7 @@ Status Daemon::StartServing() {
         "/readyz have no authentication (docs/SECURITY.md)",
         config_.metrics_listen);
   }
-  gatekeeper_ = std::make_unique<Gatekeeper>(config_.auth, metrics_);
+  gatekeeper_ = std::make_unique<Gatekeeper>(config_.auth, metrics_, leadership_);
   if (config_.auth.enabled) {
     spdlog::info("auth: {} principal(s); tls: {}", config_.auth.principals.size(),
                  config_.tls.enabled
@@ -150,10 +178,10 @@ Status Daemon::StartServing() {
   }
   worker_service_ = std::make_unique<WorkerServiceImpl>(
       SessionDeps{host_->registry(), metrics_, shards_, config_.lease_ttl_ms,
-                  config_.hello_timeout_ms, *gatekeeper_, config_.limits});
+                  config_.hello_timeout_ms, *gatekeeper_, config_.limits, leadership_});
   admin_backend_ = std::make_unique<DaemonAdminBackend>(*host_, *store_, metrics_, [this] {
     return AdminBackend::Facts{uptime_ms(), host_->registry().size(), shards_.size(),
-                               config_.data_dir};
+                               config_.data_dir, leadership_.view()};
   });
   admin_service_ =
       std::make_unique<AdminServiceImpl>(*admin_backend_, *gatekeeper_, config_.limits);
@@ -196,6 +224,81 @@ Status Daemon::StartServing() {
   return Status::Ok();
 }
 
+Status Daemon::StartCampaign() {
+  auto client = EtcdClient::Create(config_.etcd);
+  if (!client.ok()) return client.status();
+  std::shared_ptr<EtcdClient> etcd = std::move(*client);
+  if (!etcd->WaitConnected(std::chrono::milliseconds(config_.etcd.dial_timeout_ms))) {
+    // Not fatal: the campaign retries until etcd answers, as a standby that says why.
+    spdlog::warn("etcd {} not reachable within dial_timeout_ms {}; standing by and retrying",
+                 etcd->endpoints_text(), config_.etcd.dial_timeout_ms);
+  }
+  leadership_.StandBy();
+  metrics_.role = 2;
+  ElectionCallbacks callbacks;
+  callbacks.on_leader_seen = [this](const std::string& address, int64_t epoch) {
+    if (leadership_.role() != Leadership::Role::kStandby) return;
+    leadership_.SetLeaderSeen(address, epoch);
+    metrics_.leader_epoch = epoch;
+    if (address.empty()) {
+      spdlog::info("etcd: no leader now; campaigning");
+    } else {
+      spdlog::info("etcd: {} leads (epoch {}); standing by", address, epoch);
+    }
+  };
+  callbacks.on_deadline = [this](std::chrono::steady_clock::time_point until) {
+    leadership_.ExtendSendDeadline(until);
+    metrics_.lease_deadline_ns = until.time_since_epoch().count();
+  };
+  callbacks.on_elected = [this](const std::string& key, int64_t epoch) {
+    // Off the election's thread, which must keep the lease alive while the load runs.
+    MutexLock lock(takeover_mu_);
+    if (shutting_down_) return;
+    takeover_thread_ = std::thread([this, key, epoch] { TakeOver(key, epoch); });
+  };
+  callbacks.on_lost = [](const std::string& why) {
+    // Never back to standby in-process (DESIGN.md): stop at once; systemd starts a standby.
+    spdlog::critical(
+        "leadership lost: {}; exiting now ({}) so that nothing more is sent or "
+        "written under it",
+        why, kExitUnknownOutcome);
+    spdlog::default_logger()->flush();
+    std::_Exit(kExitUnknownOutcome);
+  };
+  election_ = std::make_unique<EtcdElection>(etcd, config_.advertise, std::move(callbacks));
+  EtcdElection* election = election_.get();
+  auto store = EtcdStore::Create(etcd, [election] { return election->LeaseConfirmed(); });
+  etcd_store_ = store.get();
+  store_ = std::move(store);
+  return Status::Ok();
+}
+
+void Daemon::TakeOver(const std::string& leader_key, int64_t epoch) {
+  const auto began = std::chrono::steady_clock::now();
+  // Every write from here on carries the fence; the load below reads at a revision after the
+  // leader key's creation (a linearizable range), so it sees every write of earlier leaders.
+  etcd_store_->backend().SetFence(leader_key, epoch);
+  if (Status s = host_->Load(config_.pipelines); !s.ok()) {
+    spdlog::critical("takeover failed loading the pipelines from etcd: {}; exiting ({})",
+                     s.ToString(), kExitUnknownOutcome);
+    spdlog::default_logger()->flush();
+    std::_Exit(kExitUnknownOutcome);
+  }
+  // Loaded runners bumped their generations and reserve fresh id blocks before their first
+  // trigger (restart semantics): from now on this daemon serves.
+  leadership_.BecomeLeader(config_.advertise, epoch);
+  metrics_.role = 1;
+  metrics_.leader_epoch = epoch;
+  ready_ = true;
+  UpdateHealthService();
+  spdlog::info("leading as epoch {}: {} pipeline(s) loaded in {} ms; serving on port {}", epoch,
+               host_->registry().size(),
+               std::chrono::duration_cast<std::chrono::milliseconds>(
+                   std::chrono::steady_clock::now() - began)
+                   .count(),
+               grpc_port_);
+}
+
 int Daemon::metrics_port() const { return metrics_server_ ? metrics_server_->port() : 0; }
 
 std::string Daemon::NotAlive() const {
@@ -209,6 +312,11 @@ std::string Daemon::NotAlive() const {
 }
 
 std::string Daemon::NotReady() const {
+  if (leadership_.role() == Leadership::Role::kStandby) {
+    const auto view = leadership_.view();
+    return "standby: " + (view.leader_address.empty() ? std::string("no leader known yet")
+                                                      : view.leader_address + " leads");
+  }
   if (!ready_.load()) return "starting or shutting down";
   if (host_ && !host_->store_writable()) return "the store fails writes";
   return NotAlive();
@@ -366,6 +474,13 @@ void Daemon::CancelReload() {
 void Daemon::Shutdown() {
   if (!started_ || stopped_) return;
   stopped_ = true;
+  // A takeover under way finishes its load first (bounded by etcd's request deadline): the
+  // shutdown below must see every pipeline it made.
+  {
+    MutexLock lock(takeover_mu_);  // TakeOver itself never takes it
+    shutting_down_ = true;
+    if (takeover_thread_.joinable()) takeover_thread_.join();
+  }
   // Before anything says "not ready": whoever sees the daemon stopping can count on creates being
   // refused (a pipeline created now would be one this shutdown does not know of).
   host_->RefuseCreates();
@@ -413,6 +528,9 @@ void Daemon::Shutdown() {
   host_->StopProbing();
   store_->Flush();
   host_->JoinBlockingPool();
+  // Last: the flush above still needed the lease. Resigning lets a standby take over now
+  // rather than after the lease's TTL.
+  if (election_) election_->Stop(/*resign=*/leadership_.role() == Leadership::Role::kLeader);
   shards_.Stop();
   for (auto& r : runners) r->ReleaseAfterStop();
   LogStats("totals");

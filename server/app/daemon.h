@@ -15,12 +15,14 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "common/mutex.h"
 #include "config/daemon_config.h"
 #include "core/clock.h"
 #include "runtime/daemon_metrics.h"
 #include "runtime/io_shards.h"
+#include "runtime/leadership.h"
 #include "runtime/pipeline_host.h"
 #include "store/data_dir_lock.h"
 #include "store/metadata_store.h"
@@ -39,6 +41,8 @@ class GrpcListener;
 class Gatekeeper;
 class LoopMonitor;
 class HeapTrimmer;
+class EtcdStore;
+class EtcdElection;
 
 class Daemon {
  public:
@@ -52,6 +56,8 @@ class Daemon {
   // Opens the store, loads and starts every pipeline, applies the config's pipelines, starts the
   // io threads, the gRPC server (with grpc.health.v1 and reflection) and the HTTP server. When it
   // returns OK every port accepts and ready() is true. An error leaves nothing running.
+  // With store.backend etcd it returns once the ports accept as a STANDBY: the campaign runs on,
+  // and winning it loads the pipelines and serves (TakeOver); ready() turns true then.
   Status Start();
   // SIGHUP: applies what can change while running (log.level, metrics.per_pipeline, defaults,
   // declared pipelines) from `next`, a freshly read config, and logs every other changed key as
@@ -88,6 +94,8 @@ class Daemon {
   DaemonMetrics& metrics() { return metrics_; }
   MetadataStore& store() { return *store_; }
   const DaemonConfig& config() const { return config_; }
+  // SINGLE, or STANDBY / LEADER with the etcd backend. Any thread.
+  const Leadership& leadership() const { return leadership_; }
 
  private:
   // Logs one line of totals and trigger-delay percentiles now, and every minute while running.
@@ -96,13 +104,26 @@ class Daemon {
   // gRPC health SERVING while ready and the store takes writes. Any thread.
   void UpdateHealthService();
   Status StartServing();
+  // The etcd backend: opens the store and starts campaigning (Start's part for it).
+  Status StartCampaign();
+  // On the takeover thread, once elected: fence, load, bump generations, reserve ids, serve.
+  void TakeOver(const std::string& leader_key, int64_t epoch);
 
   // Constant after Start: the configuration the daemon started with (reloads never change it).
   DaemonConfig config_;
   SystemClock clock_;
   DaemonMetrics metrics_;
+  Leadership leadership_;
   std::unique_ptr<DataDirLock> data_dir_lock_;  // held while the store is open
   std::unique_ptr<MetadataStore> store_;
+  // With the etcd backend: store_ is this store (set before Start's load), and the election runs
+  // on its own thread. The takeover thread runs TakeOver once; Shutdown joins it.
+  EtcdStore* etcd_store_ = nullptr;
+  std::unique_ptr<EtcdElection> election_;
+  // Set by the election's thread when it wins (unless a shutdown began), joined by Shutdown.
+  Mutex takeover_mu_;
+  std::thread takeover_thread_ CKPT_GUARDED_BY(takeover_mu_);
+  bool shutting_down_ CKPT_GUARDED_BY(takeover_mu_) = false;
   IoShards shards_;
   // After shards_ (destroyed before them): runners' strands and the store probe's timer live on
   // the shards. Made by Start.

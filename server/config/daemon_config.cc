@@ -16,6 +16,7 @@
 
 #include "common/host_port.h"
 #include "config/security_sections.h"
+#include "config/store_section.h"
 #include "config/yaml_walk.h"
 #include "core/spec_validation.h"
 
@@ -40,8 +41,8 @@ constexpr std::string_view kTopLevelKeys[] = {"listen",
                                               "tls",
                                               "auth",
                                               "limits",
-                                              "insecure"};
-constexpr std::string_view kStoreKeys[] = {"backend"};
+                                              "insecure",
+                                              "advertise"};
 constexpr std::string_view kLogKeys[] = {"level", "format"};
 constexpr std::string_view kMetricsKeys[] = {"per_pipeline"};
 // The keys PipelineDefaults and PipelineSpec share: `defaults` may set exactly what a pipeline may.
@@ -54,7 +55,6 @@ constexpr std::string_view kPipelineKeys[] = {"job_id",       "pipeline_id",    
 constexpr std::string_view kLogLevels[] = {"trace", "debug",    "info", "warn",
                                            "error", "critical", "off"};
 constexpr std::string_view kLogFormats[] = {"text", "json"};
-constexpr std::string_view kBackends[] = {"sqlite"};
 constexpr int kMaxThreads = 256;
 
 std::string JoinNames(std::span<const std::string_view> names) {
@@ -128,6 +128,7 @@ class ConfigReader {
   std::optional<YamlField> lease_;
   std::optional<YamlField> heartbeat_;
   std::optional<YamlField> listen_;
+  std::optional<YamlField> store_;
 };
 
 MaybeYamlError ConfigReader::Read(const YAML::Node& root) {
@@ -142,6 +143,9 @@ MaybeYamlError ConfigReader::Read(const YAML::Node& root) {
     if (auto error = ReadPipelines(*pipelines_)) return error;
   }
   if (auto error = CheckHeartbeat()) return error;
+  if (std::string why = CheckAdvertise(config_.store_backend, config_.advertise); !why.empty()) {
+    return YamlError{store_->key.Mark(), why};
+  }
   return CheckExposure();
 }
 
@@ -195,9 +199,11 @@ MaybeYamlError ConfigReader::ReadTopLevelField(const YamlField& field) {
     return ReadInt(field, 1, kMaxDurationMs, &config_.hello_timeout_ms);
   }
   if (name == "store") {
-    return ForEachField(field.value, field.path, kStoreKeys, [this](const YamlField& f) {
-      return ReadChoice(f, kBackends, &config_.store_backend);
-    });
+    store_ = field;
+    return ReadStoreSection(field, &config_.store_backend, &config_.etcd);
+  }
+  if (name == "advertise") {
+    return ReadAddress(field, &config_.advertise);
   }
   if (name == "log") {
     return ForEachField(field.value, field.path, kLogKeys, [this](const YamlField& f) {

@@ -9,6 +9,7 @@
 #include "auth/access_policy.h"
 #include "auth/tls_settings.h"
 #include "common/status.h"
+#include "config/etcd_settings.h"
 #include "core/limits.h"
 #include "core/types.h"
 
@@ -26,7 +27,11 @@ struct DaemonConfig {
   // to the workers, which write the state. "" = <data_dir>/savepoints. A path or URI the workers
   // can reach (e.g. a shared file system or s3://bucket/savepoints).
   std::string savepoint_root;
-  std::string store_backend = "sqlite";  // store.backend; the only backend so far
+  std::string store_backend = "sqlite";  // store.backend: sqlite (embedded) or etcd (HA)
+  EtcdSettings etcd;                     // store.etcd, with the etcd backend
+  // HOST:PORT clients reach this daemon at when it leads (the etcd backend): standbys name it in
+  // `ckpt-leader` and GetDaemonStatus. Required with etcd; unused with sqlite.
+  std::string advertise;
   int threads = 0;                       // io_context threads; 0 = number of cores
   int64_t lease_ttl_ms = 10000;          // a silent worker stream loses its tasks after this
   int64_t heartbeat_interval_ms = 3000;  // told to workers in `welcome`

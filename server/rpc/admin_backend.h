@@ -15,6 +15,7 @@
 #include "common/status.h"
 #include "core/types.h"
 #include "runtime/daemon_metrics.h"
+#include "runtime/leadership.h"
 #include "runtime/pipeline_runner.h"
 
 namespace ckpt {
@@ -30,6 +31,7 @@ class AdminBackend {
     size_t pipelines = 0;
     size_t io_threads = 0;
     std::string data_dir;
+    Leadership::View leadership;  // role, leader address, epoch
   };
 
   virtual ~AdminBackend() = default;

@@ -72,9 +72,9 @@ std::optional<PipelineKey> KeyFromPageToken(const std::string& token) {
 
 }  // namespace
 
-Status AdminServiceImpl::Admit(const grpc::CallbackServerContext& ctx,
-                               std::string_view method) const {
+Status AdminServiceImpl::Admit(grpc::CallbackServerContext& ctx, std::string_view method) const {
   PublishCallObjects();  // before anything of the call goes to another thread
+  if (Status s = gatekeeper_.CheckServing(ctx, method); !s.ok()) return s;
   auto caller = gatekeeper_.Admit(ctx, AdminMethodAccess(method), method);
   return caller.ok() ? Status::Ok() : caller.status();
 }
@@ -422,6 +422,13 @@ grpc::ServerUnaryReactor* AdminServiceImpl::GetDaemonStatus(grpc::CallbackServer
   resp->set_checkpoints_failed(static_cast<int64_t>(m.checkpoints_failed_total.load()));
   resp->set_checkpoints_expired(static_cast<int64_t>(m.checkpoints_expired_total.load()));
   resp->set_pending_checkpoints(m.pending_checkpoints.load());
+  switch (facts.leadership.role) {
+    case Leadership::Role::kSingle: resp->set_role(v1::DAEMON_ROLE_SINGLE); break;
+    case Leadership::Role::kLeader: resp->set_role(v1::DAEMON_ROLE_LEADER); break;
+    case Leadership::Role::kStandby: resp->set_role(v1::DAEMON_ROLE_STANDBY); break;
+  }
+  resp->set_leader_address(facts.leadership.leader_address);
+  resp->set_leader_epoch(facts.leadership.epoch);
   return Reply(ctx, Status::Ok());
 }
 

@@ -70,7 +70,7 @@ class AdminServiceImpl final : public v1::AdminService::CallbackService {
 
   // Whether the caller may make `method` (rpc/admin_methods.h says which access it needs): OK,
   // or the refusal to answer with (counted and logged by the gatekeeper).
-  Status Admit(const grpc::CallbackServerContext& ctx, std::string_view method) const;
+  Status Admit(grpc::CallbackServerContext& ctx, std::string_view method) const;
 
   AdminBackend& backend_;
   const Gatekeeper& gatekeeper_;

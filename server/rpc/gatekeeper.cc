@@ -7,7 +7,10 @@
 
 namespace ckpt {
 
-Gatekeeper::Gatekeeper(AuthSpec spec, DaemonMetrics& metrics) : metrics_(metrics) {
+const std::string_view kLeaderMetadataKey = "ckpt-leader";
+
+Gatekeeper::Gatekeeper(AuthSpec spec, DaemonMetrics& metrics, const Leadership& leadership)
+    : metrics_(metrics), leadership_(leadership) {
   // Under the lock: made on the controlling thread, read on gRPC's.
   MutexLock lock(policy_mu_);
   policy_ = std::make_shared<const AccessPolicy>(std::move(spec));
@@ -22,6 +25,17 @@ void Gatekeeper::SetPolicy(AuthSpec spec) {
 std::shared_ptr<const AccessPolicy> Gatekeeper::policy() const {
   MutexLock lock(policy_mu_);
   return policy_;
+}
+
+Status Gatekeeper::CheckServing(grpc::ServerContextBase& context, std::string_view method) const {
+  if (leadership_.serving() || method == "GetDaemonStatus") return Status::Ok();
+  const Leadership::View view = leadership_.view();
+  context.AddTrailingMetadata(std::string(kLeaderMetadataKey), view.leader_address);
+  return Status::Unavailable("this ckptd is a standby; " +
+                             (view.leader_address.empty()
+                                  ? std::string("no leader is known yet, try again shortly")
+                                  : "the leader is " + view.leader_address) +
+                             " (trailing metadata " + std::string(kLeaderMetadataKey) + ")");
 }
 
 Result<Caller> Gatekeeper::Admit(const grpc::ServerContextBase& context, Access access,

@@ -16,12 +16,18 @@
 #include "common/mutex.h"
 #include "logging/log_throttle.h"
 #include "runtime/daemon_metrics.h"
+#include "runtime/leadership.h"
 
 namespace ckpt {
 
+// The trailing metadata key a standby names the leader's HOST:PORT in (CONTRACT.md).
+extern const std::string_view kLeaderMetadataKey;
+
 class Gatekeeper {
  public:
-  Gatekeeper(AuthSpec spec, DaemonMetrics& metrics);
+  // `leadership` says whether this daemon serves (SINGLE, LEADER) or stands by; it must outlive
+  // the gatekeeper.
+  Gatekeeper(AuthSpec spec, DaemonMetrics& metrics, const Leadership& leadership);
 
   // The policy from now on (a reload). Calls already admitted keep what they were allowed.
   void SetPolicy(AuthSpec spec);
@@ -36,6 +42,11 @@ class Gatekeeper {
   // refusal (for audit lines); nothing when no principal matches.
   std::optional<std::string> PrincipalOf(const grpc::ServerContextBase& context) const;
 
+  // A standby answers only GetDaemonStatus (and gRPC health, which is not ours): any other call
+  // gets UNAVAILABLE, with the leader's address in the trailing metadata `ckpt-leader` ("" while
+  // none is known) so that clients go there. OK while this daemon serves.
+  Status CheckServing(grpc::ServerContextBase& context, std::string_view method) const;
+
   // A worker stream's hello: may `caller` serve pipelines of `job`?
   Status CheckJob(const Caller& caller, std::string_view job) const;
 
@@ -43,6 +54,7 @@ class Gatekeeper {
   Status Refused(const Refusal& refusal, std::string_view peer) const;
 
   DaemonMetrics& metrics_;
+  const Leadership& leadership_;
   mutable Mutex policy_mu_;
   std::shared_ptr<const AccessPolicy> policy_ CKPT_GUARDED_BY(policy_mu_);
   mutable Mutex log_mu_;

@@ -60,4 +60,10 @@ TaskState FromProto(const v1::TaskState& state) {
   return TaskState{state.uri(), state.size_bytes(), state.checksum()};
 }
 
+void StampEpoch(int64_t epoch, v1::CoordinatorMessage* out) {
+  if (epoch == 0) return;  // the embedded store: the field stays unset
+  if (out->has_welcome()) out->mutable_welcome()->set_leader_epoch(epoch);
+  if (out->has_trigger()) out->mutable_trigger()->set_leader_epoch(epoch);
+}
+
 }  // namespace ckpt

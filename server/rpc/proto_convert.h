@@ -11,6 +11,8 @@ v1::CheckpointKind ToProto(CheckpointKind kind);
 v1::PipelineState ToProto(PipelineState state);
 // Fills `out` with the proto form of a domain message to a worker.
 void ToProto(const OutboundMessage& message, v1::CoordinatorMessage* out);
+// Sets `leader_epoch` on a welcome or trigger (the messages that carry it); others are left alone.
+void StampEpoch(int64_t epoch, v1::CoordinatorMessage* out);
 TaskState FromProto(const v1::TaskState& state);
 
 }  // namespace ckpt

@@ -12,6 +12,10 @@ grpc::ServerBidiReactor<v1::WorkerMessage, v1::CoordinatorMessage>* WorkerServic
 
 Admission WorkerServiceImpl::Admit(grpc::CallbackServerContext& context) {
   Admission admission;
+  if (Status s = deps_.gatekeeper.CheckServing(context, "WorkerService.Connect"); !s.ok()) {
+    admission.refused = s;
+    return admission;
+  }
   auto caller = deps_.gatekeeper.Admit(context, Access::kWorkerStream, "WorkerService.Connect");
   if (!caller.ok()) {
     admission.refused = caller.status();

@@ -43,6 +43,7 @@ WorkerSession::WorkerSession(SessionId id, const SessionDeps& deps,
       hello_timeout_(deps.hello_timeout_ms),
       gatekeeper_(deps.gatekeeper),
       limits_(deps.limits),
+      leadership_(deps.leadership),
       admission_(std::move(admission)),
       lease_strand_(asio::make_strand(deps.shards.Next())),
       lease_timer_(lease_strand_) {}
@@ -181,11 +182,19 @@ void WorkerSession::ReportEnded(const std::string& why, bool goodbye) {
 }
 
 void WorkerSession::Send(OutboundMessage message) {
+  // Past its local lease deadline a leader sends nothing, not even the `complete` of a round
+  // that just became durable: a standby may already lead, and the next leader's `welcome`
+  // announces that round (CONTRACT.md "High availability").
+  if (!leadership_.MaySendToWorkers()) {
+    metrics_.messages_withheld_total.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
   {
     MutexLock lock(mu_);
     if (finish_requested_ || done_) return;
     out_queue_.emplace_back();
     ToProto(message, &out_queue_.back());
+    StampEpoch(leadership_.epoch(), &out_queue_.back());
     queued_bytes_ += static_cast<int64_t>(out_queue_.back().ByteSizeLong());
     if (queued_bytes_ <= limits_.max_session_queue_bytes) {
       if (!writing_) StartNextWriteLocked();

@@ -41,6 +41,9 @@ struct SessionDeps {
   int64_t hello_timeout_ms;  // a stream without hello is ended after this
   const Gatekeeper& gatekeeper;
   Limits limits;
+  // Whether messages may go to workers now (a leader past its local lease deadline sends none)
+  // and the epoch welcome and trigger carry.
+  const Leadership& leadership;
 };
 
 // What WorkerService.Connect decided about a new stream before it reads a byte of it.
@@ -95,6 +98,7 @@ class WorkerSession final
   const std::chrono::milliseconds hello_timeout_;
   const Gatekeeper& gatekeeper_;
   const Limits limits_;
+  const Leadership& leadership_;
   const Admission admission_;
   const DaemonClock::time_point created_at_ = DaemonClock::now();
 

@@ -37,6 +37,13 @@ struct DaemonMetrics {
   std::atomic<int64_t> savepoint_calls{0};  // gauge: open TriggerSavepoint calls
   std::atomic<uint64_t> savepoint_calls_ended_total{0};
   std::atomic<int64_t> store_writable{1};  // gauge: 1 while the store takes writes
+  // High availability (store.backend etcd). ckptd_role{role}: 0 single, 1 leader, 2 standby.
+  std::atomic<int> role{0};
+  std::atomic<int64_t> leader_epoch{0};  // ckptd_leader_epoch
+  // The local lease deadline (steady clock, ns): ckptd_etcd_lease_remaining_seconds.
+  std::atomic<int64_t> lease_deadline_ns{0};
+  // ckptd_worker_messages_withheld_total: not sent because the leader was past its lease deadline.
+  std::atomic<uint64_t> messages_withheld_total{0};
   // ckptd_auth_denied_total{reason}: calls refused by the access policy, by DenyReason.
   std::array<std::atomic<uint64_t>, kDenyReasonCount> auth_denied_total{};
   // ckptd_limit_refusals_total{limit}: streams and requests refused or ended at a limit.

@@ -155,6 +155,29 @@ std::string RenderMetricsPage(const DaemonMetrics& m, const Registry& registry,
             "are held and the daemon reports not ready.",
             Load(m.store_writable));
 
+  out.Family("ckptd_role", "gauge",
+             "1 for the role this daemon plays: single (embedded store), leader or standby "
+             "(store.backend etcd).");
+  static constexpr const char* kRoles[] = {"single", "leader", "standby"};
+  for (int r = 0; r < 3; ++r) {
+    out.Sample("ckptd_role", {{"role", kRoles[r]}}, m.role.load() == r ? 1 : 0);
+  }
+  out.Gauge("ckptd_leader_epoch",
+            "The epoch of the leadership this daemon serves under or sees (0: embedded store).",
+            Load(m.leader_epoch));
+  if (m.role.load() == 1) {
+    const int64_t left_ns =
+        m.lease_deadline_ns.load() - std::chrono::steady_clock::now().time_since_epoch().count();
+    out.Gauge("ckptd_etcd_lease_remaining_seconds",
+              "Time left before the leader's local lease deadline; below 0 the leader sends "
+              "workers nothing and writes nothing until etcd confirms its lease.",
+              static_cast<double>(left_ns) / 1e9);
+  }
+  out.Counter("ckptd_worker_messages_withheld_total",
+              "Messages not sent to workers because the leader was past its local lease "
+              "deadline.",
+              Load(m.messages_withheld_total));
+
   out.Family("ckptd_build_info", "gauge", "Always 1; the labels name the build.");
   out.Sample("ckptd_build_info", {{"version", options.version}}, 1);
   out.Gauge("process_start_time_seconds", "When the process started (Unix time).",

@@ -1,0 +1,458 @@
+#include "etcd/etcd_backend.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <charconv>
+#include <type_traits>
+#include <unordered_set>
+#include <variant>
+
+#include "core/spec_validation.h"
+
+namespace ckpt {
+
+using etcdserverpb::Compare;
+using etcdserverpb::KeyValue;
+using etcdserverpb::RangeRequest;
+using etcdserverpb::RequestOp;
+using etcdserverpb::TxnRequest;
+using etcdserverpb::TxnResponse;
+
+namespace {
+
+RequestOp Put(std::string key, std::string value) {
+  RequestOp op;
+  auto* put = op.mutable_request_put();
+  put->set_key(std::move(key));
+  put->set_value(std::move(value));
+  return op;
+}
+
+RequestOp Delete(std::string key, std::string range_end = "") {
+  RequestOp op;
+  auto* del = op.mutable_request_delete_range();
+  del->set_key(std::move(key));
+  if (!range_end.empty()) del->set_range_end(std::move(range_end));
+  return op;
+}
+
+size_t BytesOf(const RequestOp& op) { return op.ByteSizeLong() + 8; }
+
+// A counter as the layout stores it: decimal, not negative.
+bool ParseCounter(const std::string& text, int64_t* value) {
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), *value);
+  return error == std::errc() && end == text.data() + text.size() && *value >= 0;
+}
+
+}  // namespace
+
+// One batch's transactions. Ops are planned in call order against the view (which each plan
+// updates at once, so that a later op of the batch sees an earlier one), packed into the current
+// txn, and the txn is sent when the next plan would not fit (operations, bytes, a key written
+// twice) and at the end. Any failure after the first send stops the store (kStop): the view then
+// no longer says what etcd holds, and only a restart, which reloads, may go on.
+class EtcdBackend::BatchWriter {
+ public:
+  BatchWriter(EtcdBackend& backend, size_t op_count) : b_(backend), results_(op_count) {}
+
+  // Adds one op's requests (`keys`: the exact keys they write; a range delete goes alone).
+  // False once the batch must stop (stop_ says why).
+  bool Add(size_t op_index, std::vector<RequestOp> requests, bool alone = false) {
+    size_t bytes = 0;
+    for (const auto& r : requests) bytes += BytesOf(r);
+    bool conflict = alone_in_txn_;
+    for (const auto& r : requests) {
+      if (r.has_request_put() && keys_.count(r.request_put().key())) conflict = true;
+    }
+    if (!txn_.success().empty() &&
+        (alone || conflict ||
+         txn_.success_size() + static_cast<int>(requests.size()) > kMaxTxnOps ||
+         bytes_ + bytes > kMaxTxnBytes)) {
+      if (!Send()) return false;
+    }
+    for (auto& r : requests) {
+      if (r.has_request_put()) keys_.insert(r.request_put().key());
+      *txn_.add_success() = std::move(r);
+    }
+    bytes_ += bytes;
+    alone_in_txn_ = alone;
+    ops_in_txn_.push_back(op_index);
+    return true;
+  }
+
+  // Sends what is pending; false once the batch must stop.
+  bool Send() {
+    if (txn_.success().empty()) return true;
+    Compare* fence = txn_.add_compare();
+    fence->set_key(b_.fence_key_);
+    fence->set_target(Compare::CREATE);
+    fence->set_result(Compare::EQUAL);
+    fence->set_create_revision(b_.fence_revision_);
+    TxnResponse response;
+    EtcdError error;
+    const size_t ops = txn_.success_size();
+    if (!b_.client_->Txn(txn_, &response, &error)) {
+      stop_ = Status(error.status.code(),
+                     "a transaction of " + std::to_string(ops) + " etcd operations " +
+                         (error.failure == EtcdFailure::kUnknownOutcome
+                              ? "has an unknown outcome"
+                              : "was refused, and the store's view of etcd is no longer sure") +
+                         ": " + error.status.message());
+      return false;
+    }
+    if (!response.succeeded()) {
+      stop_ = Status::FailedPrecondition(
+          "leadership lost: the leader key " + b_.fence_key_ + " (revision " +
+          std::to_string(b_.fence_revision_) +
+          ") is gone or was replaced, so etcd refused this daemon's write");
+      return false;
+    }
+    b_.txns_committed_.fetch_add(1, std::memory_order_relaxed);
+    ++sent_;
+    txn_.Clear();
+    keys_.clear();
+    bytes_ = 0;
+    alone_in_txn_ = false;
+    ops_in_txn_.clear();
+    return true;
+  }
+
+  // Chunk values go first, in txns of their own, so that the manifest (the checkpoint key) that
+  // makes them count is written after them.
+  bool SendChunks(const PipelineKey& key, int64_t id, const std::vector<std::string>& chunks) {
+    if (!Send()) return false;
+    for (size_t n = 0; n < chunks.size(); ++n) {
+      if (!Add(SIZE_MAX, {Put(b_.layout_.ChunkKey(key, id, static_cast<int>(n)), chunks[n])})) {
+        return false;
+      }
+    }
+    ops_in_txn_.clear();  // chunks answer no op
+    return Send();
+  }
+
+  std::vector<Status>& results() { return results_; }
+  const Status& stop() const { return stop_; }
+
+ private:
+  EtcdBackend& b_;
+  std::vector<Status> results_;
+  TxnRequest txn_;
+  std::unordered_set<std::string> keys_;
+  size_t bytes_ = 0;
+  bool alone_in_txn_ = false;
+  std::vector<size_t> ops_in_txn_;
+  int sent_ = 0;
+  Status stop_;
+};
+
+EtcdBackend::EtcdBackend(std::shared_ptr<EtcdClient> client, std::function<bool()> may_write)
+    : client_(std::move(client)),
+      layout_(client_->settings().prefix),
+      name_("etcd " + client_->endpoints_text() + " prefix " + client_->settings().prefix),
+      may_write_(std::move(may_write)) {}
+
+void EtcdBackend::SetFence(std::string leader_key, int64_t leader_revision) {
+  MutexLock lock(view_mu_);
+  fence_key_ = std::move(leader_key);
+  fence_revision_ = leader_revision;
+}
+
+BatchResult EtcdBackend::ApplyBatch(const std::vector<WriteOp>& ops) {
+  MutexLock lock(view_mu_);
+  if (fence_revision_ == 0) {
+    return BatchResult::NotWritten(
+        Status::FailedPrecondition("this daemon does not lead; a standby writes nothing"));
+  }
+  if (may_write_ && !may_write_()) {
+    // Not sent at all: its outcome is known. The leadership's lease is not confirmed (etcd
+    // unreachable, or its quorum lost): a write now would likely hang until its deadline and
+    // end with an unknown outcome.
+    return BatchResult::NotWritten(Status::Unavailable(
+        "etcd " + client_->endpoints_text() +
+        " has not confirmed this leader's lease lately (unreachable, or quorum lost); nothing "
+        "written"));
+  }
+  BatchWriter writer(*this, ops.size());
+  auto& results = writer.results();
+  for (size_t i = 0; i < ops.size(); ++i) {
+    bool ok = std::visit(
+        [&](const auto& o) -> bool {
+          using T = std::decay_t<decltype(o)>;
+          if constexpr (std::is_same_v<T, PutPipelineOp>) {
+            const PipelineKey& key = o.record.spec.key;
+            auto spec = etcd::EncodeSpec(o.record.spec);
+            if (!spec.ok()) {
+              results[i] = spec.status();
+              return true;
+            }
+            if (spec->size() > kMaxTxnBytes - 4096) {
+              results[i] = Status::InvalidArgument(
+                  "the spec of " + key.ToString() + " is " + std::to_string(spec->size()) +
+                  " bytes as stored, more than the etcd backend keeps in one value (" +
+                  std::to_string(kMaxTxnBytes - 4096) + "); shorten its task ids or split it");
+              return true;
+            }
+            pipelines_[key].has_record = true;
+            return writer.Add(
+                i, {Put(layout_.SpecKey(key), std::move(*spec)),
+                    Put(layout_.ProgressKey(key), etcd::EncodeProgress(o.record.progress()))});
+          } else if constexpr (std::is_same_v<T, PutProgressOp>) {
+            auto it = pipelines_.find(o.key);
+            if (it == pipelines_.end() || !it->second.has_record) return true;  // deleted
+            return writer.Add(i,
+                              {Put(layout_.ProgressKey(o.key), etcd::EncodeProgress(o.progress))});
+          } else if constexpr (std::is_same_v<T, ReserveIdsOp>) {
+            if (o.new_counter < 0) {
+              results[i] = Status::InvalidArgument("id counter of " + o.key.ToString() +
+                                                   " cannot be " + std::to_string(o.new_counter));
+              return true;
+            }
+            int64_t& counter = counters_[o.key];
+            if (o.new_counter <= counter) return true;  // never lowered
+            counter = o.new_counter;
+            return writer.Add(i, {Put(layout_.CounterKey(o.key), std::to_string(o.new_counter))});
+          } else if constexpr (std::is_same_v<T, CommitCheckpointOp>) {
+            return PlanCommit(writer, i, o.commit);
+          } else if constexpr (std::is_same_v<T, ProbeOp>) {
+            return writer.Add(i, {Put(layout_.ProbeKey(), std::to_string(o.now_ms))});
+          } else {
+            static_assert(std::is_same_v<T, DeletePipelineOp>);
+            const PipelineKey& key = o.key;
+            pipelines_.erase(key);
+            const std::string records = layout_.PipelinePrefix(key);
+            const std::string history = layout_.CheckpointPrefix(key);
+            const std::string chunks = layout_.ChunksPrefix(key);
+            return writer.Add(
+                i,
+                {Delete(records, PrefixEnd(records)), Delete(history, PrefixEnd(history)),
+                 Delete(chunks, PrefixEnd(chunks))},
+                /*alone=*/true);
+          }
+        },
+        ops[i]);
+    if (!ok) break;
+  }
+  if (writer.stop().ok()) writer.Send();
+  if (!writer.stop().ok()) {
+    spdlog::critical("store: {}; stopping: a standby takes over from what etcd holds",
+                     writer.stop().ToString());
+    return BatchResult::Stop(writer.stop());
+  }
+  return BatchResult::Committed(std::move(results));
+}
+
+bool EtcdBackend::PlanCommit(BatchWriter& writer, size_t i, const CheckpointCommit& commit) {
+  auto& results = writer.results();
+  const PipelineKey& key = commit.key;
+  const CompletedCheckpoint& cp = commit.checkpoint;
+  const std::string what =
+      "checkpoint " + std::to_string(cp.checkpoint_id) + " of " + key.ToString();
+  if (cp.checkpoint_id <= 0) {
+    results[i] = Status::InvalidArgument(what + ": ids start at 1");
+    return true;
+  }
+  auto it = pipelines_.find(key);
+  if (it == pipelines_.end() || !it->second.has_record) {
+    results[i] = Status::NotFound(what + ": the pipeline has no record (deleted?)");
+    return true;
+  }
+  PipelineView& view = it->second;
+  if (view.checkpoint_ids.count(cp.checkpoint_id) || view.savepoint_ids.count(cp.checkpoint_id)) {
+    results[i] = Status::AlreadyExists(what + " is already stored; not overwriting it");
+    return true;
+  }
+  std::vector<std::string> chunks;
+  auto value = etcd::EncodeCheckpoint(cp, kMaxValueBytes, &chunks);
+  if (!value.ok()) {
+    results[i] = Status::InvalidArgument(what + ": " + value.status().message());
+    return true;
+  }
+  const bool chunked = !chunks.empty();
+  if (chunked && !writer.SendChunks(key, cp.checkpoint_id, chunks)) return false;
+  std::vector<RequestOp> requests;
+  requests.push_back(
+      Put(layout_.CheckpointKey(key, cp.checkpoint_id, cp.kind, chunked), std::move(*value)));
+  requests.push_back(Put(layout_.ProgressKey(key), etcd::EncodeProgress(commit.progress_after)));
+  // Normally a no-op (the id came from a durably reserved block); if not, this still keeps the
+  // id from being handed out again.
+  int64_t& counter = counters_[key];
+  if (cp.checkpoint_id > counter) {
+    counter = cp.checkpoint_id;
+    requests.push_back(Put(layout_.CounterKey(key), std::to_string(counter)));
+  }
+  if (chunked) view.chunked[cp.checkpoint_id] = static_cast<int>(chunks.size());
+  if (cp.kind == CheckpointKind::kCheckpoint) {
+    view.checkpoint_ids.insert(cp.checkpoint_id);
+    // At least the checkpoint just stored survives, whatever `retained` says.
+    const size_t keep = static_cast<size_t>(std::max(commit.retained, 1));
+    while (view.checkpoint_ids.size() > keep) {
+      const int64_t oldest = *view.checkpoint_ids.begin();
+      view.checkpoint_ids.erase(view.checkpoint_ids.begin());
+      auto chunked_it = view.chunked.find(oldest);
+      const bool old_chunked = chunked_it != view.chunked.end();
+      requests.push_back(
+          Delete(layout_.CheckpointKey(key, oldest, CheckpointKind::kCheckpoint, old_chunked)));
+      if (old_chunked) {
+        const std::string prefix = layout_.ChunkPrefix(key, oldest);
+        requests.push_back(Delete(prefix, PrefixEnd(prefix)));
+        view.chunked.erase(chunked_it);
+      }
+    }
+  } else {
+    view.savepoint_ids.insert(cp.checkpoint_id);
+  }
+  return writer.Add(i, std::move(requests));
+}
+
+Result<std::vector<KeyValue>> EtcdBackend::RangeAll(const std::string& key,
+                                                    const std::string& range_end, bool keys_only,
+                                                    int64_t* revision) {
+  std::vector<KeyValue> all;
+  RangeRequest request;
+  request.set_key(key);
+  request.set_range_end(range_end);
+  request.set_keys_only(keys_only);
+  // Values may be up to kMaxValueBytes: a page stays well under the channel's receive limit.
+  request.set_limit(keys_only ? 10000 : 64);
+  request.set_revision(*revision);
+  while (true) {
+    auto page = client_->Range(request);
+    if (!page.ok()) return page.status();
+    if (*revision == 0) {
+      *revision = page->header().revision();
+      request.set_revision(*revision);
+    }
+    for (auto& kv : *page->mutable_kvs()) all.push_back(std::move(kv));
+    if (!page->more() || page->kvs().empty()) break;
+    request.set_key(all.back().key() + std::string(1, '\0'));
+  }
+  return all;
+}
+
+Result<std::vector<StoredPipeline>> EtcdBackend::LoadPipelines() {
+  MutexLock lock(view_mu_);
+  int64_t revision = 0;  // every range below reads the store at the first one's revision
+  const std::string where = name_;
+  auto records = RangeAll(layout_.PipelinesPrefix(), PrefixEnd(layout_.PipelinesPrefix()),
+                          /*keys_only=*/false, &revision);
+  if (!records.ok()) return records.status();
+  auto counters = RangeAll(layout_.CountersPrefix(), PrefixEnd(layout_.CountersPrefix()),
+                           /*keys_only=*/false, &revision);
+  if (!counters.ok()) return counters.status();
+  auto history = RangeAll(layout_.CheckpointsPrefix(), PrefixEnd(layout_.CheckpointsPrefix()),
+                          /*keys_only=*/true, &revision);
+  if (!history.ok()) return history.status();
+
+  pipelines_.clear();
+  counters_.clear();
+  for (const KeyValue& kv : *counters) {
+    auto key = layout_.ParseCounterKey(kv.key());
+    int64_t value = 0;
+    if (!key || !ParseCounter(kv.value(), &value)) {
+      return Status::DataLoss("unreadable id counter " + kv.key() + " in " + where);
+    }
+    counters_[*key] = value;
+  }
+  std::map<PipelineKey, std::pair<std::optional<PipelineSpec>, std::optional<PipelineProgress>>>
+      parts;
+  for (const KeyValue& kv : *records) {
+    auto parsed = layout_.ParsePipelineKey(kv.key());
+    if (!parsed) return Status::DataLoss("unknown key " + kv.key() + " in " + where);
+    auto& [spec, progress] = parts[parsed->key];
+    if (parsed->is_spec) {
+      spec = etcd::DecodeSpec(kv.value(), parsed->key);
+      if (!spec) return Status::DataLoss("unreadable spec " + kv.key() + " in " + where);
+    } else {
+      progress = etcd::DecodeProgress(kv.value());
+      if (!progress) return Status::DataLoss("unreadable progress " + kv.key() + " in " + where);
+    }
+  }
+  for (const KeyValue& kv : *history) {
+    auto ref = layout_.ParseCheckpointKey(kv.key());
+    if (!ref) return Status::DataLoss("unknown key " + kv.key() + " in " + where);
+    PipelineView& view = pipelines_[ref->key];
+    (ref->kind == CheckpointKind::kCheckpoint ? view.checkpoint_ids : view.savepoint_ids)
+        .insert(ref->id);
+    if (ref->chunked) view.chunked[ref->id] = 1;  // the count matters only for reading
+  }
+  std::vector<StoredPipeline> loaded;
+  for (auto& [key, part] : parts) {
+    auto& [spec, progress] = part;
+    if (!spec || !progress) {
+      return Status::DataLoss("pipeline " + key.ToString() + " in " + where + " has " +
+                              (spec ? "no progress" : "no spec") +
+                              " record; refusing to start on it (delete its keys with etcdctl, "
+                              "or restore the prefix from a snapshot)");
+    }
+    StoredPipeline stored;
+    static_cast<PipelineProgress&>(stored.record) = *progress;
+    stored.record.spec = std::move(*spec);
+    stored.id_counter = counters_.count(key) ? counters_[key] : 0;
+    if (Status s = ValidateStored(stored); !s.ok()) {
+      return Status::DataLoss("pipeline " + key.ToString() + " in " + where +
+                              " is not valid: " + s.message() + "; refusing to start on it");
+    }
+    pipelines_[key].has_record = true;
+    loaded.push_back(std::move(stored));
+  }
+  spdlog::info(
+      "store: loaded {} pipeline(s), {} id counter(s), {} checkpoint(s) from {} at revision {}",
+      loaded.size(), counters_.size(), history->size(), where, revision);
+  return loaded;
+}
+
+Result<int64_t> EtcdBackend::LoadIdCounter(const PipelineKey& key) {
+  RangeRequest request;
+  request.set_key(layout_.CounterKey(key));
+  auto response = client_->Range(request);
+  if (!response.ok()) return response.status();
+  if (response->kvs().empty()) return int64_t{0};
+  int64_t value = 0;
+  if (!ParseCounter(response->kvs(0).value(), &value)) {
+    return Status::DataLoss("unreadable id counter " + request.key() + " in " + name_);
+  }
+  return value;
+}
+
+Result<std::vector<CompletedCheckpoint>> EtcdBackend::ListCompleted(const PipelineKey& key,
+                                                                    int limit, int64_t before_id) {
+  RangeRequest request;
+  const std::string prefix = layout_.CheckpointPrefix(key);
+  request.set_key(prefix);
+  request.set_range_end(before_id > 0 ? layout_.CheckpointBound(key, before_id)
+                                      : PrefixEnd(prefix));
+  request.set_sort_order(RangeRequest::DESCEND);
+  request.set_sort_target(RangeRequest::KEY);
+  if (limit > 0) request.set_limit(limit);
+  auto response = client_->Range(request);
+  if (!response.ok()) return response.status();
+  std::vector<CompletedCheckpoint> out;
+  for (const KeyValue& kv : response->kvs()) {
+    auto stored = etcd::DecodeCheckpoint(kv.value());
+    if (!stored) return Status::Internal("unreadable checkpoint " + kv.key() + " in " + name_);
+    if (stored->chunks > 0) {
+      RangeRequest chunks;
+      const std::string chunk_prefix = layout_.ChunkPrefix(key, stored->checkpoint.checkpoint_id);
+      chunks.set_key(chunk_prefix);
+      chunks.set_range_end(PrefixEnd(chunk_prefix));
+      chunks.set_revision(response->header().revision());
+      auto parts = client_->Range(chunks);
+      if (!parts.ok()) return parts.status();
+      if (parts->kvs_size() != stored->chunks) {
+        return Status::Internal("checkpoint " + kv.key() + " in " + name_ + " names " +
+                                std::to_string(stored->chunks) + " chunks; " +
+                                std::to_string(parts->kvs_size()) + " are stored");
+      }
+      for (const KeyValue& part : parts->kvs()) {
+        if (!etcd::DecodeChunk(part.value(), &stored->checkpoint.task_states)) {
+          return Status::Internal("unreadable chunk " + part.key() + " in " + name_);
+        }
+      }
+    }
+    out.push_back(std::move(stored->checkpoint));
+  }
+  return out;
+}
+
+}  // namespace ckpt

@@ -1,0 +1,98 @@
+#pragma once
+// EtcdBackend: the StoreBackend of store.backend etcd (layout in etcd_layout.h). GroupCommitStore
+// (store/group_commit_store.h) hands it batches; it turns each into as few etcd transactions as
+// etcd's limits allow (kMaxTxnOps operations, about kMaxTxnBytes a request, no key written twice
+// in one txn), each fenced: its compare is CreateRevision(leader key) == the revision this daemon
+// won its leadership at, so that a deposed leader's write cannot land (DESIGN.md).
+//
+// Outcomes (BatchResult):
+// - Every txn committed: kCommitted, each op its own status. An op that cannot apply on its own
+//   (a commit for a deleted pipeline, a duplicate id) is left out of the txn and fails alone,
+//   decided from the backend's view of what is stored (below).
+// - The lease is not confirmed now (etcd unreachable, quorum lost): nothing is sent; kNotWritten
+//   UNAVAILABLE (the store is failing; StoreHealth probes until it takes writes again). If some
+//   txns of the batch committed before, the rest of the ops fail UNAVAILABLE in a kCommitted.
+// - A failed compare (leadership lost) or a txn of unknown outcome (deadline, connection lost
+//   mid-request): kStop. GroupCommitStore's fail-stop exits the daemon (75); a standby takes over.
+// - A txn etcd refused as malformed: its ops fail with etcd's error, nothing of them written.
+//
+// The view of what is stored: which pipelines have a record, their checkpoint ids, their id
+// counters. It is loaded by LoadPipelines (which the daemon calls at takeover, after the fence is
+// set) and kept by ApplyBatch. Only the fenced leader writes under the prefix, so it stays exact.
+//
+// Threading: ApplyBatch on GroupCommitStore's writer thread; the reads on any thread. The view is
+// guarded by view_mu_, which ApplyBatch holds for a whole batch and LoadPipelines while it loads.
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/mutex.h"
+#include "etcd/etcd_client.h"
+#include "etcd/etcd_layout.h"
+#include "store/store_backend.h"
+
+namespace ckpt {
+
+class EtcdBackend final : public StoreBackend {
+ public:
+  // etcd's default limits (--max-txn-ops, --max-request-bytes 1.5 MiB), with room for the fence
+  // and the request's framing.
+  static constexpr int kMaxTxnOps = 128;
+  static constexpr size_t kMaxTxnBytes = 1024 * 1024;
+  // A checkpoint value above this is written as chunks with a manifest (etcd_layout.h).
+  static constexpr size_t kMaxValueBytes = 512 * 1024;
+
+  // `may_write`: whether the leadership's lease is confirmed now (EtcdElection::LeaseConfirmed);
+  // a batch is not sent while it is not.
+  EtcdBackend(std::shared_ptr<EtcdClient> client, std::function<bool()> may_write);
+
+  // The fence every write carries: set once, at takeover, before the first write and the load.
+  // Writes before it fail FAILED_PRECONDITION (a standby writes nothing).
+  void SetFence(std::string leader_key, int64_t leader_revision);
+
+  const std::string& name() const override { return name_; }
+  BatchResult ApplyBatch(const std::vector<WriteOp>& ops) override;
+  Result<std::vector<StoredPipeline>> LoadPipelines() override;
+  Result<int64_t> LoadIdCounter(const PipelineKey& key) override;
+  Result<std::vector<CompletedCheckpoint>> ListCompleted(const PipelineKey& key, int limit,
+                                                         int64_t before_id) override;
+
+  // Transactions sent and committed (metrics, tests, benchmarks).
+  uint64_t txns_committed() const { return txns_committed_.load(std::memory_order_relaxed); }
+
+ private:
+  struct PipelineView {
+    bool has_record = false;
+    std::set<int64_t> checkpoint_ids;  // kind CHECKPOINT: trimmed to `retained`
+    std::set<int64_t> savepoint_ids;   // never trimmed
+    std::map<int64_t, int> chunked;    // id -> chunk count, for those written in chunks
+  };
+  class BatchWriter;
+
+  // Plans a CheckpointCommitOp into the batch (chunks sent first when it needs them).
+  bool PlanCommit(BatchWriter& writer, size_t op_index, const CheckpointCommit& commit)
+      CKPT_REQUIRES(view_mu_);
+  // Every key/value of [key, range_end), page by page, at one revision (the first page's).
+  Result<std::vector<etcdserverpb::KeyValue>> RangeAll(const std::string& key,
+                                                       const std::string& range_end, bool keys_only,
+                                                       int64_t* revision);
+
+  const std::shared_ptr<EtcdClient> client_;
+  const etcd::Layout layout_;
+  const std::string name_;
+  const std::function<bool()> may_write_;
+  std::atomic<uint64_t> txns_committed_{0};
+
+  Mutex view_mu_;
+  std::string fence_key_ CKPT_GUARDED_BY(view_mu_);
+  int64_t fence_revision_ CKPT_GUARDED_BY(view_mu_) = 0;
+  std::map<PipelineKey, PipelineView> pipelines_ CKPT_GUARDED_BY(view_mu_);
+  std::map<PipelineKey, int64_t> counters_ CKPT_GUARDED_BY(view_mu_);
+};
+
+}  // namespace ckpt

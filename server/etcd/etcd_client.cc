@@ -1,0 +1,231 @@
+#include "etcd/etcd_client.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "common/host_port.h"
+
+namespace ckpt {
+namespace {
+
+// A TLS file, read whole; etcd's certificates are small, a huge file is a mistake.
+Result<std::string> ReadPem(const std::string& path, const char* what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return Status::InvalidArgument(std::string("store.etcd.tls.") + what + " " + path +
+                                   " cannot be read");
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (text.str().size() > (1u << 20)) {
+    return Status::InvalidArgument(std::string("store.etcd.tls.") + what + " " + path +
+                                   " is larger than 1 MiB");
+  }
+  return text.str();
+}
+
+std::string JoinEndpoints(const std::vector<std::string>& endpoints) {
+  std::string out;
+  for (const auto& e : endpoints) out += (out.empty() ? "" : ",") + e;
+  return out;
+}
+
+// Ours for gRPC's; what has no counterpart (a cancelled or unknown call) is UNAVAILABLE: etcd
+// could not be asked.
+StatusCode CodeOf(grpc::StatusCode code) {
+  switch (code) {
+    case grpc::StatusCode::INVALID_ARGUMENT: return StatusCode::kInvalidArgument;
+    case grpc::StatusCode::NOT_FOUND: return StatusCode::kNotFound;
+    case grpc::StatusCode::ALREADY_EXISTS: return StatusCode::kAlreadyExists;
+    case grpc::StatusCode::FAILED_PRECONDITION: return StatusCode::kFailedPrecondition;
+    case grpc::StatusCode::ABORTED: return StatusCode::kAborted;
+    case grpc::StatusCode::DEADLINE_EXCEEDED: return StatusCode::kDeadlineExceeded;
+    case grpc::StatusCode::RESOURCE_EXHAUSTED: return StatusCode::kResourceExhausted;
+    case grpc::StatusCode::INTERNAL: return StatusCode::kInternal;
+    case grpc::StatusCode::DATA_LOSS: return StatusCode::kDataLoss;
+    case grpc::StatusCode::UNAUTHENTICATED: return StatusCode::kUnauthenticated;
+    case grpc::StatusCode::PERMISSION_DENIED: return StatusCode::kPermissionDenied;
+    default: return StatusCode::kUnavailable;
+  }
+}
+
+}  // namespace
+
+std::string PrefixEnd(const std::string& prefix) {
+  std::string end = prefix;
+  while (!end.empty()) {
+    if (static_cast<unsigned char>(end.back()) < 0xff) {
+      end.back() = static_cast<char>(static_cast<unsigned char>(end.back()) + 1);
+      return end;
+    }
+    end.pop_back();
+  }
+  return std::string(1, '\0');  // every key
+}
+
+Result<std::unique_ptr<EtcdClient>> EtcdClient::Create(const EtcdSettings& settings) {
+  if (settings.endpoints.empty()) return Status::InvalidArgument("store.etcd.endpoints is empty");
+  // "ipv4:" / "ipv6:" targets take a list of addresses; gRPC's pick_first moves to the next one
+  // when the member it uses fails. Names are resolved by the dns resolver, one at a time.
+  std::string addresses;
+  bool all_ipv4 = true;
+  for (const std::string& url : settings.endpoints) {
+    const size_t scheme_end = url.find("://");
+    if (scheme_end == std::string::npos) {
+      return Status::InvalidArgument("store.etcd.endpoints: '" + url + "' is not a URL");
+    }
+    auto hp = ParseHostPort(url.substr(scheme_end + 3));
+    if (!hp.ok()) return Status::InvalidArgument("store.etcd.endpoints: " + hp.status().message());
+    if (hp->host.find(':') != std::string::npos ||
+        hp->host.find_first_not_of("0123456789.") != std::string::npos) {
+      all_ipv4 = false;
+    }
+    addresses += (addresses.empty() ? "" : ",") + hp->host + ":" + hp->port;
+  }
+  std::string target;
+  if (all_ipv4) {
+    target = "ipv4:" + addresses;
+  } else {
+    // Host names (or IPv6): the first endpoint only through DNS; a cluster behind a name that
+    // resolves to every member fails over the same way.
+    target = addresses.substr(0, addresses.find(','));
+  }
+  std::shared_ptr<grpc::ChannelCredentials> credentials;
+  if (settings.tls.enabled) {
+    grpc::SslCredentialsOptions ssl;
+    auto ca = ReadPem(settings.tls.ca_file, "ca_file");
+    if (!ca.ok()) return ca.status();
+    ssl.pem_root_certs = *ca;
+    if (!settings.tls.cert_file.empty()) {
+      auto cert = ReadPem(settings.tls.cert_file, "cert_file");
+      if (!cert.ok()) return cert.status();
+      auto key = ReadPem(settings.tls.key_file, "key_file");
+      if (!key.ok()) return key.status();
+      ssl.pem_cert_chain = *cert;
+      ssl.pem_private_key = *key;
+    }
+    credentials = grpc::SslCredentials(ssl);
+  } else {
+    credentials = grpc::InsecureChannelCredentials();
+  }
+  grpc::ChannelArguments args;
+  // A txn may carry up to etcd's request limit (1.5 MiB); a range of a large checkpoint's states
+  // answers with up to the same per chunk key times the page, bounded by our paging.
+  args.SetMaxReceiveMessageSize(64 << 20);
+  args.SetMaxSendMessageSize(4 << 20);
+  // Reconnect fast after a member comes back: the leader's lease is on the line.
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  auto channel = grpc::CreateCustomChannel(target, credentials, args);
+  return std::unique_ptr<EtcdClient>(new EtcdClient(settings, std::move(channel)));
+}
+
+EtcdClient::EtcdClient(EtcdSettings settings, std::shared_ptr<grpc::Channel> channel)
+    : settings_(std::move(settings)),
+      endpoints_text_(JoinEndpoints(settings_.endpoints)),
+      channel_(std::move(channel)),
+      kv_(etcdserverpb::KV::NewStub(channel_)),
+      lease_(etcdserverpb::Lease::NewStub(channel_)),
+      maintenance_(etcdserverpb::Maintenance::NewStub(channel_)) {}
+
+bool EtcdClient::WaitConnected(std::chrono::milliseconds timeout) {
+  return channel_->WaitForConnected(std::chrono::system_clock::now() + timeout);
+}
+
+void EtcdClient::SetDeadline(grpc::ClientContext& context) const {
+  context.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::milliseconds(settings_.request_timeout_ms));
+}
+
+Status EtcdClient::Failed(const grpc::Status& status, const char* what) const {
+  return Status(CodeOf(status.error_code()),
+                std::string("etcd ") + endpoints_text_ + ": " + what + ": " +
+                    (status.error_message().empty() ? "no answer" : status.error_message()));
+}
+
+Result<etcdserverpb::RangeResponse> EtcdClient::Range(const etcdserverpb::RangeRequest& request) {
+  grpc::ClientContext context;
+  SetDeadline(context);
+  etcdserverpb::RangeResponse response;
+  grpc::Status status = kv_->Range(&context, request, &response);
+  if (!status.ok()) return Failed(status, "range");
+  return response;
+}
+
+bool EtcdClient::Txn(const etcdserverpb::TxnRequest& request, etcdserverpb::TxnResponse* response,
+                     EtcdError* error) {
+  grpc::ClientContext context;
+  SetDeadline(context);
+  grpc::Status status = kv_->Txn(&context, request, response);
+  if (status.ok()) return true;
+  error->status = Failed(status, "txn");
+  // etcd checks a request's shape (size, operation count, duplicate keys) before proposing it:
+  // those refusals are certain. Everything else may have reached the raft log.
+  switch (status.error_code()) {
+    case grpc::StatusCode::INVALID_ARGUMENT:
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+    case grpc::StatusCode::FAILED_PRECONDITION:
+    case grpc::StatusCode::PERMISSION_DENIED:
+    case grpc::StatusCode::UNAUTHENTICATED: error->failure = EtcdFailure::kNotApplied; break;
+    default: error->failure = EtcdFailure::kUnknownOutcome;
+  }
+  return false;
+}
+
+Result<etcdserverpb::LeaseGrantResponse> EtcdClient::LeaseGrant(int64_t ttl_seconds) {
+  grpc::ClientContext context;
+  SetDeadline(context);
+  etcdserverpb::LeaseGrantRequest request;
+  request.set_ttl(ttl_seconds);
+  etcdserverpb::LeaseGrantResponse response;
+  grpc::Status status = lease_->LeaseGrant(&context, request, &response);
+  if (!status.ok()) return Failed(status, "lease grant");
+  if (!response.error().empty()) {
+    return Status::Unavailable("etcd " + endpoints_text_ + ": lease grant: " + response.error());
+  }
+  return response;
+}
+
+Status EtcdClient::LeaseRevoke(int64_t lease_id) {
+  grpc::ClientContext context;
+  SetDeadline(context);
+  etcdserverpb::LeaseRevokeRequest request;
+  request.set_id(lease_id);
+  etcdserverpb::LeaseRevokeResponse response;
+  grpc::Status status = lease_->LeaseRevoke(&context, request, &response);
+  if (!status.ok()) return Failed(status, "lease revoke");
+  return Status::Ok();
+}
+
+Result<int64_t> EtcdClient::LeaseKeepAliveOnce(int64_t lease_id) {
+  grpc::ClientContext context;
+  SetDeadline(context);
+  auto stream = lease_->LeaseKeepAlive(&context);
+  etcdserverpb::LeaseKeepAliveRequest request;
+  request.set_id(lease_id);
+  etcdserverpb::LeaseKeepAliveResponse response;
+  const bool answered = stream->Write(request) && stream->Read(&response);
+  stream->WritesDone();
+  if (!answered) {
+    context.TryCancel();
+    grpc::Status status = stream->Finish();
+    return Failed(
+        status.ok() ? grpc::Status(grpc::StatusCode::UNAVAILABLE, "stream ended") : status,
+        "lease keepalive");
+  }
+  // The server ends its side once ours is done; Finish collects the status.
+  context.TryCancel();
+  (void)stream->Finish();
+  return response.ttl();
+}
+
+Result<etcdserverpb::StatusResponse> EtcdClient::MemberStatus() {
+  grpc::ClientContext context;
+  SetDeadline(context);
+  etcdserverpb::StatusResponse response;
+  grpc::Status status = maintenance_->Status(&context, etcdserverpb::StatusRequest{}, &response);
+  if (!status.ok()) return Failed(status, "status");
+  return response;
+}
+
+}  // namespace ckpt

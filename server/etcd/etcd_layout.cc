@@ -1,0 +1,320 @@
+#include "etcd/etcd_layout.h"
+
+#include <charconv>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+namespace ckpt::etcd {
+namespace {
+
+using nlohmann::json;
+
+std::string Padded(int64_t value, int width) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%0*lld", width, static_cast<long long>(value));
+  return buffer;
+}
+
+std::string Pair(const PipelineKey& key) { return key.job_id + "/" + key.pipeline_id; }
+
+// "<job>/<pipeline>" followed by `rest`: splits off the two ids (neither empty, neither with '/').
+std::optional<PipelineKey> TakePair(std::string_view text, std::string_view* rest) {
+  const size_t first = text.find('/');
+  if (first == std::string_view::npos || first == 0) return std::nullopt;
+  const size_t second = text.find('/', first + 1);
+  const size_t end = second == std::string_view::npos ? text.size() : second;
+  if (end == first + 1) return std::nullopt;
+  PipelineKey key{std::string(text.substr(0, first)),
+                  std::string(text.substr(first + 1, end - first - 1))};
+  *rest = second == std::string_view::npos ? std::string_view() : text.substr(second);
+  return key;
+}
+
+std::optional<int64_t> ParseNumber(std::string_view text) {
+  int64_t value = 0;
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size() || value < 0) return std::nullopt;
+  return value;
+}
+
+const char* StickyName(StickyState sticky) {
+  switch (sticky) {
+    case StickyState::kActive: return "ACTIVE";
+    case StickyState::kPaused: return "PAUSED";
+    case StickyState::kFailed: return "FAILED";
+    case StickyState::kStopped: return "STOPPED";
+  }
+  return "ACTIVE";
+}
+
+std::optional<StickyState> StickyFromName(const std::string& name) {
+  for (StickyState s :
+       {StickyState::kActive, StickyState::kPaused, StickyState::kFailed, StickyState::kStopped}) {
+    if (name == StickyName(s)) return s;
+  }
+  return std::nullopt;
+}
+
+std::optional<CheckpointKind> KindFromName(const std::string& name) {
+  for (CheckpointKind k : {CheckpointKind::kCheckpoint, CheckpointKind::kSavepoint,
+                           CheckpointKind::kSavepointAndStop}) {
+    if (name == CheckpointKindName(k)) return k;
+  }
+  return std::nullopt;
+}
+
+char KindLetter(CheckpointKind kind) {
+  switch (kind) {
+    case CheckpointKind::kCheckpoint: return 'c';
+    case CheckpointKind::kSavepoint: return 's';
+    case CheckpointKind::kSavepointAndStop: return 'x';
+  }
+  return 'c';
+}
+
+std::optional<CheckpointKind> KindFromLetter(char letter) {
+  switch (letter) {
+    case 'c': return CheckpointKind::kCheckpoint;
+    case 's': return CheckpointKind::kSavepoint;
+    case 'x': return CheckpointKind::kSavepointAndStop;
+    default: return std::nullopt;
+  }
+}
+
+json StateJson(const TaskState& state) {
+  return {{"uri", state.uri}, {"size_bytes", state.size_bytes}, {"checksum", state.checksum}};
+}
+
+bool ReadStates(const json& object, std::map<std::string, TaskState>* states) {
+  if (!object.is_object()) return false;
+  for (const auto& [task, state] : object.items()) {
+    if (!state.is_object()) return false;
+    TaskState s;
+    s.uri = state.value("uri", "");
+    s.size_bytes = state.value("size_bytes", int64_t{0});
+    s.checksum = state.value("checksum", "");
+    (*states)[task] = std::move(s);
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string Layout::ElectionKey(int64_t lease_id) const {
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(lease_id));
+  return ElectionPrefix() + hex;
+}
+std::string Layout::SpecKey(const PipelineKey& key) const { return PipelinePrefix(key) + "spec"; }
+std::string Layout::ProgressKey(const PipelineKey& key) const {
+  return PipelinePrefix(key) + "progress";
+}
+std::string Layout::PipelinePrefix(const PipelineKey& key) const {
+  return PipelinesPrefix() + Pair(key) + "/";
+}
+std::string Layout::CounterKey(const PipelineKey& key) const {
+  return CountersPrefix() + Pair(key);
+}
+std::string Layout::CheckpointPrefix(const PipelineKey& key) const {
+  return CheckpointsPrefix() + Pair(key) + "/";
+}
+std::string Layout::CheckpointKey(const PipelineKey& key, int64_t id, CheckpointKind kind,
+                                  bool chunked) const {
+  return CheckpointBound(key, id) + "-" + KindLetter(kind) + (chunked ? "+" : "");
+}
+std::string Layout::CheckpointBound(const PipelineKey& key, int64_t id) const {
+  return CheckpointPrefix(key) + Padded(id, 19);
+}
+std::string Layout::ChunksPrefix(const PipelineKey& key) const {
+  return prefix_ + "/chunks/" + Pair(key) + "/";
+}
+std::string Layout::ChunkPrefix(const PipelineKey& key, int64_t id) const {
+  return ChunksPrefix(key) + Padded(id, 19) + "/";
+}
+std::string Layout::ChunkKey(const PipelineKey& key, int64_t id, int n) const {
+  return ChunkPrefix(key, id) + Padded(n, 6);
+}
+
+std::optional<Layout::PipelineRecordKey> Layout::ParsePipelineKey(
+    const std::string& etcd_key) const {
+  const std::string prefix = PipelinesPrefix();
+  if (etcd_key.rfind(prefix, 0) != 0) return std::nullopt;
+  std::string_view rest;
+  auto key = TakePair(std::string_view(etcd_key).substr(prefix.size()), &rest);
+  if (!key) return std::nullopt;
+  if (rest == "/spec") return PipelineRecordKey{*key, true};
+  if (rest == "/progress") return PipelineRecordKey{*key, false};
+  return std::nullopt;
+}
+
+std::optional<PipelineKey> Layout::ParseCounterKey(const std::string& etcd_key) const {
+  const std::string prefix = CountersPrefix();
+  if (etcd_key.rfind(prefix, 0) != 0) return std::nullopt;
+  std::string_view rest;
+  auto key = TakePair(std::string_view(etcd_key).substr(prefix.size()), &rest);
+  if (!key || !rest.empty()) return std::nullopt;
+  return key;
+}
+
+std::optional<Layout::CheckpointRef> Layout::ParseCheckpointKey(const std::string& etcd_key) const {
+  const std::string prefix = CheckpointsPrefix();
+  if (etcd_key.rfind(prefix, 0) != 0) return std::nullopt;
+  std::string_view rest;
+  auto key = TakePair(std::string_view(etcd_key).substr(prefix.size()), &rest);
+  // "/<19 digits>-<k>" or "/<19 digits>-<k>+"
+  if (rest.size() < 22 || rest.size() > 23 || rest[0] != '/' || rest[20] != '-') {
+    return std::nullopt;
+  }
+  auto id = ParseNumber(rest.substr(1, 19));
+  auto kind = KindFromLetter(rest[21]);
+  if (!id || !kind) return std::nullopt;
+  const bool chunked = rest.size() == 23;
+  if (chunked && rest[22] != '+') return std::nullopt;
+  return CheckpointRef{*key, *id, *kind, chunked};
+}
+
+Result<std::string> EncodeSpec(const PipelineSpec& spec) {
+  try {
+    return json{{"task_ids", spec.task_ids},
+                {"interval_ms", spec.interval_ms},
+                {"timeout_ms", spec.timeout_ms},
+                {"min_pause_ms", spec.min_pause_ms},
+                {"tolerable_failures", spec.tolerable_failures},
+                {"retained", spec.retained}}
+        .dump();
+  } catch (const json::exception& e) {
+    return Status::InvalidArgument("spec of " + spec.key.ToString() +
+                                   " cannot be stored: " + e.what());
+  }
+}
+
+std::optional<PipelineSpec> DecodeSpec(const std::string& value, const PipelineKey& key) {
+  json v = json::parse(value, nullptr, /*allow_exceptions=*/false);
+  if (!v.is_object() || !v.contains("task_ids") || !v["task_ids"].is_array()) return std::nullopt;
+  try {
+    PipelineSpec spec;
+    spec.key = key;
+    spec.task_ids = v["task_ids"].get<std::vector<std::string>>();
+    spec.interval_ms = v.at("interval_ms").get<int64_t>();
+    spec.timeout_ms = v.at("timeout_ms").get<int64_t>();
+    spec.min_pause_ms = v.at("min_pause_ms").get<int64_t>();
+    spec.tolerable_failures = v.at("tolerable_failures").get<int32_t>();
+    spec.retained = v.at("retained").get<int32_t>();
+    return spec;
+  } catch (const json::exception&) {
+    return std::nullopt;
+  }
+}
+
+std::string EncodeProgress(const PipelineProgress& p) {
+  return json{{"generation", p.generation},
+              {"sticky", StickyName(p.sticky)},
+              {"completed_count", p.counters.completed_count},
+              {"failed_count", p.counters.failed_count},
+              {"expired_count", p.counters.expired_count},
+              {"consecutive_failures", p.counters.consecutive_failures},
+              {"last_completed_id", p.last_completed_id},
+              {"last_completed_kind", CheckpointKindName(p.last_completed_kind)},
+              {"last_completed_at_ms", p.last_completed_at_ms},
+              {"from_config", p.from_config}}
+      .dump();
+}
+
+std::optional<PipelineProgress> DecodeProgress(const std::string& value) {
+  json v = json::parse(value, nullptr, /*allow_exceptions=*/false);
+  if (!v.is_object()) return std::nullopt;
+  try {
+    PipelineProgress p;
+    p.generation = v.at("generation").get<int64_t>();
+    auto sticky = StickyFromName(v.at("sticky").get<std::string>());
+    auto kind = KindFromName(v.at("last_completed_kind").get<std::string>());
+    if (!sticky || !kind) return std::nullopt;
+    p.sticky = *sticky;
+    p.last_completed_kind = *kind;
+    p.counters.completed_count = v.at("completed_count").get<int64_t>();
+    p.counters.failed_count = v.at("failed_count").get<int64_t>();
+    p.counters.expired_count = v.at("expired_count").get<int64_t>();
+    p.counters.consecutive_failures = v.at("consecutive_failures").get<int64_t>();
+    p.last_completed_id = v.at("last_completed_id").get<int64_t>();
+    p.last_completed_at_ms = v.at("last_completed_at_ms").get<int64_t>();
+    p.from_config = v.at("from_config").get<bool>();
+    return p;
+  } catch (const json::exception&) {
+    return std::nullopt;
+  }
+}
+
+Result<std::string> EncodeCheckpoint(const CompletedCheckpoint& cp, size_t max_value_bytes,
+                                     std::vector<std::string>* chunk_values) {
+  chunk_values->clear();
+  try {
+    json head{{"id", cp.checkpoint_id},
+              {"kind", CheckpointKindName(cp.kind)},
+              {"triggered_at_ms", cp.triggered_at_ms},
+              {"finished_at_ms", cp.finished_at_ms},
+              {"location", cp.location}};
+    json states = json::object();
+    for (const auto& [task, state] : cp.task_states) states[task] = StateJson(state);
+    std::string inline_states = states.dump();
+    if (inline_states.size() <= max_value_bytes) {
+      head["task_states"] = std::move(states);
+      return head.dump();
+    }
+    // Too large for one value: chunks of whole task entries, each about max_value_bytes.
+    json chunk = json::object();
+    size_t chunk_bytes = 0;
+    for (const auto& [task, state] : cp.task_states) {
+      json entry = StateJson(state);
+      const size_t entry_bytes = entry.dump().size() + task.size() + 8;
+      if (chunk_bytes > 0 && chunk_bytes + entry_bytes > max_value_bytes) {
+        chunk_values->push_back(chunk.dump());
+        chunk = json::object();
+        chunk_bytes = 0;
+      }
+      chunk[task] = std::move(entry);
+      chunk_bytes += entry_bytes;
+    }
+    if (chunk_bytes > 0) chunk_values->push_back(chunk.dump());
+    head["chunks"] = chunk_values->size();
+    return head.dump();
+  } catch (const json::exception& e) {
+    return Status::InvalidArgument("checkpoint " + std::to_string(cp.checkpoint_id) +
+                                   " cannot be stored: " + e.what());
+  }
+}
+
+std::optional<StoredCheckpoint> DecodeCheckpoint(const std::string& value) {
+  json v = json::parse(value, nullptr, /*allow_exceptions=*/false);
+  if (!v.is_object()) return std::nullopt;
+  try {
+    StoredCheckpoint stored;
+    CompletedCheckpoint& cp = stored.checkpoint;
+    cp.checkpoint_id = v.at("id").get<int64_t>();
+    auto kind = KindFromName(v.at("kind").get<std::string>());
+    if (!kind) return std::nullopt;
+    cp.kind = *kind;
+    cp.triggered_at_ms = v.at("triggered_at_ms").get<int64_t>();
+    cp.finished_at_ms = v.at("finished_at_ms").get<int64_t>();
+    cp.location = v.at("location").get<std::string>();
+    if (v.contains("chunks")) {
+      stored.chunks = v["chunks"].get<int>();
+      if (stored.chunks < 0) return std::nullopt;
+    } else if (!ReadStates(v.at("task_states"), &cp.task_states)) {
+      return std::nullopt;
+    }
+    return stored;
+  } catch (const json::exception&) {
+    return std::nullopt;
+  }
+}
+
+bool DecodeChunk(const std::string& value, std::map<std::string, TaskState>* states) {
+  json v = json::parse(value, nullptr, /*allow_exceptions=*/false);
+  try {
+    return ReadStates(v, states);
+  } catch (const json::exception&) {
+    return false;
+  }
+}
+
+}  // namespace ckpt::etcd

@@ -1,0 +1,101 @@
+#pragma once
+// How ckptd lays its data out in etcd, under store.etcd.prefix P (job and pipeline ids cannot
+// hold '/', so every key below parses back unambiguously):
+//
+//   P/election/<lease id, 16 hex>            candidates; the one created first leads. Value: its
+//                                            `advertise` address. Attached to its lease.
+//   P/pipelines/<job>/<pipeline>/spec        the spec (JSON), rewritten only when it changes
+//   P/pipelines/<job>/<pipeline>/progress    generation, sticky state, counters, last completed
+//                                            (JSON): O(1) whatever the task set's size
+//   P/counters/<job>/<pipeline>              the id counter (decimal); outlives the pipeline
+//   P/checkpoints/<job>/<pipeline>/<id, 19 digits>-<k>[+]   a completed checkpoint or savepoint
+//                                            (JSON); the id zero-padded so that key order is id
+//                                            order; k is its kind (c checkpoint, s savepoint,
+//                                            x savepoint and stop), + marks one written in
+//                                            chunks: a keys-only range tells the trim all it needs
+//   P/chunks/<job>/<pipeline>/<id>/<n, 6 digits>     task states of a checkpoint too large for
+//                                            one value, written before the checkpoint key, which
+//                                            is the commit point and says how many chunks count
+//   P/probe                                  the store's health probe
+//
+// Later record kinds (restore points, released ids, alignment groups) take sibling prefixes of
+// their own in the same way.
+//
+// Values are JSON, so that an operator can read them with `etcdctl get`. Pure functions.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "core/types.h"
+
+namespace ckpt::etcd {
+
+class Layout {
+ public:
+  explicit Layout(std::string prefix) : prefix_(std::move(prefix)) {}
+
+  std::string ElectionPrefix() const { return prefix_ + "/election/"; }
+  std::string ElectionKey(int64_t lease_id) const;
+  std::string PipelinesPrefix() const { return prefix_ + "/pipelines/"; }
+  std::string SpecKey(const PipelineKey& key) const;
+  std::string ProgressKey(const PipelineKey& key) const;
+  std::string PipelinePrefix(const PipelineKey& key) const;  // its spec and progress
+  std::string CountersPrefix() const { return prefix_ + "/counters/"; }
+  std::string CounterKey(const PipelineKey& key) const;
+  std::string CheckpointsPrefix() const { return prefix_ + "/checkpoints/"; }
+  std::string CheckpointPrefix(const PipelineKey& key) const;
+  std::string CheckpointKey(const PipelineKey& key, int64_t id, CheckpointKind kind,
+                            bool chunked) const;
+  // Keys of ids below `id` sort before this (a listing's page bound).
+  std::string CheckpointBound(const PipelineKey& key, int64_t id) const;
+  std::string ChunksPrefix(const PipelineKey& key) const;             // every chunk of a pipeline
+  std::string ChunkPrefix(const PipelineKey& key, int64_t id) const;  // of one checkpoint
+  std::string ChunkKey(const PipelineKey& key, int64_t id, int n) const;
+  std::string ProbeKey() const { return prefix_ + "/probe"; }
+
+  // The parts of a key under one of the prefixes above, or nothing when it is not one.
+  struct PipelineRecordKey {
+    PipelineKey key;
+    bool is_spec = false;  // else the progress
+  };
+  std::optional<PipelineRecordKey> ParsePipelineKey(const std::string& etcd_key) const;
+  std::optional<PipelineKey> ParseCounterKey(const std::string& etcd_key) const;
+  struct CheckpointRef {
+    PipelineKey key;
+    int64_t id = 0;
+    CheckpointKind kind = CheckpointKind::kCheckpoint;
+    bool chunked = false;
+  };
+  std::optional<CheckpointRef> ParseCheckpointKey(const std::string& etcd_key) const;
+
+ private:
+  const std::string prefix_;
+};
+
+// The values. Encoders fail (INVALID_ARGUMENT) only on text that is not UTF-8, which the API's
+// validation already refuses; decoders return nothing on anything they did not write.
+Result<std::string> EncodeSpec(const PipelineSpec& spec);
+std::optional<PipelineSpec> DecodeSpec(const std::string& value, const PipelineKey& key);
+std::string EncodeProgress(const PipelineProgress& progress);
+std::optional<PipelineProgress> DecodeProgress(const std::string& value);
+
+// A stored checkpoint: its fields and its task states, inline (chunks == 0) or in `chunks`
+// chunk values written before it.
+struct StoredCheckpoint {
+  CompletedCheckpoint checkpoint;  // task_states empty when chunked
+  int chunks = 0;
+};
+// The checkpoint value with its states inline, or, when they pass `max_value_bytes`, the
+// manifest (chunks > 0) and the chunk values in `chunk_values`, each at most about
+// max_value_bytes.
+Result<std::string> EncodeCheckpoint(const CompletedCheckpoint& checkpoint, size_t max_value_bytes,
+                                     std::vector<std::string>* chunk_values);
+std::optional<StoredCheckpoint> DecodeCheckpoint(const std::string& value);
+// Adds the states of one chunk value to `states`; false when it is not one.
+bool DecodeChunk(const std::string& value, std::map<std::string, TaskState>* states);
+
+}  // namespace ckpt::etcd
