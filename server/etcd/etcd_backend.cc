@@ -173,6 +173,17 @@ BatchResult EtcdBackend::ApplyBatch(const std::vector<WriteOp>& ops) {
         " has not confirmed this leader's lease lately (unreachable, or quorum lost); nothing "
         "written"));
   }
+  if (!view_loaded_) {
+    // Nothing loaded yet (a store written before it was read): the view comes first, or a
+    // commit could not tell a stored pipeline from a missing one.
+    auto loaded = LoadView();
+    if (!loaded.ok()) {
+      if (loaded.status().code() == StatusCode::kDataLoss)
+        return BatchResult::Stop(loaded.status());
+      return BatchResult::NotWritten(Status::Unavailable("nothing written: reading etcd failed: " +
+                                                         loaded.status().message()));
+    }
+  }
   BatchWriter writer(*this, ops.size());
   auto& results = writer.results();
   for (size_t i = 0; i < ops.size(); ++i) {
@@ -332,6 +343,11 @@ Result<std::vector<KeyValue>> EtcdBackend::RangeAll(const std::string& key,
 
 Result<std::vector<StoredPipeline>> EtcdBackend::LoadPipelines() {
   MutexLock lock(view_mu_);
+  return LoadView();
+}
+
+Result<std::vector<StoredPipeline>> EtcdBackend::LoadView() {
+  view_loaded_ = false;
   int64_t revision = 0;  // every range below reads the store at the first one's revision
   const std::string where = name_;
   auto records = RangeAll(layout_.PipelinesPrefix(), PrefixEnd(layout_.PipelinesPrefix()),
@@ -396,6 +412,7 @@ Result<std::vector<StoredPipeline>> EtcdBackend::LoadPipelines() {
     pipelines_[key].has_record = true;
     loaded.push_back(std::move(stored));
   }
+  view_loaded_ = true;
   spdlog::info(
       "store: loaded {} pipeline(s), {} id counter(s), {} checkpoint(s) from {} at revision {}",
       loaded.size(), counters_.size(), history->size(), where, revision);

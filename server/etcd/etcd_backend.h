@@ -18,7 +18,8 @@
 //
 // The view of what is stored: which pipelines have a record, their checkpoint ids, their id
 // counters. It is loaded by LoadPipelines (which the daemon calls at takeover, after the fence is
-// set) and kept by ApplyBatch. Only the fenced leader writes under the prefix, so it stays exact.
+// set), or by the first batch if none did, and kept by ApplyBatch. Only the fenced leader writes
+// under the prefix, so it stays exact.
 //
 // Threading: ApplyBatch on GroupCommitStore's writer thread; the reads on any thread. The view is
 // guarded by view_mu_, which ApplyBatch holds for a whole batch and LoadPipelines while it loads.
@@ -77,6 +78,8 @@ class EtcdBackend final : public StoreBackend {
   // Plans a CheckpointCommitOp into the batch (chunks sent first when it needs them).
   bool PlanCommit(BatchWriter& writer, size_t op_index, const CheckpointCommit& commit)
       CKPT_REQUIRES(view_mu_);
+  // Reads the view (and the pipelines, for LoadPipelines) at one revision.
+  Result<std::vector<StoredPipeline>> LoadView() CKPT_REQUIRES(view_mu_);
   // Every key/value of [key, range_end), page by page, at one revision (the first page's).
   Result<std::vector<etcdserverpb::KeyValue>> RangeAll(const std::string& key,
                                                        const std::string& range_end, bool keys_only,
@@ -93,6 +96,7 @@ class EtcdBackend final : public StoreBackend {
   int64_t fence_revision_ CKPT_GUARDED_BY(view_mu_) = 0;
   std::map<PipelineKey, PipelineView> pipelines_ CKPT_GUARDED_BY(view_mu_);
   std::map<PipelineKey, int64_t> counters_ CKPT_GUARDED_BY(view_mu_);
+  bool view_loaded_ CKPT_GUARDED_BY(view_mu_) = false;
 };
 
 }  // namespace ckpt

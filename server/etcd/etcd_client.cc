@@ -107,29 +107,48 @@ Result<std::unique_ptr<EtcdClient>> EtcdClient::Create(const EtcdSettings& setti
   } else {
     credentials = grpc::InsecureChannelCredentials();
   }
-  grpc::ChannelArguments args;
-  // A txn may carry up to etcd's request limit (1.5 MiB); a range of a large checkpoint's states
-  // answers with up to the same per chunk key times the page, bounded by our paging.
-  args.SetMaxReceiveMessageSize(64 << 20);
-  args.SetMaxSendMessageSize(4 << 20);
-  // Reconnect fast after a member comes back: the leader's lease is on the line.
-  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
-  auto channel = grpc::CreateCustomChannel(target, credentials, args);
-  return std::unique_ptr<EtcdClient>(new EtcdClient(settings, std::move(channel)));
+  return std::unique_ptr<EtcdClient>(
+      new EtcdClient(settings, std::move(target), std::move(credentials)));
 }
 
-EtcdClient::EtcdClient(EtcdSettings settings, std::shared_ptr<grpc::Channel> channel)
+EtcdClient::EtcdClient(EtcdSettings settings, std::string target,
+                       std::shared_ptr<grpc::ChannelCredentials> credentials)
     : settings_(std::move(settings)),
       endpoints_text_(JoinEndpoints(settings_.endpoints)),
-      channel_(std::move(channel)),
-      kv_(etcdserverpb::KV::NewStub(channel_)),
-      lease_(etcdserverpb::Lease::NewStub(channel_)),
-      maintenance_(etcdserverpb::Maintenance::NewStub(channel_)) {}
+      target_(std::move(target)),
+      credentials_(std::move(credentials)) {
+  auto first = MakeStubs();
+  MutexLock lock(mu_);
+  stubs_ = std::move(first);
+}
+
+std::shared_ptr<const EtcdClient::Stubs> EtcdClient::MakeStubs() const {
+  grpc::ChannelArguments args;
+  // A txn may carry up to etcd's request limit (1.5 MiB); a range answers at most a page of
+  // values (etcd_backend.cc), well under this.
+  args.SetMaxReceiveMessageSize(64 << 20);
+  args.SetMaxSendMessageSize(4 << 20);
+  // Its own connections: a replaced channel must not inherit the old one's backoff through a
+  // shared subchannel.
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  auto stubs = std::make_shared<Stubs>();
+  stubs->channel = grpc::CreateCustomChannel(target_, credentials_, args);
+  stubs->kv = etcdserverpb::KV::NewStub(stubs->channel);
+  stubs->lease = etcdserverpb::Lease::NewStub(stubs->channel);
+  stubs->maintenance = etcdserverpb::Maintenance::NewStub(stubs->channel);
+  stubs->made = std::chrono::steady_clock::now();
+  return stubs;
+}
+
+std::shared_ptr<const EtcdClient::Stubs> EtcdClient::stubs() const {
+  MutexLock lock(mu_);
+  return stubs_;
+}
 
 bool EtcdClient::WaitConnected(std::chrono::milliseconds timeout) {
-  return channel_->WaitForConnected(std::chrono::system_clock::now() + timeout);
+  return stubs()->channel->WaitForConnected(std::chrono::system_clock::now() + timeout);
 }
 
 void EtcdClient::SetDeadline(grpc::ClientContext& context) const {
@@ -137,28 +156,37 @@ void EtcdClient::SetDeadline(grpc::ClientContext& context) const {
                        std::chrono::milliseconds(settings_.request_timeout_ms));
 }
 
-Status EtcdClient::Failed(const grpc::Status& status, const char* what) const {
+Status EtcdClient::Failed(const grpc::Status& status, const char* what,
+                          const std::shared_ptr<const Stubs>& used) {
+  if (status.error_code() == grpc::StatusCode::UNAVAILABLE &&
+      std::chrono::steady_clock::now() - used->made >= kMinChannelAge) {
+    auto fresh = MakeStubs();
+    MutexLock lock(mu_);
+    if (stubs_ == used) stubs_ = std::move(fresh);  // unless another call replaced it already
+  }
   return Status(CodeOf(status.error_code()),
                 std::string("etcd ") + endpoints_text_ + ": " + what + ": " +
                     (status.error_message().empty() ? "no answer" : status.error_message()));
 }
 
 Result<etcdserverpb::RangeResponse> EtcdClient::Range(const etcdserverpb::RangeRequest& request) {
+  auto used = stubs();
   grpc::ClientContext context;
   SetDeadline(context);
   etcdserverpb::RangeResponse response;
-  grpc::Status status = kv_->Range(&context, request, &response);
-  if (!status.ok()) return Failed(status, "range");
+  grpc::Status status = used->kv->Range(&context, request, &response);
+  if (!status.ok()) return Failed(status, "range", used);
   return response;
 }
 
 bool EtcdClient::Txn(const etcdserverpb::TxnRequest& request, etcdserverpb::TxnResponse* response,
                      EtcdError* error) {
+  auto used = stubs();
   grpc::ClientContext context;
   SetDeadline(context);
-  grpc::Status status = kv_->Txn(&context, request, response);
+  grpc::Status status = used->kv->Txn(&context, request, response);
   if (status.ok()) return true;
-  error->status = Failed(status, "txn");
+  error->status = Failed(status, "txn", used);
   // etcd checks a request's shape (size, operation count, duplicate keys) before proposing it:
   // those refusals are certain. Everything else may have reached the raft log.
   switch (status.error_code()) {
@@ -173,13 +201,14 @@ bool EtcdClient::Txn(const etcdserverpb::TxnRequest& request, etcdserverpb::TxnR
 }
 
 Result<etcdserverpb::LeaseGrantResponse> EtcdClient::LeaseGrant(int64_t ttl_seconds) {
+  auto used = stubs();
   grpc::ClientContext context;
   SetDeadline(context);
   etcdserverpb::LeaseGrantRequest request;
   request.set_ttl(ttl_seconds);
   etcdserverpb::LeaseGrantResponse response;
-  grpc::Status status = lease_->LeaseGrant(&context, request, &response);
-  if (!status.ok()) return Failed(status, "lease grant");
+  grpc::Status status = used->lease->LeaseGrant(&context, request, &response);
+  if (!status.ok()) return Failed(status, "lease grant", used);
   if (!response.error().empty()) {
     return Status::Unavailable("etcd " + endpoints_text_ + ": lease grant: " + response.error());
   }
@@ -187,31 +216,33 @@ Result<etcdserverpb::LeaseGrantResponse> EtcdClient::LeaseGrant(int64_t ttl_seco
 }
 
 Status EtcdClient::LeaseRevoke(int64_t lease_id) {
+  auto used = stubs();
   grpc::ClientContext context;
   SetDeadline(context);
   etcdserverpb::LeaseRevokeRequest request;
   request.set_id(lease_id);
   etcdserverpb::LeaseRevokeResponse response;
-  grpc::Status status = lease_->LeaseRevoke(&context, request, &response);
-  if (!status.ok()) return Failed(status, "lease revoke");
+  grpc::Status status = used->lease->LeaseRevoke(&context, request, &response);
+  if (!status.ok()) return Failed(status, "lease revoke", used);
   return Status::Ok();
 }
 
 Result<int64_t> EtcdClient::LeaseKeepAliveOnce(int64_t lease_id) {
+  auto used = stubs();
   grpc::ClientContext context;
   SetDeadline(context);
-  auto stream = lease_->LeaseKeepAlive(&context);
+  auto stream = used->lease->LeaseKeepAlive(&context);
   etcdserverpb::LeaseKeepAliveRequest request;
   request.set_id(lease_id);
   etcdserverpb::LeaseKeepAliveResponse response;
   const bool answered = stream->Write(request) && stream->Read(&response);
   stream->WritesDone();
   if (!answered) {
-    context.TryCancel();
+    // The call's deadline bounds this: Finish says why the stream failed.
     grpc::Status status = stream->Finish();
     return Failed(
         status.ok() ? grpc::Status(grpc::StatusCode::UNAVAILABLE, "stream ended") : status,
-        "lease keepalive");
+        "lease keepalive", used);
   }
   // The server ends its side once ours is done; Finish collects the status.
   context.TryCancel();
@@ -220,11 +251,13 @@ Result<int64_t> EtcdClient::LeaseKeepAliveOnce(int64_t lease_id) {
 }
 
 Result<etcdserverpb::StatusResponse> EtcdClient::MemberStatus() {
+  auto used = stubs();
   grpc::ClientContext context;
   SetDeadline(context);
   etcdserverpb::StatusResponse response;
-  grpc::Status status = maintenance_->Status(&context, etcdserverpb::StatusRequest{}, &response);
-  if (!status.ok()) return Failed(status, "status");
+  grpc::Status status =
+      used->maintenance->Status(&context, etcdserverpb::StatusRequest{}, &response);
+  if (!status.ok()) return Failed(status, "status", used);
   return response;
 }
 

@@ -3,8 +3,14 @@
 // next member when one fails) and blocking calls of etcd's v3 API with the configured deadline.
 // Nothing here knows ckptd's keys: etcd_keys.h, etcd_backend.h and etcd_election.h do.
 //
-// Threading: every method is safe from any thread (gRPC stubs are). Each call blocks its thread
-// for at most request_timeout_ms: never call one on a strand.
+// Threading: every method is safe from any thread (gRPC stubs are; the channel in use is swapped
+// under mu_). Each call blocks its thread for at most request_timeout_ms: never call one on a
+// strand.
+//
+// Reconnecting: a gRPC channel that met a refused connection backs off for seconds (more with
+// each failure) before it tries again, which would cost a leader its lease after an etcd member
+// restarted. So a call that fails to connect replaces the channel (at most every
+// kMinChannelAge): the next call connects at once.
 
 #include <grpcpp/grpcpp.h>
 
@@ -12,6 +18,7 @@
 #include <memory>
 #include <string>
 
+#include "common/mutex.h"
 #include "common/status.h"
 #include "config/etcd_settings.h"
 #include "etcd/etcd_v3.grpc.pb.h"
@@ -55,16 +62,32 @@ class EtcdClient {
   const std::string& endpoints_text() const { return endpoints_text_; }
 
  private:
-  EtcdClient(EtcdSettings settings, std::shared_ptr<grpc::Channel> channel);
+  static constexpr auto kMinChannelAge = std::chrono::milliseconds(250);
+
+  // One channel and its stubs; replaced whole.
+  struct Stubs {
+    std::shared_ptr<grpc::Channel> channel;
+    std::unique_ptr<etcdserverpb::KV::Stub> kv;
+    std::unique_ptr<etcdserverpb::Lease::Stub> lease;
+    std::unique_ptr<etcdserverpb::Maintenance::Stub> maintenance;
+    std::chrono::steady_clock::time_point made;
+  };
+
+  EtcdClient(EtcdSettings settings, std::string target,
+             std::shared_ptr<grpc::ChannelCredentials> credentials);
+  std::shared_ptr<const Stubs> MakeStubs() const;
+  std::shared_ptr<const Stubs> stubs() const;
   void SetDeadline(grpc::ClientContext& context) const;
-  Status Failed(const grpc::Status& status, const char* what) const;
+  // Ours for a failed call; a failure to connect also replaces `used` (see Reconnecting).
+  Status Failed(const grpc::Status& status, const char* what,
+                const std::shared_ptr<const Stubs>& used);
 
   const EtcdSettings settings_;
   const std::string endpoints_text_;
-  const std::shared_ptr<grpc::Channel> channel_;
-  const std::unique_ptr<etcdserverpb::KV::Stub> kv_;
-  const std::unique_ptr<etcdserverpb::Lease::Stub> lease_;
-  const std::unique_ptr<etcdserverpb::Maintenance::Stub> maintenance_;
+  const std::string target_;
+  const std::shared_ptr<grpc::ChannelCredentials> credentials_;
+  mutable Mutex mu_;
+  std::shared_ptr<const Stubs> stubs_ CKPT_GUARDED_BY(mu_);
 };
 
 // The end of the range of every key starting with `prefix` (etcd's "prefix + 1").

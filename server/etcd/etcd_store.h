@@ -14,16 +14,18 @@ namespace ckpt {
 
 class EtcdStore final : public GroupCommitStore {
  public:
-  // `may_write`: EtcdBackend's (the election's LeaseConfirmed). Connects nothing yet.
+  // `may_write`: EtcdBackend's (the election's LeaseConfirmed). Connects nothing yet. `options`:
+  // GroupCommitStore's (its default on_fatal exits the process: fail-stop).
   static std::unique_ptr<EtcdStore> Create(std::shared_ptr<EtcdClient> client,
-                                           std::function<bool()> may_write);
+                                           std::function<bool()> may_write,
+                                           GroupCommitOptions options = {});
 
   // The backend, for SetFence at takeover. Lives as long as the store.
   EtcdBackend& backend() { return backend_; }
 
  private:
-  EtcdStore(std::unique_ptr<EtcdBackend> backend, EtcdBackend& raw)
-      : GroupCommitStore(std::move(backend), GroupCommitOptions{}), backend_(raw) {}
+  EtcdStore(std::unique_ptr<EtcdBackend> backend, EtcdBackend& raw, GroupCommitOptions options)
+      : GroupCommitStore(std::move(backend), std::move(options)), backend_(raw) {}
 
   EtcdBackend& backend_;
 };

@@ -32,6 +32,13 @@ def rss_kb(pid):
     return 0
 
 
+def is_sanitized_build(ckptd_binary):
+    """True when `ckptd --version` says it was built with sanitizers, whose allocator keeps freed
+    memory in quarantine by design: resident-memory bounds do not hold there."""
+    version = subprocess.run([ckptd_binary, "--version"], capture_output=True, text=True).stdout
+    return "sanitizers" in version
+
+
 def wait_until(cond, timeout, what):
     """Polls cond() until it is true; fails with `what` after `timeout` seconds."""
     deadline = time.monotonic() + timeout

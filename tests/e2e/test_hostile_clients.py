@@ -25,9 +25,7 @@ class HostileTest(unittest.TestCase):
     def setUp(self):
         self.ws = e2e.Workspace(BUILD_DIR)
         self.server = f"127.0.0.1:{self.ws.port}"
-        version = subprocess.run([self.ws.binary("ckptd"), "--version"], capture_output=True,
-                                 text=True).stdout
-        self.sanitized = "sanitizers" in version
+        self.sanitized = e2e.is_sanitized_build(self.ws.binary("ckptd"))
         self.scale = 0.1 if self.sanitized else 1.0
 
     def tearDown(self):

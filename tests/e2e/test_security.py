@@ -393,7 +393,9 @@ class SecurityTest(unittest.TestCase):
         page = e2e.http_get(self.ws.metrics_url())[2]
         self.assertEqual(
             e2e.sample(page, 'ckptd_limit_refusals_total{limit="max_session_queue_bytes"}'), 3)
-        self.assertLess(e2e.rss_kb(self.daemon.pid), baseline + 40 * 1024)
+        # A sanitizer build's allocator keeps freed memory in quarantine: no bound holds there.
+        if not e2e.is_sanitized_build(self.ws.binary("ckptd")):
+            self.assertLess(e2e.rss_kb(self.daemon.pid), baseline + 40 * 1024)
 
     # --- refusal by default ------------------------------------------------------------------
 

@@ -1,0 +1,330 @@
+// The etcd backend against a real etcd (Debian's, started by support/etcd_cluster.h): the
+// MetadataStore contract, the fence, writes of unknown outcome (a fake etcd that never answers),
+// the lease gate, chunked checkpoints and batches split to etcd's limits. And the election: who
+// leads, takeover on resignation, a revoked lease, etcd down and back.
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <future>
+#include <thread>
+
+#include "../unit/metadata_store_contract.h"
+#include "etcd/etcd_election.h"
+#include "etcd/etcd_store.h"
+#include "support/etcd_cluster.h"
+
+namespace ckpt {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+// One cluster for the whole program: each test works under a prefix of its own.
+testing::EtcdCluster& SharedCluster() {
+  // Never destroyed: its members die with this program (PR_SET_PDEATHSIG).
+  static auto* cluster = new testing::EtcdCluster(1);
+  return *cluster;
+}
+
+std::shared_ptr<EtcdClient> ClientFor(const std::vector<std::string>& endpoints,
+                                      const std::string& prefix,
+                                      int64_t request_timeout_ms = 5000) {
+  EtcdSettings settings;
+  settings.endpoints = endpoints;
+  settings.prefix = prefix;
+  settings.request_timeout_ms = request_timeout_ms;
+  auto client = EtcdClient::Create(settings);
+  EXPECT_TRUE(client.ok()) << client.status().ToString();
+  return std::move(*client);
+}
+
+// A fence key of our own making, as a leader's candidate key would be: its create revision.
+int64_t MakeFence(EtcdClient& client, const std::string& key) {
+  etcdserverpb::TxnRequest txn;
+  auto* put = txn.add_success()->mutable_request_put();
+  put->set_key(key);
+  put->set_value("test");
+  etcdserverpb::TxnResponse response;
+  EtcdError error;
+  EXPECT_TRUE(client.Txn(txn, &response, &error)) << error.status.ToString();
+  return response.header().revision();
+}
+
+std::vector<etcdserverpb::KeyValue> Dump(EtcdClient& client, const std::string& prefix) {
+  etcdserverpb::RangeRequest request;
+  request.set_key(prefix);
+  request.set_range_end(PrefixEnd(prefix));
+  auto response = client.Range(request);
+  EXPECT_TRUE(response.ok()) << response.status().ToString();
+  return {response->kvs().begin(), response->kvs().end()};
+}
+
+std::unique_ptr<EtcdStore> OpenFenced(
+    const std::string& prefix, std::function<void(const Status&)> on_fatal = nullptr,
+    std::function<bool()> may_write = [] { return true; }) {
+  auto client = ClientFor(SharedCluster().endpoints(), prefix);
+  GroupCommitOptions options;
+  if (on_fatal) options.on_fatal = std::move(on_fatal);
+  auto store = EtcdStore::Create(client, std::move(may_write), std::move(options));
+  const std::string fence = prefix + "/election/test";
+  // Reopening under a prefix keeps its fence, as a leader keeps its key.
+  auto existing = Dump(*client, fence);
+  const int64_t revision =
+      existing.empty() ? MakeFence(*client, fence) : existing.front().create_revision();
+  store->backend().SetFence(fence, revision);
+  return store;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Etcd, MetadataStoreContract,
+    ::testing::Values(Backend{"etcd",
+                              [](const fs::path& dir) -> std::unique_ptr<GroupCommitStore> {
+                                if (!testing::EtcdCluster::Installed()) return nullptr;
+                                return OpenFenced("/contract/" + dir.filename().string());
+                              }}),
+    [](const ::testing::TestParamInfo<Backend>& info) { return info.param.name; });
+
+class EtcdStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!testing::EtcdCluster::Installed()) GTEST_SKIP() << "etcd is not installed";
+    prefix_ = "/t/" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name());
+    client_ = ClientFor(SharedCluster().endpoints(), prefix_);
+  }
+  std::string prefix_;
+  std::shared_ptr<EtcdClient> client_;
+};
+
+TEST_F(EtcdStoreTest, AWriteAfterTheLeaderKeyWasReplacedIsRefusedAndStopsTheStore) {
+  std::promise<Status> fatal;
+  auto store = OpenFenced(prefix_, [&fatal](const Status& s) { fatal.set_value(s); });
+  PipelineRecord r = MakeRecord("job", "p");
+  ASSERT_TRUE(Await([&](auto done) { store->PutPipeline(r, done); }).ok());
+
+  // Another daemon's leadership: the key goes (lease expired) and comes back with a new create
+  // revision. The deposed leader's next write must not land.
+  etcdserverpb::TxnRequest txn;
+  auto* del = txn.add_success()->mutable_request_delete_range();
+  del->set_key(prefix_ + "/election/test");
+  etcdserverpb::TxnResponse response;
+  EtcdError error;
+  ASSERT_TRUE(client_->Txn(txn, &response, &error));
+  MakeFence(*client_, prefix_ + "/election/test");
+
+  PipelineRecord second = MakeRecord("job", "q");
+  store->PutPipeline(second, [](Status) { ADD_FAILURE() << "a fenced-out write was answered"; });
+  auto future = fatal.get_future();
+  ASSERT_EQ(future.wait_for(seconds(10)), std::future_status::ready);
+  const Status why = future.get();
+  EXPECT_EQ(why.code(), StatusCode::kFailedPrecondition) << why.ToString();
+  EXPECT_NE(why.message().find("leadership lost"), std::string::npos) << why.ToString();
+  for (const auto& kv : Dump(*client_, prefix_ + "/pipelines/job/q")) {
+    ADD_FAILURE() << "written despite the fence: " << kv.key();
+  }
+}
+
+TEST_F(EtcdStoreTest, NothingIsSentWhileTheLeaseIsNotConfirmed) {
+  std::atomic<bool> confirmed{false};
+  auto store = OpenFenced(prefix_, nullptr, [&confirmed] { return confirmed.load(); });
+  PipelineRecord r = MakeRecord("job", "p");
+  Status s = Await([&](auto done) { store->PutPipeline(r, done); });
+  EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s.ToString();
+  EXPECT_TRUE(Dump(*client_, prefix_ + "/pipelines/").empty());
+  confirmed = true;  // etcd answers again: the store goes on
+  EXPECT_TRUE(Await([&](auto done) { store->PutPipeline(r, done); }).ok());
+  EXPECT_EQ(Dump(*client_, prefix_ + "/pipelines/").size(), 2u);  // spec and progress
+}
+
+TEST_F(EtcdStoreTest, ACheckpointTooLargeForOneValueIsWrittenInChunksAndTrimmedWithThem) {
+  auto store = OpenFenced(prefix_);
+  PipelineRecord r = MakeRecord("job", "wide", /*retained=*/1);
+  ASSERT_TRUE(Await([&](auto done) { store->PutPipeline(r, done); }).ok());
+  CompletedCheckpoint big = MakeCheckpoint(1);
+  for (int t = 0; t < 20000; ++t) {
+    big.task_states["task-" + std::to_string(t)] = {
+        "s3://bucket/state/a-rather-long-path/for/every/task/" + std::to_string(t), t, "crc"};
+  }
+  ASSERT_TRUE(Await([&](auto done) { store->CommitCheckpoint(CommitOf(r, big), done); }).ok());
+  const size_t chunks = Dump(*client_, prefix_ + "/chunks/").size();
+  EXPECT_GE(chunks, 3u) << "about 2 MB of states should not fit one value";
+  auto listed = store->ListCompleted(r.spec.key, 0);
+  ASSERT_TRUE(listed.ok()) << listed.status().ToString();
+  ASSERT_EQ(listed->size(), 1u);
+  EXPECT_EQ(listed->front(), big);
+
+  // Retention 1: the next checkpoint pushes it out, chunks and all.
+  ASSERT_TRUE(Await([&](auto done) {
+                store->CommitCheckpoint(CommitOf(r, MakeCheckpoint(2)), done);
+              }).ok());
+  EXPECT_TRUE(Dump(*client_, prefix_ + "/chunks/").empty());
+  listed = store->ListCompleted(r.spec.key, 0);
+  ASSERT_TRUE(listed.ok());
+  EXPECT_EQ(Ids(*listed), (std::vector<int64_t>{2}));
+}
+
+TEST_F(EtcdStoreTest, ABatchLargerThanOneTransactionIsSplitAndEveryOpLands) {
+  auto store = OpenFenced(prefix_);
+  Outcomes outcomes;
+  constexpr int kPipelines = 300;  // 600 puts: at least 5 txns of at most 128 operations
+  for (int i = 0; i < kPipelines; ++i) {
+    store->PutPipeline(MakeRecord("job", "p" + std::to_string(i)), outcomes.Record(i));
+  }
+  store->Flush();
+  auto seen = outcomes.seen();
+  ASSERT_EQ(seen.size(), static_cast<size_t>(kPipelines));
+  for (const auto& [n, s] : seen) EXPECT_TRUE(s.ok()) << n << ": " << s.ToString();
+  EXPECT_GE(store->backend().txns_committed(), 5u);
+  auto loaded = store->LoadPipelines();
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  EXPECT_EQ(loaded->size(), static_cast<size_t>(kPipelines));
+}
+
+// A fake etcd whose Txn never answers in time: the write's outcome is unknown.
+class SilentKv final : public etcdserverpb::KV::Service {
+  grpc::Status Txn(grpc::ServerContext* context, const etcdserverpb::TxnRequest*,
+                   etcdserverpb::TxnResponse*) override {
+    while (!context->IsCancelled()) std::this_thread::sleep_for(milliseconds(10));
+    return grpc::Status::CANCELLED;
+  }
+  grpc::Status Range(grpc::ServerContext*, const etcdserverpb::RangeRequest*,
+                     etcdserverpb::RangeResponse*) override {
+    return grpc::Status::OK;  // an empty store
+  }
+};
+
+TEST(EtcdStoreFakeTest, AWriteOfUnknownOutcomeStopsTheStoreWithoutAnsweringIt) {
+  SilentKv kv;
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&kv);
+  auto server = builder.BuildAndStart();
+  ASSERT_TRUE(server);
+  auto client = ClientFor({"http://127.0.0.1:" + std::to_string(port)}, "/fake", 300);
+  std::promise<Status> fatal;
+  GroupCommitOptions options;
+  options.on_fatal = [&fatal](const Status& s) { fatal.set_value(s); };
+  auto store = EtcdStore::Create(
+      client, [] { return true; }, std::move(options));
+  store->backend().SetFence("/fake/election/x", 7);
+  store->PutPipeline(MakeRecord("job", "p"),
+                     [](Status) { ADD_FAILURE() << "a write of unknown outcome was answered"; });
+  auto future = fatal.get_future();
+  ASSERT_EQ(future.wait_for(seconds(10)), std::future_status::ready);
+  const Status why = future.get();
+  EXPECT_EQ(why.code(), StatusCode::kDeadlineExceeded) << why.ToString();
+  EXPECT_NE(why.message().find("unknown outcome"), std::string::npos) << why.ToString();
+  store.reset();
+  server->Shutdown(std::chrono::system_clock::now());
+}
+
+// An election's events, gathered for the test thread.
+struct Seen {
+  std::mutex mu;
+  std::condition_variable cv;
+  int64_t elected_epoch = 0;
+  std::string leader_address;
+  std::string lost;
+
+  ElectionCallbacks Callbacks() {
+    ElectionCallbacks c;
+    c.on_leader_seen = [this](const std::string& address, int64_t) {
+      std::lock_guard lock(mu);
+      leader_address = address;
+      cv.notify_all();
+    };
+    c.on_elected = [this](const std::string&, int64_t epoch) {
+      std::lock_guard lock(mu);
+      elected_epoch = epoch;
+      cv.notify_all();
+    };
+    c.on_lost = [this](const std::string& why) {
+      std::lock_guard lock(mu);
+      lost = why;
+      cv.notify_all();
+    };
+    return c;
+  }
+  template <typename Pred>
+  bool WaitFor(Pred pred, std::chrono::milliseconds timeout) {
+    std::unique_lock lock(mu);
+    return cv.wait_for(lock, timeout, pred);
+  }
+};
+
+TEST_F(EtcdStoreTest, TheFirstCandidateLeadsAndTheStandbyTakesOverWhenItResigns) {
+  auto settings_client = ClientFor(SharedCluster().endpoints(), prefix_);
+  Seen a, b;
+  EtcdElection first(settings_client, "a:1", a.Callbacks());
+  first.Start();
+  ASSERT_TRUE(a.WaitFor([&] { return a.elected_epoch > 0; }, seconds(10)));
+  EtcdElection second(settings_client, "b:2", b.Callbacks());
+  second.Start();
+  ASSERT_TRUE(b.WaitFor([&] { return b.leader_address == "a:1"; }, seconds(10)));
+  EXPECT_EQ(b.elected_epoch, 0);
+  EXPECT_TRUE(first.LeaseConfirmed());
+
+  const auto resigned = std::chrono::steady_clock::now();
+  first.Stop(/*resign=*/true);
+  ASSERT_TRUE(b.WaitFor([&] { return b.elected_epoch > 0; }, seconds(10)));
+  EXPECT_GT(b.elected_epoch, a.elected_epoch) << "epochs grow with each leader";
+  EXPECT_LT(std::chrono::steady_clock::now() - resigned, seconds(2))
+      << "a resignation hands over at once, not after the TTL";
+  EXPECT_TRUE(a.lost.empty());
+}
+
+TEST_F(EtcdStoreTest, ALeaderWhoseLeaseIsRevokedIsToldItLostAndNeverLeadsAgain) {
+  auto client = ClientFor(SharedCluster().endpoints(), prefix_);
+  Seen a;
+  EtcdElection election(client, "a:1", a.Callbacks());
+  election.Start();
+  ASSERT_TRUE(a.WaitFor([&] { return a.elected_epoch > 0; }, seconds(10)));
+  // The lease id is the candidate key's last segment (hex).
+  auto keys = Dump(*client, prefix_ + "/election/");
+  ASSERT_EQ(keys.size(), 1u);
+  const std::string key = keys.front().key();
+  const int64_t lease =
+      static_cast<int64_t>(std::stoull(key.substr(key.rfind('/') + 1), nullptr, 16));
+  ASSERT_TRUE(client->LeaseRevoke(lease).ok());
+  ASSERT_TRUE(a.WaitFor([&] { return !a.lost.empty(); }, seconds(10)));
+  EXPECT_TRUE(a.lost.find("expired") != std::string::npos ||
+              a.lost.find("no longer") != std::string::npos)
+      << a.lost;
+}
+
+TEST(EtcdElectionOutageTest, ALeaderStopsActingWhileEtcdIsDownAndResumesWhenItIsBack) {
+  if (!testing::EtcdCluster::Installed()) GTEST_SKIP() << "etcd is not installed";
+  testing::EtcdCluster cluster(1);
+  EtcdSettings settings;
+  settings.endpoints = cluster.endpoints();
+  settings.prefix = "/outage";
+  settings.election_ttl_ms = 3000;
+  settings.request_timeout_ms = 500;
+  auto client = EtcdClient::Create(settings);
+  ASSERT_TRUE(client.ok());
+  std::shared_ptr<EtcdClient> shared = std::move(*client);
+  Seen a;
+  EtcdElection election(shared, "a:1", a.Callbacks());
+  election.Start();
+  ASSERT_TRUE(a.WaitFor([&] { return a.elected_epoch > 0; }, seconds(10)));
+  cluster.Kill(0);
+  // Within the TTL the local deadline passes: nothing is to be sent or written.
+  const auto deadline = std::chrono::steady_clock::now() + seconds(6);
+  while (election.LeaseConfirmed() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  EXPECT_FALSE(election.LeaseConfirmed());
+  cluster.Restart(0);
+  // etcd restores its leases with a fresh TTL when it starts: the keepalive confirms ours again.
+  const auto back = std::chrono::steady_clock::now() + seconds(20);
+  while (!election.LeaseConfirmed() && std::chrono::steady_clock::now() < back) {
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  EXPECT_TRUE(election.LeaseConfirmed());
+  std::lock_guard lock(a.mu);
+  EXPECT_TRUE(a.lost.empty()) << a.lost;
+}
+
+}  // namespace
+}  // namespace ckpt

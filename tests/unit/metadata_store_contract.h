@@ -1,0 +1,292 @@
+#pragma once
+// The MetadataStore contract (store/metadata_store.h) as parameterized tests, held against every
+// backend: a test program includes this once and instantiates MetadataStoreContract with its
+// backends (metadata_store_contract_test.cc: SQLite and the in-memory test backend;
+// integration/etcd_store_test.cc: etcd). What one backend passes, any other must.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "store/group_commit_store.h"
+#include "store_test_util.h"
+#include "support/scoped_temp_dir.h"
+
+namespace ckpt {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Backend {
+  std::string name;
+  // Opens a fresh, empty store whose files (if any) go under `dir`.
+  std::function<std::unique_ptr<GroupCommitStore>(const fs::path& dir)> open;
+};
+
+class MetadataStoreContract : public ::testing::TestWithParam<Backend> {
+ protected:
+  std::unique_ptr<GroupCommitStore> Open() {
+    auto store = GetParam().open(dir_);
+    EXPECT_TRUE(store) << GetParam().name << " did not open";
+    return store;
+  }
+
+  ckpt::testing::ScopedTempDir temp_{"ckptd-store-contract"};
+  const fs::path dir_ = temp_.path();
+};
+
+TEST_P(MetadataStoreContract, ARecordRoundTripsEveryFieldAndAPutReplacesIt) {
+  PipelineRecord r;
+  r.spec.key = {"job-α", "pipe 1"};
+  r.spec.task_ids = {"source-0", "sink/1", "ü,ber", "with \"quotes\""};
+  r.spec.interval_ms = 12345;
+  r.spec.timeout_ms = 67890;
+  r.spec.min_pause_ms = 111;
+  r.spec.tolerable_failures = 3;
+  r.spec.retained = 7;
+  r.generation = 42;
+  r.sticky = StickyState::kStopped;
+  r.counters = {5, 6, 7, 2};
+  r.last_completed_id = 99;
+  r.last_completed_kind = CheckpointKind::kSavepointAndStop;
+  r.last_completed_at_ms = 1700000001234;
+  r.from_config = true;
+  PipelineRecord other = MakeRecord("job-α", "pipe 0");
+  other.sticky = StickyState::kPaused;
+
+  auto store = Open();
+  ASSERT_TRUE(Await([&](auto done) { store->PutPipeline(r, done); }).ok());
+  ASSERT_TRUE(Await([&](auto done) { store->PutPipeline(other, done); }).ok());
+  ASSERT_TRUE(Await([&](auto done) { store->ReserveIds(r.spec.key, 100, done); }).ok());
+  auto loaded = store->LoadPipelines();
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  ASSERT_EQ(loaded->size(), 2u);
+  EXPECT_EQ((*loaded)[0].record, other);  // ordered by key
+  EXPECT_EQ((*loaded)[1].record, r);
+  EXPECT_EQ((*loaded)[1].id_counter, 100);
+
+  // Put replaces every field.
+  r.sticky = StickyState::kFailed;
+  r.spec.task_ids = {"only"};
+  r.counters.consecutive_failures = 0;
+  r.last_completed_kind = CheckpointKind::kSavepoint;
+  r.from_config = false;
+  ASSERT_TRUE(Await([&](auto done) { store->PutPipeline(r, done); }).ok());
+  loaded = store->LoadPipelines();
+  ASSERT_TRUE(loaded.ok());
+  ASSERT_EQ(loaded->size(), 2u);
+  EXPECT_EQ((*loaded)[1].record, r);
+}
+
+TEST_P(MetadataStoreContract, TheIdCounterOnlyGrowsAndOutlivesDelete) {
+  const PipelineRecord r = MakeRecord("j", "p");
+  const PipelineKey key = r.spec.key;
+  auto store = Open();
+  ASSERT_TRUE(Await([&](auto done) { store->PutPipeline(r, done); }).ok());
+  ASSERT_TRUE(Await([&](auto done) { store->ReserveIds(key, 100, done); }).ok());
+  ASSERT_TRUE(Await([&](auto done) { store->ReserveIds(key, 50, done); }).ok());
+  EXPECT_EQ(*store->LoadIdCounter(key), 100);
+  ASSERT_TRUE(Await([&](auto done) { store->ReserveIds(key, 200, done); }).ok());
+  auto loaded = store->LoadPipelines();
+  ASSERT_TRUE(loaded.ok());
+  ASSERT_EQ(loaded->size(), 1u);
+  EXPECT_EQ((*loaded)[0].id_counter, 200);
+
+  Status negative = Await([&](auto done) { store->ReserveIds(key, -1, done); });
+  EXPECT_EQ(negative.code(), StatusCode::kInvalidArgument) << negative.ToString();
+
+  ASSERT_TRUE(Await([&](auto done) { store->DeletePipeline(key, done); }).ok());
+  loaded = store->LoadPipelines();
+  ASSERT_TRUE(loaded.ok());
+  EXPECT_TRUE(loaded->empty());
+  EXPECT_EQ(*store->LoadIdCounter(key), 200);
+  EXPECT_EQ(*store->LoadIdCounter({"j", "never"}), 0);
+
+  // Re-created under the same name: the counter is still there.
+  ASSERT_TRUE(Await([&](auto done) { store->PutPipeline(r, done); }).ok());
+  loaded = store->LoadPipelines();
+  ASSERT_TRUE(loaded.ok());
+  ASSERT_EQ(loaded->size(), 1u);
+  EXPECT_EQ((*loaded)[0].id_counter, 200);
+  ASSERT_TRUE(Await([&](auto done) { store->ReserveIds(key, 150, done); }).ok());
+  EXPECT_EQ(*store->LoadIdCounter(key), 200);
+}
+
+TEST_P(MetadataStoreContract, ACommitIsListedNewestFirstWithItsTaskStates) {
+  auto store = Open();
+  PipelineRecord r = MakeRecord("j", "p");
+  const PipelineRecord neighbour = MakeRecord("j", "q");
+  ASSERT_TRUE(Await([&](auto done) { store->PutPipeline(r, done); }).ok());
+  ASSERT_TRUE(Await([&](auto done) { store->PutPipeline(neighbour, done); }).ok());
+  std::vector<CompletedCheckpoint> committed;
+  for (int64_t id : {1, 2, 4}) {
+    CompletedCheckpoint cp =
+        MakeCheckpoint(id, id == 2 ? CheckpointKind::kSavepoint : CheckpointKind::kCheckpoint);
+    r.counters.completed_count += 1;
+    r.last_completed_id = id;
+    r.last_completed_kind = cp.kind;
+    r.last_completed_at_ms = cp.finished_at_ms;
+    ASSERT_TRUE(Await([&](auto done) { store->CommitCheckpoint(CommitOf(r, cp), done); }).ok());
+    committed.insert(committed.begin(), cp);
+  }
+  ASSERT_TRUE(Await([&](auto done) {
+                store->CommitCheckpoint(CommitOf(neighbour, MakeCheckpoint(3)), done);
+              }).ok());
+
+  auto listed = store->ListCompleted(r.spec.key, 0);
+  ASSERT_TRUE(listed.ok()) << listed.status().ToString();
+  EXPECT_EQ(*listed, committed);  // newest first, every field and task state intact
+  EXPECT_EQ((*listed)[1].location, "s3://bucket/sp-2");
+  EXPECT_EQ((*listed)[0].task_states.at("1").size_bytes, 204);
+
+  listed = store->ListCompleted(r.spec.key, 2);
+  ASSERT_TRUE(listed.ok());
+  EXPECT_EQ(Ids(*listed), (std::vector<int64_t>{4, 2}));
+  listed = store->ListCompleted({"j", "unknown"}, 0);
+  ASSERT_TRUE(listed.ok());
+  EXPECT_TRUE(listed->empty());
+
+  // The record was written in the same transaction, and the counter covers the ids.
+  auto loaded = store->LoadPipelines();
+  ASSERT_TRUE(loaded.ok());
+  ASSERT_EQ(loaded->size(), 2u);
+  EXPECT_EQ((*loaded)[0].record, r);
+  EXPECT_EQ((*loaded)[0].id_counter, 4);
+  EXPECT_EQ((*loaded)[1].record, neighbour);
+
+  Status bad =
+      Await([&](auto done) { store->CommitCheckpoint(CommitOf(r, MakeCheckpoint(0)), done); });
+  EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument) << bad.ToString();
+}
+
+TEST_P(MetadataStoreContract, RetentionTrimsCheckpointsButKeepsSavepoints) {
+  auto store = Open();
+  PipelineRecord r = MakeRecord("j", "p", /*retained=*/3);
+  ASSERT_TRUE(Await([&](auto done) { store->PutPipeline(r, done); }).ok());
+  for (int64_t id = 1; id <= 10; ++id) {
+    CheckpointKind kind = id == 4 || id == 7 ? CheckpointKind::kSavepoint
+                          : id == 8          ? CheckpointKind::kSavepointAndStop
+                                             : CheckpointKind::kCheckpoint;
+    store->CommitCheckpoint(CommitOf(r, MakeCheckpoint(id, kind)),
+                            [](Status s) { EXPECT_TRUE(s.ok()) << s.ToString(); });
+  }
+  store->Flush();
+  auto listed = store->ListCompleted(r.spec.key, 0);
+  ASSERT_TRUE(listed.ok());
+  // Checkpoints 1 2 3 5 6 9 10: the 3 newest stay. Savepoints 4 7 8 all stay.
+  EXPECT_EQ(Ids(*listed), (std::vector<int64_t>{10, 9, 8, 7, 6, 4}));
+
+  // A smaller window applies from the next commit on.
+  r.spec.retained = 1;
+  ASSERT_TRUE(Await([&](auto done) {
+                store->CommitCheckpoint(CommitOf(r, MakeCheckpoint(11)), done);
+              }).ok());
+  listed = store->ListCompleted(r.spec.key, 0);
+  ASSERT_TRUE(listed.ok());
+  EXPECT_EQ(Ids(*listed), (std::vector<int64_t>{11, 8, 7, 4}));
+}
+
+TEST_P(MetadataStoreContract, ADuplicateCheckpointIdFailsOnlyThatOpOfItsBatch) {
+  auto store = Open();
+  PipelineRecord a = MakeRecord("j", "a");
+  PipelineRecord b = MakeRecord("j", "b");
+  ASSERT_TRUE(Await([&](auto done) { store->PutPipeline(a, done); }).ok());
+  a.counters.completed_count = 1;
+
+  WriterGate gate;
+  store->ReserveIds(a.spec.key, 10, gate.Callback());
+  ASSERT_TRUE(gate.WaitEntered());
+  const uint64_t batches_before = store->batches_committed();
+
+  Outcomes outcomes;
+  CompletedCheckpoint first = MakeCheckpoint(1);
+  CompletedCheckpoint duplicate = MakeCheckpoint(1);
+  duplicate.location = "must not overwrite";
+  PipelineRecord a_dup = a;
+  a_dup.counters.completed_count = 99;  // must be rolled back with its op
+  store->CommitCheckpoint(CommitOf(a, first), outcomes.Record(0));
+  store->CommitCheckpoint(CommitOf(a_dup, duplicate), outcomes.Record(1));
+  store->PutPipeline(b, outcomes.Record(2));
+  store->CommitCheckpoint(CommitOf(b, MakeCheckpoint(1)), outcomes.Record(3));
+  gate.Release();
+  store->Flush();
+
+  const auto results = outcomes.seen();
+  ASSERT_EQ(results.size(), 4u);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(results[i].first, i);  // in call order
+  EXPECT_TRUE(results[0].second.ok()) << results[0].second.ToString();
+  EXPECT_EQ(results[1].second.code(), StatusCode::kAlreadyExists) << results[1].second.ToString();
+  EXPECT_NE(results[1].second.message().find("checkpoint 1 of j/a"), std::string::npos)
+      << results[1].second.message();
+  EXPECT_TRUE(results[2].second.ok()) << results[2].second.ToString();
+  EXPECT_TRUE(results[3].second.ok()) << results[3].second.ToString();
+  EXPECT_EQ(store->batches_committed(), batches_before + 1) << "the four ops shared one batch";
+
+  auto listed = store->ListCompleted(a.spec.key, 0);
+  ASSERT_TRUE(listed.ok());
+  ASSERT_EQ(listed->size(), 1u);
+  EXPECT_EQ((*listed)[0], first);
+  auto loaded = store->LoadPipelines();
+  ASSERT_TRUE(loaded.ok());
+  ASSERT_EQ(loaded->size(), 2u);
+  EXPECT_EQ((*loaded)[0].record, a);
+  EXPECT_EQ((*loaded)[1].record, b);
+}
+
+TEST_P(MetadataStoreContract, ProgressIsWrittenAloneAndNeverRevivesADeletedPipeline) {
+  auto store = Open();
+  PipelineRecord r = MakeRecord("j", "p");
+  ASSERT_TRUE(Await([&](auto done) { store->PutPipeline(r, done); }).ok());
+  PipelineProgress progress = r.progress();
+  progress.generation = 9;
+  progress.sticky = StickyState::kPaused;
+  ASSERT_TRUE(Await([&](auto done) { store->PutProgress(r.spec.key, progress, done); }).ok());
+  auto loaded = store->LoadPipelines();
+  ASSERT_TRUE(loaded.ok());
+  ASSERT_EQ(loaded->size(), 1u);
+  EXPECT_EQ((*loaded)[0].record.progress(), progress);
+  EXPECT_EQ((*loaded)[0].record.spec, r.spec) << "the spec is untouched";
+
+  ASSERT_TRUE(Await([&](auto done) { store->DeletePipeline(r.spec.key, done); }).ok());
+  EXPECT_TRUE(Await([&](auto done) { store->PutProgress(r.spec.key, progress, done); }).ok());
+  Status commit =
+      Await([&](auto done) { store->CommitCheckpoint(CommitOf(r, MakeCheckpoint(1)), done); });
+  EXPECT_EQ(commit.code(), StatusCode::kNotFound) << commit.ToString();
+  loaded = store->LoadPipelines();
+  ASSERT_TRUE(loaded.ok());
+  EXPECT_TRUE(loaded->empty()) << "a late write must not bring a deleted pipeline back";
+  auto history = store->ListCompleted(r.spec.key, 0);
+  ASSERT_TRUE(history.ok());
+  EXPECT_TRUE(history->empty());
+}
+
+TEST_P(MetadataStoreContract, TheHistoryIsReadInPagesBelowAnId) {
+  auto store = Open();
+  PipelineRecord r = MakeRecord("j", "p", /*retained=*/100);
+  ASSERT_TRUE(Await([&](auto done) { store->PutPipeline(r, done); }).ok());
+  for (int64_t id = 1; id <= 7; ++id) {
+    store->CommitCheckpoint(CommitOf(r, MakeCheckpoint(id)),
+                            [](Status s) { EXPECT_TRUE(s.ok()) << s.ToString(); });
+  }
+  store->Flush();
+  auto page = store->ListCompleted(r.spec.key, 3);
+  ASSERT_TRUE(page.ok());
+  EXPECT_EQ(Ids(*page), (std::vector<int64_t>{7, 6, 5}));
+  page = store->ListCompleted(r.spec.key, 3, /*before_id=*/5);
+  ASSERT_TRUE(page.ok());
+  EXPECT_EQ(Ids(*page), (std::vector<int64_t>{4, 3, 2}));
+  page = store->ListCompleted(r.spec.key, 3, /*before_id=*/2);
+  ASSERT_TRUE(page.ok());
+  EXPECT_EQ(Ids(*page), (std::vector<int64_t>{1}));
+  page = store->ListCompleted(r.spec.key, 0, /*before_id=*/1);
+  ASSERT_TRUE(page.ok());
+  EXPECT_TRUE(page->empty());
+}
+
+}  // namespace
+}  // namespace ckpt
