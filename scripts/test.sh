@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Runs every test: setup, the format check (scripts/lint.sh --format-only), configure, build,
 # then ctest: unit, integration and end-to-end tests (the e2e ones drive the built binaries as
-# processes). Then the same suites under sanitizers: ASan+UBSan (all of them) and TSan (unit and
-# integration; built with clang, whose -Wthread-safety checks the locking annotations), then the
-# libFuzzer targets for CKPT_FUZZ_SECONDS (default 60) each (scripts/fuzz.sh). Every build turns
-# compiler warnings into errors (CKPT_WERROR). Non-zero exit if anything failed.
+# processes), then the HA protocol's model check (scripts/check-model.sh). Then the same suites
+# under sanitizers: ASan+UBSan (all of them) and TSan (unit and integration; built with clang,
+# whose -Wthread-safety checks the locking annotations), then the libFuzzer targets for
+# CKPT_FUZZ_SECONDS (default 60) each (scripts/fuzz.sh). Every build turns compiler warnings
+# into errors (CKPT_WERROR). Non-zero exit if anything failed.
 # CKPT_SKIP_SANITIZERS=1 skips the sanitizer builds and the fuzzing (a quick local run).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -17,6 +18,9 @@ echo "== build ($build_dir)"
 
 echo "== tests: unit, integration, end-to-end (ctest)"
 ctest --test-dir "$build_dir" --output-on-failure -j2 --timeout 300
+
+echo "== model check of the HA protocol (scripts/check-model.sh)"
+"$root/scripts/check-model.sh"
 
 if [ "${CKPT_SKIP_SANITIZERS:-0}" = 1 ]; then
   echo "== sanitizers skipped (CKPT_SKIP_SANITIZERS=1)"

@@ -318,6 +318,9 @@ std::string Daemon::NotReady() const {
                                                       : view.leader_address + " leads");
   }
   if (!ready_.load()) return "starting or shutting down";
+  if (!leadership_.MaySendToWorkers()) {
+    return "leader, but etcd has not confirmed the lease in time (past its local deadline)";
+  }
   if (host_ && !host_->store_writable()) return "the store fails writes";
   return NotAlive();
 }
@@ -366,6 +369,11 @@ ReloadResult Daemon::Reload(const DaemonConfig& next) {
   restart_only("data_dir", config_.data_dir, next.data_dir);
   restart_only("savepoint_root", config_.savepoint_root, next.savepoint_root);
   restart_only("store.backend", config_.store_backend, next.store_backend);
+  restart_only("advertise", config_.advertise, next.advertise);
+  if (config_.etcd != next.etcd) {  // endpoints, prefix, TTL, TLS: the campaign is built on them
+    spdlog::warn("reload: store.etcd changed; needs a restart, keeping the running settings");
+    needs_restart.push_back("store.etcd");
+  }
   restart_only("threads", config_.threads, next.threads);
   restart_only("lease_ttl_ms", config_.lease_ttl_ms, next.lease_ttl_ms);
   restart_only("heartbeat_interval_ms", config_.heartbeat_interval_ms, next.heartbeat_interval_ms);

@@ -209,9 +209,11 @@ TEST_F(ReloadTest, RestartOnlyKeysAreReportedAndKept) {
   next.threads = 7;
   next.lease_ttl_ms = 9000;
   next.log_format = "json";
+  next.advertise = "ckptd-b.internal:7070";
+  next.etcd.prefix = "/elsewhere";
   ReloadResult result = daemon_->Reload(next);
-  for (const char* key :
-       {"listen", "metrics_listen", "data_dir", "threads", "lease_ttl_ms", "log.format"}) {
+  for (const char* key : {"listen", "metrics_listen", "data_dir", "threads", "lease_ttl_ms",
+                          "log.format", "advertise", "store.etcd"}) {
     EXPECT_TRUE(Has(result.needs_restart, key)) << key;
   }
   EXPECT_FALSE(Has(result.needs_restart, "heartbeat_interval_ms"));

@@ -1,0 +1,248 @@
+#!/usr/bin/env python3
+"""High-availability benchmark: real etcd members, two Release ckptd daemons sharing one prefix,
+the simulator serving every pipeline with `--server A,B`.
+
+  1. etcd's own floor: sequential single-put round trips through one connection (etcd's JSON
+     gateway, measurement only), in ops/s. A daemon that wrote each completion alone could not
+     complete more checkpoints per second than this.
+  2. Steady state on etcd: P pipelines of T tasks at the interval, a warm-up then a window; the
+     simulator's checkpoint duration (trigger to `complete`, as the worker saw it) p50/p99 and
+     the durable completions per second.
+  3. Failover: K times, kill -9 of the leader; the time until the standby is ready, and until
+     every pipeline has completed a checkpoint after the kill. The killed daemon is started again
+     as the next standby.
+
+  ha_bench.py --build-dir B [--pipelines 1000] [--tasks 2] [--kills 10] [--members 3]
+Prints one JSON object on stdout; progress on stderr. Not part of CI (minutes per run).
+"""
+import argparse
+import http.client
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "e2e"))
+import e2e_util as e2e  # noqa: E402
+import etcd_util  # noqa: E402
+
+
+def log(msg):
+    print(f"  [ha] {msg}", file=sys.stderr, flush=True)
+
+
+def percentile(values, q):
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def etcd_sequential_puts(endpoint, count):
+    host, port = endpoint.replace("http://", "").split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=10)
+    body = json.dumps({"key": "YmVuY2g=", "value": "eA=="})  # "bench" = "x"
+    start = time.monotonic()
+    for _ in range(count):
+        conn.request("POST", "/v3/kv/put", body, {"Content-Type": "application/json"})
+        reply = conn.getresponse()
+        reply.read()
+        if reply.status != 200:
+            raise RuntimeError(f"etcd put answered {reply.status}")
+    return count / (time.monotonic() - start)
+
+
+class Daemon:
+    def __init__(self, ws, name, etcd, args, job, pipelines):
+        self.ws, self.name, self.job = ws, name, job
+        self.config = ws.path(f"{name}-{job}.yaml")
+        declared = "".join(
+            f"  - {{job_id: {job}, pipeline_id: p{i}, parallelism: {args.tasks}, "
+            f"interval_ms: {args.interval_ms}}}\n" for i in range(pipelines))
+        self.port, self.metrics_port = e2e.free_port(), e2e.free_port()
+        with open(self.config, "w") as f:
+            f.write(f"listen: 127.0.0.1:{self.port}\nmetrics_listen: 127.0.0.1:{self.metrics_port}\n"
+                    f"data_dir: {ws.path(name + '-' + job)}\nadvertise: 127.0.0.1:{self.port}\n"
+                    "log: {level: warn}\nlimits: {max_streams_per_peer: 100000}\n"
+                    f"store:\n  backend: etcd\n  etcd: {{endpoints: {etcd.yaml_endpoints()}, "
+                    f"prefix: /ckptd-{job}, election_ttl_ms: {args.ttl_ms}}}\n"
+                    f"pipelines:\n{declared}")
+        self.proc = None
+
+    def start(self):
+        self.proc = self.ws.start("ckptd", "--config", self.config,
+                                  log=f"{self.name}-{self.job}.log")
+
+    def url(self, path):
+        return f"http://127.0.0.1:{self.metrics_port}{path}"
+
+    def ready(self):
+        return self.proc.poll() is None and e2e.http_status(self.url("/readyz"), 2) == 200
+
+    def role(self):
+        try:
+            page = e2e.http_get(self.url("/metrics"), 5)[2]
+        except OSError:
+            return None
+        for role in ("leader", "standby"):
+            if e2e.sample(page, f'ckptd_role{{role="{role}"}}') == 1:
+                return role
+        return None
+
+    def pipelines(self):
+        r = subprocess.run([self.ws.binary("ckptctl"), "--server", f"127.0.0.1:{self.port}",
+                            "pipeline", "list", "--job", self.job, "-o", "json"],
+                           capture_output=True, text=True, timeout=60)
+        return json.loads(r.stdout) if r.returncode == 0 else None
+
+
+def start_pair(ws, etcd, args, job, pipelines):
+    """Daemon a (which leads), then b (standby), on the prefix /ckptd-<job>."""
+    daemons = [Daemon(ws, "a", etcd, args, job, pipelines),
+               Daemon(ws, "b", etcd, args, job, pipelines)]
+    daemons[0].start()
+    e2e.wait_until(daemons[0].ready, 120, f"daemon a to lead ({job})")
+    daemons[1].start()
+    e2e.wait_until(lambda: daemons[1].role() == "standby", 60, f"daemon b to stand by ({job})")
+    return daemons
+
+
+def sim_command(ws, daemons, job, pipelines, args):
+    servers = ",".join(f"127.0.0.1:{d.port}" for d in daemons)
+    return [ws.binary("ckpt-worker-sim"), "--server", servers, "--job", job, "--pipelines",
+            str(pipelines), "--tasks-per-pipeline", str(args.tasks), "--json"]
+
+
+def stop_pair(daemons):
+    for d in daemons:
+        if d.proc.poll() is None:
+            e2e.stop(d.proc, timeout=60)
+
+
+def steady_phase(ws, etcd, args):
+    """Every round completes, and how long one takes, at args.steady_pipelines on etcd."""
+    daemons = start_pair(ws, etcd, args, "steady", args.steady_pipelines)
+    log(f"steady: {args.steady_pipelines}x{args.tasks} @ {args.interval_ms} ms, "
+        f"{args.warmup_s:.0f} s warm-up + {args.window_s:.0f} s")
+    before = {p["pipeline_id"]: p for p in daemons[0].pipelines()}
+    run = subprocess.run(
+        sim_command(ws, daemons, "steady", args.steady_pipelines, args) +
+        ["--warmup", f"{int(args.warmup_s)}s", "--duration", f"{int(args.warmup_s + args.window_s)}s"],
+        capture_output=True, text=True, timeout=args.warmup_s + args.window_s + 180)
+    after = daemons[0].pipelines()
+    stop_pair(daemons)
+    report = json.loads(run.stdout.strip().splitlines()[-1])
+    completed = sum(p["completed_count"] - before[p["pipeline_id"]]["completed_count"] for p in after)
+    failed = sum(p["failed_count"] - before[p["pipeline_id"]]["failed_count"] for p in after)
+    seconds = report["duration_ms"] / 1000
+    return {"pipelines": args.steady_pipelines, "checkpoint_ms": report["checkpoint_ms"],
+            "durable_completions_per_s": round(completed / seconds, 1),
+            "failed": failed, "aborts_seen_by_workers": report["aborts"]}
+
+
+def check_events(path, pipelines):
+    """Per pipeline, from the workers' event log: ids never reused (triggers strictly rising),
+    every `complete` was triggered, no task stopped."""
+    triggers, completes, stopped = {}, {}, 0
+    for event, _, pipeline, checkpoint_id, kind in e2e.read_events(path):
+        if event == "trigger":
+            triggers.setdefault(pipeline, []).append(checkpoint_id)
+        elif event == "complete":
+            completes.setdefault(pipeline, set()).add(checkpoint_id)
+        elif event == "state" and kind in ("STOPPED", "FAILED"):
+            stopped += 1
+    reused = sum(1 for ids in triggers.values() if ids != sorted(set(ids)))
+    untriggered = sum(len(c - set(triggers.get(p, []))) for p, c in completes.items())
+    return {"pipelines_seen": len(triggers), "pipelines_with_reused_ids": reused,
+            "completes_never_triggered": untriggered, "tasks_stopped": stopped,
+            "ok": len(triggers) == pipelines and reused == 0 and untriggered == 0 and stopped == 0}
+
+
+def failover_phase(ws, etcd, args):
+    daemons = start_pair(ws, etcd, args, "failover", args.pipelines)
+    events = ws.path("failover-events.log")
+    sim = ws.start("ckpt-worker-sim",
+                   *sim_command(ws, daemons, "failover", args.pipelines, args)[1:],
+                   "--event-log", events, log="sim-failover.log")
+    leader, standby = daemons
+    ready_s, all_s, lost = [], [], 0
+    for k in range(args.kills):
+        e2e.wait_until(lambda: all(p["state"] == "RUNNING" and p["completed_count"] > 0
+                                   for p in leader.pipelines() or [{"state": ""}]),
+                       120, "every pipeline to run before the kill")
+        last_before = {p["pipeline_id"]: p["last_completed_checkpoint_id"]
+                       for p in leader.pipelines()}
+        killed_ms = time.time() * 1000
+        killed = time.monotonic()
+        leader.proc.kill()
+        leader.proc.wait()
+        e2e.wait_until(standby.ready, 120, "the standby to take over")
+        ready_s.append(time.monotonic() - killed)
+
+        def all_completed():
+            listed = standby.pipelines()
+            return listed is not None and len(listed) == args.pipelines and all(
+                p["last_completed_at_ms"] > killed_ms for p in listed)
+        e2e.wait_until(all_completed, 120, "every pipeline to complete after the kill")
+        all_s.append(time.monotonic() - killed)
+        # Nothing durable lost: the new leader knows at least what the old one had completed.
+        lost += sum(1 for p in standby.pipelines()
+                    if p["last_completed_checkpoint_id"] < last_before.get(p["pipeline_id"], 0))
+        log(f"kill {k + 1}: ready after {ready_s[-1]:.2f} s, every pipeline completed "
+            f"after {all_s[-1]:.2f} s")
+        leader.start()  # back, as the next standby
+        e2e.wait_until(lambda: leader.role() == "standby", 60, "the killed daemon to stand by")
+        leader, standby = standby, leader
+    sim_alive = sim.poll() is None
+    e2e.stop(sim, timeout=60)
+    stop_pair(daemons)
+    proof = check_events(events, args.pipelines)
+    proof["simulator_kept_running"] = sim_alive
+    proof["pipelines_behind_the_old_leader"] = lost
+    return {
+        "pipelines": args.pipelines, "kills": args.kills, "election_ttl_ms": args.ttl_ms,
+        "ready_s": {"p50": round(statistics.median(ready_s), 2),
+                    "p99": round(percentile(ready_s, 0.99), 2), "max": round(max(ready_s), 2)},
+        "all_pipelines_completed_s": {"p50": round(statistics.median(all_s), 2),
+                                      "p99": round(percentile(all_s, 0.99), 2),
+                                      "max": round(max(all_s), 2)},
+        "proof": proof,
+    }
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--build-dir", required=True)
+    parser.add_argument("--pipelines", type=int, default=1000, help="failover phase")
+    parser.add_argument("--steady-pipelines", type=int, default=5000)
+    parser.add_argument("--tasks", type=int, default=2)
+    parser.add_argument("--interval-ms", type=int, default=1000)
+    parser.add_argument("--ttl-ms", type=int, default=5000)
+    parser.add_argument("--members", type=int, default=3)
+    parser.add_argument("--kills", type=int, default=10)
+    parser.add_argument("--warmup-s", type=float, default=10)
+    parser.add_argument("--window-s", type=float, default=30)
+    parser.add_argument("--skip-steady", action="store_true")
+    args = parser.parse_args()
+
+    ws = e2e.Workspace(args.build_dir)
+    etcd = None
+    try:
+        etcd = etcd_util.EtcdCluster(ws.dir, args.members)
+        floor = etcd_sequential_puts(etcd.endpoints[0], 2000)
+        log(f"etcd sequential puts: {floor:.0f}/s")
+        result = {"etcd_members": args.members, "etcd_sequential_puts_per_s": round(floor)}
+        if not args.skip_steady:
+            result["steady"] = steady_phase(ws, etcd, args)
+            log(f"steady: {result['steady']}")
+        result["failover"] = failover_phase(ws, etcd, args)
+        print(json.dumps(result))
+        return 0 if result["failover"]["proof"]["ok"] else 1
+    finally:
+        ws.close()
+        if etcd:
+            etcd.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

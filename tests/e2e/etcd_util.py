@@ -1,0 +1,101 @@
+"""An etcd cluster of real members on loopback for the end-to-end tests (Debian's etcd-server).
+
+Each member is a child process that dies with the test (PR_SET_PDEATHSIG) even when the test
+itself is killed; its data dir is under the workspace."""
+import ctypes
+import os
+import signal
+import socket
+import subprocess
+import time
+
+from e2e_util import free_port, wait_until
+
+ETCD = "/usr/bin/etcd"
+ETCDCTL = "/usr/bin/etcdctl"
+_PR_SET_PDEATHSIG = 1
+
+
+def installed():
+    return os.access(ETCD, os.X_OK) and os.access(ETCDCTL, os.X_OK)
+
+
+def _die_with_parent():
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+class EtcdCluster:
+    def __init__(self, base_dir, members=1):
+        self.base_dir = base_dir
+        self.client_ports = [free_port() for _ in range(members)]
+        self.peer_ports = [free_port() for _ in range(members)]
+        self.procs = [None] * members
+        self.token = f"ckptd-e2e-{os.getpid()}-{time.monotonic_ns()}"
+        for i in range(members):
+            self._start(i, "new")
+        wait_until(self.healthy, 30, f"etcd ({members} members) to answer")
+
+    @property
+    def endpoints(self):
+        return [f"http://127.0.0.1:{p}" for p in self.client_ports]
+
+    def yaml_endpoints(self):
+        return "[" + ", ".join(self.endpoints) + "]"
+
+    def _name(self, i):
+        return f"m{i}"
+
+    def _start(self, i, state):
+        cluster = ",".join(f"{self._name(j)}=http://127.0.0.1:{p}"
+                           for j, p in enumerate(self.peer_ports))
+        data = os.path.join(self.base_dir, f"etcd-{i}")
+        log = open(os.path.join(self.base_dir, f"etcd-{i}.log"), "ab")
+        self.procs[i] = subprocess.Popen(
+            [ETCD, "--name", self._name(i), "--data-dir", data,
+             "--listen-client-urls", self.endpoints[i], "--advertise-client-urls",
+             self.endpoints[i], "--listen-peer-urls", f"http://127.0.0.1:{self.peer_ports[i]}",
+             "--initial-advertise-peer-urls", f"http://127.0.0.1:{self.peer_ports[i]}",
+             "--initial-cluster", cluster, "--initial-cluster-state", state,
+             "--initial-cluster-token", self.token, "--heartbeat-interval", "50",
+             "--election-timeout", "500", "--log-level", "error"],
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            preexec_fn=_die_with_parent)
+        log.close()
+
+    def healthy(self, member=None):
+        """True when a write through `member` (default: any) is committed by a quorum."""
+        endpoints = [self.endpoints[member]] if member is not None else self.endpoints
+        live = [e for e, p in zip(self.endpoints, self.procs) if p and p.poll() is None]
+        endpoints = [e for e in endpoints if e in live]
+        if not endpoints:
+            return False
+        r = subprocess.run([ETCDCTL, "--endpoints", ",".join(endpoints), "--command-timeout=1s",
+                            "put", "/e2e-probe", "1"], capture_output=True, timeout=10,
+                           env={**os.environ, "ETCDCTL_API": "3"})
+        return r.returncode == 0
+
+    def kill(self, i):
+        self.procs[i].kill()
+        self.procs[i].wait()
+
+    def restart(self, i):
+        self._start(i, "existing")
+
+    def keys(self, prefix):
+        """The keys under `prefix`, as etcdctl lists them."""
+        r = subprocess.run([ETCDCTL, "--endpoints", ",".join(self.endpoints),
+                            "--command-timeout=3s", "get", "--prefix", "--keys-only", prefix],
+                           capture_output=True, text=True, timeout=10,
+                           env={**os.environ, "ETCDCTL_API": "3"})
+        return [k for k in r.stdout.splitlines() if k]
+
+    def close(self):
+        for p in self.procs:
+            if p and p.poll() is None:
+                p.kill()
+                p.wait()
+
+
+def port_open(port):
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) == 0

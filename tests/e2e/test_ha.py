@@ -1,0 +1,197 @@
+"""High availability on etcd with real processes: etcd members, two ckptd daemons sharing one
+prefix, and a simulator that knows both (`--server A,B`). The lease TTL is etcd's floor here
+(election_ttl_ms 2000) so that takeovers are quick.
+
+Checked: a kill -9 of the leader is survived (the standby serves within TTL + 2 s, the workers
+keep running and reconnect, ids are never reused, nothing completed is lost); a leader paused
+past its lease exits non-zero when it resumes and sends nothing; one etcd member of three lost
+changes nothing; a quorum lost makes the leader not ready, and it resumes once it is back."""
+import json
+import os
+import signal
+import subprocess
+import time
+import unittest
+
+import e2e_util as e2e
+import etcd_util
+
+BUILD_DIR = None
+TTL_S = 2.0
+PREFIX = "/ckptd-e2e"
+
+
+class HaTest(unittest.TestCase):
+    def setUp(self):
+        if not etcd_util.installed():
+            self.fail("etcd is not installed (scripts/setup.sh installs etcd-server and "
+                      "etcd-client)")
+        self.a = e2e.Workspace(BUILD_DIR)
+        self.b = e2e.Workspace(BUILD_DIR)
+        self.etcd = None
+        self.sim = None
+
+    def tearDown(self):
+        if os.environ.get("CKPT_E2E_SHOW_LOG"):
+            for ws in (self.a, self.b):
+                print(ws.read_log("ckptd.log")[-4000:])
+        self.a.close()
+        self.b.close()
+        if self.etcd:
+            self.etcd.close()
+
+    # --- parts -------------------------------------------------------------------------------
+
+    def start_etcd(self, members):
+        self.etcd = etcd_util.EtcdCluster(self.a.dir, members)
+
+    def start_daemon(self, ws):
+        config = ws.write_config(
+            "store:\n"
+            "  backend: etcd\n"
+            "  etcd:\n"
+            f"    endpoints: {self.etcd.yaml_endpoints()}\n"
+            f"    prefix: {PREFIX}\n"
+            f"    election_ttl_ms: {int(TTL_S * 1000)}\n"
+            "    dial_timeout_ms: 1000\n"
+            "    request_timeout_ms: 1000\n"
+            f"advertise: 127.0.0.1:{ws.port}\n"
+            "pipelines:\n"
+            "  - {job_id: etl, pipeline_id: p0, parallelism: 2, interval_ms: 200}\n")
+        # A daemon exits (75) when its leadership is lost; the test watches for that.
+        ws.daemon = ws.start_daemon(config)
+        return ws.daemon
+
+    def servers(self):
+        return f"127.0.0.1:{self.a.port},127.0.0.1:{self.b.port}"
+
+    def start_sim(self):
+        self.events = self.a.path("events.log")
+        self.sim = self.a.start("ckpt-worker-sim", "--server", self.servers(), "--job", "etl",
+                                "--pipelines", "1", "--tasks-per-pipeline", "2",
+                                "--event-log", self.events, "--json", log="sim.log")
+
+    def sim_report(self):
+        """Ends the simulator (SIGTERM: a normal end) and returns its JSON summary."""
+        self.assertIsNone(self.sim.poll(), "the simulator ended on its own:\n" +
+                          self.a.read_log("sim.log")[-3000:])
+        self.assertEqual(e2e.stop(self.sim), 0, self.a.read_log("sim.log")[-3000:])
+        return json.loads(self.a.read_log("sim.log").strip().splitlines()[-1])
+
+    def role(self, ws):
+        try:
+            page = e2e.http_get(ws.metrics_url(), timeout=2)[2]
+        except OSError:
+            return None
+        for role in ("leader", "standby", "single"):
+            if e2e.sample(page, f'ckptd_role{{role="{role}"}}') == 1:
+                return role
+        return None
+
+    def ready(self, ws):
+        return e2e.http_status(ws.metrics_url("/readyz"), timeout=2) == 200
+
+    def leading(self, ws):
+        return ws.daemon.poll() is None and self.role(ws) == "leader" and self.ready(ws)
+
+    def pipeline(self, ws):
+        r = subprocess.run([ws.binary("ckptctl"), "--server", f"127.0.0.1:{ws.port}", "pipeline",
+                            "get", "etl", "p0", "-o", "json"], capture_output=True, text=True,
+                           timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return json.loads(r.stdout)
+
+    def events_of(self, kind):
+        return [e[3] for e in e2e.read_events(self.events) if e[0] == kind]
+
+    def wait_completions(self, n, after=0, timeout=30):
+        e2e.wait_until(lambda: len([i for i in self.events_of("complete") if i > after]) >= n,
+                       timeout, f"{n} completions after checkpoint {after}")
+
+    def assert_ids_never_reused(self):
+        triggers = self.events_of("trigger")
+        self.assertEqual(triggers, sorted(set(triggers)),
+                         "a checkpoint id was triggered twice, or went backwards")
+        self.assertTrue(set(self.events_of("complete")) <= set(triggers))
+
+    def assert_tasks_never_stopped(self):
+        states = [e[4] for e in e2e.read_events(self.events) if e[0] == "state"]
+        self.assertNotIn("STOPPED", states)
+        self.assertNotIn("FAILED", states)
+
+    def start_pair(self, members=1):
+        """etcd, then daemon A (which leads), then B (standby), then the simulator."""
+        self.start_etcd(members)
+        self.start_daemon(self.a)
+        e2e.wait_until(lambda: self.leading(self.a), 20, "daemon A to lead")
+        self.start_daemon(self.b)
+        e2e.wait_until(lambda: self.role(self.b) == "standby", 20, "daemon B to stand by")
+        self.assertFalse(self.ready(self.b))
+        self.start_sim()
+        self.wait_completions(3)
+
+    # --- tests -------------------------------------------------------------------------------
+
+    def test_kill9_of_the_leader_the_standby_serves_within_the_lease(self):
+        self.start_pair()
+        epoch_a = self.a.metric("ckptd_leader_epoch")
+        last_before = max(self.events_of("complete"))
+        killed_at = time.monotonic()
+        self.a.daemon.kill()
+        e2e.wait_until(lambda: self.leading(self.b), TTL_S + 10, "daemon B to take over")
+        takeover_s = time.monotonic() - killed_at
+        print(f"takeover after kill -9: {takeover_s:.2f} s (lease TTL {TTL_S} s)")
+        self.assertLess(takeover_s, TTL_S + 2)
+        self.assertGreater(self.b.metric("ckptd_leader_epoch"), epoch_a)
+        # The workers followed to B with their tasks, and checkpoints go on from where A left.
+        self.wait_completions(3, after=last_before)
+        self.assertGreaterEqual(self.pipeline(self.b)["last_completed_checkpoint_id"],
+                                last_before)
+        self.assert_ids_never_reused()
+        self.assert_tasks_never_stopped()
+        report = self.sim_report()
+        self.assertEqual(report["stale_messages"], 0, report)
+
+    def test_a_leader_paused_past_its_lease_exits_when_it_resumes(self):
+        self.start_pair()
+        self.a.daemon.send_signal(signal.SIGSTOP)
+        try:
+            e2e.wait_until(lambda: self.leading(self.b), TTL_S + 10, "daemon B to take over")
+            last_b = max(self.events_of("complete"))
+        finally:
+            self.a.daemon.send_signal(signal.SIGCONT)
+        # It wakes believing it leads; its keepalive finds the lease gone, and it exits.
+        code = self.a.daemon.wait(timeout=TTL_S + 10)
+        self.assertEqual(code, 75, self.a.read_log("ckptd.log")[-3000:])
+        self.assertIn("leadership", self.a.read_log("ckptd.log"))
+        self.wait_completions(3, after=last_b)
+        self.assert_ids_never_reused()
+        self.assert_tasks_never_stopped()
+        self.assertEqual(self.sim_report()["stale_messages"], 0)
+
+    def test_one_etcd_member_of_three_lost_changes_nothing_a_quorum_lost_pauses(self):
+        self.start_pair(members=3)
+        epoch = self.a.metric("ckptd_leader_epoch")
+        self.etcd.kill(2)
+        last = max(self.events_of("complete"))
+        self.wait_completions(3, after=last)
+        self.assertTrue(self.leading(self.a))
+        self.assertEqual(self.a.metric("ckptd_leader_epoch"), epoch)
+        # Two of three gone: no quorum, so no lease can be confirmed and nothing written.
+        self.etcd.kill(1)
+        e2e.wait_until(lambda: not self.ready(self.a) or self.a.daemon.poll() is not None,
+                       TTL_S + 5, "daemon A to stop being ready without a quorum")
+        self.etcd.restart(1)
+        self.etcd.restart(2)
+        e2e.wait_until(self.etcd.healthy, 30, "etcd to have its quorum back")
+        # Whoever leads now (A again if its lease outlived the outage, else B), checkpoints go on.
+        e2e.wait_until(lambda: self.leading(self.a) or self.leading(self.b), TTL_S + 20,
+                       "a daemon to lead again")
+        last = max(self.events_of("complete"))
+        self.wait_completions(3, after=last)
+        self.assert_ids_never_reused()
+        self.assert_tasks_never_stopped()
+
+
+if __name__ == "__main__":
+    e2e.main(globals())
