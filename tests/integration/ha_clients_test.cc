@@ -142,7 +142,7 @@ TEST(HaClients, CtlStatusReportsTheStandbyItAsked) {
 
 // A worker that records what its handlers were given.
 struct RecordingWorker {
-  RecordingWorker(sdk::WorkerRuntime& runtime) {
+  explicit RecordingWorker(sdk::WorkerRuntime& runtime) {
     sdk::PipelineHandlers handlers;
     handlers.on_welcome = [this](const sdk::Welcome& w) {
       std::lock_guard<std::mutex> lock(mu);
