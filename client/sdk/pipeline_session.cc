@@ -209,7 +209,7 @@ bool PipelineSession::Believe(bool current) {
 
 bool PipelineSession::ChooseNextDaemon(const std::optional<std::string>& leader) {
   // A leader named by a daemon gets the token only as an address of the list would.
-  if (leader && !leader->empty() && core_->CheckAddress(*leader).empty() &&
+  if (leader && !leader->empty() && core_->MayConnectTo(*leader) &&
       follower_.FollowLeader(*leader)) {
     leader_redirects_.fetch_add(1, std::memory_order_relaxed);
     return true;

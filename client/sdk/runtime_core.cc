@@ -125,10 +125,17 @@ v1::WorkerService::Stub& RuntimeCore::StubFor(const std::string& address) {
   return *server.stubs[server.next++ % server.stubs.size()];
 }
 
-std::string RuntimeCore::CheckAddress(const std::string& address) const {
+bool RuntimeCore::MayConnectTo(const std::string& address) {
   // Whether a token is sent at all is fixed at start (only its content rotates): the token read
   // then stands for it.
-  return cli::CheckTokenTransport(address, security_, kOptionNames);
+  const std::string why = cli::CheckTokenTransport(address, security_, kOptionNames);
+  if (why.empty()) return true;
+  std::lock_guard<std::mutex> lock(channels_mu_);
+  if (refused_addresses_.insert(address).second) {
+    std::fprintf(stderr, "ckpt worker sdk: not following the leader a daemon named: %s\n",
+                 why.c_str());
+  }
+  return false;
 }
 
 uint64_t RuntimeCore::NextSeed() {

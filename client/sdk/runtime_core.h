@@ -17,6 +17,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <shared_mutex>
 #include <string>
 #include <thread>
@@ -81,9 +82,10 @@ class RuntimeCore {
   // The stub of the next channel to `address`, round robin over `channels` channels made on its
   // first use. Stubs live as long as the core.
   v1::WorkerService::Stub& StubFor(const std::string& address);
-  // "" when a stream may go to `address` (a leader named by a daemon), else why not: a token is
-  // sent in clear text only to loopback, as to the addresses of server_address.
-  std::string CheckAddress(const std::string& address) const;
+  // True when a stream may go to `address` (a leader named by a daemon): a token is sent in clear
+  // text only to loopback, as to the addresses of server_address. Says why not on stderr, once
+  // per address.
+  bool MayConnectTo(const std::string& address);
   // The bearer token for a new stream ("" for none), re-read if its file changed.
   std::string CurrentToken() { return token_.Current(); }
   // A fresh seed for a pipeline's jitter.
@@ -131,6 +133,7 @@ class RuntimeCore {
   // Entries are never removed: a stub handed out stays valid. Grows by the leaders named over the
   // runtime's life, a handful.
   std::map<std::string, ServerChannels> channels_;  // guarded by channels_mu_
+  std::set<std::string> refused_addresses_;         // guarded by channels_mu_
 
   std::shared_mutex post_mu_;
   bool closed_ = false;  // guarded by post_mu_
