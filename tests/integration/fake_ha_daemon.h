@@ -114,6 +114,25 @@ class FakeHaDaemon {
       return grpc::Status::OK;
     }
 
+    grpc::Status TriggerSavepoint(grpc::ServerContext* context,
+                                  const v1::TriggerSavepointRequest* request,
+                                  grpc::ServerWriter<v1::SavepointProgress>* writer) override {
+      ++daemon_->admin_calls_;
+      if (daemon_->role_ == Role::kStandby) return daemon_->Refuse(context);
+      // At once the final word: one pipeline's savepoint, completed.
+      v1::SavepointProgress progress;
+      progress.set_job_id(request->job_id());
+      progress.set_status(v1::SAVEPOINT_STATUS_COMPLETED);
+      progress.set_final(true);
+      v1::PipelineSavepoint* savepoint = progress.add_savepoints();
+      savepoint->set_pipeline_id("p-of-" + daemon_->name_);
+      savepoint->set_savepoint_id(5);
+      savepoint->set_status(v1::SAVEPOINT_STATUS_COMPLETED);
+      savepoint->set_location("mem://savepoint-5");
+      writer->Write(progress);
+      return grpc::Status::OK;
+    }
+
    private:
     FakeHaDaemon* const daemon_;
   };

@@ -111,6 +111,17 @@ TEST(HaClients, CtlPassesOverADaemonThatIsDown) {
       << none.output;
 }
 
+TEST(HaClients, CtlSavepointStreamFollowsTheLeader) {
+  FakeHaDaemon leader("leader", Role::kLeader, 7);
+  FakeHaDaemon standby("standby", Role::kStandby, 7);
+  standby.set_leader_hint(leader.address());
+  const CtlRun run = RunCtl(standby.address(), "savepoint --job job -o json");
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("mem://savepoint-5"), std::string::npos) << run.output;
+  EXPECT_EQ(standby.admin_calls(), 1);
+  EXPECT_EQ(leader.admin_calls(), 1);
+}
+
 TEST(HaClients, CtlStatusReportsTheStandbyItAsked) {
   FakeHaDaemon leader("leader", Role::kLeader, 9);
   FakeHaDaemon standby("standby", Role::kStandby, 9);
@@ -138,6 +149,29 @@ TEST(HaClients, CtlStatusReportsTheStandbyItAsked) {
   const nlohmann::json leader_json = nlohmann::json::parse(of_leader.output);
   EXPECT_EQ(leader_json["daemon"]["role"], "leader");
   EXPECT_EQ(leader_json["pipelines"].size(), 1u);
+}
+
+TEST(HaClients, SimulatorCreatesAtTheLeaderAndReportsTheRedirects) {
+  FakeHaDaemon leader("leader", Role::kLeader, 4);
+  FakeHaDaemon standby("standby", Role::kStandby, 4);
+  standby.set_leader_hint(leader.address());
+  const std::string command = std::string(CKPT_SIM_PATH) + " --server " + DeadAddress() + "," +
+                              standby.address() +
+                              " --job job --create --duration 300ms --json 2>/dev/null";
+  std::string output;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  char buffer[4096];
+  for (size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) output.append(buffer, n);
+  const int status = ::pclose(pipe);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << output;
+  const nlohmann::json report = nlohmann::json::parse(output);
+  EXPECT_EQ(report["connects"], 1);
+  EXPECT_EQ(report["leader_redirects"], 1);
+  EXPECT_EQ(report["stale_messages"], 0);
+  // CreatePipeline went to the leader too, after the dead address and the standby's refusal.
+  EXPECT_EQ(standby.admin_calls(), 1);
+  EXPECT_EQ(leader.admin_calls(), 1);
 }
 
 // A worker that records what its handlers were given.
