@@ -8,14 +8,17 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "common/security_options.h"
 
 namespace ckpt::ctl {
 
 struct GlobalOptions {
-  std::string server = "127.0.0.1:7070";  // --server, else $CKPTCTL_SERVER
-  std::string output = "table";           // -o table|json
+  // --server, else $CKPTCTL_SERVER: one address, or the daemons of an HA group, comma-separated.
+  std::string server = "127.0.0.1:7070";
+  std::vector<std::string> servers;  // `server` parsed by main (common/server_list.h)
+  std::string output = "table";      // -o table|json
   // --ca-file, --cert-file, --key-file, --token-file, --tls-server-name, else $CKPTCTL_CA_FILE,
   // ... (none: plaintext, no token).
   cli::SecurityOptions security;

@@ -73,6 +73,9 @@ class ProgressStream {
     return messages;
   }
 
+  // The call's context, for its trailing metadata once Finish returned.
+  const grpc::ClientContext& context() const { return context_; }
+
   // Only once Wait reported the end.
   grpc::Status Finish() {
     thread_.join();
@@ -188,27 +191,37 @@ CommandResult RunSavepoint(const GlobalOptions& global, const SavepointFlags& fl
   };
 
   Connection connection(global);
-  ProgressStream stream(connection, request, deadline);
   v1::SavepointProgress latest;
   std::optional<v1::SavepointProgress> result;
   int64_t received = 0;
-  for (bool ended = false; !ended;) {
-    std::optional<Clock::time_point> until;
-    if (terminal) until = Clock::now() + kRedrawEvery;
-    for (v1::SavepointProgress& message : stream.Wait(until, &ended)) {
-      ++received;
-      if (!terminal) {
-        for (const std::string& line : changes.Changes(message, elapsed_ms())) {
-          std::fprintf(stderr, "%s\n", line.c_str());
+  grpc::Status status;
+  std::string gave_up;
+  // A standby refuses the request before it did anything: ask the leader it names instead.
+  for (;;) {
+    ProgressStream stream(connection, request, deadline);
+    for (bool ended = false; !ended;) {
+      std::optional<Clock::time_point> until;
+      if (terminal) until = Clock::now() + kRedrawEvery;
+      for (v1::SavepointProgress& message : stream.Wait(until, &ended)) {
+        ++received;
+        if (!terminal) {
+          for (const std::string& line : changes.Changes(message, elapsed_ms())) {
+            std::fprintf(stderr, "%s\n", line.c_str());
+          }
         }
+        if (message.final()) result = message;
+        latest = std::move(message);
       }
-      if (message.final()) result = message;
-      latest = std::move(message);
+      if (terminal && !ended) live.Draw(LiveProgressLines(flags.job, latest, elapsed_ms()));
     }
-    if (terminal && !ended) live.Draw(LiveProgressLines(flags.job, latest, elapsed_ms()));
+    status = stream.Finish();
+    if (received > 0 || status.ok() ||
+        !connection.RetryElsewhere(status, stream.context(), &gave_up)) {
+      break;
+    }
   }
-  const grpc::Status status = stream.Finish();
   live.Clear();
+  if (!gave_up.empty()) return CommandResult::Failed(gave_up);
   if (!result && !status.ok() && received > 0 &&
       status.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED) {
     result = LookUpOutcome(connection, flags.job, latest);

@@ -13,11 +13,24 @@ namespace ckpt::ctl {
 namespace {
 
 CommandResult RunStatus(const GlobalOptions& global) {
-  Connection connection(global);
+  // The daemon asked is the one reported, leader or not: only an unreachable one is skipped.
+  Connection connection(global, Connection::Target::kFirstAnswering);
   v1::DaemonStatus status;
   std::string error = connection.Call(&v1::AdminService::Stub::GetDaemonStatus,
                                       v1::GetDaemonStatusRequest(), &status);
   if (!error.empty()) return CommandResult::Failed(error);
+  const std::string asked = connection.address();
+
+  // A standby serves no pipelines: it says who does instead.
+  if (status.role() == v1::DAEMON_ROLE_STANDBY) {
+    if (global.json()) {
+      std::fputs(Dump({{"daemon", DaemonStatusJson(status)}}).c_str(), stdout);
+    } else {
+      std::fputs((DaemonSummary(status, asked) + "\n" + StandbyNote(status)).c_str(), stdout);
+    }
+    return CommandResult::Ok();
+  }
+
   v1::ListPipelinesResponse list;
   error = connection.ListAllPipelines("", &list);
   if (!error.empty()) return CommandResult::Failed(error);
@@ -31,8 +44,7 @@ CommandResult RunStatus(const GlobalOptions& global) {
         stdout);
   } else {
     std::fputs(
-        (DaemonSummary(status, global.server) + "\n" + PipelinesTable(list.pipelines(), NowMs()))
-            .c_str(),
+        (DaemonSummary(status, asked) + "\n" + PipelinesTable(list.pipelines(), NowMs())).c_str(),
         stdout);
   }
   return CommandResult::Ok();
@@ -41,7 +53,10 @@ CommandResult RunStatus(const GlobalOptions& global) {
 }  // namespace
 
 void AddStatusCommand(CLI::App& app, CommandContext& context) {
-  CLI::App* cmd = app.add_subcommand("status", "Daemon health and a table of pipelines");
+  CLI::App* cmd = app.add_subcommand(
+      "status",
+      "Daemon health and a table of pipelines; of the first daemon of --server that answers, "
+      "leader or standby (a standby names the leader instead of listing pipelines)");
   cmd->fallthrough();
   cmd->footer(R"(Examples:
   ckptctl status

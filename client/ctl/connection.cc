@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <vector>
 
 #include "common/channel_security.h"
+#include "common/security_options.h"
 #include "ctl/rpc_errors.h"
 
 namespace ckpt::ctl {
@@ -29,13 +31,53 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address,
   return cli::CreateSecuredChannel(address, security, args);
 }
 
+// main parses --server into global.servers; a GlobalOptions made elsewhere may not have.
+std::vector<std::string> ServersOf(const GlobalOptions& global) {
+  if (!global.servers.empty()) return global.servers;
+  return {global.server};
+}
+
 }  // namespace
 
-Connection::Connection(const GlobalOptions& global)
-    : address_(global.server),
-      security_(global.channel_security),
-      channel_(MakeChannel(address_, security_)),
-      stub_(v1::AdminService::NewStub(channel_)) {}
+Connection::Connection(const GlobalOptions& global, Target target)
+    : security_(global.channel_security),
+      target_(target),
+      several_servers_(ServersOf(global).size() > 1),
+      follower_(ServersOf(global)) {}
+
+Connection::Channel& Connection::ChannelToLocked(const std::string& address) const {
+  Channel& channel = channels_[address];
+  if (!channel.stub) {
+    channel.channel = MakeChannel(address, security_);
+    channel.stub = v1::AdminService::NewStub(channel.channel);
+  }
+  return channel;
+}
+
+v1::AdminService::Stub& Connection::admin() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return *ChannelToLocked(follower_.current()).stub;
+}
+
+std::string Connection::address() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return follower_.current();
+}
+
+bool Connection::RetryElsewhere(const grpc::Status& status, const grpc::ClientContext& context,
+                                std::string* gave_up) const {
+  cli::TryOutcome outcome;
+  outcome.status = status;
+  outcome.leader = cli::LeaderTrailer(context);
+  outcome.reached = Connected();
+  // A leader's address comes from a daemon, not from the user: the token goes there only as it
+  // would to an address given with --server.
+  const cli::AddressCheck check = [this](const std::string& address) {
+    return cli::CheckTokenTransport(address, security_, cli::kSecurityFlagNames);
+  };
+  std::lock_guard<std::mutex> lock(mu_);
+  return cli::RetryElsewhere(outcome, target_ == Target::kLeader, check, &follower_, gave_up);
+}
 
 std::string Connection::ListAllPipelines(const std::string& job_id,
                                          v1::ListPipelinesResponse* all) const {
@@ -85,19 +127,26 @@ void Connection::Prepare(grpc::ClientContext* context, std::chrono::milliseconds
 }
 
 bool Connection::Connected() const {
-  return channel_->GetState(/*try_to_connect=*/false) == GRPC_CHANNEL_READY;
+  std::lock_guard<std::mutex> lock(mu_);
+  return ChannelToLocked(follower_.current()).channel->GetState(/*try_to_connect=*/false) ==
+         GRPC_CHANNEL_READY;
 }
 
 std::string Connection::Describe(const grpc::Status& status,
                                  std::chrono::milliseconds deadline) const {
   CallInfo call;
-  call.address = address_;
+  call.address = address();
   call.reached_daemon = Connected();
   call.deadline_ms = deadline.count();
   call.tls = security_.tls;
   call.client_certificate = !security_.cert_pem.empty();
   call.token = !security_.token.empty();
-  return DescribeRpcFailure(status, call);
+  std::string text = DescribeRpcFailure(status, call);
+  if (several_servers_) {
+    std::lock_guard<std::mutex> lock(mu_);
+    text += " (asked " + follower_.Asked() + ")";
+  }
+  return text;
 }
 
 }  // namespace ckpt::ctl

@@ -11,6 +11,7 @@
 
 #include "ckpt_version.h"
 #include "common/security_flags.h"
+#include "common/server_list.h"
 #include "ctl/command.h"
 #include "ctl/connection.h"
 
@@ -24,11 +25,12 @@ constexpr char kExamples[] = R"(Examples:
   ckptctl savepoint --job etl --stop
   CKPTCTL_SERVER=ckptd.internal:7070 ckptctl pipeline get etl p0
   ckptctl --server ckptd.internal:7070 --ca-file ca.pem --token-file ~/.ckpt/token status
+  ckptctl --server ckptd-a:7070,ckptd-b:7070,ckptd-c:7070 pipeline list
 
 Global flags may come before or after the command.)";
 
 constexpr char kGlobalFlags[] =
-    "\n\nGlobal flags (before or after the command): --server HOST:PORT (default: "
+    "\n\nGlobal flags (before or after the command): --server HOST:PORT[,HOST:PORT...] (default: "
     "$CKPTCTL_SERVER, else 127.0.0.1:7070), -o/--output table|json; security (see ckptctl "
     "--help): --ca-file, --cert-file, --key-file, --token-file, --tls-server-name (default: "
     "$CKPTCTL_CA_FILE, $CKPTCTL_CERT_FILE, ...).";
@@ -48,8 +50,10 @@ std::string ReadCredentialFiles(ckpt::ctl::GlobalOptions* global) {
   std::optional<ckpt::cli::ChannelSecurity> security =
       ckpt::cli::LoadChannelSecurity(global->security, ckpt::cli::kSecurityFlagNames, &error);
   if (!security) return error;
-  error = ckpt::cli::CheckTokenTransport(global->server, *security, ckpt::cli::kSecurityFlagNames);
-  if (!error.empty()) return error;
+  for (const std::string& server : global->servers) {
+    error = ckpt::cli::CheckTokenTransport(server, *security, ckpt::cli::kSecurityFlagNames);
+    if (!error.empty()) return error;
+  }
   global->channel_security = std::move(*security);
   return "";
 }
@@ -69,9 +73,10 @@ int main(int argc, char** argv) {
   CommandContext context;
   CLI::App app{"Operates a ckptd daemon: pipelines, checkpoints and savepoints.", "ckptctl"};
   app.add_option("--server", context.global.server,
-                 "Daemon address HOST:PORT (default: $CKPTCTL_SERVER, else 127.0.0.1:7070)")
+                 "Daemon address HOST:PORT, or the daemons of an HA group as HOST:PORT,HOST:PORT "
+                 "(the leader is followed) (default: $CKPTCTL_SERVER, else 127.0.0.1:7070)")
       ->envname("CKPTCTL_SERVER")
-      ->type_name("HOST:PORT");
+      ->type_name("HOST:PORT[,...]");
   app.add_option("-o,--output", context.global.output, "Output format: table or json")
       ->check(CLI::IsMember({"table", "json"}))
       ->capture_default_str();
@@ -104,6 +109,15 @@ int main(int argc, char** argv) {
     std::fputs("ckptctl: no command given (see --help)\n", stderr);
     return 2;
   }
+
+  std::string server_error;
+  std::optional<std::vector<std::string>> servers =
+      ckpt::cli::ParseServerList(context.global.server, "--server", &server_error);
+  if (!servers) {
+    std::fprintf(stderr, "ckptctl: %s\n", OneLine(server_error).c_str());
+    return 2;
+  }
+  context.global.servers = std::move(*servers);
 
   if (const std::string error = ReadCredentialFiles(&context.global); !error.empty()) {
     std::fprintf(stderr, "ckptctl: %s\n", OneLine(error).c_str());

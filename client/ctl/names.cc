@@ -30,6 +30,16 @@ std::string ShortName(v1::SavepointStatus status) {
   return Strip(v1::SavepointStatus_Name(status), "SAVEPOINT_STATUS_", status);
 }
 
+std::string RoleName(v1::DaemonRole role) {
+  switch (role) {
+    case v1::DAEMON_ROLE_UNSPECIFIED:
+    case v1::DAEMON_ROLE_SINGLE: return "single";
+    case v1::DAEMON_ROLE_LEADER: return "leader";
+    case v1::DAEMON_ROLE_STANDBY: return "standby";
+    default: return "unknown(" + std::to_string(static_cast<int>(role)) + ")";
+  }
+}
+
 const char* StatusCodeName(grpc::StatusCode code) { return cli::GrpcCodeName(code); }
 
 }  // namespace ckpt::ctl

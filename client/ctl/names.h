@@ -17,6 +17,10 @@ std::string ShortName(v1::CheckpointKind kind);
 std::string ShortName(v1::CheckpointStatus status);
 std::string ShortName(v1::SavepointStatus status);
 
+// "single", "leader" or "standby" (lowercase, as the JSON of `ckptctl status` has it). A daemon
+// older than the role field says UNSPECIFIED: it has no HA, so "single".
+std::string RoleName(v1::DaemonRole role);
+
 // "NOT_FOUND", "UNAVAILABLE", ...
 const char* StatusCodeName(grpc::StatusCode code);
 

@@ -81,6 +81,9 @@ Json DaemonStatusJson(const v1::DaemonStatus& s) {
       {"checkpoints_failed", s.checkpoints_failed()},
       {"checkpoints_expired", s.checkpoints_expired()},
       {"pending_checkpoints", s.pending_checkpoints()},
+      {"role", RoleName(s.role())},
+      {"leader_address", s.leader_address()},
+      {"leader_epoch", s.leader_epoch()},
   };
 }
 

@@ -140,14 +140,33 @@ std::string TriggeredLine(const std::string& job_id, const std::string& pipeline
 }
 
 std::string DaemonSummary(const v1::DaemonStatus& s, const std::string& server) {
-  return "ckptd " + s.version() + " at " + server + ": serving, up " +
-         FormatElapsed(s.uptime_ms()) + "\n" + "  pipelines " + std::to_string(s.pipelines()) +
-         ", worker sessions " + std::to_string(s.worker_sessions()) + ", pending checkpoints " +
-         std::to_string(s.pending_checkpoints()) + ", io threads " +
-         std::to_string(s.io_threads()) + "\n" + "  checkpoints completed " +
-         std::to_string(s.checkpoints_completed()) + ", failed " +
-         std::to_string(s.checkpoints_failed()) + ", expired " +
-         std::to_string(s.checkpoints_expired()) + "; data_dir " + s.data_dir() + "\n";
+  const bool standby = s.role() == v1::DAEMON_ROLE_STANDBY;
+  const bool in_group = standby || s.role() == v1::DAEMON_ROLE_LEADER;
+  std::string text = "ckptd " + s.version() + " at " + server + ": " +
+                     (standby    ? "standby, not serving"
+                      : in_group ? "leader, serving"
+                                 : "serving") +
+                     ", up " + FormatElapsed(s.uptime_ms()) + "\n";
+  if (!standby) {
+    text += "  pipelines " + std::to_string(s.pipelines()) + ", worker sessions " +
+            std::to_string(s.worker_sessions()) + ", pending checkpoints " +
+            std::to_string(s.pending_checkpoints()) + ", io threads " +
+            std::to_string(s.io_threads()) + "\n" + "  checkpoints completed " +
+            std::to_string(s.checkpoints_completed()) + ", failed " +
+            std::to_string(s.checkpoints_failed()) + ", expired " +
+            std::to_string(s.checkpoints_expired()) + "; data_dir " + s.data_dir() + "\n";
+  }
+  if (in_group) {
+    text += "  role " + RoleName(s.role()) + ", leader address " +
+            (s.leader_address().empty() ? "unknown" : s.leader_address()) + ", leader epoch " +
+            std::to_string(s.leader_epoch()) + "\n";
+  }
+  return text;
+}
+
+std::string StandbyNote(const v1::DaemonStatus& s) {
+  if (s.leader_address().empty()) return "standby; no leader is known yet\n";
+  return "standby; leader is " + s.leader_address() + "\n";
 }
 
 std::string SavepointResult(const v1::SavepointProgress& result) {

@@ -36,8 +36,13 @@ std::string CheckpointsView(const Checkpoints& checkpoints, int64_t now_ms);
 std::string TriggeredLine(const std::string& job_id, const std::string& pipeline_id,
                           const v1::CheckpointInfo& checkpoint);
 
-// Three lines of daemon health: version and uptime, load, totals.
+// Daemon health: version and uptime, load, totals; for a daemon of an HA group (leader or
+// standby) also its role, the leader's address and the leader epoch. A standby has no load or
+// totals of its own: only the first line and the role's.
 std::string DaemonSummary(const v1::DaemonStatus& status, const std::string& server);
+
+// What a standby shows instead of the pipelines: "standby; leader is 10.0.0.5:7070".
+std::string StandbyNote(const v1::DaemonStatus& status);
 
 // The end of `ckptctl savepoint`: a headline, then a row per pipeline with its savepoint id and
 // location (and a REASON column when any failed).

@@ -1,6 +1,7 @@
 #include "sdk/connect_attempt.h"
 
 #include "common/channel_security.h"
+#include "common/leader_redirect.h"
 
 namespace ckpt::sdk::internal {
 
@@ -82,7 +83,8 @@ void ConnectAttempt::OnDone(const grpc::Status& status) {
   // another thread right after being told, and `this` may then be destroyed with `self`.
   std::shared_ptr<ConnectAttempt> self = std::move(self_);
   std::shared_ptr<AttemptListener> listener = std::move(listener_);
-  listener->OnAttemptDone(id_, status);
+  // The trailers are complete once the call is done.
+  listener->OnAttemptDone(id_, status, cli::LeaderTrailer(context_));
 }
 
 }  // namespace ckpt::sdk::internal

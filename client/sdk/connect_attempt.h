@@ -9,6 +9,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "ckpt/v1/worker.grpc.pb.h"
@@ -21,8 +22,10 @@ class AttemptListener {
  public:
   virtual ~AttemptListener() = default;
   virtual void OnAttemptMessage(uint64_t attempt_id, v1::CoordinatorMessage message) = 0;
-  // The last call for this attempt; no message follows it.
-  virtual void OnAttemptDone(uint64_t attempt_id, grpc::Status status) = 0;
+  // The last call for this attempt; no message follows it. `leader`: the stream's `ckpt-leader`
+  // trailer (a standby refused it; "" when the standby knows no leader), nullopt without one.
+  virtual void OnAttemptDone(uint64_t attempt_id, grpc::Status status,
+                             std::optional<std::string> leader) = 0;
 };
 
 // Threading: Send and Cancel are safe from any thread; reactions run on gRPC threads.

@@ -84,6 +84,7 @@ Welcome FromProto(const v1::Welcome& welcome) {
   out.last_completed_kind = FromProto(welcome.last_completed_kind());
   out.heartbeat_interval_ms = welcome.heartbeat_interval_ms();
   out.lease_ttl_ms = welcome.lease_ttl_ms();
+  out.leader_epoch = welcome.leader_epoch();
   return out;
 }
 
@@ -94,6 +95,7 @@ Trigger FromProto(const v1::Trigger& trigger) {
   out.timestamp_ms = trigger.timestamp_ms();
   out.generation = trigger.generation();
   out.target = trigger.target();
+  out.leader_epoch = trigger.leader_epoch();
   return out;
 }
 

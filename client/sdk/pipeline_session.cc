@@ -12,11 +12,11 @@ using std::chrono::steady_clock;
 PipelineSession::PipelineSession(std::shared_ptr<RuntimeCore> core, PipelineWorkerOptions options,
                                  PipelineHandlers handlers)
     : core_(std::move(core)),
-      stub_(core_->NextStub()),
       options_(std::move(options)),
       strand_(boost::asio::make_strand(core_->io_context())),
       handlers_(std::move(handlers)),
       backoff_(BackoffPolicy{options_.backoff_initial, options_.backoff_max}, core_->NextSeed()),
+      follower_(core_->servers()),
       heartbeat_timer_(strand_),
       retry_timer_(strand_),
       goodbye_timer_(strand_) {}
@@ -110,6 +110,8 @@ PipelineWorkerCounters PipelineSession::counters() const {
   counters.reconnects = reconnects_.load(std::memory_order_relaxed);
   counters.disconnects = disconnects_.load(std::memory_order_relaxed);
   counters.dropped_sends = dropped_sends_.load(std::memory_order_relaxed);
+  counters.stale_messages = stale_messages_.load(std::memory_order_relaxed);
+  counters.leader_redirects = leader_redirects_.load(std::memory_order_relaxed);
   return counters;
 }
 
@@ -121,10 +123,11 @@ void PipelineSession::OnAttemptMessage(uint64_t attempt_id, v1::CoordinatorMessa
   });
 }
 
-void PipelineSession::OnAttemptDone(uint64_t attempt_id, grpc::Status status) {
-  PostToStrand([self = shared_from_this(), attempt_id, status = std::move(status)] {
-    self->HandleAttemptDone(attempt_id, status);
-  });
+void PipelineSession::OnAttemptDone(uint64_t attempt_id, grpc::Status status,
+                                    std::optional<std::string> leader) {
+  PostToStrand(
+      [self = shared_from_this(), attempt_id, status = std::move(status),
+       leader = std::move(leader)] { self->HandleAttemptDone(attempt_id, status, leader); });
 }
 
 // ---- The state machine: strand_ only. ----
@@ -134,11 +137,13 @@ void PipelineSession::StartAttempt() {
   welcomed_this_attempt_ = false;
   phase_ = Phase::kConnecting;
   attempts_.fetch_add(1, std::memory_order_relaxed);
+  epochs_.OnNewStream();
   // Not on the first hello (see PipelineWorkerOptions::takeover_on_reconnect).
   const bool takeover = options_.takeover_on_reconnect && attempt_id_ > 1;
   // Read at each attempt: a token rotated in its file is used from the next stream on.
-  attempt_ = ConnectAttempt::Start(stub_, attempt_id_, MakeHello(options_, takeover),
-                                   core_->CurrentToken(), shared_from_this());
+  attempt_ = ConnectAttempt::Start(core_->StubFor(follower_.current()), attempt_id_,
+                                   MakeHello(options_, takeover), core_->CurrentToken(),
+                                   shared_from_this());
 }
 
 void PipelineSession::Send(v1::WorkerMessage message) {
@@ -156,6 +161,8 @@ void PipelineSession::HandleMessage(uint64_t attempt_id, const v1::CoordinatorMe
     case v1::CoordinatorMessage::kWelcome: {
       if (welcomed_this_attempt_) return;  // a second welcome means nothing new
       welcomed_this_attempt_ = true;
+      follower_.Succeeded();  // this daemon serves: the next stream comes back here first
+      const bool current = Believe(epochs_.AcceptWelcome(message.welcome().leader_epoch()));
       connects_.fetch_add(1, std::memory_order_relaxed);
       if (ever_welcomed_) reconnects_.fetch_add(1, std::memory_order_relaxed);
       ever_welcomed_ = true;
@@ -167,16 +174,20 @@ void PipelineSession::HandleMessage(uint64_t attempt_id, const v1::CoordinatorMe
         connected_.store(true, std::memory_order_relaxed);
         ArmHeartbeat();
       }
-      InvokeHandler(handlers_.on_welcome, FromProto(message.welcome()));
+      // A deposed leader's stream stays up (it ends when that daemon exits), but says nothing.
+      if (current) InvokeHandler(handlers_.on_welcome, FromProto(message.welcome()));
       return;
     }
     case v1::CoordinatorMessage::kTrigger:
+      if (!Believe(epochs_.AcceptTrigger(message.trigger().leader_epoch()))) return;
       InvokeHandler(handlers_.on_trigger, FromProto(message.trigger()));
       return;
     case v1::CoordinatorMessage::kAbort:
+      if (!Believe(epochs_.AcceptOfStream())) return;
       InvokeHandler(handlers_.on_abort, message.abort().checkpoint_id(), message.abort().reason());
       return;
     case v1::CoordinatorMessage::kComplete:
+      if (!Believe(epochs_.AcceptOfStream())) return;
       InvokeHandler(handlers_.on_complete, message.complete().checkpoint_id(),
                     FromProto(message.complete().kind()));
       return;
@@ -191,7 +202,26 @@ void PipelineSession::HandleMessage(uint64_t attempt_id, const v1::CoordinatorMe
   }
 }
 
-void PipelineSession::HandleAttemptDone(uint64_t attempt_id, const grpc::Status& status) {
+bool PipelineSession::Believe(bool current) {
+  if (!current) stale_messages_.fetch_add(1, std::memory_order_relaxed);
+  return current;
+}
+
+bool PipelineSession::ChooseNextDaemon(const std::optional<std::string>& leader) {
+  // A leader named by a daemon gets the token only as an address of the list would.
+  if (leader && !leader->empty() && core_->MayConnectTo(*leader) &&
+      follower_.FollowLeader(*leader)) {
+    leader_redirects_.fetch_add(1, std::memory_order_relaxed);
+    return true;
+  }
+  // Down, or a standby that knows no leader (or one named too many times in a row): the next
+  // daemon of the list, round after round.
+  if (!follower_.NextServer()) follower_.Restart();
+  return false;
+}
+
+void PipelineSession::HandleAttemptDone(uint64_t attempt_id, const grpc::Status& status,
+                                        const std::optional<std::string>& leader) {
   if (attempt_id != attempt_id_ || !attempt_) return;
   attempt_.reset();
   connected_.store(false, std::memory_order_relaxed);
@@ -217,8 +247,14 @@ void PipelineSession::HandleAttemptDone(uint64_t attempt_id, const grpc::Status&
     Finish();
     return;
   }
-  const milliseconds delay =
-      action == StreamEndAction::kRetrySlowly ? backoff_.AtMax() : backoff_.Next();
+  // Only UNAVAILABLE says "not here": other ends (an expired lease, our old stream still seen)
+  // are retried at the same daemon.
+  const bool to_leader =
+      status.error_code() == grpc::StatusCode::UNAVAILABLE && ChooseNextDaemon(leader);
+  // The leader is asked at once: the standby's refusal says nothing about the leader's load.
+  const milliseconds delay = to_leader                                 ? milliseconds(0)
+                             : action == StreamEndAction::kRetrySlowly ? backoff_.AtMax()
+                                                                       : backoff_.Next();
   info.will_retry = true;
   info.retry_in = delay;
   phase_ = Phase::kBackingOff;

@@ -3,6 +3,7 @@
 //
 //   Idle --Start--> Connecting --welcome--> Connected
 //   Connecting/Connected --stream ended--> BackingOff --timer--> Connecting   (retried statuses)
+//   Connecting --refused by a standby--> BackingOff --timer(0)--> Connecting   (at the leader)
 //   Connecting/Connected --stream ended--> Stopped                            (given-up statuses)
 //   Connecting/Connected --Goodbye--> SayingGoodbye --stream ended--> Stopped
 //   any --Stop--> Stopping --stream ended--> Stopped   (or Stopped at once when no stream is up)
@@ -19,10 +20,14 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <string>
 
 #include "ckpt/worker.h"
+#include "common/leader_follower.h"
 #include "sdk/backoff.h"
 #include "sdk/connect_attempt.h"
+#include "sdk/epoch_filter.h"
 #include "sdk/runtime_core.h"
 
 namespace ckpt::sdk::internal {
@@ -58,7 +63,8 @@ class PipelineSession final : public PipelineWorker,
   void WaitUntilStoppedForever();
 
   void OnAttemptMessage(uint64_t attempt_id, v1::CoordinatorMessage message) override;
-  void OnAttemptDone(uint64_t attempt_id, grpc::Status status) override;
+  void OnAttemptDone(uint64_t attempt_id, grpc::Status status,
+                     std::optional<std::string> leader) override;
 
  private:
   enum class Phase {
@@ -81,7 +87,13 @@ class PipelineSession final : public PipelineWorker,
   void StartAttempt();
   void Send(v1::WorkerMessage message);
   void HandleMessage(uint64_t attempt_id, const v1::CoordinatorMessage& message);
-  void HandleAttemptDone(uint64_t attempt_id, const grpc::Status& status);
+  void HandleAttemptDone(uint64_t attempt_id, const grpc::Status& status,
+                         const std::optional<std::string>& leader);
+  // After a stream ended UNAVAILABLE: the daemon of the next stream. True when it is the leader
+  // `leader` names (to be asked at once), false when it is the next of the list.
+  bool ChooseNextDaemon(const std::optional<std::string>& leader);
+  // True (and counted when not) when the message is of the newest leadership seen.
+  bool Believe(bool current);
   void HandleGoodbye(std::chrono::milliseconds timeout);
   void HandleStop();
   void ArmHeartbeat();
@@ -101,7 +113,6 @@ class PipelineSession final : public PipelineWorker,
 
   // Constant after construction. core_ is first: destroyed last, after the timers and the strand.
   const std::shared_ptr<RuntimeCore> core_;
-  v1::WorkerService::Stub& stub_;  // owned by core_
   const PipelineWorkerOptions options_;
   const Strand strand_;
 
@@ -115,6 +126,8 @@ class PipelineSession final : public PipelineWorker,
   std::chrono::steady_clock::time_point welcomed_at_;
   std::chrono::milliseconds heartbeat_interval_ = kDefaultHeartbeatInterval;
   Backoff backoff_;
+  cli::LeaderFollower follower_;  // which daemon the next stream goes to
+  EpochFilter epochs_;
   boost::asio::steady_timer heartbeat_timer_;
   boost::asio::steady_timer retry_timer_;
   boost::asio::steady_timer goodbye_timer_;
@@ -128,6 +141,8 @@ class PipelineSession final : public PipelineWorker,
   std::atomic<uint64_t> reconnects_{0};
   std::atomic<uint64_t> disconnects_{0};
   std::atomic<uint64_t> dropped_sends_{0};
+  std::atomic<uint64_t> stale_messages_{0};
+  std::atomic<uint64_t> leader_redirects_{0};
 
   mutable std::mutex stopped_mu_;
   std::condition_variable stopped_cv_;

@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "common/channel_security.h"
+#include "common/server_list.h"
 #include "sdk/pipeline_session.h"
 
 namespace ckpt::sdk::internal {
@@ -52,27 +53,31 @@ RuntimeCore::Checked RuntimeCore::Check(WorkerRuntimeOptions options) {
   files.token_file = options.token_file;
   files.tls_server_name = options.tls_server_name;
   std::string error;
-  std::optional<cli::ChannelSecurity> security =
-      cli::LoadChannelSecurity(files, kOptionNames, &error);
-  if (security) error = cli::CheckTokenTransport(options.server_address, *security, kOptionNames);
+  std::optional<std::vector<std::string>> servers =
+      cli::ParseServerList(options.server_address, "server_address", &error);
+  std::optional<cli::ChannelSecurity> security;
+  if (servers) security = cli::LoadChannelSecurity(files, kOptionNames, &error);
+  for (size_t i = 0; security && error.empty() && i < servers->size(); ++i) {
+    error = cli::CheckTokenTransport((*servers)[i], *security, kOptionNames);
+  }
   if (!error.empty()) throw std::invalid_argument("ckpt::sdk::WorkerRuntime: " + error);
-  return {std::move(options), std::move(*security)};
+  return {std::move(options), std::move(*servers), std::move(*security)};
 }
 
 RuntimeCore::RuntimeCore(WorkerRuntimeOptions options) : RuntimeCore(Check(std::move(options))) {}
 
 RuntimeCore::RuntimeCore(Checked checked)
     : server_address_(std::move(checked.options.server_address)),
+      servers_(std::move(checked.servers)),
+      security_(checked.security),
+      channels_per_server_(std::max(checked.options.channels, 1)),
       token_(kOptionNames.token_file, std::move(checked.options.token_file),
              std::move(checked.security.token)),
       seed_base_(std::random_device{}() * 0x9E3779B97F4A7C15ULL),
       io_(std::max(checked.options.threads, 1)) {
   const int threads = std::max(checked.options.threads, 1);
-  const int channels = std::max(checked.options.channels, 1);
-  for (int i = 0; i < channels; ++i) {
-    channels_.push_back(MakeChannel(server_address_, checked.security, i, channels > 1));
-    stubs_.push_back(v1::WorkerService::NewStub(channels_.back()));
-  }
+  // The first daemon's channels start connecting now, as they did before lists existed.
+  StubFor(servers_.front());
   work_.emplace(io_.get_executor());
   for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { RunThread(); });
 }
@@ -108,8 +113,29 @@ bool RuntimeCore::RunAfter(const Strand& strand, std::chrono::milliseconds delay
   return true;
 }
 
-v1::WorkerService::Stub& RuntimeCore::NextStub() {
-  return *stubs_[next_stub_.fetch_add(1, std::memory_order_relaxed) % stubs_.size()];
+v1::WorkerService::Stub& RuntimeCore::StubFor(const std::string& address) {
+  std::lock_guard<std::mutex> lock(channels_mu_);
+  ServerChannels& server = channels_[address];
+  if (server.stubs.empty()) {
+    for (int i = 0; i < channels_per_server_; ++i) {
+      server.channels.push_back(MakeChannel(address, security_, i, channels_per_server_ > 1));
+      server.stubs.push_back(v1::WorkerService::NewStub(server.channels.back()));
+    }
+  }
+  return *server.stubs[server.next++ % server.stubs.size()];
+}
+
+bool RuntimeCore::MayConnectTo(const std::string& address) {
+  // Whether a token is sent at all is fixed at start (only its content rotates): the token read
+  // then stands for it.
+  const std::string why = cli::CheckTokenTransport(address, security_, kOptionNames);
+  if (why.empty()) return true;
+  std::lock_guard<std::mutex> lock(channels_mu_);
+  if (refused_addresses_.insert(address).second) {
+    std::fprintf(stderr, "ckpt worker sdk: not following the leader a daemon named: %s\n",
+                 why.c_str());
+  }
+  return false;
 }
 
 uint64_t RuntimeCore::NextSeed() {

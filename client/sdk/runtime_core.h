@@ -1,6 +1,7 @@
 #pragma once
-// What every pipeline of a WorkerRuntime shares: the io_context and its threads, the gRPC channels,
-// and the list of live pipelines (so that shutdown can stop them all).
+// What every pipeline of a WorkerRuntime shares: the io_context and its threads, the gRPC channels
+// (to each daemon of the server list, and to leaders they name), and the list of live pipelines
+// (so that shutdown can stop them all).
 
 #include <grpcpp/grpcpp.h>
 
@@ -12,9 +13,11 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <shared_mutex>
 #include <string>
 #include <thread>
@@ -74,8 +77,15 @@ class RuntimeCore {
 
   RuntimeIoContext& io_context() { return io_; }
   const std::string& server_address() const { return server_address_; }
-  // The stub of the next channel, round robin. Stubs live as long as the core.
-  v1::WorkerService::Stub& NextStub();
+  // server_address parsed (common/server_list.h): at least one.
+  const std::vector<std::string>& servers() const { return servers_; }
+  // The stub of the next channel to `address`, round robin over `channels` channels made on its
+  // first use. Stubs live as long as the core.
+  v1::WorkerService::Stub& StubFor(const std::string& address);
+  // True when a stream may go to `address` (a leader named by a daemon): a token is sent in clear
+  // text only to loopback, as to the addresses of server_address. Says why not on stderr, once
+  // per address.
+  bool MayConnectTo(const std::string& address);
   // The bearer token for a new stream ("" for none), re-read if its file changed.
   std::string CurrentToken() { return token_.Current(); }
   // A fresh seed for a pipeline's jitter.
@@ -90,7 +100,14 @@ class RuntimeCore {
   // The options and what their files hold, checked.
   struct Checked {
     WorkerRuntimeOptions options;
+    std::vector<std::string> servers;
     cli::ChannelSecurity security;
+  };
+  // The channels to one daemon.
+  struct ServerChannels {
+    std::vector<std::shared_ptr<grpc::Channel>> channels;
+    std::vector<std::unique_ptr<v1::WorkerService::Stub>> stubs;
+    uint64_t next = 0;  // round robin over stubs
   };
   // Throws std::invalid_argument naming the field and the file.
   static Checked Check(WorkerRuntimeOptions options);
@@ -99,9 +116,10 @@ class RuntimeCore {
 
   // Constant after construction.
   const std::string server_address_;
+  const std::vector<std::string> servers_;
+  const cli::ChannelSecurity security_;  // holds the key and the token: never log it
+  const int channels_per_server_;
   TokenSource token_;  // itself thread-safe
-  std::vector<std::shared_ptr<grpc::Channel>> channels_;
-  std::vector<std::unique_ptr<v1::WorkerService::Stub>> stubs_;
   const uint64_t seed_base_;
 
   RuntimeIoContext io_;
@@ -109,8 +127,13 @@ class RuntimeCore {
   std::vector<std::thread> threads_;  // joined by Shutdown
   bool shut_down_ = false;            // touched only by the constructor and Shutdown
 
-  std::atomic<uint64_t> next_stub_{0};
   std::atomic<uint64_t> next_seed_{0};
+
+  std::mutex channels_mu_;
+  // Entries are never removed: a stub handed out stays valid. Grows by the leaders named over the
+  // runtime's life, a handful.
+  std::map<std::string, ServerChannels> channels_;  // guarded by channels_mu_
+  std::set<std::string> refused_addresses_;         // guarded by channels_mu_
 
   std::shared_mutex post_mu_;
   bool closed_ = false;  // guarded by post_mu_

@@ -32,8 +32,8 @@ int main(int argc, char** argv) {
   std::string error;
   std::optional<ckpt::cli::ChannelSecurity> security = ckpt::cli::LoadChannelSecurity(
       parsed.options.security, ckpt::cli::kSecurityFlagNames, &error);
-  if (security) {
-    error = ckpt::cli::CheckTokenTransport(parsed.options.server, *security,
+  for (size_t i = 0; security && error.empty() && i < parsed.options.servers.size(); ++i) {
+    error = ckpt::cli::CheckTokenTransport(parsed.options.servers[i], *security,
                                            ckpt::cli::kSecurityFlagNames);
   }
   if (!error.empty()) {

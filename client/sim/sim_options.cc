@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include "common/security_flags.h"
+#include "common/server_list.h"
 
 namespace ckpt::sim {
 namespace {
@@ -45,7 +46,10 @@ ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
       "Simulates workers of a ckptd daemon: serves pipelines p0..p<N-1> of a job, acks "
       "every checkpoint after a delay, and prints what it saw.",
       kProgram};
-  app.add_option("--server", options.server, "Daemon address HOST:PORT")->capture_default_str();
+  app.add_option("--server", options.server,
+                 "Daemon address HOST:PORT, or the daemons of an HA group as HOST:PORT,HOST:PORT "
+                 "(the leader is followed)")
+      ->capture_default_str();
   app.add_option("--job", options.job, "Job id")->required();
   app.add_option("--pipelines", options.pipelines, "Pipelines p0..p<N-1> to serve")
       ->capture_default_str()
@@ -121,6 +125,10 @@ ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
                                                           &options.connect_timeout, &error)) {
     return Error(error);
   }
+  std::optional<std::vector<std::string>> servers =
+      cli::ParseServerList(options.server, "--server", &error);
+  if (!servers) return Error(error);
+  options.servers = std::move(*servers);
   if (options.job.empty()) return Error("--job must not be empty");
   if (!(options.decline_rate >= 0 && options.decline_rate <= 1)) {
     return Error("--decline-rate must be between 0 and 1, got " +

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/duration.h"
 #include "common/security_options.h"
@@ -17,7 +18,9 @@ inline constexpr cli::DurationOptions kDurationOptions{
     .allow_bare_zero = true, .max_ms = 10LL * 365 * 24 * 3600 * 1000, .max_text = "ten years"};
 
 struct SimOptions {
+  // One daemon, or the daemons of an HA group comma-separated (the leader is followed).
   std::string server = "127.0.0.1:7070";
+  std::vector<std::string> servers;  // `server` parsed (common/server_list.h)
   // --ca-file, --cert-file, --key-file, --token-file, --tls-server-name: for the workers' streams
   // and --create's calls alike. Checked by main, not by ParseCommandLine (which reads no file).
   cli::SecurityOptions security;

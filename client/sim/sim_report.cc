@@ -41,6 +41,8 @@ nlohmann::ordered_json SummaryToJson(const SimSummary& s) {
       {"reconnects", s.reconnects},
       {"disconnects", s.disconnects},
       {"dropped_sends", s.dropped_sends},
+      {"stale_messages", s.stale_messages},
+      {"leader_redirects", s.leader_redirects},
   };
 }
 
@@ -54,12 +56,16 @@ std::string SummaryToText(const SimSummary& s) {
       static_cast<unsigned long long>(s.triggers), static_cast<unsigned long long>(s.acks),
       static_cast<unsigned long long>(s.declines), static_cast<unsigned long long>(s.completes),
       static_cast<unsigned long long>(s.aborts));
-  char tail[256];
-  std::snprintf(
-      tail, sizeof tail, "  connects %llu  reconnects %llu  disconnects %llu  dropped sends %llu\n",
-      static_cast<unsigned long long>(s.connects), static_cast<unsigned long long>(s.reconnects),
-      static_cast<unsigned long long>(s.disconnects),
-      static_cast<unsigned long long>(s.dropped_sends));
+  char tail[320];
+  std::snprintf(tail, sizeof tail,
+                "  connects %llu  reconnects %llu  disconnects %llu  dropped sends %llu\n"
+                "  leader redirects %llu  stale messages %llu\n",
+                static_cast<unsigned long long>(s.connects),
+                static_cast<unsigned long long>(s.reconnects),
+                static_cast<unsigned long long>(s.disconnects),
+                static_cast<unsigned long long>(s.dropped_sends),
+                static_cast<unsigned long long>(s.leader_redirects),
+                static_cast<unsigned long long>(s.stale_messages));
   return std::string(head) + "  checkpoint ms (trigger to complete): " + LatencyText(s.checkpoint) +
          "\n  trigger gap ms: " + LatencyText(s.trigger_gap) + "\n" + tail;
 }

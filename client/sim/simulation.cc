@@ -185,6 +185,8 @@ SimOutcome Simulation::Run(const sigset_t& signals) {
     summary.reconnects += worker.reconnects;
     summary.disconnects += worker.disconnects;
     summary.dropped_sends += worker.dropped_sends;
+    summary.stale_messages += worker.stale_messages;
+    summary.leader_redirects += worker.leader_redirects;
     checkpoint_micros.insert(checkpoint_micros.end(), pipeline->checkpoint_micros().begin(),
                              pipeline->checkpoint_micros().end());
     gap_micros.insert(gap_micros.end(), pipeline->trigger_gap_micros().begin(),

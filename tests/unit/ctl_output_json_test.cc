@@ -173,14 +173,33 @@ TEST(CtlOutputJson, DaemonStatusAndDeleted) {
   status.set_version("0.1.0");
   status.set_pipelines(3);
   const Json json = DaemonStatusJson(status);
-  EXPECT_EQ(Keys(json), (std::vector<std::string>{"version", "uptime_ms", "pipelines",
-                                                  "worker_sessions", "io_threads", "data_dir",
-                                                  "checkpoints_completed", "checkpoints_failed",
-                                                  "checkpoints_expired", "pending_checkpoints"}));
+  EXPECT_EQ(Keys(json),
+            (std::vector<std::string>{
+                "version", "uptime_ms", "pipelines", "worker_sessions", "io_threads", "data_dir",
+                "checkpoints_completed", "checkpoints_failed", "checkpoints_expired",
+                "pending_checkpoints", "role", "leader_address", "leader_epoch"}));
   EXPECT_EQ(json["pipelines"], 3);
   EXPECT_EQ(json["uptime_ms"], 0);
+  EXPECT_EQ(json["role"], "single") << "a daemon without the role field has no HA";
+  EXPECT_EQ(json["leader_address"], "");
+  EXPECT_EQ(json["leader_epoch"], 0);
   EXPECT_EQ(DeletedJson("etl", "p0"),
             Json({{"job_id", "etl"}, {"pipeline_id", "p0"}, {"deleted", true}}));
+}
+
+TEST(CtlOutputJson, DaemonRolesAreLowercase) {
+  v1::DaemonStatus status;
+  status.set_role(v1::DAEMON_ROLE_STANDBY);
+  status.set_leader_address("10.0.0.5:7070");
+  status.set_leader_epoch(42);
+  Json json = DaemonStatusJson(status);
+  EXPECT_EQ(json["role"], "standby");
+  EXPECT_EQ(json["leader_address"], "10.0.0.5:7070");
+  EXPECT_EQ(json["leader_epoch"], 42);
+  status.set_role(v1::DAEMON_ROLE_LEADER);
+  EXPECT_EQ(DaemonStatusJson(status)["role"], "leader");
+  status.set_role(v1::DAEMON_ROLE_SINGLE);
+  EXPECT_EQ(DaemonStatusJson(status)["role"], "single");
 }
 
 TEST(CtlOutputJson, DumpIsOneDocumentAndNeverThrowsOnBadUtf8) {

@@ -165,5 +165,35 @@ TEST(CtlOutputViews, DaemonSummary) {
             "  checkpoints completed 10, failed 0, expired 0; data_dir /var/lib/ckptd\n");
 }
 
+TEST(CtlOutputViews, DaemonSummaryOfALeader) {
+  v1::DaemonStatus status;
+  status.set_version("0.1.0");
+  status.set_uptime_ms(1000);
+  status.set_role(v1::DAEMON_ROLE_LEADER);
+  status.set_leader_address("a:7070");
+  status.set_leader_epoch(12);
+  EXPECT_EQ(DaemonSummary(status, "a:7070"),
+            "ckptd 0.1.0 at a:7070: leader, serving, up 1.0s\n"
+            "  pipelines 0, worker sessions 0, pending checkpoints 0, io threads 0\n"
+            "  checkpoints completed 0, failed 0, expired 0; data_dir \n"
+            "  role leader, leader address a:7070, leader epoch 12\n");
+}
+
+TEST(CtlOutputViews, DaemonSummaryOfAStandbyNamesTheLeader) {
+  v1::DaemonStatus status;
+  status.set_version("0.1.0");
+  status.set_uptime_ms(1000);
+  status.set_role(v1::DAEMON_ROLE_STANDBY);
+  status.set_leader_address("a:7070");
+  status.set_leader_epoch(12);
+  EXPECT_EQ(DaemonSummary(status, "b:7070"),
+            "ckptd 0.1.0 at b:7070: standby, not serving, up 1.0s\n"
+            "  role standby, leader address a:7070, leader epoch 12\n");
+  EXPECT_EQ(StandbyNote(status), "standby; leader is a:7070\n");
+  status.clear_leader_address();
+  EXPECT_EQ(StandbyNote(status), "standby; no leader is known yet\n");
+  EXPECT_NE(DaemonSummary(status, "b:7070").find("leader address unknown"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace ckpt::ctl

@@ -31,6 +31,19 @@ TEST(SdkSimOptions, Defaults) {
   EXPECT_FALSE(o.seed.has_value());
 }
 
+TEST(SdkSimOptions, ServerListOfAnHaGroup) {
+  ParsedCommandLine parsed = Parse({"--server", "a:1,b:2", "--job", "j"});
+  ASSERT_TRUE(parsed.run) << parsed.message;
+  EXPECT_EQ(parsed.options.server, "a:1,b:2");
+  EXPECT_EQ(parsed.options.servers, (std::vector<std::string>{"a:1", "b:2"}));
+  EXPECT_EQ(Parse({"--job", "j"}).options.servers, std::vector<std::string>{"127.0.0.1:7070"});
+
+  parsed = Parse({"--server", "a:1,,b:2", "--job", "j"});
+  EXPECT_FALSE(parsed.run);
+  EXPECT_EQ(parsed.exit_code, 2);
+  EXPECT_EQ(parsed.message, "ckpt-worker-sim: --server: entry 2 of \"a:1,,b:2\" is empty\n");
+}
+
 TEST(SdkSimOptions, EveryFlag) {
   ParsedCommandLine parsed = Parse({"--server",
                                     "h:1",

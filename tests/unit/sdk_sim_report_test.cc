@@ -50,9 +50,14 @@ TEST(SdkSimReport, JsonHasTheContractKeys) {
   summary.aborts = 1;
   summary.duration_ms = 3000;
   summary.checkpoint = Summarize({1234, 5678});
+  summary.stale_messages = 4;
+  summary.leader_redirects = 3;
   nlohmann::ordered_json json = SummaryToJson(summary);
-  for (const char* key : {"pipelines", "tasks", "triggers", "acks", "completes", "aborts",
-                          "duration_ms", "checkpoint_ms", "trigger_gap_ms"}) {
+  EXPECT_EQ(json["stale_messages"], 4);
+  EXPECT_EQ(json["leader_redirects"], 3);
+  for (const char* key :
+       {"pipelines", "tasks", "triggers", "acks", "completes", "aborts", "duration_ms",
+        "checkpoint_ms", "trigger_gap_ms", "stale_messages", "leader_redirects"}) {
     EXPECT_TRUE(json.contains(key)) << key;
   }
   EXPECT_EQ(json["pipelines"], 2);
@@ -69,7 +74,10 @@ TEST(SdkSimReport, TextNamesTheCounts) {
   summary.job = "j";
   summary.server = "h:1";
   summary.triggers = 12;
+  summary.leader_redirects = 2;
+  summary.stale_messages = 1;
   const std::string text = SummaryToText(summary);
+  EXPECT_NE(text.find("leader redirects 2  stale messages 1"), std::string::npos) << text;
   EXPECT_NE(text.find("job j on h:1"), std::string::npos);
   EXPECT_NE(text.find("triggers 12"), std::string::npos);
   EXPECT_EQ(text.back(), '\n');

@@ -101,6 +101,9 @@ struct Welcome {
   CheckpointKind last_completed_kind = CheckpointKind::kUnspecified;
   int64_t heartbeat_interval_ms = 0;
   int64_t lease_ttl_ms = 0;
+  // The leadership that sent it, growing with each new leader of an HA group; 0 from a daemon with
+  // the embedded store.
+  int64_t leader_epoch = 0;
 };
 
 // Take a snapshot of every task of this stream, then Ack (or Decline) it per task.
@@ -109,7 +112,8 @@ struct Trigger {
   CheckpointKind kind = CheckpointKind::kUnspecified;
   int64_t timestamp_ms = 0;
   int64_t generation = 0;
-  std::string target;  // where a savepoint's state should go; empty for checkpoints
+  std::string target;        // where a savepoint's state should go; empty for checkpoints
+  int64_t leader_epoch = 0;  // as Welcome::leader_epoch
 };
 
 // A task's snapshot, opaque to the daemon and stored with the completed checkpoint.
@@ -177,6 +181,9 @@ struct PipelineWorkerCounters {
   uint64_t reconnects = 0;     // welcomes received after the first one
   uint64_t disconnects = 0;    // streams that ended without the user asking
   uint64_t dropped_sends = 0;  // acks, declines, savepoint requests dropped: no session was up
+  // Welcomes, triggers, aborts and completes of a deposed leader, dropped (see PipelineWorker).
+  uint64_t stale_messages = 0;
+  uint64_t leader_redirects = 0;  // streams a standby refused that went to the leader it named
 };
 
 // One pipeline's Connect stream, reconnected with backoff until stopped.
@@ -194,6 +201,15 @@ struct PipelineWorkerCounters {
 //   - anything else (UNAVAILABLE, DEADLINE_EXCEEDED = lease expired, ALREADY_EXISTS, OK without our
 //     goodbye, ...): retry with exponential backoff. The backoff restarts from backoff_initial once
 //     a session stayed up for a second.
+//
+// High availability: with several daemons in WorkerRuntimeOptions::server_address, a stream that
+// a standby refuses (UNAVAILABLE naming the leader) is opened again at once at the leader, at most
+// three times in a row; a stream that ends UNAVAILABLE with no leader named (the daemon is down, or
+// a standby knows no leader yet) is opened again, after the backoff, at the next daemon of the
+// list. Each new stream takes its tasks over (as any reconnect does): the tasks keep running and
+// are not asked to restart. Every message is believed only from the newest leadership seen: a
+// trigger of a lower leader_epoch than one seen, and a welcome, abort or complete on a stream
+// whose welcome had one, are dropped (not given to the handlers) and counted as stale_messages.
 //
 // Sends: Ack, Decline and RequestSavepoint go out only on a welcomed stream, before Goodbye.
 // Otherwise (connecting, backing off, stopped) they are dropped and counted, not queued: an ack
@@ -262,9 +278,12 @@ class PipelineWorker {
 // written; if the file no longer holds a valid token, the last good one is sent and stderr says
 // why).
 struct WorkerRuntimeOptions {
-  std::string server_address;  // "host:port" (any gRPC target)
-  int threads = 1;             // the runtime's threads
-  int channels = 1;            // gRPC channels (each its own TCP connection) pipelines spread over
+  // "host:port" (any gRPC target), or the daemons of an HA group as "host:port,host:port": the
+  // leader is followed (see PipelineWorker). A list that does not parse (an empty entry, a missing
+  // port, an address twice) throws std::invalid_argument.
+  std::string server_address;
+  int threads = 1;   // the runtime's threads
+  int channels = 1;  // gRPC channels (each its own TCP connection) pipelines spread over
   // PEM CA certificate(s) to check the daemon's certificate with. Empty with TLS: gRPC's default
   // roots (GRPC_DEFAULT_SSL_ROOTS_FILE_PATH, else the system's).
   std::string ca_file;
