@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <charconv>
+#include <chrono>
+#include <thread>
 #include <type_traits>
 #include <unordered_set>
 #include <variant>
@@ -39,6 +41,12 @@ RequestOp Delete(std::string key, std::string range_end = "") {
 
 size_t BytesOf(const RequestOp& op) { return op.ByteSizeLong() + 8; }
 
+// A txn whose answer was lost is resolved (asked about, sent again) for up to this many request
+// timeouts, pausing this long before each question: a member's death costs etcd an election
+// (about a second) and the lost proposal its own request timeout.
+constexpr int kResolveWindowPerTimeout = 3;
+constexpr auto kResolvePause = std::chrono::milliseconds(100);
+
 // A counter as the layout stores it: decimal, not negative.
 bool ParseCounter(const std::string& text, int64_t* value) {
   auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), *value);
@@ -67,7 +75,7 @@ class EtcdBackend::BatchWriter {
     }
     if (!txn_.success().empty() &&
         (alone || conflict ||
-         txn_.success_size() + static_cast<int>(requests.size()) > kMaxTxnOps ||
+         txn_.success_size() + static_cast<int>(requests.size()) > kMaxTxnOps - 1 ||
          bytes_ + bytes > kMaxTxnBytes)) {
       if (!Send()) return false;
     }
@@ -82,32 +90,86 @@ class EtcdBackend::BatchWriter {
   }
 
   // Sends what is pending; false once the batch must stop.
+  //
+  // Every txn is fenced by the leadership (the leader key's create revision) and by the write
+  // cursor P/writer (its mod revision as this leader last saw it), and rewrites the cursor with
+  // its own number. So a txn whose answer is lost (a member died with the proposal, a deadline)
+  // is resolved instead of ending the leadership: the cursor says whether it landed; if not, the
+  // same txn goes again, and whichever copy lands first makes the other's compare fail. A member
+  // of three lost is thus no reason to stop. What cannot be resolved while the lease is
+  // confirmed, or within the resolve window, still stops the store (kStop).
   bool Send() {
     if (txn_.success().empty()) return true;
+    if (!b_.writer_known_ && !LearnWriter()) return false;
+    const std::string token =
+        std::to_string(b_.fence_revision_) + ":" + std::to_string(b_.writer_seq_ + 1);
     Compare* fence = txn_.add_compare();
     fence->set_key(b_.fence_key_);
     fence->set_target(Compare::CREATE);
     fence->set_result(Compare::EQUAL);
     fence->set_create_revision(b_.fence_revision_);
-    TxnResponse response;
-    EtcdError error;
-    const size_t ops = txn_.success_size();
-    if (!b_.client_->Txn(txn_, &response, &error)) {
-      stop_ = Status(error.status.code(),
-                     "a transaction of " + std::to_string(ops) + " etcd operations " +
-                         (error.failure == EtcdFailure::kUnknownOutcome
-                              ? "has an unknown outcome"
-                              : "was refused, and the store's view of etcd is no longer sure") +
-                         ": " + error.status.message());
-      return false;
+    Compare* cursor = txn_.add_compare();
+    cursor->set_key(b_.layout_.WriterKey());
+    cursor->set_target(Compare::MOD);
+    cursor->set_result(Compare::EQUAL);
+    cursor->set_mod_revision(b_.writer_revision_);
+    *txn_.add_success() = Put(b_.layout_.WriterKey(), token);
+    const size_t ops = txn_.success_size() - 1;
+    const auto give_up_at =
+        std::chrono::steady_clock::now() + kResolveWindowPerTimeout * b_.request_timeout();
+    int64_t landed_at = 0;
+    for (int attempt = 1;; ++attempt) {
+      TxnResponse response;
+      EtcdError error;
+      Outcome outcome = Outcome::kUnknown;
+      if (b_.client_->Txn(txn_, &response, &error)) {
+        if (response.succeeded()) {
+          landed_at = response.header().revision();
+          break;
+        }
+        // Refused: by the fence (deposed), or by the cursor because an earlier copy landed.
+        outcome = Resolve(token, &landed_at);
+        if (outcome == Outcome::kNotLanded) outcome = Outcome::kLost;  // the fence refused it
+      } else if (error.failure == EtcdFailure::kNotApplied) {
+        stop_ = Status(error.status.code(), "a transaction of " + std::to_string(ops) +
+                                                " etcd operations was refused, and the store's "
+                                                "view of etcd is no longer sure: " +
+                                                error.status.message());
+        return false;
+      } else {
+        spdlog::warn(
+            "store {}: a transaction of {} operations has an unknown outcome ({}); "
+            "asking etcd whether it landed (attempt {})",
+            b_.name_, ops, error.status.message(), attempt);
+        error_ = error.status;
+        std::this_thread::sleep_for(kResolvePause);  // the store's own thread, never a strand
+        outcome = Resolve(token, &landed_at);
+      }
+      switch (outcome) {
+        case Outcome::kLanded: break;
+        case Outcome::kLost:
+          stop_ = Status::FailedPrecondition(
+              "leadership lost: the leader key " + b_.fence_key_ + " (revision " +
+              std::to_string(b_.fence_revision_) +
+              ") or etcd's write cursor moved under this daemon, so etcd refused its write");
+          return false;
+        case Outcome::kNotLanded:  // and it cannot land late: the cursor fences every copy
+          b_.txns_resent_.fetch_add(1, std::memory_order_relaxed);
+          [[fallthrough]];
+        case Outcome::kUnknown:
+          if (std::chrono::steady_clock::now() >= give_up_at ||
+              (b_.may_write_ && !b_.may_write_())) {
+            stop_ = Status(StatusCode::kDeadlineExceeded,
+                           "a transaction of " + std::to_string(ops) +
+                               " etcd operations has an unknown outcome: " + error_.message());
+            return false;
+          }
+          continue;
+      }
+      break;
     }
-    if (!response.succeeded()) {
-      stop_ = Status::FailedPrecondition(
-          "leadership lost: the leader key " + b_.fence_key_ + " (revision " +
-          std::to_string(b_.fence_revision_) +
-          ") is gone or was replaced, so etcd refused this daemon's write");
-      return false;
-    }
+    b_.writer_revision_ = landed_at;
+    b_.writer_seq_ += 1;
     b_.txns_committed_.fetch_add(1, std::memory_order_relaxed);
     ++sent_;
     txn_.Clear();
@@ -115,6 +177,44 @@ class EtcdBackend::BatchWriter {
     bytes_ = 0;
     alone_in_txn_ = false;
     ops_in_txn_.clear();
+    return true;
+  }
+
+  enum class Outcome { kLanded, kNotLanded, kUnknown, kLost };
+
+  // Whether txn `token` landed (then *landed_at is its revision), did not while this daemon
+  // still leads (it may go again), could not be told (etcd unreachable), or the leadership is
+  // gone.
+  Outcome Resolve(const std::string& token, int64_t* landed_at) {
+    *landed_at = 0;
+    auto writer = b_.ReadWriter();
+    if (!writer.ok()) {
+      error_ = writer.status();
+      return Outcome::kUnknown;
+    }
+    if (writer->value() == token) {
+      *landed_at = writer->mod_revision();
+      return Outcome::kLanded;
+    }
+    if (writer->mod_revision() != b_.writer_revision_) return Outcome::kLost;
+    auto fence = b_.ReadFenceRevision();
+    if (!fence.ok()) {
+      error_ = fence.status();
+      return Outcome::kUnknown;
+    }
+    return *fence == b_.fence_revision_ ? Outcome::kNotLanded : Outcome::kLost;
+  }
+
+  // Reads the cursor before the first txn of this leadership.
+  bool LearnWriter() {
+    auto writer = b_.ReadWriter();
+    if (!writer.ok()) {
+      stop_ = writer.status();
+      return false;
+    }
+    b_.writer_revision_ = writer->mod_revision();
+    b_.writer_seq_ = 0;
+    b_.writer_known_ = true;
     return true;
   }
 
@@ -144,6 +244,7 @@ class EtcdBackend::BatchWriter {
   std::vector<size_t> ops_in_txn_;
   int sent_ = 0;
   Status stop_;
+  Status error_;  // the last failure while resolving an unknown outcome
 };
 
 EtcdBackend::EtcdBackend(std::shared_ptr<EtcdClient> client, std::function<bool()> may_write)
@@ -156,6 +257,28 @@ void EtcdBackend::SetFence(std::string leader_key, int64_t leader_revision) {
   MutexLock lock(view_mu_);
   fence_key_ = std::move(leader_key);
   fence_revision_ = leader_revision;
+  writer_known_ = false;  // read afresh before this leadership's first txn
+}
+
+std::chrono::milliseconds EtcdBackend::request_timeout() const {
+  return std::chrono::milliseconds(client_->settings().request_timeout_ms);
+}
+
+Result<KeyValue> EtcdBackend::ReadWriter() {
+  RangeRequest request;
+  request.set_key(layout_.WriterKey());
+  auto response = client_->Range(request);
+  if (!response.ok()) return response.status();
+  if (response->kvs().empty()) return KeyValue();  // never written: mod revision 0
+  return response->kvs(0);
+}
+
+Result<int64_t> EtcdBackend::ReadFenceRevision() {
+  RangeRequest request;
+  request.set_key(fence_key_);
+  auto response = client_->Range(request);
+  if (!response.ok()) return response.status();
+  return response->kvs().empty() ? int64_t{0} : response->kvs(0).create_revision();
 }
 
 BatchResult EtcdBackend::ApplyBatch(const std::vector<WriteOp>& ops) {

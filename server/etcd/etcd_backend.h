@@ -25,6 +25,7 @@
 // guarded by view_mu_, which ApplyBatch holds for a whole batch and LoadPipelines while it loads.
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
@@ -65,6 +66,8 @@ class EtcdBackend final : public StoreBackend {
 
   // Transactions sent and committed (metrics, tests, benchmarks).
   uint64_t txns_committed() const { return txns_committed_.load(std::memory_order_relaxed); }
+  // Transactions sent again because etcd lost the first copy (a member died with it).
+  uint64_t txns_resent() const { return txns_resent_.load(std::memory_order_relaxed); }
 
  private:
   struct PipelineView {
@@ -80,6 +83,11 @@ class EtcdBackend final : public StoreBackend {
       CKPT_REQUIRES(view_mu_);
   // Reads the view (and the pipelines, for LoadPipelines) at one revision.
   Result<std::vector<StoredPipeline>> LoadView() CKPT_REQUIRES(view_mu_);
+  std::chrono::milliseconds request_timeout() const;
+  // The write cursor's key/value now (a linearizable read); an absent key has mod revision 0.
+  Result<etcdserverpb::KeyValue> ReadWriter();
+  // The leader key's create revision now (0: it is gone).
+  Result<int64_t> ReadFenceRevision() CKPT_REQUIRES(view_mu_);
   // Every key/value of [key, range_end), page by page, at one revision (the first page's).
   Result<std::vector<etcdserverpb::KeyValue>> RangeAll(const std::string& key,
                                                        const std::string& range_end, bool keys_only,
@@ -90,6 +98,7 @@ class EtcdBackend final : public StoreBackend {
   const std::string name_;
   const std::function<bool()> may_write_;
   std::atomic<uint64_t> txns_committed_{0};
+  std::atomic<uint64_t> txns_resent_{0};
 
   Mutex view_mu_;
   std::string fence_key_ CKPT_GUARDED_BY(view_mu_);
@@ -97,6 +106,11 @@ class EtcdBackend final : public StoreBackend {
   std::map<PipelineKey, PipelineView> pipelines_ CKPT_GUARDED_BY(view_mu_);
   std::map<PipelineKey, int64_t> counters_ CKPT_GUARDED_BY(view_mu_);
   bool view_loaded_ CKPT_GUARDED_BY(view_mu_) = false;
+  // The write cursor (etcd_layout.h, P/writer): its mod revision as this leader last wrote or
+  // read it (read before the first txn of a leadership), and the number of its last txn.
+  bool writer_known_ CKPT_GUARDED_BY(view_mu_) = false;
+  int64_t writer_revision_ CKPT_GUARDED_BY(view_mu_) = 0;
+  int64_t writer_seq_ CKPT_GUARDED_BY(view_mu_) = 0;
 };
 
 }  // namespace ckpt

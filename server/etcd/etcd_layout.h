@@ -17,6 +17,11 @@
 //                                            one value, written before the checkpoint key, which
 //                                            is the commit point and says how many chunks count
 //   P/probe                                  the store's health probe
+//   P/writer                                 "<epoch>:<n>": the leader's last transaction. Each
+//                                            txn compares its mod revision and rewrites it, so
+//                                            one whose answer was lost can be told applied or
+//                                            not, and sent again without a late copy landing
+//                                            twice (etcd_backend.cc, Send)
 //
 // Later record kinds (restore points, released ids, alignment groups) take sibling prefixes of
 // their own in the same way.
@@ -56,6 +61,7 @@ class Layout {
   std::string ChunkPrefix(const PipelineKey& key, int64_t id) const;  // of one checkpoint
   std::string ChunkKey(const PipelineKey& key, int64_t id, int n) const;
   std::string ProbeKey() const { return prefix_ + "/probe"; }
+  std::string WriterKey() const { return prefix_ + "/writer"; }
 
   // The parts of a key under one of the prefixes above, or nothing when it is not one.
   struct PipelineRecordKey {

@@ -3,9 +3,9 @@
 Each member is a child process that dies with the test (PR_SET_PDEATHSIG) even when the test
 itself is killed; its data dir is under the workspace."""
 import ctypes
+import json
 import os
 import signal
-import socket
 import subprocess
 import time
 
@@ -74,6 +74,21 @@ class EtcdCluster:
                            env={**os.environ, "ETCDCTL_API": "3"})
         return r.returncode == 0
 
+    def raft_leader(self):
+        """The index of the member that is etcd's raft leader now (None if none answers)."""
+        live = [e for e, p in zip(self.endpoints, self.procs) if p and p.poll() is None]
+        r = subprocess.run([ETCDCTL, "--endpoints", ",".join(live), "--command-timeout=2s",
+                            "endpoint", "status", "-w", "json"], capture_output=True, text=True,
+                           timeout=10, env={**os.environ, "ETCDCTL_API": "3"})
+        try:
+            statuses = json.loads(r.stdout)
+        except ValueError:
+            return None
+        for status in statuses:
+            if status["Status"]["header"]["member_id"] == status["Status"]["leader"]:
+                return self.endpoints.index(status["Endpoint"])
+        return None
+
     def kill(self, i):
         self.procs[i].kill()
         self.procs[i].wait()
@@ -81,13 +96,22 @@ class EtcdCluster:
     def restart(self, i):
         self._start(i, "existing")
 
-    def keys(self, prefix):
-        """The keys under `prefix`, as etcdctl lists them."""
+    def _get(self, *args):
         r = subprocess.run([ETCDCTL, "--endpoints", ",".join(self.endpoints),
-                            "--command-timeout=3s", "get", "--prefix", "--keys-only", prefix],
+                            "--command-timeout=3s", "get", *args],
                            capture_output=True, text=True, timeout=10,
                            env={**os.environ, "ETCDCTL_API": "3"})
-        return [k for k in r.stdout.splitlines() if k]
+        if r.returncode != 0:
+            raise AssertionError(f"etcdctl get {' '.join(args)}: {r.stderr}")
+        return r.stdout
+
+    def keys(self, prefix):
+        """The keys under `prefix`, as etcdctl lists them."""
+        return [k for k in self._get("--prefix", "--keys-only", prefix).splitlines() if k]
+
+    def value(self, key):
+        """The value of `key` ("" when absent)."""
+        return self._get("--print-value-only", key).strip()
 
     def close(self):
         for p in self.procs:
@@ -95,7 +119,3 @@ class EtcdCluster:
                 p.kill()
                 p.wait()
 
-
-def port_open(port):
-    with socket.socket() as s:
-        return s.connect_ex(("127.0.0.1", port)) == 0
