@@ -28,5 +28,6 @@
 #define CKPT_RELEASE_GENERIC(...) CKPT_THREAD_ANNOTATION(release_generic_capability(__VA_ARGS__))
 #define CKPT_EXCLUDES(...) CKPT_THREAD_ANNOTATION(locks_excluded(__VA_ARGS__))
 #define CKPT_RETURN_CAPABILITY(x) CKPT_THREAD_ANNOTATION(lock_returned(x))
+#define CKPT_ASSERT_CAPABILITY(x) CKPT_THREAD_ANNOTATION(assert_capability(x))
 // For the few functions the analysis cannot follow; say why next to each use.
 #define CKPT_NO_THREAD_SAFETY_ANALYSIS CKPT_THREAD_ANNOTATION(no_thread_safety_analysis)

@@ -60,6 +60,8 @@ bool ParseCounter(const std::string& text, int64_t* value) {
 // txn, and the txn is sent when the next plan would not fit (operations, bytes, a key written
 // twice) and at the end. Any failure after the first send stops the store (kStop): the view then
 // no longer says what etcd holds, and only a restart, which reloads, may go on.
+// A BatchWriter lives only inside ApplyBatch, which holds view_mu_ throughout: each method says
+// so to the analysis (AssertHeld), which cannot follow the lock into this helper.
 class EtcdBackend::BatchWriter {
  public:
   BatchWriter(EtcdBackend& backend, size_t op_count) : b_(backend), results_(op_count) {}
@@ -67,6 +69,7 @@ class EtcdBackend::BatchWriter {
   // Adds one op's requests (`keys`: the exact keys they write; a range delete goes alone).
   // False once the batch must stop (stop_ says why).
   bool Add(size_t op_index, std::vector<RequestOp> requests, bool alone = false) {
+    b_.view_mu_.AssertHeld();
     size_t bytes = 0;
     for (const auto& r : requests) bytes += BytesOf(r);
     bool conflict = alone_in_txn_;
@@ -99,6 +102,7 @@ class EtcdBackend::BatchWriter {
   // of three lost is thus no reason to stop. What cannot be resolved while the lease is
   // confirmed, or within the resolve window, still stops the store (kStop).
   bool Send() {
+    b_.view_mu_.AssertHeld();
     if (txn_.success().empty()) return true;
     if (!b_.writer_known_ && !LearnWriter()) return false;
     const std::string token =
@@ -186,6 +190,7 @@ class EtcdBackend::BatchWriter {
   // still leads (it may go again), could not be told (etcd unreachable), or the leadership is
   // gone.
   Outcome Resolve(const std::string& token, int64_t* landed_at) {
+    b_.view_mu_.AssertHeld();
     *landed_at = 0;
     auto writer = b_.ReadWriter();
     if (!writer.ok()) {
@@ -207,6 +212,7 @@ class EtcdBackend::BatchWriter {
 
   // Reads the cursor before the first txn of this leadership.
   bool LearnWriter() {
+    b_.view_mu_.AssertHeld();
     auto writer = b_.ReadWriter();
     if (!writer.ok()) {
       stop_ = writer.status();
@@ -221,6 +227,7 @@ class EtcdBackend::BatchWriter {
   // Chunk values go first, in txns of their own, so that the manifest (the checkpoint key) that
   // makes them count is written after them.
   bool SendChunks(const PipelineKey& key, int64_t id, const std::vector<std::string>& chunks) {
+    b_.view_mu_.AssertHeld();
     if (!Send()) return false;
     for (size_t n = 0; n < chunks.size(); ++n) {
       if (!Add(SIZE_MAX, {Put(b_.layout_.ChunkKey(key, id, static_cast<int>(n)), chunks[n])})) {
@@ -312,6 +319,7 @@ BatchResult EtcdBackend::ApplyBatch(const std::vector<WriteOp>& ops) {
   for (size_t i = 0; i < ops.size(); ++i) {
     bool ok = std::visit(
         [&](const auto& o) -> bool {
+          view_mu_.AssertHeld();  // called right here, under ApplyBatch's lock
           using T = std::decay_t<decltype(o)>;
           if constexpr (std::is_same_v<T, PutPipelineOp>) {
             const PipelineKey& key = o.record.spec.key;
