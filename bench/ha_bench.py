@@ -110,7 +110,7 @@ def start_pair(ws, etcd, args, job, pipelines):
 def sim_command(ws, daemons, job, pipelines, args):
     servers = ",".join(f"127.0.0.1:{d.port}" for d in daemons)
     return [ws.binary("ckpt-worker-sim"), "--server", servers, "--job", job, "--pipelines",
-            str(pipelines), "--tasks-per-pipeline", str(args.tasks), "--json"]
+            str(pipelines), "--tasks-per-pipeline", str(args.tasks), "--channels", "8", "--json"]
 
 
 def stop_pair(daemons):
@@ -231,7 +231,8 @@ def main():
         etcd = etcd_util.EtcdCluster(ws.dir, args.members)
         floor = etcd_sequential_puts(etcd.endpoints[0], 2000)
         log(f"etcd sequential puts: {floor:.0f}/s")
-        result = {"etcd_members": args.members, "etcd_sequential_puts_per_s": round(floor)}
+        result = {"bench": "ha", "etcd_members": args.members,
+                  "etcd_sequential_puts_per_s": round(floor)}
         if not args.skip_steady:
             result["steady"] = steady_phase(ws, etcd, args)
             log(f"steady: {result['steady']}")
