@@ -1,5 +1,7 @@
 #include "sdk/pipeline_session.h"
 
+#include <algorithm>
+
 #include "sdk/grpc_status_code.h"
 #include "sdk/messages.h"
 #include "sdk/retry_policy.h"
@@ -16,6 +18,9 @@ PipelineSession::PipelineSession(std::shared_ptr<RuntimeCore> core, PipelineWork
       strand_(boost::asio::make_strand(core_->io_context())),
       handlers_(std::move(handlers)),
       backoff_(BackoffPolicy{options_.backoff_initial, options_.backoff_max}, core_->NextSeed()),
+      standby_backoff_(
+          BackoffPolicy{options_.backoff_initial, std::min(options_.backoff_max, kStandbyPollMax)},
+          core_->NextSeed()),
       follower_(core_->servers()),
       heartbeat_timer_(strand_),
       retry_timer_(strand_),
@@ -235,7 +240,13 @@ void PipelineSession::HandleAttemptDone(uint64_t attempt_id, const grpc::Status&
 
   disconnects_.fetch_add(1, std::memory_order_relaxed);
   const bool was_connected = welcomed_this_attempt_;
-  if (was_connected && steady_clock::now() - welcomed_at_ >= kStableSession) backoff_.Reset();
+  if (was_connected && steady_clock::now() - welcomed_at_ >= kStableSession) {
+    backoff_.Reset();
+    standby_backoff_.Reset();
+  }
+  if (was_connected) standby_answered_ = false;
+  // A trailer (even empty) means an HA daemon answered as a standby: a takeover is under way.
+  if (leader) standby_answered_ = true;
 
   Disconnect info;
   info.code = FromGrpc(status.error_code());
@@ -254,6 +265,7 @@ void PipelineSession::HandleAttemptDone(uint64_t attempt_id, const grpc::Status&
   // The leader is asked at once: the standby's refusal says nothing about the leader's load.
   const milliseconds delay = to_leader                                 ? milliseconds(0)
                              : action == StreamEndAction::kRetrySlowly ? backoff_.AtMax()
+                             : standby_answered_                       ? standby_backoff_.Next()
                                                                        : backoff_.Next();
   info.will_retry = true;
   info.retry_in = delay;

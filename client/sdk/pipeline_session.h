@@ -40,6 +40,10 @@ class PipelineSession final : public PipelineWorker,
   static constexpr std::chrono::milliseconds kDefaultHeartbeatInterval{3000};
   // A session that stayed up this long resets the backoff.
   static constexpr std::chrono::milliseconds kStableSession{1000};
+  // Once a standby has answered since the last welcome, retries are no further apart than this
+  // (jittered): a live standby means a takeover within the election TTL, and the workers should
+  // find the new leader within a second of it, not after a backoff grown while it campaigned.
+  static constexpr std::chrono::milliseconds kStandbyPollMax{1000};
 
   PipelineSession(std::shared_ptr<RuntimeCore> core, PipelineWorkerOptions options,
                   PipelineHandlers handlers);
@@ -126,7 +130,9 @@ class PipelineSession final : public PipelineWorker,
   std::chrono::steady_clock::time_point welcomed_at_;
   std::chrono::milliseconds heartbeat_interval_ = kDefaultHeartbeatInterval;
   Backoff backoff_;
-  cli::LeaderFollower follower_;  // which daemon the next stream goes to
+  Backoff standby_backoff_;        // backoff_ capped at kStandbyPollMax
+  bool standby_answered_ = false;  // since the last welcome (or start)
+  cli::LeaderFollower follower_;   // which daemon the next stream goes to
   EpochFilter epochs_;
   boost::asio::steady_timer heartbeat_timer_;
   boost::asio::steady_timer retry_timer_;
