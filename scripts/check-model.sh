@@ -5,7 +5,8 @@
 #     check itself can fail.
 # Usage: scripts/check-model.sh [--full]
 #   default: the bounds CI runs (two leaderships, ids 1..3), about a minute and 0.5 GiB;
-#   --full:  the model's own bounds (three leaderships, ids 1..4), some minutes and ~3 GiB.
+#   --full:  the model's own bounds (three leaderships, ids 1..4): ~68 million states, tens of
+#            minutes and several GiB (a slow proof, not CI).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 model=$root/model/ha.pml
