@@ -228,7 +228,7 @@ def main():
     ws = e2e.Workspace(args.build_dir)
     etcd = None
     try:
-        etcd = etcd_util.EtcdCluster(ws.dir, args.members)
+        etcd = etcd_util.EtcdCluster(args.members)
         floor = etcd_sequential_puts(etcd.endpoints[0], 2000)
         log(f"etcd sequential puts: {floor:.0f}/s")
         result = {"bench": "ha", "etcd_members": args.members,

@@ -55,6 +55,9 @@ if [ "$(errors_of correct)" != 0 ]; then
 elif grep -q "max search depth too small" "$report"; then
   echo "FAIL: the search was cut off (raise -m)" >&2
   status=1
+elif grep -qE "out of memory|MEMLIM" "$report"; then
+  echo "FAIL: pan ran out of memory: the search is incomplete" >&2
+  status=1
 else
   echo "ok: every assertion holds in every reachable state ($(($(date +%s) - start)) s)"
 fi

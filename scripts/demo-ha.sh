@@ -101,10 +101,11 @@ echo "== ckptctl status, asked of each daemon"
 echo "== ckptctl checkpoint list demo p0 --limit 3 (--server A,B: goes to the leader)"
 "$ctl" --server "$servers" checkpoint list demo p0 --limit 3
 
-last_before=$(awk '$1 == "complete" {id = $4} END {print id}' "$work/events.log")
-echo "== kill -9 of the leader A (last checkpoint completed: $last_before)"
+echo "== kill -9 of the leader A"
 start_ns=$(date +%s%N)
 kill -9 "$pid_a"
+last_before=$(awk '$1 == "complete" {id = $4} END {print id}' "$work/events.log")
+echo "last checkpoint completed under A: $last_before"
 wait_for $((ttl_ms / 1000 + 30)) "B to take over" ready "$metrics_b"
 took_ms=$((($(date +%s%N) - start_ns) / 1000000))
 echo "B leads and is ready ${took_ms} ms after the kill (lease ${ttl_ms} ms)"

@@ -246,7 +246,12 @@ void PipelineSession::HandleAttemptDone(uint64_t attempt_id, const grpc::Status&
   }
   if (was_connected) standby_answered_ = false;
   // A trailer (even empty) means an HA daemon answered as a standby: a takeover is under way.
-  if (leader) standby_answered_ = true;
+  if (leader && !standby_answered_) {
+    standby_answered_ = true;
+    standby_since_ = steady_clock::now();
+  }
+  const bool poll_standby =
+      standby_answered_ && steady_clock::now() - standby_since_ < kStandbyPollWindow;
 
   Disconnect info;
   info.code = FromGrpc(status.error_code());
@@ -265,7 +270,7 @@ void PipelineSession::HandleAttemptDone(uint64_t attempt_id, const grpc::Status&
   // The leader is asked at once: the standby's refusal says nothing about the leader's load.
   const milliseconds delay = to_leader                                 ? milliseconds(0)
                              : action == StreamEndAction::kRetrySlowly ? backoff_.AtMax()
-                             : standby_answered_                       ? standby_backoff_.Next()
+                             : poll_standby                            ? standby_backoff_.Next()
                                                                        : backoff_.Next();
   info.will_retry = true;
   info.retry_in = delay;

@@ -44,6 +44,9 @@ class PipelineSession final : public PipelineWorker,
   // (jittered): a live standby means a takeover within the election TTL, and the workers should
   // find the new leader within a second of it, not after a backoff grown while it campaigned.
   static constexpr std::chrono::milliseconds kStandbyPollMax{1000};
+  // ... for this long after the first such answer: a group that stays without a leader (etcd's
+  // quorum lost) is then retried at the normal backoff again.
+  static constexpr std::chrono::milliseconds kStandbyPollWindow{30000};
 
   PipelineSession(std::shared_ptr<RuntimeCore> core, PipelineWorkerOptions options,
                   PipelineHandlers handlers);
@@ -130,9 +133,10 @@ class PipelineSession final : public PipelineWorker,
   std::chrono::steady_clock::time_point welcomed_at_;
   std::chrono::milliseconds heartbeat_interval_ = kDefaultHeartbeatInterval;
   Backoff backoff_;
-  Backoff standby_backoff_;        // backoff_ capped at kStandbyPollMax
-  bool standby_answered_ = false;  // since the last welcome (or start)
-  cli::LeaderFollower follower_;   // which daemon the next stream goes to
+  Backoff standby_backoff_;                              // backoff_ capped at kStandbyPollMax
+  bool standby_answered_ = false;                        // since the last welcome (or start) ...
+  std::chrono::steady_clock::time_point standby_since_;  // ... first at this time
+  cli::LeaderFollower follower_;                         // which daemon the next stream goes to
   EpochFilter epochs_;
   boost::asio::steady_timer heartbeat_timer_;
   boost::asio::steady_timer retry_timer_;

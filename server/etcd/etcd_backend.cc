@@ -46,6 +46,9 @@ size_t BytesOf(const RequestOp& op) { return op.ByteSizeLong() + 8; }
 // (about a second) and the lost proposal its own request timeout.
 constexpr int kResolveWindowPerTimeout = 3;
 constexpr auto kResolvePause = std::chrono::milliseconds(100);
+// Two requests each at most (the key, its chunks): with the commit's own three, far below
+// kMaxTxnOps.
+constexpr int kMaxTrimsPerCommit = 32;
 
 // A counter as the layout stores it: decimal, not negative.
 bool ParseCounter(const std::string& text, int64_t* value) {
@@ -104,7 +107,6 @@ class EtcdBackend::BatchWriter {
   bool Send() {
     b_.view_mu_.AssertHeld();
     if (txn_.success().empty()) return true;
-    if (!b_.writer_known_ && !LearnWriter()) return false;
     const std::string token =
         std::to_string(b_.fence_revision_) + ":" + std::to_string(b_.writer_seq_ + 1);
     Compare* fence = txn_.add_compare();
@@ -141,12 +143,21 @@ class EtcdBackend::BatchWriter {
                                                 error.status.message());
         return false;
       } else {
-        spdlog::warn(
-            "store {}: a transaction of {} operations has an unknown outcome ({}); "
-            "asking etcd whether it landed (attempt {})",
-            b_.name_, ops, error.status.message(), attempt);
+        if (attempt == 1 || attempt % 10 == 0) {  // a bounded few lines, however long it takes
+          spdlog::warn(
+              "store {}: a transaction of {} operations has an unknown outcome ({}); "
+              "asking etcd whether it landed (attempt {})",
+              b_.name_, ops, error.status.message(), attempt);
+        }
         error_ = error.status;
         std::this_thread::sleep_for(kResolvePause);  // the store's own thread, never a strand
+        outcome = Resolve(token, &landed_at);
+      }
+      // While the lease is unconfirmed nothing is sent again; etcd is only asked whether the
+      // txn landed (it is fenced either way), until it says or the window ends.
+      while ((outcome == Outcome::kNotLanded || outcome == Outcome::kUnknown) && b_.may_write_ &&
+             !b_.may_write_() && std::chrono::steady_clock::now() < give_up_at) {
+        std::this_thread::sleep_for(kResolvePause);
         outcome = Resolve(token, &landed_at);
       }
       switch (outcome) {
@@ -157,16 +168,21 @@ class EtcdBackend::BatchWriter {
               std::to_string(b_.fence_revision_) +
               ") or etcd's write cursor moved under this daemon, so etcd refused its write");
           return false;
-        case Outcome::kNotLanded:  // and it cannot land late: the cursor fences every copy
-          b_.txns_resent_.fetch_add(1, std::memory_order_relaxed);
-          [[fallthrough]];
+        case Outcome::kNotLanded:
         case Outcome::kUnknown:
-          if (std::chrono::steady_clock::now() >= give_up_at ||
-              (b_.may_write_ && !b_.may_write_())) {
+          if (std::chrono::steady_clock::now() >= give_up_at) {
             stop_ = Status(StatusCode::kDeadlineExceeded,
                            "a transaction of " + std::to_string(ops) +
-                               " etcd operations has an unknown outcome: " + error_.message());
+                               " etcd operations has an unknown outcome: " + error_.message() +
+                               (b_.may_write_ && !b_.may_write_()
+                                    ? " (and etcd has not confirmed the lease lately)"
+                                    : ""));
             return false;
+          }
+          if (outcome == Outcome::kNotLanded) {  // sent again: the cursor fences every copy
+            b_.txns_resent_.fetch_add(1, std::memory_order_relaxed);
+          } else {
+            std::this_thread::sleep_for(kResolvePause);  // etcd did not answer: not a busy loop
           }
           continue;
       }
@@ -208,20 +224,6 @@ class EtcdBackend::BatchWriter {
       return Outcome::kUnknown;
     }
     return *fence == b_.fence_revision_ ? Outcome::kNotLanded : Outcome::kLost;
-  }
-
-  // Reads the cursor before the first txn of this leadership.
-  bool LearnWriter() {
-    b_.view_mu_.AssertHeld();
-    auto writer = b_.ReadWriter();
-    if (!writer.ok()) {
-      stop_ = writer.status();
-      return false;
-    }
-    b_.writer_revision_ = writer->mod_revision();
-    b_.writer_seq_ = 0;
-    b_.writer_known_ = true;
-    return true;
   }
 
   // Chunk values go first, in txns of their own, so that the manifest (the checkpoint key) that
@@ -313,6 +315,18 @@ BatchResult EtcdBackend::ApplyBatch(const std::vector<WriteOp>& ops) {
       return BatchResult::NotWritten(Status::Unavailable("nothing written: reading etcd failed: " +
                                                          loaded.status().message()));
     }
+  }
+  if (!writer_known_) {
+    // The write cursor, before this leadership's first txn (and before anything is planned):
+    // if etcd cannot say, nothing has been sent, so the batch simply fails.
+    auto writer = ReadWriter();
+    if (!writer.ok()) {
+      return BatchResult::NotWritten(Status::Unavailable(
+          "nothing written: reading etcd's write cursor failed: " + writer.status().message()));
+    }
+    writer_revision_ = writer->mod_revision();
+    writer_seq_ = 0;
+    writer_known_ = true;
   }
   BatchWriter writer(*this, ops.size());
   auto& results = writer.results();
@@ -428,7 +442,10 @@ bool EtcdBackend::PlanCommit(BatchWriter& writer, size_t i, const CheckpointComm
     view.checkpoint_ids.insert(cp.checkpoint_id);
     // At least the checkpoint just stored survives, whatever `retained` says.
     const size_t keep = static_cast<size_t>(std::max(commit.retained, 1));
-    while (view.checkpoint_ids.size() > keep) {
+    // At most kMaxTrimsPerCommit of the oldest go with one commit, so that its requests stay
+    // well inside one txn whatever `retained` was lowered by; the next commits trim the rest.
+    for (int trimmed = 0; view.checkpoint_ids.size() > keep && trimmed < kMaxTrimsPerCommit;
+         ++trimmed) {
       const int64_t oldest = *view.checkpoint_ids.begin();
       view.checkpoint_ids.erase(view.checkpoint_ids.begin());
       auto chunked_it = view.chunked.find(oldest);

@@ -189,9 +189,14 @@ void WorkerSession::Send(OutboundMessage message) {
   // the welcome it gets on reconnecting (from whoever leads then) puts it back in step
   // (model/ha.pml, `withhold`).
   if (!leadership_.MaySendToWorkers()) {
+    {
+      MutexLock lock(mu_);
+      if (finish_requested_ || done_) return;
+    }
     metrics_.messages_withheld_total.fetch_add(1, std::memory_order_relaxed);
     ReportEnded("a message withheld past the local lease deadline");
-    End(Status::Unavailable(
+    MutexLock lock(mu_);
+    AbandonQueueLocked(Status::Unavailable(
         "this daemon's leadership is unconfirmed (past its local lease deadline); reconnect"));
     return;
   }
@@ -213,15 +218,21 @@ void WorkerSession::Send(OutboundMessage message) {
   ReportEnded("not reading its stream (limits.max_session_queue_bytes)");
   MutexLock lock(mu_);
   if (finish_requested_) return;
-  // Its memory here stays bounded; cancelling fails the outstanding write, which lets Finish go
-  // ahead instead of waiting on a peer that never drains.
+  metrics_.CountLimit(CountedLimit::kMaxSessionQueueBytes);
+  AbandonQueueLocked(Status::ResourceExhausted(
+      "the worker does not read its stream: unsent messages passed " +
+      NameLimit("max_session_queue_bytes", limits_.max_session_queue_bytes)));
+}
+
+void WorkerSession::AbandonQueueLocked(Status status) {
+  if (finish_requested_) return;
+  // Nothing queued goes out any more (its memory here stays bounded, and past a lease deadline
+  // nothing may); cancelling fails the outstanding write, which lets Finish go ahead instead of
+  // waiting on a peer that never drains.
   out_queue_.erase(out_queue_.begin() + (writing_ ? 1 : 0), out_queue_.end());
   queued_bytes_ = writing_ ? out_queue_.front().GetCachedSize() : 0;
   finish_requested_ = true;
-  finish_status_ = Status::ResourceExhausted(
-      "the worker does not read its stream: unsent messages passed " +
-      NameLimit("max_session_queue_bytes", limits_.max_session_queue_bytes));
-  metrics_.CountLimit(CountedLimit::kMaxSessionQueueBytes);
+  finish_status_ = std::move(status);
   context_->TryCancel();
   MaybeFinishLocked();  // nothing in flight: finish now; else when the failed write returns
 }
@@ -253,6 +264,13 @@ void WorkerSession::OnWriteDone(bool ok) {
       finish_requested_ = true;
       finish_status_ = Status::Unavailable("write to the worker failed");
     }
+  }
+  if (!out_queue_.empty() && !leadership_.MaySendToWorkers()) {
+    // Queued before the lease deadline, due after it: not sent (see Send).
+    metrics_.messages_withheld_total.fetch_add(1, std::memory_order_relaxed);
+    AbandonQueueLocked(Status::Unavailable(
+        "this daemon's leadership is unconfirmed (past its local lease deadline); reconnect"));
+    return;
   }
   if (!out_queue_.empty()) {
     StartNextWriteLocked();

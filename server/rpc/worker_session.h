@@ -86,6 +86,9 @@ class WorkerSession final
   void ReportEnded(const std::string& why, bool goodbye = false);
   void StartNextWriteLocked() CKPT_REQUIRES(mu_);
   void MaybeFinishLocked() CKPT_REQUIRES(mu_);
+  // Drops every queued message but the one being written and ends the stream with `status`
+  // (at once, or when that write returns).
+  void AbandonQueueLocked(Status status) CKPT_REQUIRES(mu_);
   void ArmLease(std::chrono::steady_clock::time_point at);
   std::shared_ptr<PipelineRunner> runner();
 

@@ -5,8 +5,10 @@ itself is killed; its data dir is under the workspace."""
 import ctypes
 import json
 import os
+import shutil
 import signal
 import subprocess
+import tempfile
 import time
 
 from e2e_util import free_port, wait_until
@@ -25,15 +27,22 @@ def _die_with_parent():
 
 
 class EtcdCluster:
-    def __init__(self, base_dir, members=1):
-        self.base_dir = base_dir
+    """`members` etcd members on loopback, their data and logs in a temp dir of their own
+    (removed by close())."""
+
+    def __init__(self, members=1):
+        self.base_dir = tempfile.mkdtemp(prefix="ckptd-etcd-")
         self.client_ports = [free_port() for _ in range(members)]
         self.peer_ports = [free_port() for _ in range(members)]
         self.procs = [None] * members
         self.token = f"ckptd-e2e-{os.getpid()}-{time.monotonic_ns()}"
-        for i in range(members):
-            self._start(i, "new")
-        wait_until(self.healthy, 30, f"etcd ({members} members) to answer")
+        try:
+            for i in range(members):
+                self._start(i, "new")
+            wait_until(self.healthy, 30, f"etcd ({members} members) to answer")
+        except BaseException:
+            self.close()
+            raise
 
     @property
     def endpoints(self):
@@ -118,4 +127,5 @@ class EtcdCluster:
             if p and p.poll() is None:
                 p.kill()
                 p.wait()
+        shutil.rmtree(self.base_dir, ignore_errors=True)
 

@@ -35,7 +35,7 @@ class HaTest(unittest.TestCase):
         if os.environ.get("CKPT_E2E_SHOW_LOG"):
             for ws in (self.a, self.b):
                 print(ws.read_log("ckptd.log")[-4000:])
-        self.a.close()
+        self.a.close()  # the daemons and the simulator first, then etcd under them
         self.b.close()
         if self.etcd:
             self.etcd.close()
@@ -43,7 +43,7 @@ class HaTest(unittest.TestCase):
     # --- parts -------------------------------------------------------------------------------
 
     def start_etcd(self, members):
-        self.etcd = etcd_util.EtcdCluster(self.a.dir, members)
+        self.etcd = etcd_util.EtcdCluster(members)
 
     def start_daemon(self, ws):
         config = ws.write_config(
@@ -75,7 +75,9 @@ class HaTest(unittest.TestCase):
         self.assertIsNone(self.sim.poll(), "the simulator ended on its own:\n" +
                           self.a.read_log("sim.log")[-3000:])
         self.assertEqual(e2e.stop(self.sim), 0, self.a.read_log("sim.log")[-3000:])
-        return json.loads(self.a.read_log("sim.log").strip().splitlines()[-1])
+        # Its stdout and stderr share the log: the summary is its last JSON line.
+        lines = self.a.read_log("sim.log").strip().splitlines()
+        return json.loads(next(line for line in reversed(lines) if line.startswith("{")))
 
     def role(self, ws):
         try:
@@ -146,9 +148,10 @@ class HaTest(unittest.TestCase):
     def test_kill9_of_the_leader_the_standby_serves_within_the_lease(self):
         self.start_pair()
         epoch_a = self.a.metric("ckptd_leader_epoch")
-        last_before = max(self.events_of("complete"))
         killed_at = time.monotonic()
         self.a.daemon.kill()
+        self.a.daemon.wait()
+        last_before = max(self.events_of("complete"))  # A completes nothing from here on
         e2e.wait_until(lambda: self.leading(self.b), TTL_S + 10, "daemon B to take over")
         takeover_s = time.monotonic() - killed_at
         print(f"takeover after kill -9: {takeover_s:.2f} s (lease TTL {TTL_S} s)")

@@ -24,9 +24,10 @@ using std::chrono::seconds;
 
 // One cluster for the whole program: each test works under a prefix of its own.
 testing::EtcdCluster& SharedCluster() {
-  // Never destroyed: its members die with this program (PR_SET_PDEATHSIG).
-  static auto* cluster = new testing::EtcdCluster(1);
-  return *cluster;
+  // One per test program, ended with it: the destructor kills the members and removes their
+  // data dir (a crash still takes the members down: PR_SET_PDEATHSIG).
+  static testing::EtcdCluster cluster(1);
+  return cluster;
 }
 
 std::shared_ptr<EtcdClient> ClientFor(const std::vector<std::string>& endpoints,
@@ -136,6 +137,34 @@ TEST_F(EtcdStoreTest, NothingIsSentWhileTheLeaseIsNotConfirmed) {
   confirmed = true;  // etcd answers again: the store goes on
   EXPECT_TRUE(Await([&](auto done) { store->PutPipeline(r, done); }).ok());
   EXPECT_EQ(Dump(*client_, prefix_ + "/pipelines/").size(), 2u);  // spec and progress
+}
+
+// Lowering `retained` by hundreds must not make one commit's trim exceed etcd's 128 operations
+// (etcd would refuse the txn, and every daemon of the group would stop on it in turn).
+TEST_F(EtcdStoreTest, ALargeCutOfRetainedIsTrimmedOverSeveralCommits) {
+  auto store = OpenFenced(prefix_);
+  PipelineRecord r = MakeRecord("job", "deep", /*retained=*/300);
+  ASSERT_TRUE(Await([&](auto done) { store->PutPipeline(r, done); }).ok());
+  constexpr int kStored = 200;
+  Outcomes outcomes;
+  for (int id = 1; id <= kStored; ++id) {
+    store->CommitCheckpoint(CommitOf(r, MakeCheckpoint(id)), outcomes.Record(id));
+  }
+  store->Flush();
+  for (const auto& [n, s] : outcomes.seen()) ASSERT_TRUE(s.ok()) << n << ": " << s.ToString();
+  r.spec.retained = 1;
+  int64_t id = kStored;
+  for (int commit = 0; commit < 8; ++commit) {
+    ++id;
+    ASSERT_TRUE(Await([&](auto done) {
+                  store->CommitCheckpoint(CommitOf(r, MakeCheckpoint(id)), done);
+                }).ok())
+        << "commit " << id;
+  }
+  EXPECT_EQ(Dump(*client_, prefix_ + "/checkpoints/job/deep/").size(), 1u);
+  auto listed = store->ListCompleted(r.spec.key, 0);
+  ASSERT_TRUE(listed.ok()) << listed.status().ToString();
+  EXPECT_EQ(Ids(*listed), (std::vector<int64_t>{id}));
 }
 
 TEST_F(EtcdStoreTest, ACheckpointTooLargeForOneValueIsWrittenInChunksAndTrimmedWithThem) {
