@@ -64,6 +64,8 @@ Daemon::Daemon(DaemonConfig config, std::unique_ptr<MetadataStore> store)
     : config_(std::move(config)), store_(std::move(store)), shards_(IoThreadCount(config_)) {
   per_pipeline_metrics_ = config_.metrics_per_pipeline;
   log_level_ = config_.log_level;
+  MutexLock lock(declared_mu_);
+  declared_ = config_.pipelines;
 }
 
 Daemon::~Daemon() {
@@ -278,7 +280,8 @@ void Daemon::TakeOver(const std::string& leader_key, int64_t epoch) {
   // Every write from here on carries the fence; the load below reads at a revision after the
   // leader key's creation (a linearizable range), so it sees every write of earlier leaders.
   etcd_store_->backend().SetFence(leader_key, epoch);
-  if (Status s = host_->Load(config_.pipelines); !s.ok()) {
+  MutexLock declared_lock(declared_mu_);  // a reload meanwhile waits, then applies to these
+  if (Status s = host_->Load(declared_); !s.ok()) {
     spdlog::critical("takeover failed loading the pipelines from etcd: {}; exiting ({})",
                      s.ToString(), kExitUnknownOutcome);
     spdlog::default_logger()->flush();
@@ -434,6 +437,18 @@ ReloadResult Daemon::Reload(const DaemonConfig& next) {
   }
   host_->SetDefaults(next.defaults);
 
+  MutexLock declared_lock(declared_mu_);
+  declared_ = next.pipelines;
+  if (!leadership_.serving()) {
+    // A standby has no pipelines to change: the list is kept and loaded at takeover.
+    ReloadResult kept;
+    kept.needs_restart = std::move(needs_restart);
+    spdlog::info(
+        "reload done on a standby: {} declared pipeline(s) kept for the takeover; {} "
+        "key(s) need a restart",
+        declared_.size(), kept.needs_restart.size());
+    return kept;
+  }
   ReloadResult result = host_->ApplyDeclared(next.pipelines, kReloadWait);
   result.needs_restart = std::move(needs_restart);
   spdlog::info(

@@ -121,6 +121,11 @@ class Daemon {
   EtcdStore* etcd_store_ = nullptr;
   std::unique_ptr<EtcdElection> election_;
   // Set by the election's thread when it wins (unless a shutdown began), joined by Shutdown.
+  // The pipelines the config declares now (at start, then each reload). A standby keeps a
+  // reload's list here for its takeover, which loads under this mutex: a reload waits for a
+  // takeover under way, and applies to the pipelines once this daemon serves.
+  Mutex declared_mu_;
+  std::vector<PipelineSpec> declared_ CKPT_GUARDED_BY(declared_mu_);
   Mutex takeover_mu_;
   std::thread takeover_thread_ CKPT_GUARDED_BY(takeover_mu_);
   bool shutting_down_ CKPT_GUARDED_BY(takeover_mu_) = false;

@@ -46,7 +46,11 @@ class HaTest(unittest.TestCase):
         self.etcd = etcd_util.EtcdCluster(members)
 
     def start_daemon(self, ws):
-        config = ws.write_config(
+        ws.daemon = ws.start_daemon(self.write_config(ws))
+        return ws.daemon
+
+    def write_config(self, ws, more_pipelines=""):
+        return ws.write_config(
             "store:\n"
             "  backend: etcd\n"
             "  etcd:\n"
@@ -56,10 +60,8 @@ class HaTest(unittest.TestCase):
             "    dial_timeout_ms: 1000\n"
             f"advertise: 127.0.0.1:{ws.port}\n"
             "pipelines:\n"
-            "  - {job_id: etl, pipeline_id: p0, parallelism: 2, interval_ms: 200}\n")
-        # A daemon exits (75) when its leadership is lost; the test watches for that.
-        ws.daemon = ws.start_daemon(config)
-        return ws.daemon
+            "  - {job_id: etl, pipeline_id: p0, parallelism: 2, interval_ms: 200}\n" +
+            more_pipelines)
 
     def servers(self):
         return f"127.0.0.1:{self.a.port},127.0.0.1:{self.b.port}"
@@ -95,10 +97,10 @@ class HaTest(unittest.TestCase):
     def leading(self, ws):
         return ws.daemon.poll() is None and self.role(ws) == "leader" and self.ready(ws)
 
-    def pipeline(self, ws):
+    def pipeline(self, ws, pipeline="p0"):
         r = subprocess.run([ws.binary("ckptctl"), "--server", f"127.0.0.1:{ws.port}", "pipeline",
-                            "get", "etl", "p0", "-o", "json"], capture_output=True, text=True,
-                           timeout=30)
+                            "get", "etl", pipeline, "-o", "json"], capture_output=True,
+                           text=True, timeout=30)
         self.assertEqual(r.returncode, 0, r.stderr)
         return json.loads(r.stdout)
 
@@ -148,6 +150,11 @@ class HaTest(unittest.TestCase):
     def test_kill9_of_the_leader_the_standby_serves_within_the_lease(self):
         self.start_pair()
         epoch_a = self.a.metric("ckptd_leader_epoch")
+        # A reload on the standby is kept for its takeover (it has no pipelines to change).
+        self.write_config(self.b, "  - {job_id: etl, pipeline_id: p1, parallelism: 1}\n")
+        self.b.daemon.send_signal(signal.SIGHUP)
+        e2e.wait_until(lambda: "kept for the takeover" in self.b.read_log("ckptd.log"), 10,
+                       "the standby to keep the reloaded pipelines")
         killed_at = time.monotonic()
         self.a.daemon.kill()
         self.a.daemon.wait()
@@ -157,6 +164,7 @@ class HaTest(unittest.TestCase):
         print(f"takeover after kill -9: {takeover_s:.2f} s (lease TTL {TTL_S} s)")
         self.assertLess(takeover_s, TTL_S + 2)
         self.assertGreater(self.b.metric("ckptd_leader_epoch"), epoch_a)
+        self.assertEqual(self.pipeline(self.b, "p1")["pipeline_id"], "p1")
         # The workers followed to B with their tasks, and checkpoints go on from where A left.
         self.wait_completions(3, after=last_before)
         self.assertGreaterEqual(self.pipeline(self.b)["last_completed_checkpoint_id"],
