@@ -2,19 +2,23 @@
 // EtcdBackend: the StoreBackend of store.backend etcd (layout in etcd_layout.h). GroupCommitStore
 // (store/group_commit_store.h) hands it batches; it turns each into as few etcd transactions as
 // etcd's limits allow (kMaxTxnOps operations, about kMaxTxnBytes a request, no key written twice
-// in one txn), each fenced: its compare is CreateRevision(leader key) == the revision this daemon
-// won its leadership at, so that a deposed leader's write cannot land (DESIGN.md).
+// in one txn), each fenced: its compares are CreateRevision(leader key) == the revision this
+// daemon won its leadership at, so that a deposed leader's write cannot land (DESIGN.md), and
+// ModRevision(P/writer) == the write cursor's last revision, which the txn rewrites, so that a
+// txn whose answer was lost can be told landed or not and sent again without landing twice.
 //
 // Outcomes (BatchResult):
 // - Every txn committed: kCommitted, each op its own status. An op that cannot apply on its own
 //   (a commit for a deleted pipeline, a duplicate id) is left out of the txn and fails alone,
 //   decided from the backend's view of what is stored (below).
-// - The lease is not confirmed now (etcd unreachable, quorum lost): nothing is sent; kNotWritten
-//   UNAVAILABLE (the store is failing; StoreHealth probes until it takes writes again). If some
-//   txns of the batch committed before, the rest of the ops fail UNAVAILABLE in a kCommitted.
-// - A failed compare (leadership lost) or a txn of unknown outcome (deadline, connection lost
-//   mid-request): kStop. GroupCommitStore's fail-stop exits the daemon (75); a standby takes over.
-// - A txn etcd refused as malformed: its ops fail with etcd's error, nothing of them written.
+// - Before anything is sent, the lease is not confirmed (etcd unreachable, quorum lost) or the
+//   view or the write cursor cannot be read: kNotWritten UNAVAILABLE (the store is failing;
+//   StoreHealth probes until it takes writes again).
+// - A txn whose answer is lost: resolved through the cursor (landed: go on; not landed: sent
+//   again) for up to three request timeouts.
+// - Anything else once a txn was sent: kStop, and GroupCommitStore's fail-stop exits the daemon
+//   (75), a standby taking over: a failed compare (leadership lost), an outcome still unknown at
+//   the end of that window, a txn etcd refused (the view would no longer be sure).
 //
 // The view of what is stored: which pipelines have a record, their checkpoint ids, their id
 // counters. It is loaded by LoadPipelines (which the daemon calls at takeover, after the fence is
