@@ -128,15 +128,22 @@ class Workspace:
         return proc
 
     def start_daemon(self, config):
+        """Starts ckptd and waits until its gRPC port accepts, and its HTTP port too when the
+        config is this workspace's (the HTTP port opens a moment later, once it is ready)."""
         proc = self.start("ckptd", "--config", config)
-        wait_until(lambda: self._listening() or proc.poll() is not None, 30, "ckptd to listen")
+        with open(config) as f:
+            ports = [self.port]
+            if f"metrics_listen: 127.0.0.1:{self.metrics_port}" in f.read():
+                ports.append(self.metrics_port)
+        wait_until(lambda: all(map(self._listening, ports)) or proc.poll() is not None, 30,
+                   "ckptd to listen")
         if proc.poll() is not None:
             raise AssertionError("ckptd exited at start:\n" + self.read_log("ckptd.log"))
         return proc
 
-    def _listening(self):
+    def _listening(self, port=None):
         with socket.socket() as s:
-            return s.connect_ex(("127.0.0.1", self.port)) == 0
+            return s.connect_ex(("127.0.0.1", port or self.port)) == 0
 
     def read_log(self, name):
         try:
