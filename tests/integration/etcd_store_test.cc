@@ -304,7 +304,13 @@ class EtcdStoreFakeTest : public ::testing::Test {
     builder.RegisterService(&kv_);
     server_ = builder.BuildAndStart();
     ASSERT_TRUE(server_);
-    auto client = ClientFor({"http://127.0.0.1:" + std::to_string(port)}, "/fake", 300);
+    port_ = port;
+  }
+  // The store, with etcd requests timing out after `request_timeout_ms` (generous unless the
+  // test waits for timeouts: sanitizer builds are slow).
+  void Open(int64_t request_timeout_ms) {
+    auto client =
+        ClientFor({"http://127.0.0.1:" + std::to_string(port_)}, "/fake", request_timeout_ms);
     GroupCommitOptions options;
     options.on_fatal = [this](const Status& s) { fatal_.set_value(s); };
     store_ = EtcdStore::Create(
@@ -326,12 +332,14 @@ class EtcdStoreFakeTest : public ::testing::Test {
   }
 
   ScriptedKv kv_;
+  int port_ = 0;
   std::unique_ptr<grpc::Server> server_;
   std::promise<Status> fatal_;
   std::unique_ptr<EtcdStore> store_;
 };
 
 TEST_F(EtcdStoreFakeTest, ATxnLostBeforeEtcdAppliedItIsSentAgainAndLandsOnce) {
+  Open(5000);
   ASSERT_TRUE(Put("p0").ok());
   kv_.set_lose(ScriptedKv::Lose::kBeforeApplying);
   EXPECT_TRUE(Put("p1").ok());
@@ -340,6 +348,7 @@ TEST_F(EtcdStoreFakeTest, ATxnLostBeforeEtcdAppliedItIsSentAgainAndLandsOnce) {
 }
 
 TEST_F(EtcdStoreFakeTest, ATxnAppliedWhoseAnswerWasLostIsFoundLandedAndNotSentAgain) {
+  Open(5000);
   ASSERT_TRUE(Put("p0").ok());
   kv_.set_lose(ScriptedKv::Lose::kAfterApplying);
   EXPECT_TRUE(Put("p1").ok());
@@ -351,6 +360,7 @@ TEST_F(EtcdStoreFakeTest, ATxnAppliedWhoseAnswerWasLostIsFoundLandedAndNotSentAg
 }
 
 TEST_F(EtcdStoreFakeTest, AWriteWhoseOutcomeStaysUnknownStopsTheStoreWithoutAnsweringIt) {
+  Open(1000);  // a silent etcd: 3 x 1 s of asking, then the store stops
   kv_.set_lose(ScriptedKv::Lose::kEveryAnswer);
   store_->PutPipeline(MakeRecord("job", "p"),
                       [](Status) { ADD_FAILURE() << "a write of unknown outcome was answered"; });
