@@ -127,15 +127,15 @@ class EtcdBackend::BatchWriter {
     for (int attempt = 1;; ++attempt) {
       TxnResponse response;
       EtcdError error;
-      Outcome outcome = Outcome::kUnknown;
+      Outcome outcome;
       if (b_.client_->Txn(txn_, &response, &error)) {
         if (response.succeeded()) {
           landed_at = response.header().revision();
           break;
         }
-        // Refused: by the fence (deposed), or by the cursor because an earlier copy landed.
-        outcome = Resolve(token, &landed_at);
-        if (outcome == Outcome::kNotLanded) outcome = Outcome::kLost;  // the fence refused it
+        // Refused: by the cursor because an earlier copy landed, else by the fence (deposed).
+        outcome = AwaitOutcome(token, give_up_at, &landed_at);
+        if (outcome == Outcome::kNotLanded) outcome = Outcome::kLost;
       } else if (error.failure == EtcdFailure::kNotApplied) {
         stop_ = Status(error.status.code(), "a transaction of " + std::to_string(ops) +
                                                 " etcd operations was refused, and the store's "
@@ -150,43 +150,27 @@ class EtcdBackend::BatchWriter {
               b_.name_, ops, error.status.message(), attempt);
         }
         error_ = error.status;
-        std::this_thread::sleep_for(kResolvePause);  // the store's own thread, never a strand
-        outcome = Resolve(token, &landed_at);
+        outcome = AwaitOutcome(token, give_up_at, &landed_at);
       }
-      // While the lease is unconfirmed nothing is sent again; etcd is only asked whether the
-      // txn landed (it is fenced either way), until it says or the window ends.
-      while ((outcome == Outcome::kNotLanded || outcome == Outcome::kUnknown) && b_.may_write_ &&
-             !b_.may_write_() && std::chrono::steady_clock::now() < give_up_at) {
-        std::this_thread::sleep_for(kResolvePause);
-        outcome = Resolve(token, &landed_at);
+      if (outcome == Outcome::kLanded) break;
+      if (outcome == Outcome::kLost) {
+        stop_ = Status::FailedPrecondition(
+            "leadership lost: the leader key " + b_.fence_key_ + " (revision " +
+            std::to_string(b_.fence_revision_) +
+            ") or etcd's write cursor moved under this daemon, so etcd refused its write");
+        return false;
       }
-      switch (outcome) {
-        case Outcome::kLanded: break;
-        case Outcome::kLost:
-          stop_ = Status::FailedPrecondition(
-              "leadership lost: the leader key " + b_.fence_key_ + " (revision " +
-              std::to_string(b_.fence_revision_) +
-              ") or etcd's write cursor moved under this daemon, so etcd refused its write");
-          return false;
-        case Outcome::kNotLanded:
-        case Outcome::kUnknown:
-          if (std::chrono::steady_clock::now() >= give_up_at) {
-            stop_ = Status(StatusCode::kDeadlineExceeded,
-                           "a transaction of " + std::to_string(ops) +
-                               " etcd operations has an unknown outcome: " + error_.message() +
-                               (b_.may_write_ && !b_.may_write_()
-                                    ? " (and etcd has not confirmed the lease lately)"
-                                    : ""));
-            return false;
-          }
-          if (outcome == Outcome::kNotLanded) {  // sent again: the cursor fences every copy
-            b_.txns_resent_.fetch_add(1, std::memory_order_relaxed);
-          } else {
-            std::this_thread::sleep_for(kResolvePause);  // etcd did not answer: not a busy loop
-          }
-          continue;
+      if (outcome == Outcome::kUnknown) {  // the window ended without an answer
+        stop_ = Status(StatusCode::kDeadlineExceeded,
+                       "a transaction of " + std::to_string(ops) +
+                           " etcd operations has an unknown outcome: " + error_.message() +
+                           (b_.may_write_ && !b_.may_write_()
+                                ? " (and etcd has not confirmed the lease lately)"
+                                : ""));
+        return false;
       }
-      break;
+      // Not landed, and it cannot land late now: the cursor fences every copy. Again.
+      b_.txns_resent_.fetch_add(1, std::memory_order_relaxed);
     }
     b_.writer_revision_ = landed_at;
     b_.writer_seq_ += 1;
@@ -201,6 +185,21 @@ class EtcdBackend::BatchWriter {
   }
 
   enum class Outcome { kLanded, kNotLanded, kUnknown, kLost };
+
+  // Asks etcd (Resolve) until it says landed, lost, or not landed while the lease is confirmed
+  // (then the txn may go again), pausing before each question; kUnknown once the window ends.
+  // While the lease is unconfirmed nothing is sent again, only asked about: it is fenced anyway.
+  Outcome AwaitOutcome(const std::string& token, std::chrono::steady_clock::time_point give_up_at,
+                       int64_t* landed_at) {
+    b_.view_mu_.AssertHeld();
+    while (std::chrono::steady_clock::now() < give_up_at) {
+      std::this_thread::sleep_for(kResolvePause);  // the store's own thread, never a strand
+      const Outcome outcome = Resolve(token, landed_at);
+      if (outcome == Outcome::kLanded || outcome == Outcome::kLost) return outcome;
+      if (outcome == Outcome::kNotLanded && (!b_.may_write_ || b_.may_write_())) return outcome;
+    }
+    return Outcome::kUnknown;
+  }
 
   // Whether txn `token` landed (then *landed_at is its revision), did not while this daemon
   // still leads (it may go again), could not be told (etcd unreachable), or the leadership is
