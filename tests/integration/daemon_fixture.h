@@ -17,6 +17,7 @@
 
 #include "app/daemon.h"
 #include "sqlite/sqlite_store.h"
+#include "support/eventually.h"
 
 namespace ckpt::testing {
 
@@ -34,17 +35,6 @@ inline PipelineSpec TestSpec(const std::string& pipeline, std::vector<std::strin
 // Moves the clock of every daemon timer in this process forward by `by` (see above).
 inline void MoveDaemonClock(std::chrono::steady_clock::duration by) {
   DaemonClock::AdvanceForTest(by);
-}
-
-// Polls `cond` until it holds or the deadline passes; for state that has no event to wait on.
-template <typename F>
-bool Eventually(F cond, std::chrono::milliseconds timeout = std::chrono::milliseconds(10000)) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (cond()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return cond();
 }
 
 class DaemonTest : public ::testing::Test {

@@ -17,23 +17,13 @@
 #include <thread>
 
 #include "fake_ha_daemon.h"
+#include "support/eventually.h"
 
 namespace ckpt::testing {
 namespace {
 
 using Role = FakeHaDaemon::Role;
 using std::chrono::milliseconds;
-
-// Polls `cond` until it holds or the deadline passes; for state that has no event to wait on.
-template <typename F>
-bool Eventually(F cond, milliseconds timeout = milliseconds(10000)) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (cond()) return true;
-    std::this_thread::sleep_for(milliseconds(5));
-  }
-  return cond();
-}
 
 // A loopback address nothing listens on: the port of a socket bound and closed again.
 std::string DeadAddress() {
