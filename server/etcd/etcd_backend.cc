@@ -5,9 +5,10 @@
 #include <algorithm>
 #include <charconv>
 #include <chrono>
+#include <optional>
+#include <set>
 #include <thread>
 #include <type_traits>
-#include <unordered_set>
 #include <variant>
 
 #include "core/spec_validation.h"
@@ -46,8 +47,8 @@ size_t BytesOf(const RequestOp& op) { return op.ByteSizeLong() + 8; }
 // (about a second) and the lost proposal its own request timeout.
 constexpr int kResolveWindowPerTimeout = 3;
 constexpr auto kResolvePause = std::chrono::milliseconds(100);
-// Two requests each at most (the key, its chunks): with the commit's own three, far below
-// kMaxTxnOps.
+// Range deletes one commit may carry (a run between two savepoints, and its chunks): with the
+// commit's own two puts, far below kMaxTxnOps.
 constexpr int kMaxTrimsPerCommit = 32;
 
 // A counter as the layout stores it: decimal, not negative.
@@ -69,24 +70,26 @@ class EtcdBackend::BatchWriter {
  public:
   BatchWriter(EtcdBackend& backend, size_t op_count) : b_(backend), results_(op_count) {}
 
-  // Adds one op's requests (`keys`: the exact keys they write; a range delete goes alone).
-  // False once the batch must stop (stop_ says why).
+  // Adds one op's requests. The pending txn is sent first when they would not fit it, or would
+  // touch a key it already writes (etcd refuses a txn that puts a key twice, or puts one that it
+  // also deletes), or when either goes `alone`. False once the batch must stop (stop_ says why).
   bool Add(size_t op_index, std::vector<RequestOp> requests, bool alone = false) {
     b_.view_mu_.AssertHeld();
     size_t bytes = 0;
     for (const auto& r : requests) bytes += BytesOf(r);
-    bool conflict = alone_in_txn_;
-    for (const auto& r : requests) {
-      if (r.has_request_put() && keys_.count(r.request_put().key())) conflict = true;
-    }
     if (!txn_.success().empty() &&
-        (alone || conflict ||
+        (alone || alone_in_txn_ || Overlaps(requests) ||
          txn_.success_size() + static_cast<int>(requests.size()) > kMaxTxnOps - 1 ||
          bytes_ + bytes > kMaxTxnBytes)) {
       if (!Send()) return false;
     }
     for (auto& r : requests) {
-      if (r.has_request_put()) keys_.insert(r.request_put().key());
+      if (r.has_request_put()) {
+        puts_.insert(r.request_put().key());
+      } else if (r.has_request_delete_range()) {
+        const auto& d = r.request_delete_range();
+        deletes_.emplace_back(d.key(), d.range_end());
+      }
       *txn_.add_success() = std::move(r);
     }
     bytes_ += bytes;
@@ -94,6 +97,15 @@ class EtcdBackend::BatchWriter {
     ops_in_txn_.push_back(op_index);
     return true;
   }
+
+  // Where each pipeline's history starts once this batch is durable (nothing: deleted).
+  void Publish(const PipelineKey& key, std::optional<int64_t> retained_from) {
+    horizons_[key] = retained_from;
+  }
+  const std::map<PipelineKey, std::optional<int64_t>>& horizons() const { return horizons_; }
+
+  // Whether the pending txn puts `key`.
+  bool Puts(const std::string& key) const { return puts_.count(key) > 0; }
 
   // Sends what is pending; false once the batch must stop.
   //
@@ -177,7 +189,8 @@ class EtcdBackend::BatchWriter {
     b_.txns_committed_.fetch_add(1, std::memory_order_relaxed);
     ++sent_;
     txn_.Clear();
-    keys_.clear();
+    puts_.clear();
+    deletes_.clear();
     bytes_ = 0;
     alone_in_txn_ = false;
     ops_in_txn_.clear();
@@ -243,10 +256,33 @@ class EtcdBackend::BatchWriter {
   const Status& stop() const { return stop_; }
 
  private:
+  // Whether `requests` put a key the pending txn puts or deletes, or delete one it puts.
+  bool Overlaps(const std::vector<RequestOp>& requests) const {
+    for (const auto& r : requests) {
+      if (r.has_request_put()) {
+        const std::string& key = r.request_put().key();
+        if (puts_.count(key)) return true;
+        for (const auto& [from, to] : deletes_) {
+          if (to.empty() ? key == from : (key >= from && key < to)) return true;
+        }
+      } else if (r.has_request_delete_range()) {
+        const auto& d = r.request_delete_range();
+        auto first = puts_.lower_bound(d.key());
+        if (first != puts_.end() &&
+            (d.range_end().empty() ? *first == d.key() : *first < d.range_end())) {
+          return true;
+        }
+      }
+    }
+    return false;
+  }
+
   EtcdBackend& b_;
   std::vector<Status> results_;
   TxnRequest txn_;
-  std::unordered_set<std::string> keys_;
+  std::set<std::string> puts_;                                // keys the pending txn puts
+  std::vector<std::pair<std::string, std::string>> deletes_;  // and the ranges it deletes
+  std::map<PipelineKey, std::optional<int64_t>> horizons_;
   size_t bytes_ = 0;
   bool alone_in_txn_ = false;
   std::vector<size_t> ops_in_txn_;
@@ -375,6 +411,7 @@ BatchResult EtcdBackend::ApplyBatch(const std::vector<WriteOp>& ops) {
             static_assert(std::is_same_v<T, DeletePipelineOp>);
             const PipelineKey& key = o.key;
             pipelines_.erase(key);
+            writer.Publish(key, std::nullopt);
             const std::string records = layout_.PipelinePrefix(key);
             const std::string history = layout_.CheckpointPrefix(key);
             const std::string chunks = layout_.ChunksPrefix(key);
@@ -393,6 +430,16 @@ BatchResult EtcdBackend::ApplyBatch(const std::vector<WriteOp>& ops) {
     spdlog::critical("store: {}; stopping: a standby takes over from what etcd holds",
                      writer.stop().ToString());
     return BatchResult::Stop(writer.stop());
+  }
+  {
+    MutexLock horizon_lock(horizon_mu_);
+    for (const auto& [key, from] : writer.horizons()) {
+      if (from) {
+        horizons_[key] = *from;
+      } else {
+        horizons_.erase(key);
+      }
+    }
   }
   return BatchResult::Committed(std::move(results));
 }
@@ -417,18 +464,40 @@ bool EtcdBackend::PlanCommit(BatchWriter& writer, size_t i, const CheckpointComm
     results[i] = Status::AlreadyExists(what + " is already stored; not overwriting it");
     return true;
   }
+  // Where the history starts after this commit: the `retained`-th newest checkpoint id, never
+  // below where it started before (what left the history stays out of it).
+  const size_t keep = static_cast<size_t>(std::max(commit.retained, 1));
+  int64_t retained_from = view.retained_from;
+  if (cp.kind == CheckpointKind::kCheckpoint) {
+    std::vector<int64_t> newest;  // descending, the new id among them
+    bool placed = false;
+    for (auto id = view.checkpoint_ids.rbegin();
+         newest.size() < keep && (id != view.checkpoint_ids.rend() || !placed);) {
+      if (!placed && (id == view.checkpoint_ids.rend() || cp.checkpoint_id > *id)) {
+        newest.push_back(cp.checkpoint_id);
+        placed = true;
+      } else {
+        newest.push_back(*id++);
+      }
+    }
+    if (newest.size() == keep) retained_from = std::max(retained_from, newest.back());
+  }
   std::vector<std::string> chunks;
-  auto value = etcd::EncodeCheckpoint(cp, kMaxValueBytes, &chunks);
+  auto value =
+      etcd::EncodeCheckpoint(cp, commit.progress_after, retained_from, kMaxValueBytes, &chunks);
   if (!value.ok()) {
     results[i] = Status::InvalidArgument(what + ": " + value.status().message());
     return true;
   }
   const bool chunked = !chunks.empty();
   if (chunked && !writer.SendChunks(key, cp.checkpoint_id, chunks)) return false;
+  // One put: the progress after the commit rides in the checkpoint's value (etcd_layout.h). A load
+  // tells it from the progress key by mod revision, which is the same for every key of a txn: a
+  // progress written before it in this batch goes in an earlier txn.
+  if (writer.Puts(layout_.ProgressKey(key)) && !writer.Send()) return false;
   std::vector<RequestOp> requests;
   requests.push_back(
       Put(layout_.CheckpointKey(key, cp.checkpoint_id, cp.kind, chunked), std::move(*value)));
-  requests.push_back(Put(layout_.ProgressKey(key), etcd::EncodeProgress(commit.progress_after)));
   // Normally a no-op (the id came from a durably reserved block); if not, this still keeps the
   // id from being handed out again.
   int64_t& counter = counters_[key];
@@ -439,28 +508,43 @@ bool EtcdBackend::PlanCommit(BatchWriter& writer, size_t i, const CheckpointComm
   if (chunked) view.chunked[cp.checkpoint_id] = static_cast<int>(chunks.size());
   if (cp.kind == CheckpointKind::kCheckpoint) {
     view.checkpoint_ids.insert(cp.checkpoint_id);
-    // At least the checkpoint just stored survives, whatever `retained` says.
-    const size_t keep = static_cast<size_t>(std::max(commit.retained, 1));
-    // At most kMaxTrimsPerCommit of the oldest go with one commit, so that its requests stay
-    // well inside one txn whatever `retained` was lowered by; the next commits trim the rest.
-    for (int trimmed = 0; view.checkpoint_ids.size() > keep && trimmed < kMaxTrimsPerCommit;
-         ++trimmed) {
-      const int64_t oldest = *view.checkpoint_ids.begin();
-      view.checkpoint_ids.erase(view.checkpoint_ids.begin());
-      auto chunked_it = view.chunked.find(oldest);
-      const bool old_chunked = chunked_it != view.chunked.end();
-      requests.push_back(
-          Delete(layout_.CheckpointKey(key, oldest, CheckpointKind::kCheckpoint, old_chunked)));
-      if (old_chunked) {
-        const std::string prefix = layout_.ChunkPrefix(key, oldest);
-        requests.push_back(Delete(prefix, PrefixEnd(prefix)));
-        view.chunked.erase(chunked_it);
-      }
-    }
   } else {
     view.savepoint_ids.insert(cp.checkpoint_id);
   }
+  view.retained_from = retained_from;
+  // Out of the history but still stored: deleted once a few have piled up, so that most
+  // commits are the one put.
+  const auto out_of_history = static_cast<size_t>(std::distance(
+      view.checkpoint_ids.begin(), view.checkpoint_ids.lower_bound(view.retained_from)));
+  if (out_of_history >= std::min<size_t>(keep, kTrimSlack)) PlanTrim(key, view, &requests);
+  writer.Publish(key, view.retained_from);
   return writer.Add(i, std::move(requests));
+}
+
+void EtcdBackend::PlanTrim(const PipelineKey& key, PipelineView& view,
+                           std::vector<RequestOp>* requests) {
+  // Runs of ids below retained_from with no savepoint among them, each one range delete (and one
+  // more for their chunks, if any has some). Savepoints share the key prefix and stay.
+  int planned = 0;
+  while (!view.checkpoint_ids.empty() && *view.checkpoint_ids.begin() < view.retained_from &&
+         planned + 2 <= kMaxTrimsPerCommit) {
+    const int64_t from = *view.checkpoint_ids.begin();
+    auto savepoint = view.savepoint_ids.upper_bound(from);
+    const int64_t to = savepoint != view.savepoint_ids.end() && *savepoint < view.retained_from
+                           ? *savepoint
+                           : view.retained_from;
+    requests->push_back(
+        Delete(layout_.CheckpointBound(key, from), layout_.CheckpointBound(key, to)));
+    ++planned;
+    auto chunked_from = view.chunked.lower_bound(from);
+    auto chunked_to = view.chunked.lower_bound(to);
+    if (chunked_from != chunked_to) {
+      requests->push_back(Delete(layout_.ChunkPrefix(key, from), layout_.ChunkPrefix(key, to)));
+      ++planned;
+      view.chunked.erase(chunked_from, chunked_to);
+    }
+    view.checkpoint_ids.erase(view.checkpoint_ids.begin(), view.checkpoint_ids.lower_bound(to));
+  }
 }
 
 Result<std::vector<KeyValue>> EtcdBackend::RangeAll(const std::string& key,
@@ -486,6 +570,39 @@ Result<std::vector<KeyValue>> EtcdBackend::RangeAll(const std::string& key,
     request.set_key(all.back().key() + std::string(1, '\0'));
   }
   return all;
+}
+
+Result<std::vector<std::string>> EtcdBackend::ReadValues(const std::vector<std::string>& keys,
+                                                         int64_t revision) {
+  // A few dozen a txn: values may be up to kMaxValueBytes, and an answer stays well under the
+  // channel's receive limit.
+  constexpr size_t kReadsPerTxn = 64;
+  std::vector<std::string> values;
+  values.reserve(keys.size());
+  for (size_t first = 0; first < keys.size(); first += kReadsPerTxn) {
+    TxnRequest txn;
+    const size_t last = std::min(keys.size(), first + kReadsPerTxn);
+    for (size_t k = first; k < last; ++k) {
+      RangeRequest* range = txn.add_success()->mutable_request_range();
+      range->set_key(keys[k]);
+      range->set_revision(revision);
+    }
+    TxnResponse response;
+    EtcdError error;
+    if (!client_->Txn(txn, &response, &error)) return error.status;
+    if (response.responses_size() != static_cast<int>(last - first)) {
+      return Status::Internal("etcd answered " + std::to_string(response.responses_size()) +
+                              " reads of " + std::to_string(last - first));
+    }
+    for (size_t k = first; k < last; ++k) {
+      const auto& kvs = response.responses(static_cast<int>(k - first)).response_range().kvs();
+      if (kvs.empty()) {
+        return Status::Internal(keys[k] + " is gone at revision " + std::to_string(revision));
+      }
+      values.push_back(kvs[0].value());
+    }
+  }
+  return values;
 }
 
 Result<std::vector<StoredPipeline>> EtcdBackend::LoadPipelines() {
@@ -517,20 +634,30 @@ Result<std::vector<StoredPipeline>> EtcdBackend::LoadView() {
     }
     counters_[*key] = value;
   }
-  std::map<PipelineKey, std::pair<std::optional<PipelineSpec>, std::optional<PipelineProgress>>>
-      parts;
+  struct Parts {
+    std::optional<PipelineSpec> spec;
+    std::optional<PipelineProgress> progress;
+    int64_t progress_revision = 0;  // its key's mod revision
+  };
+  std::map<PipelineKey, Parts> parts;
   for (const KeyValue& kv : *records) {
     auto parsed = layout_.ParsePipelineKey(kv.key());
     if (!parsed) return Status::DataLoss("unknown key " + kv.key() + " in " + where);
-    auto& [spec, progress] = parts[parsed->key];
+    Parts& part = parts[parsed->key];
     if (parsed->is_spec) {
-      spec = etcd::DecodeSpec(kv.value(), parsed->key);
-      if (!spec) return Status::DataLoss("unreadable spec " + kv.key() + " in " + where);
+      part.spec = etcd::DecodeSpec(kv.value(), parsed->key);
+      if (!part.spec) return Status::DataLoss("unreadable spec " + kv.key() + " in " + where);
     } else {
-      progress = etcd::DecodeProgress(kv.value());
-      if (!progress) return Status::DataLoss("unreadable progress " + kv.key() + " in " + where);
+      part.progress = etcd::DecodeProgress(kv.value());
+      if (!part.progress) {
+        return Status::DataLoss("unreadable progress " + kv.key() + " in " + where);
+      }
+      part.progress_revision = kv.mod_revision();
     }
   }
+  // Each pipeline's newest checkpoint write: its value says where the history starts, and holds
+  // the progress when it is newer than the progress key (etcd_layout.h).
+  std::map<PipelineKey, const KeyValue*> newest;
   for (const KeyValue& kv : *history) {
     auto ref = layout_.ParseCheckpointKey(kv.key());
     if (!ref) return Status::DataLoss("unknown key " + kv.key() + " in " + where);
@@ -538,10 +665,27 @@ Result<std::vector<StoredPipeline>> EtcdBackend::LoadView() {
     (ref->kind == CheckpointKind::kCheckpoint ? view.checkpoint_ids : view.savepoint_ids)
         .insert(ref->id);
     if (ref->chunked) view.chunked[ref->id] = 1;  // the count matters only for reading
+    const KeyValue*& last = newest[ref->key];
+    if (!last || kv.mod_revision() > last->mod_revision()) last = &kv;
+  }
+  std::vector<std::string> newest_keys;
+  for (const auto& [key, kv] : newest) newest_keys.push_back(kv->key());
+  auto newest_values = ReadValues(newest_keys, revision);
+  if (!newest_values.ok()) return newest_values.status();
+  size_t next_value = 0;
+  for (const auto& [key, kv] : newest) {
+    auto stored = etcd::DecodeCheckpoint((*newest_values)[next_value++]);
+    if (!stored) return Status::DataLoss("unreadable checkpoint " + kv->key() + " in " + where);
+    pipelines_[key].retained_from = stored->retained_from;
+    auto part = parts.find(key);
+    if (part != parts.end() && stored->progress &&
+        kv->mod_revision() > part->second.progress_revision) {
+      part->second.progress = stored->progress;
+    }
   }
   std::vector<StoredPipeline> loaded;
   for (auto& [key, part] : parts) {
-    auto& [spec, progress] = part;
+    auto& [spec, progress, progress_revision] = part;
     if (!spec || !progress) {
       return Status::DataLoss("pipeline " + key.ToString() + " in " + where + " has " +
                               (spec ? "no progress" : "no spec") +
@@ -558,6 +702,11 @@ Result<std::vector<StoredPipeline>> EtcdBackend::LoadView() {
     }
     pipelines_[key].has_record = true;
     loaded.push_back(std::move(stored));
+  }
+  {
+    MutexLock horizon_lock(horizon_mu_);
+    horizons_.clear();
+    for (const auto& [key, view] : pipelines_) horizons_[key] = view.retained_from;
   }
   view_loaded_ = true;
   spdlog::info(
@@ -581,40 +730,57 @@ Result<int64_t> EtcdBackend::LoadIdCounter(const PipelineKey& key) {
 
 Result<std::vector<CompletedCheckpoint>> EtcdBackend::ListCompleted(const PipelineKey& key,
                                                                     int limit, int64_t before_id) {
-  RangeRequest request;
+  int64_t retained_from = 0;  // checkpoints below it are out of the history, stored or not
+  {
+    MutexLock lock(horizon_mu_);
+    auto horizon = horizons_.find(key);
+    if (horizon != horizons_.end()) retained_from = horizon->second;
+  }
   const std::string prefix = layout_.CheckpointPrefix(key);
+  RangeRequest request;
   request.set_key(prefix);
   request.set_range_end(before_id > 0 ? layout_.CheckpointBound(key, before_id)
                                       : PrefixEnd(prefix));
   request.set_sort_order(RangeRequest::DESCEND);
   request.set_sort_target(RangeRequest::KEY);
-  if (limit > 0) request.set_limit(limit);
-  auto response = client_->Range(request);
-  if (!response.ok()) return response.status();
   std::vector<CompletedCheckpoint> out;
-  for (const KeyValue& kv : response->kvs()) {
-    auto stored = etcd::DecodeCheckpoint(kv.value());
-    if (!stored) return Status::Internal("unreadable checkpoint " + kv.key() + " in " + name_);
-    if (stored->chunks > 0) {
-      RangeRequest chunks;
-      const std::string chunk_prefix = layout_.ChunkPrefix(key, stored->checkpoint.checkpoint_id);
-      chunks.set_key(chunk_prefix);
-      chunks.set_range_end(PrefixEnd(chunk_prefix));
-      chunks.set_revision(response->header().revision());
-      auto parts = client_->Range(chunks);
-      if (!parts.ok()) return parts.status();
-      if (parts->kvs_size() != stored->chunks) {
-        return Status::Internal("checkpoint " + kv.key() + " in " + name_ + " names " +
-                                std::to_string(stored->chunks) + " chunks; " +
-                                std::to_string(parts->kvs_size()) + " are stored");
-      }
-      for (const KeyValue& part : parts->kvs()) {
-        if (!etcd::DecodeChunk(part.value(), &stored->checkpoint.task_states)) {
-          return Status::Internal("unreadable chunk " + part.key() + " in " + name_);
+  // Page by page (newest first, at the first page's revision) until `limit` are found in the
+  // history: the ones out of it that are not deleted yet are skipped.
+  while (true) {
+    if (limit > 0) request.set_limit(limit - static_cast<int>(out.size()));
+    auto response = client_->Range(request);
+    if (!response.ok()) return response.status();
+    if (request.revision() == 0) request.set_revision(response->header().revision());
+    for (const KeyValue& kv : response->kvs()) {
+      auto ref = layout_.ParseCheckpointKey(kv.key());
+      if (!ref) return Status::Internal("unknown key " + kv.key() + " in " + name_);
+      if (ref->kind == CheckpointKind::kCheckpoint && ref->id < retained_from) continue;
+      auto stored = etcd::DecodeCheckpoint(kv.value());
+      if (!stored) return Status::Internal("unreadable checkpoint " + kv.key() + " in " + name_);
+      if (stored->chunks > 0) {
+        RangeRequest chunks;
+        const std::string chunk_prefix = layout_.ChunkPrefix(key, ref->id);
+        chunks.set_key(chunk_prefix);
+        chunks.set_range_end(PrefixEnd(chunk_prefix));
+        chunks.set_revision(request.revision());
+        auto parts = client_->Range(chunks);
+        if (!parts.ok()) return parts.status();
+        if (parts->kvs_size() != stored->chunks) {
+          return Status::Internal("checkpoint " + kv.key() + " in " + name_ + " names " +
+                                  std::to_string(stored->chunks) + " chunks; " +
+                                  std::to_string(parts->kvs_size()) + " are stored");
+        }
+        for (const KeyValue& part : parts->kvs()) {
+          if (!etcd::DecodeChunk(part.value(), &stored->checkpoint.task_states)) {
+            return Status::Internal("unreadable chunk " + part.key() + " in " + name_);
+          }
         }
       }
+      out.push_back(std::move(stored->checkpoint));
     }
-    out.push_back(std::move(stored->checkpoint));
+    const bool full = limit > 0 && out.size() >= static_cast<size_t>(limit);
+    if (full || !response->more() || response->kvs().empty()) break;
+    request.set_range_end(response->kvs().rbegin()->key());  // below the last one seen
   }
   return out;
 }

@@ -20,13 +20,16 @@
 //   (75), a standby taking over: a failed compare (leadership lost), an outcome still unknown at
 //   the end of that window, a txn etcd refused (the view would no longer be sure).
 //
-// The view of what is stored: which pipelines have a record, their checkpoint ids, their id
+// The view of what is stored: which pipelines have a record, their checkpoint ids and where
+// their retained history starts (etcd_layout.h: `retained_from`, trims are lazy), their id
 // counters. It is loaded by LoadPipelines (which the daemon calls at takeover, after the fence is
 // set), or by the first batch if none did, and kept by ApplyBatch. Only the fenced leader writes
 // under the prefix, so it stays exact.
 //
 // Threading: ApplyBatch on GroupCommitStore's writer thread; the reads on any thread. The view is
 // guarded by view_mu_, which ApplyBatch holds for a whole batch and LoadPipelines while it loads.
+// ListCompleted must not wait for a batch, so where each history starts is also published, once
+// a batch is durable, under horizon_mu_ (held only to copy one number).
 
 #include <atomic>
 #include <chrono>
@@ -52,6 +55,8 @@ class EtcdBackend final : public StoreBackend {
   static constexpr size_t kMaxTxnBytes = 1024 * 1024;
   // A checkpoint value above this is written as chunks with a manifest (etcd_layout.h).
   static constexpr size_t kMaxValueBytes = 512 * 1024;
+  // Checkpoints out of the history are deleted once this many (at most `retained`) pile up.
+  static constexpr int kTrimSlack = 8;
 
   // `may_write`: whether the leadership's lease is confirmed now (EtcdElection::LeaseConfirmed);
   // a batch is not sent while it is not.
@@ -79,12 +84,17 @@ class EtcdBackend final : public StoreBackend {
     std::set<int64_t> checkpoint_ids;  // kind CHECKPOINT: trimmed to `retained`
     std::set<int64_t> savepoint_ids;   // never trimmed
     std::map<int64_t, int> chunked;    // id -> chunk count, for those written in chunks
+    int64_t retained_from = 0;         // ids of kind c below it are out of the history
   };
   class BatchWriter;
 
   // Plans a CheckpointCommitOp into the batch (chunks sent first when it needs them).
   bool PlanCommit(BatchWriter& writer, size_t op_index, const CheckpointCommit& commit)
       CKPT_REQUIRES(view_mu_);
+  // Adds to `requests` the range deletes of checkpoints below the history's start (at most
+  // kMaxTrimsPerCommit requests; the next commits take the rest).
+  void PlanTrim(const PipelineKey& key, PipelineView& view,
+                std::vector<etcdserverpb::RequestOp>* requests) CKPT_REQUIRES(view_mu_);
   // Reads the view (and the pipelines, for LoadPipelines) at one revision.
   Result<std::vector<StoredPipeline>> LoadView() CKPT_REQUIRES(view_mu_);
   std::chrono::milliseconds request_timeout() const;
@@ -96,6 +106,9 @@ class EtcdBackend final : public StoreBackend {
   Result<std::vector<etcdserverpb::KeyValue>> RangeAll(const std::string& key,
                                                        const std::string& range_end, bool keys_only,
                                                        int64_t* revision);
+  // The values of `keys` at `revision`, in that order, read a few dozen per (read-only) txn.
+  Result<std::vector<std::string>> ReadValues(const std::vector<std::string>& keys,
+                                              int64_t revision);
 
   const std::shared_ptr<EtcdClient> client_;
   const etcd::Layout layout_;
@@ -115,6 +128,10 @@ class EtcdBackend final : public StoreBackend {
   bool writer_known_ CKPT_GUARDED_BY(view_mu_) = false;
   int64_t writer_revision_ CKPT_GUARDED_BY(view_mu_) = 0;
   int64_t writer_seq_ CKPT_GUARDED_BY(view_mu_) = 0;
+
+  Mutex horizon_mu_;
+  // Each pipeline's retained_from as last made durable, for ListCompleted.
+  std::map<PipelineKey, int64_t> horizons_ CKPT_GUARDED_BY(horizon_mu_);
 };
 
 }  // namespace ckpt

@@ -12,7 +12,9 @@
 //                                            (JSON); the id zero-padded so that key order is id
 //                                            order; k is its kind (c checkpoint, s savepoint,
 //                                            x savepoint and stop), + marks one written in
-//                                            chunks: a keys-only range tells the trim all it needs
+//                                            chunks: a keys-only range tells the trim all it needs.
+//                                            Its value also holds the pipeline's progress after
+//                                            it and `retained_from` (below)
 //   P/chunks/<job>/<pipeline>/<id>/<n, 6 digits>     task states of a checkpoint too large for
 //                                            one value, written before the checkpoint key, which
 //                                            is the commit point and says how many chunks count
@@ -22,6 +24,19 @@
 //                                            one whose answer was lost can be told applied or
 //                                            not, and sent again without a late copy landing
 //                                            twice (etcd_backend.cc, Send)
+//
+// One write per completion. A commit writes only its checkpoint key: the progress after it rides
+// in that value, so the progress key is rewritten only by what changes progress without a
+// checkpoint (a failure, a pause). A pipeline's progress is whichever of the two was written last
+// (the greater mod revision). The checkpoint that stays the newest write is never deleted: a
+// trim only takes ids below `retained_from`, which is at most the newest id; whatever deletes a
+// checkpoint otherwise must write the progress key in the same txn.
+//
+// Trims are lazy. `retained_from` in the newest checkpoint value is the oldest retained
+// checkpoint id: ids of kind c below it are out of the history, whether or not their keys are
+// gone yet (reads skip them, and it never moves down, so nothing trimmed comes back when
+// `retained` grows). Their keys go a few at a time, as one range delete between savepoints, so a
+// completion costs one etcd operation and not three.
 //
 // Later record kinds (restore points, released ids, alignment groups) take sibling prefixes of
 // their own in the same way.
@@ -90,15 +105,20 @@ std::string EncodeProgress(const PipelineProgress& progress);
 std::optional<PipelineProgress> DecodeProgress(const std::string& value);
 
 // A stored checkpoint: its fields and its task states, inline (chunks == 0) or in `chunks`
-// chunk values written before it.
+// chunk values written before it; the pipeline's progress after it and the oldest retained id
+// then (both absent from values written without them).
 struct StoredCheckpoint {
   CompletedCheckpoint checkpoint;  // task_states empty when chunked
   int chunks = 0;
+  std::optional<PipelineProgress> progress;
+  int64_t retained_from = 0;
 };
 // The checkpoint value with its states inline, or, when they pass `max_value_bytes`, the
 // manifest (chunks > 0) and the chunk values in `chunk_values`, each at most about
-// max_value_bytes.
-Result<std::string> EncodeCheckpoint(const CompletedCheckpoint& checkpoint, size_t max_value_bytes,
+// max_value_bytes. `progress` and `retained_from` go with it (above).
+Result<std::string> EncodeCheckpoint(const CompletedCheckpoint& checkpoint,
+                                     const PipelineProgress& progress, int64_t retained_from,
+                                     size_t max_value_bytes,
                                      std::vector<std::string>* chunk_values);
 std::optional<StoredCheckpoint> DecodeCheckpoint(const std::string& value);
 // Adds the states of one chunk value to `states`; false when it is not one.

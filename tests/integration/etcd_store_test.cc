@@ -5,10 +5,12 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <future>
 #include <map>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "../unit/metadata_store_contract.h"
@@ -192,6 +194,119 @@ TEST_F(EtcdStoreTest, ACheckpointTooLargeForOneValueIsWrittenInChunksAndTrimmedW
   listed = store->ListCompleted(r.spec.key, 0);
   ASSERT_TRUE(listed.ok());
   EXPECT_EQ(Ids(*listed), (std::vector<int64_t>{2}));
+}
+
+// A completion is one etcd write: the progress after it rides in the checkpoint's value, and the
+// progress key is left alone (a load takes whichever was written last: the contract's tests).
+TEST_F(EtcdStoreTest, ACompletionWritesItsCheckpointKeyAndLeavesTheProgressKeyAlone) {
+  auto store = OpenFenced(prefix_);
+  PipelineRecord r = MakeRecord("job", "p");
+  ASSERT_TRUE(Await([&](auto done) { store->PutPipeline(r, done); }).ok());
+  ASSERT_TRUE(Await([&](auto done) { store->ReserveIds(r.spec.key, 100, done); }).ok());
+  const auto progress_before = Dump(*client_, prefix_ + "/pipelines/job/p/progress");
+  ASSERT_EQ(progress_before.size(), 1u);
+  const uint64_t txns_before = store->backend().txns_committed();
+  for (int64_t id = 1; id <= 3; ++id) {
+    r.counters.completed_count = id;
+    r.last_completed_id = id;
+    ASSERT_TRUE(Await([&](auto done) {
+                  store->CommitCheckpoint(CommitOf(r, MakeCheckpoint(id)), done);
+                }).ok());
+  }
+  EXPECT_EQ(store->backend().txns_committed() - txns_before, 3u);
+  const auto progress_after = Dump(*client_, prefix_ + "/pipelines/job/p/progress");
+  ASSERT_EQ(progress_after.size(), 1u);
+  EXPECT_EQ(progress_after[0].mod_revision(), progress_before[0].mod_revision());
+  EXPECT_EQ(Dump(*client_, prefix_ + "/checkpoints/job/p/").size(), 3u);
+
+  store.reset();  // a new leader loads the progress of the last commit
+  store = OpenFenced(prefix_);
+  auto loaded = store->LoadPipelines();
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  ASSERT_EQ(loaded->size(), 1u);
+  EXPECT_EQ((*loaded)[0].record, r);
+}
+
+// Checkpoints that leave the history are hidden at once and deleted a few at a time, as range
+// deletes that skip the savepoints stored among them; a new leader hides the same ones.
+TEST_F(EtcdStoreTest, CheckpointsOutOfTheHistoryAreHiddenAtOnceAndDeletedInRangesAroundSavepoints) {
+  auto store = OpenFenced(prefix_);
+  PipelineRecord r = MakeRecord("job", "p", /*retained=*/3);
+  ASSERT_TRUE(Await([&](auto done) { store->PutPipeline(r, done); }).ok());
+  const std::set<int64_t> savepoints = {5, 6, 17};
+  std::vector<int64_t> checkpoints;
+  auto expected_listing = [&] {
+    std::vector<int64_t> ids(savepoints.begin(), savepoints.end());
+    ids.insert(ids.end(), checkpoints.end() - std::min<size_t>(3, checkpoints.size()),
+               checkpoints.end());
+    std::sort(ids.rbegin(), ids.rend());
+    ids.erase(
+        std::remove_if(ids.begin(), ids.end(), [&](int64_t id) { return id > checkpoints.back(); }),
+        ids.end());
+    return ids;
+  };
+  // Trims go every third commit (retained 3): 31 leaves checkpoint 28 hidden but stored.
+  for (int64_t id = 1; id <= 31; ++id) {
+    const bool savepoint = savepoints.count(id) > 0;
+    if (!savepoint) checkpoints.push_back(id);
+    ASSERT_TRUE(Await([&](auto done) {
+                  store->CommitCheckpoint(
+                      CommitOf(r, MakeCheckpoint(id, savepoint ? CheckpointKind::kSavepoint
+                                                               : CheckpointKind::kCheckpoint)),
+                      done);
+                }).ok());
+    if (savepoint) continue;
+    auto listed = store->ListCompleted(r.spec.key, 0);
+    ASSERT_TRUE(listed.ok()) << listed.status().ToString();
+    EXPECT_EQ(Ids(*listed), expected_listing()) << "after " << id;
+    const size_t stored = Dump(*client_, prefix_ + "/checkpoints/job/p/").size();
+    EXPECT_LE(stored, 3u + 3u + savepoints.size()) << "after " << id << ": trims not made";
+  }
+  for (int64_t id : savepoints) {
+    const std::string key =
+        etcd::Layout(prefix_).CheckpointKey(r.spec.key, id, CheckpointKind::kSavepoint, false);
+    EXPECT_EQ(Dump(*client_, key).size(), 1u) << "savepoint " << id << " was trimmed";
+  }
+  auto before = store->ListCompleted(r.spec.key, 0);
+  ASSERT_TRUE(before.ok());
+
+  store.reset();
+  store = OpenFenced(prefix_);
+  ASSERT_TRUE(store->LoadPipelines().ok());
+  auto after = store->ListCompleted(r.spec.key, 0);
+  ASSERT_TRUE(after.ok()) << after.status().ToString();
+  EXPECT_EQ(Ids(*after), Ids(*before));
+  // A page that starts among hidden ones still finds the savepoints below them.
+  ASSERT_EQ(Dump(*client_, etcd::Layout(prefix_).CheckpointKey(r.spec.key, 28,
+                                                               CheckpointKind::kCheckpoint, false))
+                .size(),
+            1u);
+  auto page = store->ListCompleted(r.spec.key, 2, /*before_id=*/29);
+  ASSERT_TRUE(page.ok()) << page.status().ToString();
+  EXPECT_EQ(Ids(*page), (std::vector<int64_t>{17, 6}));
+}
+
+// With retained 1, two commits of one pipeline in one batch: the second's trim deletes the
+// first's key, which etcd refuses in the txn that puts it, so they go in two.
+TEST_F(EtcdStoreTest, TwoCommitsOfOnePipelineInOneBatchBothLandAndTheOlderIsTrimmed) {
+  auto store = OpenFenced(prefix_);
+  PipelineRecord r = MakeRecord("job", "p", /*retained=*/1);
+  ASSERT_TRUE(Await([&](auto done) { store->PutPipeline(r, done); }).ok());
+  WriterGate gate;
+  store->Probe(gate.Callback());
+  ASSERT_TRUE(gate.WaitEntered());
+  Outcomes outcomes;
+  store->CommitCheckpoint(CommitOf(r, MakeCheckpoint(1)), outcomes.Record(1));
+  store->CommitCheckpoint(CommitOf(r, MakeCheckpoint(2)), outcomes.Record(2));
+  gate.Release();
+  store->Flush();
+  auto seen = outcomes.seen();
+  ASSERT_EQ(seen.size(), 2u);
+  for (const auto& [n, s] : seen) EXPECT_TRUE(s.ok()) << n << ": " << s.ToString();
+  auto listed = store->ListCompleted(r.spec.key, 0);
+  ASSERT_TRUE(listed.ok()) << listed.status().ToString();
+  EXPECT_EQ(Ids(*listed), (std::vector<int64_t>{2}));
+  EXPECT_EQ(Dump(*client_, prefix_ + "/checkpoints/job/p/").size(), 1u);
 }
 
 TEST_F(EtcdStoreTest, ABatchLargerThanOneTransactionIsSplitAndEveryOpLands) {

@@ -191,6 +191,85 @@ TEST_P(MetadataStoreContract, RetentionTrimsCheckpointsButKeepsSavepoints) {
   EXPECT_EQ(Ids(*listed), (std::vector<int64_t>{11, 8, 7, 4}));
 }
 
+TEST_P(MetadataStoreContract, WhatLeftTheHistoryStaysOutOfItWhenTheWindowGrows) {
+  auto store = Open();
+  PipelineRecord r = MakeRecord("j", "p", /*retained=*/2);
+  ASSERT_TRUE(Await([&](auto done) { store->PutPipeline(r, done); }).ok());
+  for (int64_t id = 1; id <= 6; ++id) {
+    ASSERT_TRUE(Await([&](auto done) {
+                  store->CommitCheckpoint(CommitOf(r, MakeCheckpoint(id)), done);
+                }).ok());
+  }
+  auto listed = store->ListCompleted(r.spec.key, 0);
+  ASSERT_TRUE(listed.ok());
+  EXPECT_EQ(Ids(*listed), (std::vector<int64_t>{6, 5}));
+  r.spec.retained = 10;
+  ASSERT_TRUE(Await([&](auto done) { store->PutPipeline(r, done); }).ok());
+  ASSERT_TRUE(Await([&](auto done) {
+                store->CommitCheckpoint(CommitOf(r, MakeCheckpoint(7)), done);
+              }).ok());
+  listed = store->ListCompleted(r.spec.key, 0);
+  ASSERT_TRUE(listed.ok());
+  EXPECT_EQ(Ids(*listed), (std::vector<int64_t>{7, 6, 5}));
+  listed = store->ListCompleted(r.spec.key, 2, /*before_id=*/6);  // a page below 6
+  ASSERT_TRUE(listed.ok());
+  EXPECT_EQ(Ids(*listed), (std::vector<int64_t>{5}));
+}
+
+TEST_P(MetadataStoreContract, ALoadReturnsTheProgressOfTheLastWriteCommitOrProgress) {
+  auto store = Open();
+  PipelineRecord r = MakeRecord("j", "p", /*retained=*/2);
+  ASSERT_TRUE(Await([&](auto done) { store->PutPipeline(r, done); }).ok());
+  auto commit = [&](int64_t id, CheckpointKind kind) {
+    CompletedCheckpoint cp = MakeCheckpoint(id, kind);
+    r.counters.completed_count += 1;
+    r.counters.consecutive_failures = 0;
+    r.last_completed_id = id;
+    r.last_completed_kind = kind;
+    r.last_completed_at_ms = cp.finished_at_ms;
+    if (kind == CheckpointKind::kSavepointAndStop) r.sticky = StickyState::kStopped;
+    return Await([&](auto done) { store->CommitCheckpoint(CommitOf(r, cp), done); });
+  };
+  auto loaded_record = [&]() -> PipelineRecord {
+    auto loaded = store->LoadPipelines();
+    EXPECT_TRUE(loaded.ok()) << loaded.status().ToString();
+    if (!loaded.ok() || loaded->size() != 1) return {};
+    return (*loaded)[0].record;
+  };
+  for (int64_t id = 1; id <= 4; ++id) ASSERT_TRUE(commit(id, CheckpointKind::kCheckpoint).ok());
+  EXPECT_EQ(loaded_record(), r);
+
+  r.counters.failed_count += 1;  // a failed round: progress alone
+  r.counters.consecutive_failures = 1;
+  ASSERT_TRUE(Await([&](auto done) { store->PutProgress(r.spec.key, r.progress(), done); }).ok());
+  EXPECT_EQ(loaded_record(), r);
+
+  ASSERT_TRUE(commit(5, CheckpointKind::kCheckpoint).ok());
+  EXPECT_EQ(loaded_record(), r);
+  ASSERT_TRUE(commit(6, CheckpointKind::kSavepointAndStop).ok());
+  EXPECT_EQ(loaded_record(), r);
+  EXPECT_EQ(loaded_record().sticky, StickyState::kStopped);
+
+  // Both in one batch, progress first: the commit's is the last.
+  WriterGate gate;
+  store->Probe(gate.Callback());
+  ASSERT_TRUE(gate.WaitEntered());
+  r.sticky = StickyState::kPaused;
+  r.counters.failed_count += 1;
+  Outcomes outcomes;
+  store->PutProgress(r.spec.key, r.progress(), outcomes.Record(1));
+  CompletedCheckpoint seventh = MakeCheckpoint(7);
+  r.counters.completed_count += 1;
+  r.last_completed_id = 7;
+  r.last_completed_kind = seventh.kind;
+  r.last_completed_at_ms = seventh.finished_at_ms;
+  store->CommitCheckpoint(CommitOf(r, seventh), outcomes.Record(2));
+  gate.Release();
+  store->Flush();
+  for (const auto& [n, s] : outcomes.seen()) EXPECT_TRUE(s.ok()) << n << ": " << s.ToString();
+  EXPECT_EQ(loaded_record(), r);
+}
+
 TEST_P(MetadataStoreContract, ADuplicateCheckpointIdFailsOnlyThatOpOfItsBatch) {
   auto store = Open();
   PipelineRecord a = MakeRecord("j", "a");
