@@ -244,14 +244,9 @@ void PipelineSession::HandleAttemptDone(uint64_t attempt_id, const grpc::Status&
     backoff_.Reset();
     standby_backoff_.Reset();
   }
-  if (was_connected) standby_answered_ = false;
   // A trailer (even empty) means an HA daemon answered as a standby: a takeover is under way.
-  if (leader && !standby_answered_) {
-    standby_answered_ = true;
-    standby_since_ = steady_clock::now();
-  }
-  const bool poll_standby =
-      standby_answered_ && steady_clock::now() - standby_since_ < kStandbyPollWindow;
+  standby_poll_.StreamEnded(was_connected, leader.has_value(), steady_clock::now());
+  const bool poll_standby = standby_poll_.Active(steady_clock::now());
 
   Disconnect info;
   info.code = FromGrpc(status.error_code());

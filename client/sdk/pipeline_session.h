@@ -29,6 +29,7 @@
 #include "sdk/connect_attempt.h"
 #include "sdk/epoch_filter.h"
 #include "sdk/runtime_core.h"
+#include "sdk/standby_poll.h"
 
 namespace ckpt::sdk::internal {
 
@@ -133,10 +134,9 @@ class PipelineSession final : public PipelineWorker,
   std::chrono::steady_clock::time_point welcomed_at_;
   std::chrono::milliseconds heartbeat_interval_ = kDefaultHeartbeatInterval;
   Backoff backoff_;
-  Backoff standby_backoff_;                              // backoff_ capped at kStandbyPollMax
-  bool standby_answered_ = false;                        // since the last welcome (or start) ...
-  std::chrono::steady_clock::time_point standby_since_;  // ... first at this time
-  cli::LeaderFollower follower_;                         // which daemon the next stream goes to
+  Backoff standby_backoff_;                       // backoff_ capped at kStandbyPollMax
+  StandbyPoll standby_poll_{kStandbyPollWindow};  // when standby_backoff_ is the one
+  cli::LeaderFollower follower_;                  // which daemon the next stream goes to
   EpochFilter epochs_;
   boost::asio::steady_timer heartbeat_timer_;
   boost::asio::steady_timer retry_timer_;

@@ -1,0 +1,49 @@
+#include "sdk/standby_poll.h"
+
+#include <gtest/gtest.h>
+
+namespace ckpt::sdk::internal {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+constexpr milliseconds kWindow{30000};
+const StandbyPoll::TimePoint t0{seconds(1000)};
+
+TEST(SdkStandbyPoll, NoStandbyAnswerKeepsTheNormalBackoff) {
+  StandbyPoll poll(kWindow);
+  EXPECT_FALSE(poll.Active(t0));
+  poll.StreamEnded(/*was_welcomed=*/false, /*standby_answered=*/false, t0);
+  EXPECT_FALSE(poll.Active(t0));
+}
+
+TEST(SdkStandbyPoll, AStandbyAnswerPollsForTheWindowFromTheFirstAnswerThenStops) {
+  StandbyPoll poll(kWindow);
+  poll.StreamEnded(false, true, t0);
+  EXPECT_TRUE(poll.Active(t0));
+  // Later answers of standbys do not extend it: a group without a leader is not polled forever.
+  poll.StreamEnded(false, true, t0 + seconds(20));
+  EXPECT_TRUE(poll.Active(t0 + seconds(29)));
+  poll.StreamEnded(false, true, t0 + seconds(29));
+  EXPECT_FALSE(poll.Active(t0 + kWindow));
+  EXPECT_FALSE(poll.Active(t0 + seconds(600)));
+}
+
+TEST(SdkStandbyPoll, AWelcomeStartsItOver) {
+  StandbyPoll poll(kWindow);
+  poll.StreamEnded(false, true, t0);
+  EXPECT_FALSE(poll.Active(t0 + seconds(40)));
+  // A leader welcomed the worker; that stream ended, and a standby answers the next attempt.
+  poll.StreamEnded(/*was_welcomed=*/true, /*standby_answered=*/false, t0 + seconds(50));
+  EXPECT_FALSE(poll.Active(t0 + seconds(50)));
+  poll.StreamEnded(false, true, t0 + seconds(60));
+  EXPECT_TRUE(poll.Active(t0 + seconds(61)));
+  // The welcomed stream itself ended by a standby's answer (the leader was deposed).
+  poll.StreamEnded(true, true, t0 + seconds(200));
+  EXPECT_TRUE(poll.Active(t0 + seconds(201)));
+  EXPECT_FALSE(poll.Active(t0 + seconds(231)));
+}
+
+}  // namespace
+}  // namespace ckpt::sdk::internal
