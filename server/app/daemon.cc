@@ -346,6 +346,11 @@ std::string Daemon::MetricsText() const {
   options.version = kCkptVersion;
   options.per_pipeline = per_pipeline_metrics_.load();
   options.start_time_seconds = kProcessStart;
+  if (etcd_store_) {
+    options.etcd = true;
+    options.etcd_transactions = etcd_store_->backend().txns_committed();
+    options.etcd_transactions_resent = etcd_store_->backend().txns_resent();
+  }
   if (!options.per_pipeline) return RenderMetricsPage(metrics_, host_->registry(), options);
   // With a series set per pipeline a page is megabytes at 100,000 pipelines: scrapes within
   // kMetricsPageReuse of one another share one rendering, so that several scrapers cost what one

@@ -173,6 +173,16 @@ std::string RenderMetricsPage(const DaemonMetrics& m, const Registry& registry,
               "workers nothing and writes nothing until etcd confirms its lease.",
               static_cast<double>(left_ns) / 1e9);
   }
+  if (options.etcd) {
+    out.Counter("ckptd_etcd_transactions_total",
+                "Transactions this daemon committed to etcd as leader: one a batch of writes, "
+                "more when a batch passes etcd's limits.",
+                static_cast<double>(options.etcd_transactions));
+    out.Counter("ckptd_etcd_transactions_resent_total",
+                "Transactions sent again because etcd lost the first copy's answer (a member "
+                "died with it); the write cursor made sure each landed once.",
+                static_cast<double>(options.etcd_transactions_resent));
+  }
   out.Counter("ckptd_worker_messages_withheld_total",
               "Messages not sent to workers because the leader was past its local lease "
               "deadline.",

@@ -17,6 +17,10 @@ struct MetricsPageOptions {
   std::string version;            // ckptd_build_info{version}
   bool per_pipeline = false;      // metrics.per_pipeline: the ckptd_pipeline_* series
   double start_time_seconds = 0;  // process_start_time_seconds (Unix time)
+  // store.backend etcd: the ckptd_etcd_transactions* counters (EtcdBackend's).
+  bool etcd = false;
+  uint64_t etcd_transactions = 0;
+  uint64_t etcd_transactions_resent = 0;
 };
 
 std::string RenderMetricsPage(const DaemonMetrics& metrics, const Registry& registry,

@@ -195,6 +195,8 @@ class HaTest(unittest.TestCase):
     def test_one_etcd_member_of_three_lost_changes_nothing_a_quorum_lost_pauses(self):
         self.start_pair(members=3)
         epoch = self.a.metric("ckptd_leader_epoch")
+        txns = self.a.metric("ckptd_etcd_transactions_total")
+        self.assertGreater(txns, 0)
         # The worst member to lose: etcd's raft leader (writes wait for the next one, ~1 s).
         raft_leader = self.etcd.raft_leader()
         self.assertIsNotNone(raft_leader)
@@ -203,6 +205,8 @@ class HaTest(unittest.TestCase):
         self.wait_completions(3, after=last)
         e2e.wait_until(lambda: self.leading(self.a), 10, "daemon A to go on leading")
         self.assertEqual(self.a.metric("ckptd_leader_epoch"), epoch)
+        self.assertGreater(self.a.metric("ckptd_etcd_transactions_total"), txns)
+        self.assertIsNotNone(self.a.metric("ckptd_etcd_transactions_resent_total"))
         self.assertEqual(self.role(self.b), "standby")
         # Two of three gone: no quorum, so no lease can be confirmed and nothing written.
         second = next(i for i in range(3) if i != raft_leader)
