@@ -98,11 +98,12 @@ class EtcdBackend::BatchWriter {
     return true;
   }
 
-  // Where each pipeline's history starts once this batch is durable (nothing: deleted).
+  // Where a pipeline's history starts once the pending txn (which holds the op just added) has
+  // landed (nothing: the pipeline is deleted). Published to ListCompleted right after it lands,
+  // so that a listing meanwhile shows at most one checkpoint too many, for that moment.
   void Publish(const PipelineKey& key, std::optional<int64_t> retained_from) {
-    horizons_[key] = retained_from;
+    horizons_.emplace_back(key, retained_from);
   }
-  const std::map<PipelineKey, std::optional<int64_t>>& horizons() const { return horizons_; }
 
   // Whether the pending txn puts `key`.
   bool Puts(const std::string& key) const { return puts_.count(key) > 0; }
@@ -187,6 +188,17 @@ class EtcdBackend::BatchWriter {
     b_.writer_revision_ = landed_at;
     b_.writer_seq_ += 1;
     b_.txns_committed_.fetch_add(1, std::memory_order_relaxed);
+    if (!horizons_.empty()) {
+      MutexLock horizon_lock(b_.horizon_mu_);
+      for (const auto& [key, from] : horizons_) {
+        if (from) {
+          b_.horizons_[key] = *from;
+        } else {
+          b_.horizons_.erase(key);
+        }
+      }
+      horizons_.clear();
+    }
     ++sent_;
     txn_.Clear();
     puts_.clear();
@@ -282,7 +294,7 @@ class EtcdBackend::BatchWriter {
   TxnRequest txn_;
   std::set<std::string> puts_;                                // keys the pending txn puts
   std::vector<std::pair<std::string, std::string>> deletes_;  // and the ranges it deletes
-  std::map<PipelineKey, std::optional<int64_t>> horizons_;
+  std::vector<std::pair<PipelineKey, std::optional<int64_t>>> horizons_;  // of the pending txn
   size_t bytes_ = 0;
   bool alone_in_txn_ = false;
   std::vector<size_t> ops_in_txn_;
@@ -411,15 +423,18 @@ BatchResult EtcdBackend::ApplyBatch(const std::vector<WriteOp>& ops) {
             static_assert(std::is_same_v<T, DeletePipelineOp>);
             const PipelineKey& key = o.key;
             pipelines_.erase(key);
-            writer.Publish(key, std::nullopt);
             const std::string records = layout_.PipelinePrefix(key);
             const std::string history = layout_.CheckpointPrefix(key);
             const std::string chunks = layout_.ChunksPrefix(key);
-            return writer.Add(
-                i,
-                {Delete(records, PrefixEnd(records)), Delete(history, PrefixEnd(history)),
-                 Delete(chunks, PrefixEnd(chunks))},
-                /*alone=*/true);
+            if (!writer.Add(
+                    i,
+                    {Delete(records, PrefixEnd(records)), Delete(history, PrefixEnd(history)),
+                     Delete(chunks, PrefixEnd(chunks))},
+                    /*alone=*/true)) {
+              return false;
+            }
+            writer.Publish(key, std::nullopt);
+            return true;
           }
         },
         ops[i]);
@@ -430,16 +445,6 @@ BatchResult EtcdBackend::ApplyBatch(const std::vector<WriteOp>& ops) {
     spdlog::critical("store: {}; stopping: a standby takes over from what etcd holds",
                      writer.stop().ToString());
     return BatchResult::Stop(writer.stop());
-  }
-  {
-    MutexLock horizon_lock(horizon_mu_);
-    for (const auto& [key, from] : writer.horizons()) {
-      if (from) {
-        horizons_[key] = *from;
-      } else {
-        horizons_.erase(key);
-      }
-    }
   }
   return BatchResult::Committed(std::move(results));
 }
@@ -462,6 +467,12 @@ bool EtcdBackend::PlanCommit(BatchWriter& writer, size_t i, const CheckpointComm
   PipelineView& view = it->second;
   if (view.checkpoint_ids.count(cp.checkpoint_id) || view.savepoint_ids.count(cp.checkpoint_id)) {
     results[i] = Status::AlreadyExists(what + " is already stored; not overwriting it");
+    return true;
+  }
+  if (cp.kind == CheckpointKind::kCheckpoint && cp.checkpoint_id < view.retained_from) {
+    // Ids only grow; this one would be out of the history at once (and a trim could cover it).
+    results[i] = Status::FailedPrecondition(what + " is older than the retained history (from " +
+                                            std::to_string(view.retained_from) + ")");
     return true;
   }
   // Where the history starts after this commit: the `retained`-th newest checkpoint id, never
@@ -517,8 +528,9 @@ bool EtcdBackend::PlanCommit(BatchWriter& writer, size_t i, const CheckpointComm
   const auto out_of_history = static_cast<size_t>(std::distance(
       view.checkpoint_ids.begin(), view.checkpoint_ids.lower_bound(view.retained_from)));
   if (out_of_history >= std::min<size_t>(keep, kTrimSlack)) PlanTrim(key, view, &requests);
+  if (!writer.Add(i, std::move(requests))) return false;
   writer.Publish(key, view.retained_from);
-  return writer.Add(i, std::move(requests));
+  return true;
 }
 
 void EtcdBackend::PlanTrim(const PipelineKey& key, PipelineView& view,
@@ -666,7 +678,8 @@ Result<std::vector<StoredPipeline>> EtcdBackend::LoadView() {
         .insert(ref->id);
     if (ref->chunked) view.chunked[ref->id] = 1;  // the count matters only for reading
     const KeyValue*& last = newest[ref->key];
-    if (!last || kv.mod_revision() > last->mod_revision()) last = &kv;
+    // Keys come in key (so id) order: of one txn's (one revision), the highest id is the last.
+    if (!last || kv.mod_revision() >= last->mod_revision()) last = &kv;
   }
   std::vector<std::string> newest_keys;
   for (const auto& [key, kv] : newest) newest_keys.push_back(kv->key());

@@ -28,8 +28,8 @@
 //
 // Threading: ApplyBatch on GroupCommitStore's writer thread; the reads on any thread. The view is
 // guarded by view_mu_, which ApplyBatch holds for a whole batch and LoadPipelines while it loads.
-// ListCompleted must not wait for a batch, so where each history starts is also published, once
-// a batch is durable, under horizon_mu_ (held only to copy one number).
+// ListCompleted must not wait for a batch, so where each history starts is also published, as
+// each txn lands, under horizon_mu_ (held only to copy one number).
 
 #include <atomic>
 #include <chrono>

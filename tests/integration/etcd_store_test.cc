@@ -284,6 +284,14 @@ TEST_F(EtcdStoreTest, CheckpointsOutOfTheHistoryAreHiddenAtOnceAndDeletedInRange
   auto page = store->ListCompleted(r.spec.key, 2, /*before_id=*/29);
   ASSERT_TRUE(page.ok()) << page.status().ToString();
   EXPECT_EQ(Ids(*page), (std::vector<int64_t>{17, 6}));
+
+  // An id below the history (ids only grow) is refused alone; the store goes on.
+  Status old =
+      Await([&](auto done) { store->CommitCheckpoint(CommitOf(r, MakeCheckpoint(3)), done); });
+  EXPECT_EQ(old.code(), StatusCode::kFailedPrecondition) << old.ToString();
+  EXPECT_TRUE(Await([&](auto done) {
+                store->CommitCheckpoint(CommitOf(r, MakeCheckpoint(32)), done);
+              }).ok());
 }
 
 // With retained 1, two commits of one pipeline in one batch: the second's trim deletes the

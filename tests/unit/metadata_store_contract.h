@@ -193,27 +193,29 @@ TEST_P(MetadataStoreContract, RetentionTrimsCheckpointsButKeepsSavepoints) {
 
 TEST_P(MetadataStoreContract, WhatLeftTheHistoryStaysOutOfItWhenTheWindowGrows) {
   auto store = Open();
-  PipelineRecord r = MakeRecord("j", "p", /*retained=*/2);
+  // Retained 8: after 15 commits, 8 to 15 are the history and 1 to 7 are out of it (a backend
+  // may still hold them: etcd deletes them once 8 have piled up).
+  PipelineRecord r = MakeRecord("j", "p", /*retained=*/8);
   ASSERT_TRUE(Await([&](auto done) { store->PutPipeline(r, done); }).ok());
-  for (int64_t id = 1; id <= 6; ++id) {
+  for (int64_t id = 1; id <= 15; ++id) {
     ASSERT_TRUE(Await([&](auto done) {
                   store->CommitCheckpoint(CommitOf(r, MakeCheckpoint(id)), done);
                 }).ok());
   }
   auto listed = store->ListCompleted(r.spec.key, 0);
   ASSERT_TRUE(listed.ok());
-  EXPECT_EQ(Ids(*listed), (std::vector<int64_t>{6, 5}));
-  r.spec.retained = 10;
+  EXPECT_EQ(Ids(*listed), (std::vector<int64_t>{15, 14, 13, 12, 11, 10, 9, 8}));
+  r.spec.retained = 12;  // grows: 5, 6, 7 must not come back
   ASSERT_TRUE(Await([&](auto done) { store->PutPipeline(r, done); }).ok());
   ASSERT_TRUE(Await([&](auto done) {
-                store->CommitCheckpoint(CommitOf(r, MakeCheckpoint(7)), done);
+                store->CommitCheckpoint(CommitOf(r, MakeCheckpoint(16)), done);
               }).ok());
   listed = store->ListCompleted(r.spec.key, 0);
   ASSERT_TRUE(listed.ok());
-  EXPECT_EQ(Ids(*listed), (std::vector<int64_t>{7, 6, 5}));
-  listed = store->ListCompleted(r.spec.key, 2, /*before_id=*/6);  // a page below 6
+  EXPECT_EQ(Ids(*listed), (std::vector<int64_t>{16, 15, 14, 13, 12, 11, 10, 9, 8}));
+  listed = store->ListCompleted(r.spec.key, 2, /*before_id=*/9);  // a page below 9
   ASSERT_TRUE(listed.ok());
-  EXPECT_EQ(Ids(*listed), (std::vector<int64_t>{5}));
+  EXPECT_EQ(Ids(*listed), (std::vector<int64_t>{8}));
 }
 
 TEST_P(MetadataStoreContract, ALoadReturnsTheProgressOfTheLastWriteCommitOrProgress) {
@@ -267,6 +269,40 @@ TEST_P(MetadataStoreContract, ALoadReturnsTheProgressOfTheLastWriteCommitOrProgr
   gate.Release();
   store->Flush();
   for (const auto& [n, s] : outcomes.seen()) EXPECT_TRUE(s.ok()) << n << ": " << s.ToString();
+  EXPECT_EQ(loaded_record(), r);
+
+  // Two commits in one batch: the second's. Then a commit and a progress after it: the progress.
+  // (Ids from a reserved block, as a coordinator's are: no counter write between them.)
+  ASSERT_TRUE(Await([&](auto done) { store->ReserveIds(r.spec.key, 1000, done); }).ok());
+  auto in_one_batch = [&](const std::function<void(Outcomes&)>& queue) {
+    WriterGate held;
+    store->Probe(held.Callback());
+    ASSERT_TRUE(held.WaitEntered());
+    Outcomes seen;
+    queue(seen);
+    held.Release();
+    store->Flush();
+    for (const auto& [n, s] : seen.seen()) EXPECT_TRUE(s.ok()) << n << ": " << s.ToString();
+  };
+  auto next_commit = [&](int64_t id) {
+    CompletedCheckpoint cp = MakeCheckpoint(id);
+    r.counters.completed_count += 1;
+    r.last_completed_id = id;
+    r.last_completed_kind = cp.kind;
+    r.last_completed_at_ms = cp.finished_at_ms;
+    return CommitOf(r, cp);
+  };
+  in_one_batch([&](Outcomes& seen) {
+    store->CommitCheckpoint(next_commit(8), seen.Record(8));
+    store->CommitCheckpoint(next_commit(9), seen.Record(9));
+  });
+  EXPECT_EQ(loaded_record(), r);
+  in_one_batch([&](Outcomes& seen) {
+    store->CommitCheckpoint(next_commit(10), seen.Record(10));
+    r.sticky = StickyState::kFailed;
+    r.counters.failed_count += 1;
+    store->PutProgress(r.spec.key, r.progress(), seen.Record(11));
+  });
   EXPECT_EQ(loaded_record(), r);
 }
 
