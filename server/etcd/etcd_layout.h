@@ -28,9 +28,11 @@
 // One write per completion. A commit writes only its checkpoint key: the progress after it rides
 // in that value, so the progress key is rewritten only by what changes progress without a
 // checkpoint (a failure, a pause). A pipeline's progress is whichever of the two was written last
-// (the greater mod revision). The checkpoint that stays the newest write is never deleted: a
-// trim only takes ids below `retained_from`, which is at most the newest id; whatever deletes a
-// checkpoint otherwise must write the progress key in the same txn.
+// (the greater mod revision; every key of one txn has the same, so the backend never puts a
+// pipeline's progress key and a later commit of it in one txn, and of two commits in one txn the
+// higher id is the later). The checkpoint that stays the newest write is never deleted: a trim
+// only takes ids below `retained_from`, which is at most the newest id (a commit below it is
+// refused); whatever deletes a checkpoint otherwise must write the progress key in the same txn.
 //
 // Trims are lazy. `retained_from` in the newest checkpoint value is the oldest retained
 // checkpoint id: ids of kind c below it are out of the history, whether or not their keys are
