@@ -79,7 +79,7 @@ class EtcdBackend::BatchWriter {
     for (const auto& r : requests) bytes += BytesOf(r);
     if (!txn_.success().empty() &&
         (alone || alone_in_txn_ || Overlaps(requests) ||
-         txn_.success_size() + static_cast<int>(requests.size()) > kMaxTxnOps - 1 ||
+         txn_.success_size() + static_cast<int>(requests.size()) > kMaxTxnOps - 2 ||
          bytes_ + bytes > kMaxTxnBytes)) {
       if (!Send()) return false;
     }
@@ -133,7 +133,11 @@ class EtcdBackend::BatchWriter {
     cursor->set_result(Compare::EQUAL);
     cursor->set_mod_revision(b_.writer_revision_);
     *txn_.add_success() = Put(b_.layout_.WriterKey(), token);
-    const size_t ops = txn_.success_size() - 1;
+    size_t ops = txn_.success_size() - 1;
+    if (!b_.layout_stored_) {
+      *txn_.add_success() = Put(b_.layout_.LayoutKey(), std::to_string(etcd::kLayoutVersion));
+      --ops;
+    }
     const auto give_up_at =
         std::chrono::steady_clock::now() + kResolveWindowPerTimeout * b_.request_timeout();
     int64_t landed_at = 0;
@@ -186,6 +190,7 @@ class EtcdBackend::BatchWriter {
       b_.txns_resent_.fetch_add(1, std::memory_order_relaxed);
     }
     b_.writer_revision_ = landed_at;
+    b_.layout_stored_ = true;
     b_.writer_seq_ += 1;
     b_.txns_committed_.fetch_add(1, std::memory_order_relaxed);
     if (!horizons_.empty()) {
@@ -635,6 +640,16 @@ Result<std::vector<StoredPipeline>> EtcdBackend::LoadView() {
   auto history = RangeAll(layout_.CheckpointsPrefix(), PrefixEnd(layout_.CheckpointsPrefix()),
                           /*keys_only=*/true, &revision);
   if (!history.ok()) return history.status();
+  auto layout = RangeAll(layout_.LayoutKey(), "", /*keys_only=*/false, &revision);
+  if (!layout.ok()) return layout.status();
+  const std::string known = std::to_string(etcd::kLayoutVersion);
+  if (!layout->empty() && layout->front().value() != known) {
+    return Status::DataLoss("the data in " + where + " has layout " + layout->front().value() +
+                            " (" + layout_.LayoutKey() + "); this ckptd reads layout " + known +
+                            ": a newer ckptd wrote it. Run that version or a later one on every "
+                            "daemon of the group");
+  }
+  layout_stored_ = !layout->empty();
 
   pipelines_.clear();
   counters_.clear();

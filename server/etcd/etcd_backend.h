@@ -123,6 +123,8 @@ class EtcdBackend final : public StoreBackend {
   std::map<PipelineKey, PipelineView> pipelines_ CKPT_GUARDED_BY(view_mu_);
   std::map<PipelineKey, int64_t> counters_ CKPT_GUARDED_BY(view_mu_);
   bool view_loaded_ CKPT_GUARDED_BY(view_mu_) = false;
+  // P/layout holds this binary's kLayoutVersion (else the next txn writes it).
+  bool layout_stored_ CKPT_GUARDED_BY(view_mu_) = false;
   // The write cursor (etcd_layout.h, P/writer): its mod revision as this leader last wrote or
   // read it (read before the first txn of a leadership), and the number of its last txn.
   bool writer_known_ CKPT_GUARDED_BY(view_mu_) = false;

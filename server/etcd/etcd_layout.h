@@ -18,6 +18,9 @@
 //   P/chunks/<job>/<pipeline>/<id>/<n, 6 digits>     task states of a checkpoint too large for
 //                                            one value, written before the checkpoint key, which
 //                                            is the commit point and says how many chunks count
+//   P/layout                                 the layout's version (kLayoutVersion), written with
+//                                            a leadership's first txn: a ckptd refuses to load a
+//                                            prefix of a layout it does not know (a newer ckptd's)
 //   P/probe                                  the store's health probe
 //   P/writer                                 "<epoch>:<n>": the leader's last transaction. Each
 //                                            txn compares its mod revision and rewrites it, so
@@ -56,6 +59,9 @@
 
 namespace ckpt::etcd {
 
+// This file's layout. A change that an older ckptd would misread takes the next number.
+constexpr int kLayoutVersion = 1;
+
 class Layout {
  public:
   explicit Layout(std::string prefix) : prefix_(std::move(prefix)) {}
@@ -77,6 +83,7 @@ class Layout {
   std::string ChunksPrefix(const PipelineKey& key) const;             // every chunk of a pipeline
   std::string ChunkPrefix(const PipelineKey& key, int64_t id) const;  // of one checkpoint
   std::string ChunkKey(const PipelineKey& key, int64_t id, int n) const;
+  std::string LayoutKey() const { return prefix_ + "/layout"; }
   std::string ProbeKey() const { return prefix_ + "/probe"; }
   std::string WriterKey() const { return prefix_ + "/writer"; }
 

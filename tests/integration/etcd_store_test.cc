@@ -227,6 +227,34 @@ TEST_F(EtcdStoreTest, ACompletionWritesItsCheckpointKeyAndLeavesTheProgressKeyAl
   EXPECT_EQ((*loaded)[0].record, r);
 }
 
+// A prefix written by a ckptd of a layout this one does not know is refused before anything is
+// read into the view or written; the first write of a leadership records the layout.
+TEST_F(EtcdStoreTest, ALayoutThisCkptdDoesNotKnowIsRefusedAndItsOwnIsRecorded) {
+  auto store = OpenFenced(prefix_);
+  PipelineRecord r = MakeRecord("job", "p");
+  ASSERT_TRUE(Await([&](auto done) { store->PutPipeline(r, done); }).ok());
+  auto layout = Dump(*client_, prefix_ + "/layout");
+  ASSERT_EQ(layout.size(), 1u);
+  EXPECT_EQ(layout[0].value(), std::to_string(etcd::kLayoutVersion));
+
+  store.reset();
+  etcdserverpb::TxnRequest txn;
+  auto* put = txn.add_success()->mutable_request_put();
+  put->set_key(prefix_ + "/layout");
+  put->set_value("99");
+  etcdserverpb::TxnResponse response;
+  EtcdError error;
+  ASSERT_TRUE(client_->Txn(txn, &response, &error)) << error.status.ToString();
+  store = OpenFenced(prefix_);
+  auto loaded = store->LoadPipelines();
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_EQ(loaded.status().code(), StatusCode::kDataLoss) << loaded.status().ToString();
+  EXPECT_NE(loaded.status().message().find("layout 99"), std::string::npos)
+      << loaded.status().ToString();
+  EXPECT_NE(loaded.status().message().find("newer ckptd"), std::string::npos)
+      << loaded.status().ToString();
+}
+
 // Checkpoints that leave the history are hidden at once and deleted a few at a time, as range
 // deletes that skip the savepoints stored among them; a new leader hides the same ones.
 TEST_F(EtcdStoreTest, CheckpointsOutOfTheHistoryAreHiddenAtOnceAndDeletedInRangesAroundSavepoints) {
