@@ -19,6 +19,7 @@ import argparse
 import http.client
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -63,7 +64,7 @@ class Daemon:
         with open(self.config, "w") as f:
             f.write(f"listen: 127.0.0.1:{self.port}\nmetrics_listen: 127.0.0.1:{self.metrics_port}\n"
                     f"data_dir: {ws.path(name + '-' + job)}\nadvertise: 127.0.0.1:{self.port}\n"
-                    "log: {level: warn}\nlimits: {max_streams_per_peer: 100000}\n"
+                    "log: {level: info}\nlimits: {max_streams_per_peer: 100000}\n"
                     f"store:\n  backend: etcd\n  etcd: {{endpoints: {etcd.yaml_endpoints()}, "
                     f"prefix: /ckptd-{job}, election_ttl_ms: {args.ttl_ms}}}\n"
                     f"pipelines:\n{declared}")
@@ -75,6 +76,21 @@ class Daemon:
 
     def url(self, path):
         return f"http://127.0.0.1:{self.metrics_port}{path}"
+
+    def last_load(self):
+        """(source, ms) of this daemon's last load of the store, from its log: "read from etcd"
+        or "the standby's watched copy"."""
+        found = None
+        try:
+            with open(self.ws.path(f"{self.name}-{self.job}.log"), errors="replace") as f:
+                for line in f:
+                    m = re.search(r"store: loaded .* \((read from etcd|the standby's watched copy), "
+                                  r"(\d+) ms\)", line)
+                    if m:
+                        found = (m.group(1), int(m.group(2)))
+        except OSError:
+            pass
+        return found
 
     def ready(self):
         return self.proc.poll() is None and e2e.http_status(self.url("/readyz"), 2) == 200
@@ -192,7 +208,7 @@ def failover_phase(ws, etcd, args):
                    *sim_command(ws, daemons, "failover", args.pipelines, args)[1:],
                    "--event-log", events, log="sim-failover.log")
     leader, standby = daemons
-    ready_s, all_s, lost = [], [], 0
+    ready_s, all_s, lost, loads = [], [], 0, []
     for k in range(args.kills):
         e2e.wait_until(lambda: all(p["state"] == "RUNNING" and p["completed_count"] > 0
                                    for p in leader.pipelines() or [{"state": ""}]),
@@ -205,6 +221,9 @@ def failover_phase(ws, etcd, args):
         leader.proc.wait()
         e2e.wait_until(standby.ready, 120, "the standby to take over")
         ready_s.append(time.monotonic() - killed)
+        load = standby.last_load()
+        if load:
+            loads.append(load)
 
         def all_completed():
             listed = standby.pipelines()
@@ -233,6 +252,8 @@ def failover_phase(ws, etcd, args):
         "all_pipelines_completed_s": {"p50": round(statistics.median(all_s), 2),
                                       "p99": round(percentile(all_s, 0.99), 2),
                                       "max": round(max(all_s), 2)},
+        "takeover_load_ms": {source: sorted(ms for src, ms in loads if src == source)
+                             for source in sorted({src for src, _ in loads})},
         "proof": proof,
     }
 

@@ -270,6 +270,8 @@ Status Daemon::StartCampaign() {
   election_ = std::make_unique<EtcdElection>(etcd, config_.advertise, std::move(callbacks));
   EtcdElection* election = election_.get();
   auto store = EtcdStore::Create(etcd, [election] { return election->LeaseConfirmed(); });
+  // Until it leads: a copy of the prefix kept warm by a watch, for a quick takeover.
+  store->backend().StartWarming();
   etcd_store_ = store.get();
   store_ = std::move(store);
   return Status::Ok();

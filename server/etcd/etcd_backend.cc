@@ -314,6 +314,39 @@ EtcdBackend::EtcdBackend(std::shared_ptr<EtcdClient> client, std::function<bool(
       name_("etcd " + client_->endpoints_text() + " prefix " + client_->settings().prefix),
       may_write_(std::move(may_write)) {}
 
+void EtcdBackend::StartWarming() {
+  MutexLock lock(view_mu_);
+  if (mirror_ || view_loaded_ || fence_revision_ != 0) return;
+  mirror_ = std::make_unique<etcd::EtcdMirror>(client_, layout_, [this] { return ReadImage(); });
+  mirror_->Start();
+}
+
+std::string EtcdBackend::DescribeView() {
+  MutexLock lock(view_mu_);
+  auto ids = [](const std::set<int64_t>& set) {
+    std::string text;
+    for (int64_t id : set) text += " " + std::to_string(id);
+    return text;
+  };
+  std::string text;
+  for (const auto& [key, view] : pipelines_) {
+    text += key.ToString() + (view.has_record ? " record" : " no record") + "; checkpoints" +
+            ids(view.checkpoint_ids) + "; savepoints" + ids(view.savepoint_ids) + "; chunked " +
+            std::to_string(view.chunked.size()) + "; retained from " +
+            std::to_string(view.retained_from) + "\n";
+  }
+  for (const auto& [key, counter] : counters_) {
+    text += key.ToString() + " counter " + std::to_string(counter) + "\n";
+  }
+  return text;
+}
+
+std::pair<uint64_t, uint64_t> EtcdBackend::warm_copy_progress() {
+  MutexLock lock(view_mu_);
+  if (!mirror_) return {0, 0};
+  return {mirror_->loads(), mirror_->events_applied()};
+}
+
 void EtcdBackend::SetFence(std::string leader_key, int64_t leader_revision) {
   MutexLock lock(view_mu_);
   fence_key_ = std::move(leader_key);
@@ -627,10 +660,9 @@ Result<std::vector<StoredPipeline>> EtcdBackend::LoadPipelines() {
   return LoadView();
 }
 
-Result<std::vector<StoredPipeline>> EtcdBackend::LoadView() {
-  view_loaded_ = false;
+Result<etcd::StoreImage> EtcdBackend::ReadImage() {
+  etcd::StoreImage image;
   int64_t revision = 0;  // every range below reads the store at the first one's revision
-  const std::string where = name_;
   auto records = RangeAll(layout_.PipelinesPrefix(), PrefixEnd(layout_.PipelinesPrefix()),
                           /*keys_only=*/false, &revision);
   if (!records.ok()) return records.status();
@@ -642,18 +674,71 @@ Result<std::vector<StoredPipeline>> EtcdBackend::LoadView() {
   if (!history.ok()) return history.status();
   auto layout = RangeAll(layout_.LayoutKey(), "", /*keys_only=*/false, &revision);
   if (!layout.ok()) return layout.status();
+  auto writer = RangeAll(layout_.WriterKey(), "", /*keys_only=*/true, &revision);
+  if (!writer.ok()) return writer.status();
+  image.revision = revision;
+  image.writer_revision = writer->empty() ? 0 : writer->front().mod_revision();
+  image.records = std::move(*records);
+  image.counters = std::move(*counters);
+  image.history = std::move(*history);
+  if (!layout->empty()) image.layout = layout->front().value();
+  auto newest = etcd::NewestCheckpoints(layout_, image.history);
+  if (!newest) return image;  // an unknown key: BuildView says which
+  std::vector<std::string> newest_keys;
+  for (const auto& [key, kv] : *newest) newest_keys.push_back(kv->key());
+  auto newest_values = ReadValues(newest_keys, revision);
+  if (!newest_values.ok()) return newest_values.status();
+  for (size_t k = 0; k < newest_keys.size(); ++k) {
+    image.newest_values[newest_keys[k]] = std::move((*newest_values)[k]);
+  }
+  return image;
+}
+
+Result<std::vector<StoredPipeline>> EtcdBackend::LoadView() {
+  view_loaded_ = false;
+  const auto began = std::chrono::steady_clock::now();
+  std::optional<etcd::StoreImage> image;
+  const char* source = "read from etcd";
+  if (mirror_) {
+    // A standby's warm copy, once it has seen the last write of every earlier leader (the write
+    // cursor, read now): nothing to read again.
+    auto writer = ReadWriter();
+    if (writer.ok()) image = mirror_->Take(writer->mod_revision(), kWarmWait);
+    mirror_.reset();
+    if (image) source = "the standby's watched copy";
+  }
+  if (!image) {
+    auto read = ReadImage();
+    if (!read.ok()) return read.status();
+    image = std::move(*read);
+  }
+  last_load_warm_.store(source[0] == 't', std::memory_order_relaxed);
+  auto loaded = BuildView(*image);
+  if (loaded.ok()) {
+    spdlog::info(
+        "store: loaded {} pipeline(s), {} id counter(s), {} checkpoint(s) from {} at revision {} "
+        "({}, {} ms)",
+        loaded->size(), counters_.size(), image->history.size(), name_, image->revision, source,
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                              began)
+            .count());
+  }
+  return loaded;
+}
+
+Result<std::vector<StoredPipeline>> EtcdBackend::BuildView(const etcd::StoreImage& image) {
+  const std::string where = name_;
   const std::string known = std::to_string(etcd::kLayoutVersion);
-  if (!layout->empty() && layout->front().value() != known) {
-    return Status::DataLoss("the data in " + where + " has layout " + layout->front().value() +
-                            " (" + layout_.LayoutKey() + "); this ckptd reads layout " + known +
+  if (image.layout && *image.layout != known) {
+    return Status::DataLoss("the data in " + where + " has layout " + *image.layout + " (" +
+                            layout_.LayoutKey() + "); this ckptd reads layout " + known +
                             ": a newer ckptd wrote it. Run that version or a later one on every "
                             "daemon of the group");
   }
-  layout_stored_ = !layout->empty();
-
+  layout_stored_ = image.layout.has_value();
   pipelines_.clear();
   counters_.clear();
-  for (const KeyValue& kv : *counters) {
+  for (const KeyValue& kv : image.counters) {
     auto key = layout_.ParseCounterKey(kv.key());
     int64_t value = 0;
     if (!key || !ParseCounter(kv.value(), &value)) {
@@ -667,7 +752,7 @@ Result<std::vector<StoredPipeline>> EtcdBackend::LoadView() {
     int64_t progress_revision = 0;  // its key's mod revision
   };
   std::map<PipelineKey, Parts> parts;
-  for (const KeyValue& kv : *records) {
+  for (const KeyValue& kv : image.records) {
     auto parsed = layout_.ParsePipelineKey(kv.key());
     if (!parsed) return Status::DataLoss("unknown key " + kv.key() + " in " + where);
     Parts& part = parts[parsed->key];
@@ -684,25 +769,22 @@ Result<std::vector<StoredPipeline>> EtcdBackend::LoadView() {
   }
   // Each pipeline's newest checkpoint write: its value says where the history starts, and holds
   // the progress when it is newer than the progress key (etcd_layout.h).
-  std::map<PipelineKey, const KeyValue*> newest;
-  for (const KeyValue& kv : *history) {
+  for (const KeyValue& kv : image.history) {
     auto ref = layout_.ParseCheckpointKey(kv.key());
     if (!ref) return Status::DataLoss("unknown key " + kv.key() + " in " + where);
     PipelineView& view = pipelines_[ref->key];
     (ref->kind == CheckpointKind::kCheckpoint ? view.checkpoint_ids : view.savepoint_ids)
         .insert(ref->id);
     if (ref->chunked) view.chunked[ref->id] = 1;  // the count matters only for reading
-    const KeyValue*& last = newest[ref->key];
-    // Keys come in key (so id) order: of one txn's (one revision), the highest id is the last.
-    if (!last || kv.mod_revision() >= last->mod_revision()) last = &kv;
   }
-  std::vector<std::string> newest_keys;
-  for (const auto& [key, kv] : newest) newest_keys.push_back(kv->key());
-  auto newest_values = ReadValues(newest_keys, revision);
-  if (!newest_values.ok()) return newest_values.status();
-  size_t next_value = 0;
-  for (const auto& [key, kv] : newest) {
-    auto stored = etcd::DecodeCheckpoint((*newest_values)[next_value++]);
+  auto newest = etcd::NewestCheckpoints(layout_, image.history);
+  if (!newest) return Status::DataLoss("unknown key among the checkpoints of " + where);
+  for (const auto& [key, kv] : *newest) {
+    auto value = image.newest_values.find(kv->key());
+    if (value == image.newest_values.end()) {
+      return Status::Internal("the value of " + kv->key() + " was not read");
+    }
+    auto stored = etcd::DecodeCheckpoint(value->second);
     if (!stored) return Status::DataLoss("unreadable checkpoint " + kv->key() + " in " + where);
     pipelines_[key].retained_from = stored->retained_from;
     auto part = parts.find(key);
@@ -737,9 +819,6 @@ Result<std::vector<StoredPipeline>> EtcdBackend::LoadView() {
     for (const auto& [key, view] : pipelines_) horizons_[key] = view.retained_from;
   }
   view_loaded_ = true;
-  spdlog::info(
-      "store: loaded {} pipeline(s), {} id counter(s), {} checkpoint(s) from {} at revision {}",
-      loaded.size(), counters_.size(), history->size(), where, revision);
   return loaded;
 }
 

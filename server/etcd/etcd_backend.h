@@ -43,6 +43,7 @@
 #include "common/mutex.h"
 #include "etcd/etcd_client.h"
 #include "etcd/etcd_layout.h"
+#include "etcd/etcd_mirror.h"
 #include "store/store_backend.h"
 
 namespace ckpt {
@@ -62,6 +63,11 @@ class EtcdBackend final : public StoreBackend {
   // a batch is not sent while it is not.
   EtcdBackend(std::shared_ptr<EtcdClient> client, std::function<bool()> may_write);
 
+  // While this daemon stands by: keep a copy of the prefix warm (etcd/etcd_mirror.h), so that
+  // the takeover's load reads nothing again when the copy has seen every earlier leader's last
+  // write. Before the first load only; that load ends it, warm or not.
+  void StartWarming();
+
   // The fence every write carries: set once, at takeover, before the first write and the load.
   // Writes before it fail FAILED_PRECONDITION (a standby writes nothing).
   void SetFence(std::string leader_key, int64_t leader_revision);
@@ -77,6 +83,16 @@ class EtcdBackend final : public StoreBackend {
   uint64_t txns_committed() const { return txns_committed_.load(std::memory_order_relaxed); }
   // Transactions sent again because etcd lost the first copy (a member died with it).
   uint64_t txns_resent() const { return txns_resent_.load(std::memory_order_relaxed); }
+  // The view as text, one line a pipeline and counter (tests: a warm load's and a full read's
+  // must be the same).
+  std::string DescribeView();
+  // The warm copy's loads and watch events applied so far; (0, 0) without one (tests).
+  std::pair<uint64_t, uint64_t> warm_copy_progress();
+  // Whether the last load came from the standby's warm copy (tests, logs).
+  bool last_load_warm() const { return last_load_warm_.load(std::memory_order_relaxed); }
+
+  // How long a takeover waits for the warm copy to catch up before it reads etcd instead.
+  static constexpr std::chrono::milliseconds kWarmWait{3000};
 
  private:
   struct PipelineView {
@@ -95,8 +111,13 @@ class EtcdBackend final : public StoreBackend {
   // kMaxTrimsPerCommit requests; the next commits take the rest).
   void PlanTrim(const PipelineKey& key, PipelineView& view,
                 std::vector<etcdserverpb::RequestOp>* requests) CKPT_REQUIRES(view_mu_);
-  // Reads the view (and the pipelines, for LoadPipelines) at one revision.
+  // Loads the view (and the pipelines, for LoadPipelines): from the warm copy, else from etcd.
   Result<std::vector<StoredPipeline>> LoadView() CKPT_REQUIRES(view_mu_);
+  // Everything a load reads, at one revision (any thread; touches no state).
+  Result<etcd::StoreImage> ReadImage();
+  // The view and the pipelines from an image.
+  Result<std::vector<StoredPipeline>> BuildView(const etcd::StoreImage& image)
+      CKPT_REQUIRES(view_mu_);
   std::chrono::milliseconds request_timeout() const;
   // The write cursor's key/value now (a linearizable read); an absent key has mod revision 0.
   Result<etcdserverpb::KeyValue> ReadWriter();
@@ -116,6 +137,7 @@ class EtcdBackend final : public StoreBackend {
   const std::function<bool()> may_write_;
   std::atomic<uint64_t> txns_committed_{0};
   std::atomic<uint64_t> txns_resent_{0};
+  std::atomic<bool> last_load_warm_{false};
 
   Mutex view_mu_;
   std::string fence_key_ CKPT_GUARDED_BY(view_mu_);
@@ -130,6 +152,10 @@ class EtcdBackend final : public StoreBackend {
   bool writer_known_ CKPT_GUARDED_BY(view_mu_) = false;
   int64_t writer_revision_ CKPT_GUARDED_BY(view_mu_) = 0;
   int64_t writer_seq_ CKPT_GUARDED_BY(view_mu_) = 0;
+
+  // The standby's warm copy, until the first load (declared after what its loader uses, so
+  // that it stops first).
+  std::unique_ptr<etcd::EtcdMirror> mirror_ CKPT_GUARDED_BY(view_mu_);
 
   Mutex horizon_mu_;
   // Each pipeline's retained_from as last made durable, for ListCompleted.

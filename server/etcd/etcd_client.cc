@@ -138,6 +138,7 @@ std::shared_ptr<const EtcdClient::Stubs> EtcdClient::MakeStubs() const {
   stubs->kv = etcdserverpb::KV::NewStub(stubs->channel);
   stubs->lease = etcdserverpb::Lease::NewStub(stubs->channel);
   stubs->maintenance = etcdserverpb::Maintenance::NewStub(stubs->channel);
+  stubs->watch = etcdserverpb::Watch::NewStub(stubs->channel);
   stubs->made = std::chrono::steady_clock::now();
   return stubs;
 }
@@ -259,6 +260,23 @@ Result<etcdserverpb::StatusResponse> EtcdClient::MemberStatus() {
       used->maintenance->Status(&context, etcdserverpb::StatusRequest{}, &response);
   if (!status.ok()) return Failed(status, "status", used);
   return response;
+}
+
+std::unique_ptr<EtcdClient::WatchStream> EtcdClient::Watch() {
+  auto used = stubs();
+  auto watch = std::unique_ptr<WatchStream>(new WatchStream());
+  watch->endpoints_text_ = endpoints_text_;
+  watch->stream_ = used->watch->Watch(&watch->context_);
+  watch->stubs_ = std::move(used);
+  return watch;
+}
+
+Status EtcdClient::WatchStream::Finish() {
+  grpc::Status status = stream_->Finish();
+  if (status.ok()) return Status::Ok();
+  return Status(CodeOf(status.error_code()),
+                "etcd " + endpoints_text_ + ": watch: " +
+                    (status.error_message().empty() ? "no answer" : status.error_message()));
 }
 
 }  // namespace ckpt

@@ -57,6 +57,27 @@ class EtcdClient {
   Result<int64_t> LeaseKeepAliveOnce(int64_t lease_id);
   Result<etcdserverpb::StatusResponse> MemberStatus();
 
+  // One stream of etcd's Watch service: no deadline, it lasts until it fails or is cancelled.
+  // One thread reads (Read blocks); Cancel may come from any thread, and makes Read return false.
+  class WatchStream {
+   public:
+    bool Write(const etcdserverpb::WatchRequest& request) { return stream_->Write(request); }
+    bool Read(etcdserverpb::WatchResponse* response) { return stream_->Read(response); }
+    void Cancel() { context_.TryCancel(); }
+    // Why it ended, once Read returned false.
+    Status Finish();
+
+   private:
+    friend class EtcdClient;
+    std::shared_ptr<const void> stubs_;  // keeps the channel alive
+    grpc::ClientContext context_;
+    std::unique_ptr<
+        grpc::ClientReaderWriter<etcdserverpb::WatchRequest, etcdserverpb::WatchResponse>>
+        stream_;
+    std::string endpoints_text_;
+  };
+  std::unique_ptr<WatchStream> Watch();
+
   const EtcdSettings& settings() const { return settings_; }
   // "http://a:2379,http://b:2379": for messages.
   const std::string& endpoints_text() const { return endpoints_text_; }
@@ -70,6 +91,7 @@ class EtcdClient {
     std::unique_ptr<etcdserverpb::KV::Stub> kv;
     std::unique_ptr<etcdserverpb::Lease::Stub> lease;
     std::unique_ptr<etcdserverpb::Maintenance::Stub> maintenance;
+    std::unique_ptr<etcdserverpb::Watch::Stub> watch;
     std::chrono::steady_clock::time_point made;
   };
 

@@ -66,6 +66,7 @@ class Layout {
  public:
   explicit Layout(std::string prefix) : prefix_(std::move(prefix)) {}
 
+  std::string Root() const { return prefix_ + "/"; }  // every key below
   std::string ElectionPrefix() const { return prefix_ + "/election/"; }
   std::string ElectionKey(int64_t lease_id) const;
   std::string PipelinesPrefix() const { return prefix_ + "/pipelines/"; }

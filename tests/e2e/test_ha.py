@@ -163,6 +163,8 @@ class HaTest(unittest.TestCase):
         takeover_s = time.monotonic() - killed_at
         print(f"takeover after kill -9: {takeover_s:.2f} s (lease TTL {TTL_S} s)")
         self.assertLess(takeover_s, TTL_S + 2)
+        # It took over from the copy it kept warm by watching etcd, not by reading it all again.
+        self.assertIn("the standby's watched copy", self.b.read_log("ckptd.log"))
         self.assertGreater(self.b.metric("ckptd_leader_epoch"), epoch_a)
         self.assertEqual(self.pipeline(self.b, "p1")["pipeline_id"], "p1")
         # The workers followed to B with their tasks, and checkpoints go on from where A left.

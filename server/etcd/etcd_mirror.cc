@@ -1,0 +1,241 @@
+#include "etcd/etcd_mirror.h"
+
+#include <spdlog/spdlog.h>
+
+namespace ckpt::etcd {
+namespace {
+
+using etcdserverpb::Event;
+using etcdserverpb::KeyValue;
+
+// After a failed load or a broken watch: the next try.
+constexpr auto kRetryPause = std::chrono::seconds(1);
+
+bool StartsWith(const std::string& text, const std::string& prefix) {
+  return text.compare(0, prefix.size(), prefix) == 0;
+}
+
+// Whether `kv` (of `ref`'s pipeline) was written after `newest`: a later revision, or of the
+// same txn the higher id (the later one in call order: etcd_layout.h).
+bool WrittenAfter(const KeyValue& kv, int64_t newest_revision, const std::string& newest_key) {
+  return newest_key.empty() || kv.mod_revision() > newest_revision ||
+         (kv.mod_revision() == newest_revision && kv.key() > newest_key);
+}
+
+}  // namespace
+
+std::optional<std::map<PipelineKey, const KeyValue*>> NewestCheckpoints(
+    const Layout& layout, const std::vector<KeyValue>& history) {
+  std::map<PipelineKey, const KeyValue*> newest;
+  for (const KeyValue& kv : history) {
+    auto ref = layout.ParseCheckpointKey(kv.key());
+    if (!ref) return std::nullopt;
+    const KeyValue*& last = newest[ref->key];
+    if (!last || WrittenAfter(kv, last->mod_revision(), last->key())) last = &kv;
+  }
+  return newest;
+}
+
+EtcdMirror::EtcdMirror(std::shared_ptr<EtcdClient> client, Layout layout, Loader load)
+    : client_(std::move(client)), layout_(std::move(layout)), load_(std::move(load)) {}
+
+EtcdMirror::~EtcdMirror() { Stop(); }
+
+void EtcdMirror::Start() {
+  thread_ = std::thread([this] { Run(); });
+}
+
+void EtcdMirror::Stop() {
+  {
+    MutexLock lock(mu_);
+    stopping_ = true;
+    if (stream_) stream_->Cancel();
+  }
+  changed_.NotifyAll();
+  if (thread_.joinable()) thread_.join();
+}
+
+uint64_t EtcdMirror::loads() const {
+  MutexLock lock(mu_);
+  return loads_;
+}
+
+uint64_t EtcdMirror::events_applied() const {
+  MutexLock lock(mu_);
+  return events_;
+}
+
+void EtcdMirror::Run() {
+  std::chrono::milliseconds pause(0);
+  for (;;) {
+    {
+      MutexLock lock(mu_);
+      if (changed_.WaitFor(lock, pause, [&]() CKPT_REQUIRES(mu_) { return stopping_; })) return;
+    }
+    pause = kRetryPause;
+    auto image = load_();
+    if (!image.ok()) {
+      spdlog::warn("standby: reading etcd for a warm copy failed ({}); trying again",
+                   image.status().ToString());
+      continue;
+    }
+    const int64_t from = image->revision + 1;
+    auto stream = client_->Watch();
+    bool stop = false;
+    {
+      MutexLock lock(mu_);
+      stop = stopping_;
+      if (!stop) {
+        Install(std::move(*image));
+        stream_ = stream.get();
+      }
+    }
+    etcdserverpb::WatchResponse response;
+    std::string why = "stopped";
+    if (!stop) {
+      etcdserverpb::WatchRequest create;
+      auto* request = create.mutable_create_request();
+      request->set_key(layout_.Root());
+      request->set_range_end(PrefixEnd(layout_.Root()));
+      request->set_start_revision(from);
+      bool reading = stream->Write(create);
+      why = "the stream ended";
+      while (reading && stream->Read(&response)) {
+        if (response.compact_revision() > 0) {
+          why = "etcd compacted revision " + std::to_string(response.compact_revision());
+          break;
+        }
+        if (response.canceled()) {
+          why = "etcd cancelled it: " + response.cancel_reason();
+          break;
+        }
+        {
+          MutexLock lock(mu_);
+          for (const Event& event : response.events()) Apply(event);
+        }
+        changed_.NotifyAll();
+      }
+    }
+    {
+      MutexLock lock(mu_);
+      stream_ = nullptr;
+      stop = stopping_;
+    }
+    stream->Cancel();
+    while (stream->Read(&response)) {
+    }
+    const Status ended = stream->Finish();
+    if (stop) return;
+    spdlog::warn("standby: the watch that keeps its copy of etcd warm ended ({}{}); reading again",
+                 why, ended.ok() ? "" : ": " + ended.ToString());
+  }
+}
+
+void EtcdMirror::Install(StoreImage image) {
+  auto keyed = [](std::vector<KeyValue>& kvs) {
+    std::map<std::string, KeyValue> map;
+    for (KeyValue& kv : kvs) {
+      std::string key = kv.key();
+      map.emplace(std::move(key), std::move(kv));
+    }
+    return map;
+  };
+  records_ = keyed(image.records);
+  counters_ = keyed(image.counters);
+  newest_.clear();
+  if (auto newest = NewestCheckpoints(layout_, image.history)) {
+    for (const auto& [key, kv] : *newest) newest_[key] = Newest{kv->key(), kv->mod_revision()};
+  }
+  history_ = keyed(image.history);
+  newest_values_ = std::move(image.newest_values);
+  layout_value_ = std::move(image.layout);
+  writer_revision_ = image.writer_revision;
+  revision_ = image.revision;
+  loaded_ = true;
+  ++loads_;
+}
+
+void EtcdMirror::Apply(const Event& event) {
+  const KeyValue& kv = event.kv();
+  const std::string& key = kv.key();
+  const bool put = event.type() == Event::PUT;
+  ++events_;
+  revision_ = std::max(revision_, kv.mod_revision());
+  auto keep = [&](std::map<std::string, KeyValue>& map) {
+    if (put) {
+      map[key] = kv;
+    } else {
+      map.erase(key);
+    }
+  };
+  if (key == layout_.WriterKey()) {
+    writer_revision_ = put ? kv.mod_revision() : 0;
+  } else if (key == layout_.LayoutKey()) {
+    layout_value_ = put ? std::optional<std::string>(kv.value()) : std::nullopt;
+  } else if (StartsWith(key, layout_.PipelinesPrefix())) {
+    keep(records_);
+  } else if (StartsWith(key, layout_.CountersPrefix())) {
+    keep(counters_);
+  } else if (StartsWith(key, layout_.CheckpointsPrefix())) {
+    auto ref = layout_.ParseCheckpointKey(key);
+    if (put) {
+      KeyValue bare = kv;
+      bare.clear_value();
+      history_[key] = std::move(bare);
+      if (ref) {
+        Newest& newest = newest_[ref->key];
+        if (WrittenAfter(kv, newest.mod_revision, newest.key)) {
+          if (!newest.key.empty()) newest_values_.erase(newest.key);
+          newest = Newest{key, kv.mod_revision()};
+          newest_values_[key] = kv.value();
+        }
+      }
+    } else {
+      history_.erase(key);
+      newest_values_.erase(key);
+      if (ref) {
+        // The newest write goes only with its pipeline (trims never take it): if other keys of
+        // that pipeline stayed, Take finds a newest value missing and the takeover reads etcd.
+        auto newest = newest_.find(ref->key);
+        if (newest != newest_.end() && newest->second.key == key) newest_.erase(newest);
+      }
+    }
+  }
+  // Chunks, the election's keys and the probe are not loaded.
+}
+
+StoreImage EtcdMirror::Snapshot() const {
+  StoreImage image;
+  image.revision = revision_;
+  image.writer_revision = writer_revision_;
+  for (const auto& [key, kv] : records_) image.records.push_back(kv);
+  for (const auto& [key, kv] : counters_) image.counters.push_back(kv);
+  for (const auto& [key, kv] : history_) image.history.push_back(kv);
+  image.newest_values = newest_values_;
+  image.layout = layout_value_;
+  return image;
+}
+
+std::optional<StoreImage> EtcdMirror::Take(int64_t writer_revision,
+                                           std::chrono::milliseconds wait) {
+  std::optional<StoreImage> image;
+  {
+    MutexLock lock(mu_);
+    // Loading still (a daemon that won at once) counts too: its first image is the same read.
+    if (changed_.WaitFor(lock, wait, [&]() CKPT_REQUIRES(mu_) {
+          return loaded_ && writer_revision_ >= writer_revision;
+        })) {
+      image = Snapshot();
+    }
+  }
+  Stop();
+  if (!image) return std::nullopt;
+  auto newest = NewestCheckpoints(layout_, image->history);
+  if (!newest) return std::nullopt;
+  for (const auto& [key, kv] : *newest) {
+    if (!image->newest_values.count(kv->key())) return std::nullopt;
+  }
+  return image;
+}
+
+}  // namespace ckpt::etcd
