@@ -703,7 +703,10 @@ Result<std::vector<StoredPipeline>> EtcdBackend::LoadView() {
     // A standby's warm copy, once it has seen the last write of every earlier leader (the write
     // cursor, read now): nothing to read again.
     auto writer = ReadWriter();
-    if (writer.ok()) image = mirror_->Take(writer->mod_revision(), kWarmWait);
+    // No cursor (a prefix nothing fenced has written to): nothing to tell the copy is current by.
+    if (writer.ok() && writer->mod_revision() > 0) {
+      image = mirror_->Take(writer->mod_revision(), kWarmWait);
+    }
     mirror_.reset();
     if (image) source = "the standby's watched copy";
   }

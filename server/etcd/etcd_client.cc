@@ -133,6 +133,11 @@ std::shared_ptr<const EtcdClient::Stubs> EtcdClient::MakeStubs() const {
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  // A connection whose peer vanished without a reset (a dead host) is found by pings while a
+  // call is open, e.g. a standby's watch. Not more often than etcd's --grpc-keepalive-min-time
+  // (5 s by default) allows.
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
   auto stubs = std::make_shared<Stubs>();
   stubs->channel = grpc::CreateCustomChannel(target_, credentials_, args);
   stubs->kv = etcdserverpb::KV::NewStub(stubs->channel);
@@ -266,6 +271,9 @@ std::unique_ptr<EtcdClient::WatchStream> EtcdClient::Watch() {
   auto used = stubs();
   auto watch = std::unique_ptr<WatchStream>(new WatchStream());
   watch->endpoints_text_ = endpoints_text_;
+  // A member that lost its cluster's leader ends the stream rather than going quiet (etcd's
+  // "require leader" for watches).
+  watch->context_.AddMetadata("hasleader", "true");
   watch->stream_ = used->watch->Watch(&watch->context_);
   watch->stubs_ = std::move(used);
   return watch;

@@ -8,8 +8,13 @@ namespace {
 using etcdserverpb::Event;
 using etcdserverpb::KeyValue;
 
-// After a failed load or a broken watch: the next try.
-constexpr auto kRetryPause = std::chrono::seconds(1);
+// After a failed load or a broken watch: the next try, the pause doubling up to the max while
+// failures follow one another (etcd down: a standby must not reread the prefix every second).
+constexpr auto kFirstRetryPause = std::chrono::milliseconds(1000);
+constexpr auto kMaxRetryPause = std::chrono::milliseconds(30000);
+// A load under way when Take is called is the read the caller would make: it is waited for, up
+// to this long.
+constexpr auto kLoadUnderWayWait = std::chrono::seconds(30);
 
 bool StartsWith(const std::string& text, const std::string& prefix) {
   return text.compare(0, prefix.size(), prefix) == 0;
@@ -67,16 +72,29 @@ uint64_t EtcdMirror::events_applied() const {
 
 void EtcdMirror::Run() {
   std::chrono::milliseconds pause(0);
+  int failures = 0;  // in a row: the first and every tenth are logged
+  auto failed = [&](const std::string& what) {
+    if (failures % 10 == 0) {
+      spdlog::warn("standby: {} ({} in a row); trying again in {} s", what, failures + 1,
+                   std::max<int64_t>(1, pause.count() / 1000));
+    }
+    ++failures;
+  };
   for (;;) {
     {
       MutexLock lock(mu_);
       if (changed_.WaitFor(lock, pause, [&]() CKPT_REQUIRES(mu_) { return stopping_; })) return;
+      loading_ = true;
     }
-    pause = kRetryPause;
+    pause = failures == 0 ? kFirstRetryPause : std::min(kMaxRetryPause, pause * 2);
     auto image = load_();
     if (!image.ok()) {
-      spdlog::warn("standby: reading etcd for a warm copy failed ({}); trying again",
-                   image.status().ToString());
+      {
+        MutexLock lock(mu_);
+        loading_ = false;
+      }
+      changed_.NotifyAll();
+      failed("reading etcd for a warm copy failed: " + image.status().ToString());
       continue;
     }
     const int64_t from = image->revision + 1;
@@ -85,11 +103,13 @@ void EtcdMirror::Run() {
     {
       MutexLock lock(mu_);
       stop = stopping_;
+      loading_ = false;
       if (!stop) {
         Install(std::move(*image));
         stream_ = stream.get();
       }
     }
+    changed_.NotifyAll();
     etcdserverpb::WatchResponse response;
     std::string why = "stopped";
     if (!stop) {
@@ -114,6 +134,7 @@ void EtcdMirror::Run() {
           for (const Event& event : response.events()) Apply(event);
         }
         changed_.NotifyAll();
+        failures = 0;  // the watch works
       }
     }
     {
@@ -126,8 +147,8 @@ void EtcdMirror::Run() {
     }
     const Status ended = stream->Finish();
     if (stop) return;
-    spdlog::warn("standby: the watch that keeps its copy of etcd warm ended ({}{}); reading again",
-                 why, ended.ok() ? "" : ": " + ended.ToString());
+    failed("the watch that keeps its copy of etcd warm ended (" + why +
+           (ended.ok() ? "" : ": " + ended.ToString()) + "); it reads the copy again");
   }
 }
 
@@ -221,12 +242,17 @@ std::optional<StoreImage> EtcdMirror::Take(int64_t writer_revision,
   std::optional<StoreImage> image;
   {
     MutexLock lock(mu_);
-    // Loading still (a daemon that won at once) counts too: its first image is the same read.
-    if (changed_.WaitFor(lock, wait, [&]() CKPT_REQUIRES(mu_) {
-          return loaded_ && writer_revision_ >= writer_revision;
-        })) {
-      image = Snapshot();
+    auto caught_up = [&]() CKPT_REQUIRES(mu_) {
+      return loaded_ && writer_revision_ >= writer_revision;
+    };
+    bool ready = changed_.WaitFor(lock, wait, caught_up);
+    if (!ready && loading_) {
+      // A load under way (a daemon that won at once, a watch that broke): it is the same read the
+      // caller would make, and Stop could not cut it short. Its image, then the watch's events.
+      changed_.WaitFor(lock, kLoadUnderWayWait, [&]() CKPT_REQUIRES(mu_) { return !loading_; });
+      ready = changed_.WaitFor(lock, wait, caught_up);
     }
+    if (ready) image = Snapshot();
   }
   Stop();
   if (!image) return std::nullopt;

@@ -14,7 +14,9 @@
 // on one watch, so an image that has seen P/writer at W has seen all of those txns. Anything else
 // (not loaded or not caught up within the wait, the newest value of a pipeline gone while older
 // keys of it stayed) and Take returns nothing: the caller reads etcd as before. A compacted or
-// broken watch loads the image again.
+// broken watch loads the image again (after a pause that doubles while it keeps failing). The
+// watch carries etcd's "hasleader" requirement, so a member cut off from its cluster ends it
+// instead of leaving it silent.
 //
 // Threading: its own thread reads the watch; Start, Take and the destructor on any one other
 // thread. The image is guarded by mu_.
@@ -92,6 +94,7 @@ class EtcdMirror {
   CondVar changed_;
   bool stopping_ CKPT_GUARDED_BY(mu_) = false;
   bool loaded_ CKPT_GUARDED_BY(mu_) = false;
+  bool loading_ CKPT_GUARDED_BY(mu_) = false;                       // a load (the loader) under way
   EtcdClient::WatchStream* stream_ CKPT_GUARDED_BY(mu_) = nullptr;  // the one being read
   int64_t revision_ CKPT_GUARDED_BY(mu_) = 0;
   int64_t writer_revision_ CKPT_GUARDED_BY(mu_) = 0;
