@@ -369,6 +369,11 @@ TEST_F(EtcdStoreTest, AStandbysWatchedCopyLoadsWhatAFullReadLoads) {
     return Await([&](auto done) { writer->CommitCheckpoint(CommitOf(a, cp), done); });
   };
   for (int n = 0; n < 5; ++n) ASSERT_TRUE(commit_a(CheckpointKind::kCheckpoint).ok());
+  for (int64_t id = 1; id <= 2; ++id) {  // "gone" is deleted later, with its history
+    ASSERT_TRUE(Await([&](auto done) {
+                  leader->CommitCheckpoint(CommitOf(gone, MakeCheckpoint(id)), done);
+                }).ok());
+  }
 
   auto standby =
       EtcdStore::Create(ClientFor(SharedCluster().endpoints(), prefix_), [] { return true; });
@@ -388,6 +393,21 @@ TEST_F(EtcdStoreTest, AStandbysWatchedCopyLoadsWhatAFullReadLoads) {
   ASSERT_TRUE(Await([&](auto done) { leader->DeletePipeline(gone.spec.key, done); }).ok());
   PipelineRecord later = MakeRecord("job", "later");
   ASSERT_TRUE(Await([&](auto done) { leader->PutPipeline(later, done); }).ok());
+  // Created again under the old name, with a checkpoint of its own; and one written in chunks.
+  gone.last_completed_id = 101;
+  ASSERT_TRUE(Await([&](auto done) { leader->PutPipeline(gone, done); }).ok());
+  ASSERT_TRUE(Await([&](auto done) {
+                leader->CommitCheckpoint(CommitOf(gone, MakeCheckpoint(101)), done);
+              }).ok());
+  PipelineRecord wide = MakeRecord("job", "wide", /*retained=*/1);
+  ASSERT_TRUE(Await([&](auto done) { leader->PutPipeline(wide, done); }).ok());
+  CompletedCheckpoint big = MakeCheckpoint(1);
+  for (int t = 0; t < 20000; ++t) {
+    big.task_states["task-" + std::to_string(t)] = {
+        "s3://bucket/state/a-rather-long-path/for/every/task/" + std::to_string(t), t, "crc"};
+  }
+  wide.last_completed_id = 1;
+  ASSERT_TRUE(Await([&](auto done) { leader->CommitCheckpoint(CommitOf(wide, big), done); }).ok());
   ASSERT_TRUE(Await([&](auto done) { leader->ReserveIds(b.spec.key, 300, done); }).ok());
   ASSERT_TRUE(
       testing::Eventually([&] { return standby->backend().warm_copy_progress().second > 0; }));
@@ -418,8 +438,11 @@ TEST_F(EtcdStoreTest, AStandbysWatchedCopyLoadsWhatAFullReadLoads) {
     ASSERT_TRUE(reader->LoadPipelines().ok());
     EXPECT_FALSE(reader->backend().last_load_warm());
     EXPECT_EQ(standby->backend().DescribeView(), reader->backend().DescribeView());
-    EXPECT_NE(standby->backend().DescribeView().find("savepoints 10"), std::string::npos)
-        << standby->backend().DescribeView();
+    const std::string view = standby->backend().DescribeView();
+    EXPECT_NE(view.find("savepoints 10"), std::string::npos) << view;
+    EXPECT_NE(view.find("job/gone record; checkpoints 101;"), std::string::npos) << view;
+    EXPECT_NE(view.find("job/wide record; checkpoints 1; savepoints; chunked 1"), std::string::npos)
+        << view;
   }
   // And it writes on from there.
   writer = standby.get();
