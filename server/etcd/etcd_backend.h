@@ -97,7 +97,7 @@ class EtcdBackend final : public StoreBackend {
  private:
   struct PipelineView {
     bool has_record = false;
-    std::set<int64_t> checkpoint_ids;  // kind CHECKPOINT: trimmed to `retained`
+    std::set<int64_t> checkpoint_ids;  // kind CHECKPOINT stored (some below retained_from)
     std::set<int64_t> savepoint_ids;   // never trimmed
     std::map<int64_t, int> chunked;    // id -> chunk count, for those written in chunks
     int64_t retained_from = 0;         // ids of kind c below it are out of the history

@@ -4,8 +4,8 @@
 // Nothing here knows ckptd's keys: etcd_keys.h, etcd_backend.h and etcd_election.h do.
 //
 // Threading: every method is safe from any thread (gRPC stubs are; the channel in use is swapped
-// under mu_). Each call blocks its thread for at most request_timeout_ms: never call one on a
-// strand.
+// under mu_). Each call blocks its thread for at most request_timeout_ms, except a WatchStream's
+// Read, which blocks until an event or the stream's end: never call one on a strand.
 //
 // Reconnecting: a gRPC channel that met a refused connection backs off for seconds (more with
 // each failure) before it tries again, which would cost a leader its lease after an etcd member
