@@ -516,25 +516,18 @@ bool EtcdBackend::PlanCommit(BatchWriter& writer, size_t i, const CheckpointComm
   // Where the history starts after this commit: the `retained`-th newest checkpoint id, never
   // below where it started before (what left the history stays out of it).
   const size_t keep = static_cast<size_t>(std::max(commit.retained, 1));
+  const bool is_checkpoint = cp.kind == CheckpointKind::kCheckpoint;
+  auto& ids = is_checkpoint ? view.checkpoint_ids : view.savepoint_ids;
+  ids.insert(cp.checkpoint_id);  // taken back below if it cannot be stored
   int64_t retained_from = view.retained_from;
-  if (cp.kind == CheckpointKind::kCheckpoint) {
-    std::vector<int64_t> newest;  // descending, the new id among them
-    bool placed = false;
-    for (auto id = view.checkpoint_ids.rbegin();
-         newest.size() < keep && (id != view.checkpoint_ids.rend() || !placed);) {
-      if (!placed && (id == view.checkpoint_ids.rend() || cp.checkpoint_id > *id)) {
-        newest.push_back(cp.checkpoint_id);
-        placed = true;
-      } else {
-        newest.push_back(*id++);
-      }
-    }
-    if (newest.size() == keep) retained_from = std::max(retained_from, newest.back());
+  if (is_checkpoint && view.checkpoint_ids.size() >= keep) {
+    retained_from = std::max(retained_from, *std::next(view.checkpoint_ids.rbegin(), keep - 1));
   }
   std::vector<std::string> chunks;
   auto value =
       etcd::EncodeCheckpoint(cp, commit.progress_after, retained_from, kMaxValueBytes, &chunks);
   if (!value.ok()) {
+    ids.erase(cp.checkpoint_id);
     results[i] = Status::InvalidArgument(what + ": " + value.status().message());
     return true;
   }
@@ -555,11 +548,6 @@ bool EtcdBackend::PlanCommit(BatchWriter& writer, size_t i, const CheckpointComm
     requests.push_back(Put(layout_.CounterKey(key), std::to_string(counter)));
   }
   if (chunked) view.chunked[cp.checkpoint_id] = static_cast<int>(chunks.size());
-  if (cp.kind == CheckpointKind::kCheckpoint) {
-    view.checkpoint_ids.insert(cp.checkpoint_id);
-  } else {
-    view.savepoint_ids.insert(cp.checkpoint_id);
-  }
   view.retained_from = retained_from;
   // Out of the history but still stored: deleted once a few have piled up, so that most
   // commits are the one put.
@@ -698,7 +686,6 @@ Result<std::vector<StoredPipeline>> EtcdBackend::LoadView() {
   view_loaded_ = false;
   const auto began = std::chrono::steady_clock::now();
   std::optional<etcd::StoreImage> image;
-  const char* source = "read from etcd";
   if (mirror_) {
     // A standby's warm copy, once it has seen the last write of every earlier leader (the write
     // cursor, read now): nothing to read again.
@@ -708,20 +695,21 @@ Result<std::vector<StoredPipeline>> EtcdBackend::LoadView() {
       image = mirror_->Take(writer->mod_revision(), kWarmWait);
     }
     mirror_.reset();
-    if (image) source = "the standby's watched copy";
   }
-  if (!image) {
+  const bool warm = image.has_value();
+  if (!warm) {
     auto read = ReadImage();
     if (!read.ok()) return read.status();
     image = std::move(*read);
   }
-  last_load_warm_.store(source[0] == 't', std::memory_order_relaxed);
+  last_load_warm_.store(warm, std::memory_order_relaxed);
   auto loaded = BuildView(*image);
   if (loaded.ok()) {
     spdlog::info(
         "store: loaded {} pipeline(s), {} id counter(s), {} checkpoint(s) from {} at revision {} "
         "({}, {} ms)",
-        loaded->size(), counters_.size(), image->history.size(), name_, image->revision, source,
+        loaded->size(), counters_.size(), image->history.size(), name_, image->revision,
+        warm ? "the standby's watched copy" : "read from etcd",
         std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
                                                               began)
             .count());
@@ -838,6 +826,29 @@ Result<int64_t> EtcdBackend::LoadIdCounter(const PipelineKey& key) {
   return value;
 }
 
+Status EtcdBackend::ReadChunks(const etcd::Layout::CheckpointRef& ref, const std::string& key,
+                               int count, int64_t revision,
+                               std::map<std::string, TaskState>* states) {
+  RangeRequest chunks;
+  const std::string prefix = layout_.ChunkPrefix(ref.key, ref.id);
+  chunks.set_key(prefix);
+  chunks.set_range_end(PrefixEnd(prefix));
+  chunks.set_revision(revision);
+  auto parts = client_->Range(chunks);
+  if (!parts.ok()) return parts.status();
+  if (parts->kvs_size() != count) {
+    return Status::Internal("checkpoint " + key + " in " + name_ + " names " +
+                            std::to_string(count) + " chunks; " +
+                            std::to_string(parts->kvs_size()) + " are stored");
+  }
+  for (const KeyValue& part : parts->kvs()) {
+    if (!etcd::DecodeChunk(part.value(), states)) {
+      return Status::Internal("unreadable chunk " + part.key() + " in " + name_);
+    }
+  }
+  return Status::Ok();
+}
+
 Result<std::vector<CompletedCheckpoint>> EtcdBackend::ListCompleted(const PipelineKey& key,
                                                                     int limit, int64_t before_id) {
   int64_t retained_from = 0;  // checkpoints below it are out of the history, stored or not
@@ -868,23 +879,9 @@ Result<std::vector<CompletedCheckpoint>> EtcdBackend::ListCompleted(const Pipeli
       auto stored = etcd::DecodeCheckpoint(kv.value());
       if (!stored) return Status::Internal("unreadable checkpoint " + kv.key() + " in " + name_);
       if (stored->chunks > 0) {
-        RangeRequest chunks;
-        const std::string chunk_prefix = layout_.ChunkPrefix(key, ref->id);
-        chunks.set_key(chunk_prefix);
-        chunks.set_range_end(PrefixEnd(chunk_prefix));
-        chunks.set_revision(request.revision());
-        auto parts = client_->Range(chunks);
-        if (!parts.ok()) return parts.status();
-        if (parts->kvs_size() != stored->chunks) {
-          return Status::Internal("checkpoint " + kv.key() + " in " + name_ + " names " +
-                                  std::to_string(stored->chunks) + " chunks; " +
-                                  std::to_string(parts->kvs_size()) + " are stored");
-        }
-        for (const KeyValue& part : parts->kvs()) {
-          if (!etcd::DecodeChunk(part.value(), &stored->checkpoint.task_states)) {
-            return Status::Internal("unreadable chunk " + part.key() + " in " + name_);
-          }
-        }
+        Status read = ReadChunks(*ref, kv.key(), stored->chunks, request.revision(),
+                                 &stored->checkpoint.task_states);
+        if (!read.ok()) return read;
       }
       out.push_back(std::move(stored->checkpoint));
     }

@@ -82,6 +82,16 @@ std::unique_ptr<EtcdStore> OpenFenced(
   return store;
 }
 
+// A checkpoint of 20,000 tasks: about 2 MB of states, too large for one etcd value (chunks).
+CompletedCheckpoint WideCheckpoint(int64_t id) {
+  CompletedCheckpoint cp = MakeCheckpoint(id);
+  for (int t = 0; t < 20000; ++t) {
+    cp.task_states["task-" + std::to_string(t)] = {
+        "s3://bucket/state/a-rather-long-path/for/every/task/" + std::to_string(t), t, "crc"};
+  }
+  return cp;
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Etcd, MetadataStoreContract,
     ::testing::Values(Backend{"etcd",
@@ -174,11 +184,7 @@ TEST_F(EtcdStoreTest, ACheckpointTooLargeForOneValueIsWrittenInChunksAndTrimmedW
   auto store = OpenFenced(prefix_);
   PipelineRecord r = MakeRecord("job", "wide", /*retained=*/1);
   ASSERT_TRUE(Await([&](auto done) { store->PutPipeline(r, done); }).ok());
-  CompletedCheckpoint big = MakeCheckpoint(1);
-  for (int t = 0; t < 20000; ++t) {
-    big.task_states["task-" + std::to_string(t)] = {
-        "s3://bucket/state/a-rather-long-path/for/every/task/" + std::to_string(t), t, "crc"};
-  }
+  const CompletedCheckpoint big = WideCheckpoint(1);
   ASSERT_TRUE(Await([&](auto done) { store->CommitCheckpoint(CommitOf(r, big), done); }).ok());
   const size_t chunks = Dump(*client_, prefix_ + "/chunks/").size();
   EXPECT_GE(chunks, 3u) << "about 2 MB of states should not fit one value";
@@ -401,11 +407,7 @@ TEST_F(EtcdStoreTest, AStandbysWatchedCopyLoadsWhatAFullReadLoads) {
               }).ok());
   PipelineRecord wide = MakeRecord("job", "wide", /*retained=*/1);
   ASSERT_TRUE(Await([&](auto done) { leader->PutPipeline(wide, done); }).ok());
-  CompletedCheckpoint big = MakeCheckpoint(1);
-  for (int t = 0; t < 20000; ++t) {
-    big.task_states["task-" + std::to_string(t)] = {
-        "s3://bucket/state/a-rather-long-path/for/every/task/" + std::to_string(t), t, "crc"};
-  }
+  const CompletedCheckpoint big = WideCheckpoint(1);
   wide.last_completed_id = 1;
   ASSERT_TRUE(Await([&](auto done) { leader->CommitCheckpoint(CommitOf(wide, big), done); }).ok());
   ASSERT_TRUE(Await([&](auto done) { leader->ReserveIds(b.spec.key, 300, done); }).ok());
