@@ -85,6 +85,19 @@ Welcome FromProto(const v1::Welcome& welcome) {
   out.heartbeat_interval_ms = welcome.heartbeat_interval_ms();
   out.lease_ttl_ms = welcome.lease_ttl_ms();
   out.leader_epoch = welcome.leader_epoch();
+  const v1::RestorePoint& restore = welcome.restore();
+  out.restore.checkpoint_id = restore.checkpoint_id();
+  out.restore.kind = FromProto(restore.kind());
+  out.restore.location = restore.location();
+  out.restore.source_job_id = restore.source_job_id();
+  out.restore.source_pipeline_id = restore.source_pipeline_id();
+  out.restore.rescaled = restore.rescaled();
+  for (const auto& [task, state] : restore.task_states()) {
+    out.restore.task_states[task] =
+        TaskStateInfo{state.uri(), state.size_bytes(), state.checksum()};
+  }
+  out.retained_checkpoint_ids.assign(welcome.retained_checkpoint_ids().begin(),
+                                     welcome.retained_checkpoint_ids().end());
   return out;
 }
 

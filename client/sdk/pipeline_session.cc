@@ -203,6 +203,12 @@ void PipelineSession::HandleMessage(uint64_t attempt_id, const v1::CoordinatorMe
     case v1::CoordinatorMessage::kSavepointRefused:
       InvokeHandler(handlers_.on_savepoint_refused, message.savepoint_refused().reason());
       return;
+    case v1::CoordinatorMessage::kRelease: {
+      if (!Believe(epochs_.AcceptOfStream())) return;
+      const auto& ids = message.release().checkpoint_ids();
+      InvokeHandler(handlers_.on_release, std::vector<int64_t>(ids.begin(), ids.end()));
+      return;
+    }
     default: return;  // a message kind this SDK does not know yet
   }
 }

@@ -88,7 +88,12 @@ ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--worker-id", options.worker_id, "Worker id [sim-<pid>]");
   app.add_option("--event-log", options.event_log,
-                 "Append a line per trigger, complete and abort seen to this file");
+                 "Append a line per trigger, complete, abort, restore point and release seen to "
+                 "this file");
+  app.add_option("--state-dir", options.state_dir,
+                 "Write a small file per task per checkpoint under this directory, ack its path "
+                 "as the state uri, delete it on release, and check on restore that each file "
+                 "handed back exists (counted as restore_files_missing)");
   CLI::Option* seed_option = app.add_option("--seed", seed, "Seed of the decline choices");
   cli::AddSecurityFlags(&app, &options.security, /*env_prefix=*/"");
 

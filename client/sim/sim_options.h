@@ -43,7 +43,8 @@ struct SimOptions {
   int threads = 2;               // the worker runtime's threads
   int channels = 1;              // gRPC channels (TCP connections) to the daemon
   std::string worker_id;         // default "sim-<pid>"
-  std::string event_log;         // append trigger/complete/abort lines to this file
+  std::string event_log;         // append trigger/complete/abort/restore/release lines here
+  std::string state_dir;         // write a state file per task per checkpoint (state_files.h)
   std::optional<uint64_t> seed;  // for the decline choices; random by default
 };
 

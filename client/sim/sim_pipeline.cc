@@ -37,7 +37,8 @@ void SimPipeline::Start(sdk::WorkerRuntime& runtime) {
   options.task_ids = task_ids_;
   sdk::PipelineHandlers handlers;
   // `this` outlives the runtime, hence every handler.
-  handlers.on_welcome = [this](const sdk::Welcome&) { counters_.welcomes.fetch_add(1); };
+  handlers.on_welcome = [this](const sdk::Welcome& welcome) { OnWelcome(welcome); };
+  handlers.on_release = [this](const std::vector<int64_t>& ids) { OnRelease(ids); };
   handlers.on_trigger = [this](const sdk::Trigger& trigger) { OnTrigger(trigger); };
   handlers.on_complete = [this](int64_t id, sdk::CheckpointKind kind) { OnComplete(id, kind); };
   handlers.on_abort = [this](int64_t id, const std::string&) { OnAbort(id); };
@@ -54,12 +55,79 @@ void SimPipeline::Start(sdk::WorkerRuntime& runtime) {
   worker_->Start();
 }
 
-void SimPipeline::Log(const char* event, int64_t checkpoint_id, const char* kind) {
+void SimPipeline::Log(const char* event, int64_t checkpoint_id, const char* detail) {
   if (!event_log_) return;
   std::string line = std::string(event) + " " + config_.job_id + " " + config_.pipeline_id + " " +
                      std::to_string(checkpoint_id);
-  if (kind) line += std::string(" ") + kind;
+  if (detail) line += std::string(" ") + detail;
   event_log_->Append(line);
+}
+
+void SimPipeline::OnWelcome(const sdk::Welcome& welcome) {
+  counters_.welcomes.fetch_add(1, std::memory_order_relaxed);
+  if (config_.state_files) {
+    // What the daemon no longer references (a release missed while away, or lost in a daemon
+    // crash) is deleted; ids above the last completed one may still complete (a round with the
+    // store), so they stay until their abort or release.
+    const std::set<int64_t> retained(welcome.retained_checkpoint_ids.begin(),
+                                     welcome.retained_checkpoint_ids.end());
+    std::vector<int64_t> stale;
+    for (int64_t id : written_ids_) {
+      if (id <= welcome.last_completed_checkpoint_id && !retained.count(id)) stale.push_back(id);
+    }
+    for (int64_t id : stale) DeleteState(id);
+  }
+  const sdk::RestorePoint& restore = welcome.restore;
+  if (restore.checkpoint_id == 0) return;
+  counters_.restores.fetch_add(1, std::memory_order_relaxed);
+  Log("restore", restore.checkpoint_id, sdk::ToString(restore.kind));
+  if (!config_.state_files) return;
+  // Each state handed over must still be there: nothing a restore needs was released.
+  for (const auto& [task, state] : restore.task_states) {
+    if (StateFiles::Exists(state.uri)) continue;
+    counters_.restore_files_missing.fetch_add(1, std::memory_order_relaxed);
+    Log("restore_missing", restore.checkpoint_id, task.c_str());
+    std::fprintf(stderr,
+                 "ckpt-worker-sim: %s/%s: restore point %lld: state of task %s missing: %s\n",
+                 config_.job_id.c_str(), config_.pipeline_id.c_str(),
+                 static_cast<long long>(restore.checkpoint_id), task.c_str(), state.uri.c_str());
+  }
+}
+
+void SimPipeline::OnRelease(const std::vector<int64_t>& checkpoint_ids) {
+  counters_.releases.fetch_add(checkpoint_ids.size(), std::memory_order_relaxed);
+  for (int64_t id : checkpoint_ids) {
+    Log("release", id, nullptr);
+    DeleteState(id);
+  }
+}
+
+void SimPipeline::DeleteState(int64_t checkpoint_id) {
+  if (!config_.state_files) return;
+  for (const std::string& task : task_ids_) {
+    config_.state_files->Remove(config_.job_id, config_.pipeline_id, checkpoint_id, task);
+  }
+  written_ids_.erase(checkpoint_id);
+}
+
+std::optional<std::string> SimPipeline::StateUri(int64_t checkpoint_id, const std::string& task) {
+  if (!config_.state_files) {
+    return "sim://" + config_.job_id + "/" + config_.pipeline_id + "/chk-" +
+           std::to_string(checkpoint_id) + "/" + task;
+  }
+  std::string error;
+  std::string path =
+      config_.state_files->Write(config_.job_id, config_.pipeline_id, checkpoint_id, task, &error);
+  if (path.empty()) {
+    // Said once: a full or read-only disk fails every write after the first.
+    if (counters_.state_write_errors.fetch_add(1, std::memory_order_relaxed) == 0) {
+      std::fprintf(stderr, "ckpt-worker-sim: --state-dir: %s (declining such rounds)\n",
+                   error.c_str());
+    }
+    return std::nullopt;
+  }
+  written_ids_.insert(checkpoint_id);
+  return path;
 }
 
 void SimPipeline::OnTrigger(const sdk::Trigger& trigger) {
@@ -92,12 +160,17 @@ void SimPipeline::Respond(int64_t checkpoint_id) {
     return;
   }
   for (const std::string& task : task_ids_) {
+    std::optional<std::string> uri = StateUri(checkpoint_id, task);
+    if (!uri) {
+      worker_->Decline(checkpoint_id, task, "cannot write the state file", /*expired=*/false);
+      counters_.declines.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
     sdk::TaskStateInfo state;
-    state.uri = "sim://" + config_.job_id + "/" + config_.pipeline_id + "/chk-" +
-                std::to_string(checkpoint_id) + "/" + task;
+    state.uri = std::move(*uri);
     worker_->Ack(checkpoint_id, task, std::move(state));
+    counters_.acks.fetch_add(1, std::memory_order_relaxed);
   }
-  counters_.acks.fetch_add(task_ids_.size(), std::memory_order_relaxed);
 }
 
 void SimPipeline::OnComplete(int64_t checkpoint_id, sdk::CheckpointKind kind) {
@@ -117,6 +190,7 @@ void SimPipeline::OnAbort(int64_t checkpoint_id) {
   counters_.aborts.fetch_add(1, std::memory_order_relaxed);
   Log("abort", checkpoint_id, nullptr);
   triggered_at_.erase(checkpoint_id);
+  DeleteState(checkpoint_id);  // an aborted round never completes: its state is garbage
 }
 
 void SimPipeline::OnState(sdk::PipelineState state, const std::string& reason) {

@@ -9,11 +9,13 @@
 #include <mutex>
 #include <optional>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "ckpt/worker.h"
 #include "sim/event_log.h"
+#include "sim/state_files.h"
 
 namespace ckpt::sim {
 
@@ -28,6 +30,11 @@ struct SimCounters {
   std::atomic<uint64_t> stopped_pipelines{0};  // gave up for good (an error not retried)
   std::atomic<uint64_t> state_changes{0};      // `state` messages: paused, failed, stopped, ...
   std::atomic<uint64_t> savepoints_refused{0};
+  std::atomic<uint64_t> restores{0};  // welcomes that named a restore point
+  std::atomic<uint64_t> releases{0};  // checkpoint ids released (per stream)
+  // --state-dir: files a restore point named that did not exist; files that could not be written.
+  std::atomic<uint64_t> restore_files_missing{0};
+  std::atomic<uint64_t> state_write_errors{0};
   std::atomic<bool> not_found_reported{false};
 
   void RecordDisconnect(const std::string& pipeline_id, const sdk::Disconnect& disconnect);
@@ -51,6 +58,8 @@ struct SimPipelineConfig {
   uint64_t seed = 0;
   // Rounds triggered before this are not sampled (SimOptions::warmup).
   std::chrono::steady_clock::time_point sample_from{};
+  // --state-dir (state_files.h); null: states are made-up sim:// uris. Must outlive the runtime.
+  const StateFiles* state_files = nullptr;
 };
 
 // Threading: the handlers and the delayed acks run on the pipeline's serialized context
@@ -79,9 +88,16 @@ class SimPipeline {
   void OnAbort(int64_t checkpoint_id);
   void OnState(sdk::PipelineState state, const std::string& reason);
   void OnDisconnected(const sdk::Disconnect& disconnect);
+  void OnWelcome(const sdk::Welcome& welcome);
+  void OnRelease(const std::vector<int64_t>& checkpoint_ids);
+  // The uri to ack for a task's state: its --state-dir file (written now), else a made-up one.
+  std::optional<std::string> StateUri(int64_t checkpoint_id, const std::string& task);
+  // --state-dir: deletes this stream's files of a checkpoint.
+  void DeleteState(int64_t checkpoint_id);
   // Acks with every task, or declines with one (decline_rate); nothing if the round was aborted.
   void Respond(int64_t checkpoint_id);
-  void Log(const char* event, int64_t checkpoint_id, const char* kind);
+  // One --event-log line: "<event> <job> <pipeline> <checkpoint id>[ <detail>]".
+  void Log(const char* event, int64_t checkpoint_id, const char* detail);
 
   const SimPipelineConfig config_;
   SimCounters& counters_;
@@ -95,6 +111,8 @@ class SimPipeline {
   std::vector<int64_t> checkpoint_micros_;
   std::vector<int64_t> trigger_gap_micros_;
   std::mt19937_64 rng_;
+  // --state-dir: the checkpoint ids this process wrote files for and has not deleted yet.
+  std::set<int64_t> written_ids_;
 };
 
 }  // namespace ckpt::sim

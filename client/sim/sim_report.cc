@@ -43,6 +43,9 @@ nlohmann::ordered_json SummaryToJson(const SimSummary& s) {
       {"dropped_sends", s.dropped_sends},
       {"stale_messages", s.stale_messages},
       {"leader_redirects", s.leader_redirects},
+      {"restores", s.restores},
+      {"releases", s.releases},
+      {"restore_files_missing", s.restore_files_missing},
   };
 }
 
@@ -56,16 +59,19 @@ std::string SummaryToText(const SimSummary& s) {
       static_cast<unsigned long long>(s.triggers), static_cast<unsigned long long>(s.acks),
       static_cast<unsigned long long>(s.declines), static_cast<unsigned long long>(s.completes),
       static_cast<unsigned long long>(s.aborts));
-  char tail[320];
-  std::snprintf(tail, sizeof tail,
-                "  connects %llu  reconnects %llu  disconnects %llu  dropped sends %llu\n"
-                "  leader redirects %llu  stale messages %llu\n",
-                static_cast<unsigned long long>(s.connects),
-                static_cast<unsigned long long>(s.reconnects),
-                static_cast<unsigned long long>(s.disconnects),
-                static_cast<unsigned long long>(s.dropped_sends),
-                static_cast<unsigned long long>(s.leader_redirects),
-                static_cast<unsigned long long>(s.stale_messages));
+  char tail[400];
+  std::snprintf(
+      tail, sizeof tail,
+      "  connects %llu  reconnects %llu  disconnects %llu  dropped sends %llu\n"
+      "  leader redirects %llu  stale messages %llu\n"
+      "  restores %llu  releases %llu  restore files missing %llu\n",
+      static_cast<unsigned long long>(s.connects), static_cast<unsigned long long>(s.reconnects),
+      static_cast<unsigned long long>(s.disconnects),
+      static_cast<unsigned long long>(s.dropped_sends),
+      static_cast<unsigned long long>(s.leader_redirects),
+      static_cast<unsigned long long>(s.stale_messages),
+      static_cast<unsigned long long>(s.restores), static_cast<unsigned long long>(s.releases),
+      static_cast<unsigned long long>(s.restore_files_missing));
   return std::string(head) + "  checkpoint ms (trigger to complete): " + LatencyText(s.checkpoint) +
          "\n  trigger gap ms: " + LatencyText(s.trigger_gap) + "\n" + tail;
 }

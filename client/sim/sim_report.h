@@ -23,8 +23,11 @@ struct SimSummary {
   uint64_t reconnects = 0;
   uint64_t disconnects = 0;
   uint64_t dropped_sends = 0;
-  uint64_t stale_messages = 0;    // of a deposed leader, dropped by the SDK
-  uint64_t leader_redirects = 0;  // streams refused by a standby that went to the leader
+  uint64_t stale_messages = 0;         // of a deposed leader, dropped by the SDK
+  uint64_t leader_redirects = 0;       // streams refused by a standby that went to the leader
+  uint64_t restores = 0;               // welcomes naming a restore point
+  uint64_t releases = 0;               // checkpoint ids released to a stream
+  uint64_t restore_files_missing = 0;  // --state-dir: handed back, but not there
   int64_t duration_ms = 0;
   LatencySummary checkpoint;   // trigger to complete, as the worker saw it
   LatencySummary trigger_gap;  // between consecutive triggers of a pipeline
@@ -32,7 +35,8 @@ struct SimSummary {
 
 // Keys: pipelines, tasks, triggers, acks, declines, completes, aborts, duration_ms,
 // checkpoint_ms {p50, p99, max}, trigger_gap_ms {p50, p99, max}, connects, reconnects,
-// disconnects, dropped_sends, stale_messages, leader_redirects.
+// disconnects, dropped_sends, stale_messages, leader_redirects, restores, releases,
+// restore_files_missing.
 nlohmann::ordered_json SummaryToJson(const SimSummary& summary);
 // A few human lines, newline-terminated.
 std::string SummaryToText(const SimSummary& summary);

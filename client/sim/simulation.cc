@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <ctime>
 #include <memory>
+#include <optional>
 #include <random>
 #include <vector>
 
@@ -104,6 +105,8 @@ SimOutcome Simulation::Run(const sigset_t& signals) {
   SimCounters counters;
   const uint64_t seed = options_.seed ? *options_.seed : std::random_device{}();
   // Declared before the runtime: handlers refer to the pipelines, which must outlive it.
+  std::optional<StateFiles> state_files;  // before the pipelines, which refer to it
+  if (!options_.state_dir.empty()) state_files.emplace(options_.state_dir);
   std::vector<std::unique_ptr<SimPipeline>> pipelines;
   const Clock::time_point sample_from = Clock::now() + options_.warmup;
   for (int i = 0; i < options_.pipelines; ++i) {
@@ -116,6 +119,7 @@ SimOutcome Simulation::Run(const sigset_t& signals) {
     config.decline_rate = options_.decline_rate;
     config.seed = seed + static_cast<uint64_t>(i) * 0x9E3779B97F4A7C15ULL;
     config.sample_from = sample_from;
+    config.state_files = state_files ? &*state_files : nullptr;
     pipelines.push_back(std::make_unique<SimPipeline>(std::move(config), counters, event_log_));
   }
 
@@ -177,6 +181,9 @@ SimOutcome Simulation::Run(const sigset_t& signals) {
   summary.declines = counters.declines.load();
   summary.completes = counters.completes.load();
   summary.aborts = counters.aborts.load();
+  summary.restores = counters.restores.load();
+  summary.releases = counters.releases.load();
+  summary.restore_files_missing = counters.restore_files_missing.load();
   summary.duration_ms = duration_cast<milliseconds>(ended - started).count();
   std::vector<int64_t> checkpoint_micros, gap_micros;
   for (auto& pipeline : pipelines) {

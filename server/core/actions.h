@@ -38,6 +38,13 @@ struct SendComplete {
   CheckpointKind kind = CheckpointKind::kCheckpoint;
 };
 
+// Tells the sessions that these checkpoints left the history (CONTRACT.md, "Restore and
+// release"): sent after the commit that released them is durable; the tasks may delete their state.
+struct SendRelease {
+  std::vector<SessionId> to;
+  std::vector<int64_t> checkpoint_ids;  // ascending
+};
+
 // Tells the sessions the pipeline's state changed (PAUSED, FAILED, STOPPED, deleted, resumed) and
 // why, so that workers know why checkpoints stopped. `state` is empty for a deleted pipeline.
 struct SendState {
@@ -144,10 +151,11 @@ struct Log {
   std::string text;
 };
 
-using Action = std::variant<SendTrigger, SendAbort, SendComplete, SendState, SendSavepointRefused,
-                            EndSession, ArmWakeup, CancelWakeup, ArmTimeout, CancelTimeout,
-                            ReserveIds, PersistRecord, PersistProgress, CommitCheckpoint,
-                            RecordTriggerDelay, RoundFinished, IgnoredMessage, Log>;
+using Action =
+    std::variant<SendTrigger, SendAbort, SendComplete, SendRelease, SendState, SendSavepointRefused,
+                 EndSession, ArmWakeup, CancelWakeup, ArmTimeout, CancelTimeout, ReserveIds,
+                 PersistRecord, PersistProgress, CommitCheckpoint, RecordTriggerDelay,
+                 RoundFinished, IgnoredMessage, Log>;
 using Actions = std::vector<Action>;
 
 }  // namespace ckpt

@@ -45,7 +45,13 @@ PipelineCoordinator::PipelineCoordinator(const StoredPipeline& stored, const Clo
       from_config_(stored.record.from_config),
       spec_unsaved_(stored.spec_unsaved),
       next_id_(stored.id_counter + 1),
-      reserved_end_(stored.id_counter) {}
+      reserved_end_(stored.id_counter),
+      history_(stored.history) {
+  if (stored.newest && stored.newest->checkpoint_id > 0) {
+    restore_ = std::make_unique<const CompletedCheckpoint>(*stored.newest);
+    restore_rescaled_ = RestoreSetDiffers();
+  }
+}
 
 Actions PipelineCoordinator::Start(bool restarted) {
   Actions out;
@@ -397,7 +403,7 @@ Actions PipelineCoordinator::OnCommitted(int64_t checkpoint_id) {
                                 Since(round.triggered_at, now), "", false, round.target});
     return out;
   }
-  out.reserve(3);  // SendComplete, RoundFinished, ArmWakeup
+  out.reserve(4);  // SendComplete, SendRelease, RoundFinished, ArmWakeup
   last_finished_at_ = now;
   ++counters_.completed_count;
   counters_.consecutive_failures = 0;
@@ -407,6 +413,7 @@ Actions PipelineCoordinator::OnCommitted(int64_t checkpoint_id) {
   if (round.kind == CheckpointKind::kSavepointAndStop) sticky_ = StickyState::kStopped;
   // Every session registered now, including one that joined after the trigger (CONTRACT.md).
   out.push_back(SendComplete{Sessions(), round.id, round.kind});
+  AdoptCompleted(round.id, round.kind, round.target, std::move(round.acked), out);
   out.push_back(RoundFinished{round.id, round.kind, CheckpointStatus::kCompleted,
                               Since(round.triggered_at, now), "", false, round.target});
   if (sticky_ == StickyState::kStopped) {
@@ -584,6 +591,7 @@ PipelineCoordinator::Outcome PipelineCoordinator::UpdateSpec(const PipelineSpec&
   spec_ = spec;
   spec_unsaved_ = true;  // the next write is the whole record
   expected_ = new_tasks;
+  if (tasks_changed && restore_) restore_rescaled_ = RestoreSetDiffers();
   o.actions.push_back(Log{
       LogLevel::kInfo, "spec updated" + std::string(tasks_changed ? " (task set changed)" : "")});
   if (tasks_changed) {

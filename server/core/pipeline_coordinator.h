@@ -11,6 +11,7 @@
 // aborted, and a store completion is never dropped.
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -52,12 +53,28 @@ struct CoordinatorOptions {
 // the same for a key in every run.
 std::chrono::microseconds StartOffset(const PipelineKey& key, Millis spread, int64_t interval_ms);
 
+// Where a worker restores from (CONTRACT.md, "Restore and release").
+struct RestorePoint {
+  int64_t checkpoint_id = 0;  // 0: none (a fresh pipeline); the rest is then empty
+  CheckpointKind kind = CheckpointKind::kCheckpoint;
+  std::string location;
+  PipelineKey source;  // the pipeline whose checkpoint it is
+  // The source's task set differs from this pipeline's: task_states holds every state of the
+  // source, for the engine to redistribute. Otherwise only the states of the hello's tasks.
+  bool rescaled = false;
+  std::map<std::string, TaskState> task_states;
+};
+
 // What a worker learns in `welcome`.
 struct WelcomeInfo {
   int64_t generation = 0;
   PipelineState state = PipelineState::kWaitingForTasks;
   int64_t last_completed_checkpoint_id = 0;
   CheckpointKind last_completed_kind = CheckpointKind::kCheckpoint;
+  RestorePoint restore;
+  // Every id of this pipeline the daemon still references (its history), oldest first: a worker
+  // that was away may delete the state of any other.
+  std::vector<int64_t> retained_checkpoint_ids;
 };
 
 // A finished round kept in memory (failed and expired ones are not in the store).
@@ -308,6 +325,15 @@ class PipelineCoordinator {
   PipelineRecord ProjectedRecord() const;
   PipelineProgress ProjectedProgress() const;
   std::string SavepointLocation(const std::string& target, int64_t id) const;
+  // What `welcome` says about restoring the tasks of a hello.
+  RestorePoint RestorePointFor(const std::vector<std::string>& task_ids) const;
+  // A round just became durable: it is the restore point now, joins the history, and pushes the
+  // plain checkpoints beyond `retained` out of it (as the store's commit trimmed them), which are
+  // released to the sessions.
+  void AdoptCompleted(int64_t checkpoint_id, CheckpointKind kind, std::string location,
+                      std::map<std::string, TaskState> task_states, Actions& out);
+  // Whether the restore point's task set differs from the expected one.
+  bool RestoreSetDiffers() const;
 
   // Constant after construction.
   const Clock& clock_;
@@ -345,6 +371,15 @@ class PipelineCoordinator {
   // resume), plus the start offset.
   std::optional<SteadyTime> start_hold_until_;
   SteadyTime next_missing_warn_at_;
+
+  // Where workers restore from: the newest completed round with its task states (null before the
+  // first). Its states are the pending round's acks, moved here once durable, so a pipeline holds
+  // one set of states between rounds. `restore_rescaled_` caches RestoreSetDiffers() (a hello
+  // must not compare 100,000 task names): kept in step by AdoptCompleted and UpdateSpec.
+  std::unique_ptr<const CompletedCheckpoint> restore_;
+  bool restore_rescaled_ = false;
+  // The history as the store keeps it (ids and kinds, oldest first).
+  std::vector<HistoryEntry> history_;
 
   std::optional<PendingRound> pending_;
   std::optional<QueuedSavepoint> queued_savepoint_;

@@ -89,7 +89,13 @@ PipelineCoordinator::Registration PipelineCoordinator::OnRegister(
     next_missing_warn_at_ = clock_.SteadyNow() + options_.missing_tasks_warn_interval;
     if (!all_before) HoldForStartOffset();
   }
-  reg.welcome = WelcomeInfo{generation_, State(), last_completed_id_, last_completed_kind_};
+  reg.welcome = WelcomeInfo{
+      generation_, State(), last_completed_id_, last_completed_kind_, RestorePointFor(task_ids),
+      {}};
+  reg.welcome.retained_checkpoint_ids.reserve(history_.size());
+  for (const HistoryEntry& entry : history_) {
+    reg.welcome.retained_checkpoint_ids.push_back(entry.checkpoint_id);
+  }
   Rearm(out);
   return reg;
 }

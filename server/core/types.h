@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -132,6 +133,14 @@ struct CheckpointCommit {
   CompletedCheckpoint checkpoint;
 };
 
+// One id of a pipeline's history (the completed checkpoints and savepoints the store keeps).
+struct HistoryEntry {
+  int64_t checkpoint_id = 0;
+  CheckpointKind kind = CheckpointKind::kCheckpoint;
+
+  bool operator==(const HistoryEntry&) const = default;
+};
+
 // A pipeline as loaded from the store at start.
 struct StoredPipeline {
   PipelineRecord record;
@@ -139,6 +148,11 @@ struct StoredPipeline {
   // The record's spec is not (yet) the stored one: a pipeline new from the config file, or one
   // whose declared spec changed while the daemon was down. Its first write is the whole record.
   bool spec_unsaved = false;
+  // The history's ids, oldest first: what the workers may still need (welcome names them).
+  std::vector<HistoryEntry> history;
+  // The newest completed checkpoint or savepoint (record.last_completed_id) with its task states:
+  // where the workers restore from. Absent when the pipeline never completed one.
+  std::optional<CompletedCheckpoint> newest;
 };
 
 }  // namespace ckpt

@@ -760,13 +760,16 @@ Result<std::vector<StoredPipeline>> EtcdBackend::BuildView(const etcd::StoreImag
   }
   // Each pipeline's newest checkpoint write: its value says where the history starts, and holds
   // the progress when it is newer than the progress key (etcd_layout.h).
+  std::map<PipelineKey, std::vector<HistoryEntry>> histories;
+  std::map<PipelineKey, CompletedCheckpoint> newest_checkpoints;  // with their task states
   for (const KeyValue& kv : image.history) {
     auto ref = layout_.ParseCheckpointKey(kv.key());
     if (!ref) return Status::DataLoss("unknown key " + kv.key() + " in " + where);
     PipelineView& view = pipelines_[ref->key];
     (ref->kind == CheckpointKind::kCheckpoint ? view.checkpoint_ids : view.savepoint_ids)
         .insert(ref->id);
-    if (ref->chunked) view.chunked[ref->id] = 1;  // the count matters only for reading
+    histories[ref->key].push_back({ref->id, ref->kind});  // keys sort in id order
+    if (ref->chunked) view.chunked[ref->id] = 1;          // the count matters only for reading
   }
   auto newest = etcd::NewestCheckpoints(layout_, image.history);
   if (!newest) return Status::DataLoss("unknown key among the checkpoints of " + where);
@@ -778,6 +781,17 @@ Result<std::vector<StoredPipeline>> EtcdBackend::BuildView(const etcd::StoreImag
     auto stored = etcd::DecodeCheckpoint(value->second);
     if (!stored) return Status::DataLoss("unreadable checkpoint " + kv->key() + " in " + where);
     pipelines_[key].retained_from = stored->retained_from;
+    if (stored->chunks > 0) {
+      // The restore point's states, in chunks a warm copy does not hold: read them now (the
+      // fence is ours, so the newest revision is the one loaded).
+      auto ref = layout_.ParseCheckpointKey(kv->key());
+      if (Status read = ReadChunks(*ref, kv->key(), stored->chunks, /*revision=*/0,
+                                   &stored->checkpoint.task_states);
+          !read.ok()) {
+        return read;
+      }
+    }
+    newest_checkpoints[key] = std::move(stored->checkpoint);
     auto part = parts.find(key);
     if (part != parts.end() && stored->progress &&
         kv->mod_revision() > part->second.progress_revision) {
@@ -797,6 +811,17 @@ Result<std::vector<StoredPipeline>> EtcdBackend::BuildView(const etcd::StoreImag
     static_cast<PipelineProgress&>(stored.record) = *progress;
     stored.record.spec = std::move(*spec);
     stored.id_counter = counters_.count(key) ? counters_[key] : 0;
+    const int64_t retained_from = pipelines_[key].retained_from;
+    for (const HistoryEntry& entry : histories[key]) {
+      if (entry.kind != CheckpointKind::kCheckpoint || entry.checkpoint_id >= retained_from) {
+        stored.history.push_back(entry);
+      }
+    }
+    auto newest = newest_checkpoints.find(key);
+    if (newest != newest_checkpoints.end() &&
+        newest->second.checkpoint_id == stored.record.last_completed_id) {
+      stored.newest = std::move(newest->second);
+    }
     if (Status s = ValidateStored(stored); !s.ok()) {
       return Status::DataLoss("pipeline " + key.ToString() + " in " + where +
                               " is not valid: " + s.message() + "; refusing to start on it");

@@ -80,12 +80,8 @@ void ToProto(const CompletedCheckpoint& c, int expected_tasks, v1::CheckpointInf
   out->set_acked_tasks(static_cast<int32_t>(c.task_states.size()));
   out->set_expected_tasks(expected_tasks);
   out->set_location(c.location);
-  for (const auto& [task, state] : c.task_states) {
-    auto& s = (*out->mutable_state())[task];
-    s.set_uri(state.uri);
-    s.set_size_bytes(state.size_bytes);
-    s.set_checksum(state.checksum);
-  }
+  for (const auto& [task, state] : c.task_states)
+    ckpt::ToProto(state, &(*out->mutable_state())[task]);
 }
 
 void ToProto(const RoundSummary& r, v1::CheckpointInfo* out) {

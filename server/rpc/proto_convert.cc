@@ -32,6 +32,20 @@ void ToProto(const OutboundMessage& message, v1::CoordinatorMessage* out) {
     w->set_last_completed_kind(ToProto(m->info.last_completed_kind));
     w->set_heartbeat_interval_ms(m->heartbeat_interval_ms);
     w->set_lease_ttl_ms(m->lease_ttl_ms);
+    const RestorePoint& point = m->info.restore;
+    if (point.checkpoint_id > 0) {
+      auto* r = w->mutable_restore();
+      r->set_checkpoint_id(point.checkpoint_id);
+      r->set_kind(ToProto(point.kind));
+      r->set_location(point.location);
+      r->set_source_job_id(point.source.job_id);
+      r->set_source_pipeline_id(point.source.pipeline_id);
+      r->set_rescaled(point.rescaled);
+      auto& states = *r->mutable_task_states();
+      for (const auto& [task, state] : point.task_states) ToProto(state, &states[task]);
+    }
+    w->mutable_retained_checkpoint_ids()->Add(m->info.retained_checkpoint_ids.begin(),
+                                              m->info.retained_checkpoint_ids.end());
   } else if (auto* m = std::get_if<SendTrigger>(&message)) {
     auto* t = out->mutable_trigger();
     t->set_checkpoint_id(m->checkpoint_id);
@@ -47,6 +61,9 @@ void ToProto(const OutboundMessage& message, v1::CoordinatorMessage* out) {
     auto* c = out->mutable_complete();
     c->set_checkpoint_id(m->checkpoint_id);
     c->set_kind(ToProto(m->kind));
+  } else if (auto* m = std::get_if<SendRelease>(&message)) {
+    out->mutable_release()->mutable_checkpoint_ids()->Add(m->checkpoint_ids.begin(),
+                                                          m->checkpoint_ids.end());
   } else if (auto* m = std::get_if<SendState>(&message)) {
     auto* c = out->mutable_state();
     c->set_state(m->state ? ToProto(*m->state) : v1::PIPELINE_STATE_UNSPECIFIED);
@@ -54,6 +71,12 @@ void ToProto(const OutboundMessage& message, v1::CoordinatorMessage* out) {
   } else if (auto* m = std::get_if<SendSavepointRefused>(&message)) {
     out->mutable_savepoint_refused()->set_reason(m->reason);
   }
+}
+
+void ToProto(const TaskState& state, v1::TaskState* out) {
+  out->set_uri(state.uri);
+  out->set_size_bytes(state.size_bytes);
+  out->set_checksum(state.checksum);
 }
 
 TaskState FromProto(const v1::TaskState& state) {

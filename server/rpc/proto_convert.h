@@ -13,6 +13,7 @@ v1::PipelineState ToProto(PipelineState state);
 void ToProto(const OutboundMessage& message, v1::CoordinatorMessage* out);
 // Sets `leader_epoch` on a welcome or trigger (the messages that carry it); others are left alone.
 void StampEpoch(int64_t epoch, v1::CoordinatorMessage* out);
+void ToProto(const TaskState& state, v1::TaskState* out);
 TaskState FromProto(const v1::TaskState& state);
 
 }  // namespace ckpt

@@ -378,6 +378,8 @@ void PipelineRunner::Execute(Action& action) {
     SendToSessions(sessions_, *a);
   } else if (auto* a = std::get_if<SendComplete>(&action)) {
     SendToSessions(sessions_, *a);
+  } else if (auto* a = std::get_if<SendRelease>(&action)) {
+    SendToSessions(sessions_, *a);
   } else if (auto* a = std::get_if<SendState>(&action)) {
     SendToSessions(sessions_, *a);
   } else if (auto* a = std::get_if<SendSavepointRefused>(&action)) {

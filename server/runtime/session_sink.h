@@ -21,7 +21,7 @@ struct WelcomeMessage {
 };
 
 using OutboundMessage = std::variant<WelcomeMessage, SendTrigger, SendAbort, SendComplete,
-                                     SendState, SendSavepointRefused>;
+                                     SendRelease, SendState, SendSavepointRefused>;
 
 class SessionSink {
  public:

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 #include <type_traits>
 #include <utility>
 #include <variant>
@@ -238,7 +239,7 @@ struct SqliteBackend::WriterConn {
 // The read-only connection: used under read_mu_ by whichever thread reads.
 struct SqliteBackend::ReaderConn {
   Db db;
-  Stmt load_pipelines, list_completed, read_counter;
+  Stmt load_pipelines, load_history, list_completed, read_counter;
 
   Status Prepare() {
     Status s;
@@ -247,6 +248,16 @@ struct SqliteBackend::ReaderConn {
                     ", COALESCE(c.counter, 0) FROM pipelines p LEFT JOIN id_counters c "
                     "ON c.job_id = p.job_id AND c.pipeline_id = p.pipeline_id "
                     "ORDER BY p.job_id, p.pipeline_id",
+                s);
+    // Every pipeline's history ids, and the task states of its newest (the restore point); the
+    // others' states stay on disk.
+    PrepareInto(db, load_history,
+                "SELECT c.job_id, c.pipeline_id, c.checkpoint_id, c.kind, "
+                "c.checkpoint_id = p.last_completed_id, c.triggered_at_ms, c.finished_at_ms, "
+                "c.location, CASE WHEN c.checkpoint_id = p.last_completed_id "
+                "THEN c.task_states ELSE '' END FROM checkpoints c JOIN pipelines p "
+                "ON p.job_id = c.job_id AND p.pipeline_id = c.pipeline_id "
+                "ORDER BY c.job_id, c.pipeline_id, c.checkpoint_id",
                 s);
     PrepareInto(db, list_completed,
                 "SELECT checkpoint_id, kind, triggered_at_ms, finished_at_ms, location, "
@@ -387,7 +398,9 @@ Result<std::vector<StoredPipeline>> SqliteBackend::LoadPipelines() {
   while ((rc = stmt.Step()) == SQLITE_ROW) {
     auto record = ReadRecord(stmt, path_);
     if (!record.ok()) return Status::DataLoss(record.status().message());
-    StoredPipeline stored{std::move(*record), stmt.ColumnInt(kRecordColumnCount)};
+    StoredPipeline stored;
+    stored.record = std::move(*record);
+    stored.id_counter = stmt.ColumnInt(kRecordColumnCount);
     // Held to the rules of API input: a counter near INT64_MAX or a pipeline without tasks is
     // damaged data, refused here rather than overflowing or hanging later.
     if (Status s = ValidateStored(stored); !s.ok()) {
@@ -400,7 +413,45 @@ Result<std::vector<StoredPipeline>> SqliteBackend::LoadPipelines() {
   }
   // A damaged file is DATA_LOSS, which stops the start with exit 65.
   if (rc != SQLITE_DONE) return reader_->db.Error(rc, "loading pipelines from " + path_);
+  if (Status s = LoadHistories(&pipelines); !s.ok()) return s;
   return pipelines;
+}
+
+Status SqliteBackend::LoadHistories(std::vector<StoredPipeline>* pipelines) {
+  std::map<PipelineKey, StoredPipeline*> by_key;
+  for (StoredPipeline& stored : *pipelines) by_key[stored.record.spec.key] = &stored;
+  Stmt& stmt = reader_->load_history;
+  ResetGuard guard(stmt);
+  int rc;
+  StoredPipeline* current = nullptr;
+  while ((rc = stmt.Step()) == SQLITE_ROW) {
+    PipelineKey key{stmt.ColumnText(0), stmt.ColumnText(1)};
+    if (!current || current->record.spec.key != key) {
+      auto found = by_key.find(key);
+      if (found == by_key.end()) continue;  // cannot happen: the join finds only these
+      current = found->second;
+    }
+    const int64_t id = stmt.ColumnInt(2);
+    const std::string where =
+        "checkpoint " + std::to_string(id) + " of " + key.ToString() + " in " + path_;
+    auto kind = KindFromInt(stmt.ColumnInt(3));
+    if (!kind) return Status::DataLoss("unknown kind of " + where + "; refusing to start on it");
+    current->history.push_back({id, *kind});
+    if (stmt.ColumnInt(4) == 0) continue;
+    CompletedCheckpoint& newest = current->newest.emplace();
+    newest.checkpoint_id = id;
+    newest.kind = *kind;
+    newest.triggered_at_ms = stmt.ColumnInt(5);
+    newest.finished_at_ms = stmt.ColumnInt(6);
+    newest.location = stmt.ColumnText(7);
+    auto states = TaskStatesFromJson(stmt.ColumnText(8));
+    if (!states) {
+      return Status::DataLoss("unreadable task states of " + where + "; refusing to start on it");
+    }
+    newest.task_states = std::move(*states);
+  }
+  if (rc != SQLITE_DONE) return reader_->db.Error(rc, "loading checkpoint histories from " + path_);
+  return Status::Ok();
 }
 
 Result<std::vector<CompletedCheckpoint>> SqliteBackend::ListCompleted(const PipelineKey& key,

@@ -53,6 +53,8 @@ class SqliteBackend final : public StoreBackend {
   struct ReaderConn;  // read-only connection + cached statements (under read_mu_)
 
   SqliteBackend(std::unique_ptr<WriterConn> writer, std::unique_ptr<ReaderConn> reader);
+  // Fills in each pipeline's history and newest checkpoint (LoadPipelines).
+  Status LoadHistories(std::vector<StoredPipeline>* pipelines) CKPT_REQUIRES(read_mu_);
 
   const std::string path_;
   const std::unique_ptr<WriterConn> writer_;  // writer thread only

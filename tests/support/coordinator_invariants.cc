@@ -48,6 +48,11 @@ std::string DescribeAction(const Action& action) {
   if (auto* a = std::get_if<SendComplete>(&action)) {
     return "SendComplete id=" + std::to_string(a->checkpoint_id);
   }
+  if (auto* a = std::get_if<SendRelease>(&action)) {
+    std::string ids;
+    for (int64_t id : a->checkpoint_ids) ids += " " + std::to_string(id);
+    return "SendRelease" + ids;
+  }
   if (auto* a = std::get_if<SendState>(&action)) {
     return std::string("SendState ") + (a->state ? PipelineStateName(*a->state) : "deleted") +
            " (" + a->reason + ")";
@@ -181,6 +186,27 @@ PipelineCoordinator::Registration CheckedCoordinator::OnRegister(
     INVARIANT(reg.welcome.generation == c_.Describe().generation,
               "welcome carries a generation other than the pipeline's");
     INVARIANT(reg.welcome.generation >= generation_, "welcome generation went back");
+    const RestorePoint& restore = reg.welcome.restore;
+    if (completed_here_) {
+      INVARIANT(restore.checkpoint_id == last_completed_id_,
+                "welcome's restore point is not the last completed checkpoint");
+    }
+    if (restore.checkpoint_id > 0) {
+      INVARIANT(restore.source == spec_.key, "welcome restores from another pipeline");
+      const auto& retained = reg.welcome.retained_checkpoint_ids;
+      INVARIANT(
+          std::find(retained.begin(), retained.end(), restore.checkpoint_id) != retained.end(),
+          "welcome's restore point is not among its retained ids");
+      if (!restore.rescaled) {
+        const std::set<std::string> hello(task_ids.begin(), task_ids.end());
+        for (const auto& [task, state] : restore.task_states) {
+          INVARIANT(hello.count(task), "welcome hands over the state of a task of another stream");
+        }
+      }
+    }
+    for (int64_t id : reg.welcome.retained_checkpoint_ids) {
+      INVARIANT(!released_.count(id), "welcome lists a released id as retained");
+    }
   }
   return reg;
 }
@@ -374,6 +400,14 @@ void CheckedCoordinator::Apply(Step step, const Actions& actions) {
       OnCommit(*a);
     } else if (auto* a = std::get_if<SendComplete>(&action)) {
       OnComplete(*a);
+    } else if (auto* a = std::get_if<SendRelease>(&action)) {
+      INVARIANT(current_.call == CoordinatorCall::kCommitted && complete_sent_,
+                "SendRelease other than after the SendComplete of a commit");
+      for (int64_t id : a->checkpoint_ids) {
+        INVARIANT(id != last_completed_id_, "the checkpoint just completed was released");
+        INVARIANT(!completed_savepoints_.count(id), "a savepoint was released automatically");
+        INVARIANT(released_.insert(id).second, "an id was released twice");
+      }
     } else if (auto* a = std::get_if<SendAbort>(&action)) {
       INVARIANT(open_round_ && *open_round_ == a->checkpoint_id,
                 "SendAbort for a round that is not the open one");
@@ -479,6 +513,7 @@ void CheckedCoordinator::OnCommit(const CommitCheckpoint& action) {
             "the progress written with a commit has an older generation");
   persisted_generation_ = c.progress_after.generation;
   handed_.insert(id);
+  handed_kinds_[id] = c.checkpoint.kind;
   commit_outstanding_ = id;
 }
 
@@ -492,6 +527,10 @@ void CheckedCoordinator::OnComplete(const SendComplete& s) {
   INVARIANT(open_round_ && *open_round_ == id && !complete_sent_,
             "SendComplete for a round that is not the open one");
   completed_.insert(id);
+  if (handed_kinds_.count(id) && handed_kinds_[id] != CheckpointKind::kCheckpoint) {
+    completed_savepoints_.insert(id);
+  }
+  completed_here_ = true;
   complete_sent_ = true;
   ++expected_completed_count_;
   last_completed_id_ = id;

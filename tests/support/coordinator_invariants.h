@@ -213,6 +213,10 @@ class CheckedCoordinator {
   int64_t reserved_confirmed_ = 0;
   std::set<int64_t> handed_;
   std::set<int64_t> completed_;
+  std::map<int64_t, CheckpointKind> handed_kinds_;
+  std::set<int64_t> completed_savepoints_;  // of completed_
+  std::set<int64_t> released_;
+  bool completed_here_ = false;  // a round completed in this model's life
   int64_t stored_last_completed_at_ms_ = 0;
 
   // Model.

@@ -85,7 +85,15 @@ Result<std::vector<StoredPipeline>> MemoryBackend::LoadPipelines() {
   std::vector<StoredPipeline> out;
   for (const auto& [key, record] : records_) {
     auto counter = counters_.find(key);
-    out.push_back(StoredPipeline{record, counter == counters_.end() ? 0 : counter->second});
+    StoredPipeline& stored = out.emplace_back();
+    stored.record = record;
+    stored.id_counter = counter == counters_.end() ? 0 : counter->second;
+    auto history = history_.find(key);
+    if (history == history_.end()) continue;
+    for (const auto& [id, checkpoint] : history->second) {
+      stored.history.push_back({id, checkpoint.kind});
+      if (id == record.last_completed_id) stored.newest = checkpoint;
+    }
   }
   return out;
 }

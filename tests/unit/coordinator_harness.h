@@ -56,6 +56,15 @@ std::vector<T> ActionsOf(const Actions& actions) {
   return found;
 }
 
+// The position of the first action of type T, or actions.size().
+template <typename T>
+size_t IndexOf(const Actions& actions) {
+  for (size_t i = 0; i < actions.size(); ++i) {
+    if (std::holds_alternative<T>(actions[i])) return i;
+  }
+  return actions.size();
+}
+
 inline PipelineSpec MakeSpec(std::vector<std::string> tasks = {"a", "b"}) {
   PipelineSpec spec;
   spec.key = {"job", "pipe"};

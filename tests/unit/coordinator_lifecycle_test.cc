@@ -10,14 +10,6 @@ namespace {
 
 using std::chrono::milliseconds;
 
-template <typename T>
-size_t IndexOf(const Actions& actions) {
-  for (size_t i = 0; i < actions.size(); ++i) {
-    if (std::holds_alternative<T>(actions[i])) return i;
-  }
-  return actions.size();
-}
-
 TEST(CoordinatorDelete, ARoundWithTheStoreEndsWhenItsCompletionArrives) {
   Harness h;
   h.auto_commit = false;

@@ -191,6 +191,41 @@ TEST_P(MetadataStoreContract, RetentionTrimsCheckpointsButKeepsSavepoints) {
   EXPECT_EQ(Ids(*listed), (std::vector<int64_t>{11, 8, 7, 4}));
 }
 
+TEST_P(MetadataStoreContract, ALoadReturnsEachPipelinesHistoryAndItsNewestCheckpointWithStates) {
+  auto store = Open();
+  PipelineRecord r = MakeRecord("j", "p", /*retained=*/3);
+  PipelineRecord fresh = MakeRecord("j", "q");
+  ASSERT_TRUE(Await([&](auto done) { store->PutPipeline(r, done); }).ok());
+  ASSERT_TRUE(Await([&](auto done) { store->PutPipeline(fresh, done); }).ok());
+  CompletedCheckpoint newest;
+  for (int64_t id = 1; id <= 10; ++id) {
+    CheckpointKind kind = id == 4 || id == 7 ? CheckpointKind::kSavepoint
+                          : id == 8          ? CheckpointKind::kSavepointAndStop
+                                             : CheckpointKind::kCheckpoint;
+    newest = MakeCheckpoint(id, kind);
+    r.last_completed_id = id;
+    r.last_completed_kind = kind;
+    ASSERT_TRUE(Await([&](auto done) { store->CommitCheckpoint(CommitOf(r, newest), done); }).ok());
+  }
+  auto loaded = store->LoadPipelines();
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  ASSERT_EQ(loaded->size(), 2u);
+  const StoredPipeline& p =
+      (*loaded)[0].record.spec.key.pipeline_id == "p" ? (*loaded)[0] : (*loaded)[1];
+  const StoredPipeline& q = &p == &(*loaded)[0] ? (*loaded)[1] : (*loaded)[0];
+  // Checkpoints 1 2 3 5 6 9 10: the 3 newest stay; savepoints 4 7 8 all stay; oldest first.
+  EXPECT_EQ(p.history, (std::vector<HistoryEntry>{{4, CheckpointKind::kSavepoint},
+                                                  {6, CheckpointKind::kCheckpoint},
+                                                  {7, CheckpointKind::kSavepoint},
+                                                  {8, CheckpointKind::kSavepointAndStop},
+                                                  {9, CheckpointKind::kCheckpoint},
+                                                  {10, CheckpointKind::kCheckpoint}}));
+  ASSERT_TRUE(p.newest.has_value()) << "the restore point with its task states";
+  EXPECT_EQ(*p.newest, newest);
+  EXPECT_TRUE(q.history.empty());
+  EXPECT_FALSE(q.newest.has_value());
+}
+
 TEST_P(MetadataStoreContract, WhatLeftTheHistoryStaysOutOfItWhenTheWindowGrows) {
   auto store = Open();
   // Retained 8: after 15 commits, 8 to 15 are the history and 1 to 7 are out of it (a backend

@@ -194,8 +194,14 @@ TEST_F(StoreDataDirTest, StoredValuesAreHeldToTheRulesOfApiInput) {
 
 TEST_F(StoreDataDirTest, CorruptionMetWhileRunningStopsTheStoreWithDataLoss) {
   MakeStore();
-  // Overwrite the checkpoints table's root page: opening and loading the pipelines still work,
-  // the first commit meets the damage.
+  std::promise<Status> fatal;
+  SqliteStoreOptions options;
+  options.on_fatal = [&](const Status& s) { fatal.set_value(s); };
+  auto store = SqliteStore::Open(dir_.string(), std::move(options));
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  ASSERT_TRUE((*store)->LoadPipelines().ok());
+  // Then overwrite the checkpoints table's root page (the load read it on the other connection;
+  // the writer has not): the first commit meets the damage.
   int64_t root_page = 0;
   int64_t page_size = 0;
   {
@@ -211,7 +217,7 @@ TEST_F(StoreDataDirTest, CorruptionMetWhileRunningStopsTheStoreWithDataLoss) {
     ASSERT_EQ(sqlite3_step(stmt), SQLITE_ROW);
     page_size = sqlite3_column_int64(stmt, 0);
     sqlite3_finalize(stmt);
-    sqlite3_close(raw);  // the last connection: the WAL is checkpointed into the file
+    sqlite3_close(raw);
   }
   {
     std::fstream file(db(), std::ios::in | std::ios::out | std::ios::binary);
@@ -220,12 +226,6 @@ TEST_F(StoreDataDirTest, CorruptionMetWhileRunningStopsTheStoreWithDataLoss) {
     file.write(garbage.data(), static_cast<std::streamsize>(garbage.size()));
   }
 
-  std::promise<Status> fatal;
-  SqliteStoreOptions options;
-  options.on_fatal = [&](const Status& s) { fatal.set_value(s); };
-  auto store = SqliteStore::Open(dir_.string(), std::move(options));
-  ASSERT_TRUE(store.ok()) << store.status().ToString();
-  ASSERT_TRUE((*store)->LoadPipelines().ok());
   bool answered = false;
   (*store)->CommitCheckpoint(Commit(Record("p"), 2), [&](Status) { answered = true; });
   auto future = fatal.get_future();

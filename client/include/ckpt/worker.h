@@ -4,6 +4,10 @@
 //   ckpt::sdk::WorkerRuntime runtime("127.0.0.1:7070");
 //   ckpt::sdk::PipelineWorker* self = nullptr;
 //   ckpt::sdk::PipelineHandlers handlers;
+//   handlers.on_welcome = [](const ckpt::sdk::Welcome& w) {
+//     // before any trigger: load the state of w.restore.task_states (checkpoint_id 0: none)
+//   };
+//   handlers.on_release = [](const std::vector<int64_t>& ids) { /* delete their state */ };
 //   handlers.on_trigger = [&self](const ckpt::sdk::Trigger& t) {
 //     // snapshot the task's state, then:
 //     self->Ack(t.checkpoint_id, "0", {.uri = "s3://bucket/chk-" +
@@ -35,6 +39,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -90,6 +95,27 @@ enum class StatusCode {
 // gRPC's names: "OK", "NOT_FOUND", "UNAVAILABLE", ...
 const char* ToString(StatusCode code);
 
+// A task's snapshot, opaque to the daemon and stored with the completed checkpoint.
+struct TaskStateInfo {
+  std::string uri;
+  int64_t size_bytes = 0;
+  std::string checksum;
+};
+
+// Where this stream's tasks restore from: the pipeline's newest durable checkpoint or savepoint
+// (or one an operator chose). checkpoint_id 0: a fresh pipeline, start empty.
+struct RestorePoint {
+  int64_t checkpoint_id = 0;
+  CheckpointKind kind = CheckpointKind::kUnspecified;
+  std::string location;  // savepoints: where their state went
+  // task id -> the state it acked. Only this stream's tasks, unless `rescaled`: then every task
+  // state of the source (its task set differs from this pipeline's), to redistribute.
+  std::map<std::string, TaskStateInfo> task_states;
+  std::string source_job_id;  // the pipeline whose checkpoint it is
+  std::string source_pipeline_id;
+  bool rescaled = false;
+};
+
 // The daemon accepted the stream (the answer to hello).
 struct Welcome {
   std::string session_id;
@@ -104,6 +130,11 @@ struct Welcome {
   // The leadership that sent it, growing with each new leader of an HA group; 0 from a daemon with
   // the embedded store.
   int64_t leader_epoch = 0;
+  // Load the tasks' state from here before the first trigger (on_welcome runs before any).
+  RestorePoint restore;
+  // Every checkpoint id of this pipeline the daemon still references, oldest first: state this
+  // worker wrote for any other id may be deleted (it may have missed a release while away).
+  std::vector<int64_t> retained_checkpoint_ids;
 };
 
 // Take a snapshot of every task of this stream, then Ack (or Decline) it per task.
@@ -114,13 +145,6 @@ struct Trigger {
   int64_t generation = 0;
   std::string target;        // where a savepoint's state should go; empty for checkpoints
   int64_t leader_epoch = 0;  // as Welcome::leader_epoch
-};
-
-// A task's snapshot, opaque to the daemon and stored with the completed checkpoint.
-struct TaskStateInfo {
-  std::string uri;
-  int64_t size_bytes = 0;
-  std::string checksum;
 };
 
 // Why a stream ended when the user did not end it.
@@ -155,6 +179,10 @@ struct PipelineHandlers {
   std::function<void(PipelineState state, const std::string& reason)> on_state;
   // The daemon will not run the savepoint this worker asked for (RequestSavepoint), and why.
   std::function<void(const std::string& reason)> on_savepoint_refused;
+  // These checkpoints left the pipeline's history (pushed out of `retained`): each task may delete
+  // the state it wrote for them. Sent once the change is durable; an id may be released twice
+  // (after a daemon restart, or on another stream), so deleting must be idempotent.
+  std::function<void(const std::vector<int64_t>& checkpoint_ids)> on_release;
 };
 
 struct PipelineWorkerOptions {

@@ -1,0 +1,148 @@
+"""The restore loop with real processes (CONTRACT.md, "Restore and release"): the simulator writes
+a real file per task per checkpoint (--state-dir), acks its path, deletes it when released, and
+checks every file a restore point hands back. After kill -9 and a restart each reconnecting worker
+is handed the newest durable checkpoint's own files; the files of every released checkpoint are
+gone; those of every retained checkpoint and savepoint are still there.
+"""
+import collections
+import json
+import os
+import random
+import signal
+import subprocess
+import time
+import unittest
+
+import e2e_util as e2e
+
+BUILD_DIR = None
+PIPELINES = 3
+RETAINED = 3
+
+CONFIG = "lease_ttl_ms: 2000\nheartbeat_interval_ms: 500\n" + e2e.declared_pipelines(
+    "rl", PIPELINES, interval_ms=100, timeout_ms=5000, retained=RETAINED)
+
+
+class RestoreLoopTest(unittest.TestCase):
+    def setUp(self):
+        self.ws = e2e.Workspace(BUILD_DIR)
+        self.config = self.ws.write_config(CONFIG)
+        self.events = self.ws.path("events.log")
+        self.state_dir = self.ws.path("state")
+
+    def tearDown(self):
+        self.ws.close()
+
+    def events_of(self, kind):
+        return [e for e in e2e.read_events(self.events) if e[0] == kind]
+
+    def start_sim(self):
+        return self.ws.start("ckpt-worker-sim", "--server", f"127.0.0.1:{self.ws.port}",
+                             "--job", "rl", "--pipelines", str(PIPELINES),
+                             "--tasks-per-pipeline", "2", "--ack-delay-ms", "5",
+                             "--event-log", self.events, "--state-dir", self.state_dir,
+                             "--json")
+
+    def ctl(self, *args):
+        return subprocess.run([self.ws.binary("ckptctl"), "--server", f"127.0.0.1:{self.ws.port}",
+                               *args], capture_output=True, text=True, timeout=60)
+
+    def files_on_disk(self):
+        """pipeline -> {checkpoint id: set of task files}."""
+        found = collections.defaultdict(dict)
+        root = os.path.join(self.state_dir, "rl")
+        if not os.path.isdir(root):
+            return found
+        for pipeline in os.listdir(root):
+            for chk in os.listdir(os.path.join(root, pipeline)):
+                tasks = set(os.listdir(os.path.join(root, pipeline, chk)))
+                if tasks:
+                    found[pipeline][int(chk[len("chk-"):])] = tasks
+        return found
+
+    def stored(self):
+        """pipeline -> {checkpoint id: kind} of the history in the store."""
+        history = collections.defaultdict(dict)
+        with self.ws.db() as db:
+            for pipeline, cid, kind in db.execute(
+                    "SELECT pipeline_id, checkpoint_id, kind FROM checkpoints WHERE job_id='rl'"):
+                history[pipeline][cid] = kind
+        return history
+
+    def test_kill_dash_nine_restores_the_newest_durable_files_and_releases_the_rest(self):
+        rng = random.Random(os.getpid())
+        daemon = self.ws.start_daemon(self.config)
+        sim = self.start_sim()
+        e2e.wait_until(lambda: len(self.events_of("complete")) >= 8 * PIPELINES, 60,
+                       "checkpoints to complete")
+        # A savepoint of p0 outlives every retention trim.
+        out = self.ctl("savepoint", "--job", "rl", "--pipeline", "p0")
+        self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+        savepoint_ids = [e[3] for e in self.events_of("complete") if e[4] == "SAVEPOINT"]
+        self.assertEqual(len(savepoint_ids), 1)
+        target = len(self.events_of("complete")) + 6 * PIPELINES
+        e2e.wait_until(lambda: len(self.events_of("complete")) >= target, 60,
+                       "more checkpoints to complete, pushing old ones out of retained")
+        self.assertTrue(self.events_of("release"), "completions beyond retained release ids")
+
+        time.sleep(rng.uniform(0, 0.1))  # lands mid-round as often as between rounds
+        told_complete = collections.defaultdict(int)
+        for e in self.events_of("complete"):
+            told_complete[e[2]] = max(told_complete[e[2]], e[3])
+        before = len(e2e.read_events(self.events))
+        daemon.send_signal(signal.SIGKILL)
+        daemon.wait()
+        daemon = self.ws.start_daemon(self.config)
+
+        def restores_after():
+            return [e for e in e2e.read_events(self.events)[before:] if e[0] == "restore"]
+        e2e.wait_until(lambda: {e[2] for e in restores_after()} >=
+                       {f"p{i}" for i in range(PIPELINES)}, 60,
+                       "every pipeline's workers to reconnect and be handed a restore point")
+        after = e2e.read_events(self.events)[before:]
+        for pipeline in (f"p{i}" for i in range(PIPELINES)):
+            restore = next(e for e in after if e[0] == "restore" and e[2] == pipeline)
+            # The last durable one: at least every id a worker was told complete, and no round
+            # triggered after it completed before the crash (the next trigger is above it).
+            self.assertGreaterEqual(restore[3], told_complete[pipeline], pipeline)
+            first_trigger = next((e[3] for e in after if e[0] == "trigger" and e[2] == pipeline),
+                                 None)
+            if first_trigger is not None:
+                self.assertLess(restore[3], first_trigger, pipeline)
+        e2e.wait_until(lambda: len(self.events_of("complete")) >= target + 4 * PIPELINES, 60,
+                       "checkpoints to complete after the restart")
+
+        self.assertEqual(e2e.stop(sim, signal.SIGTERM), 0, self.ws.read_log("ckpt-worker-sim.log"))
+        self.assertEqual(e2e.stop(daemon, signal.SIGTERM), 0, self.ws.read_log("ckptd.log"))
+        summary = json.loads(self.ws.read_log("ckpt-worker-sim.log").strip().splitlines()[-1])
+        self.assertEqual(summary["restore_files_missing"], 0, "a restore point's file was deleted")
+        self.assertGreaterEqual(summary["restores"], PIPELINES)
+        self.assertGreater(summary["releases"], 0)
+        self.assertEqual(self.events_of("restore_missing"), [])
+
+        stored = self.stored()
+        files = self.files_on_disk()
+        released = collections.defaultdict(set)
+        for e in self.events_of("release"):
+            released[e[2]].add(e[3])
+        for pipeline in (f"p{i}" for i in range(PIPELINES)):
+            history = stored[pipeline]
+            self.assertEqual(sum(1 for kind in history.values() if kind == 0), RETAINED, pipeline)
+            on_disk = files[pipeline]
+            for cid in history:
+                self.assertEqual(on_disk.get(cid), {"0", "1"},
+                                 f"{pipeline}: the files of retained checkpoint {cid}")
+            self.assertFalse(released[pipeline] & set(on_disk),
+                             f"{pipeline}: files of released checkpoints are left")
+            self.assertFalse(released[pipeline] & set(history),
+                             f"{pipeline}: a released id is still in the history")
+            # Anything else on disk is a round that had not finished when the simulator stopped.
+            newest = max(history)
+            leftovers = {cid for cid in on_disk if cid not in history and cid <= newest}
+            self.assertEqual(leftovers, set(), f"{pipeline}: state of ids no longer referenced")
+        self.assertIn(savepoint_ids[0], stored["p0"], "a savepoint is never released by retention")
+        self.assertIn(savepoint_ids[0], files["p0"])
+
+
+if __name__ == "__main__":
+    e2e.main(globals())

@@ -1,0 +1,195 @@
+// The restore loop in the coordinator (CONTRACT.md, "Restore and release"): which restore point a
+// welcome names and with which task states, and which checkpoints a completion releases.
+#include <gtest/gtest.h>
+
+#include "coordinator_harness.h"
+
+namespace ckpt::testing {
+namespace {
+
+using std::chrono::milliseconds;
+
+// One round triggered and completed on session 1 (which holds every task).
+int64_t CompleteOneRound(Harness& h) {
+  h.RunFor(milliseconds(1000));
+  const int64_t id = h.LastTriggerId();
+  h.AckAll(id);
+  return id;
+}
+
+PipelineCoordinator::Registration Register(Harness& h, SessionId session,
+                                           std::vector<std::string> tasks, bool takeover = true) {
+  auto reg = h.c().OnRegister(session, "w" + std::to_string(session), tasks, takeover);
+  EXPECT_TRUE(reg.status.ok()) << reg.status.ToString();
+  h.Apply(reg.actions);
+  return reg;
+}
+
+std::vector<int64_t> ReleasedIn(const Actions& actions) {
+  std::vector<int64_t> ids;
+  for (const auto& release : ActionsOf<SendRelease>(actions)) {
+    ids.insert(ids.end(), release.checkpoint_ids.begin(), release.checkpoint_ids.end());
+  }
+  return ids;
+}
+
+TEST(CoordinatorRestore, AFreshPipelineNamesNoRestorePoint) {
+  Harness h;
+  h.Start();
+  auto reg = Register(h, 1, {"a", "b"}, false);
+  EXPECT_EQ(reg.welcome.restore.checkpoint_id, 0);
+  EXPECT_TRUE(reg.welcome.restore.task_states.empty());
+  EXPECT_TRUE(reg.welcome.retained_checkpoint_ids.empty());
+}
+
+TEST(CoordinatorRestore, AWelcomeHandsOverTheNewestDurableCheckpointOfTheHellosTasksOnly) {
+  Harness h;
+  const int64_t first = h.StartToFirstTrigger();
+  h.AckAll(first);
+  const int64_t second = CompleteOneRound(h);
+  ASSERT_GT(second, first);
+
+  // A worker of task b comes back (taking b over from session 1).
+  auto reg = Register(h, 2, {"b"});
+  const RestorePoint& restore = reg.welcome.restore;
+  EXPECT_EQ(restore.checkpoint_id, second);
+  EXPECT_EQ(restore.kind, CheckpointKind::kCheckpoint);
+  EXPECT_EQ(restore.source, (PipelineKey{"job", "pipe"}));
+  EXPECT_FALSE(restore.rescaled);
+  ASSERT_EQ(restore.task_states.size(), 1u) << "only the states of the tasks the hello registers";
+  EXPECT_EQ(restore.task_states.at("b").uri, "mem://b");
+  EXPECT_EQ(reg.welcome.retained_checkpoint_ids, (std::vector<int64_t>{first, second}));
+}
+
+TEST(CoordinatorRestore, ARoundTheStoreHasNotMadeDurableIsNotHandedOut) {
+  Harness h;
+  const int64_t first = h.StartToFirstTrigger();
+  h.AckAll(first);
+  h.auto_commit = false;
+  h.RunFor(milliseconds(1000));
+  const int64_t second = h.LastTriggerId();
+  h.AckAll(second);
+  ASSERT_EQ(h.commits.size(), 2u) << "the second round is with the store";
+
+  auto during = Register(h, 2, {"a"});
+  EXPECT_EQ(during.welcome.restore.checkpoint_id, first) << "not durable yet";
+  EXPECT_EQ(during.welcome.retained_checkpoint_ids, std::vector<int64_t>{first});
+
+  h.Apply(h.c().OnCommitted(second));
+  auto after = Register(h, 3, {"a"});
+  EXPECT_EQ(after.welcome.restore.checkpoint_id, second);
+}
+
+TEST(CoordinatorRestore, AFailedCommitLeavesTheRestorePointWhereItWas) {
+  Harness h;
+  const int64_t first = h.StartToFirstTrigger();
+  h.AckAll(first);
+  h.auto_commit = false;
+  h.RunFor(milliseconds(1000));
+  const int64_t second = h.LastTriggerId();
+  h.AckAll(second);
+  h.Apply(h.c().OnCommitFailed(second, Status::Unavailable("disk full")));
+  auto reg = Register(h, 2, {"a"});
+  EXPECT_EQ(reg.welcome.restore.checkpoint_id, first);
+  EXPECT_EQ(reg.welcome.retained_checkpoint_ids, std::vector<int64_t>{first});
+}
+
+TEST(CoordinatorRestore, APipelineLoadedFromTheStoreRestoresFromItsNewestCheckpoint) {
+  StoredPipeline stored;
+  stored.record.spec = MakeSpec();
+  stored.record.last_completed_id = 7;
+  stored.id_counter = 100;
+  stored.history = {{3, CheckpointKind::kSavepoint}, {6, CheckpointKind::kCheckpoint},
+                    {7, CheckpointKind::kCheckpoint}};
+  CompletedCheckpoint newest;
+  newest.checkpoint_id = 7;
+  newest.task_states = {{"a", {"s3://a-7", 10, "x"}}, {"b", {"s3://b-7", 20, "y"}}};
+  stored.newest = newest;
+  Harness h(stored, {});
+  h.Start(/*restarted=*/true);
+  auto reg = Register(h, 1, {"a", "b"}, false);
+  EXPECT_EQ(reg.welcome.restore.checkpoint_id, 7);
+  EXPECT_EQ(reg.welcome.restore.task_states, newest.task_states);
+  EXPECT_EQ(reg.welcome.retained_checkpoint_ids, (std::vector<int64_t>{3, 6, 7}));
+}
+
+TEST(CoordinatorRestore, ATaskSetOtherThanTheCheckpointsIsARescaleWithEveryState) {
+  StoredPipeline stored;
+  stored.record.spec = MakeSpec({"a", "b", "c"});
+  stored.record.last_completed_id = 7;
+  stored.id_counter = 100;
+  stored.history = {{7, CheckpointKind::kCheckpoint}};
+  CompletedCheckpoint newest;
+  newest.checkpoint_id = 7;
+  newest.task_states = {{"a", {"s3://a", 1, ""}}, {"b", {"s3://b", 1, ""}}};
+  stored.newest = newest;
+  Harness h(stored, {});
+  h.Start(/*restarted=*/true);
+  auto reg = Register(h, 1, {"c"}, false);
+  EXPECT_TRUE(reg.welcome.restore.rescaled);
+  EXPECT_EQ(reg.welcome.restore.task_states, newest.task_states)
+      << "every state of the source, for the engine to redistribute";
+
+  // Back to the checkpoint's task set: no longer a rescale.
+  ASSERT_TRUE(h.c().UpdateSpec(MakeSpec({"a", "b"})).status.ok());
+  auto again = Register(h, 2, {"a"});
+  EXPECT_FALSE(again.welcome.restore.rescaled);
+  ASSERT_EQ(again.welcome.restore.task_states.size(), 1u);
+  EXPECT_EQ(again.welcome.restore.task_states.count("a"), 1u);
+}
+
+TEST(CoordinatorRelease, ACompletionReleasesThePlainCheckpointsBeyondRetainedAfterItsComplete) {
+  PipelineSpec spec = MakeSpec();
+  spec.retained = 2;
+  Harness h(spec);
+  const int64_t c1 = h.StartToFirstTrigger();
+  h.AckAll(c1);
+  const int64_t c2 = CompleteOneRound(h);
+  EXPECT_TRUE(ActionsOf<SendRelease>(h.all).empty()) << "two fit in retained 2";
+
+  // A savepoint between: never released by retention.
+  h.Apply(h.c().RequestSavepoint("", false, milliseconds(60000)).actions);
+  const int64_t s3 = h.LastTriggerId();
+  ASSERT_EQ(h.triggers.back().kind, CheckpointKind::kSavepoint);
+  h.auto_commit = false;
+  h.AckAll(s3);
+  Actions savepoint_done = h.c().OnCommitted(s3);
+  h.Apply(savepoint_done);
+  EXPECT_TRUE(ReleasedIn(savepoint_done).empty()) << "a savepoint does not count in retained";
+
+  h.RunFor(milliseconds(1000));
+  const int64_t c4 = h.LastTriggerId();
+  h.AckAll(c4);
+  Actions done = h.c().OnCommitted(c4);
+  h.Apply(done);
+  EXPECT_EQ(ReleasedIn(done), std::vector<int64_t>{c1});
+  auto releases = ActionsOf<SendRelease>(done);
+  ASSERT_EQ(releases.size(), 1u);
+  EXPECT_EQ(releases[0].to, std::vector<SessionId>{1});
+  EXPECT_LT(IndexOf<SendComplete>(done), IndexOf<SendRelease>(done))
+      << "the completion first: the worker learns the new state is durable before it deletes";
+
+  auto reg = Register(h, 2, {"a"});
+  EXPECT_EQ(reg.welcome.retained_checkpoint_ids, (std::vector<int64_t>{c2, s3, c4}));
+}
+
+TEST(CoordinatorRelease, ShrinkingRetainedReleasesSeveralAtTheNextCompletion) {
+  PipelineSpec spec = MakeSpec();
+  spec.retained = 5;
+  Harness h(spec);
+  std::vector<int64_t> ids{h.StartToFirstTrigger()};
+  h.AckAll(ids[0]);
+  for (int i = 0; i < 3; ++i) ids.push_back(CompleteOneRound(h));
+  spec.retained = 1;
+  ASSERT_TRUE(h.c().UpdateSpec(spec).status.ok());
+  h.RunFor(milliseconds(1000));
+  const int64_t last = h.LastTriggerId();
+  h.auto_commit = false;
+  h.AckAll(last);
+  Actions done = h.c().OnCommitted(last);
+  h.Apply(done);
+  EXPECT_EQ(ReleasedIn(done), ids);
+}
+
+}  // namespace
+}  // namespace ckpt::testing
