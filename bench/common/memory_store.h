@@ -27,6 +27,9 @@ class MemoryStore final : public MetadataStore {
   void CommitCheckpoint(const CheckpointCommit&, Done done) override { Complete(commits_, done); }
   void Probe(Done done) override { Complete(puts_, done); }
   void DeletePipeline(const PipelineKey&, Done done) override { Complete(deletes_, done); }
+  void DeleteCheckpoints(const PipelineKey&, const std::vector<int64_t>&, Done done) override {
+    Complete(deletes_, done);
+  }
   Result<int64_t> LoadIdCounter(const PipelineKey&) override { return int64_t{0}; }
   Result<std::vector<CompletedCheckpoint>> ListCompleted(const PipelineKey&, int,
                                                          int64_t = 0) override {

@@ -1,4 +1,4 @@
-// ckptctl checkpoint trigger | list.
+// ckptctl checkpoint trigger | list | delete.
 
 #include <cstdint>
 #include <cstdio>
@@ -14,7 +14,8 @@ namespace {
 
 struct CheckpointFlags {
   std::string job, pipeline;
-  int64_t limit = 0;  // 0: the daemon's default
+  int64_t limit = 0;          // 0: the daemon's default
+  int64_t checkpoint_id = 0;  // delete
 };
 
 CommandResult RunTrigger(const GlobalOptions& global, const CheckpointFlags& flags) {
@@ -52,6 +53,32 @@ CommandResult RunList(const GlobalOptions& global, const CheckpointFlags& flags)
   return CommandResult::Ok();
 }
 
+CommandResult RunDelete(const GlobalOptions& global, const CheckpointFlags& flags) {
+  if (flags.checkpoint_id <= 0) {
+    return CommandResult::BadUsage("ID: must be a positive checkpoint id, got " +
+                                   std::to_string(flags.checkpoint_id));
+  }
+  v1::DeleteCheckpointRequest request;
+  request.mutable_pipeline()->set_job_id(flags.job);
+  request.mutable_pipeline()->set_pipeline_id(flags.pipeline);
+  request.set_checkpoint_id(flags.checkpoint_id);
+  Connection connection(global);
+  v1::DeleteCheckpointResponse response;
+  const std::string error =
+      connection.Call(&v1::AdminService::Stub::DeleteCheckpoint, request, &response);
+  if (!error.empty()) return CommandResult::Failed(error);
+  if (global.json()) {
+    Json deleted = DeletedJson(flags.job, flags.pipeline);
+    deleted["checkpoint_id"] = flags.checkpoint_id;
+    std::fputs(Dump(deleted).c_str(), stdout);
+  } else {
+    std::fprintf(stdout, "Deleted checkpoint %lld of %s/%s; its workers were told to release it.\n",
+                 static_cast<long long>(flags.checkpoint_id), flags.job.c_str(),
+                 flags.pipeline.c_str());
+  }
+  return CommandResult::Ok();
+}
+
 }  // namespace
 
 void AddCheckpointCommands(CLI::App& app, CommandContext& context) {
@@ -60,7 +87,8 @@ void AddCheckpointCommands(CLI::App& app, CommandContext& context) {
   checkpoint->require_subcommand(1);
   checkpoint->footer(R"(Examples:
   ckptctl checkpoint trigger etl p0
-  ckptctl checkpoint list etl p0 --limit 5)");
+  ckptctl checkpoint list etl p0 --limit 5
+  ckptctl checkpoint delete etl p0 42)");
 
   {
     auto flags = std::make_shared<CheckpointFlags>();
@@ -93,6 +121,27 @@ void AddCheckpointCommands(CLI::App& app, CommandContext& context) {
         ->type_name("N");
     cmd->callback([&context, flags] {
       context.action = [&context, flags] { return RunList(context.global, *flags); };
+    });
+  }
+  {
+    auto flags = std::make_shared<CheckpointFlags>();
+    CLI::App* cmd = checkpoint->add_subcommand(
+        "delete",
+        "Remove a savepoint or a retained checkpoint from the history; its workers are told to "
+        "release its state");
+    cmd->fallthrough();
+    cmd->footer(R"(Refused while the checkpoint is a restore point. Savepoints are never
+released by retention: delete the ones no longer needed (limits.max_savepoints_per_pipeline caps
+how many a pipeline holds).
+
+Examples:
+  ckptctl checkpoint delete etl p0 42
+  ckptctl checkpoint delete etl p0 42 -o json)");
+    cmd->add_option("job", flags->job, "Job id")->required();
+    cmd->add_option("pipeline", flags->pipeline, "Pipeline id")->required();
+    cmd->add_option("id", flags->checkpoint_id, "Checkpoint id")->required()->type_name("ID");
+    cmd->callback([&context, flags] {
+      context.action = [&context, flags] { return RunDelete(context.global, *flags); };
     });
   }
 }

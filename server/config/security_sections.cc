@@ -12,11 +12,15 @@ constexpr std::string_view kTlsKeys[] = {"cert_file",   "key_file",           "c
 constexpr std::string_view kAuthKeys[] = {"principals"};
 constexpr std::string_view kPrincipalKeys[] = {"name", "cert_identity", "token_sha256", "role",
                                                "jobs"};
-constexpr std::string_view kLimitKeys[] = {
-    "max_pipelines",           "max_tasks_per_pipeline",
-    "max_id_length",           "max_streams",
-    "max_streams_per_peer",    "max_message_bytes",
-    "max_session_queue_bytes", "savepoint_requests_per_minute"};
+constexpr std::string_view kLimitKeys[] = {"max_pipelines",
+                                           "max_tasks_per_pipeline",
+                                           "max_id_length",
+                                           "max_streams",
+                                           "max_streams_per_peer",
+                                           "max_message_bytes",
+                                           "max_session_queue_bytes",
+                                           "savepoint_requests_per_minute",
+                                           "max_savepoints_per_pipeline"};
 constexpr int64_t kMaxRefreshSeconds = 24 * 3600;
 // gRPC's own ceiling for one message (and far beyond any real one).
 constexpr int64_t kMaxMessageBytesCeiling = int64_t{1} << 30;
@@ -134,6 +138,9 @@ MaybeYamlError ReadLimitsSection(const YamlField& field, Limits* limits) {
     }
     if (f.name == "max_session_queue_bytes") {
       return ReadInt(f, 64 << 10, kMaxMessageBytesCeiling, &limits->max_session_queue_bytes);
+    }
+    if (f.name == "max_savepoints_per_pipeline") {
+      return ReadInt(f, 1, 100000, &limits->max_savepoints_per_pipeline);
     }
     return ReadInt(f, 0, 1000000, &limits->savepoint_requests_per_minute);
   };

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "core/limits.h"
 #include "core/types.h"
 
 namespace ckpt {
@@ -57,7 +58,7 @@ struct SendState {
 struct SendSavepointRefused {
   SessionId session = 0;
   std::string reason;
-  bool over_rate_limit = false;  // refused for limits.savepoint_requests_per_minute (counted)
+  std::optional<CountedLimit> limit;  // refused for this limit (counted)
 };
 
 // Ends a worker stream with `status` (ABORTED for a lost takeover, ...).
@@ -98,6 +99,11 @@ struct PersistProgress {
 };
 struct CommitCheckpoint {
   CheckpointCommit commit;
+};
+// Removes checkpoints from the history (DeleteCheckpoint); completion comes back as
+// OnCheckpointsDeleted / OnCheckpointsDeleteFailed with the same ids.
+struct DeleteCheckpoints {
+  std::vector<int64_t> checkpoint_ids;
 };
 
 // A periodic trigger fired `delay` after it was due.
@@ -154,8 +160,8 @@ struct Log {
 using Action =
     std::variant<SendTrigger, SendAbort, SendComplete, SendRelease, SendState, SendSavepointRefused,
                  EndSession, ArmWakeup, CancelWakeup, ArmTimeout, CancelTimeout, ReserveIds,
-                 PersistRecord, PersistProgress, CommitCheckpoint, RecordTriggerDelay,
-                 RoundFinished, IgnoredMessage, Log>;
+                 PersistRecord, PersistProgress, CommitCheckpoint, DeleteCheckpoints,
+                 RecordTriggerDelay, RoundFinished, IgnoredMessage, Log>;
 using Actions = std::vector<Action>;
 
 }  // namespace ckpt

@@ -5,9 +5,12 @@
 namespace ckpt {
 
 const char* CountedLimitLabel(CountedLimit limit) {
-  static constexpr const char* kLabels[] = {"max_pipelines", "max_streams", "max_streams_per_peer",
+  static constexpr const char* kLabels[] = {"max_pipelines",
+                                            "max_streams",
+                                            "max_streams_per_peer",
                                             "max_session_queue_bytes",
-                                            "savepoint_requests_per_minute"};
+                                            "savepoint_requests_per_minute",
+                                            "max_savepoints_per_pipeline"};
   static_assert(std::size(kLabels) == kCountedLimitCount);
   const auto index = static_cast<size_t>(limit);
   return index < kCountedLimitCount ? kLabels[index] : "unknown";

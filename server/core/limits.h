@@ -27,6 +27,9 @@ struct Limits {
   int64_t max_session_queue_bytes = 4 << 20;
   // Savepoints a pipeline's workers may ask for per minute (operators are not limited).
   int64_t savepoint_requests_per_minute = 6;
+  // Savepoints one pipeline's history may hold: beyond it a new savepoint is refused until one
+  // is deleted (DeleteCheckpoint), so that no client can fill the disk with them.
+  int64_t max_savepoints_per_pipeline = 100;
 
   bool operator==(const Limits&) const = default;
 };
@@ -38,6 +41,7 @@ enum class CountedLimit {
   kMaxStreamsPerPeer,
   kMaxSessionQueueBytes,
   kSavepointRequestsPerMinute,
+  kMaxSavepointsPerPipeline,
   kCount,
 };
 inline constexpr size_t kCountedLimitCount = static_cast<size_t>(CountedLimit::kCount);

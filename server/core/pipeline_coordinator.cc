@@ -549,6 +549,10 @@ PipelineCoordinator::Outcome PipelineCoordinator::RequestSavepoint(const std::st
     }
     return o;
   }
+  if (Status full = CheckSavepointRoom(); !full.ok()) {
+    o.status = std::move(full);
+    return o;
+  }
   queued_savepoint_ = QueuedSavepoint{target, stop, clock_.SteadyNow() + timeout, worker_asked};
   if (!pending_) {
     Actions more = OnWakeup();

@@ -39,6 +39,9 @@ struct CoordinatorOptions {
   // Savepoints the pipeline's workers may ask for in any minute (limits.
   // savepoint_requests_per_minute); beyond it a request is refused. Operators are not limited.
   int64_t savepoint_requests_per_minute = 6;
+  // Savepoints the history may hold (limits.max_savepoints_per_pipeline): beyond it a new one is
+  // refused (RESOURCE_EXHAUSTED) until one is deleted.
+  int64_t max_savepoints = 100;
   // Pipelines whose workers connect together (a fleet starting, every worker reconnecting after
   // a daemon restart) would trigger together and stay together: rule 4 counts each interval from
   // the actual trigger, so a clump never spreads by itself, and a clump of thousands of rounds
@@ -217,6 +220,18 @@ class PipelineCoordinator {
   // completion arrives, which then only reports the outcome (RoundFinished).
   Actions Delete();
 
+  // Removes a savepoint or a retained checkpoint from the history (CONTRACT.md, "Restore and
+  // release"). NOT_FOUND when the history does not hold it; FAILED_PRECONDITION for the restore
+  // point, which is also the newest completed checkpoint (the store keeps the pipeline's progress
+  // with it). Otherwise the store deletes it (DeleteCheckpoints) and OnCheckpointsDeleted or
+  // OnCheckpointsDeleteFailed follows; a call for an id already being deleted joins that delete
+  // (no action).
+  Outcome DeleteCheckpoint(int64_t checkpoint_id);
+  // The delete is durable: the ids leave the history and are released to the sessions.
+  Actions OnCheckpointsDeleted(const std::vector<int64_t>& checkpoint_ids);
+  Actions OnCheckpointsDeleteFailed(const std::vector<int64_t>& checkpoint_ids,
+                                    const Status& error);
+
   // Whether the config file declares this pipeline (a reload may update it; the API may not
   // delete it). Persisted.
   Actions SetFromConfig(bool from_config);
@@ -334,6 +349,8 @@ class PipelineCoordinator {
                       std::map<std::string, TaskState> task_states, Actions& out);
   // Whether the restore point's task set differs from the expected one.
   bool RestoreSetDiffers() const;
+  // RESOURCE_EXHAUSTED when the history holds options_.max_savepoints savepoints.
+  Status CheckSavepointRoom() const;
 
   // Constant after construction.
   const Clock& clock_;
@@ -380,6 +397,9 @@ class PipelineCoordinator {
   bool restore_rescaled_ = false;
   // The history as the store keeps it (ids and kinds, oldest first).
   std::vector<HistoryEntry> history_;
+  // Ids of history_ the store is deleting (DeleteCheckpoint); they stay in history_ until it is
+  // durable. A vector: usually empty, and an empty std::set costs 48 bytes a pipeline.
+  std::vector<int64_t> deleting_;
 
   std::optional<PendingRound> pending_;
   std::optional<QueuedSavepoint> queued_savepoint_;

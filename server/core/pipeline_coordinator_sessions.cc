@@ -191,7 +191,12 @@ Actions PipelineCoordinator::OnWorkerSavepointRequest(SessionId session, const s
     // requests must not fill the log.
     std::string text = what + " request of " + who + " refused: " + outcome.status.message();
     if (AllowSessionWarning(session, &text)) outcome.actions.push_back(Log{LogLevel::kWarn, text});
-    outcome.actions.push_back(SendSavepointRefused{session, outcome.status.message(), over_rate});
+    std::optional<CountedLimit> limit;
+    if (over_rate) limit = CountedLimit::kSavepointRequestsPerMinute;
+    if (outcome.status.code() == StatusCode::kResourceExhausted) {
+      limit = CountedLimit::kMaxSavepointsPerPipeline;
+    }
+    outcome.actions.push_back(SendSavepointRefused{session, outcome.status.message(), limit});
   }
   return std::move(outcome.actions);
 }

@@ -457,6 +457,8 @@ BatchResult EtcdBackend::ApplyBatch(const std::vector<WriteOp>& ops) {
             return PlanCommit(writer, i, o.commit);
           } else if constexpr (std::is_same_v<T, ProbeOp>) {
             return writer.Add(i, {Put(layout_.ProbeKey(), std::to_string(o.now_ms))});
+          } else if constexpr (std::is_same_v<T, DeleteCheckpointsOp>) {
+            return PlanDeleteCheckpoints(writer, i, o);
           } else {
             static_assert(std::is_same_v<T, DeletePipelineOp>);
             const PipelineKey& key = o.key;
@@ -485,6 +487,45 @@ BatchResult EtcdBackend::ApplyBatch(const std::vector<WriteOp>& ops) {
     return BatchResult::Stop(writer.stop());
   }
   return BatchResult::Committed(std::move(results));
+}
+
+bool EtcdBackend::PlanDeleteCheckpoints(BatchWriter& writer, size_t i,
+                                        const DeleteCheckpointsOp& op) {
+  auto it = pipelines_.find(op.key);
+  if (it == pipelines_.end() || !it->second.has_record) {
+    writer.results()[i] = Status::NotFound("pipeline " + op.key.ToString() + " has no record");
+    return true;
+  }
+  PipelineView& view = it->second;
+  int64_t newest = 0;
+  if (!view.checkpoint_ids.empty()) newest = *view.checkpoint_ids.rbegin();
+  if (!view.savepoint_ids.empty()) newest = std::max(newest, *view.savepoint_ids.rbegin());
+  std::vector<RequestOp> requests;
+  for (int64_t id : op.checkpoint_ids) {
+    const bool plain = view.checkpoint_ids.count(id) > 0 && id >= view.retained_from;
+    if (!plain && !view.savepoint_ids.count(id)) continue;  // not in the history
+    if (id == newest) {
+      // Its value holds the pipeline's progress and where the history starts (etcd_layout.h).
+      writer.results()[i] = Status::FailedPrecondition(
+          "checkpoint " + std::to_string(id) + " of " + op.key.ToString() +
+          " is the newest stored; the store keeps the pipeline's progress with it");
+      return true;
+    }
+    // Every key of the id, whatever its kind and chunk marks.
+    requests.push_back(
+        Delete(layout_.CheckpointBound(op.key, id), layout_.CheckpointBound(op.key, id + 1)));
+    if (view.chunked.count(id)) {
+      const std::string chunks = layout_.ChunkPrefix(op.key, id);
+      requests.push_back(Delete(chunks, PrefixEnd(chunks)));
+    }
+  }
+  if (requests.empty()) return true;
+  for (int64_t id : op.checkpoint_ids) {
+    view.checkpoint_ids.erase(id);
+    view.savepoint_ids.erase(id);
+    view.chunked.erase(id);
+  }
+  return writer.Add(i, std::move(requests));
 }
 
 bool EtcdBackend::PlanCommit(BatchWriter& writer, size_t i, const CheckpointCommit& commit) {

@@ -104,6 +104,10 @@ class EtcdBackend final : public StoreBackend {
   };
   class BatchWriter;
 
+  // Plans a DeleteCheckpointsOp into the batch: a range delete per id (its key of whichever kind)
+  // and its chunks.
+  bool PlanDeleteCheckpoints(BatchWriter& writer, size_t op_index, const DeleteCheckpointsOp& op)
+      CKPT_REQUIRES(view_mu_);
   // Plans a CheckpointCommitOp into the batch (chunks sent first when it needs them).
   bool PlanCommit(BatchWriter& writer, size_t op_index, const CheckpointCommit& commit)
       CKPT_REQUIRES(view_mu_);

@@ -136,6 +136,21 @@ grpc::ServerUnaryReactor* AdminServiceImpl::DeletePipeline(grpc::CallbackServerC
   return reactor;
 }
 
+grpc::ServerUnaryReactor* AdminServiceImpl::DeleteCheckpoint(grpc::CallbackServerContext* ctx,
+                                                             const v1::DeleteCheckpointRequest* req,
+                                                             v1::DeleteCheckpointResponse* resp) {
+  if (Status s = Admit(*ctx, "DeleteCheckpoint"); !s.ok()) return Reply(ctx, s);
+  if (req->checkpoint_id() <= 0) {
+    return Reply(ctx, Status::InvalidArgument("checkpoint_id must be a positive id"));
+  }
+  auto runner = Lookup(req->pipeline().job_id(), req->pipeline().pipeline_id());
+  if (!runner.ok()) return Reply(ctx, runner.status());
+  auto* reactor = ctx->DefaultReactor();
+  (*runner)->DeleteCheckpoint(req->checkpoint_id(),
+                              [reactor](const Status& s) { reactor->Finish(ToGrpcStatus(s)); });
+  return reactor;
+}
+
 grpc::ServerUnaryReactor* AdminServiceImpl::GetPipeline(grpc::CallbackServerContext* ctx,
                                                         const v1::PipelineRef* req,
                                                         v1::Pipeline* resp) {

@@ -37,6 +37,7 @@ std::shared_ptr<PipelineRunner> PipelineHost::MakeRunner(const StoredPipeline& s
   options.coordinator.start_spread = Millis(options_.start_spread_ms);
   options.coordinator.savepoint_root = options_.savepoint_root;
   options.coordinator.savepoint_requests_per_minute = options_.limits.savepoint_requests_per_minute;
+  options.coordinator.max_savepoints = options_.limits.max_savepoints_per_pipeline;
   options.store_health = &store_health_;
   return std::make_shared<PipelineRunner>(shards_.For(stored.record.spec.key), stored, restarted,
                                           store_, clock_, metrics_, options);

@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/post.hpp>
 
@@ -238,6 +240,17 @@ void PipelineRunner::Delete(std::function<void(Status)> done, const std::string&
   });
 }
 
+void PipelineRunner::DeleteCheckpoint(int64_t checkpoint_id, std::function<void(Status)> done) {
+  PostOperator([checkpoint_id, done = std::move(done)](PipelineRunner& r) mutable {
+    if (r.deleted_) return done(r.DeletedStatus());
+    auto outcome = r.coordinator_.DeleteCheckpoint(checkpoint_id);
+    if (!outcome.status.ok()) return done(outcome.status);
+    // Answered when the delete is durable (this one, or the one already under way it joined).
+    r.delete_waiters_.emplace_back(checkpoint_id, std::move(done));
+    r.Run(std::move(outcome.actions));
+  });
+}
+
 void PipelineRunner::Undeclare(std::function<void(bool)> done) {
   PostOperator([done = std::move(done)](PipelineRunner& r) {
     if (r.deleted_ || !r.coordinator_.from_config()) return done(false);
@@ -383,7 +396,7 @@ void PipelineRunner::Execute(Action& action) {
   } else if (auto* a = std::get_if<SendState>(&action)) {
     SendToSessions(sessions_, *a);
   } else if (auto* a = std::get_if<SendSavepointRefused>(&action)) {
-    if (a->over_rate_limit) metrics_.CountLimit(CountedLimit::kSavepointRequestsPerMinute);
+    if (a->limit) metrics_.CountLimit(*a->limit);
     if (auto it = sessions_.find(a->session); it != sessions_.end())
       it->second->Send(std::move(*a));
   } else if (auto* a = std::get_if<EndSession>(&action)) {
@@ -412,6 +425,29 @@ void PipelineRunner::Execute(Action& action) {
     store_.PutPipeline(a->record, PersistDone(/*whole_record=*/true));
   } else if (auto* a = std::get_if<PersistProgress>(&action)) {
     store_.PutProgress(a->key, a->progress, PersistDone(/*whole_record=*/false));
+  } else if (auto* a = std::get_if<DeleteCheckpoints>(&action)) {
+    store_.DeleteCheckpoints(
+        key_, a->checkpoint_ids,
+        [self = shared_from_this(), ids = a->checkpoint_ids](Status s) mutable {
+          self->ReportWrite(s);
+          self->PostStoreCompletion([ids = std::move(ids), s = std::move(s)](PipelineRunner& r) {
+            r.Run(s.ok() ? r.coordinator_.OnCheckpointsDeleted(ids)
+                         : r.coordinator_.OnCheckpointsDeleteFailed(ids, s));
+            // Their callers learn the outcome, whatever happened to the pipeline meanwhile.
+            std::vector<std::function<void(Status)>> answer;
+            std::vector<std::pair<int64_t, std::function<void(Status)>>> still;
+            for (auto& [id, done] : r.delete_waiters_) {
+              const bool mine = std::find(ids.begin(), ids.end(), id) != ids.end();
+              if (mine) {
+                answer.push_back(std::move(done));
+              } else {
+                still.emplace_back(id, std::move(done));
+              }
+            }
+            r.delete_waiters_ = std::move(still);
+            for (auto& done : answer) done(s);
+          });
+        });
   } else if (auto* a = std::get_if<CommitCheckpoint>(&action)) {
     const int64_t id = a->commit.checkpoint.checkpoint_id;
     const SteadyTime queued_at = clock_.SteadyNow();

@@ -92,6 +92,9 @@ class PipelineRunner : public std::enable_shared_from_this<PipelineRunner> {
   // `observer` no longer waits (its call was cancelled): it is let go at once, and a queued
   // savepoint nobody waits for any more is dropped (PipelineCoordinator::OnSavepointCallersGone).
   void ForgetSavepointObserver(const SavepointObserver* observer);
+  // Removes a savepoint or a retained checkpoint from the history; `done` once that is durable
+  // (or refused, or failed). Its workers then get `release`.
+  void DeleteCheckpoint(int64_t checkpoint_id, std::function<void(Status)> done);
   // Ends every stream with NOT_FOUND and stops the pipeline for good; `done` gets OK once it is.
   // A pipeline declared in the config file is refused (FAILED_PRECONDITION naming `declared_in`,
   // the file): the file would bring it back at the next reload.
@@ -184,6 +187,8 @@ class PipelineRunner : public std::enable_shared_from_this<PipelineRunner> {
   std::vector<std::shared_ptr<SavepointObserver>> savepoint_observers_;
   std::unique_ptr<SavepointUpdate>
       last_savepoint_update_;  // null: none (most pipelines, most of the time)
+  // Operators waiting for a DeleteCheckpoint to be durable, by checkpoint id.
+  std::vector<std::pair<int64_t, std::function<void(Status)>>> delete_waiters_;
   LogThrottle refused_hello_log_{std::chrono::seconds(10)};
 };
 

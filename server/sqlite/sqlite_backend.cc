@@ -41,7 +41,7 @@ struct SqliteBackend::WriterConn {
   Db db;
   Stmt begin, commit, rollback, savepoint, release, rollback_to;
   Stmt upsert_pipeline, update_progress, raise_counter, insert_checkpoint, trim_checkpoints;
-  Stmt delete_pipeline, delete_checkpoints, probe;
+  Stmt delete_pipeline, delete_checkpoints, delete_checkpoint, pipeline_exists, probe;
 
   Status Prepare() {
     Status s;
@@ -98,6 +98,12 @@ struct SqliteBackend::WriterConn {
                 s);
     PrepareInto(db, delete_pipeline, "DELETE FROM pipelines WHERE job_id = ?1 AND pipeline_id = ?2",
                 s);
+    PrepareInto(db, delete_checkpoint,
+                "DELETE FROM checkpoints WHERE job_id = ?1 AND pipeline_id = ?2 "
+                "AND checkpoint_id = ?3",
+                s);
+    PrepareInto(db, pipeline_exists,
+                "SELECT 1 FROM pipelines WHERE job_id = ?1 AND pipeline_id = ?2", s);
     PrepareInto(db, delete_checkpoints,
                 "DELETE FROM checkpoints WHERE job_id = ?1 AND pipeline_id = ?2", s);
     return s;
@@ -211,6 +217,32 @@ struct SqliteBackend::WriterConn {
     }
     return Status::Ok();
   }
+  Status PipelineExists(const PipelineKey& key, bool* exists) {
+    ResetGuard guard(pipeline_exists);
+    pipeline_exists.Bind(1, key.job_id);
+    pipeline_exists.Bind(2, key.pipeline_id);
+    const int rc = pipeline_exists.Step();
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+      return db.Error(rc, "reading the record of " + key.ToString());
+    }
+    *exists = rc == SQLITE_ROW;
+    return Status::Ok();
+  }
+  Status DeleteCheckpoints(const PipelineKey& key, const std::vector<int64_t>& ids) {
+    bool exists = false;
+    if (Status s = PipelineExists(key, &exists); !s.ok()) return s;
+    if (!exists) return Status::NotFound("pipeline " + key.ToString() + " has no record");
+    for (int64_t id : ids) {
+      ResetGuard guard(delete_checkpoint);
+      delete_checkpoint.Bind(1, key.job_id);
+      delete_checkpoint.Bind(2, key.pipeline_id);
+      delete_checkpoint.Bind(3, id);
+      if (int rc = delete_checkpoint.Step(); rc != SQLITE_DONE) {
+        return db.Error(rc, "deleting checkpoint " + std::to_string(id) + " of " + key.ToString());
+      }
+    }
+    return Status::Ok();
+  }
   // One op of the open transaction; its own status.
   Status Apply(const WriteOp& op) {
     return std::visit(
@@ -227,6 +259,8 @@ struct SqliteBackend::WriterConn {
             return CommitCheckpoint(o.commit);
           } else if constexpr (std::is_same_v<T, ProbeOp>) {
             return Probe(o.now_ms);
+          } else if constexpr (std::is_same_v<T, DeleteCheckpointsOp>) {
+            return DeleteCheckpoints(o.key, o.checkpoint_ids);
           } else {
             static_assert(std::is_same_v<T, DeletePipelineOp>);
             return DeletePipeline(o.key);

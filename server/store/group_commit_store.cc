@@ -75,6 +75,11 @@ void GroupCommitStore::DeletePipeline(const PipelineKey& key, Done done) {
   Enqueue(DeletePipelineOp{key}, std::move(done));
 }
 
+void GroupCommitStore::DeleteCheckpoints(const PipelineKey& key, const std::vector<int64_t>& ids,
+                                         Done done) {
+  Enqueue(DeleteCheckpointsOp{key, ids}, std::move(done));
+}
+
 void GroupCommitStore::Flush() {
   if (std::this_thread::get_id() == writer_thread_.get_id()) {
     // From a `done` callback: the writer would wait for itself forever.

@@ -72,6 +72,8 @@ class GroupCommitStore : public MetadataStore {
   void CommitCheckpoint(const CheckpointCommit& commit, Done done) override;
   void Probe(Done done) override;
   void DeletePipeline(const PipelineKey& key, Done done) override;
+  void DeleteCheckpoints(const PipelineKey& key, const std::vector<int64_t>& ids,
+                         Done done) override;
   Result<int64_t> LoadIdCounter(const PipelineKey& key) override;
   Result<std::vector<CompletedCheckpoint>> ListCompleted(const PipelineKey& key, int limit,
                                                          int64_t before_id = 0) override;

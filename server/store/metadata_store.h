@@ -50,6 +50,12 @@ class MetadataStore {
   // Removes the record and the checkpoint history of the pipeline (not its id counter).
   virtual void DeletePipeline(const PipelineKey& key, Done done) = 0;
 
+  // Removes these checkpoints or savepoints from the pipeline's history (ids it does not hold
+  // are skipped). Never the newest one: the progress may ride with it (the etcd backend refuses
+  // that with FAILED_PRECONDITION). NOT_FOUND when the pipeline has no record.
+  virtual void DeleteCheckpoints(const PipelineKey& key, const std::vector<int64_t>& ids,
+                                 Done done) = 0;
+
   // Blocking. The pipeline's id counter (0 if it never had one); it outlives DeletePipeline, so a
   // pipeline created again under the same name continues above it.
   virtual Result<int64_t> LoadIdCounter(const PipelineKey& key) = 0;

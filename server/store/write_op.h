@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <variant>
+#include <vector>
 
 #include "core/types.h"
 
@@ -39,7 +40,13 @@ struct DeletePipelineOp {
   PipelineKey key;
 };
 
+// Ids not in the history are skipped; NOT_FOUND when the pipeline has no record.
+struct DeleteCheckpointsOp {
+  PipelineKey key;
+  std::vector<int64_t> checkpoint_ids;
+};
+
 using WriteOp = std::variant<PutPipelineOp, PutProgressOp, ReserveIdsOp, CommitCheckpointOp,
-                             ProbeOp, DeletePipelineOp>;
+                             ProbeOp, DeletePipelineOp, DeleteCheckpointsOp>;
 
 }  // namespace ckpt

@@ -144,5 +144,53 @@ class RestoreLoopTest(unittest.TestCase):
         self.assertIn(savepoint_ids[0], files["p0"])
 
 
+    def test_savepoints_are_capped_and_a_deleted_one_is_released(self):
+        config = self.ws.write_config(
+            "limits:\n  max_savepoints_per_pipeline: 2\n" +
+            e2e.declared_pipelines("rl", 1, interval_ms=100, timeout_ms=5000, retained=2))
+        daemon = self.ws.start_daemon(config)
+        sim = self.ws.start("ckpt-worker-sim", "--server", f"127.0.0.1:{self.ws.port}",
+                            "--job", "rl", "--pipelines", "1", "--tasks-per-pipeline", "2",
+                            "--event-log", self.events, "--state-dir", self.state_dir)
+        e2e.wait_until(lambda: len(self.events_of("complete")) >= 3, 60, "checkpoints to complete")
+        for _ in range(2):
+            out = self.ctl("savepoint", "--job", "rl", "--pipeline", "p0")
+            self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+        out = self.ctl("savepoint", "--job", "rl", "--pipeline", "p0")
+        self.assertEqual(out.returncode, 1, out.stdout + out.stderr)
+        self.assertIn("limits.max_savepoints_per_pipeline (2)", out.stdout + out.stderr)
+        self.assertIn("ckptctl checkpoint delete rl p0", out.stdout + out.stderr)
+
+        out = self.ctl("pipeline", "pause", "rl", "p0")
+        self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+        e2e.wait_until(lambda: self.ctl("-o", "json", "pipeline", "get", "rl", "p0").stdout
+                       .find('"pending_checkpoint_id": 0') >= 0, 30, "the pending round to end")
+        newest = json.loads(self.ctl("-o", "json", "pipeline", "get", "rl", "p0").stdout)[
+            "last_completed_checkpoint_id"]
+        out = self.ctl("checkpoint", "delete", "rl", "p0", str(newest))
+        self.assertEqual(out.returncode, 1, out.stdout + out.stderr)
+        self.assertIn("restore point", out.stderr)
+
+        savepoints = sorted(e[3] for e in self.events_of("complete") if e[4] == "SAVEPOINT")
+        self.assertEqual(len(savepoints), 2)
+        self.assertIn(savepoints[0], self.files_on_disk()["p0"])
+        out = self.ctl("-o", "json", "checkpoint", "delete", "rl", "p0", str(savepoints[0]))
+        self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+        self.assertEqual(json.loads(out.stdout)["checkpoint_id"], savepoints[0])
+        e2e.wait_until(lambda: savepoints[0] not in self.files_on_disk()["p0"], 30,
+                       "the workers to delete the released savepoint's files")
+        self.assertIn(savepoints[0], [e[3] for e in self.events_of("release")])
+        self.assertNotIn(savepoints[0], self.stored()["p0"])
+        out = self.ctl("checkpoint", "delete", "rl", "p0", str(savepoints[0]))
+        self.assertEqual(out.returncode, 1, "gone already: " + out.stdout + out.stderr)
+
+        out = self.ctl("pipeline", "resume", "rl", "p0")
+        self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+        out = self.ctl("savepoint", "--job", "rl", "--pipeline", "p0")
+        self.assertEqual(out.returncode, 0, "room again: " + out.stdout + out.stderr)
+        self.assertEqual(e2e.stop(sim, signal.SIGTERM), 0, self.ws.read_log("ckpt-worker-sim.log"))
+        self.assertEqual(e2e.stop(daemon, signal.SIGTERM), 0, self.ws.read_log("ckptd.log"))
+
+
 if __name__ == "__main__":
     e2e.main(globals())

@@ -174,11 +174,11 @@ class Driver {
   // ---- events ---------------------------------------------------------------------------------
 
   void Event() {
-    const uint8_t op = in_.Byte() % 26;
+    const uint8_t op = in_.Byte() % 28;
     // After Delete the runtime drops every worker message, timer and id reservation and answers
     // operator calls with NOT_FOUND (runtime/pipeline_runner.cc); only the completion of a commit
     // handed to the store before the delete still arrives. Time still passes.
-    const bool after_delete = op == 0 || op == 13 || op == 14;
+    const bool after_delete = op == 0 || op == 13 || op == 14 || op == 27;
     if (c_->deleted() && !after_delete) return;
     const auto& wakeup = c_->armed_wakeup();
     const auto& timeout = c_->armed_timeout();
@@ -281,6 +281,15 @@ class Driver {
         c_->OnStoreWritable(writable);
         break;
       }
+      case 26: {  // an operator deletes a checkpoint (often one of the history)
+        const int64_t id = PickCheckpointId(in_.Byte());
+        Trace("delete checkpoint " + std::to_string(id));
+        c_->DeleteCheckpoint(id);
+        break;
+      }
+      case 27:  // the store finishes a delete, or fails it
+        if (!c_->deletes_outstanding().empty()) CompleteDelete((in_.Byte() & 1) != 0);
+        break;
       case 24: {  // a burst of time passing with every timer firing on time
         const int steps = 1 + in_.Byte() % 8;
         for (int i = 0; i < steps; ++i) {
@@ -437,6 +446,16 @@ class Driver {
     }
   }
 
+  void CompleteDelete(bool ok) {
+    const int64_t id = *c_->deletes_outstanding().begin();
+    Trace(std::string("store: delete of ") + std::to_string(id) + (ok ? " durable" : " failed"));
+    if (ok) {
+      c_->OnCheckpointsDeleted({id});
+    } else {
+      c_->OnCheckpointsDeleteFailed({id}, Status::Internal("fuzz"));
+    }
+  }
+
   // The store reports an id it was not handed (or no longer holds): must change nothing.
   void WrongCommitReport(uint8_t b) {
     int64_t id = PickCheckpointId(b >> 1);
@@ -454,7 +473,8 @@ class Driver {
   // The store completes everything it holds, successfully (the runtime posts each completion
   // back to the strand after the current handler).
   void DrainStore() {
-    if (c_->deleted()) {  // only a commit's completion still arrives (see Event)
+    while (!c_->deletes_outstanding().empty()) CompleteDelete(true);
+    if (c_->deleted()) {  // only the completions of store writes still arrive (see Event)
       if (c_->commit_outstanding()) CompleteCommit(true);
       return;
     }

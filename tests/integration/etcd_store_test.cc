@@ -203,6 +203,39 @@ TEST_F(EtcdStoreTest, ACheckpointTooLargeForOneValueIsWrittenInChunksAndTrimmedW
   EXPECT_EQ(Ids(*listed), (std::vector<int64_t>{2}));
 }
 
+// A deleted checkpoint takes its chunks along; the newest one, whose value holds the pipeline's
+// progress and where its history starts, is never deleted. A new leader loads the newest's
+// states, chunks and all, as the restore point.
+TEST_F(EtcdStoreTest, ADeleteTakesTheChunksAlongAndNeverTheNewestKey) {
+  auto store = OpenFenced(prefix_);
+  PipelineRecord r = MakeRecord("job", "wide", /*retained=*/5);
+  ASSERT_TRUE(Await([&](auto done) { store->PutPipeline(r, done); }).ok());
+  r.last_completed_id = 1;
+  ASSERT_TRUE(Await([&](auto done) {
+                store->CommitCheckpoint(CommitOf(r, WideCheckpoint(1)), done);
+              }).ok());
+  r.last_completed_id = 2;
+  const CompletedCheckpoint big = WideCheckpoint(2);
+  ASSERT_TRUE(Await([&](auto done) { store->CommitCheckpoint(CommitOf(r, big), done); }).ok());
+  const size_t chunks_of_two = Dump(*client_, prefix_ + "/chunks/").size();
+  ASSERT_TRUE(Await([&](auto done) { store->DeleteCheckpoints(r.spec.key, {1}, done); }).ok());
+  EXPECT_EQ(Dump(*client_, prefix_ + "/chunks/").size(), chunks_of_two / 2);
+  EXPECT_EQ(Dump(*client_, prefix_ + "/checkpoints/").size(), 1u);
+
+  const Status newest = Await([&](auto done) { store->DeleteCheckpoints(r.spec.key, {2}, done); });
+  EXPECT_EQ(newest.code(), StatusCode::kFailedPrecondition) << newest.ToString();
+  EXPECT_EQ(Dump(*client_, prefix_ + "/checkpoints/").size(), 1u);
+
+  store.reset();
+  store = OpenFenced(prefix_);
+  auto loaded = store->LoadPipelines();
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  ASSERT_EQ(loaded->size(), 1u);
+  ASSERT_TRUE((*loaded)[0].newest.has_value());
+  EXPECT_EQ(*(*loaded)[0].newest, big);
+  EXPECT_EQ((*loaded)[0].history, (std::vector<HistoryEntry>{{2, CheckpointKind::kCheckpoint}}));
+}
+
 // A completion is one etcd write: the progress after it rides in the checkpoint's value, and the
 // progress key is left alone (a load takes whichever was written last: the contract's tests).
 TEST_F(EtcdStoreTest, ACompletionWritesItsCheckpointKeyAndLeavesTheProgressKeyAlone) {

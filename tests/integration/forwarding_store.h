@@ -27,6 +27,10 @@ class ForwardingStore : public MetadataStore {
     inner_->CommitCheckpoint(commit, std::move(done));
   }
   void Probe(Done done) override { inner_->Probe(std::move(done)); }
+  void DeleteCheckpoints(const PipelineKey& key, const std::vector<int64_t>& ids,
+                         Done done) override {
+    inner_->DeleteCheckpoints(key, ids, std::move(done));
+  }
   void DeletePipeline(const PipelineKey& key, Done done) override {
     inner_->DeletePipeline(key, std::move(done));
   }

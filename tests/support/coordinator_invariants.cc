@@ -32,6 +32,9 @@ const char* CoordinatorCallName(CoordinatorCall call) {
     case CoordinatorCall::kUpdateSpec: return "UpdateSpec";
     case CoordinatorCall::kDelete: return "Delete";
     case CoordinatorCall::kSetFromConfig: return "SetFromConfig";
+    case CoordinatorCall::kDeleteCheckpoint: return "DeleteCheckpoint";
+    case CoordinatorCall::kCheckpointsDeleted: return "OnCheckpointsDeleted";
+    case CoordinatorCall::kCheckpointsDeleteFailed: return "OnCheckpointsDeleteFailed";
   }
   return "?";
 }
@@ -355,6 +358,32 @@ Actions CheckedCoordinator::Delete() {
   return out;
 }
 
+PipelineCoordinator::Outcome CheckedCoordinator::DeleteCheckpoint(int64_t checkpoint_id) {
+  auto o = c_.DeleteCheckpoint(checkpoint_id);
+  Apply({CoordinatorCall::kDeleteCheckpoint, checkpoint_id}, o.actions);
+  if (!o.status.ok()) INVARIANT(o.actions.empty(), "a refused DeleteCheckpoint acted");
+  return o;
+}
+
+Actions CheckedCoordinator::OnCheckpointsDeleted(const std::vector<int64_t>& checkpoint_ids) {
+  for (int64_t id : checkpoint_ids) deletes_outstanding_.erase(id);
+  deleted_now_ = std::set<int64_t>(checkpoint_ids.begin(), checkpoint_ids.end());
+  Actions out = c_.OnCheckpointsDeleted(checkpoint_ids);
+  Apply({CoordinatorCall::kCheckpointsDeleted}, out);
+  return out;
+}
+
+Actions CheckedCoordinator::OnCheckpointsDeleteFailed(const std::vector<int64_t>& checkpoint_ids,
+                                                      const Status& error) {
+  for (int64_t id : checkpoint_ids) deletes_outstanding_.erase(id);
+  Actions out = c_.OnCheckpointsDeleteFailed(checkpoint_ids, error);
+  Apply({CoordinatorCall::kCheckpointsDeleteFailed}, out);
+  for (const Action& action : out) {
+    INVARIANT(!std::holds_alternative<SendRelease>(action), "a failed delete released something");
+  }
+  return out;
+}
+
 Actions CheckedCoordinator::SetFromConfig(bool from_config) {
   Actions out = c_.SetFromConfig(from_config);
   Apply({CoordinatorCall::kSetFromConfig}, out);
@@ -400,12 +429,27 @@ void CheckedCoordinator::Apply(Step step, const Actions& actions) {
       OnCommit(*a);
     } else if (auto* a = std::get_if<SendComplete>(&action)) {
       OnComplete(*a);
+    } else if (auto* a = std::get_if<DeleteCheckpoints>(&action)) {
+      INVARIANT(current_.call == CoordinatorCall::kDeleteCheckpoint,
+                "DeleteCheckpoints other than for an operator's DeleteCheckpoint");
+      for (int64_t id : a->checkpoint_ids) {
+        INVARIANT(id != last_completed_id_, "the restore point was handed to the store to delete");
+        INVARIANT(deletes_outstanding_.insert(id).second, "an id handed for deletion twice");
+      }
     } else if (auto* a = std::get_if<SendRelease>(&action)) {
-      INVARIANT(current_.call == CoordinatorCall::kCommitted && complete_sent_,
-                "SendRelease other than after the SendComplete of a commit");
+      if (current_.call == CoordinatorCall::kCheckpointsDeleted) {
+        for (int64_t id : a->checkpoint_ids) {
+          INVARIANT(deleted_now_.count(id), "a durable delete released an id it did not delete");
+        }
+      } else {
+        INVARIANT(current_.call == CoordinatorCall::kCommitted && complete_sent_,
+                  "SendRelease other than after the SendComplete of a commit or a delete");
+      }
       for (int64_t id : a->checkpoint_ids) {
         INVARIANT(id != last_completed_id_, "the checkpoint just completed was released");
-        INVARIANT(!completed_savepoints_.count(id), "a savepoint was released automatically");
+        INVARIANT(current_.call == CoordinatorCall::kCheckpointsDeleted ||
+                      !completed_savepoints_.count(id),
+                  "a savepoint was released automatically");
         INVARIANT(released_.insert(id).second, "an id was released twice");
       }
     } else if (auto* a = std::get_if<SendAbort>(&action)) {

@@ -23,7 +23,12 @@
 //   - a queued savepoint goes before any periodic trigger, starts as soon as it can, and does not
 //     stay queued while PAUSED, FAILED, STOPPED or after Delete;
 //   - status (pending id, completed_count, last completed id, registered tasks) agrees with the
-//     actions seen.
+//     actions seen;
+//   - a welcome names the last completed checkpoint as the restore point (once one completed),
+//     with only the hello's tasks unless rescaled, and lists it among the retained ids, which hold
+//     nothing released; SendRelease comes only with a completion (after its SendComplete; never
+//     for it, a savepoint, or an id released before) or with the durable delete of exactly those
+//     ids; DeleteCheckpoints never names the restore point nor an id already being deleted.
 // (CONTRACT.md "Semantics every build keeps" and "Precise rules".)
 //
 // No GoogleTest here: the fuzz tree has none. A broken invariant goes to the Report the caller
@@ -75,6 +80,9 @@ enum class CoordinatorCall {
   kUpdateSpec,
   kDelete,
   kSetFromConfig,
+  kDeleteCheckpoint,
+  kCheckpointsDeleted,
+  kCheckpointsDeleteFailed,
 };
 const char* CoordinatorCallName(CoordinatorCall call);
 
@@ -137,6 +145,10 @@ class CheckedCoordinator {
   PipelineCoordinator::Outcome UpdateSpec(const PipelineSpec& spec);
   Actions Delete();
   Actions SetFromConfig(bool from_config);
+  PipelineCoordinator::Outcome DeleteCheckpoint(int64_t checkpoint_id);
+  Actions OnCheckpointsDeleted(const std::vector<int64_t>& checkpoint_ids);
+  Actions OnCheckpointsDeleteFailed(const std::vector<int64_t>& checkpoint_ids,
+                                    const Status& error);
 
   // --- queries, unchecked ---
   PipelineStatus Describe(bool with_task_ids = true) const { return c_.Describe(with_task_ids); }
@@ -155,6 +167,8 @@ class CheckedCoordinator {
   const std::optional<ArmTimeout>& armed_timeout() const { return timeout_; }
   const std::optional<int64_t>& reserve_outstanding() const { return reserve_outstanding_; }
   const std::optional<int64_t>& commit_outstanding() const { return commit_outstanding_; }
+  // Ids handed to the store for deletion (DeleteCheckpoints) and not yet reported.
+  const std::set<int64_t>& deletes_outstanding() const { return deletes_outstanding_; }
   const std::optional<int64_t>& open_round() const { return open_round_; }
   int64_t last_trigger_id() const { return last_trigger_id_; }
   // task -> the live session that registered it.
@@ -216,7 +230,9 @@ class CheckedCoordinator {
   std::map<int64_t, CheckpointKind> handed_kinds_;
   std::set<int64_t> completed_savepoints_;  // of completed_
   std::set<int64_t> released_;
-  bool completed_here_ = false;  // a round completed in this model's life
+  std::set<int64_t> deletes_outstanding_;
+  std::set<int64_t> deleted_now_;  // the ids of the OnCheckpointsDeleted being checked
+  bool completed_here_ = false;    // a round completed in this model's life
   int64_t stored_last_completed_at_ms_ = 0;
 
   // Model.

@@ -151,6 +151,13 @@ void FaultInjectingStore::DeletePipeline(const PipelineKey& key, Done done) {
   inner_->DeletePipeline(key, std::move(done));
 }
 
+void FaultInjectingStore::DeleteCheckpoints(const PipelineKey& key, const std::vector<int64_t>& ids,
+                                            Done done) {
+  done = MaybeHeld(std::move(done));
+  if (auto failure = AllWritesFail()) return FailInOrder(std::move(*failure), std::move(done));
+  inner_->DeleteCheckpoints(key, ids, std::move(done));
+}
+
 Result<std::vector<CompletedCheckpoint>> FaultInjectingStore::ListCompleted(const PipelineKey& key,
                                                                             int limit,
                                                                             int64_t before_id) {

@@ -69,6 +69,11 @@ Status MemoryBackend::Apply(const WriteOp& op) {
         } else if constexpr (std::is_same_v<T, ProbeOp>) {
           probe_ms_ = o.now_ms;
           return Status::Ok();
+        } else if constexpr (std::is_same_v<T, DeleteCheckpointsOp>) {
+          if (!records_.count(o.key)) return Status::NotFound("no record of " + o.key.ToString());
+          auto& history = history_[o.key];
+          for (int64_t id : o.checkpoint_ids) history.erase(id);
+          return Status::Ok();
         } else {
           static_assert(std::is_same_v<T, DeletePipelineOp>);
           records_.erase(o.key);

@@ -99,7 +99,8 @@ TEST(CoordinatorRestore, APipelineLoadedFromTheStoreRestoresFromItsNewestCheckpo
   stored.record.spec = MakeSpec();
   stored.record.last_completed_id = 7;
   stored.id_counter = 100;
-  stored.history = {{3, CheckpointKind::kSavepoint}, {6, CheckpointKind::kCheckpoint},
+  stored.history = {{3, CheckpointKind::kSavepoint},
+                    {6, CheckpointKind::kCheckpoint},
                     {7, CheckpointKind::kCheckpoint}};
   CompletedCheckpoint newest;
   newest.checkpoint_id = 7;
@@ -189,6 +190,103 @@ TEST(CoordinatorRelease, ShrinkingRetainedReleasesSeveralAtTheNextCompletion) {
   Actions done = h.c().OnCommitted(last);
   h.Apply(done);
   EXPECT_EQ(ReleasedIn(done), ids);
+}
+
+// A savepoint taken and completed now (auto_commit on).
+int64_t TakeSavepoint(Harness& h) {
+  auto outcome = h.c().RequestSavepoint("", false, milliseconds(60000));
+  EXPECT_TRUE(outcome.status.ok()) << outcome.status.ToString();
+  h.Apply(outcome.actions);
+  const int64_t id = h.LastTriggerId();
+  h.AckAll(id);
+  return id;
+}
+
+TEST(CoordinatorDeleteCheckpoint, ASavepointLeavesTheHistoryOnceDurableAndIsReleased) {
+  Harness h;
+  const int64_t c1 = h.StartToFirstTrigger();
+  h.AckAll(c1);
+  const int64_t s2 = TakeSavepoint(h);
+  const int64_t c3 = CompleteOneRound(h);
+
+  auto outcome = h.c().DeleteCheckpoint(s2);
+  ASSERT_TRUE(outcome.status.ok()) << outcome.status.ToString();
+  auto deletes = ActionsOf<DeleteCheckpoints>(outcome.actions);
+  ASSERT_EQ(deletes.size(), 1u);
+  EXPECT_EQ(deletes[0].checkpoint_ids, std::vector<int64_t>{s2});
+  h.Apply(outcome.actions);
+  auto joined = h.c().DeleteCheckpoint(s2);
+  EXPECT_TRUE(joined.status.ok());
+  EXPECT_TRUE(ActionsOf<DeleteCheckpoints>(joined.actions).empty()) << "joins the one under way";
+  EXPECT_EQ(Register(h, 2, {"a"}).welcome.retained_checkpoint_ids,
+            (std::vector<int64_t>{c1, s2, c3}))
+      << "still retained until the delete is durable";
+
+  const Actions done = h.c().OnCheckpointsDeleted({s2});
+  h.Apply(done);
+  auto releases = ActionsOf<SendRelease>(done);
+  ASSERT_EQ(releases.size(), 1u);
+  EXPECT_EQ(releases[0].checkpoint_ids, std::vector<int64_t>{s2});
+  EXPECT_EQ(releases[0].to, std::vector<SessionId>{2}) << "session 2 took every task over";
+  EXPECT_EQ(Register(h, 3, {"a"}).welcome.retained_checkpoint_ids, (std::vector<int64_t>{c1, c3}));
+  EXPECT_EQ(h.c().DeleteCheckpoint(s2).status.code(), StatusCode::kNotFound);
+}
+
+TEST(CoordinatorDeleteCheckpoint, TheRestorePointAndUnknownIdsAreRefused) {
+  Harness h;
+  const int64_t c1 = h.StartToFirstTrigger();
+  h.AckAll(c1);
+  const int64_t c2 = CompleteOneRound(h);
+  auto restore = h.c().DeleteCheckpoint(c2);
+  EXPECT_EQ(restore.status.code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(restore.status.message().find("restore point"), std::string::npos)
+      << restore.status.message();
+  EXPECT_TRUE(restore.actions.empty());
+  EXPECT_EQ(h.c().DeleteCheckpoint(c2 + 1000).status.code(), StatusCode::kNotFound);
+  // An older retained checkpoint may go.
+  EXPECT_TRUE(h.c().DeleteCheckpoint(c1).status.ok());
+}
+
+TEST(CoordinatorDeleteCheckpoint, AFailedDeleteKeepsTheCheckpoint) {
+  Harness h;
+  const int64_t c1 = h.StartToFirstTrigger();
+  h.AckAll(c1);
+  CompleteOneRound(h);
+  h.Apply(h.c().DeleteCheckpoint(c1).actions);
+  const Actions failed = h.c().OnCheckpointsDeleteFailed({c1}, Status::Unavailable("disk full"));
+  h.Apply(failed);
+  EXPECT_TRUE(ActionsOf<SendRelease>(failed).empty());
+  const auto retained = Register(h, 2, {"a"}).welcome.retained_checkpoint_ids;
+  EXPECT_EQ(retained.front(), c1);
+  EXPECT_EQ(ActionsOf<DeleteCheckpoints>(h.c().DeleteCheckpoint(c1).actions).size(), 1u)
+      << "may be asked again";
+}
+
+TEST(CoordinatorSavepointCap, ASavepointBeyondTheCapIsRefusedUntilOneIsDeleted) {
+  CoordinatorOptions options;
+  options.max_savepoints = 2;
+  Harness h(MakeSpec(), 0, options);
+  const int64_t c1 = h.StartToFirstTrigger();
+  h.AckAll(c1);
+  const int64_t s2 = TakeSavepoint(h);
+  TakeSavepoint(h);
+  auto refused = h.c().RequestSavepoint("", false, milliseconds(60000));
+  EXPECT_EQ(refused.status.code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(refused.status.message().find("limits.max_savepoints_per_pipeline (2)"),
+            std::string::npos)
+      << refused.status.message();
+  EXPECT_NE(refused.status.message().find("ckptctl checkpoint delete job pipe"), std::string::npos)
+      << refused.status.message();
+
+  // A worker asking is refused the same way, and the refusal counted under the limit.
+  const Actions worker = h.c().OnWorkerSavepointRequest(1, "", false);
+  auto answers = ActionsOf<SendSavepointRefused>(worker);
+  ASSERT_EQ(answers.size(), 1u);
+  EXPECT_EQ(answers[0].limit, CountedLimit::kMaxSavepointsPerPipeline);
+
+  h.Apply(h.c().DeleteCheckpoint(s2).actions);
+  h.Apply(h.c().OnCheckpointsDeleted({s2}));
+  EXPECT_TRUE(h.c().RequestSavepoint("", false, milliseconds(60000)).status.ok()) << "room again";
 }
 
 }  // namespace

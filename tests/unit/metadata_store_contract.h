@@ -226,6 +226,45 @@ TEST_P(MetadataStoreContract, ALoadReturnsEachPipelinesHistoryAndItsNewestCheckp
   EXPECT_FALSE(q.newest.has_value());
 }
 
+TEST_P(MetadataStoreContract, DeletedCheckpointsLeaveTheHistoryAndTheLoad) {
+  auto store = Open();
+  PipelineRecord r = MakeRecord("j", "p", /*retained=*/3);
+  ASSERT_TRUE(Await([&](auto done) { store->PutPipeline(r, done); }).ok());
+  for (int64_t id = 1; id <= 5; ++id) {
+    const CheckpointKind kind = id == 2 ? CheckpointKind::kSavepoint : CheckpointKind::kCheckpoint;
+    r.last_completed_id = id;
+    r.last_completed_kind = kind;
+    ASSERT_TRUE(Await([&](auto done) {
+                  store->CommitCheckpoint(CommitOf(r, MakeCheckpoint(id, kind)), done);
+                }).ok());
+  }
+  // A savepoint and a retained checkpoint; 99 was never stored and is skipped.
+  ASSERT_TRUE(Await([&](auto done) {
+                store->DeleteCheckpoints(r.spec.key, {2, 3, 99}, done);
+              }).ok());
+  auto listed = store->ListCompleted(r.spec.key, 0);
+  ASSERT_TRUE(listed.ok());
+  EXPECT_EQ(Ids(*listed), (std::vector<int64_t>{5, 4}));
+  auto loaded = store->LoadPipelines();
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  ASSERT_EQ(loaded->size(), 1u);
+  EXPECT_EQ((*loaded)[0].history, (std::vector<HistoryEntry>{{4, CheckpointKind::kCheckpoint},
+                                                             {5, CheckpointKind::kCheckpoint}}));
+  EXPECT_EQ((*loaded)[0].record, r) << "the progress is untouched";
+  // The next commit trims as before: 4 5 6 fit in retained 3.
+  r.last_completed_id = 6;
+  ASSERT_TRUE(Await([&](auto done) {
+                store->CommitCheckpoint(CommitOf(r, MakeCheckpoint(6)), done);
+              }).ok());
+  listed = store->ListCompleted(r.spec.key, 0);
+  ASSERT_TRUE(listed.ok());
+  EXPECT_EQ(Ids(*listed), (std::vector<int64_t>{6, 5, 4}));
+  EXPECT_EQ(Await([&](auto done) {
+              store->DeleteCheckpoints({"j", "gone"}, {1}, done);
+            }).code(),
+            StatusCode::kNotFound);
+}
+
 TEST_P(MetadataStoreContract, WhatLeftTheHistoryStaysOutOfItWhenTheWindowGrows) {
   auto store = Open();
   // Retained 8: after 15 commits, 8 to 15 are the history and 1 to 7 are out of it (a backend
