@@ -61,7 +61,8 @@ Status Populate(const std::string& dir, int pipelines, int tasks) {
     store.PutPipeline(record, nullptr);
     store.ReserveIds(record.spec.key, 100, nullptr);
     store.CommitCheckpoint(
-        CheckpointCommit{record.spec.key, record.spec.retained, record.progress(), std::move(cp)},
+        CheckpointCommit{
+            record.spec.key, record.spec.retained, record.progress(), std::move(cp), {}},
         nullptr);
   }
   store.Flush();

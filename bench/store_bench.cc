@@ -90,8 +90,8 @@ class StoreLoad {
     slot.record.last_completed_at_ms = cp.finished_at_ms;
     in_flight_.fetch_add(1, std::memory_order_relaxed);
     const auto submitted = SteadyClock::now();
-    CheckpointCommit commit{slot.record.spec.key, slot.record.spec.retained, slot.record.progress(),
-                            std::move(cp)};
+    CheckpointCommit commit{
+        slot.record.spec.key, slot.record.spec.retained, slot.record.progress(), std::move(cp), {}};
     store_.CommitCheckpoint(commit, [this, i, resubmit, submitted](Status s) {
       // The store's writer thread.
       latencies_.Record(MicrosSince(submitted));

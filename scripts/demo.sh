@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The main job, end to end: set up, build, start ckptd on its embedded SQLite store with
 # config/demo.yaml, serve its pipelines with simulated workers, show checkpoints completing, take
-# a savepoint of the job with ckptctl while they run, and show the result.
-# Usage: scripts/demo.sh [SECONDS]   (default 10, at least 4). Data stays in ./ckptd-data: run it
-# again and the daemon continues from the stored checkpoints.
+# a savepoint of the job with ckptctl while they run, and show the result, with the restore point
+# each pipeline's workers were handed. Usage: scripts/demo.sh [SECONDS]   (default 10, at least 4).
+# Data stays in ./ckptd-data: run it again and the daemon continues from the stored checkpoints,
+# and the workers restore from them (their state files are under ckptd-data/worker-state).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build_dir=${BUILD_DIR:-$root/build}
@@ -38,8 +39,10 @@ for _ in $(seq 1 100); do
 done
 
 echo "== simulated workers: job demo, 4 pipelines x 2 tasks, ${seconds}s"
+rm -f ckptd-data/events.log
 "$sim" --server 127.0.0.1:7070 --job demo --pipelines 4 --tasks-per-pipeline 2 \
-  --ack-delay-ms 20 --duration "${seconds}s" > ckptd-data/sim-summary.txt &
+  --ack-delay-ms 20 --duration "${seconds}s" --event-log ckptd-data/events.log \
+  --state-dir ckptd-data/worker-state > ckptd-data/sim-summary.txt &
 sim_pid=$!
 sleep $((seconds / 2))
 
@@ -54,6 +57,13 @@ wait $sim_pid
 sim_pid=
 echo "== what the workers saw"
 cat ckptd-data/sim-summary.txt
+echo "== restore points the workers were handed when they connected"
+if grep -q '^restore ' ckptd-data/events.log; then
+  grep '^restore ' ckptd-data/events.log | sort -u -k2,3 |
+    awk '{print "  " $2 "/" $3 ": from checkpoint " $4 " (" $5 "), its state files checked"}'
+else
+  echo "  none: fresh pipelines (run the demo again: they restore from this run's checkpoints)"
+fi
 
 echo "== ckptctl pipeline list --job demo (workers gone: waiting for tasks)"
 "$ctl" pipeline list --job demo

@@ -1,8 +1,9 @@
-// ckptctl pipeline create | update | list | get | delete | pause | resume.
+// ckptctl pipeline create | update | list | get | delete | pause | resume | restore.
 
 #include <cstdio>
 #include <memory>
 
+#include "ctl/checkpoint_ref.h"
 #include "ctl/command.h"
 #include "ctl/connection.h"
 #include "ctl/names.h"
@@ -37,6 +38,8 @@ struct SpecFlagBindings {
 struct PipelineFlags {
   std::string job, pipeline;
   SpecFlagBindings spec;
+  std::string restore_from;        // create: JOB/PIPELINE[@ID]
+  int64_t restore_checkpoint = 0;  // restore --checkpoint: one of its own
 };
 
 struct ListFlags {
@@ -100,6 +103,11 @@ CommandResult RunCreate(const GlobalOptions& global, const PipelineFlags& flags)
   std::string error;
   if (!ApplySpecFlags(flags.spec.Collect(), TasksRule::kRequired, &spec, &error)) {
     return CommandResult::BadUsage(error);
+  }
+  if (!flags.restore_from.empty()) {
+    auto ref = ParseCheckpointRef(flags.restore_from, &error);
+    if (!ref) return CommandResult::BadUsage("--restore-from: " + error);
+    *spec.mutable_restore_from() = std::move(*ref);
   }
   Connection connection(global);
   v1::Pipeline pipeline;
@@ -177,6 +185,46 @@ CommandResult RunRefCall(const GlobalOptions& global, const PipelineFlags& flags
   return CommandResult::Ok();
 }
 
+CommandResult RunRestore(const GlobalOptions& global, const PipelineFlags& flags) {
+  v1::RestorePipelineRequest request;
+  *request.mutable_pipeline() = Ref(flags.job, flags.pipeline);
+  if (flags.restore_from.empty() == (flags.restore_checkpoint == 0)) {
+    return CommandResult::BadUsage(
+        "give one of --from JOB/PIPELINE[@ID] and --checkpoint ID (one of its own)");
+  }
+  if (!flags.restore_from.empty()) {
+    std::string error;
+    auto ref = ParseCheckpointRef(flags.restore_from, &error);
+    if (!ref) return CommandResult::BadUsage("--from: " + error);
+    *request.mutable_from() = std::move(*ref);
+  } else {
+    if (flags.restore_checkpoint < 0)
+      return CommandResult::BadUsage("--checkpoint: must be positive");
+    request.mutable_from()->set_job_id(flags.job);
+    request.mutable_from()->set_pipeline_id(flags.pipeline);
+    request.mutable_from()->set_checkpoint_id(flags.restore_checkpoint);
+  }
+  Connection connection(global);
+  v1::Pipeline pipeline;
+  const std::string error =
+      connection.Call(&v1::AdminService::Stub::RestorePipeline, request, &pipeline);
+  if (!error.empty()) return CommandResult::Failed(error);
+  if (global.json()) {
+    PrintPipeline(global, "", pipeline);
+  } else {
+    std::fprintf(
+        stdout, "Restored pipeline %s/%s to %s/%s@%lld: now %s; its workers reconnect to it%s.\n",
+        flags.job.c_str(), flags.pipeline.c_str(), pipeline.restore().source_job_id().c_str(),
+        pipeline.restore().source_pipeline_id().c_str(),
+        static_cast<long long>(pipeline.restore().checkpoint_id()),
+        ShortName(pipeline.state()).c_str(),
+        pipeline.state() == v1::PIPELINE_STATE_PAUSED
+            ? " (ckptctl pipeline resume starts checkpoints again)"
+            : "");
+  }
+  return CommandResult::Ok();
+}
+
 CommandResult RunDelete(const GlobalOptions& global, const PipelineFlags& flags) {
   Connection connection(global);
   v1::DeletePipelineResponse response;
@@ -224,8 +272,36 @@ void AddPipelineCommands(CLI::App& app, CommandContext& context) {
     cmd->add_option("--job", flags->job, "Job id")->required();
     cmd->add_option("--pipeline", flags->pipeline, "Pipeline id")->required();
     AddSpecOptions(cmd, &flags->spec, "the daemon's defaults");
+    cmd->add_option("--restore-from", flags->restore_from,
+                    "Its workers restore from this checkpoint or savepoint of another pipeline "
+                    "(a new job version from the old one's savepoint) until its first "
+                    "checkpoint completes; no @ID: that pipeline's newest")
+        ->type_name("JOB/PIPELINE[@ID]");
     cmd->callback([&context, flags] {
       context.action = [&context, flags] { return RunCreate(context.global, *flags); };
+    });
+  }
+  {
+    auto flags = std::make_shared<PipelineFlags>();
+    CLI::App* cmd = AddSub(
+        pipeline, "restore",
+        "Set where a pipeline's workers restore from (a rollback, or another pipeline's "
+        "savepoint) until it completes a newer checkpoint",
+        "  ckptctl pipeline pause etl p0 && ckptctl pipeline restore etl p0 --checkpoint 42\n"
+        "  ckptctl pipeline restore etl p0 --from etl-v1/p0@17\n"
+        "  ckptctl pipeline resume etl p0\n\n"
+        "Allowed while no task is registered, or when the pipeline is PAUSED, STOPPED or FAILED\n"
+        "with nothing pending. Its streams are ended so that workers come back to the new\n"
+        "restore point; FAILED and STOPPED become PAUSED (resume to go on).");
+    AddRefPositionals(cmd, &flags->job, &flags->pipeline);
+    cmd->add_option("--from", flags->restore_from,
+                    "A checkpoint or savepoint of any pipeline; no @ID: its newest")
+        ->type_name("JOB/PIPELINE[@ID]");
+    cmd->add_option("--checkpoint", flags->restore_checkpoint,
+                    "One of this pipeline's own checkpoints or savepoints")
+        ->type_name("ID");
+    cmd->callback([&context, flags] {
+      context.action = [&context, flags] { return RunRestore(context.global, *flags); };
     });
   }
   {

@@ -14,6 +14,16 @@ Json StringArray(const Strings& strings) {
   return array;
 }
 
+Json RestoreJson(const v1::RestorePoint& r) {
+  return {{"checkpoint_id", r.checkpoint_id()},
+          {"kind", r.checkpoint_id() > 0 ? ShortName(r.kind()) : ""},
+          {"location", r.location()},
+          {"source_job_id", r.source_job_id()},
+          {"source_pipeline_id", r.source_pipeline_id()},
+          {"rescaled", r.rescaled()},
+          {"operator_set", r.operator_set()}};
+}
+
 }  // namespace
 
 Json PipelineJson(const v1::Pipeline& p) {
@@ -42,6 +52,7 @@ Json PipelineJson(const v1::Pipeline& p) {
       {"tolerable_failures", spec.tolerable_failures()},
       {"retained", spec.retained()},
       {"from_config", p.from_config()},
+      {"restore", RestoreJson(p.restore())},
   };
 }
 

@@ -46,6 +46,16 @@ std::string PendingLines(const v1::CheckpointInfo& c, int64_t now_ms) {
   return text;
 }
 
+// "none", or "etl/p0@42 (SAVEPOINT, set by an operator, rescaled)".
+std::string RestoreLine(const v1::RestorePoint& r) {
+  if (r.checkpoint_id() == 0) return "none (a fresh pipeline)";
+  std::string text = r.source_job_id() + "/" + r.source_pipeline_id() + "@" +
+                     std::to_string(r.checkpoint_id()) + " (" + ShortName(r.kind());
+  if (r.operator_set()) text += ", set by an operator";
+  if (r.rescaled()) text += ", rescaled";
+  return text + ")";
+}
+
 }  // namespace
 
 std::string JoinAbbreviated(const google::protobuf::RepeatedPtrField<std::string>& items,
@@ -101,6 +111,7 @@ std::string PipelineDetail(const v1::Pipeline& p, int64_t now_ms) {
                                            ? std::to_string(p.pending_checkpoint_id())
                                            : "none"});
   table.AddRow({"Last completed:", LastCompleted(p, now_ms)});
+  table.AddRow({"Restore point:", RestoreLine(p.restore())});
   table.AddRow({"Checkpoints:", "completed " + std::to_string(p.completed_count()) + ", failed " +
                                     std::to_string(p.failed_count()) + ", expired " +
                                     std::to_string(p.expired_count()) + ", consecutive failures " +

@@ -258,7 +258,7 @@ void PipelineSession::HandleAttemptDone(uint64_t attempt_id, const grpc::Status&
   info.code = FromGrpc(status.error_code());
   info.message = status.error_message();
   info.was_connected = was_connected;
-  const StreamEndAction action = ClassifyStreamEnd(info.code);
+  const StreamEndAction action = ClassifyStreamEnd(info.code, info.message);
   if (action == StreamEndAction::kGiveUp) {
     InvokeHandler(handlers_.on_disconnected, info);
     Finish();

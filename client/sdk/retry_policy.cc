@@ -2,7 +2,11 @@
 
 namespace ckpt::sdk::internal {
 
-StreamEndAction ClassifyStreamEnd(StatusCode code) {
+StreamEndAction ClassifyStreamEnd(StatusCode code, std::string_view message) {
+  if (code == StatusCode::kAborted &&
+      message.substr(0, kRestoredPrefix.size()) == kRestoredPrefix) {
+    return StreamEndAction::kRetry;
+  }
   switch (code) {
     // The same hello cannot succeed: bad ids or task set, no credentials, no such service.
     case StatusCode::kInvalidArgument:

@@ -1,6 +1,8 @@
 #pragma once
 // What a worker does when its stream ends without it asking: one table, at the edge.
 
+#include <string_view>
+
 #include "ckpt/worker.h"
 
 namespace ckpt::sdk::internal {
@@ -11,6 +13,12 @@ enum class StreamEndAction {
   kGiveUp,       // stop for good and report
 };
 
-StreamEndAction ClassifyStreamEnd(StatusCode code);
+// `message`: the status's text. ABORTED is a takeover (give up) unless the daemon ended the
+// stream because an operator restored the pipeline ("restored to checkpoint ..."): then the
+// worker comes back at once for its new restore point.
+StreamEndAction ClassifyStreamEnd(StatusCode code, std::string_view message = {});
+
+// The start of the message of a stream ended by RestorePipeline (CONTRACT.md).
+inline constexpr std::string_view kRestoredPrefix = "restored to checkpoint";
 
 }  // namespace ckpt::sdk::internal

@@ -14,11 +14,28 @@ std::vector<std::shared_ptr<PipelineRunner>> DaemonAdminBackend::AllPipelines() 
 
 PipelineDefaults DaemonAdminBackend::pipeline_defaults() const { return host_.defaults(); }
 
-void DaemonAdminBackend::CreatePipeline(const PipelineSpec& spec, CreateDone done) {
-  // Creating reads the id counter from the store.
-  boost::asio::post(host_.blocking_pool(), [this, spec, done = std::move(done)]() mutable {
-    host_.Create(spec, std::move(done));
-  });
+void DaemonAdminBackend::CreatePipeline(const PipelineSpec& spec,
+                                        std::optional<CheckpointRef> restore_from,
+                                        CreateDone done) {
+  // Creating reads the id counter from the store (and the checkpoint to restore from).
+  boost::asio::post(host_.blocking_pool(),
+                    [this, spec, restore_from, done = std::move(done)]() mutable {
+                      std::optional<std::pair<CheckpointRef, CompletedCheckpoint>> source;
+                      if (restore_from) {
+                        auto pinned = host_.PinRestoreSource(*restore_from);
+                        if (!pinned.ok()) return done(pinned.status());
+                        source = std::move(*pinned);
+                      }
+                      host_.Create(spec, std::move(done), /*from_config=*/false, std::move(source));
+                    });
+}
+
+void DaemonAdminBackend::RestorePipeline(std::shared_ptr<PipelineRunner> target, CheckpointRef from,
+                                         PipelineRunner::StatusDone done) {
+  boost::asio::post(host_.blocking_pool(),
+                    [this, target = std::move(target), from, done = std::move(done)]() mutable {
+                      host_.Restore(target, std::move(from), std::move(done));
+                    });
 }
 
 void DaemonAdminBackend::DeletePipeline(std::shared_ptr<PipelineRunner> runner,

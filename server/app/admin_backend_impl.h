@@ -21,7 +21,10 @@ class DaemonAdminBackend final : public AdminBackend {
   std::shared_ptr<PipelineRunner> FindPipeline(const PipelineKey& key) const override;
   std::vector<std::shared_ptr<PipelineRunner>> AllPipelines() const override;
   PipelineDefaults pipeline_defaults() const override;
-  void CreatePipeline(const PipelineSpec& spec, CreateDone done) override;
+  void CreatePipeline(const PipelineSpec& spec, std::optional<CheckpointRef> restore_from,
+                      CreateDone done) override;
+  void RestorePipeline(std::shared_ptr<PipelineRunner> target, CheckpointRef from,
+                       PipelineRunner::StatusDone done) override;
   void DeletePipeline(std::shared_ptr<PipelineRunner> runner,
                       std::function<void(Status)> done) override;
   void ListCompleted(const PipelineKey& key, int limit, int64_t before_id, ListDone done) override;

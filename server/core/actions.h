@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <variant>
@@ -90,16 +91,25 @@ struct ReserveIds {
 // The whole record: when the spec changed (or was never written).
 struct PersistRecord {
   PipelineRecord record;
+  std::function<void(Status)> then;  // as PersistProgress::then
 };
 // Everything but the spec: generation, sticky state, counters. A few numbers, whatever the size
 // of the task set.
 struct PersistProgress {
   PipelineKey key;
   PipelineProgress progress;
+  // Told the outcome too (an operator call that answers once durable); set by the runtime.
+  std::function<void(Status)> then;
 };
 struct CommitCheckpoint {
   CheckpointCommit commit;
 };
+// The last pin on a checkpoint went away (RestorePins): its pipeline (ref.key) is told
+// (OnPinDropped) and may release it.
+struct PinDropped {
+  CheckpointRef ref;
+};
+
 // Removes checkpoints from the history (DeleteCheckpoint); completion comes back as
 // OnCheckpointsDeleted / OnCheckpointsDeleteFailed with the same ids.
 struct DeleteCheckpoints {
@@ -160,7 +170,7 @@ struct Log {
 using Action =
     std::variant<SendTrigger, SendAbort, SendComplete, SendRelease, SendState, SendSavepointRefused,
                  EndSession, ArmWakeup, CancelWakeup, ArmTimeout, CancelTimeout, ReserveIds,
-                 PersistRecord, PersistProgress, CommitCheckpoint, DeleteCheckpoints,
+                 PersistRecord, PersistProgress, CommitCheckpoint, DeleteCheckpoints, PinDropped,
                  RecordTriggerDelay, RoundFinished, IgnoredMessage, Log>;
 using Actions = std::vector<Action>;
 

@@ -47,10 +47,15 @@ PipelineCoordinator::PipelineCoordinator(const StoredPipeline& stored, const Clo
       next_id_(stored.id_counter + 1),
       reserved_end_(stored.id_counter),
       history_(stored.history) {
-  if (stored.newest && stored.newest->checkpoint_id > 0) {
-    restore_ = std::make_unique<const CompletedCheckpoint>(*stored.newest);
-    restore_rescaled_ = RestoreSetDiffers();
+  if (stored.record.restore_from && stored.restore_source) {
+    restore_ = std::make_unique<const HeldRestorePoint>(
+        HeldRestorePoint{stored.record.restore_from->key, true, *stored.restore_source});
+    if (options_.pins) options_.pins->Add(*stored.record.restore_from);
+  } else if (stored.newest && stored.newest->checkpoint_id > 0) {
+    restore_ = std::make_unique<const HeldRestorePoint>(
+        HeldRestorePoint{spec_.key, false, *stored.newest});
   }
+  restore_rescaled_ = RestoreSetDiffers();
 }
 
 Actions PipelineCoordinator::Start(bool restarted) {
@@ -69,6 +74,8 @@ Actions PipelineCoordinator::Start(bool restarted) {
   } else {
     Persist(out);
   }
+  // Pins dropped while the daemon was down: what they spared outside `retained` goes now.
+  if (restarted) DeleteUnpinnedOutsideWindow(out);
   MaybeReserveIds(out);
   Rearm(out);
   return out;
@@ -327,8 +334,9 @@ Actions PipelineCoordinator::OnAck(SessionId session, int64_t checkpoint_id,
   checkpoint.finished_at_ms = clock_.WallMs();
   checkpoint.location = pending_->target;
   checkpoint.task_states = pending_->acked;
-  out.push_back(CommitCheckpoint{
-      CheckpointCommit{spec_.key, spec_.retained, ProjectedProgress(), std::move(checkpoint)}});
+  if (options_.pins) pending_->keep = options_.pins->PinnedIds(spec_.key);
+  out.push_back(CommitCheckpoint{CheckpointCommit{spec_.key, spec_.retained, ProjectedProgress(),
+                                                  std::move(checkpoint), pending_->keep}});
   return out;
 }
 
@@ -413,7 +421,7 @@ Actions PipelineCoordinator::OnCommitted(int64_t checkpoint_id) {
   if (round.kind == CheckpointKind::kSavepointAndStop) sticky_ = StickyState::kStopped;
   // Every session registered now, including one that joined after the trigger (CONTRACT.md).
   out.push_back(SendComplete{Sessions(), round.id, round.kind});
-  AdoptCompleted(round.id, round.kind, round.target, std::move(round.acked), out);
+  AdoptCompleted(round.id, round.kind, round.target, std::move(round.acked), round.keep, out);
   out.push_back(RoundFinished{round.id, round.kind, CheckpointStatus::kCompleted,
                               Since(round.triggered_at, now), "", false, round.target});
   if (sticky_ == StickyState::kStopped) {
@@ -625,6 +633,18 @@ PipelineCoordinator::Outcome PipelineCoordinator::UpdateSpec(const PipelineSpec&
 }
 
 Actions PipelineCoordinator::Delete() {
+  Actions pin_out;
+  if (restore_ && restore_->operator_set && options_.pins && !deleted_) {
+    // Its restore point no longer holds the source's checkpoint.
+    const CheckpointRef was{restore_->source, restore_->checkpoint.checkpoint_id};
+    if (options_.pins->Remove(was)) pin_out.push_back(PinDropped{was});
+  }
+  Actions out = DeleteWithoutPins();
+  out.insert(out.end(), pin_out.begin(), pin_out.end());
+  return out;
+}
+
+Actions PipelineCoordinator::DeleteWithoutPins() {
   Actions out;
   shutting_down_ = true;  // no trigger, no wakeup from now on
   deleted_ = true;        // and nothing written back: the caller deletes the record
@@ -695,10 +715,10 @@ void PipelineCoordinator::BumpGeneration(const std::string& why, Actions& out) {
 void PipelineCoordinator::Persist(Actions& out) {
   if (deleted_) return;  // the caller deletes the record; writing it back would revive it
   if (spec_unsaved_) {
-    out.push_back(PersistRecord{ProjectedRecord()});
+    out.push_back(PersistRecord{ProjectedRecord(), nullptr});
     spec_unsaved_ = false;
   } else {
-    out.push_back(PersistProgress{spec_.key, ProjectedProgress()});
+    out.push_back(PersistProgress{spec_.key, ProjectedProgress(), nullptr});
   }
 }
 
@@ -750,7 +770,11 @@ PipelineProgress PipelineCoordinator::ProjectedProgress() const {
   r.last_completed_kind = last_completed_kind_;
   r.last_completed_at_ms = last_completed_at_ms_;
   r.from_config = from_config_;
+  if (restore_ && restore_->operator_set) {
+    r.restore_from = CheckpointRef{restore_->source, restore_->checkpoint.checkpoint_id};
+  }
   if (pending_ && pending_->completing) {
+    r.restore_from.reset();  // a completion ends an operator-set restore point
     // A commit is queued ahead of this write; writing the pre-commit record after it would undo
     // it. If the commit fails, FailRound persists the real record again.
     ++r.counters.completed_count;
@@ -796,6 +820,8 @@ PipelineStatus PipelineCoordinator::Describe(bool with_task_ids) const {
   s.counters = counters_;
   s.sessions = static_cast<int>(sessions_.size());
   s.from_config = from_config_;
+  s.restore = RestorePointFor({});
+  s.restore.task_states.clear();
   return s;
 }
 

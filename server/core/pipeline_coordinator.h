@@ -20,6 +20,7 @@
 #include "common/status.h"
 #include "core/actions.h"
 #include "core/clock.h"
+#include "core/restore_pins.h"
 #include "core/types.h"
 
 namespace ckpt {
@@ -42,6 +43,9 @@ struct CoordinatorOptions {
   // Savepoints the history may hold (limits.max_savepoints_per_pipeline): beyond it a new one is
   // refused (RESOURCE_EXHAUSTED) until one is deleted.
   int64_t max_savepoints = 100;
+  // The daemon's restore pins (restore_pins.h); null: none (a pipeline alone, as in most tests).
+  // Must outlive the coordinator.
+  RestorePins* pins = nullptr;
   // Pipelines whose workers connect together (a fleet starting, every worker reconnecting after
   // a daemon restart) would trigger together and stay together: rule 4 counts each interval from
   // the actual trigger, so a clump never spreads by itself, and a clump of thousands of rounds
@@ -65,6 +69,7 @@ struct RestorePoint {
   // The source's task set differs from this pipeline's: task_states holds every state of the
   // source, for the engine to redistribute. Otherwise only the states of the hello's tasks.
   bool rescaled = false;
+  bool operator_set = false;  // RestorePipeline or restore_from, until the next completion
   std::map<std::string, TaskState> task_states;
 };
 
@@ -132,6 +137,7 @@ struct PipelineStatus {
   PipelineCounters counters;
   int sessions = 0;
   bool from_config = false;
+  RestorePoint restore;  // without task states
 };
 
 class PipelineCoordinator {
@@ -220,6 +226,25 @@ class PipelineCoordinator {
   // completion arrives, which then only reports the outcome (RoundFinished).
   Actions Delete();
 
+  // --- the restore loop (pipeline_coordinator_restore.cc; CONTRACT.md, "Restore and release") ---
+  // Pins one of this pipeline's checkpoints as a restore point (of another pipeline, or its own):
+  // OK once RestorePins holds it, when the history holds it and keeps holding it (not being
+  // deleted, not leaving with the commit in flight); NOT_FOUND otherwise. Needs options.pins.
+  Status AddPin(int64_t checkpoint_id);
+  // A pin on one of this pipeline's checkpoints went away: a plain checkpoint outside `retained`
+  // that no pin holds any more leaves the history (DeleteCheckpoints, then released).
+  Actions OnPinDropped(int64_t checkpoint_id);
+  // RestorePipeline: `checkpoint` of `source` (this pipeline or another; the caller pinned it with
+  // the source's AddPin) is the restore point until the next completion. FAILED_PRECONDITION
+  // unless no task is registered or the pipeline is PAUSED, STOPPED or FAILED with nothing
+  // pending (the caller then removes its pin). Bumps the generation, turns FAILED and STOPPED
+  // into PAUSED, ends every live stream (ABORTED) so that its worker comes back to the new
+  // restore point, and persists (the last PersistProgress or PersistRecord of the actions). The
+  // restore point it replaces loses its pin (PinDropped when that was the last).
+  Outcome Restore(const PipelineKey& source, CompletedCheckpoint checkpoint);
+  // The restore point as ckptctl pipeline get shows it (checkpoint_id 0: none), all task states.
+  RestorePoint CurrentRestorePoint() const;
+
   // Removes a savepoint or a retained checkpoint from the history (CONTRACT.md, "Restore and
   // release"). NOT_FOUND when the history does not hold it; FAILED_PRECONDITION for the restore
   // point, which is also the newest completed checkpoint (the store keeps the pipeline's progress
@@ -270,6 +295,8 @@ class PipelineCoordinator {
     // only tasks of expected_ are ever acked (OnRegister refuses any other task). A completing
     // round awaits nothing.
     std::map<std::string, TaskState> acked;
+    // The commit's CheckpointCommit::keep: what its trim spared (completing rounds only).
+    std::vector<int64_t> keep;
   };
   struct QueuedSavepoint {
     std::string target;  // empty: the default location
@@ -324,6 +351,7 @@ class PipelineCoordinator {
   void AnnounceState(const std::string& reason, Actions& out, bool deleted = false) const;
   void Rearm(Actions& out);
   void RememberRound(RoundSummary summary);
+  Actions DeleteWithoutPins();  // Delete's work once its restore pin is let go
   void LoseSession(SessionId session, const std::string& why, Actions& out,
                    SessionEnd end = SessionEnd::kLost);
 
@@ -346,11 +374,19 @@ class PipelineCoordinator {
   // plain checkpoints beyond `retained` out of it (as the store's commit trimmed them), which are
   // released to the sessions.
   void AdoptCompleted(int64_t checkpoint_id, CheckpointKind kind, std::string location,
-                      std::map<std::string, TaskState> task_states, Actions& out);
+                      std::map<std::string, TaskState> task_states,
+                      const std::vector<int64_t>& keep, Actions& out);
   // Whether the restore point's task set differs from the expected one.
   bool RestoreSetDiffers() const;
   // RESOURCE_EXHAUSTED when the history holds options_.max_savepoints savepoints.
   Status CheckSavepointRoom() const;
+  // The oldest plain checkpoint id within `retained` once `extra` (a commit in flight, 0: none)
+  // joined the history; 0 when fewer than `retained` plain ones are held.
+  int64_t WindowStart(int64_t extra = 0) const;
+  bool IsPinned(int64_t checkpoint_id) const;
+  // Plain checkpoints outside `retained` that no pin holds and no delete is under way for: they
+  // leave the history (DeleteCheckpoints). Pins dropped while the daemon was down, or just now.
+  void DeleteUnpinnedOutsideWindow(Actions& out);
 
   // Constant after construction.
   const Clock& clock_;
@@ -393,7 +429,12 @@ class PipelineCoordinator {
   // first). Its states are the pending round's acks, moved here once durable, so a pipeline holds
   // one set of states between rounds. `restore_rescaled_` caches RestoreSetDiffers() (a hello
   // must not compare 100,000 task names): kept in step by AdoptCompleted and UpdateSpec.
-  std::unique_ptr<const CompletedCheckpoint> restore_;
+  struct HeldRestorePoint {
+    PipelineKey source;
+    bool operator_set = false;  // RestorePipeline or restore_from: pinned; a completion ends it
+    CompletedCheckpoint checkpoint;
+  };
+  std::unique_ptr<const HeldRestorePoint> restore_;
   bool restore_rescaled_ = false;
   // The history as the store keeps it (ids and kinds, oldest first).
   std::vector<HistoryEntry> history_;

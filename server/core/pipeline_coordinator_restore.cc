@@ -1,14 +1,21 @@
-// The restore loop: where workers restore from, and which checkpoints they may release
-// (CONTRACT.md, "Restore and release"). Rounds are in pipeline_coordinator.cc.
+// The restore loop: where workers restore from, which checkpoints they may release, and what an
+// operator may do about both (CONTRACT.md, "Restore and release"). Rounds are in
+// pipeline_coordinator.cc.
 #include <algorithm>
 
 #include "core/pipeline_coordinator.h"
 
 namespace ckpt {
 
+namespace {
+
+bool IsPlain(const HistoryEntry& e) { return e.kind == CheckpointKind::kCheckpoint; }
+
+}  // namespace
+
 bool PipelineCoordinator::RestoreSetDiffers() const {
   if (!restore_) return false;
-  const auto& states = restore_->task_states;
+  const auto& states = restore_->checkpoint.task_states;
   if (states.size() != expected_.size()) return true;
   // Both sorted: one pass.
   return !std::equal(
@@ -19,62 +26,181 @@ bool PipelineCoordinator::RestoreSetDiffers() const {
 RestorePoint PipelineCoordinator::RestorePointFor(const std::vector<std::string>& task_ids) const {
   RestorePoint point;
   if (!restore_) return point;
-  point.checkpoint_id = restore_->checkpoint_id;
-  point.kind = restore_->kind;
-  point.location = restore_->location;
-  point.source = spec_.key;
+  const CompletedCheckpoint& cp = restore_->checkpoint;
+  point.checkpoint_id = cp.checkpoint_id;
+  point.kind = cp.kind;
+  point.location = cp.location;
+  point.source = restore_->source;
   point.rescaled = restore_rescaled_;
+  point.operator_set = restore_->operator_set;
   if (point.rescaled) {
-    point.task_states = restore_->task_states;
+    point.task_states = cp.task_states;
     return point;
   }
   for (const auto& task : task_ids) {
-    if (auto state = restore_->task_states.find(task); state != restore_->task_states.end()) {
+    if (auto state = cp.task_states.find(task); state != cp.task_states.end()) {
       point.task_states.emplace(state->first, state->second);
     }
   }
   return point;
 }
 
+RestorePoint PipelineCoordinator::CurrentRestorePoint() const {
+  RestorePoint point = RestorePointFor({});
+  if (restore_ && !point.rescaled) point.task_states = restore_->checkpoint.task_states;
+  return point;
+}
+
+int64_t PipelineCoordinator::WindowStart(int64_t extra) const {
+  const int64_t keep = std::max<int32_t>(spec_.retained, 1);
+  int64_t counted = extra > 0 ? 1 : 0;
+  if (counted == keep) return extra;
+  for (auto it = history_.rbegin(); it != history_.rend(); ++it) {
+    if (!IsPlain(*it)) continue;
+    if (++counted == keep) return it->checkpoint_id;
+  }
+  return 0;
+}
+
+bool PipelineCoordinator::IsPinned(int64_t checkpoint_id) const {
+  return options_.pins && options_.pins->IsPinned(spec_.key, checkpoint_id);
+}
+
 void PipelineCoordinator::AdoptCompleted(int64_t checkpoint_id, CheckpointKind kind,
                                          std::string location,
                                          std::map<std::string, TaskState> task_states,
-                                         Actions& out) {
-  auto point = std::make_unique<CompletedCheckpoint>();
-  point->checkpoint_id = checkpoint_id;
-  point->kind = kind;
-  point->location = std::move(location);
-  point->task_states = std::move(task_states);
+                                         const std::vector<int64_t>& keep, Actions& out) {
+  if (restore_ && restore_->operator_set && options_.pins) {
+    // A completion ends an operator-set restore point, and its pin.
+    const CheckpointRef was{restore_->source, restore_->checkpoint.checkpoint_id};
+    if (options_.pins->Remove(was)) out.push_back(PinDropped{was});
+  }
+  auto point = std::make_unique<HeldRestorePoint>();
+  point->source = spec_.key;
+  point->checkpoint.checkpoint_id = checkpoint_id;
+  point->checkpoint.kind = kind;
+  point->checkpoint.location = std::move(location);
+  point->checkpoint.task_states = std::move(task_states);
   restore_ = std::move(point);
   restore_rescaled_ = RestoreSetDiffers();
 
   history_.push_back({checkpoint_id, kind});
-  // The store's commit kept the max(retained, 1) newest plain checkpoints and every savepoint;
-  // the same ones leave the history here. Ids are committed in increasing order, so the history
-  // stays sorted and the plain checkpoints to drop are its oldest.
-  const auto plain = [](const HistoryEntry& e) { return e.kind == CheckpointKind::kCheckpoint; };
-  const int64_t keep = std::max<int32_t>(spec_.retained, 1);
-  int64_t excess = std::count_if(history_.begin(), history_.end(), plain) - keep;
-  if (excess <= 0) return;
+  // The store's commit kept the max(retained, 1) newest plain checkpoints, every savepoint and
+  // the pinned ones it was told to keep; the same ones stay here. Ids are committed in
+  // increasing order, so the history stays sorted.
+  const int64_t window_start = WindowStart();
   std::vector<int64_t> released;
   std::vector<HistoryEntry> kept;
-  kept.reserve(history_.size() - static_cast<size_t>(excess));
+  kept.reserve(history_.size());
   for (const HistoryEntry& entry : history_) {
-    if (excess > 0 && plain(entry)) {
+    const bool out_of_window = IsPlain(entry) && entry.checkpoint_id < window_start &&
+                               !std::binary_search(keep.begin(), keep.end(), entry.checkpoint_id);
+    if (out_of_window) {
       released.push_back(entry.checkpoint_id);
-      --excess;
     } else {
       kept.push_back(entry);
     }
   }
   history_ = std::move(kept);
-  out.push_back(SendRelease{Sessions(), std::move(released)});
+  if (!released.empty()) out.push_back(SendRelease{Sessions(), std::move(released)});
+  // A pin dropped while this commit was in flight: what it spared may go now.
+  DeleteUnpinnedOutsideWindow(out);
+}
+
+void PipelineCoordinator::DeleteUnpinnedOutsideWindow(Actions& out) {
+  const int64_t window_start = WindowStart();
+  std::vector<int64_t> ids;
+  for (const HistoryEntry& entry : history_) {
+    if (!IsPlain(entry) || entry.checkpoint_id >= window_start) continue;
+    if (IsPinned(entry.checkpoint_id)) continue;
+    if (restore_ && restore_->checkpoint.checkpoint_id == entry.checkpoint_id &&
+        restore_->source == spec_.key) {
+      continue;
+    }
+    if (std::find(deleting_.begin(), deleting_.end(), entry.checkpoint_id) != deleting_.end()) {
+      continue;
+    }
+    ids.push_back(entry.checkpoint_id);
+  }
+  if (ids.empty()) return;
+  deleting_.insert(deleting_.end(), ids.begin(), ids.end());
+  out.push_back(DeleteCheckpoints{std::move(ids)});
+}
+
+Status PipelineCoordinator::AddPin(int64_t checkpoint_id) {
+  const auto entry = std::find_if(history_.begin(), history_.end(), [&](const HistoryEntry& e) {
+    return e.checkpoint_id == checkpoint_id;
+  });
+  const std::string what =
+      "checkpoint " + std::to_string(checkpoint_id) + " of pipeline " + spec_.key.ToString();
+  if (entry == history_.end() ||
+      std::find(deleting_.begin(), deleting_.end(), checkpoint_id) != deleting_.end()) {
+    return Status::NotFound(what + " is not in its history (ckptctl checkpoint list shows it)");
+  }
+  if (!options_.pins) return Status::Internal("no restore pins in this daemon");
+  // A commit in flight may push a plain checkpoint out as it lands, with a trim decided before
+  // this pin: refuse rather than race it.
+  if (IsPlain(*entry) && pending_ && pending_->completing && !IsPinned(checkpoint_id) &&
+      checkpoint_id < WindowStart(pending_->id)) {
+    return Status::NotFound(what + " is leaving its history (retained " +
+                            std::to_string(spec_.retained) + "); pick a newer one");
+  }
+  options_.pins->Add({spec_.key, checkpoint_id});
+  return Status::Ok();
+}
+
+Actions PipelineCoordinator::OnPinDropped(int64_t checkpoint_id) {
+  Actions out;
+  if (deleted_ || IsPinned(checkpoint_id)) return out;
+  // A commit in flight decided its trim with the pin; its completion looks again.
+  if (pending_ && pending_->completing) return out;
+  DeleteUnpinnedOutsideWindow(out);
+  return out;
+}
+
+PipelineCoordinator::Outcome PipelineCoordinator::Restore(const PipelineKey& source,
+                                                          CompletedCheckpoint checkpoint) {
+  Outcome o;
+  const bool stopped_here = sticky_ != StickyState::kActive;
+  if (deleted_ || shutting_down_ || pending_ || (!stopped_here && !task_owner_.empty())) {
+    o.status = Status::FailedPrecondition(
+        "pipeline " + spec_.key.ToString() + " is " + PipelineStateName(State()) +
+        (pending_ ? " with checkpoint " + std::to_string(pending_->id) + " pending" : "") +
+        "; restore it while no task is registered, or pause it first (and wait for the pending "
+        "round to end)");
+    return o;
+  }
+  const CheckpointRef ref{source, checkpoint.checkpoint_id};
+  if (restore_ && restore_->operator_set && options_.pins) {
+    const CheckpointRef was{restore_->source, restore_->checkpoint.checkpoint_id};
+    if (options_.pins->Remove(was)) o.actions.push_back(PinDropped{was});
+  }
+  restore_ = std::make_unique<const HeldRestorePoint>(
+      HeldRestorePoint{source, true, std::move(checkpoint)});
+  restore_rescaled_ = RestoreSetDiffers();
+  const std::string why = "restored to checkpoint " + ref.ToString();
+  if (sticky_ == StickyState::kFailed || sticky_ == StickyState::kStopped) {
+    sticky_ = StickyState::kPaused;
+    counters_.consecutive_failures = 0;
+  }
+  o.actions.push_back(Log{
+      LogLevel::kInfo,
+      "pipeline " + why + std::string(restore_rescaled_ ? " (another task set: rescaled)" : "")});
+  // Every stream ends, so that its worker comes back and is handed the new restore point.
+  for (SessionId session : Sessions()) {
+    o.actions.push_back(EndSession{session, Status::Aborted(why)});
+    LoseSession(session, why, o.actions);
+  }
+  BumpGeneration(why, o.actions);
+  if (stopped_here) AnnounceState(why, o.actions);
+  Persist(o.actions);
+  Rearm(o.actions);
+  return o;
 }
 
 Status PipelineCoordinator::CheckSavepointRoom() const {
-  const auto held = std::count_if(history_.begin(), history_.end(), [](const HistoryEntry& e) {
-    return e.kind != CheckpointKind::kCheckpoint;
-  });
+  const auto held = std::count_if(history_.begin(), history_.end(),
+                                  [](const HistoryEntry& e) { return !IsPlain(e); });
   if (held < options_.max_savepoints) return Status::Ok();
   return Status::ResourceExhausted(
       "pipeline " + spec_.key.ToString() + " holds " + std::to_string(held) + " savepoints, " +
@@ -88,17 +214,26 @@ PipelineCoordinator::Outcome PipelineCoordinator::DeleteCheckpoint(int64_t check
   const auto entry = std::find_if(history_.begin(), history_.end(), [&](const HistoryEntry& e) {
     return e.checkpoint_id == checkpoint_id;
   });
+  const std::string what = "checkpoint " + std::to_string(checkpoint_id);
   if (entry == history_.end()) {
-    o.status = Status::NotFound("checkpoint " + std::to_string(checkpoint_id) + " of pipeline " +
-                                spec_.key.ToString() +
+    o.status = Status::NotFound(what + " of pipeline " + spec_.key.ToString() +
                                 " is not in its history (never completed, or released already)");
     return o;
   }
-  if (restore_ && restore_->checkpoint_id == checkpoint_id) {
+  if (checkpoint_id == last_completed_id_) {
     o.status = Status::FailedPrecondition(
-        "checkpoint " + std::to_string(checkpoint_id) + " is the restore point of pipeline " +
-        spec_.key.ToString() + " (its newest completed); it can be deleted once a newer one " +
-        "completes");
+        what + " is the newest completed checkpoint of pipeline " + spec_.key.ToString() +
+        " (its restore point, unless an operator chose another); it can be deleted once a newer "
+        "one completes");
+    return o;
+  }
+  if ((restore_ && restore_->source == spec_.key &&
+       restore_->checkpoint.checkpoint_id == checkpoint_id) ||
+      IsPinned(checkpoint_id)) {
+    o.status = Status::FailedPrecondition(
+        what + " of pipeline " + spec_.key.ToString() +
+        " is a restore point (ckptctl pipeline get shows each pipeline's); restore that pipeline "
+        "elsewhere, or let it complete a checkpoint, first");
     return o;
   }
   if (std::find(deleting_.begin(), deleting_.end(), checkpoint_id) != deleting_.end()) return o;

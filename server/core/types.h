@@ -88,6 +88,17 @@ struct CompletedCheckpoint {
   bool operator==(const CompletedCheckpoint&) const = default;
 };
 
+// A checkpoint of some pipeline, by id: where an operator pointed a pipeline's restore.
+struct CheckpointRef {
+  PipelineKey key;
+  int64_t checkpoint_id = 0;
+
+  auto operator<=>(const CheckpointRef&) const = default;
+  bool operator==(const CheckpointRef&) const = default;
+  // "job/pipeline@id", for logs and messages.
+  std::string ToString() const { return key.ToString() + "@" + std::to_string(checkpoint_id); }
+};
+
 // The operator-sticky part of a pipeline's state: what survives a restart.
 // WAITING_FOR_TASKS and RUNNING are derived from live sessions, so they are both kActive here.
 enum class StickyState { kActive = 0, kPaused = 1, kFailed = 2, kStopped = 3 };
@@ -112,6 +123,9 @@ struct PipelineProgress {
   CheckpointKind last_completed_kind = CheckpointKind::kCheckpoint;
   int64_t last_completed_at_ms = 0;  // wall clock; 0 = never
   bool from_config = false;          // declared in the config file: reloads may update it
+  // Where an operator pointed the pipeline's restore (RestorePipeline, CreatePipeline's
+  // restore_from); none: its newest completed checkpoint. A completion clears it.
+  std::optional<CheckpointRef> restore_from;
 
   bool operator==(const PipelineProgress&) const = default;
 };
@@ -131,6 +145,9 @@ struct CheckpointCommit {
   int32_t retained = 10;
   PipelineProgress progress_after;
   CompletedCheckpoint checkpoint;
+  // Plain checkpoints the trim must spare although they are outside `retained`: the restore
+  // points of pipelines (RestorePins). Ascending.
+  std::vector<int64_t> keep;
 };
 
 // One id of a pipeline's history (the completed checkpoints and savepoints the store keeps).
@@ -153,6 +170,8 @@ struct StoredPipeline {
   // The newest completed checkpoint or savepoint (record.last_completed_id) with its task states:
   // where the workers restore from. Absent when the pipeline never completed one.
   std::optional<CompletedCheckpoint> newest;
+  // record.restore_from's checkpoint with its task states (PipelineHost reads it at start).
+  std::optional<CompletedCheckpoint> restore_source;
 };
 
 }  // namespace ckpt

@@ -101,8 +101,8 @@ class EtcdBackend::BatchWriter {
   // Where a pipeline's history starts once the pending txn (which holds the op just added) has
   // landed (nothing: the pipeline is deleted). Published to ListCompleted right after it lands,
   // so that a listing meanwhile shows at most one checkpoint too many, for that moment.
-  void Publish(const PipelineKey& key, std::optional<int64_t> retained_from) {
-    horizons_.emplace_back(key, retained_from);
+  void Publish(const PipelineKey& key, std::optional<etcd::Horizon> horizon) {
+    horizons_.emplace_back(key, std::move(horizon));
   }
 
   // Whether the pending txn puts `key`.
@@ -195,9 +195,9 @@ class EtcdBackend::BatchWriter {
     b_.txns_committed_.fetch_add(1, std::memory_order_relaxed);
     if (!horizons_.empty()) {
       MutexLock horizon_lock(b_.horizon_mu_);
-      for (const auto& [key, from] : horizons_) {
-        if (from) {
-          b_.horizons_[key] = *from;
+      for (auto& [key, horizon] : horizons_) {
+        if (horizon) {
+          b_.horizons_[key] = std::move(*horizon);
         } else {
           b_.horizons_.erase(key);
         }
@@ -299,7 +299,8 @@ class EtcdBackend::BatchWriter {
   TxnRequest txn_;
   std::set<std::string> puts_;                                // keys the pending txn puts
   std::vector<std::pair<std::string, std::string>> deletes_;  // and the ranges it deletes
-  std::vector<std::pair<PipelineKey, std::optional<int64_t>>> horizons_;  // of the pending txn
+  std::vector<std::pair<PipelineKey, std::optional<etcd::Horizon>>>
+      horizons_;  // of the pending txn
   size_t bytes_ = 0;
   bool alone_in_txn_ = false;
   std::vector<size_t> ops_in_txn_;
@@ -502,7 +503,8 @@ bool EtcdBackend::PlanDeleteCheckpoints(BatchWriter& writer, size_t i,
   if (!view.savepoint_ids.empty()) newest = std::max(newest, *view.savepoint_ids.rbegin());
   std::vector<RequestOp> requests;
   for (int64_t id : op.checkpoint_ids) {
-    const bool plain = view.checkpoint_ids.count(id) > 0 && id >= view.retained_from;
+    const bool plain =
+        view.checkpoint_ids.count(id) > 0 && !view.horizon().Hides(id, CheckpointKind::kCheckpoint);
     if (!plain && !view.savepoint_ids.count(id)) continue;  // not in the history
     if (id == newest) {
       // Its value holds the pipeline's progress and where the history starts (etcd_layout.h).
@@ -564,9 +566,17 @@ bool EtcdBackend::PlanCommit(BatchWriter& writer, size_t i, const CheckpointComm
   if (is_checkpoint && view.checkpoint_ids.size() >= keep) {
     retained_from = std::max(retained_from, *std::next(view.checkpoint_ids.rbegin(), keep - 1));
   }
+  // The restore points below where the history starts, which stay in it (commit.keep, sorted);
+  // one the history no longer holds cannot come back.
+  etcd::Horizon horizon{retained_from, {}};
+  for (int64_t id : commit.keep) {
+    const bool held =
+        view.checkpoint_ids.count(id) &&
+        (id >= view.retained_from || std::binary_search(view.kept.begin(), view.kept.end(), id));
+    if (held && id < retained_from) horizon.kept.push_back(id);
+  }
   std::vector<std::string> chunks;
-  auto value =
-      etcd::EncodeCheckpoint(cp, commit.progress_after, retained_from, kMaxValueBytes, &chunks);
+  auto value = etcd::EncodeCheckpoint(cp, commit.progress_after, horizon, kMaxValueBytes, &chunks);
   if (!value.ok()) {
     ids.erase(cp.checkpoint_id);
     results[i] = Status::InvalidArgument(what + ": " + value.status().message());
@@ -590,28 +600,47 @@ bool EtcdBackend::PlanCommit(BatchWriter& writer, size_t i, const CheckpointComm
   }
   if (chunked) view.chunked[cp.checkpoint_id] = static_cast<int>(chunks.size());
   view.retained_from = retained_from;
+  view.kept = std::move(horizon.kept);
   // Out of the history but still stored: deleted once a few have piled up, so that most
   // commits are the one put.
   const auto out_of_history = static_cast<size_t>(std::distance(
       view.checkpoint_ids.begin(), view.checkpoint_ids.lower_bound(view.retained_from)));
-  if (out_of_history >= std::min<size_t>(keep, kTrimSlack)) PlanTrim(key, view, &requests);
+  if (out_of_history >= std::min<size_t>(keep, kTrimSlack) + view.kept.size()) {
+    PlanTrim(key, view, &requests);
+  }
   if (!writer.Add(i, std::move(requests))) return false;
-  writer.Publish(key, view.retained_from);
+  writer.Publish(key, view.horizon());
   return true;
 }
 
 void EtcdBackend::PlanTrim(const PipelineKey& key, PipelineView& view,
                            std::vector<RequestOp>* requests) {
-  // Runs of ids below retained_from with no savepoint among them, each one range delete (and one
-  // more for their chunks, if any has some). Savepoints share the key prefix and stay.
+  // Runs of ids below retained_from with no savepoint and no kept id among them, each one range
+  // delete (and one more for their chunks, if any has some). Savepoints share the key prefix and
+  // stay; so do the kept ones (restore points).
   int planned = 0;
-  while (!view.checkpoint_ids.empty() && *view.checkpoint_ids.begin() < view.retained_from &&
-         planned + 2 <= kMaxTrimsPerCommit) {
-    const int64_t from = *view.checkpoint_ids.begin();
-    auto savepoint = view.savepoint_ids.upper_bound(from);
-    const int64_t to = savepoint != view.savepoint_ids.end() && *savepoint < view.retained_from
-                           ? *savepoint
-                           : view.retained_from;
+  auto first_trimmable = [&view]() {
+    auto it = view.checkpoint_ids.begin();
+    while (it != view.checkpoint_ids.end() && *it < view.retained_from &&
+           std::binary_search(view.kept.begin(), view.kept.end(), *it)) {
+      ++it;
+    }
+    return it;
+  };
+  for (auto first = first_trimmable();
+       first != view.checkpoint_ids.end() && *first < view.retained_from &&
+       planned + 2 <= kMaxTrimsPerCommit;
+       first = first_trimmable()) {
+    const int64_t from = *first;
+    int64_t to = view.retained_from;
+    if (auto savepoint = view.savepoint_ids.upper_bound(from);
+        savepoint != view.savepoint_ids.end()) {
+      to = std::min(to, *savepoint);
+    }
+    if (auto kept = std::upper_bound(view.kept.begin(), view.kept.end(), from);
+        kept != view.kept.end()) {
+      to = std::min(to, *kept);
+    }
     requests->push_back(
         Delete(layout_.CheckpointBound(key, from), layout_.CheckpointBound(key, to)));
     ++planned;
@@ -622,7 +651,8 @@ void EtcdBackend::PlanTrim(const PipelineKey& key, PipelineView& view,
       ++planned;
       view.chunked.erase(chunked_from, chunked_to);
     }
-    view.checkpoint_ids.erase(view.checkpoint_ids.begin(), view.checkpoint_ids.lower_bound(to));
+    view.checkpoint_ids.erase(view.checkpoint_ids.lower_bound(from),
+                              view.checkpoint_ids.lower_bound(to));
   }
 }
 
@@ -821,7 +851,8 @@ Result<std::vector<StoredPipeline>> EtcdBackend::BuildView(const etcd::StoreImag
     }
     auto stored = etcd::DecodeCheckpoint(value->second);
     if (!stored) return Status::DataLoss("unreadable checkpoint " + kv->key() + " in " + where);
-    pipelines_[key].retained_from = stored->retained_from;
+    pipelines_[key].retained_from = stored->horizon.retained_from;
+    pipelines_[key].kept = stored->horizon.kept;
     if (stored->chunks > 0) {
       // The restore point's states, in chunks a warm copy does not hold: read them now (the
       // fence is ours, so the newest revision is the one loaded).
@@ -852,11 +883,9 @@ Result<std::vector<StoredPipeline>> EtcdBackend::BuildView(const etcd::StoreImag
     static_cast<PipelineProgress&>(stored.record) = *progress;
     stored.record.spec = std::move(*spec);
     stored.id_counter = counters_.count(key) ? counters_[key] : 0;
-    const int64_t retained_from = pipelines_[key].retained_from;
+    const etcd::Horizon horizon = pipelines_[key].horizon();
     for (const HistoryEntry& entry : histories[key]) {
-      if (entry.kind != CheckpointKind::kCheckpoint || entry.checkpoint_id >= retained_from) {
-        stored.history.push_back(entry);
-      }
+      if (!horizon.Hides(entry.checkpoint_id, entry.kind)) stored.history.push_back(entry);
     }
     auto newest = newest_checkpoints.find(key);
     if (newest != newest_checkpoints.end() &&
@@ -873,7 +902,7 @@ Result<std::vector<StoredPipeline>> EtcdBackend::BuildView(const etcd::StoreImag
   {
     MutexLock horizon_lock(horizon_mu_);
     horizons_.clear();
-    for (const auto& [key, view] : pipelines_) horizons_[key] = view.retained_from;
+    for (const auto& [key, view] : pipelines_) horizons_[key] = view.horizon();
   }
   view_loaded_ = true;
   return loaded;
@@ -917,11 +946,11 @@ Status EtcdBackend::ReadChunks(const etcd::Layout::CheckpointRef& ref, const std
 
 Result<std::vector<CompletedCheckpoint>> EtcdBackend::ListCompleted(const PipelineKey& key,
                                                                     int limit, int64_t before_id) {
-  int64_t retained_from = 0;  // checkpoints below it are out of the history, stored or not
+  etcd::Horizon horizon;  // what it hides is out of the history, stored or not
   {
     MutexLock lock(horizon_mu_);
-    auto horizon = horizons_.find(key);
-    if (horizon != horizons_.end()) retained_from = horizon->second;
+    auto it = horizons_.find(key);
+    if (it != horizons_.end()) horizon = it->second;
   }
   const std::string prefix = layout_.CheckpointPrefix(key);
   RangeRequest request;
@@ -941,7 +970,7 @@ Result<std::vector<CompletedCheckpoint>> EtcdBackend::ListCompleted(const Pipeli
     for (const KeyValue& kv : response->kvs()) {
       auto ref = layout_.ParseCheckpointKey(kv.key());
       if (!ref) return Status::Internal("unknown key " + kv.key() + " in " + name_);
-      if (ref->kind == CheckpointKind::kCheckpoint && ref->id < retained_from) continue;
+      if (horizon.Hides(ref->id, ref->kind)) continue;
       auto stored = etcd::DecodeCheckpoint(kv.value());
       if (!stored) return Status::Internal("unreadable checkpoint " + kv.key() + " in " + name_);
       if (stored->chunks > 0) {

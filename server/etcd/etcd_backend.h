@@ -101,6 +101,8 @@ class EtcdBackend final : public StoreBackend {
     std::set<int64_t> savepoint_ids;   // never trimmed
     std::map<int64_t, int> chunked;    // id -> chunk count, for those written in chunks
     int64_t retained_from = 0;         // ids of kind c below it are out of the history
+    std::vector<int64_t> kept;         // ... unless named here (etcd::Horizon)
+    etcd::Horizon horizon() const { return {retained_from, kept}; }
   };
   class BatchWriter;
 
@@ -166,7 +168,7 @@ class EtcdBackend final : public StoreBackend {
 
   Mutex horizon_mu_;
   // Each pipeline's retained_from as last made durable, for ListCompleted.
-  std::map<PipelineKey, int64_t> horizons_ CKPT_GUARDED_BY(horizon_mu_);
+  std::map<PipelineKey, etcd::Horizon> horizons_ CKPT_GUARDED_BY(horizon_mu_);
 };
 
 }  // namespace ckpt

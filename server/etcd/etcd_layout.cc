@@ -1,5 +1,6 @@
 #include "etcd/etcd_layout.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -208,17 +209,25 @@ std::optional<PipelineSpec> DecodeSpec(const std::string& value, const PipelineK
 
 namespace {
 
+json RestoreFromJson(const CheckpointRef& ref) {
+  return {{"job_id", ref.key.job_id},
+          {"pipeline_id", ref.key.pipeline_id},
+          {"checkpoint_id", ref.checkpoint_id}};
+}
+
 json ProgressJson(const PipelineProgress& p) {
-  return {{"generation", p.generation},
-          {"sticky", StickyName(p.sticky)},
-          {"completed_count", p.counters.completed_count},
-          {"failed_count", p.counters.failed_count},
-          {"expired_count", p.counters.expired_count},
-          {"consecutive_failures", p.counters.consecutive_failures},
-          {"last_completed_id", p.last_completed_id},
-          {"last_completed_kind", CheckpointKindName(p.last_completed_kind)},
-          {"last_completed_at_ms", p.last_completed_at_ms},
-          {"from_config", p.from_config}};
+  json v = {{"generation", p.generation},
+            {"sticky", StickyName(p.sticky)},
+            {"completed_count", p.counters.completed_count},
+            {"failed_count", p.counters.failed_count},
+            {"expired_count", p.counters.expired_count},
+            {"consecutive_failures", p.counters.consecutive_failures},
+            {"last_completed_id", p.last_completed_id},
+            {"last_completed_kind", CheckpointKindName(p.last_completed_kind)},
+            {"last_completed_at_ms", p.last_completed_at_ms},
+            {"from_config", p.from_config}};
+  if (p.restore_from) v["restore_from"] = RestoreFromJson(*p.restore_from);
+  return v;
 }
 
 // The progress as a checkpoint's value carries it, about 60 bytes instead of 270 (a completion's
@@ -240,6 +249,7 @@ json CompactProgressJson(const PipelineProgress& p, const CompletedCheckpoint& s
     v["last_completed_at_ms"] = p.last_completed_at_ms;
   }
   if (p.from_config) v["from_config"] = true;
+  if (p.restore_from) v["restore_from"] = RestoreFromJson(*p.restore_from);
   return v;
 }
 
@@ -265,6 +275,12 @@ std::optional<PipelineProgress> ProgressFromJson(const json& v, const CompletedC
     p.last_completed_at_ms = self ? v.value("last_completed_at_ms", self->finished_at_ms)
                                   : v.at("last_completed_at_ms").get<int64_t>();
     p.from_config = v.value("from_config", false);
+    if (v.contains("restore_from")) {
+      const json& r = v.at("restore_from");
+      p.restore_from =
+          CheckpointRef{{r.at("job_id").get<std::string>(), r.at("pipeline_id").get<std::string>()},
+                        r.at("checkpoint_id").get<int64_t>()};
+    }
     return p;
   } catch (const json::exception&) {
     return std::nullopt;
@@ -279,8 +295,13 @@ std::optional<PipelineProgress> DecodeProgress(const std::string& value) {
   return ProgressFromJson(json::parse(value, nullptr, /*allow_exceptions=*/false), nullptr);
 }
 
+bool Horizon::Hides(int64_t checkpoint_id, CheckpointKind kind) const {
+  return kind == CheckpointKind::kCheckpoint && checkpoint_id < retained_from &&
+         !std::binary_search(kept.begin(), kept.end(), checkpoint_id);
+}
+
 Result<std::string> EncodeCheckpoint(const CompletedCheckpoint& cp,
-                                     const PipelineProgress& progress, int64_t retained_from,
+                                     const PipelineProgress& progress, const Horizon& horizon,
                                      size_t max_value_bytes,
                                      std::vector<std::string>* chunk_values) {
   chunk_values->clear();
@@ -291,7 +312,8 @@ Result<std::string> EncodeCheckpoint(const CompletedCheckpoint& cp,
               {"finished_at_ms", cp.finished_at_ms},
               {"location", cp.location},
               {"progress", CompactProgressJson(progress, cp)},
-              {"retained_from", retained_from}};
+              {"retained_from", horizon.retained_from}};
+    if (!horizon.kept.empty()) head["kept"] = horizon.kept;
     json states = json::object();
     for (const auto& [task, state] : cp.task_states) states[task] = StateJson(state);
     std::string inline_states = states.dump();
@@ -339,7 +361,11 @@ std::optional<StoredCheckpoint> DecodeCheckpoint(const std::string& value) {
       stored.progress = ProgressFromJson(v["progress"], &cp);
       if (!stored.progress) return std::nullopt;
     }
-    stored.retained_from = v.value("retained_from", int64_t{0});
+    stored.horizon.retained_from = v.value("retained_from", int64_t{0});
+    if (v.contains("kept")) {
+      stored.horizon.kept = v["kept"].get<std::vector<int64_t>>();
+      std::sort(stored.horizon.kept.begin(), stored.horizon.kept.end());
+    }
     if (v.contains("chunks")) {
       stored.chunks = v["chunks"].get<int>();
       if (stored.chunks < 0) return std::nullopt;

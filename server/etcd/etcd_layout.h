@@ -14,7 +14,7 @@
 //                                            x savepoint and stop), + marks one written in
 //                                            chunks: a keys-only range tells the trim all it needs.
 //                                            Its value also holds the pipeline's progress after
-//                                            it and `retained_from` (below)
+//                                            it, `retained_from` and `kept` (below)
 //   P/chunks/<job>/<pipeline>/<id>/<n, 6 digits>     task states of a checkpoint too large for
 //                                            one value, written before the checkpoint key, which
 //                                            is the commit point and says how many chunks count
@@ -38,10 +38,11 @@
 // refused); whatever deletes a checkpoint otherwise must write the progress key in the same txn.
 //
 // Trims are lazy. `retained_from` in the newest checkpoint value is the oldest retained
-// checkpoint id: ids of kind c below it are out of the history, whether or not their keys are
-// gone yet (reads skip them, and it never moves down, so nothing trimmed comes back when
-// `retained` grows). Their keys go a few at a time, as one range delete between savepoints, so a
-// completion costs one etcd operation and not three.
+// checkpoint id: ids of kind c below it are out of the history (except the restore points of
+// pipelines its commit was told to keep, `kept`), whether or not their keys are gone yet (reads
+// skip them, and it never moves down, so nothing trimmed comes back when `retained` grows). Their
+// keys go a few at a time, as one range delete between savepoints, so a completion costs one etcd
+// operation and not three.
 //
 // Later record kinds (restore points, released ids, alignment groups) take sibling prefixes of
 // their own in the same way.
@@ -114,6 +115,16 @@ std::optional<PipelineSpec> DecodeSpec(const std::string& value, const PipelineK
 std::string EncodeProgress(const PipelineProgress& progress);
 std::optional<PipelineProgress> DecodeProgress(const std::string& value);
 
+// Where a pipeline's history starts: plain checkpoints below `retained_from` are out of it, unless
+// `kept` (a restore point of some pipeline, RestorePins) names them.
+struct Horizon {
+  int64_t retained_from = 0;
+  std::vector<int64_t> kept;  // ascending
+
+  bool Hides(int64_t checkpoint_id, CheckpointKind kind) const;
+  bool operator==(const Horizon&) const = default;
+};
+
 // A stored checkpoint: its fields and its task states, inline (chunks == 0) or in `chunks`
 // chunk values written before it; the pipeline's progress after it and the oldest retained id
 // then (both absent from values written without them).
@@ -121,13 +132,13 @@ struct StoredCheckpoint {
   CompletedCheckpoint checkpoint;  // task_states empty when chunked
   int chunks = 0;
   std::optional<PipelineProgress> progress;
-  int64_t retained_from = 0;
+  Horizon horizon;
 };
 // The checkpoint value with its states inline, or, when they pass `max_value_bytes`, the
 // manifest (chunks > 0) and the chunk values in `chunk_values`, each at most about
 // max_value_bytes. `progress` and `retained_from` go with it (above).
 Result<std::string> EncodeCheckpoint(const CompletedCheckpoint& checkpoint,
-                                     const PipelineProgress& progress, int64_t retained_from,
+                                     const PipelineProgress& progress, const Horizon& horizon,
                                      size_t max_value_bytes,
                                      std::vector<std::string>* chunk_values);
 std::optional<StoredCheckpoint> DecodeCheckpoint(const std::string& value);

@@ -9,6 +9,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,8 +42,13 @@ class AdminBackend {
   virtual std::vector<std::shared_ptr<PipelineRunner>> AllPipelines() const = 0;
   // The defaults a create request's unset fields take.
   virtual PipelineDefaults pipeline_defaults() const = 0;
-  // Validates, stores and starts a pipeline.
-  virtual void CreatePipeline(const PipelineSpec& spec, CreateDone done) = 0;
+  // Validates, stores and starts a pipeline; with `restore_from`, its workers restore from that
+  // checkpoint of another pipeline until its first completion (NOT_FOUND when it is not there).
+  virtual void CreatePipeline(const PipelineSpec& spec, std::optional<CheckpointRef> restore_from,
+                              CreateDone done) = 0;
+  // RestorePipeline (PipelineHost::Restore).
+  virtual void RestorePipeline(std::shared_ptr<PipelineRunner> target, CheckpointRef from,
+                               PipelineRunner::StatusDone done) = 0;
   // Stops the pipeline and deletes its record and history; `done` once that is durable.
   virtual void DeletePipeline(std::shared_ptr<PipelineRunner> runner,
                               std::function<void(Status)> done) = 0;

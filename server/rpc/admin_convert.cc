@@ -69,6 +69,25 @@ void ToProto(const PipelineStatus& s, v1::Pipeline* out) {
   out->set_expired_count(s.counters.expired_count);
   out->set_consecutive_failures(s.counters.consecutive_failures);
   out->set_from_config(s.from_config);
+  if (s.restore.checkpoint_id > 0) {
+    auto* r = out->mutable_restore();
+    r->set_checkpoint_id(s.restore.checkpoint_id);
+    r->set_kind(ckpt::ToProto(s.restore.kind));
+    r->set_location(s.restore.location);
+    r->set_source_job_id(s.restore.source.job_id);
+    r->set_source_pipeline_id(s.restore.source.pipeline_id);
+    r->set_rescaled(s.restore.rescaled);
+    r->set_operator_set(s.restore.operator_set);
+  }
+}
+
+Result<CheckpointRef> RefFromProto(const v1::CheckpointRef& proto, const std::string& field) {
+  if (auto s = ValidateId(proto.job_id(), field + ".job_id"); !s.ok()) return s;
+  if (auto s = ValidateId(proto.pipeline_id(), field + ".pipeline_id"); !s.ok()) return s;
+  if (proto.checkpoint_id() < 0) {
+    return Status::InvalidArgument(field + ".checkpoint_id cannot be negative");
+  }
+  return CheckpointRef{{proto.job_id(), proto.pipeline_id()}, proto.checkpoint_id()};
 }
 
 void ToProto(const CompletedCheckpoint& c, int expected_tasks, v1::CheckpointInfo* out) {

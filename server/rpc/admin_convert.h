@@ -16,6 +16,8 @@ PipelineSpec SpecFromCreate(const v1::PipelineSpec& proto, const PipelineDefault
 PipelineSpec SpecFromUpdate(const v1::PipelineSpec& proto, const PipelineSpec& current);
 
 void ToProto(const PipelineStatus& status, v1::Pipeline* out);
+// `field` names it in the error ("from", "restore_from").
+Result<CheckpointRef> RefFromProto(const v1::CheckpointRef& proto, const std::string& field);
 void ToProto(const CompletedCheckpoint& checkpoint, int expected_tasks, v1::CheckpointInfo* out);
 void ToProto(const RoundSummary& round, v1::CheckpointInfo* out);
 void ToProto(const PendingSummary& pending, v1::CheckpointInfo* out);

@@ -94,13 +94,20 @@ grpc::ServerUnaryReactor* AdminServiceImpl::CreatePipeline(grpc::CallbackServerC
   if (Status s = Admit(*ctx, "CreatePipeline"); !s.ok()) return Reply(ctx, s);
   auto* reactor = ctx->DefaultReactor();
   PipelineSpec spec = SpecFromCreate(*req, backend_.pipeline_defaults());
-  backend_.CreatePipeline(spec, [reactor, resp](Result<std::shared_ptr<PipelineRunner>> runner) {
-    if (!runner.ok()) return reactor->Finish(ToGrpcStatus(runner.status()));
-    (*runner)->Inspect([reactor, resp](const PipelineCoordinator& c) {
-      ToProto(c.Describe(), resp);
-      reactor->Finish(grpc::Status::OK);
-    });
-  });
+  std::optional<CheckpointRef> restore_from;
+  if (req->has_restore_from()) {
+    auto ref = RefFromProto(req->restore_from(), "restore_from");
+    if (!ref.ok()) return Reply(ctx, ref.status());
+    restore_from = std::move(*ref);
+  }
+  backend_.CreatePipeline(spec, std::move(restore_from),
+                          [reactor, resp](Result<std::shared_ptr<PipelineRunner>> runner) {
+                            if (!runner.ok()) return reactor->Finish(ToGrpcStatus(runner.status()));
+                            (*runner)->Inspect([reactor, resp](const PipelineCoordinator& c) {
+                              ToProto(c.Describe(), resp);
+                              reactor->Finish(grpc::Status::OK);
+                            });
+                          });
   return reactor;
 }
 
@@ -148,6 +155,20 @@ grpc::ServerUnaryReactor* AdminServiceImpl::DeleteCheckpoint(grpc::CallbackServe
   auto* reactor = ctx->DefaultReactor();
   (*runner)->DeleteCheckpoint(req->checkpoint_id(),
                               [reactor](const Status& s) { reactor->Finish(ToGrpcStatus(s)); });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* AdminServiceImpl::RestorePipeline(grpc::CallbackServerContext* ctx,
+                                                            const v1::RestorePipelineRequest* req,
+                                                            v1::Pipeline* resp) {
+  if (Status s = Admit(*ctx, "RestorePipeline"); !s.ok()) return Reply(ctx, s);
+  auto runner = Lookup(req->pipeline().job_id(), req->pipeline().pipeline_id());
+  if (!runner.ok()) return Reply(ctx, runner.status());
+  if (!req->has_from()) return Reply(ctx, Status::InvalidArgument("`from` is required"));
+  auto from = RefFromProto(req->from(), "from");
+  if (!from.ok()) return Reply(ctx, from.status());
+  auto* reactor = ctx->DefaultReactor();
+  backend_.RestorePipeline(*runner, std::move(*from), ReplyWithPipeline(reactor, resp));
   return reactor;
 }
 

@@ -50,6 +50,9 @@ class AdminServiceImpl final : public v1::AdminService::CallbackService {
   grpc::ServerUnaryReactor* DeleteCheckpoint(grpc::CallbackServerContext* ctx,
                                              const v1::DeleteCheckpointRequest* req,
                                              v1::DeleteCheckpointResponse* resp) override;
+  grpc::ServerUnaryReactor* RestorePipeline(grpc::CallbackServerContext* ctx,
+                                            const v1::RestorePipelineRequest* req,
+                                            v1::Pipeline* resp) override;
   grpc::ServerUnaryReactor* PausePipeline(grpc::CallbackServerContext* ctx,
                                           const v1::PipelineRef* req, v1::Pipeline* resp) override;
   grpc::ServerUnaryReactor* ResumePipeline(grpc::CallbackServerContext* ctx,

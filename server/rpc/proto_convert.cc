@@ -41,6 +41,7 @@ void ToProto(const OutboundMessage& message, v1::CoordinatorMessage* out) {
       r->set_source_job_id(point.source.job_id);
       r->set_source_pipeline_id(point.source.pipeline_id);
       r->set_rescaled(point.rescaled);
+      r->set_operator_set(point.operator_set);
       auto& states = *r->mutable_task_states();
       for (const auto& [task, state] : point.task_states) ToProto(state, &states[task]);
     }

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <future>
 #include <map>
 
 #include "core/spec_validation.h"
@@ -38,7 +39,9 @@ std::shared_ptr<PipelineRunner> PipelineHost::MakeRunner(const StoredPipeline& s
   options.coordinator.savepoint_root = options_.savepoint_root;
   options.coordinator.savepoint_requests_per_minute = options_.limits.savepoint_requests_per_minute;
   options.coordinator.max_savepoints = options_.limits.max_savepoints_per_pipeline;
+  options.coordinator.pins = &pins_;
   options.store_health = &store_health_;
+  options.on_pin_dropped = [this](const CheckpointRef& ref) { PinDropped(ref); };
   return std::make_shared<PipelineRunner>(shards_.For(stored.record.spec.key), stored, restarted,
                                           store_, clock_, metrics_, options);
 }
@@ -85,11 +88,28 @@ Status PipelineHost::Load(const std::vector<PipelineSpec>& declared_specs) {
       p.record.from_config = false;
     }
   }
+  // Operator-set restore points: their checkpoints are read, and pinned before any pipeline
+  // starts (a start releases what no pin holds outside `retained`).
+  for (auto& [key, p] : stored) {
+    if (!p.record.restore_from) continue;
+    auto source = ReadRestoreSource(*p.record.restore_from);
+    if (!source.ok()) {
+      spdlog::error(
+          "[{}] its restore point {} cannot be read ({}); it restores from its own newest "
+          "checkpoint instead",
+          key.ToString(), p.record.restore_from->ToString(), source.status().ToString());
+      continue;
+    }
+    p.restore_source = std::move(*source);
+    pins_.Add(*p.record.restore_from);
+  }
+  std::vector<std::shared_ptr<PipelineRunner>> runners;
   for (const auto& [key, p] : stored) {
     auto runner = MakeRunner(p, /*restarted=*/!fresh.count(key));
     registry_.Add(runner);
-    runner->Start();
+    runners.push_back(std::move(runner));
   }
+  for (const auto& runner : runners) runner->Start();
   spdlog::info("{} pipeline(s) loaded ({} new from the config)", stored.size(), fresh.size());
   return Status::Ok();
 }
@@ -100,7 +120,69 @@ void PipelineHost::OnStoreWritable(bool writable) {
   if (on_store_writable_) on_store_writable_(writable);
 }
 
-void PipelineHost::Create(const PipelineSpec& spec, CreateDone done, bool from_config) {
+Result<CompletedCheckpoint> PipelineHost::ReadRestoreSource(const CheckpointRef& from) {
+  auto listed =
+      store_.ListCompleted(from.key, 1, from.checkpoint_id > 0 ? from.checkpoint_id + 1 : 0);
+  if (!listed.ok()) return listed.status();
+  if (listed->empty() ||
+      (from.checkpoint_id > 0 && listed->front().checkpoint_id != from.checkpoint_id)) {
+    return Status::NotFound((from.checkpoint_id > 0
+                                 ? "checkpoint " + from.ToString() + " is not"
+                                 : "pipeline " + from.key.ToString() + " has no checkpoint") +
+                            " in the history (ckptctl checkpoint list shows what is)");
+  }
+  return std::move(listed->front());
+}
+
+Result<std::pair<CheckpointRef, CompletedCheckpoint>> PipelineHost::PinRestoreSource(
+    CheckpointRef from) {
+  auto source = registry_.Find(from.key);
+  if (!source) return Status::NotFound("pipeline " + from.key.ToString() + " not found");
+  auto checkpoint = ReadRestoreSource(from);
+  if (!checkpoint.ok()) return checkpoint.status();
+  from.checkpoint_id = checkpoint->checkpoint_id;
+  // The source keeps it from now on: pinned on its strand, where its trims are decided.
+  auto pinned = std::make_shared<std::promise<Status>>();
+  auto result = pinned->get_future();
+  source->AddPin(from.checkpoint_id, [pinned](Status s) { pinned->set_value(std::move(s)); });
+  if (Status s = result.get(); !s.ok()) return s;
+  return std::make_pair(from, std::move(*checkpoint));
+}
+
+void PipelineHost::UnpinRestoreSource(const CheckpointRef& ref) {
+  if (pins_.Remove(ref)) PinDropped(ref);
+}
+
+void PipelineHost::PinDropped(const CheckpointRef& ref) {
+  if (auto source = registry_.Find(ref.key)) source->OnPinDropped(ref.checkpoint_id);
+}
+
+void PipelineHost::Restore(const std::shared_ptr<PipelineRunner>& target, CheckpointRef from,
+                           std::function<void(Status, const PipelineStatus&)> done) {
+  auto pinned = PinRestoreSource(std::move(from));
+  if (!pinned.ok()) return done(pinned.status(), {});
+  auto [ref, checkpoint] = std::move(*pinned);
+  target->Restore(
+      ref.key, std::move(checkpoint),
+      [this, ref, done = std::move(done)](Status s, const PipelineStatus& status) {
+        if (s.code() == StatusCode::kFailedPrecondition || s.code() == StatusCode::kNotFound) {
+          UnpinRestoreSource(ref);  // refused: nothing holds it
+        }
+        done(std::move(s), status);
+      });
+}
+
+void PipelineHost::Create(
+    const PipelineSpec& spec, CreateDone done, bool from_config,
+    std::optional<std::pair<CheckpointRef, CompletedCheckpoint>> restore_from) {
+  if (restore_from) {
+    // Whatever the outcome, a pin not taken over by the new pipeline is let go.
+    done = [this, ref = restore_from->first,
+            done = std::move(done)](Result<std::shared_ptr<PipelineRunner>> created) {
+      if (!created.ok()) UnpinRestoreSource(ref);
+      done(std::move(created));
+    };
+  }
   if (auto s = ValidateSpec(spec); !s.ok()) return done(s);
   if (auto s = CheckSpecLimits(spec, options_.limits); !s.ok()) return done(s);
   if (refusing_creates_.load()) return done(Status::Unavailable("ckptd is shutting down"));
@@ -133,6 +215,10 @@ void PipelineHost::Create(const PipelineSpec& spec, CreateDone done, bool from_c
   stored.record.spec = spec;
   stored.record.from_config = from_config;
   stored.id_counter = *counter;
+  if (restore_from) {
+    stored.record.restore_from = restore_from->first;
+    stored.restore_source = std::move(restore_from->second);
+  }
   store_.PutPipeline(
       stored.record, [this, stored, created, done = std::move(done)](const Status& s) {
         store_health_.Report(s);
@@ -160,6 +246,12 @@ void PipelineHost::Create(const PipelineSpec& spec, CreateDone done, bool from_c
 
 void PipelineHost::Delete(const std::shared_ptr<PipelineRunner>& runner,
                           std::function<void(Status)> done) {
+  if (const size_t pinned = pins_.CountFor(runner->key()); pinned > 0) {
+    return done(Status::FailedPrecondition(
+        std::to_string(pinned) + " checkpoint(s) of pipeline " + runner->key().ToString() +
+        " are restore points of pipelines (ckptctl pipeline get shows whose); restore those "
+        "elsewhere or let them complete a checkpoint, then delete it"));
+  }
   const std::string declared_in =
       options_.config_source.empty() ? "(none)" : options_.config_source;
   runner->Delete(

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -21,6 +22,7 @@
 #include "common/mutex.h"
 #include "core/clock.h"
 #include "core/limits.h"
+#include "core/restore_pins.h"
 #include "runtime/daemon_metrics.h"
 #include "runtime/io_shards.h"
 #include "runtime/registry.h"
@@ -77,10 +79,25 @@ class PipelineHost {
 
   // Creates a pipeline (spec validated) and starts it once its record is durable.
   // `from_config`: declared in the config file (a reload may update it later). Blocking.
-  void Create(const PipelineSpec& spec, CreateDone done, bool from_config = false);
+  // `restore_from`: where it restores from until its first completion (PinRestoreSource took it;
+  // a failed create lets it go).
+  void Create(const PipelineSpec& spec, CreateDone done, bool from_config = false,
+              std::optional<std::pair<CheckpointRef, CompletedCheckpoint>> restore_from = {});
   // Ends the pipeline's streams with NOT_FOUND, stops it and deletes its record and history (not
-  // its id counter). `done` runs once the delete is durable.
+  // its id counter). `done` runs once the delete is durable. FAILED_PRECONDITION while one of its
+  // checkpoints is another pipeline's restore point (its state would be released under it).
   void Delete(const std::shared_ptr<PipelineRunner>& runner, std::function<void(Status)> done);
+
+  // RestorePipeline: `from` (checkpoint_id 0: the source's newest completed) becomes `target`'s
+  // restore point (PipelineCoordinator::Restore has the rules). Blocking (it reads the source's
+  // checkpoint): call it from the blocking pool. `done` once durable or refused; it runs on a
+  // strand or the calling thread and must not block.
+  void Restore(const std::shared_ptr<PipelineRunner>& target, CheckpointRef from,
+               std::function<void(Status, const PipelineStatus&)> done);
+  // CreatePipeline's restore_from: reads and pins `from` (as Restore), for Create.
+  Result<std::pair<CheckpointRef, CompletedCheckpoint>> PinRestoreSource(CheckpointRef from);
+  // Lets go of a pin PinRestoreSource took that was not used.
+  void UnpinRestoreSource(const CheckpointRef& ref);
 
   // A reload's pipelines: the declared ones created or updated, API ones left alone, the ones no
   // longer declared handed to the API. Waits up to `wait` (or until CancelApplyDeclared) for the
@@ -114,6 +131,10 @@ class PipelineHost {
 
  private:
   std::shared_ptr<PipelineRunner> MakeRunner(const StoredPipeline& stored, bool restarted);
+  // Reads `from`'s checkpoint (the newest when its id is 0) from the store. Blocking.
+  Result<CompletedCheckpoint> ReadRestoreSource(const CheckpointRef& from);
+  // A PinDropped: the source pipeline is told, if it still exists.
+  void PinDropped(const CheckpointRef& ref);
   // StoreHealth's news (control loop): every pipeline holds or resumes its triggers.
   void OnStoreWritable(bool writable);
 
@@ -125,6 +146,7 @@ class PipelineHost {
   const std::function<void(bool)> on_store_writable_;
   StoreHealth store_health_;  // its probe timer is on shards_.control()
   Registry registry_;
+  RestorePins pins_;  // the restore points operators set; every coordinator consults it
   std::atomic<bool> refusing_creates_{false};  // any thread; set once, by RefuseCreates
   // Keys whose Create is between its registry check and its registry Add (the store write in
   // between): a second create of the same key is refused instead of overwriting the first one's

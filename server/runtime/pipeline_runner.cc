@@ -47,6 +47,7 @@ PipelineRunner::PipelineRunner(asio::io_context& io, const StoredPipeline& store
       lease_ttl_ms_(options.lease_ttl_ms),
       restarted_(restarted),
       store_health_(options.store_health),
+      on_pin_dropped_(std::move(options.on_pin_dropped)),
       strand_(asio::make_strand(io)),
       coordinator_(stored, clock, std::move(options.coordinator)),
       wakeup_timer_(strand_),
@@ -251,6 +252,48 @@ void PipelineRunner::DeleteCheckpoint(int64_t checkpoint_id, std::function<void(
   });
 }
 
+void PipelineRunner::AddPin(int64_t checkpoint_id, std::function<void(Status)> done) {
+  PostOperator([checkpoint_id, done = std::move(done)](PipelineRunner& r) {
+    if (r.deleted_) return done(r.DeletedStatus());
+    done(r.coordinator_.AddPin(checkpoint_id));
+  });
+}
+
+void PipelineRunner::OnPinDropped(int64_t checkpoint_id) {
+  Post([checkpoint_id](PipelineRunner& r) { r.Run(r.coordinator_.OnPinDropped(checkpoint_id)); });
+}
+
+void PipelineRunner::Restore(PipelineKey source, CompletedCheckpoint checkpoint, StatusDone done) {
+  PostOperator([source = std::move(source), checkpoint = std::move(checkpoint),
+                done = std::move(done)](PipelineRunner& r) mutable {
+    if (r.deleted_) return done(r.DeletedStatus(), {});
+    auto outcome = r.coordinator_.Restore(source, std::move(checkpoint));
+    if (!outcome.status.ok()) return done(outcome.status, r.coordinator_.Describe());
+    // Answered once the new restore point is durable: the last write of the actions.
+    Action* persist = nullptr;
+    for (Action& action : outcome.actions) {
+      if (std::holds_alternative<PersistProgress>(action) ||
+          std::holds_alternative<PersistRecord>(action)) {
+        persist = &action;
+      }
+    }
+    auto answer = [self = r.shared_from_this(), done = std::move(done)](Status s) mutable {
+      self->PostOperator([s = std::move(s), done = std::move(done)](PipelineRunner& r) {
+        done(s.ok() ? s : Status::Unavailable("storing the restore point failed: " + s.message()),
+             r.coordinator_.Describe());
+      });
+    };
+    if (auto* p = persist ? std::get_if<PersistProgress>(persist) : nullptr) {
+      p->then = std::move(answer);
+    } else if (auto* w = persist ? std::get_if<PersistRecord>(persist) : nullptr) {
+      w->then = std::move(answer);
+    } else {
+      answer(Status::Ok());  // cannot happen: Restore persists
+    }
+    r.Run(std::move(outcome.actions));
+  });
+}
+
 void PipelineRunner::Undeclare(std::function<void(bool)> done) {
   PostOperator([done = std::move(done)](PipelineRunner& r) {
     if (r.deleted_ || !r.coordinator_.from_config()) return done(false);
@@ -422,9 +465,12 @@ void PipelineRunner::Execute(Action& action) {
       });
     });
   } else if (auto* a = std::get_if<PersistRecord>(&action)) {
-    store_.PutPipeline(a->record, PersistDone(/*whole_record=*/true));
+    store_.PutPipeline(a->record, PersistDone(/*whole_record=*/true, std::move(a->then)));
   } else if (auto* a = std::get_if<PersistProgress>(&action)) {
-    store_.PutProgress(a->key, a->progress, PersistDone(/*whole_record=*/false));
+    store_.PutProgress(a->key, a->progress,
+                       PersistDone(/*whole_record=*/false, std::move(a->then)));
+  } else if (auto* a = std::get_if<PinDropped>(&action)) {
+    if (on_pin_dropped_) on_pin_dropped_(a->ref);
   } else if (auto* a = std::get_if<DeleteCheckpoints>(&action)) {
     store_.DeleteCheckpoints(
         key_, a->checkpoint_ids,
@@ -499,9 +545,11 @@ void PipelineRunner::Execute(Action& action) {
   }
 }
 
-MetadataStore::Done PipelineRunner::PersistDone(bool whole_record) {
-  return [self = shared_from_this(), whole_record](const Status& s) {
+MetadataStore::Done PipelineRunner::PersistDone(bool whole_record,
+                                                std::function<void(Status)> then) {
+  return [self = shared_from_this(), whole_record, then = std::move(then)](const Status& s) {
     self->ReportWrite(s);
+    if (then) then(s);
     if (s.ok()) return;
     self->LogLine(LogLevel::kError,
                   "persisting pipeline state failed: " + s.ToString() + "; retrying in 1 s");

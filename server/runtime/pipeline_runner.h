@@ -36,6 +36,9 @@ struct RunnerOptions {
   // Told the outcome of every store write; may be null (tests, benchmarks). Must outlive the
   // runner and every handler it posts.
   StoreHealth* store_health = nullptr;
+  // A pin on another pipeline's checkpoint went away (PinDropped): tells that pipeline. Any
+  // thread; must not block.
+  std::function<void(const CheckpointRef&)> on_pin_dropped;
 };
 
 class PipelineRunner : public std::enable_shared_from_this<PipelineRunner> {
@@ -92,6 +95,11 @@ class PipelineRunner : public std::enable_shared_from_this<PipelineRunner> {
   // `observer` no longer waits (its call was cancelled): it is let go at once, and a queued
   // savepoint nobody waits for any more is dropped (PipelineCoordinator::OnSavepointCallersGone).
   void ForgetSavepointObserver(const SavepointObserver* observer);
+  // The restore loop (PipelineCoordinator's AddPin, OnPinDropped and Restore). `done` of
+  // Restore once the new restore point is durable (or refused).
+  void AddPin(int64_t checkpoint_id, std::function<void(Status)> done);
+  void OnPinDropped(int64_t checkpoint_id);
+  void Restore(PipelineKey source, CompletedCheckpoint checkpoint, StatusDone done);
   // Removes a savepoint or a retained checkpoint from the history; `done` once that is durable
   // (or refused, or failed). Its workers then get `release`.
   void DeleteCheckpoint(int64_t checkpoint_id, std::function<void(Status)> done);
@@ -132,7 +140,8 @@ class PipelineRunner : public std::enable_shared_from_this<PipelineRunner> {
   void ReportWrite(const Status& result);
   // The completion of a record or progress write: a failure is logged and the latest state
   // written again after a second.
-  MetadataStore::Done PersistDone(bool whole_record);
+  // `then`, if any, is told the outcome too (an operator waiting for it).
+  MetadataStore::Done PersistDone(bool whole_record, std::function<void(Status)> then = nullptr);
   void ArmWakeupAt(SteadyTime at);
   void ArmTimeoutAt(SteadyTime at, int64_t checkpoint_id);
   void LogLine(LogLevel level, const std::string& text) const;
@@ -163,6 +172,7 @@ class PipelineRunner : public std::enable_shared_from_this<PipelineRunner> {
   // May be null. Reached from store callbacks on the store's writer, so its owner (the host) must
   // outlive the store's last callback: the daemon closes the store before the host.
   StoreHealth* const store_health_;
+  const std::function<void(const CheckpointRef&)> on_pin_dropped_;
 
   // Atomics: written on strand_, read by scrapes from any thread.
   PipelineMetrics pipeline_metrics_;

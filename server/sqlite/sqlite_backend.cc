@@ -3,6 +3,8 @@
 #include <spdlog/spdlog.h>
 #include <sqlite3.h>
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <limits>
 #include <map>
@@ -89,12 +91,14 @@ struct SqliteBackend::WriterConn {
                 "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
                 s);
     // Deletes the plain checkpoints older than the ?3+1-th newest one; none if there are fewer
-    // (the subquery is then NULL). Savepoints (kind != 0) are never trimmed.
+    // (the subquery is then NULL). Savepoints (kind != 0) are never trimmed, nor the ids of the
+    // JSON array ?4 (restore points, CheckpointCommit::keep).
     PrepareInto(db, trim_checkpoints,
                 "DELETE FROM checkpoints WHERE job_id = ?1 AND pipeline_id = ?2 AND kind = 0 "
                 "AND checkpoint_id < (SELECT checkpoint_id FROM checkpoints "
                 "WHERE job_id = ?1 AND pipeline_id = ?2 AND kind = 0 "
-                "ORDER BY checkpoint_id DESC LIMIT 1 OFFSET ?3)",
+                "ORDER BY checkpoint_id DESC LIMIT 1 OFFSET ?3) "
+                "AND checkpoint_id NOT IN (SELECT value FROM json_each(?4))",
                 s);
     PrepareInto(db, delete_pipeline, "DELETE FROM pipelines WHERE job_id = ?1 AND pipeline_id = ?2",
                 s);
@@ -193,6 +197,7 @@ struct SqliteBackend::WriterConn {
     trim_checkpoints.Bind(2, key.pipeline_id);
     // At least the checkpoint just stored survives, whatever `retained` says.
     trim_checkpoints.Bind(3, int64_t{std::max(commit.retained, 1) - 1});
+    trim_checkpoints.Bind(4, nlohmann::json(commit.keep).dump());
     if (int rc = trim_checkpoints.Step(); rc != SQLITE_DONE) {
       return db.Error(rc, "trimming the history of " + key.ToString());
     }

@@ -98,12 +98,37 @@ std::optional<std::map<std::string, TaskState>> TaskStatesFromJson(const std::st
   return states;
 }
 
+namespace {
+
+std::string RestoreFromToJson(const std::optional<CheckpointRef>& ref) {
+  if (!ref) return "";
+  return nlohmann::json{{"job_id", ref->key.job_id},
+                        {"pipeline_id", ref->key.pipeline_id},
+                        {"checkpoint_id", ref->checkpoint_id}}
+      .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::optional<std::optional<CheckpointRef>> RestoreFromFromJson(const std::string& text) {
+  if (text.empty()) return std::optional<CheckpointRef>();
+  auto v = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!v.is_object()) return std::nullopt;
+  auto job = v.find("job_id"), pipeline = v.find("pipeline_id"), id = v.find("checkpoint_id");
+  if (job == v.end() || pipeline == v.end() || id == v.end() || !job->is_string() ||
+      !pipeline->is_string() || !id->is_number_integer()) {
+    return std::nullopt;
+  }
+  return std::optional<CheckpointRef>(
+      CheckpointRef{{job->get<std::string>(), pipeline->get<std::string>()}, id->get<int64_t>()});
+}
+
+}  // namespace
+
 // clang-format off
 const char* const kRecordColumns[kRecordColumnCount] = {
     "job_id", "pipeline_id", "task_ids", "interval_ms", "timeout_ms", "min_pause_ms",
     "tolerable_failures", "retained", "generation", "sticky_state", "completed_count",
     "failed_count", "expired_count", "consecutive_failures", "last_completed_id",
-    "last_completed_kind", "last_completed_at_ms", "from_config"};
+    "last_completed_kind", "last_completed_at_ms", "from_config", "restore_from"};
 // clang-format on
 
 std::string JoinColumns(const std::string& prefix) {
@@ -126,6 +151,7 @@ void BindProgress(Stmt& stmt, const PipelineProgress& p, int first) {
   stmt.Bind(first + 7, KindToInt(p.last_completed_kind));
   stmt.Bind(first + 8, p.last_completed_at_ms);
   stmt.Bind(first + 9, int64_t{p.from_config ? 1 : 0});
+  stmt.Bind(first + 10, RestoreFromToJson(p.restore_from));
 }
 
 void BindRecord(Stmt& stmt, const PipelineRecord& r, const std::string& task_ids_json) {
@@ -167,6 +193,9 @@ Result<PipelineRecord> ReadRecord(const Stmt& stmt, const std::string& path) {
   r.last_completed_kind = *kind;
   r.last_completed_at_ms = stmt.ColumnInt(16);
   r.from_config = stmt.ColumnInt(17) != 0;
+  auto restore_from = RestoreFromFromJson(stmt.ColumnText(18));
+  if (!restore_from) return Status::Internal("unreadable restore_from of " + where);
+  r.restore_from = std::move(*restore_from);
   return r;
 }
 

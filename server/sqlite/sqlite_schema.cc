@@ -13,7 +13,8 @@ namespace ckpt::sqlite {
 
 namespace {
 
-// Version 1; version 2 adds `meta` (kSchemaV2). A new store is created at the current version; an
+// Version 1; version 2 adds `meta` (kSchemaV2); version 3 the operator-set restore point
+// (kSchemaV3). A new store is created at the current version; an
 // older file is migrated step by step (Migrate); an older ckptd refuses a newer file instead of
 // misreading it.
 constexpr const char* kSchemaV1 = R"sql(
@@ -65,6 +66,12 @@ CREATE TABLE IF NOT EXISTS meta (
   key   TEXT NOT NULL PRIMARY KEY,
   value TEXT NOT NULL
 );
+)sql";
+
+// A pipeline's restore point when an operator chose one (RestorePipeline, restore_from): JSON
+// {job_id, pipeline_id, checkpoint_id}; '' when it is the newest completed checkpoint.
+constexpr const char* kSchemaV3 = R"sql(
+ALTER TABLE pipelines ADD COLUMN restore_from TEXT NOT NULL DEFAULT '';
 )sql";
 
 constexpr const char* kTables[] = {"pipelines", "id_counters", "checkpoints"};
@@ -154,7 +161,7 @@ Status CreateSchema(Db& db) {
   if (!identity.ok()) {
     status = identity.status();
   } else if (*identity == FileIdentity::kEmpty) {
-    status = db.Exec(std::string(kSchemaV1) + kSchemaV2 +
+    status = db.Exec(std::string(kSchemaV1) + kSchemaV2 + kSchemaV3 +
                      "PRAGMA application_id = " + std::to_string(kApplicationId) +
                      ";\nPRAGMA user_version = " + std::to_string(kSchemaVersion) + ";");
     if (status.ok()) status = db.Exec("COMMIT");
@@ -178,6 +185,15 @@ Status Migrate(Db& db) {
       return Status(s.code(), "migrating " + db.path() + " to schema version 2: " + s.message());
     }
     spdlog::info("store {}: migrated to schema version 2", db.path());
+  }
+  if (*version < 3) {
+    Status s =
+        db.Exec(std::string("BEGIN IMMEDIATE;") + kSchemaV3 + "PRAGMA user_version = 3; COMMIT;");
+    if (!s.ok()) {
+      if (db.InTransaction()) (void)db.Exec("ROLLBACK");
+      return Status(s.code(), "migrating " + db.path() + " to schema version 3: " + s.message());
+    }
+    spdlog::info("store {}: migrated to schema version 3", db.path());
   }
   return Status::Ok();
 }

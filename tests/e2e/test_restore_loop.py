@@ -192,5 +192,80 @@ class RestoreLoopTest(unittest.TestCase):
         self.assertEqual(e2e.stop(daemon, signal.SIGTERM), 0, self.ws.read_log("ckptd.log"))
 
 
+    def test_a_new_version_starts_from_a_savepoint_and_a_rollback_hands_it_out_again(self):
+        config = self.ws.write_config(
+            "lease_ttl_ms: 2000\nheartbeat_interval_ms: 500\n" +
+            e2e.declared_pipelines("rl", 1, interval_ms=100, timeout_ms=5000, retained=2))
+        daemon = self.ws.start_daemon(config)
+        old = self.ws.start("ckpt-worker-sim", "--server", f"127.0.0.1:{self.ws.port}",
+                            "--job", "rl", "--pipelines", "1", "--tasks-per-pipeline", "2",
+                            "--event-log", self.events, "--state-dir", self.state_dir, "--json")
+        e2e.wait_until(lambda: len(self.events_of("complete")) >= 3, 60, "checkpoints to complete")
+        out = self.ctl("savepoint", "--job", "rl", "--pipeline", "p0")
+        self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+        savepoint = [e[3] for e in self.events_of("complete") if e[4] == "SAVEPOINT"][0]
+
+        # A new job version with three tasks instead of two: rescaled, every state handed over.
+        out = self.ctl("-o", "json", "pipeline", "create", "--job", "rl2", "--pipeline", "p0",
+                       "--parallelism", "3", "--interval", "100ms",
+                       "--restore-from", f"rl/p0@{savepoint}")
+        self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+        restore = json.loads(out.stdout)["restore"]
+        self.assertEqual((restore["source_job_id"], restore["source_pipeline_id"],
+                          restore["checkpoint_id"], restore["rescaled"], restore["operator_set"]),
+                         ("rl", "p0", savepoint, True, True))
+        # While it is a restore point, it and its pipeline stay.
+        out = self.ctl("checkpoint", "delete", "rl", "p0", str(savepoint))
+        self.assertEqual(out.returncode, 1, out.stdout + out.stderr)
+        self.assertIn("restore point", out.stderr)
+        out = self.ctl("pipeline", "delete", "rl", "p0")
+        self.assertEqual(out.returncode, 1, out.stdout + out.stderr)
+        self.assertIn("restore points", out.stderr)
+
+        new_events = self.ws.path("events-v2.log")
+        new = self.ws.start("ckpt-worker-sim", "--server", f"127.0.0.1:{self.ws.port}",
+                            "--job", "rl2", "--pipelines", "1", "--tasks-per-pipeline", "3",
+                            "--event-log", new_events, "--state-dir", self.state_dir, "--json",
+                            log="sim-v2.log")
+        e2e.wait_until(lambda: [e for e in e2e.read_events(new_events) if e[0] == "complete"],
+                       60, "the new version to complete a checkpoint")
+        restores = [e for e in e2e.read_events(new_events) if e[0] == "restore"]
+        self.assertEqual(restores[0][3], savepoint, "the new version starts from the savepoint")
+        self.assertEqual([e for e in e2e.read_events(new_events) if e[0] == "restore_missing"], [])
+
+        # A rollback of the old version to its savepoint: its workers come back to it.
+        for args in (("pipeline", "pause", "rl", "p0"),):
+            out = self.ctl(*args)
+            self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+        e2e.wait_until(lambda: json.loads(self.ctl("-o", "json", "pipeline", "get", "rl", "p0")
+                                          .stdout)["pending_checkpoint_id"] == 0,
+                       30, "the pending round to end")
+        before = len(self.events_of("restore"))
+        out = self.ctl("pipeline", "restore", "rl", "p0", "--checkpoint", str(savepoint))
+        self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+        self.assertIn("PAUSED", out.stdout)
+        e2e.wait_until(lambda: len(self.events_of("restore")) > before, 30,
+                       "the old version's workers to come back")
+        self.assertEqual(self.events_of("restore")[-1][3], savepoint)
+        got = json.loads(self.ctl("-o", "json", "pipeline", "get", "rl", "p0").stdout)
+        self.assertEqual((got["restore"]["checkpoint_id"], got["restore"]["operator_set"],
+                          got["state"]), (savepoint, True, "PAUSED"))
+        self.assertGreater(got["last_completed_checkpoint_id"], savepoint)
+        out = self.ctl("pipeline", "resume", "rl", "p0")
+        self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+        seen = len(self.events_of("complete"))
+        e2e.wait_until(lambda: len(self.events_of("complete")) > seen + 2, 30,
+                       "checkpoints after the rollback")
+        got = json.loads(self.ctl("-o", "json", "pipeline", "get", "rl", "p0").stdout)
+        self.assertFalse(got["restore"]["operator_set"], "a completion ends the rollback's point")
+
+        for sim, log in ((old, "ckpt-worker-sim.log"), (new, "sim-v2.log")):
+            self.assertEqual(e2e.stop(sim, signal.SIGTERM), 0, self.ws.read_log(log))
+            summary = json.loads(self.ws.read_log(log).strip().splitlines()[-1])
+            self.assertEqual(summary["restore_files_missing"], 0, log)
+        self.assertEqual(e2e.stop(daemon, signal.SIGTERM), 0, self.ws.read_log("ckptd.log"))
+        self.assertIn(savepoint, self.files_on_disk()["p0"], "a savepoint is never released")
+
+
 if __name__ == "__main__":
     e2e.main(globals())

@@ -174,7 +174,7 @@ class Driver {
   // ---- events ---------------------------------------------------------------------------------
 
   void Event() {
-    const uint8_t op = in_.Byte() % 28;
+    const uint8_t op = in_.Byte() % 29;
     // After Delete the runtime drops every worker message, timer and id reservation and answers
     // operator calls with NOT_FOUND (runtime/pipeline_runner.cc); only the completion of a commit
     // handed to the store before the delete still arrives. Time still passes.
@@ -285,6 +285,20 @@ class Driver {
         const int64_t id = PickCheckpointId(in_.Byte());
         Trace("delete checkpoint " + std::to_string(id));
         c_->DeleteCheckpoint(id);
+        break;
+      }
+      case 28: {  // an operator restores the pipeline (a rollback, or another pipeline's)
+        const uint8_t b = in_.Byte();
+        CompletedCheckpoint checkpoint;
+        checkpoint.checkpoint_id = std::max<int64_t>(1, PickCheckpointId(b));
+        checkpoint.kind = CheckpointKind::kSavepoint;
+        for (const std::string& task : kAllTasks) {
+          // Sometimes without "d": a task set of its own (rescaled).
+          if ((b >> 6) != 0 || task != "d") checkpoint.task_states[task] = {"s", 1, ""};
+        }
+        const PipelineKey source = (b & 0x20) ? PipelineKey{"other", "p"} : c_->key();
+        Trace("restore from " + source.ToString() + "@" + std::to_string(checkpoint.checkpoint_id));
+        c_->Restore(source, std::move(checkpoint));
         break;
       }
       case 27:  // the store finishes a delete, or fails it

@@ -47,7 +47,7 @@ TEST_F(BoundedReadsTest, ListCheckpointsPagesAtMostAThousand) {
     store.PutPipeline(record, nullptr);
     store.ReserveIds(record.spec.key, 2000, nullptr);
     for (int64_t id = 1; id <= 1500; ++id) {
-      CheckpointCommit commit{record.spec.key, record.spec.retained, record.progress(), {}};
+      CheckpointCommit commit{record.spec.key, record.spec.retained, record.progress(), {}, {}};
       commit.checkpoint.checkpoint_id = id;
       commit.checkpoint.task_states["a"] = {"mem://a/" + std::to_string(id), 1, ""};
       commit.progress_after.last_completed_id = id;

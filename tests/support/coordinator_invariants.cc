@@ -35,6 +35,9 @@ const char* CoordinatorCallName(CoordinatorCall call) {
     case CoordinatorCall::kDeleteCheckpoint: return "DeleteCheckpoint";
     case CoordinatorCall::kCheckpointsDeleted: return "OnCheckpointsDeleted";
     case CoordinatorCall::kCheckpointsDeleteFailed: return "OnCheckpointsDeleteFailed";
+    case CoordinatorCall::kAddPin: return "AddPin";
+    case CoordinatorCall::kPinDropped: return "OnPinDropped";
+    case CoordinatorCall::kRestore: return "Restore";
   }
   return "?";
 }
@@ -190,12 +193,11 @@ PipelineCoordinator::Registration CheckedCoordinator::OnRegister(
               "welcome carries a generation other than the pipeline's");
     INVARIANT(reg.welcome.generation >= generation_, "welcome generation went back");
     const RestorePoint& restore = reg.welcome.restore;
-    if (completed_here_) {
+    if (completed_here_ && !restored_) {
       INVARIANT(restore.checkpoint_id == last_completed_id_,
                 "welcome's restore point is not the last completed checkpoint");
     }
-    if (restore.checkpoint_id > 0) {
-      INVARIANT(restore.source == spec_.key, "welcome restores from another pipeline");
+    if (restore.checkpoint_id > 0 && restore.source == spec_.key) {
       const auto& retained = reg.welcome.retained_checkpoint_ids;
       INVARIANT(
           std::find(retained.begin(), retained.end(), restore.checkpoint_id) != retained.end(),
@@ -365,6 +367,37 @@ PipelineCoordinator::Outcome CheckedCoordinator::DeleteCheckpoint(int64_t checkp
   return o;
 }
 
+Status CheckedCoordinator::AddPin(int64_t checkpoint_id) {
+  Status s = c_.AddPin(checkpoint_id);
+  Apply({CoordinatorCall::kAddPin, checkpoint_id}, {});
+  return s;
+}
+
+Actions CheckedCoordinator::OnPinDropped(int64_t checkpoint_id) {
+  Actions out = c_.OnPinDropped(checkpoint_id);
+  Apply({CoordinatorCall::kPinDropped, checkpoint_id}, out);
+  return out;
+}
+
+PipelineCoordinator::Outcome CheckedCoordinator::Restore(const PipelineKey& source,
+                                                         CompletedCheckpoint checkpoint) {
+  const int64_t id = checkpoint.checkpoint_id;
+  auto o = c_.Restore(source, std::move(checkpoint));
+  // Its EndSessions forget the streams before the actions are checked.
+  for (const Action& action : o.actions) {
+    if (auto* end = std::get_if<EndSession>(&action)) ForgetSession(end->session);
+  }
+  Apply({CoordinatorCall::kRestore, id}, o.actions);
+  if (o.status.ok()) {
+    restored_ = true;
+    INVARIANT(c_.CurrentRestorePoint().checkpoint_id == id, "Restore did not take");
+    INVARIANT(c_.Sessions().empty(), "a stream outlived a Restore");
+  } else {
+    INVARIANT(o.actions.empty(), "a refused Restore acted");
+  }
+  return o;
+}
+
 Actions CheckedCoordinator::OnCheckpointsDeleted(const std::vector<int64_t>& checkpoint_ids) {
   for (int64_t id : checkpoint_ids) deletes_outstanding_.erase(id);
   deleted_now_ = std::set<int64_t>(checkpoint_ids.begin(), checkpoint_ids.end());
@@ -430,8 +463,12 @@ void CheckedCoordinator::Apply(Step step, const Actions& actions) {
     } else if (auto* a = std::get_if<SendComplete>(&action)) {
       OnComplete(*a);
     } else if (auto* a = std::get_if<DeleteCheckpoints>(&action)) {
-      INVARIANT(current_.call == CoordinatorCall::kDeleteCheckpoint,
-                "DeleteCheckpoints other than for an operator's DeleteCheckpoint");
+      INVARIANT(current_.call == CoordinatorCall::kDeleteCheckpoint ||
+                    current_.call == CoordinatorCall::kCommitted ||
+                    current_.call == CoordinatorCall::kPinDropped ||
+                    current_.call == CoordinatorCall::kStart,
+                "DeleteCheckpoints other than for an operator, a completion, a dropped pin or a "
+                "start");
       for (int64_t id : a->checkpoint_ids) {
         INVARIANT(id != last_completed_id_, "the restore point was handed to the store to delete");
         INVARIANT(deletes_outstanding_.insert(id).second, "an id handed for deletion twice");
@@ -575,6 +612,7 @@ void CheckedCoordinator::OnComplete(const SendComplete& s) {
     completed_savepoints_.insert(id);
   }
   completed_here_ = true;
+  restored_ = false;
   complete_sent_ = true;
   ++expected_completed_count_;
   last_completed_id_ = id;

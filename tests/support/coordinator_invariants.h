@@ -83,6 +83,9 @@ enum class CoordinatorCall {
   kDeleteCheckpoint,
   kCheckpointsDeleted,
   kCheckpointsDeleteFailed,
+  kAddPin,
+  kPinDropped,
+  kRestore,
 };
 const char* CoordinatorCallName(CoordinatorCall call);
 
@@ -146,6 +149,10 @@ class CheckedCoordinator {
   Actions Delete();
   Actions SetFromConfig(bool from_config);
   PipelineCoordinator::Outcome DeleteCheckpoint(int64_t checkpoint_id);
+  Status AddPin(int64_t checkpoint_id);
+  Actions OnPinDropped(int64_t checkpoint_id);
+  PipelineCoordinator::Outcome Restore(const PipelineKey& source, CompletedCheckpoint checkpoint);
+  RestorePoint CurrentRestorePoint() const { return c_.CurrentRestorePoint(); }
   Actions OnCheckpointsDeleted(const std::vector<int64_t>& checkpoint_ids);
   Actions OnCheckpointsDeleteFailed(const std::vector<int64_t>& checkpoint_ids,
                                     const Status& error);
@@ -233,6 +240,7 @@ class CheckedCoordinator {
   std::set<int64_t> deletes_outstanding_;
   std::set<int64_t> deleted_now_;  // the ids of the OnCheckpointsDeleted being checked
   bool completed_here_ = false;    // a round completed in this model's life
+  bool restored_ = false;          // an operator's Restore since the last completion
   int64_t stored_last_completed_at_ms_ = 0;
 
   // Model.

@@ -64,7 +64,10 @@ Status MemoryBackend::Apply(const WriteOp& op) {
           for (auto it = history.rbegin(); it != history.rend(); ++it) {
             if (it->second.kind == CheckpointKind::kCheckpoint) plain.push_back(it->first);
           }
-          for (size_t i = keep; i < plain.size(); ++i) history.erase(plain[i]);
+          for (size_t i = keep; i < plain.size(); ++i) {
+            const bool spared = std::find(c.keep.begin(), c.keep.end(), plain[i]) != c.keep.end();
+            if (!spared) history.erase(plain[i]);
+          }
           return Status::Ok();
         } else if constexpr (std::is_same_v<T, ProbeOp>) {
           probe_ms_ = o.now_ms;

@@ -289,5 +289,159 @@ TEST(CoordinatorSavepointCap, ASavepointBeyondTheCapIsRefusedUntilOneIsDeleted) 
   EXPECT_TRUE(h.c().RequestSavepoint("", false, milliseconds(60000)).status.ok()) << "room again";
 }
 
+CompletedCheckpoint SourceCheckpoint(int64_t id, std::vector<std::string> tasks) {
+  CompletedCheckpoint cp;
+  cp.checkpoint_id = id;
+  cp.kind = CheckpointKind::kSavepoint;
+  cp.location = "s3://sp/" + std::to_string(id);
+  for (const auto& task : tasks) cp.task_states[task] = {"s3://old/" + task, 1, ""};
+  return cp;
+}
+
+TEST(CoordinatorRestorePipeline, AnotherPipelinesSavepointIsHandedOutUntilTheNextCompletion) {
+  RestorePins pins;
+  CoordinatorOptions options;
+  options.pins = &pins;
+  Harness h(MakeSpec(), 0, options);
+  h.Start();
+  const PipelineKey old_version{"job-v1", "pipe"};
+  pins.Add({old_version, 17});  // as PipelineHost does, on the source's strand
+  auto restored = h.c().Restore(old_version, SourceCheckpoint(17, {"a", "b"}));
+  ASSERT_TRUE(restored.status.ok()) << restored.status.ToString();
+  auto persisted = ActionsOf<PersistProgress>(restored.actions);
+  auto records = ActionsOf<PersistRecord>(restored.actions);
+  ASSERT_FALSE(persisted.empty() && records.empty()) << "durable before the answer";
+  const PipelineProgress written =
+      persisted.empty() ? records.back().record.progress() : persisted.back().progress;
+  EXPECT_EQ(written.restore_from, (CheckpointRef{old_version, 17}));
+  h.Apply(restored.actions);
+
+  auto reg = Register(h, 1, {"a", "b"}, false);
+  EXPECT_EQ(reg.welcome.restore.checkpoint_id, 17);
+  EXPECT_EQ(reg.welcome.restore.source, old_version);
+  EXPECT_TRUE(reg.welcome.restore.operator_set);
+  EXPECT_EQ(reg.welcome.restore.task_states.at("a").uri, "s3://old/a");
+  EXPECT_EQ(reg.welcome.last_completed_checkpoint_id, 0) << "a completion notice, not a restore";
+
+  // Its first completion ends the operator's restore point and the pin on the old version.
+  h.RunFor(milliseconds(1000));
+  const int64_t first = h.LastTriggerId();
+  h.auto_commit = false;
+  h.AckAll(first);
+  ASSERT_EQ(h.commits.size(), 1u);
+  EXPECT_FALSE(h.commits[0].commit.progress_after.restore_from.has_value());
+  const Actions done = h.c().OnCommitted(first);
+  h.Apply(done);
+  auto dropped = ActionsOf<PinDropped>(done);
+  ASSERT_EQ(dropped.size(), 1u);
+  EXPECT_EQ(dropped[0].ref, (CheckpointRef{old_version, 17}));
+  EXPECT_FALSE(pins.IsPinned(old_version, 17));
+  EXPECT_EQ(Register(h, 2, {"a"}).welcome.restore.checkpoint_id, first);
+}
+
+TEST(CoordinatorRestorePipeline, OnlyWithoutTasksOrWhenStoppedWithNothingPending) {
+  Harness h;
+  const int64_t c1 = h.StartToFirstTrigger();  // every task registered, a round pending
+  auto refused = h.c().Restore({"job", "pipe"}, SourceCheckpoint(c1, {"a", "b"}));
+  EXPECT_EQ(refused.status.code(), StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(refused.actions.empty());
+  h.AckAll(c1);
+  h.Apply(h.c().Pause().actions);
+  h.RunFor(milliseconds(1000));
+  auto restored = h.c().Restore({"job", "pipe"}, SourceCheckpoint(c1, {"a", "b"}));
+  ASSERT_TRUE(restored.status.ok()) << restored.status.ToString();
+  auto ended = ActionsOf<EndSession>(restored.actions);
+  ASSERT_EQ(ended.size(), 1u) << "workers come back to the new restore point";
+  EXPECT_EQ(ended[0].status.code(), StatusCode::kAborted);
+  EXPECT_NE(ended[0].status.message().find("restored to checkpoint job/pipe@" + std::to_string(c1)),
+            std::string::npos)
+      << ended[0].status.message();
+  h.Apply(restored.actions);
+  EXPECT_EQ(h.c().State(), PipelineState::kPaused);
+}
+
+TEST(CoordinatorRestorePipeline, FailedOrStoppedBecomesPausedWithANewGeneration) {
+  Harness h;
+  const int64_t c1 = h.StartToFirstTrigger();
+  h.Apply(h.c().OnDecline(1, c1, "a", "broken", false));  // tolerable_failures 0: FAILED
+  ASSERT_EQ(h.c().State(), PipelineState::kFailed);
+  const int64_t generation = h.c().Describe().generation;
+  auto restored = h.c().Restore({"other", "p"}, SourceCheckpoint(5, {"a", "b"}));
+  ASSERT_TRUE(restored.status.ok()) << restored.status.ToString();
+  h.Apply(restored.actions);
+  EXPECT_EQ(h.c().State(), PipelineState::kPaused);
+  EXPECT_GT(h.c().Describe().generation, generation);
+  EXPECT_EQ(h.c().Describe().counters.consecutive_failures, 0);
+  EXPECT_EQ(h.c().Describe().restore.checkpoint_id, 5);
+  EXPECT_TRUE(h.c().Describe().restore.operator_set);
+}
+
+TEST(CoordinatorPins, APinnedCheckpointStaysOutsideRetainedAndIsReleasedWhenThePinGoes) {
+  RestorePins pins;
+  CoordinatorOptions options;
+  options.pins = &pins;
+  PipelineSpec spec = MakeSpec();
+  spec.retained = 1;
+  Harness h(spec, 0, options);
+  const int64_t c1 = h.StartToFirstTrigger();
+  h.AckAll(c1);
+  ASSERT_TRUE(h.c().AddPin(c1).ok());  // another pipeline restores from it
+  EXPECT_EQ(h.c().AddPin(c1 + 1000).code(), StatusCode::kNotFound);
+  const int64_t c2 = CompleteOneRound(h);
+  ASSERT_EQ(h.commits.size(), 2u);
+  EXPECT_EQ(h.commits[1].commit.keep, std::vector<int64_t>{c1}) << "the store must spare it";
+  EXPECT_TRUE(ActionsOf<SendRelease>(h.all).empty()) << "a restore point is never released";
+  EXPECT_EQ(Register(h, 2, {"a"}).welcome.retained_checkpoint_ids, (std::vector<int64_t>{c1, c2}));
+  EXPECT_EQ(h.c().DeleteCheckpoint(c1).status.code(), StatusCode::kFailedPrecondition);
+
+  ASSERT_TRUE(pins.Remove({{"job", "pipe"}, c1}));
+  const Actions dropped = h.c().OnPinDropped(c1);
+  auto deletes = ActionsOf<DeleteCheckpoints>(dropped);
+  ASSERT_EQ(deletes.size(), 1u);
+  EXPECT_EQ(deletes[0].checkpoint_ids, std::vector<int64_t>{c1});
+  h.Apply(dropped);
+  const Actions released = h.c().OnCheckpointsDeleted({c1});
+  EXPECT_EQ(ReleasedIn(released), std::vector<int64_t>{c1});
+}
+
+TEST(CoordinatorPins, APinThatRacesTheCommitThatTrimsItIsRefused) {
+  RestorePins pins;
+  CoordinatorOptions options;
+  options.pins = &pins;
+  PipelineSpec spec = MakeSpec();
+  spec.retained = 1;
+  Harness h(spec, 0, options);
+  const int64_t c1 = h.StartToFirstTrigger();
+  h.AckAll(c1);
+  h.auto_commit = false;
+  h.RunFor(milliseconds(1000));
+  const int64_t c2 = h.LastTriggerId();
+  h.AckAll(c2);  // with the store: its trim (keep nothing) pushes c1 out as it lands
+  EXPECT_EQ(h.c().AddPin(c1).code(), StatusCode::kNotFound);
+  EXPECT_FALSE(pins.IsPinned({"job", "pipe"}, c1));
+  EXPECT_EQ(h.c().AddPin(c2).code(), StatusCode::kNotFound) << "not durable yet";
+  h.Apply(h.c().OnCommitted(c2));
+  EXPECT_TRUE(h.c().AddPin(c2).ok()) << "once durable";
+}
+
+TEST(CoordinatorPins, AStartReleasesWhatAPinDroppedWhileDownHadSpared) {
+  RestorePins pins;
+  CoordinatorOptions options;
+  options.pins = &pins;
+  StoredPipeline stored;
+  stored.record.spec = MakeSpec();
+  stored.record.spec.retained = 1;
+  stored.record.last_completed_id = 9;
+  stored.id_counter = 100;
+  stored.history = {{4, CheckpointKind::kCheckpoint},
+                    {6, CheckpointKind::kSavepoint},
+                    {9, CheckpointKind::kCheckpoint}};
+  Harness h(stored, options);
+  const Actions started = h.c().Start(/*restarted=*/true);
+  auto deletes = ActionsOf<DeleteCheckpoints>(started);
+  ASSERT_EQ(deletes.size(), 1u);
+  EXPECT_EQ(deletes[0].checkpoint_ids, std::vector<int64_t>{4}) << "not the savepoint";
+}
+
 }  // namespace
 }  // namespace ckpt::testing

@@ -64,7 +64,8 @@ TEST(CtlOutputJson, PipelineHasEveryContractKeyInOrder) {
                                                   "task_ids_omitted",
                                                   "tolerable_failures",
                                                   "retained",
-                                                  "from_config"}));
+                                                  "from_config",
+                                                  "restore"}));
   EXPECT_EQ(json["job_id"], "etl");
   EXPECT_EQ(json["pipeline_id"], "p0");
   EXPECT_EQ(json["state"], "WAITING_FOR_TASKS");
@@ -84,7 +85,12 @@ TEST(CtlOutputJson, PipelineHasEveryContractKeyInOrder) {
 
 TEST(CtlOutputJson, EmptyPipelineStillHasEveryKey) {
   const Json json = PipelineJson(v1::Pipeline());
-  EXPECT_EQ(json.size(), 23u);
+  EXPECT_EQ(json.size(), 24u);
+  EXPECT_EQ(Keys(json["restore"]),
+            (std::vector<std::string>{"checkpoint_id", "kind", "location", "source_job_id",
+                                      "source_pipeline_id", "rescaled", "operator_set"}));
+  EXPECT_EQ(json["restore"]["checkpoint_id"], 0);
+  EXPECT_EQ(json["restore"]["kind"], "") << "no restore point: no kind";
   EXPECT_EQ(json["state"], "UNSPECIFIED");
   EXPECT_TRUE(json["missing_tasks"].is_array());
   EXPECT_TRUE(json["missing_tasks"].empty());

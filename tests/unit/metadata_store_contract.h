@@ -265,6 +265,62 @@ TEST_P(MetadataStoreContract, DeletedCheckpointsLeaveTheHistoryAndTheLoad) {
             StatusCode::kNotFound);
 }
 
+TEST_P(MetadataStoreContract, ACommitSparesTheRestorePointsItIsToldToKeep) {
+  auto store = Open();
+  PipelineRecord r = MakeRecord("j", "p", /*retained=*/2);
+  ASSERT_TRUE(Await([&](auto done) { store->PutPipeline(r, done); }).ok());
+  auto commit = [&](int64_t id, std::vector<int64_t> keep) {
+    r.last_completed_id = id;
+    CheckpointCommit c = CommitOf(r, MakeCheckpoint(id));
+    c.keep = std::move(keep);
+    return Await([&](auto done) { store->CommitCheckpoint(c, done); });
+  };
+  ASSERT_TRUE(commit(1, {}).ok());
+  ASSERT_TRUE(commit(2, {}).ok());
+  for (int64_t id = 3; id <= 12; ++id) ASSERT_TRUE(commit(id, {2}).ok());
+  auto listed = store->ListCompleted(r.spec.key, 0);
+  ASSERT_TRUE(listed.ok());
+  EXPECT_EQ(Ids(*listed), (std::vector<int64_t>{12, 11, 2})) << "2 is a restore point";
+  auto loaded = store->LoadPipelines();
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  ASSERT_EQ(loaded->size(), 1u);
+  EXPECT_EQ((*loaded)[0].history, (std::vector<HistoryEntry>{{2, CheckpointKind::kCheckpoint},
+                                                             {11, CheckpointKind::kCheckpoint},
+                                                             {12, CheckpointKind::kCheckpoint}}));
+  // The pin is gone: its pipeline deletes it (or the next commits trim it).
+  ASSERT_TRUE(Await([&](auto done) { store->DeleteCheckpoints(r.spec.key, {2}, done); }).ok());
+  ASSERT_TRUE(commit(13, {}).ok());
+  listed = store->ListCompleted(r.spec.key, 0);
+  ASSERT_TRUE(listed.ok());
+  EXPECT_EQ(Ids(*listed), (std::vector<int64_t>{13, 12}));
+}
+
+TEST_P(MetadataStoreContract, AnOperatorSetRestorePointRoundTripsAndACommitClearsIt) {
+  auto store = Open();
+  PipelineRecord r = MakeRecord("j", "p");
+  ASSERT_TRUE(Await([&](auto done) { store->PutPipeline(r, done); }).ok());
+  r.restore_from = CheckpointRef{{"other job", "p/ü"}, 41};
+  ASSERT_TRUE(Await([&](auto done) { store->PutProgress(r.spec.key, r.progress(), done); }).ok());
+  auto loaded = store->LoadPipelines();
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  ASSERT_EQ(loaded->size(), 1u);
+  EXPECT_EQ((*loaded)[0].record, r);
+  r.restore_from.reset();
+  r.last_completed_id = 1;
+  ASSERT_TRUE(Await([&](auto done) {
+                store->CommitCheckpoint(CommitOf(r, MakeCheckpoint(1)), done);
+              }).ok());
+  loaded = store->LoadPipelines();
+  ASSERT_TRUE(loaded.ok());
+  EXPECT_FALSE((*loaded)[0].record.restore_from.has_value());
+  // And a whole record carries it too.
+  r.restore_from = CheckpointRef{{"j", "p"}, 1};
+  ASSERT_TRUE(Await([&](auto done) { store->PutPipeline(r, done); }).ok());
+  loaded = store->LoadPipelines();
+  ASSERT_TRUE(loaded.ok());
+  EXPECT_EQ((*loaded)[0].record, r);
+}
+
 TEST_P(MetadataStoreContract, WhatLeftTheHistoryStaysOutOfItWhenTheWindowGrows) {
   auto store = Open();
   // Retained 8: after 15 commits, 8 to 15 are the history and 1 to 7 are out of it (a backend

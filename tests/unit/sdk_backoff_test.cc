@@ -85,5 +85,15 @@ TEST(SdkRetryPolicy, GivesUpOnlyWhereRetryingCannotHelp) {
   }
 }
 
+TEST(SdkRetryPolicy, AStreamEndedByARestoreComesBackButATakeoverDoesNot) {
+  EXPECT_EQ(ClassifyStreamEnd(StatusCode::kAborted, "restored to checkpoint etl/p0@42"),
+            StreamEndAction::kRetry);
+  EXPECT_EQ(ClassifyStreamEnd(StatusCode::kAborted, "tasks taken over by worker w2"),
+            StreamEndAction::kGiveUp);
+  EXPECT_EQ(ClassifyStreamEnd(StatusCode::kAborted, "worker said: restored to checkpoint 1"),
+            StreamEndAction::kGiveUp)
+      << "only a message that starts so";
+}
+
 }  // namespace
 }  // namespace ckpt::sdk::internal

@@ -375,7 +375,8 @@ TEST_F(SqliteStoreTest, OtherApplicationIdOrNewerSchemaIsRefused) {
       << store.status().message();
   EXPECT_NE(store.status().message().find("newer"), std::string::npos) << store.status().message();
 
-  set_pragma("PRAGMA user_version = 1; PRAGMA application_id = 1234");
+  set_pragma("PRAGMA user_version = " + std::to_string(SqliteStore::kSchemaVersion) +
+             "; PRAGMA application_id = 1234");
   store = SqliteStore::Open(dir_.string());
   ASSERT_FALSE(store.ok());
   EXPECT_NE(store.status().message().find("not a ckptd one"), std::string::npos)

@@ -30,7 +30,7 @@ PipelineRecord Record(const std::string& pipeline) {
 }
 
 CheckpointCommit Commit(const PipelineRecord& r, int64_t id) {
-  CheckpointCommit c{r.spec.key, r.spec.retained, r.progress(), {}};
+  CheckpointCommit c{r.spec.key, r.spec.retained, r.progress(), {}, {}};
   c.checkpoint.checkpoint_id = id;
   c.checkpoint.task_states["0"] = {"file:///0", 1, ""};
   c.progress_after.last_completed_id = id;
@@ -126,8 +126,10 @@ TEST_F(StoreDataDirTest, ADatabaseOfAnotherStoreIsRefused) {
 
 TEST_F(StoreDataDirTest, AStoreOfTheFirstReleaseIsMigratedAndGivenAnId) {
   MakeStore();
-  // What the first release left: schema version 1 without `meta`, no STORE_ID.
-  Sql(db(), "DROP TABLE meta; PRAGMA user_version = 1;");
+  // What the first release left: schema version 1 without `meta` and the restore column (3),
+  // no STORE_ID.
+  Sql(db(),
+      "ALTER TABLE pipelines DROP COLUMN restore_from; DROP TABLE meta; PRAGMA user_version = 1;");
   fs::remove(dir_ / "STORE_ID");
   auto store = SqliteStore::Open(dir_.string());
   ASSERT_TRUE(store.ok()) << store.status().ToString();

@@ -72,7 +72,7 @@ inline CompletedCheckpoint MakeCheckpoint(int64_t id,
 
 // The commit of `cp` for the pipeline `r` describes: its key, retention and progress.
 inline CheckpointCommit CommitOf(const PipelineRecord& r, CompletedCheckpoint cp) {
-  return CheckpointCommit{r.spec.key, r.spec.retained, r.progress(), std::move(cp)};
+  return CheckpointCommit{r.spec.key, r.spec.retained, r.progress(), std::move(cp), {}};
 }
 
 inline std::vector<int64_t> Ids(const std::vector<CompletedCheckpoint>& checkpoints) {

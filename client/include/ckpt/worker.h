@@ -224,7 +224,9 @@ struct PipelineWorkerCounters {
 // reports the status, then:
 //   - INVALID_ARGUMENT, PERMISSION_DENIED, UNAUTHENTICATED, UNIMPLEMENTED: stop for good (retrying
 //     the same hello cannot succeed);
-//   - ABORTED (another stream took our tasks over): stop for good, do not fight back;
+//   - ABORTED (another stream took our tasks over): stop for good, do not fight back; but ABORTED
+//     "restored to checkpoint ..." (an operator restored the pipeline) reconnects, and the next
+//     welcome carries the new restore point;
 //   - NOT_FOUND (no such pipeline yet): retry at the maximum backoff, as it may be created later;
 //   - anything else (UNAVAILABLE, DEADLINE_EXCEEDED = lease expired, ALREADY_EXISTS, OK without our
 //     goodbye, ...): retry with exponential backoff. The backoff restarts from backoff_initial once
