@@ -46,7 +46,8 @@ PipelineCoordinator::PipelineCoordinator(const StoredPipeline& stored, const Clo
       spec_unsaved_(stored.spec_unsaved),
       next_id_(stored.id_counter + 1),
       reserved_end_(stored.id_counter),
-      history_(stored.history) {
+      history_(stored.history),
+      last_released_(stored.record.released_ids) {
   if (stored.record.restore_from && stored.restore_source) {
     restore_ = std::make_unique<const HeldRestorePoint>(
         HeldRestorePoint{stored.record.restore_from->key, true, *stored.restore_source});
@@ -76,6 +77,8 @@ Actions PipelineCoordinator::Start(bool restarted) {
   }
   // Pins dropped while the daemon was down: what they spared outside `retained` goes now.
   if (restarted) DeleteUnpinnedOutsideWindow(out);
+  // The last release may not have reached the workers before the daemon stopped.
+  resend_release_ = restarted && !last_released_.empty();
   MaybeReserveIds(out);
   Rearm(out);
   return out;
@@ -773,8 +776,12 @@ PipelineProgress PipelineCoordinator::ProjectedProgress() const {
   if (restore_ && restore_->operator_set) {
     r.restore_from = CheckpointRef{restore_->source, restore_->checkpoint.checkpoint_id};
   }
+  r.released_ids = last_released_;
   if (pending_ && pending_->completing) {
     r.restore_from.reset();  // a completion ends an operator-set restore point
+    if (auto released = ReleasedBy(pending_->id, pending_->keep); !released.empty()) {
+      r.released_ids = std::move(released);  // recorded by the commit that releases them
+    }
     // A commit is queued ahead of this write; writing the pre-commit record after it would undo
     // it. If the commit fails, FailRound persists the real record again.
     ++r.counters.completed_count;

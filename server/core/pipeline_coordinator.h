@@ -380,6 +380,8 @@ class PipelineCoordinator {
   bool RestoreSetDiffers() const;
   // RESOURCE_EXHAUSTED when the history holds options_.max_savepoints savepoints.
   Status CheckSavepointRoom() const;
+  // The plain checkpoints a commit of `extra` keeping `keep` pushes out of the history.
+  std::vector<int64_t> ReleasedBy(int64_t extra, const std::vector<int64_t>& keep) const;
   // The oldest plain checkpoint id within `retained` once `extra` (a commit in flight, 0: none)
   // joined the history; 0 when fewer than `retained` plain ones are held.
   int64_t WindowStart(int64_t extra = 0) const;
@@ -438,6 +440,10 @@ class PipelineCoordinator {
   bool restore_rescaled_ = false;
   // The history as the store keeps it (ids and kinds, oldest first).
   std::vector<HistoryEntry> history_;
+  // What the last releasing write released (PipelineProgress::released_ids), and whether a
+  // session registering now gets it again (after a restart, until the next release).
+  std::vector<int64_t> last_released_;
+  bool resend_release_ = false;
   // Ids of history_ the store is deleting (DeleteCheckpoint); they stay in history_ until it is
   // durable. A vector: usually empty, and an empty std::set costs 48 bytes a pipeline.
   std::vector<int64_t> deleting_;

@@ -51,6 +51,19 @@ RestorePoint PipelineCoordinator::CurrentRestorePoint() const {
   return point;
 }
 
+std::vector<int64_t> PipelineCoordinator::ReleasedBy(int64_t extra,
+                                                     const std::vector<int64_t>& keep) const {
+  const int64_t window_start = WindowStart(extra);
+  std::vector<int64_t> released;
+  for (const HistoryEntry& entry : history_) {
+    if (IsPlain(entry) && entry.checkpoint_id < window_start &&
+        !std::binary_search(keep.begin(), keep.end(), entry.checkpoint_id)) {
+      released.push_back(entry.checkpoint_id);
+    }
+  }
+  return released;
+}
+
 int64_t PipelineCoordinator::WindowStart(int64_t extra) const {
   const int64_t keep = std::max<int32_t>(spec_.retained, 1);
   int64_t counted = extra > 0 ? 1 : 0;
@@ -102,7 +115,12 @@ void PipelineCoordinator::AdoptCompleted(int64_t checkpoint_id, CheckpointKind k
     }
   }
   history_ = std::move(kept);
-  if (!released.empty()) out.push_back(SendRelease{Sessions(), std::move(released)});
+  if (!released.empty()) {
+    // The commit recorded them (ProjectedProgress): after a restart they are sent again.
+    last_released_ = released;
+    resend_release_ = false;
+    out.push_back(SendRelease{Sessions(), std::move(released)});
+  }
   // A pin dropped while this commit was in flight: what it spared may go now.
   DeleteUnpinnedOutsideWindow(out);
 }
@@ -254,7 +272,12 @@ Actions PipelineCoordinator::OnCheckpointsDeleted(const std::vector<int64_t>& ch
         std::erase_if(history_, [id](const HistoryEntry& e) { return e.checkpoint_id == id; });
     if (removed > 0) released.push_back(id);
   }
-  if (!released.empty() && !deleted_) out.push_back(SendRelease{Sessions(), std::move(released)});
+  if (!released.empty() && !deleted_) {
+    last_released_ = released;
+    resend_release_ = false;
+    Persist(out);  // recorded, so that a restart sends them again
+    out.push_back(SendRelease{Sessions(), std::move(released)});
+  }
   return out;
 }
 

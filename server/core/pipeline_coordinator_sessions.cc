@@ -96,6 +96,9 @@ PipelineCoordinator::Registration PipelineCoordinator::OnRegister(
   for (const HistoryEntry& entry : history_) {
     reg.welcome.retained_checkpoint_ids.push_back(entry.checkpoint_id);
   }
+  // After the welcome (the actions run after it is sent): a release the daemon may have died
+  // before sending, again.
+  if (resend_release_) out.push_back(SendRelease{{session}, last_released_});
   Rearm(out);
   return reg;
 }

@@ -126,6 +126,9 @@ struct PipelineProgress {
   // Where an operator pointed the pipeline's restore (RestorePipeline, CreatePipeline's
   // restore_from); none: its newest completed checkpoint. A completion clears it.
   std::optional<CheckpointRef> restore_from;
+  // The ids the last write that released any released (ascending): sent again to the workers
+  // after a restart, in case the daemon died before telling them.
+  std::vector<int64_t> released_ids;
 
   bool operator==(const PipelineProgress&) const = default;
 };

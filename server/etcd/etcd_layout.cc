@@ -227,6 +227,7 @@ json ProgressJson(const PipelineProgress& p) {
             {"last_completed_at_ms", p.last_completed_at_ms},
             {"from_config", p.from_config}};
   if (p.restore_from) v["restore_from"] = RestoreFromJson(*p.restore_from);
+  if (!p.released_ids.empty()) v["released"] = p.released_ids;
   return v;
 }
 
@@ -250,6 +251,7 @@ json CompactProgressJson(const PipelineProgress& p, const CompletedCheckpoint& s
   }
   if (p.from_config) v["from_config"] = true;
   if (p.restore_from) v["restore_from"] = RestoreFromJson(*p.restore_from);
+  if (!p.released_ids.empty()) v["released"] = p.released_ids;
   return v;
 }
 
@@ -275,6 +277,7 @@ std::optional<PipelineProgress> ProgressFromJson(const json& v, const CompletedC
     p.last_completed_at_ms = self ? v.value("last_completed_at_ms", self->finished_at_ms)
                                   : v.at("last_completed_at_ms").get<int64_t>();
     p.from_config = v.value("from_config", false);
+    if (v.contains("released")) p.released_ids = v.at("released").get<std::vector<int64_t>>();
     if (v.contains("restore_from")) {
       const json& r = v.at("restore_from");
       p.restore_from =

@@ -128,7 +128,7 @@ const char* const kRecordColumns[kRecordColumnCount] = {
     "job_id", "pipeline_id", "task_ids", "interval_ms", "timeout_ms", "min_pause_ms",
     "tolerable_failures", "retained", "generation", "sticky_state", "completed_count",
     "failed_count", "expired_count", "consecutive_failures", "last_completed_id",
-    "last_completed_kind", "last_completed_at_ms", "from_config", "restore_from"};
+    "last_completed_kind", "last_completed_at_ms", "from_config", "restore_from", "released_ids"};
 // clang-format on
 
 std::string JoinColumns(const std::string& prefix) {
@@ -152,6 +152,7 @@ void BindProgress(Stmt& stmt, const PipelineProgress& p, int first) {
   stmt.Bind(first + 8, p.last_completed_at_ms);
   stmt.Bind(first + 9, int64_t{p.from_config ? 1 : 0});
   stmt.Bind(first + 10, RestoreFromToJson(p.restore_from));
+  stmt.Bind(first + 11, json(p.released_ids).dump());
 }
 
 void BindRecord(Stmt& stmt, const PipelineRecord& r, const std::string& task_ids_json) {
@@ -196,6 +197,12 @@ Result<PipelineRecord> ReadRecord(const Stmt& stmt, const std::string& path) {
   auto restore_from = RestoreFromFromJson(stmt.ColumnText(18));
   if (!restore_from) return Status::Internal("unreadable restore_from of " + where);
   r.restore_from = std::move(*restore_from);
+  auto released = json::parse(stmt.ColumnText(19), nullptr, /*allow_exceptions=*/false);
+  if (!released.is_array()) return Status::Internal("unreadable released_ids of " + where);
+  for (const auto& id : released) {
+    if (!id.is_number_integer()) return Status::Internal("unreadable released_ids of " + where);
+    r.released_ids.push_back(id.get<int64_t>());
+  }
   return r;
 }
 

@@ -30,10 +30,10 @@ Result<std::string> TaskStatesToJson(const std::map<std::string, TaskState>& sta
 std::optional<std::vector<std::string>> TaskIdsFromJson(const std::string& text);
 std::optional<std::map<std::string, TaskState>> TaskStatesFromJson(const std::string& text);
 
-// The pipelines table's columns, in the order BindRecord binds (?1..?19) and ReadRecord reads
-// (0..18). Columns kFirstProgressColumn.. are the progress (PipelineProgress).
+// The pipelines table's columns, in the order BindRecord binds (?1..?20) and ReadRecord reads
+// (0..19). Columns kFirstProgressColumn.. are the progress (PipelineProgress).
 extern const char* const kRecordColumns[];
-constexpr int kRecordColumnCount = 19;
+constexpr int kRecordColumnCount = 20;
 constexpr int kFirstProgressColumn = 8;
 
 // "<prefix>job_id, <prefix>pipeline_id, ..." over kRecordColumns.

@@ -14,9 +14,9 @@ namespace ckpt::sqlite {
 namespace {
 
 // Version 1; version 2 adds `meta` (kSchemaV2); version 3 the operator-set restore point
-// (kSchemaV3). A new store is created at the current version; an
-// older file is migrated step by step (Migrate); an older ckptd refuses a newer file instead of
-// misreading it.
+// (kSchemaV3); version 4 the last release (kSchemaV4). A new store is created at the current
+// version; an older file is migrated step by step (Migrate); an older ckptd refuses a newer file
+// instead of misreading it.
 constexpr const char* kSchemaV1 = R"sql(
 CREATE TABLE pipelines (
   job_id               TEXT    NOT NULL,
@@ -72,6 +72,11 @@ CREATE TABLE IF NOT EXISTS meta (
 // {job_id, pipeline_id, checkpoint_id}; '' when it is the newest completed checkpoint.
 constexpr const char* kSchemaV3 = R"sql(
 ALTER TABLE pipelines ADD COLUMN restore_from TEXT NOT NULL DEFAULT '';
+)sql";
+
+// The ids the last releasing write released, as a JSON array: sent again after a restart.
+constexpr const char* kSchemaV4 = R"sql(
+ALTER TABLE pipelines ADD COLUMN released_ids TEXT NOT NULL DEFAULT '[]';
 )sql";
 
 constexpr const char* kTables[] = {"pipelines", "id_counters", "checkpoints"};
@@ -161,7 +166,7 @@ Status CreateSchema(Db& db) {
   if (!identity.ok()) {
     status = identity.status();
   } else if (*identity == FileIdentity::kEmpty) {
-    status = db.Exec(std::string(kSchemaV1) + kSchemaV2 + kSchemaV3 +
+    status = db.Exec(std::string(kSchemaV1) + kSchemaV2 + kSchemaV3 + kSchemaV4 +
                      "PRAGMA application_id = " + std::to_string(kApplicationId) +
                      ";\nPRAGMA user_version = " + std::to_string(kSchemaVersion) + ";");
     if (status.ok()) status = db.Exec("COMMIT");
@@ -194,6 +199,15 @@ Status Migrate(Db& db) {
       return Status(s.code(), "migrating " + db.path() + " to schema version 3: " + s.message());
     }
     spdlog::info("store {}: migrated to schema version 3", db.path());
+  }
+  if (*version < 4) {
+    Status s =
+        db.Exec(std::string("BEGIN IMMEDIATE;") + kSchemaV4 + "PRAGMA user_version = 4; COMMIT;");
+    if (!s.ok()) {
+      if (db.InTransaction()) (void)db.Exec("ROLLBACK");
+      return Status(s.code(), "migrating " + db.path() + " to schema version 4: " + s.message());
+    }
+    spdlog::info("store {}: migrated to schema version 4", db.path());
   }
   return Status::Ok();
 }

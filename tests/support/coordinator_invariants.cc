@@ -474,6 +474,12 @@ void CheckedCoordinator::Apply(Step step, const Actions& actions) {
         INVARIANT(deletes_outstanding_.insert(id).second, "an id handed for deletion twice");
       }
     } else if (auto* a = std::get_if<SendRelease>(&action)) {
+      if (current_.call == CoordinatorCall::kRegister) {
+        // After a restart, the last release again, to the stream just welcomed only.
+        INVARIANT(a->to == std::vector<SessionId>{current_.session},
+                  "a release sent again to another stream than the one registering");
+        continue;
+      }
       if (current_.call == CoordinatorCall::kCheckpointsDeleted) {
         for (int64_t id : a->checkpoint_ids) {
           INVARIANT(deleted_now_.count(id), "a durable delete released an id it did not delete");

@@ -443,5 +443,45 @@ TEST(CoordinatorPins, AStartReleasesWhatAPinDroppedWhileDownHadSpared) {
   EXPECT_EQ(deletes[0].checkpoint_ids, std::vector<int64_t>{4}) << "not the savepoint";
 }
 
+TEST(CoordinatorRelease, TheCommitThatReleasesRecordsWhatItReleasesAndARestartSendsItAgain) {
+  PipelineSpec spec = MakeSpec();
+  spec.retained = 1;
+  Harness h(spec);
+  const int64_t c1 = h.StartToFirstTrigger();
+  h.AckAll(c1);
+  h.RunFor(milliseconds(1000));
+  const int64_t c2 = h.LastTriggerId();
+  h.auto_commit = false;
+  h.AckAll(c2);
+  ASSERT_EQ(h.commits.size(), 2u);
+  EXPECT_EQ(h.commits[1].commit.progress_after.released_ids, std::vector<int64_t>{c1})
+      << "durable with the commit that releases it";
+  h.Apply(h.c().OnCommitted(c2));
+  EXPECT_TRUE(h.commits[0].commit.progress_after.released_ids.empty());
+
+  // The daemon died before the release reached anyone: loaded again, each stream that registers
+  // gets it right after its welcome, until the next release.
+  StoredPipeline stored;
+  stored.record = h.persisted.empty() ? PipelineRecord{} : h.persisted.back();
+  static_cast<PipelineProgress&>(stored.record) = h.commits[1].commit.progress_after;
+  stored.record.spec = spec;
+  stored.id_counter = 100;
+  stored.history = {{c2, CheckpointKind::kCheckpoint}};
+  Harness again(stored, {});
+  again.Start(/*restarted=*/true);
+  for (SessionId session : {SessionId{1}, SessionId{2}}) {
+    auto reg = again.c().OnRegister(session, "w", {session == 1 ? "a" : "b"}, false);
+    ASSERT_TRUE(reg.status.ok());
+    auto releases = ActionsOf<SendRelease>(reg.actions);
+    ASSERT_EQ(releases.size(), 1u) << "session " << session;
+    EXPECT_EQ(releases[0].to, std::vector<SessionId>{session});
+    EXPECT_EQ(releases[0].checkpoint_ids, std::vector<int64_t>{c1});
+    again.Apply(reg.actions);
+  }
+  // Not without a restart.
+  auto fresh = h.c().OnRegister(5, "w", {"a"}, true);
+  EXPECT_TRUE(ActionsOf<SendRelease>(fresh.actions).empty());
+}
+
 }  // namespace
 }  // namespace ckpt::testing

@@ -300,6 +300,7 @@ TEST_P(MetadataStoreContract, AnOperatorSetRestorePointRoundTripsAndACommitClear
   PipelineRecord r = MakeRecord("j", "p");
   ASSERT_TRUE(Await([&](auto done) { store->PutPipeline(r, done); }).ok());
   r.restore_from = CheckpointRef{{"other job", "p/ü"}, 41};
+  r.released_ids = {3, 7, 12};
   ASSERT_TRUE(Await([&](auto done) { store->PutProgress(r.spec.key, r.progress(), done); }).ok());
   auto loaded = store->LoadPipelines();
   ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();

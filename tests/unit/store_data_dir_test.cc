@@ -126,10 +126,11 @@ TEST_F(StoreDataDirTest, ADatabaseOfAnotherStoreIsRefused) {
 
 TEST_F(StoreDataDirTest, AStoreOfTheFirstReleaseIsMigratedAndGivenAnId) {
   MakeStore();
-  // What the first release left: schema version 1 without `meta` and the restore column (3),
+  // What the first release left: schema version 1 without `meta` and the columns of 3 and 4,
   // no STORE_ID.
   Sql(db(),
-      "ALTER TABLE pipelines DROP COLUMN restore_from; DROP TABLE meta; PRAGMA user_version = 1;");
+      "ALTER TABLE pipelines DROP COLUMN restore_from; ALTER TABLE pipelines DROP COLUMN "
+      "released_ids; DROP TABLE meta; PRAGMA user_version = 1;");
   fs::remove(dir_ / "STORE_ID");
   auto store = SqliteStore::Open(dir_.string());
   ASSERT_TRUE(store.ok()) << store.status().ToString();
