@@ -76,6 +76,7 @@ void SimPipeline::OnWelcome(const sdk::Welcome& welcome) {
       if (id <= welcome.last_completed_checkpoint_id && !retained.count(id)) stale.push_back(id);
     }
     for (int64_t id : stale) DeleteState(id);
+    referenced_ids_ = retained;
   }
   const sdk::RestorePoint& restore = welcome.restore;
   if (restore.checkpoint_id == 0) return;
@@ -108,6 +109,7 @@ void SimPipeline::DeleteState(int64_t checkpoint_id) {
     config_.state_files->Remove(config_.job_id, config_.pipeline_id, checkpoint_id, task);
   }
   written_ids_.erase(checkpoint_id);
+  referenced_ids_.erase(checkpoint_id);
 }
 
 std::optional<std::string> SimPipeline::StateUri(int64_t checkpoint_id, const std::string& task) {
@@ -131,6 +133,14 @@ std::optional<std::string> SimPipeline::StateUri(int64_t checkpoint_id, const st
 }
 
 void SimPipeline::OnTrigger(const sdk::Trigger& trigger) {
+  if (config_.state_files) {
+    // At most one round is pending: every round below this one has ended.
+    std::vector<int64_t> ended;
+    for (int64_t id : written_ids_) {
+      if (id < trigger.checkpoint_id && !referenced_ids_.count(id)) ended.push_back(id);
+    }
+    for (int64_t id : ended) DeleteState(id);
+  }
   const Clock::time_point now = Clock::now();
   counters_.triggers.fetch_add(1, std::memory_order_relaxed);
   Log("trigger", trigger.checkpoint_id, sdk::ToString(trigger.kind));
@@ -176,6 +186,7 @@ void SimPipeline::Respond(int64_t checkpoint_id) {
 void SimPipeline::OnComplete(int64_t checkpoint_id, sdk::CheckpointKind kind) {
   const Clock::time_point now = Clock::now();
   counters_.completes.fetch_add(1, std::memory_order_relaxed);
+  if (config_.state_files) referenced_ids_.insert(checkpoint_id);
   Log("complete", checkpoint_id, sdk::ToString(kind));
   auto it = triggered_at_.find(checkpoint_id);
   // A complete for a trigger this stream never saw (takeover, reconnect) has no duration.

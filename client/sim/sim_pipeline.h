@@ -113,6 +113,11 @@ class SimPipeline {
   std::mt19937_64 rng_;
   // --state-dir: the checkpoint ids this process wrote files for and has not deleted yet.
   std::set<int64_t> written_ids_;
+  // The ids the daemon references as far as this stream knows (the last welcome's retained ids,
+  // completes since, releases taken out): a written id below a new trigger that is not among
+  // them belongs to a round that ended without completing (perhaps in a daemon crash, which no
+  // abort reports) and is deleted.
+  std::set<int64_t> referenced_ids_;
 };
 
 }  // namespace ckpt::sim

@@ -47,11 +47,11 @@ PipelineCoordinator::PipelineCoordinator(const StoredPipeline& stored, const Clo
       next_id_(stored.id_counter + 1),
       reserved_end_(stored.id_counter),
       history_(stored.history),
+      horizon_(stored.retained_from),
       last_released_(stored.record.released_ids) {
   if (stored.record.restore_from && stored.restore_source) {
     restore_ = std::make_unique<const HeldRestorePoint>(
         HeldRestorePoint{stored.record.restore_from->key, true, *stored.restore_source});
-    if (options_.pins) options_.pins->Add(*stored.record.restore_from);
   } else if (stored.newest && stored.newest->checkpoint_id > 0) {
     restore_ = std::make_unique<const HeldRestorePoint>(
         HeldRestorePoint{spec_.key, false, *stored.newest});
@@ -779,7 +779,8 @@ PipelineProgress PipelineCoordinator::ProjectedProgress() const {
   r.released_ids = last_released_;
   if (pending_ && pending_->completing) {
     r.restore_from.reset();  // a completion ends an operator-set restore point
-    if (auto released = ReleasedBy(pending_->id, pending_->keep); !released.empty()) {
+    const int64_t plain_extra = pending_->kind == CheckpointKind::kCheckpoint ? pending_->id : 0;
+    if (auto released = ReleasedBy(plain_extra, pending_->keep); !released.empty()) {
       r.released_ids = std::move(released);  // recorded by the commit that releases them
     }
     // A commit is queued ahead of this write; writing the pre-commit record after it would undo

@@ -380,10 +380,12 @@ class PipelineCoordinator {
   bool RestoreSetDiffers() const;
   // RESOURCE_EXHAUSTED when the history holds options_.max_savepoints savepoints.
   Status CheckSavepointRoom() const;
-  // The plain checkpoints a commit of `extra` keeping `keep` pushes out of the history.
+  // The plain checkpoints a commit of plain checkpoint `extra` (0: a savepoint) keeping `keep`
+  // pushes out of the history.
   std::vector<int64_t> ReleasedBy(int64_t extra, const std::vector<int64_t>& keep) const;
-  // The oldest plain checkpoint id within `retained` once `extra` (a commit in flight, 0: none)
-  // joined the history; 0 when fewer than `retained` plain ones are held.
+  // The oldest plain checkpoint id within `retained` once plain checkpoint `extra` (a commit in
+  // flight; 0: none, or a savepoint) joined the history; 0 when fewer than `retained` plain ones
+  // are held.
   int64_t WindowStart(int64_t extra = 0) const;
   bool IsPinned(int64_t checkpoint_id) const;
   // Plain checkpoints outside `retained` that no pin holds and no delete is under way for: they
@@ -440,6 +442,10 @@ class PipelineCoordinator {
   bool restore_rescaled_ = false;
   // The history as the store keeps it (ids and kinds, oldest first).
   std::vector<HistoryEntry> history_;
+  // The highest window start any commit had (StoredPipeline::retained_from at load): plain ids
+  // below it held only for a pin leave once unpinned, even when the window has grown back down
+  // over them since (a larger `retained`, a deleted checkpoint), as the etcd backend hides them.
+  int64_t horizon_ = 0;
   // What the last releasing write released (PipelineProgress::released_ids), and whether a
   // session registering now gets it again (after a restart, until the next release).
   std::vector<int64_t> last_released_;

@@ -102,6 +102,7 @@ void PipelineCoordinator::AdoptCompleted(int64_t checkpoint_id, CheckpointKind k
   // the pinned ones it was told to keep; the same ones stay here. Ids are committed in
   // increasing order, so the history stays sorted.
   const int64_t window_start = WindowStart();
+  horizon_ = std::max(horizon_, window_start);
   std::vector<int64_t> released;
   std::vector<HistoryEntry> kept;
   kept.reserve(history_.size());
@@ -126,7 +127,7 @@ void PipelineCoordinator::AdoptCompleted(int64_t checkpoint_id, CheckpointKind k
 }
 
 void PipelineCoordinator::DeleteUnpinnedOutsideWindow(Actions& out) {
-  const int64_t window_start = WindowStart();
+  const int64_t window_start = std::max(WindowStart(), horizon_);
   std::vector<int64_t> ids;
   for (const HistoryEntry& entry : history_) {
     if (!IsPlain(entry) || entry.checkpoint_id >= window_start) continue;
@@ -158,8 +159,10 @@ Status PipelineCoordinator::AddPin(int64_t checkpoint_id) {
   if (!options_.pins) return Status::Internal("no restore pins in this daemon");
   // A commit in flight may push a plain checkpoint out as it lands, with a trim decided before
   // this pin: refuse rather than race it.
+  const int64_t plain_extra =
+      pending_ && pending_->kind == CheckpointKind::kCheckpoint ? pending_->id : 0;
   if (IsPlain(*entry) && pending_ && pending_->completing && !IsPinned(checkpoint_id) &&
-      checkpoint_id < WindowStart(pending_->id)) {
+      checkpoint_id < std::max(WindowStart(plain_extra), horizon_)) {
     return Status::NotFound(what + " is leaving its history (retained " +
                             std::to_string(spec_.retained) + "); pick a newer one");
   }

@@ -173,6 +173,9 @@ struct StoredPipeline {
   // The newest completed checkpoint or savepoint (record.last_completed_id) with its task states:
   // where the workers restore from. Absent when the pipeline never completed one.
   std::optional<CompletedCheckpoint> newest;
+  // Where the store's history starts (plain ids below it are out of it unless a pin keeps them):
+  // the etcd backend's retained_from, which never moves down; 0 for a store without one.
+  int64_t retained_from = 0;
   // record.restore_from's checkpoint with its task states (PipelineHost reads it at start).
   std::optional<CompletedCheckpoint> restore_source;
 };

@@ -502,6 +502,7 @@ bool EtcdBackend::PlanDeleteCheckpoints(BatchWriter& writer, size_t i,
   if (!view.checkpoint_ids.empty()) newest = *view.checkpoint_ids.rbegin();
   if (!view.savepoint_ids.empty()) newest = std::max(newest, *view.savepoint_ids.rbegin());
   std::vector<RequestOp> requests;
+  std::vector<int64_t> deleted;
   for (int64_t id : op.checkpoint_ids) {
     const bool plain =
         view.checkpoint_ids.count(id) > 0 && !view.horizon().Hides(id, CheckpointKind::kCheckpoint);
@@ -513,6 +514,7 @@ bool EtcdBackend::PlanDeleteCheckpoints(BatchWriter& writer, size_t i,
           " is the newest stored; the store keeps the pipeline's progress with it");
       return true;
     }
+    deleted.push_back(id);
     // Every key of the id, whatever its kind and chunk marks.
     requests.push_back(
         Delete(layout_.CheckpointBound(op.key, id), layout_.CheckpointBound(op.key, id + 1)));
@@ -522,7 +524,7 @@ bool EtcdBackend::PlanDeleteCheckpoints(BatchWriter& writer, size_t i,
     }
   }
   if (requests.empty()) return true;
-  for (int64_t id : op.checkpoint_ids) {
+  for (int64_t id : deleted) {  // the hidden ones skipped above stay for PlanTrim
     view.checkpoint_ids.erase(id);
     view.savepoint_ids.erase(id);
     view.chunked.erase(id);
@@ -884,6 +886,7 @@ Result<std::vector<StoredPipeline>> EtcdBackend::BuildView(const etcd::StoreImag
     stored.record.spec = std::move(*spec);
     stored.id_counter = counters_.count(key) ? counters_[key] : 0;
     const etcd::Horizon horizon = pipelines_[key].horizon();
+    stored.retained_from = horizon.retained_from;
     for (const HistoryEntry& entry : histories[key]) {
       if (!horizon.Hides(entry.checkpoint_id, entry.kind)) stored.history.push_back(entry);
     }

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <future>
+#include <limits>
 #include <map>
 
 #include "core/spec_validation.h"
@@ -121,6 +122,9 @@ void PipelineHost::OnStoreWritable(bool writable) {
 }
 
 Result<CompletedCheckpoint> PipelineHost::ReadRestoreSource(const CheckpointRef& from) {
+  if (from.checkpoint_id == std::numeric_limits<int64_t>::max()) {
+    return Status::NotFound("checkpoint " + from.ToString() + " is not in the history");
+  }
   auto listed =
       store_.ListCompleted(from.key, 1, from.checkpoint_id > 0 ? from.checkpoint_id + 1 : 0);
   if (!listed.ok()) return listed.status();
@@ -145,7 +149,12 @@ Result<std::pair<CheckpointRef, CompletedCheckpoint>> PipelineHost::PinRestoreSo
   auto pinned = std::make_shared<std::promise<Status>>();
   auto result = pinned->get_future();
   source->AddPin(from.checkpoint_id, [pinned](Status s) { pinned->set_value(std::move(s)); });
-  if (Status s = result.get(); !s.ok()) return s;
+  try {
+    if (Status s = result.get(); !s.ok()) return s;
+  } catch (const std::future_error&) {
+    // The daemon is stopping: the strand dropped the request unanswered.
+    return Status::Unavailable("ckptd is shutting down");
+  }
   return std::make_pair(from, std::move(*checkpoint));
 }
 

@@ -483,5 +483,72 @@ TEST(CoordinatorRelease, TheCommitThatReleasesRecordsWhatItReleasesAndARestartSe
   EXPECT_TRUE(ActionsOf<SendRelease>(fresh.actions).empty());
 }
 
+TEST(CoordinatorPins, ALoadedOperatorSetRestorePointLetsGoOfItsOnePinAtItsFirstCompletion) {
+  RestorePins pins;
+  CoordinatorOptions options;
+  options.pins = &pins;
+  const CheckpointRef source{{"job-v1", "pipe"}, 17};
+  StoredPipeline stored;
+  stored.record.spec = MakeSpec();
+  stored.record.restore_from = source;
+  stored.restore_source = SourceCheckpoint(17, {"a", "b"});
+  stored.id_counter = 100;
+  pins.Add(source);  // PipelineHost pins it when it loads the pipeline, and only there
+  Harness h(stored, options);
+  h.Start(/*restarted=*/true);
+  h.RegisterAll();
+  h.RunFor(milliseconds(1000));
+  h.auto_commit = false;
+  const int64_t first = h.LastTriggerId();
+  h.AckAll(first);
+  const Actions done = h.c().OnCommitted(first);
+  ASSERT_EQ(ActionsOf<PinDropped>(done).size(), 1u);
+  EXPECT_FALSE(pins.IsPinned(source.key, 17)) << "held once, let go once";
+}
+
+TEST(CoordinatorPins, ASavepointInFlightPushesNothingOut) {
+  RestorePins pins;
+  CoordinatorOptions options;
+  options.pins = &pins;
+  PipelineSpec spec = MakeSpec();
+  spec.retained = 1;
+  Harness h(spec, 0, options);
+  const int64_t c1 = h.StartToFirstTrigger();
+  h.AckAll(c1);
+  h.auto_commit = false;
+  h.Apply(h.c().RequestSavepoint("", false, milliseconds(60000)).actions);
+  const int64_t s2 = h.LastTriggerId();
+  h.AckAll(s2);
+  ASSERT_EQ(h.commits.size(), 2u);
+  EXPECT_TRUE(h.commits[1].commit.progress_after.released_ids.empty())
+      << "a savepoint does not count in retained: c1 stays";
+  EXPECT_TRUE(h.c().AddPin(c1).ok()) << "c1 is not leaving";
+  h.Apply(h.c().OnCommitted(s2));
+  EXPECT_TRUE(ActionsOf<SendRelease>(h.all).empty());
+}
+
+TEST(CoordinatorPins, AnUnpinnedIdBelowTheStoresHorizonLeavesEvenWhenTheWindowGrewBackOverIt) {
+  RestorePins pins;
+  CoordinatorOptions options;
+  options.pins = &pins;
+  StoredPipeline stored;
+  stored.record.spec = MakeSpec();
+  stored.record.spec.retained = 5;  // was 2 when 8 became the start of the history
+  stored.record.last_completed_id = 9;
+  stored.id_counter = 100;
+  stored.retained_from = 8;
+  stored.history = {{3, CheckpointKind::kCheckpoint},  // kept for a pin
+                    {8, CheckpointKind::kCheckpoint},
+                    {9, CheckpointKind::kCheckpoint}};
+  pins.Add({{"job", "pipe"}, 3});
+  Harness h(stored, options);
+  h.Start(/*restarted=*/true);
+  ASSERT_TRUE(pins.Remove({{"job", "pipe"}, 3}));
+  const Actions dropped = h.c().OnPinDropped(3);
+  auto deletes = ActionsOf<DeleteCheckpoints>(dropped);
+  ASSERT_EQ(deletes.size(), 1u) << "the store hides it already; its workers must hear of it";
+  EXPECT_EQ(deletes[0].checkpoint_ids, std::vector<int64_t>{3});
+}
+
 }  // namespace
 }  // namespace ckpt::testing
