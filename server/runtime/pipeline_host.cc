@@ -170,9 +170,9 @@ void PipelineHost::Restore(const std::shared_ptr<PipelineRunner>& target, Checkp
                            std::function<void(Status, const PipelineStatus&)> done) {
   auto pinned = PinRestoreSource(std::move(from));
   if (!pinned.ok()) return done(pinned.status(), {});
-  auto [ref, checkpoint] = std::move(*pinned);
+  const CheckpointRef ref = pinned->first;  // a copy: a lambda cannot capture a binding
   target->Restore(
-      ref.key, std::move(checkpoint),
+      ref.key, std::move(pinned->second),
       [this, ref, done = std::move(done)](Status s, const PipelineStatus& status) {
         if (s.code() == StatusCode::kFailedPrecondition || s.code() == StatusCode::kNotFound) {
           UnpinRestoreSource(ref);  // refused: nothing holds it
