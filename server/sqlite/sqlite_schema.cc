@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <iterator>
 #include <vector>
 
 #include "store/data_dir.h"
@@ -78,6 +79,11 @@ ALTER TABLE pipelines ADD COLUMN restore_from TEXT NOT NULL DEFAULT '';
 constexpr const char* kSchemaV4 = R"sql(
 ALTER TABLE pipelines ADD COLUMN released_ids TEXT NOT NULL DEFAULT '[]';
 )sql";
+
+// What takes version N-1 to N, from 2 on: kUpgrades[N - 2].
+constexpr const char* kUpgrades[] = {kSchemaV2, kSchemaV3, kSchemaV4};
+static_assert(std::size(kUpgrades) == kSchemaVersion - 1,
+              "one upgrade per version after the first");
 
 constexpr const char* kTables[] = {"pipelines", "id_counters", "checkpoints"};
 
@@ -166,8 +172,9 @@ Status CreateSchema(Db& db) {
   if (!identity.ok()) {
     status = identity.status();
   } else if (*identity == FileIdentity::kEmpty) {
-    status = db.Exec(std::string(kSchemaV1) + kSchemaV2 + kSchemaV3 + kSchemaV4 +
-                     "PRAGMA application_id = " + std::to_string(kApplicationId) +
+    std::string schema = kSchemaV1;
+    for (const char* upgrade : kUpgrades) schema += upgrade;
+    status = db.Exec(schema + "PRAGMA application_id = " + std::to_string(kApplicationId) +
                      ";\nPRAGMA user_version = " + std::to_string(kSchemaVersion) + ";");
     if (status.ok()) status = db.Exec("COMMIT");
   }
@@ -182,32 +189,16 @@ Status CreateSchema(Db& db) {
 Status Migrate(Db& db) {
   auto version = db.QueryInt("PRAGMA user_version");
   if (!version.ok()) return version.status();
-  if (*version < 2) {
-    Status s =
-        db.Exec(std::string("BEGIN IMMEDIATE;") + kSchemaV2 + "PRAGMA user_version = 2; COMMIT;");
-    if (!s.ok()) {
+  // Each step in its own transaction: a crash between two leaves a file of the earlier version.
+  for (int64_t to = std::max<int64_t>(*version + 1, 2); to <= kSchemaVersion; ++to) {
+    const std::string step = std::string("BEGIN IMMEDIATE;") + kUpgrades[to - 2] +
+                             "PRAGMA user_version = " + std::to_string(to) + "; COMMIT;";
+    if (Status s = db.Exec(step); !s.ok()) {
       if (db.InTransaction()) (void)db.Exec("ROLLBACK");
-      return Status(s.code(), "migrating " + db.path() + " to schema version 2: " + s.message());
+      return Status(s.code(), "migrating " + db.path() + " to schema version " +
+                                  std::to_string(to) + ": " + s.message());
     }
-    spdlog::info("store {}: migrated to schema version 2", db.path());
-  }
-  if (*version < 3) {
-    Status s =
-        db.Exec(std::string("BEGIN IMMEDIATE;") + kSchemaV3 + "PRAGMA user_version = 3; COMMIT;");
-    if (!s.ok()) {
-      if (db.InTransaction()) (void)db.Exec("ROLLBACK");
-      return Status(s.code(), "migrating " + db.path() + " to schema version 3: " + s.message());
-    }
-    spdlog::info("store {}: migrated to schema version 3", db.path());
-  }
-  if (*version < 4) {
-    Status s =
-        db.Exec(std::string("BEGIN IMMEDIATE;") + kSchemaV4 + "PRAGMA user_version = 4; COMMIT;");
-    if (!s.ok()) {
-      if (db.InTransaction()) (void)db.Exec("ROLLBACK");
-      return Status(s.code(), "migrating " + db.path() + " to schema version 4: " + s.message());
-    }
-    spdlog::info("store {}: migrated to schema version 4", db.path());
+    spdlog::info("store {}: migrated to schema version {}", db.path(), to);
   }
   return Status::Ok();
 }

@@ -289,6 +289,13 @@ TEST(CoordinatorSavepointCap, ASavepointBeyondTheCapIsRefusedUntilOneIsDeleted) 
   EXPECT_TRUE(h.c().RequestSavepoint("", false, milliseconds(60000)).status.ok()) << "room again";
 }
 
+// Options of a coordinator in a daemon: the restore pins every pipeline shares.
+CoordinatorOptions WithPins(RestorePins* pins) {
+  CoordinatorOptions options;
+  options.pins = pins;
+  return options;
+}
+
 CompletedCheckpoint SourceCheckpoint(int64_t id, std::vector<std::string> tasks) {
   CompletedCheckpoint cp;
   cp.checkpoint_id = id;
@@ -300,8 +307,7 @@ CompletedCheckpoint SourceCheckpoint(int64_t id, std::vector<std::string> tasks)
 
 TEST(CoordinatorRestorePipeline, AnotherPipelinesSavepointIsHandedOutUntilTheNextCompletion) {
   RestorePins pins;
-  CoordinatorOptions options;
-  options.pins = &pins;
+  const CoordinatorOptions options = WithPins(&pins);
   Harness h(MakeSpec(), 0, options);
   h.Start();
   const PipelineKey old_version{"job-v1", "pipe"};
@@ -378,8 +384,7 @@ TEST(CoordinatorRestorePipeline, FailedOrStoppedBecomesPausedWithANewGeneration)
 
 TEST(CoordinatorPins, APinnedCheckpointStaysOutsideRetainedAndIsReleasedWhenThePinGoes) {
   RestorePins pins;
-  CoordinatorOptions options;
-  options.pins = &pins;
+  const CoordinatorOptions options = WithPins(&pins);
   PipelineSpec spec = MakeSpec();
   spec.retained = 1;
   Harness h(spec, 0, options);
@@ -406,8 +411,7 @@ TEST(CoordinatorPins, APinnedCheckpointStaysOutsideRetainedAndIsReleasedWhenTheP
 
 TEST(CoordinatorPins, APinThatRacesTheCommitThatTrimsItIsRefused) {
   RestorePins pins;
-  CoordinatorOptions options;
-  options.pins = &pins;
+  const CoordinatorOptions options = WithPins(&pins);
   PipelineSpec spec = MakeSpec();
   spec.retained = 1;
   Harness h(spec, 0, options);
@@ -426,8 +430,7 @@ TEST(CoordinatorPins, APinThatRacesTheCommitThatTrimsItIsRefused) {
 
 TEST(CoordinatorPins, AStartReleasesWhatAPinDroppedWhileDownHadSpared) {
   RestorePins pins;
-  CoordinatorOptions options;
-  options.pins = &pins;
+  const CoordinatorOptions options = WithPins(&pins);
   StoredPipeline stored;
   stored.record.spec = MakeSpec();
   stored.record.spec.retained = 1;
@@ -485,8 +488,7 @@ TEST(CoordinatorRelease, TheCommitThatReleasesRecordsWhatItReleasesAndARestartSe
 
 TEST(CoordinatorPins, ALoadedOperatorSetRestorePointLetsGoOfItsOnePinAtItsFirstCompletion) {
   RestorePins pins;
-  CoordinatorOptions options;
-  options.pins = &pins;
+  const CoordinatorOptions options = WithPins(&pins);
   const CheckpointRef source{{"job-v1", "pipe"}, 17};
   StoredPipeline stored;
   stored.record.spec = MakeSpec();
@@ -508,8 +510,7 @@ TEST(CoordinatorPins, ALoadedOperatorSetRestorePointLetsGoOfItsOnePinAtItsFirstC
 
 TEST(CoordinatorPins, ASavepointInFlightPushesNothingOut) {
   RestorePins pins;
-  CoordinatorOptions options;
-  options.pins = &pins;
+  const CoordinatorOptions options = WithPins(&pins);
   PipelineSpec spec = MakeSpec();
   spec.retained = 1;
   Harness h(spec, 0, options);
@@ -529,8 +530,7 @@ TEST(CoordinatorPins, ASavepointInFlightPushesNothingOut) {
 
 TEST(CoordinatorPins, AnUnpinnedIdBelowTheStoresHorizonLeavesEvenWhenTheWindowGrewBackOverIt) {
   RestorePins pins;
-  CoordinatorOptions options;
-  options.pins = &pins;
+  const CoordinatorOptions options = WithPins(&pins);
   StoredPipeline stored;
   stored.record.spec = MakeSpec();
   stored.record.spec.retained = 5;  // was 2 when 8 became the start of the history
