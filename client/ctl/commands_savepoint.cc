@@ -122,7 +122,7 @@ std::string FailureSummary(const v1::SavepointProgress& result) {
 // The stream broke before its final message (the daemon went away): asks the daemon what became
 // of each pipeline's savepoint, by its id in the history, so that the operator is never told
 // "not completed" of a savepoint that completed. A final progress when every pipeline's outcome
-// is known (a savepoint never triggered did not complete); nothing when the daemon cannot say.
+// is known; nothing when the daemon cannot say (or a savepoint's id never reached us).
 std::optional<v1::SavepointProgress> LookUpOutcome(const Connection& connection,
                                                    const std::string& job,
                                                    v1::SavepointProgress latest) {
@@ -133,12 +133,9 @@ std::optional<v1::SavepointProgress> LookUpOutcome(const Connection& connection,
       any_failed = true;
       continue;
     }
-    if (s.savepoint_id() == 0) {  // still queued: it never started, so it did not complete
-      s.set_status(v1::SAVEPOINT_STATUS_FAILED);
-      s.set_failure_reason("the daemon went away before the savepoint started");
-      any_failed = true;
-      continue;
-    }
+    // No id yet: the daemon may have triggered it (and even completed it) without having told
+    // us, and the history cannot say which of its savepoints is ours: unknown, not "failed".
+    if (s.savepoint_id() == 0) return std::nullopt;
     v1::ListCheckpointsResponse history;
     if (!connection.ListCheckpoints(job, s.pipeline_id(), 50, &history).empty()) {
       return std::nullopt;
