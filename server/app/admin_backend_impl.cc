@@ -22,7 +22,7 @@ void DaemonAdminBackend::CreatePipeline(const PipelineSpec& spec,
                     [this, spec, restore_from, done = std::move(done)]() mutable {
                       std::optional<std::pair<CheckpointRef, CompletedCheckpoint>> source;
                       if (restore_from) {
-                        auto pinned = host_.PinRestoreSource(*restore_from);
+                        auto pinned = host_.PinRestoreSource(*restore_from, spec.key);
                         if (!pinned.ok()) return done(pinned.status());
                         source = std::move(*pinned);
                       }

@@ -66,6 +66,7 @@ Daemon::Daemon(DaemonConfig config, std::unique_ptr<MetadataStore> store)
   log_level_ = config_.log_level;
   MutexLock lock(declared_mu_);
   declared_ = config_.pipelines;
+  declared_restore_from_ = config_.pipeline_restore_from;
 }
 
 Daemon::~Daemon() {
@@ -110,7 +111,9 @@ Status Daemon::Start() {
                                          config_.defaults, [this](bool) { UpdateHealthService(); });
   if (reload_cancelled_) host_->CancelApplyDeclared();
   if (!on_etcd) {
-    if (auto s = host_->Load(config_.pipelines); !s.ok()) return s;
+    if (auto s = host_->Load(config_.pipelines, config_.pipeline_restore_from); !s.ok()) {
+      return s;
+    }
   }
 
   shards_.Start();
@@ -283,7 +286,7 @@ void Daemon::TakeOver(const std::string& leader_key, int64_t epoch) {
   // leader key's creation (a linearizable range), so it sees every write of earlier leaders.
   etcd_store_->backend().SetFence(leader_key, epoch);
   MutexLock declared_lock(declared_mu_);  // a reload meanwhile waits, then applies to these
-  if (Status s = host_->Load(declared_); !s.ok()) {
+  if (Status s = host_->Load(declared_, declared_restore_from_); !s.ok()) {
     spdlog::critical("takeover failed loading the pipelines from etcd: {}; exiting ({})",
                      s.ToString(), kExitUnknownOutcome);
     spdlog::default_logger()->flush();
@@ -446,6 +449,7 @@ ReloadResult Daemon::Reload(const DaemonConfig& next) {
 
   MutexLock declared_lock(declared_mu_);
   declared_ = next.pipelines;
+  declared_restore_from_ = next.pipeline_restore_from;
   if (!leadership_.serving()) {
     // A standby has no pipelines to change: the list is kept and loaded at takeover.
     ReloadResult kept;
@@ -456,7 +460,8 @@ ReloadResult Daemon::Reload(const DaemonConfig& next) {
         declared_.size(), kept.needs_restart.size());
     return kept;
   }
-  ReloadResult result = host_->ApplyDeclared(next.pipelines, kReloadWait);
+  ReloadResult result =
+      host_->ApplyDeclared(next.pipelines, kReloadWait, next.pipeline_restore_from);
   result.needs_restart = std::move(needs_restart);
   spdlog::info(
       "reload done: {} pipeline(s) created, {} updated, {} unchanged, {} left alone (created "

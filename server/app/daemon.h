@@ -13,6 +13,7 @@
 #include <atomic>
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -126,6 +127,7 @@ class Daemon {
   // takeover under way, and applies to the pipelines once this daemon serves.
   Mutex declared_mu_;
   std::vector<PipelineSpec> declared_ CKPT_GUARDED_BY(declared_mu_);
+  std::map<PipelineKey, CheckpointRef> declared_restore_from_ CKPT_GUARDED_BY(declared_mu_);
   Mutex takeover_mu_;
   std::thread takeover_thread_ CKPT_GUARDED_BY(takeover_mu_);
   bool shutting_down_ CKPT_GUARDED_BY(takeover_mu_) = false;

@@ -9,6 +9,7 @@
 
 #include <cstring>
 #include <exception>
+#include <limits>
 #include <map>
 #include <optional>
 
@@ -48,9 +49,11 @@ constexpr std::string_view kMetricsKeys[] = {"per_pipeline"};
 // The keys PipelineDefaults and PipelineSpec share: `defaults` may set exactly what a pipeline may.
 constexpr std::string_view kPolicyKeys[] = {"interval_ms", "timeout_ms", "min_pause_ms",
                                             "tolerable_failures", "retained"};
-constexpr std::string_view kPipelineKeys[] = {"job_id",       "pipeline_id",        "task_ids",
-                                              "parallelism",  "interval_ms",        "timeout_ms",
-                                              "min_pause_ms", "tolerable_failures", "retained"};
+constexpr std::string_view kPipelineKeys[] = {
+    "job_id",     "pipeline_id",  "task_ids",           "parallelism", "interval_ms",
+    "timeout_ms", "min_pause_ms", "tolerable_failures", "retained",    "restore_from"};
+// pipelines[].restore_from: the fields of CreatePipeline's restore_from.
+constexpr std::string_view kRestoreFromKeys[] = {"job_id", "pipeline_id", "checkpoint_id"};
 // spdlog's level names.
 constexpr std::string_view kLogLevels[] = {"trace", "debug",    "info", "warn",
                                            "error", "critical", "off"};
@@ -116,7 +119,8 @@ class ConfigReader {
                             std::string* out);
   MaybeYamlError ReadDefaults(const YamlField& field);
   MaybeYamlError ReadPipelines(const YamlField& field);
-  MaybeYamlError ReadPipeline(const YAML::Node& entry, const std::string& path, PipelineSpec* spec);
+  MaybeYamlError ReadPipeline(const YAML::Node& entry, const std::string& path, PipelineSpec* spec,
+                              std::optional<CheckpointRef>* restore_from);
   MaybeYamlError CheckHeartbeat() const;
   MaybeYamlError CheckExposure() const;
 
@@ -274,11 +278,13 @@ MaybeYamlError ConfigReader::ReadPipelines(const YamlField& field) {
       return YamlError{list.Mark(), path + " is empty; expected a map of keys"};
     }
     PipelineSpec spec;
-    if (auto error = ReadPipeline(entry, path, &spec)) return error;
+    std::optional<CheckpointRef> restore_from;
+    if (auto error = ReadPipeline(entry, path, &spec, &restore_from)) return error;
     if (auto [first, inserted] = declared.emplace(spec.key, path); !inserted) {
       return YamlError{entry.Mark(), path + ": duplicate pipeline " + spec.key.ToString() +
                                          ", already declared in " + first->second};
     }
+    if (restore_from) config_.pipeline_restore_from[spec.key] = *restore_from;
     config_.pipelines.push_back(std::move(spec));
   }
   if (static_cast<int64_t>(config_.pipelines.size()) > config_.limits.max_pipelines) {
@@ -289,8 +295,33 @@ MaybeYamlError ConfigReader::ReadPipelines(const YamlField& field) {
   return std::nullopt;
 }
 
+// pipelines[].restore_from: {job_id, pipeline_id, checkpoint_id (0 or absent: the newest)}.
+MaybeYamlError ReadRestoreFrom(const YamlField& field, CheckpointRef* ref) {
+  if (!field.value.IsMap()) {
+    return field.ValueError(field.path +
+                            ": expected a map of job_id, pipeline_id and "
+                            "checkpoint_id, got " +
+                            DescribeNode(field.value));
+  }
+  auto visit = [ref](const YamlField& f) -> MaybeYamlError {
+    if (f.name == "checkpoint_id") {
+      return ReadInt(f, 0, std::numeric_limits<int64_t>::max(), &ref->checkpoint_id);
+    }
+    std::string* id = f.name == "job_id" ? &ref->key.job_id : &ref->key.pipeline_id;
+    if (auto error = ReadString(f, id)) return error;
+    if (Status s = ValidatePathId(*id, f.path); !s.ok()) return f.ValueError(s.message());
+    return std::nullopt;
+  };
+  if (auto error = ForEachField(field.value, field.path, kRestoreFromKeys, visit)) return error;
+  if (ref->key.job_id.empty() || ref->key.pipeline_id.empty()) {
+    return field.ValueError(field.path + ": needs job_id and pipeline_id");
+  }
+  return std::nullopt;
+}
+
 MaybeYamlError ConfigReader::ReadPipeline(const YAML::Node& entry, const std::string& path,
-                                          PipelineSpec* spec) {
+                                          PipelineSpec* spec,
+                                          std::optional<CheckpointRef>* restore_from) {
   if (!entry.IsMap()) {
     return YamlError{entry.Mark(), path + " must be a map of keys, got " + DescribeNode(entry)};
   }
@@ -315,6 +346,12 @@ MaybeYamlError ConfigReader::ReadPipeline(const YAML::Node& entry, const std::st
       return field.name == "task_ids" ? ReadStringList(field, &spec->task_ids)
                                       : ReadParallelism(field, &spec->task_ids);
     }
+    if (field.name == "restore_from") {
+      CheckpointRef ref;
+      if (auto error = ReadRestoreFrom(field, &ref)) return error;
+      *restore_from = std::move(ref);
+      return std::nullopt;
+    }
     return ReadPolicyField(field, spec);
   };
   if (auto error = ForEachField(entry, path, kPipelineKeys, visit)) return error;
@@ -331,6 +368,11 @@ MaybeYamlError ConfigReader::ReadPipeline(const YAML::Node& entry, const std::st
   }
   if (Status status = CheckSpecLimits(*spec, config_.limits); !status.ok()) {
     return YamlError{entry.Mark(), path + ": " + status.message()};
+  }
+  if (*restore_from && (*restore_from)->key == spec->key) {
+    return YamlError{entry.Mark(), path +
+                                       ".restore_from: names the pipeline itself (a new "
+                                       "pipeline has no checkpoint; name another one)"};
   }
   return std::nullopt;
 }

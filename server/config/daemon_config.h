@@ -3,6 +3,7 @@
 // CONTRACT.md's and is written where the field is declared; config/ckptd.yaml mirrors them.
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,9 @@ struct DaemonConfig {
   bool insecure = false;
   PipelineDefaults defaults;            // applied to pipelines that leave a key out
   std::vector<PipelineSpec> pipelines;  // declared at start (and on SIGHUP)
+  // pipelines[].restore_from: where a declared pipeline restores from, applied only when it is
+  // created (as CreatePipeline's restore_from); a later change to the file does nothing.
+  std::map<PipelineKey, CheckpointRef> pipeline_restore_from;
   // Not a key: the file this was read from (LoadDaemonConfig), for messages; "" for defaults.
   std::string source_path;
 };

@@ -635,29 +635,53 @@ PipelineCoordinator::Outcome PipelineCoordinator::UpdateSpec(const PipelineSpec&
   return o;
 }
 
-Actions PipelineCoordinator::Delete() {
-  Actions pin_out;
-  if (restore_ && restore_->operator_set && options_.pins && !deleted_) {
+PipelineCoordinator::Outcome PipelineCoordinator::Delete() {
+  Outcome o;
+  if (deleted_) return o;
+  if (options_.pins) {
+    // Its checkpoints that are another pipeline's restore point stay where they are, and so
+    // does the pipeline: refused, naming the holders.
+    const auto held = options_.pins->HeldByOthers(spec_.key);
+    if (!held.empty()) {
+      std::string whose;
+      for (size_t i = 0; i < held.size() && i < 3; ++i) {
+        whose +=
+            (i ? ", " : "") + std::to_string(held[i].first) + " of " + held[i].second.ToString();
+      }
+      if (held.size() > 3) whose += " and " + std::to_string(held.size() - 3) + " more";
+      o.status = Status::FailedPrecondition(
+          "pipeline " + spec_.key.ToString() + " holds the restore point of other pipelines (" +
+          whose + "); restore those elsewhere or let them complete a checkpoint, then delete it");
+      return o;
+    }
+  }
+  Actions& out = o.actions;
+  if (restore_ && restore_->operator_set && options_.pins) {
     // Its restore point no longer holds the source's checkpoint.
     const CheckpointRef was{restore_->source, restore_->checkpoint.checkpoint_id};
-    if (options_.pins->Remove(was)) pin_out.push_back(PinDropped{was});
+    if (options_.pins->Remove(was, spec_.key)) out.push_back(PinDropped{was});
   }
-  Actions out = DeleteWithoutPins();
-  out.insert(out.end(), pin_out.begin(), pin_out.end());
-  return out;
-}
-
-Actions PipelineCoordinator::DeleteWithoutPins() {
-  Actions out;
   shutting_down_ = true;  // no trigger, no wakeup from now on
   deleted_ = true;        // and nothing written back: the caller deletes the record
   FinishQueuedSavepoint("pipeline deleted", out);
+  // Every checkpoint and savepoint goes with the record, and the one with the store too (the
+  // store's delete comes after its commit).
+  std::vector<int64_t> released;
+  for (const HistoryEntry& e : history_) released.push_back(e.checkpoint_id);
+  if (pending_ && pending_->completing) released.push_back(pending_->id);
+  std::sort(released.begin(), released.end());
+  released.erase(std::unique(released.begin(), released.end()), released.end());
   if (pending_ && !pending_->completing) {
     FailRound(CheckpointStatus::kAborted, "pipeline deleted", FailureCause::kAborted, out);
   }
   // A completing round stays: its store completion still comes and ends it (OnCommitted).
   AnnounceState("pipeline deleted", out, /*deleted=*/true);
-  for (SessionId session : Sessions()) {
+  const std::vector<SessionId> sessions = Sessions();
+  // Sent by the runtime once the delete is durable, before the streams end (SendRelease).
+  if (!released.empty() && !sessions.empty()) {
+    out.push_back(SendRelease{sessions, std::move(released)});
+  }
+  for (SessionId session : sessions) {
     out.push_back(
         EndSession{session, Status::NotFound("pipeline " + spec_.key.ToString() + " was deleted")});
   }
@@ -666,7 +690,7 @@ Actions PipelineCoordinator::DeleteWithoutPins() {
   out.push_back(CancelTimeout{});
   armed_wakeup_.reset();
   out.push_back(CancelWakeup{});
-  return out;
+  return o;
 }
 
 Actions PipelineCoordinator::SetFromConfig(bool from_config) {

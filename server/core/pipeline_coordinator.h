@@ -220,17 +220,21 @@ class PipelineCoordinator {
   // Replaces the spec (same key). A changed task set bumps the generation, aborts the pending
   // round (unless it is with the store) and ends the streams of tasks that left the set.
   Outcome UpdateSpec(const PipelineSpec& spec);
-  // The pipeline is being deleted: tells the sessions (state), ends every stream with NOT_FOUND,
-  // stops the timers, fails a queued savepoint and aborts a pending round. Nothing is persisted
-  // from now on; the caller deletes the record. A round already with the store stays until its
-  // completion arrives, which then only reports the outcome (RoundFinished).
-  Actions Delete();
+  // The pipeline is being deleted: tells the sessions (state), releases every checkpoint and
+  // savepoint of its history, ends every stream with NOT_FOUND, stops the timers, fails a queued
+  // savepoint and aborts a pending round. Nothing is persisted from now on; the caller deletes
+  // the record, and sends the SendRelease and EndSession actions only once that delete is
+  // durable. A round already with the store stays until its completion arrives, which then only
+  // reports the outcome (RoundFinished). FAILED_PRECONDITION while a checkpoint of this pipeline
+  // is another pipeline's restore point (RestorePins::HeldByOthers; its own is let go).
+  Outcome Delete();
 
   // --- the restore loop (pipeline_coordinator_restore.cc; CONTRACT.md, "Restore and release") ---
   // Pins one of this pipeline's checkpoints as a restore point (of another pipeline, or its own):
   // OK once RestorePins holds it, when the history holds it and keeps holding it (not being
   // deleted, not leaving with the commit in flight); NOT_FOUND otherwise. Needs options.pins.
-  Status AddPin(int64_t checkpoint_id);
+  // `holder`: the pipeline whose restore point it becomes.
+  Status AddPin(int64_t checkpoint_id, const PipelineKey& holder);
   // A pin on one of this pipeline's checkpoints went away: a plain checkpoint outside `retained`
   // that no pin holds any more leaves the history (DeleteCheckpoints, then released).
   Actions OnPinDropped(int64_t checkpoint_id);
@@ -351,7 +355,6 @@ class PipelineCoordinator {
   void AnnounceState(const std::string& reason, Actions& out, bool deleted = false) const;
   void Rearm(Actions& out);
   void RememberRound(RoundSummary summary);
-  Actions DeleteWithoutPins();  // Delete's work once its restore pin is let go
   void LoseSession(SessionId session, const std::string& why, Actions& out,
                    SessionEnd end = SessionEnd::kLost);
 

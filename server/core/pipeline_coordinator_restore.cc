@@ -86,7 +86,7 @@ void PipelineCoordinator::AdoptCompleted(int64_t checkpoint_id, CheckpointKind k
   if (restore_ && restore_->operator_set && options_.pins) {
     // A completion ends an operator-set restore point, and its pin.
     const CheckpointRef was{restore_->source, restore_->checkpoint.checkpoint_id};
-    if (options_.pins->Remove(was)) out.push_back(PinDropped{was});
+    if (options_.pins->Remove(was, spec_.key)) out.push_back(PinDropped{was});
   }
   auto point = std::make_unique<HeldRestorePoint>();
   point->source = spec_.key;
@@ -146,7 +146,7 @@ void PipelineCoordinator::DeleteUnpinnedOutsideWindow(Actions& out) {
   out.push_back(DeleteCheckpoints{std::move(ids)});
 }
 
-Status PipelineCoordinator::AddPin(int64_t checkpoint_id) {
+Status PipelineCoordinator::AddPin(int64_t checkpoint_id, const PipelineKey& holder) {
   const auto entry = std::find_if(history_.begin(), history_.end(), [&](const HistoryEntry& e) {
     return e.checkpoint_id == checkpoint_id;
   });
@@ -166,7 +166,7 @@ Status PipelineCoordinator::AddPin(int64_t checkpoint_id) {
     return Status::NotFound(what + " is leaving its history (retained " +
                             std::to_string(spec_.retained) + "); pick a newer one");
   }
-  options_.pins->Add({spec_.key, checkpoint_id});
+  options_.pins->Add({spec_.key, checkpoint_id}, holder);
   return Status::Ok();
 }
 
@@ -194,7 +194,7 @@ PipelineCoordinator::Outcome PipelineCoordinator::Restore(const PipelineKey& sou
   const CheckpointRef ref{source, checkpoint.checkpoint_id};
   if (restore_ && restore_->operator_set && options_.pins) {
     const CheckpointRef was{restore_->source, restore_->checkpoint.checkpoint_id};
-    if (options_.pins->Remove(was)) o.actions.push_back(PinDropped{was});
+    if (options_.pins->Remove(was, spec_.key)) o.actions.push_back(PinDropped{was});
   }
   restore_ = std::make_unique<const HeldRestorePoint>(
       HeldRestorePoint{source, true, std::move(checkpoint)});

@@ -2,18 +2,22 @@
 
 namespace ckpt {
 
-void RestorePins::Add(const CheckpointRef& ref) {
+void RestorePins::Add(const CheckpointRef& ref, const PipelineKey& holder) {
   MutexLock lock(mu_);
-  ++pins_[ref.key][ref.checkpoint_id];
+  ++pins_[ref.key][ref.checkpoint_id][holder];
 }
 
-bool RestorePins::Remove(const CheckpointRef& ref) {
+bool RestorePins::Remove(const CheckpointRef& ref, const PipelineKey& holder) {
   MutexLock lock(mu_);
   auto source = pins_.find(ref.key);
   if (source == pins_.end()) return false;
   auto pin = source->second.find(ref.checkpoint_id);
   if (pin == source->second.end()) return false;
-  if (--pin->second > 0) return false;
+  auto held = pin->second.find(holder);
+  if (held == pin->second.end()) return false;
+  if (--held->second > 0) return false;
+  pin->second.erase(held);
+  if (!pin->second.empty()) return false;
   source->second.erase(pin);
   if (source->second.empty()) pins_.erase(source);
   return true;
@@ -34,10 +38,18 @@ std::vector<int64_t> RestorePins::PinnedIds(const PipelineKey& source) const {
   return ids;
 }
 
-size_t RestorePins::CountFor(const PipelineKey& source) const {
+std::vector<std::pair<int64_t, PipelineKey>> RestorePins::HeldByOthers(
+    const PipelineKey& source) const {
   MutexLock lock(mu_);
+  std::vector<std::pair<int64_t, PipelineKey>> held;
   auto it = pins_.find(source);
-  return it == pins_.end() ? 0 : it->second.size();
+  if (it == pins_.end()) return held;
+  for (const auto& [id, holders] : it->second) {
+    for (const auto& [holder, count] : holders) {
+      if (holder != source) held.emplace_back(id, holder);
+    }
+  }
+  return held;
 }
 
 }  // namespace ckpt

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <map>
+#include <utility>
 #include <vector>
 
 #include "common/mutex.h"
@@ -21,18 +22,22 @@ namespace ckpt {
 
 class RestorePins {
  public:
-  void Add(const CheckpointRef& ref);
-  // True when that was its last pin.
-  bool Remove(const CheckpointRef& ref);
+  // A pin that `holder` (the pipeline whose restore point it is) takes on `ref`.
+  void Add(const CheckpointRef& ref, const PipelineKey& holder);
+  // True when that was the last pin on `ref`, whoever held the others.
+  bool Remove(const CheckpointRef& ref, const PipelineKey& holder);
   bool IsPinned(const PipelineKey& source, int64_t checkpoint_id) const;
   // The pinned ids of `source`, ascending.
   std::vector<int64_t> PinnedIds(const PipelineKey& source) const;
-  // The pipelines (with ids) pinned in `source`, for a refusal's message.
-  size_t CountFor(const PipelineKey& source) const;
+  // Who, other than `source` itself, holds a pin on a checkpoint of `source`: (id, holder),
+  // ascending; what keeps `source` from being deleted.
+  std::vector<std::pair<int64_t, PipelineKey>> HeldByOthers(const PipelineKey& source) const;
 
  private:
   mutable Mutex mu_;
-  std::map<PipelineKey, std::map<int64_t, int>> pins_ CKPT_GUARDED_BY(mu_);  // -> holders
+  // source -> checkpoint id -> holder -> how many pins it holds (a pipeline restored twice to
+  // the same checkpoint, its first pin not yet let go)
+  std::map<PipelineKey, std::map<int64_t, std::map<PipelineKey, int>>> pins_ CKPT_GUARDED_BY(mu_);
 };
 
 }  // namespace ckpt

@@ -47,7 +47,8 @@ std::shared_ptr<PipelineRunner> PipelineHost::MakeRunner(const StoredPipeline& s
                                           store_, clock_, metrics_, options);
 }
 
-Status PipelineHost::Load(const std::vector<PipelineSpec>& declared_specs) {
+Status PipelineHost::Load(const std::vector<PipelineSpec>& declared_specs,
+                          const std::map<PipelineKey, CheckpointRef>& restore_from) {
   auto loaded = store_.LoadPipelines();
   if (!loaded.ok()) return loaded.status();
   std::map<PipelineKey, StoredPipeline> stored;
@@ -64,6 +65,9 @@ Status PipelineHost::Load(const std::vector<PipelineSpec>& declared_specs) {
       p.record.spec = spec;
       p.record.from_config = true;
       p.spec_unsaved = true;  // its first write creates the record
+      if (auto from = restore_from.find(spec.key); from != restore_from.end()) {
+        p.record.restore_from = from->second;  // read and pinned below
+      }
       stored[spec.key] = p;
       fresh[spec.key] = true;
     } else if (!it->second.record.from_config) {
@@ -91,18 +95,36 @@ Status PipelineHost::Load(const std::vector<PipelineSpec>& declared_specs) {
   }
   // Operator-set restore points: their checkpoints are read, and pinned before any pipeline
   // starts (a start releases what no pin holds outside `retained`).
-  for (auto& [key, p] : stored) {
-    if (!p.record.restore_from) continue;
+  for (auto it = stored.begin(); it != stored.end();) {
+    auto& [key, p] = *it;
+    if (!p.record.restore_from) {
+      ++it;
+      continue;
+    }
     auto source = ReadRestoreSource(*p.record.restore_from);
+    if (!source.ok() && fresh.count(key)) {
+      // Created from the file without the state it names, it would start empty for good.
+      spdlog::error(
+          "[{}] declared in the config file but not created: its restore_from {} cannot be "
+          "read ({}); fix the file and reload",
+          key.ToString(), p.record.restore_from->ToString(), source.status().message());
+      fresh.erase(key);
+      it = stored.erase(it);
+      continue;
+    }
     if (!source.ok()) {
       spdlog::error(
           "[{}] its restore point {} cannot be read ({}); it restores from its own newest "
           "checkpoint instead",
           key.ToString(), p.record.restore_from->ToString(), source.status().ToString());
+      ++it;
       continue;
     }
+    // The newest, when the file names no id.
+    p.record.restore_from->checkpoint_id = source->checkpoint_id;
     p.restore_source = std::move(*source);
-    pins_.Add(*p.record.restore_from);
+    pins_.Add(*p.record.restore_from, key);
+    ++it;
   }
   std::vector<std::shared_ptr<PipelineRunner>> runners;
   for (const auto& [key, p] : stored) {
@@ -139,7 +161,7 @@ Result<CompletedCheckpoint> PipelineHost::ReadRestoreSource(const CheckpointRef&
 }
 
 Result<std::pair<CheckpointRef, CompletedCheckpoint>> PipelineHost::PinRestoreSource(
-    CheckpointRef from) {
+    CheckpointRef from, const PipelineKey& holder) {
   auto source = registry_.Find(from.key);
   if (!source) return Status::NotFound("pipeline " + from.key.ToString() + " not found");
   auto checkpoint = ReadRestoreSource(from);
@@ -148,7 +170,8 @@ Result<std::pair<CheckpointRef, CompletedCheckpoint>> PipelineHost::PinRestoreSo
   // The source keeps it from now on: pinned on its strand, where its trims are decided.
   auto pinned = std::make_shared<std::promise<Status>>();
   auto result = pinned->get_future();
-  source->AddPin(from.checkpoint_id, [pinned](Status s) { pinned->set_value(std::move(s)); });
+  source->AddPin(from.checkpoint_id, holder,
+                 [pinned](Status s) { pinned->set_value(std::move(s)); });
   try {
     if (Status s = result.get(); !s.ok()) return s;
   } catch (const std::future_error&) {
@@ -158,8 +181,8 @@ Result<std::pair<CheckpointRef, CompletedCheckpoint>> PipelineHost::PinRestoreSo
   return std::make_pair(from, std::move(*checkpoint));
 }
 
-void PipelineHost::UnpinRestoreSource(const CheckpointRef& ref) {
-  if (pins_.Remove(ref)) PinDropped(ref);
+void PipelineHost::UnpinRestoreSource(const CheckpointRef& ref, const PipelineKey& holder) {
+  if (pins_.Remove(ref, holder)) PinDropped(ref);
 }
 
 void PipelineHost::PinDropped(const CheckpointRef& ref) {
@@ -168,14 +191,15 @@ void PipelineHost::PinDropped(const CheckpointRef& ref) {
 
 void PipelineHost::Restore(const std::shared_ptr<PipelineRunner>& target, CheckpointRef from,
                            std::function<void(Status, const PipelineStatus&)> done) {
-  auto pinned = PinRestoreSource(std::move(from));
+  auto pinned = PinRestoreSource(std::move(from), target->key());
   if (!pinned.ok()) return done(pinned.status(), {});
   const CheckpointRef ref = pinned->first;  // a copy: a lambda cannot capture a binding
   target->Restore(
       ref.key, std::move(pinned->second),
-      [this, ref, done = std::move(done)](Status s, const PipelineStatus& status) {
+      [this, ref, holder = target->key(), done = std::move(done)](Status s,
+                                                                  const PipelineStatus& status) {
         if (s.code() == StatusCode::kFailedPrecondition || s.code() == StatusCode::kNotFound) {
-          UnpinRestoreSource(ref);  // refused: nothing holds it
+          UnpinRestoreSource(ref, holder);  // refused: nothing holds it
         }
         done(std::move(s), status);
       });
@@ -186,9 +210,9 @@ void PipelineHost::Create(
     std::optional<std::pair<CheckpointRef, CompletedCheckpoint>> restore_from) {
   if (restore_from) {
     // Whatever the outcome, a pin not taken over by the new pipeline is let go.
-    done = [this, ref = restore_from->first,
+    done = [this, ref = restore_from->first, holder = spec.key,
             done = std::move(done)](Result<std::shared_ptr<PipelineRunner>> created) {
-      if (!created.ok()) UnpinRestoreSource(ref);
+      if (!created.ok()) UnpinRestoreSource(ref, holder);
       done(std::move(created));
     };
   }
@@ -255,22 +279,15 @@ void PipelineHost::Create(
 
 void PipelineHost::Delete(const std::shared_ptr<PipelineRunner>& runner,
                           std::function<void(Status)> done) {
-  if (const size_t pinned = pins_.CountFor(runner->key()); pinned > 0) {
-    return done(Status::FailedPrecondition(
-        std::to_string(pinned) + " checkpoint(s) of pipeline " + runner->key().ToString() +
-        " are restore points of pipelines (ckptctl pipeline get shows whose); restore those "
-        "elsewhere or let them complete a checkpoint, then delete it"));
-  }
   const std::string declared_in =
       options_.config_source.empty() ? "(none)" : options_.config_source;
+  // The runner deletes the record; the name is free only once that answered, so a create of the
+  // same name writes its record after the delete, never deleted by it. A refusal (config file,
+  // pins) leaves the pipeline where it is.
   runner->Delete(
-      [this, key = runner->key(), done = std::move(done)](const Status& s) mutable {
-        if (!s.ok()) return done(s);
-        // The store delete is queued before the name is free: a create of the same name can
-        // only pass its registry check after this, so its record is written after the delete,
-        // never deleted by it (writes apply in call order).
-        store_.DeletePipeline(key, std::move(done));
-        registry_.Remove(key);
+      [this, key = runner->key(), done = std::move(done)](const Status& s, bool stopped) {
+        if (stopped) registry_.Remove(key);
+        done(s);
       },
       declared_in);
 }
@@ -321,7 +338,8 @@ class ReloadLatch {
 };
 
 ReloadResult PipelineHost::ApplyDeclared(const std::vector<PipelineSpec>& declared_specs,
-                                         std::chrono::steady_clock::duration wait) {
+                                         std::chrono::steady_clock::duration wait,
+                                         const std::map<PipelineKey, CheckpointRef>& restore_from) {
   // Declared pipelines: created, or updated to match the file, as at start; but a pipeline
   // created through the API is never touched by a reload (CONTRACT.md). Pipelines the file
   // declared until now but no longer does become the API's (PipelineRunner::Undeclare).
@@ -358,16 +376,24 @@ ReloadResult PipelineHost::ApplyDeclared(const std::vector<PipelineSpec>& declar
       });
       continue;
     }
-    Create(
-        spec,
-        [latch, name](const Result<std::shared_ptr<PipelineRunner>>& created) {
-          if (!created.ok()) {
-            spdlog::error("[{}] reload: not created: {}", name, created.status().message());
-            return latch->Done(&ReloadResult::failed);
-          }
-          latch->Done(&ReloadResult::created);
-        },
-        /*from_config=*/true);
+    auto created = [latch, name](const Result<std::shared_ptr<PipelineRunner>>& created) {
+      if (!created.ok()) {
+        spdlog::error("[{}] reload: not created: {}", name, created.status().message());
+        return latch->Done(&ReloadResult::failed);
+      }
+      latch->Done(&ReloadResult::created);
+    };
+    std::optional<std::pair<CheckpointRef, CompletedCheckpoint>> source;
+    if (auto from = restore_from.find(spec.key); from != restore_from.end()) {
+      auto pinned = PinRestoreSource(from->second, spec.key);
+      if (!pinned.ok()) {
+        created(Status(pinned.status().code(), "its restore_from: " + pinned.status().message() +
+                                                   "; fix the file and reload"));
+        continue;
+      }
+      source = std::move(*pinned);
+    }
+    Create(spec, std::move(created), /*from_config=*/true, std::move(source));
   }
   ReloadResult result = latch->Wait(wait);
   {

@@ -13,6 +13,7 @@
 #include <boost/asio/thread_pool.hpp>
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -74,8 +75,11 @@ class PipelineHost {
   PipelineHost& operator=(const PipelineHost&) = delete;
 
   // Blocking. Loads every stored pipeline, creates or updates the `declared` ones (the config
-  // file's), hands what the file no longer declares to the API, and starts them all.
-  Status Load(const std::vector<PipelineSpec>& declared);
+  // file's; one it creates restores from its `restore_from` entry, and is left out, with an
+  // error, when that cannot be read), hands what the file no longer declares to the API, and
+  // starts them all.
+  Status Load(const std::vector<PipelineSpec>& declared,
+              const std::map<PipelineKey, CheckpointRef>& restore_from = {});
 
   // Creates a pipeline (spec validated) and starts it once its record is durable.
   // `from_config`: declared in the config file (a reload may update it later). Blocking.
@@ -83,9 +87,10 @@ class PipelineHost {
   // a failed create lets it go).
   void Create(const PipelineSpec& spec, CreateDone done, bool from_config = false,
               std::optional<std::pair<CheckpointRef, CompletedCheckpoint>> restore_from = {});
-  // Ends the pipeline's streams with NOT_FOUND, stops it and deletes its record and history (not
-  // its id counter). `done` runs once the delete is durable. FAILED_PRECONDITION while one of its
-  // checkpoints is another pipeline's restore point (its state would be released under it).
+  // Stops the pipeline and deletes its record and history (not its id counter); once that is
+  // durable its streams get `release` of every checkpoint and end with NOT_FOUND, and `done`
+  // runs. FAILED_PRECONDITION while one of its checkpoints is another pipeline's restore point
+  // (its state would be released under it); its own restore point is no obstacle.
   void Delete(const std::shared_ptr<PipelineRunner>& runner, std::function<void(Status)> done);
 
   // RestorePipeline: `from` (checkpoint_id 0: the source's newest completed) becomes `target`'s
@@ -94,16 +99,18 @@ class PipelineHost {
   // strand or the calling thread and must not block.
   void Restore(const std::shared_ptr<PipelineRunner>& target, CheckpointRef from,
                std::function<void(Status, const PipelineStatus&)> done);
-  // CreatePipeline's restore_from: reads and pins `from` (as Restore), for Create.
-  Result<std::pair<CheckpointRef, CompletedCheckpoint>> PinRestoreSource(CheckpointRef from);
-  // Lets go of a pin PinRestoreSource took that was not used.
-  void UnpinRestoreSource(const CheckpointRef& ref);
+  // CreatePipeline's restore_from: reads and pins `from` (as Restore) for `holder`, for Create.
+  Result<std::pair<CheckpointRef, CompletedCheckpoint>> PinRestoreSource(CheckpointRef from,
+                                                                         const PipelineKey& holder);
+  // Lets go of a pin PinRestoreSource took for `holder` that was not used.
+  void UnpinRestoreSource(const CheckpointRef& ref, const PipelineKey& holder);
 
   // A reload's pipelines: the declared ones created or updated, API ones left alone, the ones no
   // longer declared handed to the API. Waits up to `wait` (or until CancelApplyDeclared) for the
   // changes; those not done by then count as failed (they may still finish later). Blocking.
   ReloadResult ApplyDeclared(const std::vector<PipelineSpec>& declared,
-                             std::chrono::steady_clock::duration wait);
+                             std::chrono::steady_clock::duration wait,
+                             const std::map<PipelineKey, CheckpointRef>& restore_from = {});
   // Ends an ApplyDeclared's wait now, and every later one's at once (shutdown). Any thread.
   void CancelApplyDeclared();
 

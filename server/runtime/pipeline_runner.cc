@@ -221,23 +221,50 @@ void PipelineRunner::ForgetSavepointObserver(const SavepointObserver* observer) 
   });
 }
 
-void PipelineRunner::Delete(std::function<void(Status)> done, const std::string& declared_in) {
+void PipelineRunner::Delete(std::function<void(const Status&, bool stopped)> done,
+                            const std::string& declared_in) {
   PostOperator([done = std::move(done), declared_in](PipelineRunner& r) {
-    if (r.deleted_) return done(r.DeletedStatus());
+    if (r.deleted_) return done(r.DeletedStatus(), true);
     if (r.coordinator_.from_config()) {
-      return done(Status::FailedPrecondition(
-          "pipeline " + r.key_.ToString() + " is declared in the config file " + declared_in +
-          "; remove it from that file and reload (SIGHUP), then delete it"));
+      return done(
+          Status::FailedPrecondition(
+              "pipeline " + r.key_.ToString() + " is declared in the config file " + declared_in +
+              "; remove it from that file and reload (SIGHUP), then delete it"),
+          false);
     }
-    r.Run(r.coordinator_.Delete());
+    auto outcome = r.coordinator_.Delete();
+    if (!outcome.status.ok()) return done(outcome.status, false);
+    // The release and the streams' end wait for the delete to be durable: a worker told to
+    // delete its state while the record may still come back would lose the restore point.
+    Actions now;
+    auto release = std::make_shared<std::optional<SendRelease>>();
+    for (Action& action : outcome.actions) {
+      if (auto* sent = std::get_if<SendRelease>(&action)) {
+        *release = std::move(*sent);
+      } else if (!std::holds_alternative<EndSession>(action)) {  // every stream ends below
+        now.push_back(std::move(action));
+      }
+    }
+    r.Run(std::move(now));
+    auto leaving =
+        std::make_shared<std::map<SessionId, std::shared_ptr<SessionSink>>>(std::move(r.sessions_));
     r.sessions_.clear();
     r.wakeup_timer_.cancel();
     r.timeout_timer_.cancel();
     if (r.persist_retry_timer_) r.persist_retry_timer_->cancel();
     r.deleted_ = true;
     r.CountState(std::nullopt);
-    r.LogLine(LogLevel::kInfo, "pipeline deleted");
-    done(Status::Ok());
+    // On the store's writer (sinks take any thread): the operator's answer comes after these.
+    r.store_.DeletePipeline(r.key_, [self = r.shared_from_this(), leaving, release,
+                                     done = std::move(done)](const Status& s) {
+      if (s.ok() && *release) SendToSessions(*leaving, **release);
+      for (auto& [id, sink] : *leaving) sink->End(self->DeletedStatus());
+      self->LogLine(s.ok() ? LogLevel::kInfo : LogLevel::kError,
+                    s.ok() ? "pipeline deleted"
+                           : "deleting the pipeline's record failed: " + s.ToString() +
+                                 "; it comes back at the next start");
+      done(s, true);
+    });
   });
 }
 
@@ -252,11 +279,13 @@ void PipelineRunner::DeleteCheckpoint(int64_t checkpoint_id, std::function<void(
   });
 }
 
-void PipelineRunner::AddPin(int64_t checkpoint_id, std::function<void(Status)> done) {
-  PostOperator([checkpoint_id, done = std::move(done)](PipelineRunner& r) {
-    if (r.deleted_) return done(r.DeletedStatus());
-    done(r.coordinator_.AddPin(checkpoint_id));
-  });
+void PipelineRunner::AddPin(int64_t checkpoint_id, PipelineKey holder,
+                            std::function<void(Status)> done) {
+  PostOperator(
+      [checkpoint_id, holder = std::move(holder), done = std::move(done)](PipelineRunner& r) {
+        if (r.deleted_) return done(r.DeletedStatus());
+        done(r.coordinator_.AddPin(checkpoint_id, holder));
+      });
 }
 
 void PipelineRunner::OnPinDropped(int64_t checkpoint_id) {

@@ -97,16 +97,20 @@ class PipelineRunner : public std::enable_shared_from_this<PipelineRunner> {
   void ForgetSavepointObserver(const SavepointObserver* observer);
   // The restore loop (PipelineCoordinator's AddPin, OnPinDropped and Restore). `done` of
   // Restore once the new restore point is durable (or refused).
-  void AddPin(int64_t checkpoint_id, std::function<void(Status)> done);
+  void AddPin(int64_t checkpoint_id, PipelineKey holder, std::function<void(Status)> done);
   void OnPinDropped(int64_t checkpoint_id);
   void Restore(PipelineKey source, CompletedCheckpoint checkpoint, StatusDone done);
   // Removes a savepoint or a retained checkpoint from the history; `done` once that is durable
   // (or refused, or failed). Its workers then get `release`.
   void DeleteCheckpoint(int64_t checkpoint_id, std::function<void(Status)> done);
-  // Ends every stream with NOT_FOUND and stops the pipeline for good; `done` gets OK once it is.
-  // A pipeline declared in the config file is refused (FAILED_PRECONDITION naming `declared_in`,
-  // the file): the file would bring it back at the next reload.
-  void Delete(std::function<void(Status)> done, const std::string& declared_in);
+  // Stops the pipeline for good and deletes its record from the store; once that is durable its
+  // streams get `release` of every checkpoint it had, end with NOT_FOUND, and `done` gets the
+  // store's answer (on the store's writer). A pipeline declared in the config file is refused
+  // (FAILED_PRECONDITION naming `declared_in`, the file): the file would bring it back at the
+  // next reload; so is one whose checkpoint is another pipeline's restore point. `stopped`: the
+  // pipeline is gone from the daemon (whether or not the store's delete succeeded).
+  void Delete(std::function<void(const Status&, bool stopped)> done,
+              const std::string& declared_in);
   // The config file no longer declares this pipeline: from now on it is the API's (a reload
   // leaves it alone, DeletePipeline may remove it). `done(true)` if it was declared until now.
   void Undeclare(std::function<void(bool)> done);

@@ -37,8 +37,11 @@ class RestoreLoopTest(unittest.TestCase):
         return [e for e in e2e.read_events(self.events) if e[0] == kind]
 
     def start_sim(self):
+        return self.start_sim_of(PIPELINES)
+
+    def start_sim_of(self, pipelines):
         return self.ws.start("ckpt-worker-sim", "--server", f"127.0.0.1:{self.ws.port}",
-                             "--job", "rl", "--pipelines", str(PIPELINES),
+                             "--job", "rl", "--pipelines", str(pipelines),
                              "--tasks-per-pipeline", "2", "--ack-delay-ms", "5",
                              "--event-log", self.events, "--state-dir", self.state_dir,
                              "--json")
@@ -47,10 +50,10 @@ class RestoreLoopTest(unittest.TestCase):
         return subprocess.run([self.ws.binary("ckptctl"), "--server", f"127.0.0.1:{self.ws.port}",
                                *args], capture_output=True, text=True, timeout=60)
 
-    def files_on_disk(self):
+    def files_on_disk(self, job="rl"):
         """pipeline -> {checkpoint id: set of task files}."""
         found = collections.defaultdict(dict)
-        root = os.path.join(self.state_dir, "rl")
+        root = os.path.join(self.state_dir, job)
         if not os.path.isdir(root):
             return found
         for pipeline in os.listdir(root):
@@ -60,14 +63,18 @@ class RestoreLoopTest(unittest.TestCase):
                     found[pipeline][int(chk[len("chk-"):])] = tasks
         return found
 
-    def stored(self):
+    def stored_of(self, job):
         """pipeline -> {checkpoint id: kind} of the history in the store."""
         history = collections.defaultdict(dict)
         with self.ws.db() as db:
             for pipeline, cid, kind in db.execute(
-                    "SELECT pipeline_id, checkpoint_id, kind FROM checkpoints WHERE job_id='rl'"):
+                    "SELECT pipeline_id, checkpoint_id, kind FROM checkpoints WHERE job_id=?",
+                    (job,)):
                 history[pipeline][cid] = kind
         return history
+
+    def stored(self):
+        return self.stored_of("rl")
 
     def test_kill_dash_nine_restores_the_newest_durable_files_and_releases_the_rest(self):
         rng = random.Random(os.getpid())
@@ -228,9 +235,6 @@ class RestoreLoopTest(unittest.TestCase):
         out = self.ctl("checkpoint", "delete", "rl", "p0", str(savepoint))
         self.assertEqual(out.returncode, 1, out.stdout + out.stderr)
         self.assertIn("restore point", out.stderr)
-        out = self.ctl("pipeline", "delete", "rl", "p0")
-        self.assertEqual(out.returncode, 1, out.stdout + out.stderr)
-        self.assertIn("restore points", out.stderr)
 
         new_events = self.ws.path("events-v2.log")
         new = self.ws.start("ckpt-worker-sim", "--server", f"127.0.0.1:{self.ws.port}",
@@ -281,6 +285,83 @@ class RestoreLoopTest(unittest.TestCase):
             self.assertEqual(summary["restore_files_missing"], 0, log)
         self.assertEqual(e2e.stop(daemon, signal.SIGTERM), 0, self.ws.read_log("ckptd.log"))
 
+
+    def test_a_deleted_pipeline_releases_everything_unless_another_restores_from_it(self):
+        daemon = self.ws.start_daemon(self.ws.write_config("pipelines: []\n"))
+        out = self.ctl("pipeline", "create", "--job", "del", "--pipeline", "p0",
+                       "--parallelism", "2", "--interval", "100ms", "--retained", "2")
+        self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+        sim = self.ws.start("ckpt-worker-sim", "--server", f"127.0.0.1:{self.ws.port}",
+                            "--job", "del", "--pipelines", "1", "--tasks-per-pipeline", "2",
+                            "--event-log", self.events, "--state-dir", self.state_dir)
+        e2e.wait_until(lambda: len(self.events_of("complete")) >= 3, 60, "checkpoints to complete")
+        out = self.ctl("savepoint", "--job", "del", "--pipeline", "p0")
+        self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+        savepoint = [e[3] for e in self.events_of("complete") if e[4] == "SAVEPOINT"][0]
+        out = self.ctl("pipeline", "create", "--job", "del2", "--pipeline", "p0",
+                       "--parallelism", "2", "--restore-from", f"del/p0@{savepoint}")
+        self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+
+        # Another pipeline restores from its savepoint: it stays, and so does its state.
+        out = self.ctl("pipeline", "delete", "del", "p0")
+        self.assertEqual(out.returncode, 1, out.stdout + out.stderr)
+        self.assertIn("restore point of other pipelines", out.stderr)
+        self.assertIn("del2/p0", out.stderr)
+        # Once that one is gone (it never ran), the first may go, with every file it had.
+        out = self.ctl("pipeline", "delete", "del2", "p0")
+        self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+        out = self.ctl("pipeline", "delete", "del", "p0")
+        self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+        e2e.wait_until(lambda: not self.files_on_disk("del")["p0"], 30,
+                       "the workers to delete every file of the deleted pipeline")
+        released = {e[3] for e in self.events_of("release")}
+        self.assertIn(savepoint, released, "its savepoints go with it")
+        self.assertNotIn("p0", self.stored_of("del"))
+        e2e.stop(sim, signal.SIGTERM)  # it waits for its pipeline to come back
+        self.assertEqual(e2e.stop(daemon, signal.SIGTERM), 0, self.ws.read_log("ckptd.log"))
+
+
+    def test_a_declared_pipeline_starts_from_the_checkpoint_its_file_names(self):
+        base = e2e.declared_pipelines("rl", 1, interval_ms=100, timeout_ms=5000, retained=2)
+        daemon = self.ws.start_daemon(self.ws.write_config(base))
+        sim = self.start_sim_of(1)
+        e2e.wait_until(lambda: len(self.events_of("complete")) >= 3, 60, "checkpoints to complete")
+        out = self.ctl("savepoint", "--job", "rl", "--pipeline", "p0")
+        self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+        savepoint = [e[3] for e in self.events_of("complete") if e[4] == "SAVEPOINT"][0]
+
+        def declared(job, restore_from):
+            return (f"  - job_id: {job}\n    pipeline_id: p0\n    parallelism: 2\n"
+                    f"    restore_from: {restore_from}\n")
+
+        # On a reload: one created from the savepoint, one whose checkpoint does not exist is not.
+        self.ws.write_config(
+            base + declared("rl2", f"{{job_id: rl, pipeline_id: p0, checkpoint_id: {savepoint}}}")
+            + declared("rl3", "{job_id: rl, pipeline_id: p0, checkpoint_id: 999999}"))
+        daemon.send_signal(signal.SIGHUP)
+        e2e.wait_until(lambda: "reload done" in self.ws.read_log("ckptd.log"), 30, "the reload")
+        got = json.loads(self.ctl("-o", "json", "pipeline", "get", "rl2", "p0").stdout)
+        self.assertEqual((got["restore"]["checkpoint_id"], got["restore"]["source_job_id"],
+                          got["restore"]["operator_set"]), (savepoint, "rl", True))
+        out = self.ctl("pipeline", "get", "rl3", "p0")
+        self.assertEqual(out.returncode, 1, "not created: " + out.stdout + out.stderr)
+        self.assertIn("restore_from", self.ws.read_log("ckptd.log"))
+
+        # At a start: one that names no id restores from the newest; the file's restore_from
+        # applies only when a pipeline is created, so rl2 keeps what it has.
+        self.assertEqual(e2e.stop(sim, signal.SIGTERM), 0, self.ws.read_log("ckpt-worker-sim.log"))
+        self.assertEqual(e2e.stop(daemon, signal.SIGTERM), 0, self.ws.read_log("ckptd.log"))
+        newest = max(e[3] for e in self.events_of("complete"))
+        self.ws.write_config(
+            base + declared("rl2", "{job_id: rl, pipeline_id: p0, checkpoint_id: 1}")
+            + declared("rl4", "{job_id: rl, pipeline_id: p0}"))
+        daemon = self.ws.start_daemon(self.ws.path("ckptd.yaml"))
+        got = json.loads(self.ctl("-o", "json", "pipeline", "get", "rl4", "p0").stdout)
+        self.assertEqual((got["restore"]["checkpoint_id"], got["restore"]["operator_set"]),
+                         (newest, True))
+        got = json.loads(self.ctl("-o", "json", "pipeline", "get", "rl2", "p0").stdout)
+        self.assertEqual(got["restore"]["checkpoint_id"], savepoint, "durable, and not redone")
+        self.assertEqual(e2e.stop(daemon, signal.SIGTERM), 0, self.ws.read_log("ckptd.log"))
 
 if __name__ == "__main__":
     e2e.main(globals())

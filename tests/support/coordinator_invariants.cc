@@ -352,12 +352,15 @@ PipelineCoordinator::Outcome CheckedCoordinator::UpdateSpec(const PipelineSpec& 
   return o;
 }
 
-Actions CheckedCoordinator::Delete() {
-  deleted_ = true;
-  Actions out = c_.Delete();
-  owner_.clear();  // every stream ends with the pipeline
-  Apply({CoordinatorCall::kDelete}, out);
-  return out;
+PipelineCoordinator::Outcome CheckedCoordinator::Delete() {
+  auto o = c_.Delete();
+  if (o.status.ok()) {
+    deleted_ = true;
+    owner_.clear();  // every stream ends with the pipeline
+  }
+  Apply({CoordinatorCall::kDelete}, o.actions);
+  if (!o.status.ok()) INVARIANT(o.actions.empty(), "a refused Delete acted");
+  return o;
 }
 
 PipelineCoordinator::Outcome CheckedCoordinator::DeleteCheckpoint(int64_t checkpoint_id) {
@@ -367,8 +370,8 @@ PipelineCoordinator::Outcome CheckedCoordinator::DeleteCheckpoint(int64_t checkp
   return o;
 }
 
-Status CheckedCoordinator::AddPin(int64_t checkpoint_id) {
-  Status s = c_.AddPin(checkpoint_id);
+Status CheckedCoordinator::AddPin(int64_t checkpoint_id, const PipelineKey& holder) {
+  Status s = c_.AddPin(checkpoint_id, holder);
   Apply({CoordinatorCall::kAddPin, checkpoint_id}, {});
   return s;
 }
@@ -478,6 +481,14 @@ void CheckedCoordinator::Apply(Step step, const Actions& actions) {
         // After a restart, the last release again, to the stream just welcomed only.
         INVARIANT(a->to == std::vector<SessionId>{current_.session},
                   "a release sent again to another stream than the one registering");
+        continue;
+      }
+      if (current_.call == CoordinatorCall::kDelete) {
+        // The pipeline goes, and with it every checkpoint and savepoint it had (sent by the
+        // runtime once the store's delete is durable).
+        for (int64_t id : a->checkpoint_ids) {
+          INVARIANT(released_.insert(id).second, "an id was released twice");
+        }
         continue;
       }
       if (current_.call == CoordinatorCall::kCheckpointsDeleted) {

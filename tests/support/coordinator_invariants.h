@@ -146,10 +146,10 @@ class CheckedCoordinator {
   Actions BeginShutdown();
   Actions AbortForShutdown();
   PipelineCoordinator::Outcome UpdateSpec(const PipelineSpec& spec);
-  Actions Delete();
+  PipelineCoordinator::Outcome Delete();
   Actions SetFromConfig(bool from_config);
   PipelineCoordinator::Outcome DeleteCheckpoint(int64_t checkpoint_id);
-  Status AddPin(int64_t checkpoint_id);
+  Status AddPin(int64_t checkpoint_id, const PipelineKey& holder);
   Actions OnPinDropped(int64_t checkpoint_id);
   PipelineCoordinator::Outcome Restore(const PipelineKey& source, CompletedCheckpoint checkpoint);
   RestorePoint CurrentRestorePoint() const { return c_.CurrentRestorePoint(); }

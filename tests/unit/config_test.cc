@@ -240,6 +240,26 @@ const BrokenCase kBrokenCases[] = {
      "metrics_listen: expected a string, got nothing"},
     {"metrics_listen without a port", "metrics_listen: localhost\n", "1:17",
      "metrics_listen: expected HOST:PORT, got 'localhost'"},
+    {"restore_from as a string",
+     "pipelines:\n"
+     "  - {job_id: j, pipeline_id: p, parallelism: 1, restore_from: j/old@3}\n",
+     "2:63", "pipelines[0].restore_from: expected a map of job_id, pipeline_id and checkpoint_id"},
+    {"restore_from without a pipeline",
+     "pipelines:\n"
+     "  - {job_id: j, pipeline_id: p, parallelism: 1, restore_from: {job_id: j}}\n",
+     "2:63", "pipelines[0].restore_from: needs job_id and pipeline_id"},
+    {"restore_from with a negative id",
+     "pipelines:\n"
+     "  - job_id: j\n"
+     "    pipeline_id: p\n"
+     "    parallelism: 1\n"
+     "    restore_from: {job_id: j, pipeline_id: old, checkpoint_id: -1}\n",
+     "5:64", "restore_from.checkpoint_id is -1"},
+    {"restore_from of the pipeline itself",
+     "pipelines:\n"
+     "  - {job_id: j, pipeline_id: p, parallelism: 1,\n"
+     "     restore_from: {job_id: j, pipeline_id: p}}\n",
+     "2:5", "restore_from: names the pipeline itself"},
 };
 
 class ConfigBroken : public ::testing::TestWithParam<BrokenCase> {};
@@ -421,6 +441,22 @@ TEST(ConfigParse, ParallelismNamesTasksFromZero) {
   ASSERT_EQ(config.pipelines.size(), 1u);
   EXPECT_EQ(config.pipelines[0].task_ids, Range(12));
   EXPECT_EQ(config.pipelines[0].task_ids.back(), "11");
+}
+
+TEST(ConfigParse, RestoreFromIsKeptBesideTheSpecOfItsPipeline) {
+  DaemonConfig config = ParseOk(
+      "pipelines:\n"
+      "  - {job_id: j2, pipeline_id: p, parallelism: 1,\n"
+      "     restore_from: {job_id: j1, pipeline_id: p, checkpoint_id: 42}}\n"
+      "  - {job_id: j3, pipeline_id: p, parallelism: 1, restore_from: {job_id: j1, pipeline_id: "
+      "p}}\n"
+      "  - {job_id: j4, pipeline_id: p, parallelism: 1}\n");
+  ASSERT_EQ(config.pipelines.size(), 3u);
+  const std::map<PipelineKey, CheckpointRef> expected = {
+      {{"j2", "p"}, {{"j1", "p"}, 42}},
+      {{"j3", "p"}, {{"j1", "p"}, 0}},  // the newest, when it is created
+  };
+  EXPECT_EQ(config.pipeline_restore_from, expected);
 }
 
 TEST(ConfigParse, SamePipelineIdInDifferentJobsIsFine) {

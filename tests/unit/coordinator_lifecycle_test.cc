@@ -17,7 +17,7 @@ TEST(CoordinatorDelete, ARoundWithTheStoreEndsWhenItsCompletionArrives) {
   h.AckAll(id);
   ASSERT_EQ(h.commits.size(), 1u);
 
-  const Actions deleted = h.c().Delete();
+  const Actions deleted = h.c().Delete().actions;
   h.Apply(deleted);
   EXPECT_TRUE(ActionsOf<RoundFinished>(deleted).empty()) << "the store has not answered yet";
   EXPECT_TRUE(h.c().HasPendingRound()) << "the round is still with the store";
@@ -43,7 +43,7 @@ TEST(CoordinatorDelete, AFailedCommitAfterDeleteEndsTheSavepointForItsCaller) {
   const int64_t id = h.LastTriggerId();
   ASSERT_EQ(h.triggers.back().kind, CheckpointKind::kSavepoint);
   h.AckAll(id);
-  h.Apply(h.c().Delete());
+  h.Apply(h.c().Delete().actions);
   const Actions failed = h.c().OnCommitFailed(id, Status::Unavailable("disk full"));
   auto finished = ActionsOf<RoundFinished>(failed);
   ASSERT_EQ(finished.size(), 1u);
@@ -56,7 +56,7 @@ TEST(CoordinatorDelete, AFailedCommitAfterDeleteEndsTheSavepointForItsCaller) {
 TEST(CoordinatorDelete, APendingRoundIsAbortedAndNothingIsWrittenBack) {
   Harness h;
   h.StartToFirstTrigger();
-  const Actions deleted = h.c().Delete();
+  const Actions deleted = h.c().Delete().actions;
   auto finished = ActionsOf<RoundFinished>(deleted);
   ASSERT_EQ(finished.size(), 1u);
   EXPECT_EQ(finished[0].status, CheckpointStatus::kAborted);
@@ -69,7 +69,7 @@ TEST(CoordinatorDelete, APendingRoundIsAbortedAndNothingIsWrittenBack) {
 TEST(CoordinatorDelete, WorkersAreToldBeforeTheirStreamsEnd) {
   Harness h;
   h.StartToFirstTrigger();
-  const Actions deleted = h.c().Delete();
+  const Actions deleted = h.c().Delete().actions;
   auto states = ActionsOf<SendState>(deleted);
   ASSERT_EQ(states.size(), 1u);
   EXPECT_FALSE(states[0].state.has_value()) << "deleted: no state";

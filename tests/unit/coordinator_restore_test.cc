@@ -7,6 +7,9 @@
 namespace ckpt::testing {
 namespace {
 
+// A pipeline that restores from the tested one's checkpoints.
+const PipelineKey kOther{"job-v2", "pipe"};
+
 using std::chrono::milliseconds;
 
 // One round triggered and completed on session 1 (which holds every task).
@@ -311,7 +314,7 @@ TEST(CoordinatorRestorePipeline, AnotherPipelinesSavepointIsHandedOutUntilTheNex
   Harness h(MakeSpec(), 0, options);
   h.Start();
   const PipelineKey old_version{"job-v1", "pipe"};
-  pins.Add({old_version, 17});  // as PipelineHost does, on the source's strand
+  pins.Add({old_version, 17}, {"job", "pipe"});  // as PipelineHost does, on the source's strand
   auto restored = h.c().Restore(old_version, SourceCheckpoint(17, {"a", "b"}));
   ASSERT_TRUE(restored.status.ok()) << restored.status.ToString();
   auto persisted = ActionsOf<PersistProgress>(restored.actions);
@@ -390,8 +393,8 @@ TEST(CoordinatorPins, APinnedCheckpointStaysOutsideRetainedAndIsReleasedWhenTheP
   Harness h(spec, 0, options);
   const int64_t c1 = h.StartToFirstTrigger();
   h.AckAll(c1);
-  ASSERT_TRUE(h.c().AddPin(c1).ok());  // another pipeline restores from it
-  EXPECT_EQ(h.c().AddPin(c1 + 1000).code(), StatusCode::kNotFound);
+  ASSERT_TRUE(h.c().AddPin(c1, kOther).ok());  // another pipeline restores from it
+  EXPECT_EQ(h.c().AddPin(c1 + 1000, kOther).code(), StatusCode::kNotFound);
   const int64_t c2 = CompleteOneRound(h);
   ASSERT_EQ(h.commits.size(), 2u);
   EXPECT_EQ(h.commits[1].commit.keep, std::vector<int64_t>{c1}) << "the store must spare it";
@@ -399,7 +402,7 @@ TEST(CoordinatorPins, APinnedCheckpointStaysOutsideRetainedAndIsReleasedWhenTheP
   EXPECT_EQ(Register(h, 2, {"a"}).welcome.retained_checkpoint_ids, (std::vector<int64_t>{c1, c2}));
   EXPECT_EQ(h.c().DeleteCheckpoint(c1).status.code(), StatusCode::kFailedPrecondition);
 
-  ASSERT_TRUE(pins.Remove({{"job", "pipe"}, c1}));
+  ASSERT_TRUE(pins.Remove({{"job", "pipe"}, c1}, kOther));
   const Actions dropped = h.c().OnPinDropped(c1);
   auto deletes = ActionsOf<DeleteCheckpoints>(dropped);
   ASSERT_EQ(deletes.size(), 1u);
@@ -421,11 +424,11 @@ TEST(CoordinatorPins, APinThatRacesTheCommitThatTrimsItIsRefused) {
   h.RunFor(milliseconds(1000));
   const int64_t c2 = h.LastTriggerId();
   h.AckAll(c2);  // with the store: its trim (keep nothing) pushes c1 out as it lands
-  EXPECT_EQ(h.c().AddPin(c1).code(), StatusCode::kNotFound);
+  EXPECT_EQ(h.c().AddPin(c1, kOther).code(), StatusCode::kNotFound);
   EXPECT_FALSE(pins.IsPinned({"job", "pipe"}, c1));
-  EXPECT_EQ(h.c().AddPin(c2).code(), StatusCode::kNotFound) << "not durable yet";
+  EXPECT_EQ(h.c().AddPin(c2, kOther).code(), StatusCode::kNotFound) << "not durable yet";
   h.Apply(h.c().OnCommitted(c2));
-  EXPECT_TRUE(h.c().AddPin(c2).ok()) << "once durable";
+  EXPECT_TRUE(h.c().AddPin(c2, kOther).ok()) << "once durable";
 }
 
 TEST(CoordinatorPins, AStartReleasesWhatAPinDroppedWhileDownHadSpared) {
@@ -495,7 +498,7 @@ TEST(CoordinatorPins, ALoadedOperatorSetRestorePointLetsGoOfItsOnePinAtItsFirstC
   stored.record.restore_from = source;
   stored.restore_source = SourceCheckpoint(17, {"a", "b"});
   stored.id_counter = 100;
-  pins.Add(source);  // PipelineHost pins it when it loads the pipeline, and only there
+  pins.Add(source, {"job", "pipe"});  // PipelineHost pins it when it loads it, and only there
   Harness h(stored, options);
   h.Start(/*restarted=*/true);
   h.RegisterAll();
@@ -523,7 +526,7 @@ TEST(CoordinatorPins, ASavepointInFlightPushesNothingOut) {
   ASSERT_EQ(h.commits.size(), 2u);
   EXPECT_TRUE(h.commits[1].commit.progress_after.released_ids.empty())
       << "a savepoint does not count in retained: c1 stays";
-  EXPECT_TRUE(h.c().AddPin(c1).ok()) << "c1 is not leaving";
+  EXPECT_TRUE(h.c().AddPin(c1, kOther).ok()) << "c1 is not leaving";
   h.Apply(h.c().OnCommitted(s2));
   EXPECT_TRUE(ActionsOf<SendRelease>(h.all).empty());
 }
@@ -540,14 +543,72 @@ TEST(CoordinatorPins, AnUnpinnedIdBelowTheStoresHorizonLeavesEvenWhenTheWindowGr
   stored.history = {{3, CheckpointKind::kCheckpoint},  // kept for a pin
                     {8, CheckpointKind::kCheckpoint},
                     {9, CheckpointKind::kCheckpoint}};
-  pins.Add({{"job", "pipe"}, 3});
+  pins.Add({{"job", "pipe"}, 3}, kOther);
   Harness h(stored, options);
   h.Start(/*restarted=*/true);
-  ASSERT_TRUE(pins.Remove({{"job", "pipe"}, 3}));
+  ASSERT_TRUE(pins.Remove({{"job", "pipe"}, 3}, kOther));
   const Actions dropped = h.c().OnPinDropped(3);
   auto deletes = ActionsOf<DeleteCheckpoints>(dropped);
   ASSERT_EQ(deletes.size(), 1u) << "the store hides it already; its workers must hear of it";
   EXPECT_EQ(deletes[0].checkpoint_ids, std::vector<int64_t>{3});
+}
+
+TEST(RestorePinsHolders, ThePinGoesWithItsLastHolderAndOnlyOthersKeepTheSourceAlive) {
+  RestorePins pins;
+  const PipelineKey source{"job", "pipe"};
+  pins.Add({source, 3}, source);  // a rollback to its own savepoint
+  pins.Add({source, 3}, kOther);
+  EXPECT_FALSE(pins.Remove({source, 3}, PipelineKey{"never", "held"})) << "not a holder";
+  EXPECT_EQ(pins.HeldByOthers(source), (std::vector<std::pair<int64_t, PipelineKey>>{{3, kOther}}));
+  EXPECT_FALSE(pins.Remove({source, 3}, source)) << "the other still holds it";
+  EXPECT_TRUE(pins.IsPinned(source, 3));
+  EXPECT_TRUE(pins.Remove({source, 3}, kOther));
+  EXPECT_FALSE(pins.IsPinned(source, 3));
+  EXPECT_TRUE(pins.HeldByOthers(source).empty());
+}
+
+TEST(CoordinatorDeletePipeline, IsRefusedWhileAnotherPipelineRestoresFromItsCheckpoint) {
+  RestorePins pins;
+  const CoordinatorOptions options = WithPins(&pins);
+  Harness h(MakeSpec(), 0, options);
+  const int64_t c1 = h.StartToFirstTrigger();
+  h.AckAll(c1);
+  ASSERT_TRUE(h.c().AddPin(c1, kOther).ok());
+  auto refused = h.c().Delete();
+  EXPECT_EQ(refused.status.code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(refused.status.message().find(kOther.ToString()), std::string::npos)
+      << refused.status.message();
+  EXPECT_TRUE(refused.actions.empty());
+  EXPECT_NE(h.c().State(), PipelineState::kStopped);
+  ASSERT_TRUE(pins.Remove({{"job", "pipe"}, c1}, kOther));
+  EXPECT_TRUE(h.c().Delete().status.ok()) << "once the other let go";
+}
+
+TEST(CoordinatorDeletePipeline, ReleasesEveryCheckpointAndSavepointBeforeTheStreamsEnd) {
+  RestorePins pins;
+  const CoordinatorOptions options = WithPins(&pins);
+  Harness h(MakeSpec(), 0, options);
+  const int64_t c1 = h.StartToFirstTrigger();
+  h.AckAll(c1);
+  h.Apply(h.c().RequestSavepoint("", false, milliseconds(60000)).actions);
+  const int64_t s2 = h.LastTriggerId();
+  h.AckAll(s2);
+  // Rolled back to its own savepoint: its own pin is no obstacle and goes with it.
+  h.Apply(h.c().Pause().actions);
+  pins.Add({{"job", "pipe"}, s2}, {"job", "pipe"});
+  auto restored = h.c().Restore({"job", "pipe"}, SourceCheckpoint(s2, {"a", "b"}));
+  ASSERT_TRUE(restored.status.ok()) << restored.status.ToString();
+  h.Apply(restored.actions);
+  Register(h, 3, {"a", "b"}, false);
+
+  auto deleted = h.c().Delete();
+  ASSERT_TRUE(deleted.status.ok()) << deleted.status.ToString();
+  EXPECT_FALSE(pins.IsPinned({"job", "pipe"}, s2));
+  auto released = ActionsOf<SendRelease>(deleted.actions);
+  ASSERT_EQ(released.size(), 1u);
+  EXPECT_EQ(released[0].checkpoint_ids, (std::vector<int64_t>{c1, s2}));
+  EXPECT_EQ(released[0].to, (std::vector<SessionId>{3}));
+  EXPECT_LT(IndexOf<SendRelease>(deleted.actions), IndexOf<EndSession>(deleted.actions));
 }
 
 }  // namespace
