@@ -23,6 +23,8 @@ thread_local const RuntimeCore* tls_current_core = nullptr;
 constexpr int kChannelInitialReconnectMs = 100;
 constexpr int kChannelMinConnectTimeoutMs = 1000;
 constexpr int kChannelMaxReconnectMs = 2000;
+// The largest message taken from the daemon: 100,000 task states with long URIs fit.
+constexpr int kMaxDaemonMessageBytes = 256 << 20;
 
 // What errors call the options: WorkerRuntimeOptions' fields.
 constexpr cli::SecurityOptionNames kOptionNames{"ca_file", "cert_file", "key_file", "token_file",
@@ -35,6 +37,9 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address,
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, kChannelInitialReconnectMs);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, kChannelMinConnectTimeoutMs);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, kChannelMaxReconnectMs);
+  // A welcome carries the restore point's task states: a wide pipeline's (every task's, when
+  // rescaled) passes gRPC's default 4 MiB.
+  args.SetMaxReceiveMessageSize(kMaxDaemonMessageBytes);
   if (own_connection) {
     // Without this, channels with equal arguments share one subchannel (one TCP connection).
     args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);

@@ -206,8 +206,12 @@ void WorkerSession::Send(OutboundMessage message) {
     out_queue_.emplace_back();
     ToProto(message, &out_queue_.back());
     StampEpoch(leadership_.epoch(), &out_queue_.back());
-    queued_bytes_ += static_cast<int64_t>(out_queue_.back().ByteSizeLong());
-    if (queued_bytes_ <= limits_.max_session_queue_bytes) {
+    const int64_t bytes = static_cast<int64_t>(out_queue_.back().ByteSizeLong());
+    queued_bytes_ += bytes;
+    // The welcome comes on top of the limit: with a wide pipeline's restore point (a rescaled
+    // one holds every task's state) it alone may pass it, and it is sent once, first.
+    if (std::holds_alternative<WelcomeMessage>(message)) welcome_allowance_bytes_ = bytes;
+    if (queued_bytes_ <= limits_.max_session_queue_bytes + welcome_allowance_bytes_) {
       if (!writing_) StartNextWriteLocked();
       return;
     }

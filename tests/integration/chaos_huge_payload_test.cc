@@ -116,5 +116,40 @@ TEST_F(ChaosTest, ListCheckpointsOfALargePipelineFitsADefaultClient) {
   EXPECT_TRUE(s.ok()) << s.error_code() << " " << s.error_message();
 }
 
+TEST_F(ChaosTest, AWelcomeWithAWideRestorePointPassesTheSessionQueueLimit) {
+  // 200 tasks with ~2 KB of state each: the restore point the next welcome carries is ~400 KB,
+  // far above the queue limit, which is for streams that do not read, not for their welcome.
+  config_.limits.max_session_queue_bytes = 64 << 10;
+  std::vector<std::string> tasks;
+  for (int i = 0; i < 200; ++i) tasks.push_back("task-" + std::to_string(i));
+  const std::string long_path(2000, 'x');
+  config_.pipelines = {TestSpec("p", tasks, 50)};
+  StartAdmin();
+  int64_t id = 0;
+  {
+    RawWorker w(channel_);
+    w.Hello("job", "p", tasks);
+    auto t = w.WaitTrigger();
+    ASSERT_TRUE(t);
+    id = t->trigger().checkpoint_id();
+    for (const auto& task : tasks) {
+      v1::WorkerMessage m;
+      m.mutable_ack()->set_checkpoint_id(id);
+      m.mutable_ack()->set_task_id(task);
+      m.mutable_ack()->mutable_state()->set_uri("s3://bucket/" + task + "/" + long_path);
+      ASSERT_TRUE(w.Write(m));
+    }
+    ASSERT_TRUE(w.WaitFor(
+        [id](const auto& m) { return m.has_complete() && m.complete().checkpoint_id() == id; }));
+  }
+  RawWorker again(channel_);
+  again.Hello("job", "p", tasks, /*takeover=*/true);
+  auto welcome = again.WaitWelcome();
+  ASSERT_TRUE(welcome) << "ended: " << EndStatusText(again);
+  EXPECT_EQ(welcome->welcome().restore().checkpoint_id(), id);
+  EXPECT_EQ(welcome->welcome().restore().task_states_size(), 200);
+  EXPECT_GT(welcome->ByteSizeLong(), static_cast<size_t>(config_.limits.max_session_queue_bytes));
+}
+
 }  // namespace
 }  // namespace ckpt::testing

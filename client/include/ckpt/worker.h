@@ -179,8 +179,9 @@ struct PipelineHandlers {
   std::function<void(PipelineState state, const std::string& reason)> on_state;
   // The daemon will not run the savepoint this worker asked for (RequestSavepoint), and why.
   std::function<void(const std::string& reason)> on_savepoint_refused;
-  // These checkpoints left the pipeline's history (pushed out of `retained`): each task may delete
-  // the state it wrote for them. Sent once the change is durable; an id may be released twice
+  // These checkpoints left the pipeline's history (pushed out of `retained`, deleted with
+  // `ckptctl checkpoint delete`, or the pipeline itself deleted): each task may delete the state
+  // it wrote for them. Sent once the change is durable; an id may be released twice
   // (after a daemon restart, or on another stream), so deleting must be idempotent.
   std::function<void(const std::vector<int64_t>& checkpoint_ids)> on_release;
 };
