@@ -23,8 +23,9 @@ thread_local const RuntimeCore* tls_current_core = nullptr;
 constexpr int kChannelInitialReconnectMs = 100;
 constexpr int kChannelMinConnectTimeoutMs = 1000;
 constexpr int kChannelMaxReconnectMs = 2000;
-// The largest message taken from the daemon: 100,000 task states with long URIs fit.
-constexpr int kMaxDaemonMessageBytes = 256 << 20;
+// The largest message taken from the daemon (CONTRACT.md: up to 64 MiB): a welcome with a
+// 100,000-task restore point fits.
+constexpr int kMaxDaemonMessageBytes = 64 << 20;
 
 // What errors call the options: WorkerRuntimeOptions' fields.
 constexpr cli::SecurityOptionNames kOptionNames{"ca_file", "cert_file", "key_file", "token_file",
