@@ -1,4 +1,4 @@
-// ckptctl checkpoint trigger | list | delete.
+// ckptctl checkpoint trigger | list | get | delete.
 
 #include <cstdint>
 #include <cstdio>
@@ -15,7 +15,7 @@ namespace {
 struct CheckpointFlags {
   std::string job, pipeline;
   int64_t limit = 0;          // 0: the daemon's default
-  int64_t checkpoint_id = 0;  // delete
+  int64_t checkpoint_id = 0;  // get, delete
 };
 
 CommandResult RunTrigger(const GlobalOptions& global, const CheckpointFlags& flags) {
@@ -50,6 +50,26 @@ CommandResult RunList(const GlobalOptions& global, const CheckpointFlags& flags)
   } else {
     std::fputs(CheckpointsView(response.checkpoints(), NowMs()).c_str(), stdout);
   }
+  return CommandResult::Ok();
+}
+
+CommandResult RunGet(const GlobalOptions& global, const CheckpointFlags& flags) {
+  if (flags.checkpoint_id <= 0) {
+    return CommandResult::BadUsage("ID: must be a positive checkpoint id, got " +
+                                   std::to_string(flags.checkpoint_id));
+  }
+  v1::GetCheckpointRequest request;
+  request.mutable_pipeline()->set_job_id(flags.job);
+  request.mutable_pipeline()->set_pipeline_id(flags.pipeline);
+  request.set_checkpoint_id(flags.checkpoint_id);
+  Connection connection(global);
+  v1::CheckpointInfo checkpoint;
+  const std::string error =
+      connection.Call(&v1::AdminService::Stub::GetCheckpoint, request, &checkpoint);
+  if (!error.empty()) return CommandResult::Failed(error);
+  const std::string text =
+      global.json() ? Dump(CheckpointJson(checkpoint)) : CheckpointTasksView(checkpoint, NowMs());
+  std::fputs(text.c_str(), stdout);
   return CommandResult::Ok();
 }
 
@@ -88,6 +108,7 @@ void AddCheckpointCommands(CLI::App& app, CommandContext& context) {
   checkpoint->footer(R"(Examples:
   ckptctl checkpoint trigger etl p0
   ckptctl checkpoint list etl p0 --limit 5
+  ckptctl checkpoint get etl p0 42
   ckptctl checkpoint delete etl p0 42)");
 
   {
@@ -121,6 +142,26 @@ void AddCheckpointCommands(CLI::App& app, CommandContext& context) {
         ->type_name("N");
     cmd->callback([&context, flags] {
       context.action = [&context, flags] { return RunList(context.global, *flags); };
+    });
+  }
+  {
+    auto flags = std::make_shared<CheckpointFlags>();
+    CLI::App* cmd = checkpoint->add_subcommand(
+        "get",
+        "One checkpoint with a row per task, slowest first: who acked it, how long after the "
+        "trigger, the task's sync, async and alignment times, its state");
+    cmd->fallthrough();
+    cmd->footer(R"(The pending round, the newest failed one, or one of the history (checkpoint list
+shows their ids). A pending round lists the tasks it waits for first, with the worker holding each.
+
+Examples:
+  ckptctl checkpoint get etl p0 42
+  ckptctl checkpoint get etl p0 42 -o json)");
+    cmd->add_option("job", flags->job, "Job id")->required();
+    cmd->add_option("pipeline", flags->pipeline, "Pipeline id")->required();
+    cmd->add_option("id", flags->checkpoint_id, "Checkpoint id")->required()->type_name("ID");
+    cmd->callback([&context, flags] {
+      context.action = [&context, flags] { return RunGet(context.global, *flags); };
     });
   }
   {

@@ -59,10 +59,23 @@ Json PipelineJson(const v1::Pipeline& p) {
 Json CheckpointJson(const v1::CheckpointInfo& c) {
   // The proto map's order is unspecified: sort for stable output.
   const std::map<std::string, v1::TaskState> sorted(c.state().begin(), c.state().end());
+  auto state_json = [](const v1::TaskState& s) {
+    return Json{{"uri", s.uri()}, {"size_bytes", s.size_bytes()}, {"checksum", s.checksum()}};
+  };
   Json state = Json::object();
-  for (const auto& [task_id, task] : sorted) {
-    state[task_id] = {
-        {"uri", task.uri()}, {"size_bytes", task.size_bytes()}, {"checksum", task.checksum()}};
+  for (const auto& [task_id, task] : sorted) state[task_id] = state_json(task);
+  Json tasks = Json::array();  // GetCheckpoint's (`checkpoint get`); empty in lists
+  for (const v1::TaskCheckpointInfo& t : c.tasks()) {
+    tasks.push_back({
+        {"task_id", t.task_id()},
+        {"worker_id", t.worker_id()},
+        {"acked_at_ms", t.acked_at_ms()},
+        {"state", state_json(t.state())},
+        {"sync_duration_ms", t.sync_duration_ms()},
+        {"async_duration_ms", t.async_duration_ms()},
+        {"alignment_duration_ms", t.alignment_duration_ms()},
+        {"bytes_processed_during_alignment", t.bytes_processed_during_alignment()},
+    });
   }
   return {
       {"checkpoint_id", c.checkpoint_id()},
@@ -77,6 +90,7 @@ Json CheckpointJson(const v1::CheckpointInfo& c) {
       {"state", std::move(state)},
       {"pending_tasks", StringArray(c.pending_tasks())},
       {"pending_tasks_total", c.pending_tasks_total()},
+      {"tasks", std::move(tasks)},
   };
 }
 

@@ -1,6 +1,8 @@
 #include "ctl/output_views.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <iterator>
 
 #include "ctl/durations.h"
 #include "ctl/names.h"
@@ -141,6 +143,63 @@ std::string CheckpointsView(const Checkpoints& checkpoints, int64_t now_ms) {
   text += "\n";
   text += finished.empty() ? "No finished checkpoints.\n" : finished.Render();
   return text;
+}
+
+namespace {
+
+// "512 B", "3.2 KiB", "1.5 GiB"; "-" for nothing reported.
+std::string FormatBytes(int64_t bytes) {
+  if (bytes <= 0) return "-";
+  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double value = static_cast<double>(bytes);
+  size_t unit = 0;
+  while (value >= 1024 && unit + 1 < std::size(kUnits)) {
+    value /= 1024;
+    ++unit;
+  }
+  char text[32];
+  std::snprintf(text, sizeof text, unit == 0 ? "%.0f %s" : "%.1f %s", value, kUnits[unit]);
+  return text;
+}
+
+std::string FigureOrDash(int64_t ms) { return ms > 0 ? FormatDuration(ms) : "-"; }
+
+}  // namespace
+
+std::string CheckpointTasksView(const v1::CheckpointInfo& c, int64_t now_ms) {
+  const bool pending = c.status() == v1::CHECKPOINT_STATUS_PENDING;
+  std::string text = ShortName(c.kind()) + " " + std::to_string(c.checkpoint_id()) + ": " +
+                     ShortName(c.status()) + ", triggered " +
+                     FormatAgo(c.triggered_at_ms(), now_ms) + (pending ? "" : ", took " + Took(c)) +
+                     ", " + Fraction(c.acked_tasks(), c.expected_tasks()) + " tasks acked\n";
+  if (!Detail(c).empty()) text += "  " + Detail(c) + "\n";
+  if (c.tasks_size() == 0) {
+    return text + "No task figures (an older failed round, or stored before they were kept).\n";
+  }
+  // Slowest first: the ones not acked (by name), then by how long after the trigger they acked.
+  std::vector<const v1::TaskCheckpointInfo*> rows;
+  rows.reserve(c.tasks_size());
+  for (const auto& t : c.tasks()) rows.push_back(&t);
+  std::stable_sort(rows.begin(), rows.end(), [](const auto* a, const auto* b) {
+    if ((a->acked_at_ms() == 0) != (b->acked_at_ms() == 0)) return a->acked_at_ms() == 0;
+    return a->acked_at_ms() > b->acked_at_ms();
+  });
+  Table table({"TASK", "WORKER", "ACK AFTER", "SYNC", "ASYNC", "ALIGNMENT", "SIZE", "STATE URI"});
+  for (const auto* t : rows) {
+    std::string after;
+    if (t->acked_at_ms() > 0) {
+      after = FormatDuration(std::max<int64_t>(t->acked_at_ms() - c.triggered_at_ms(), 0));
+    } else if (pending) {
+      after = "waiting " + FormatDuration(std::max<int64_t>(now_ms - c.triggered_at_ms(), 0));
+    } else {
+      after = "not acked";
+    }
+    table.AddRow({t->task_id(), t->worker_id().empty() ? "-" : t->worker_id(), after,
+                  FigureOrDash(t->sync_duration_ms()), FigureOrDash(t->async_duration_ms()),
+                  FigureOrDash(t->alignment_duration_ms()), FormatBytes(t->state().size_bytes()),
+                  t->state().uri().empty() ? "-" : t->state().uri()});
+  }
+  return text + table.Render();
 }
 
 std::string TriggeredLine(const std::string& job_id, const std::string& pipeline_id,

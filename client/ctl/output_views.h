@@ -32,6 +32,10 @@ std::string PipelineDetail(const v1::Pipeline& pipeline, int64_t now_ms);
 // stuck checkpoint), then the finished ones as a table, in the daemon's order (newest first).
 std::string CheckpointsView(const Checkpoints& checkpoints, int64_t now_ms);
 
+// One checkpoint with a row per task, the slowest first (the tasks that have not acked lead):
+// task, worker, ack after (from the trigger), sync, async, alignment, state size and URI.
+std::string CheckpointTasksView(const v1::CheckpointInfo& checkpoint, int64_t now_ms);
+
 // A one-line account of a checkpoint just triggered.
 std::string TriggeredLine(const std::string& job_id, const std::string& pipeline_id,
                           const v1::CheckpointInfo& checkpoint);

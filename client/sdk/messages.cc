@@ -13,7 +13,8 @@ v1::WorkerMessage MakeHello(const PipelineWorkerOptions& options, bool takeover)
   return message;
 }
 
-v1::WorkerMessage MakeAck(int64_t checkpoint_id, std::string task_id, TaskStateInfo state) {
+v1::WorkerMessage MakeAck(int64_t checkpoint_id, std::string task_id, TaskStateInfo state,
+                          const AckFigures& figures) {
   v1::WorkerMessage message;
   v1::Ack* ack = message.mutable_ack();
   ack->set_checkpoint_id(checkpoint_id);
@@ -22,6 +23,10 @@ v1::WorkerMessage MakeAck(int64_t checkpoint_id, std::string task_id, TaskStateI
   proto_state->set_uri(std::move(state.uri));
   proto_state->set_size_bytes(state.size_bytes);
   proto_state->set_checksum(std::move(state.checksum));
+  ack->set_sync_duration_ms(figures.sync_duration_ms);
+  ack->set_async_duration_ms(figures.async_duration_ms);
+  ack->set_alignment_duration_ms(figures.alignment_duration_ms);
+  ack->set_bytes_processed_during_alignment(figures.bytes_processed_during_alignment);
   return message;
 }
 

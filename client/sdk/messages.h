@@ -7,7 +7,8 @@
 namespace ckpt::sdk::internal {
 
 v1::WorkerMessage MakeHello(const PipelineWorkerOptions& options, bool takeover);
-v1::WorkerMessage MakeAck(int64_t checkpoint_id, std::string task_id, TaskStateInfo state);
+v1::WorkerMessage MakeAck(int64_t checkpoint_id, std::string task_id, TaskStateInfo state,
+                          const AckFigures& figures);
 v1::WorkerMessage MakeDecline(int64_t checkpoint_id, std::string task_id, std::string reason,
                               bool expired);
 v1::WorkerMessage MakeSavepointRequest(std::string target, bool stop);

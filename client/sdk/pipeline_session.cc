@@ -36,11 +36,11 @@ void PipelineSession::Start() {
   });
 }
 
-void PipelineSession::Ack(int64_t checkpoint_id, std::string task_id, TaskStateInfo state) {
-  if (!PostToStrand([self = shared_from_this(), message = MakeAck(checkpoint_id, std::move(task_id),
-                                                                  std::move(state))]() mutable {
-        self->Send(std::move(message));
-      })) {
+void PipelineSession::Ack(int64_t checkpoint_id, std::string task_id, TaskStateInfo state,
+                          AckFigures figures) {
+  if (!PostToStrand([self = shared_from_this(),
+                     message = MakeAck(checkpoint_id, std::move(task_id), std::move(state),
+                                       figures)]() mutable { self->Send(std::move(message)); })) {
     dropped_sends_.fetch_add(1, std::memory_order_relaxed);
   }
 }

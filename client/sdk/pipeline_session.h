@@ -54,7 +54,8 @@ class PipelineSession final : public PipelineWorker,
   ~PipelineSession() override;
 
   void Start() override;
-  void Ack(int64_t checkpoint_id, std::string task_id, TaskStateInfo state) override;
+  void Ack(int64_t checkpoint_id, std::string task_id, TaskStateInfo state,
+           AckFigures figures = {}) override;
   void Decline(int64_t checkpoint_id, std::string task_id, std::string reason,
                bool expired) override;
   void RequestSavepoint(std::string target, bool stop) override;

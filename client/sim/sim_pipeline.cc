@@ -6,6 +6,7 @@ namespace ckpt::sim {
 
 using std::chrono::duration_cast;
 using std::chrono::microseconds;
+using std::chrono::milliseconds;
 
 void SimCounters::RecordDisconnect(const std::string& pipeline_id,
                                    const sdk::Disconnect& disconnect) {
@@ -169,6 +170,10 @@ void SimPipeline::Respond(int64_t checkpoint_id) {
     counters_.declines.fetch_add(1, std::memory_order_relaxed);
     return;
   }
+  // Plausible figures: the time since the trigger, a fifth of it the synchronous snapshot and
+  // the rest the upload, with a little alignment that differs from task to task.
+  const int64_t elapsed_ms =
+      duration_cast<milliseconds>(Clock::now() - triggered_at_[checkpoint_id]).count();
   for (const std::string& task : task_ids_) {
     std::optional<std::string> uri = StateUri(checkpoint_id, task);
     if (!uri) {
@@ -178,7 +183,13 @@ void SimPipeline::Respond(int64_t checkpoint_id) {
     }
     sdk::TaskStateInfo state;
     state.uri = std::move(*uri);
-    worker_->Ack(checkpoint_id, task, std::move(state));
+    sdk::AckFigures figures;
+    figures.sync_duration_ms = elapsed_ms / 5;
+    figures.async_duration_ms = elapsed_ms - figures.sync_duration_ms;
+    figures.alignment_duration_ms =
+        std::uniform_int_distribution<int64_t>(0, std::max<int64_t>(elapsed_ms / 10, 1))(rng_);
+    figures.bytes_processed_during_alignment = figures.alignment_duration_ms * 1024;
+    worker_->Ack(checkpoint_id, task, std::move(state), figures);
     counters_.acks.fetch_add(1, std::memory_order_relaxed);
   }
 }

@@ -50,11 +50,10 @@ PipelineCoordinator::PipelineCoordinator(const StoredPipeline& stored, const Clo
       horizon_(stored.retained_from),
       last_released_(stored.record.released_ids) {
   if (stored.record.restore_from && stored.restore_source) {
-    restore_ = std::make_unique<const HeldRestorePoint>(
-        HeldRestorePoint{stored.record.restore_from->key, true, *stored.restore_source});
+    restore_ = std::make_unique<const HeldRestorePoint>(stored.record.restore_from->key, true,
+                                                        *stored.restore_source);
   } else if (stored.newest && stored.newest->checkpoint_id > 0) {
-    restore_ = std::make_unique<const HeldRestorePoint>(
-        HeldRestorePoint{spec_.key, false, *stored.newest});
+    restore_ = std::make_unique<const HeldRestorePoint>(spec_.key, false, *stored.newest);
   }
   restore_rescaled_ = RestoreSetDiffers();
 }
@@ -316,7 +315,8 @@ bool PipelineCoordinator::AcceptsRoundMessage(SessionId session, int64_t checkpo
 }
 
 Actions PipelineCoordinator::OnAck(SessionId session, int64_t checkpoint_id,
-                                   const std::string& task_id, const TaskState& state) {
+                                   const std::string& task_id, const TaskState& state,
+                                   const AckFigures& reported) {
   Actions out;
   if (!AcceptsRoundMessage(session, checkpoint_id, task_id, "ack", out)) return out;
   // Not awaited (see PendingRound::acked): not expected, or acked already.
@@ -324,6 +324,9 @@ Actions PipelineCoordinator::OnAck(SessionId session, int64_t checkpoint_id,
     out.push_back(IgnoredMessage{IgnoredReason::kDuplicate});
     return out;
   }
+  // AcceptsRoundMessage checked that the session holds the task.
+  pending_->figures.push_back(
+      TaskFigures{task_id, sessions_.at(session).worker_id, clock_.WallMs(), reported});
   if (pending_->acked.size() < expected_.size()) return out;
 
   // Last ack: the round goes to the store and can no longer be aborted.
@@ -337,6 +340,9 @@ Actions PipelineCoordinator::OnAck(SessionId session, int64_t checkpoint_id,
   checkpoint.finished_at_ms = clock_.WallMs();
   checkpoint.location = pending_->target;
   checkpoint.task_states = pending_->acked;
+  checkpoint.task_figures = pending_->figures;
+  std::sort(checkpoint.task_figures.begin(), checkpoint.task_figures.end(),
+            [](const TaskFigures& a, const TaskFigures& b) { return a.task_id < b.task_id; });
   if (options_.pins) pending_->keep = options_.pins->PinnedIds(spec_.key);
   out.push_back(CommitCheckpoint{CheckpointCommit{spec_.key, spec_.retained, ProjectedProgress(),
                                                   std::move(checkpoint), pending_->keep}});
@@ -374,6 +380,8 @@ void PipelineCoordinator::FailRound(CheckpointStatus status, const std::string& 
   out.push_back(SendAbort{Sessions(), round.id, reason});
   RememberRound({round.id, round.kind, status, round.triggered_at_ms, clock_.WallMs(),
                  static_cast<int>(round.acked.size()), static_cast<int>(expected_.size()), reason});
+  last_failed_tasks_ = std::make_unique<const FailedRoundTasks>(
+      FailedRoundTasks{round.id, std::move(round.acked), std::move(round.figures)});
   out.push_back(RoundFinished{round.id, round.kind, status, Since(round.triggered_at, now), reason,
                               false, round.target});
   out.push_back(Log{LogLevel::kWarn, std::string(CheckpointKindName(round.kind)) + " " +

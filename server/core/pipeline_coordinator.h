@@ -97,6 +97,22 @@ struct RoundSummary {
   std::string failure_reason;
 };
 
+// One task's part of a round in memory (GetCheckpoint of the pending or a recent failed round).
+struct TaskDetail {
+  std::string task_id;
+  std::string worker_id;    // who acked it, or holds it while it has not ("": no one)
+  int64_t acked_at_ms = 0;  // 0: not acked
+  TaskState state;
+  AckFigures reported;
+};
+
+// GetCheckpoint's answer from memory: the round, and every task of it by task id.
+struct CheckpointDetail {
+  RoundSummary round;
+  std::string location;  // savepoints: where the state goes
+  std::vector<TaskDetail> tasks;
+};
+
 // Task names listed in a status or a pending round: at most this many (the totals count all), so
 // that a pipeline of 100,000 tasks answers in a message of ordinary size.
 inline constexpr size_t kMaxListedTaskNames = 1000;
@@ -174,8 +190,9 @@ class PipelineCoordinator {
   // The stream ended. Unknown sessions are ignored.
   Actions OnSessionEnded(SessionId session, const std::string& why,
                          SessionEnd end = SessionEnd::kLost);
+  // `reported`: the ack's optional figures (kept with the checkpoint, for GetCheckpoint).
   Actions OnAck(SessionId session, int64_t checkpoint_id, const std::string& task_id,
-                const TaskState& state);
+                const TaskState& state, const AckFigures& reported = {});
   Actions OnDecline(SessionId session, int64_t checkpoint_id, const std::string& task_id,
                     const std::string& reason, bool expired);
 
@@ -272,6 +289,10 @@ class PipelineCoordinator {
   PipelineState State() const;
   const PipelineKey& key() const { return spec_.key; }
   std::optional<PendingSummary> Pending() const;
+  // GetCheckpoint of the pending round or of the newest failed one (the only failed round whose
+  // tasks are kept: one round's worth of memory a pipeline); nothing for any other id, which
+  // only the store may hold (pipeline_coordinator_inspect.cc).
+  std::optional<CheckpointDetail> DescribeCheckpoint(int64_t checkpoint_id) const;
   // Newest first.
   const std::vector<RoundSummary>& RecentRounds() const { return recent_; }
   std::vector<SessionId> Sessions() const;
@@ -299,6 +320,9 @@ class PipelineCoordinator {
     // only tasks of expected_ are ever acked (OnRegister refuses any other task). A completing
     // round awaits nothing.
     std::map<std::string, TaskState> acked;
+    // Who acked each task of `acked`, when, and what it reported, in ack order (stored with the
+    // checkpoint: CompletedCheckpoint::task_figures).
+    std::vector<TaskFigures> figures;
     // The commit's CheckpointCommit::keep: what its trim spared (completing rounds only).
     std::vector<int64_t> keep;
   };
@@ -437,6 +461,11 @@ class PipelineCoordinator {
   // one set of states between rounds. `restore_rescaled_` caches RestoreSetDiffers() (a hello
   // must not compare 100,000 task names): kept in step by AdoptCompleted and UpdateSpec.
   struct HeldRestorePoint {
+    // Held without the tasks' figures (the store keeps those; a welcome needs the states).
+    HeldRestorePoint(PipelineKey source, bool operator_set, CompletedCheckpoint checkpoint)
+        : source(std::move(source)), operator_set(operator_set), checkpoint(std::move(checkpoint)) {
+      this->checkpoint.task_figures = {};
+    }
     PipelineKey source;
     bool operator_set = false;  // RestorePipeline or restore_from: pinned; a completion ends it
     CompletedCheckpoint checkpoint;
@@ -472,6 +501,13 @@ class PipelineCoordinator {
   // allocates ~600 bytes even when empty, which is most of an idle pipeline's memory budget, and
   // this holds only failed rounds (few, and inserting at the front of ten is cheap).
   std::vector<RoundSummary> recent_;
+  // The tasks of the newest failed round (recent_'s first, when ids match), for GetCheckpoint.
+  struct FailedRoundTasks {
+    int64_t checkpoint_id = 0;
+    std::map<std::string, TaskState> acked;
+    std::vector<TaskFigures> figures;
+  };
+  std::unique_ptr<const FailedRoundTasks> last_failed_tasks_;
 };
 
 }  // namespace ckpt

@@ -88,13 +88,12 @@ void PipelineCoordinator::AdoptCompleted(int64_t checkpoint_id, CheckpointKind k
     const CheckpointRef was{restore_->source, restore_->checkpoint.checkpoint_id};
     if (options_.pins->Remove(was, spec_.key)) out.push_back(PinDropped{was});
   }
-  auto point = std::make_unique<HeldRestorePoint>();
-  point->source = spec_.key;
-  point->checkpoint.checkpoint_id = checkpoint_id;
-  point->checkpoint.kind = kind;
-  point->checkpoint.location = std::move(location);
-  point->checkpoint.task_states = std::move(task_states);
-  restore_ = std::move(point);
+  CompletedCheckpoint checkpoint;
+  checkpoint.checkpoint_id = checkpoint_id;
+  checkpoint.kind = kind;
+  checkpoint.location = std::move(location);
+  checkpoint.task_states = std::move(task_states);
+  restore_ = std::make_unique<const HeldRestorePoint>(spec_.key, false, std::move(checkpoint));
   restore_rescaled_ = RestoreSetDiffers();
 
   history_.push_back({checkpoint_id, kind});
@@ -196,8 +195,7 @@ PipelineCoordinator::Outcome PipelineCoordinator::Restore(const PipelineKey& sou
     const CheckpointRef was{restore_->source, restore_->checkpoint.checkpoint_id};
     if (options_.pins->Remove(was, spec_.key)) o.actions.push_back(PinDropped{was});
   }
-  restore_ = std::make_unique<const HeldRestorePoint>(
-      HeldRestorePoint{source, true, std::move(checkpoint)});
+  restore_ = std::make_unique<const HeldRestorePoint>(source, true, std::move(checkpoint));
   restore_rescaled_ = RestoreSetDiffers();
   const std::string why = "restored to checkpoint " + ref.ToString();
   if (sticky_ == StickyState::kFailed || sticky_ == StickyState::kStopped) {

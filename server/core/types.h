@@ -77,6 +77,28 @@ struct TaskState {
   bool operator==(const TaskState&) const = default;
 };
 
+// The optional figures an ack carries (Ack in worker.proto); 0: not reported.
+struct AckFigures {
+  int64_t sync_duration_ms = 0;
+  int64_t async_duration_ms = 0;
+  int64_t alignment_duration_ms = 0;
+  int64_t bytes_processed_during_alignment = 0;
+
+  bool operator==(const AckFigures&) const = default;
+};
+
+// One task's part of a checkpoint as operators see it (GetCheckpoint): who acked it, when, and
+// what it reported. Kept with the checkpoint: ~100 bytes a task in the store, more with long
+// worker ids (at most kMaxIdBytes).
+struct TaskFigures {
+  std::string task_id;
+  std::string worker_id;
+  int64_t acked_at_ms = 0;  // wall clock, when the daemon took the ack
+  AckFigures reported;
+
+  bool operator==(const TaskFigures&) const = default;
+};
+
 struct CompletedCheckpoint {
   int64_t checkpoint_id = 0;
   CheckpointKind kind = CheckpointKind::kCheckpoint;
@@ -84,6 +106,9 @@ struct CompletedCheckpoint {
   int64_t finished_at_ms = 0;   // wall clock
   std::string location;         // savepoints: where the state went
   std::map<std::string, TaskState> task_states;
+  // By task id, for the tasks of task_states; empty when not kept (checkpoints stored before
+  // figures were, and the copy a restore point holds in memory).
+  std::vector<TaskFigures> task_figures;
 
   bool operator==(const CompletedCheckpoint&) const = default;
 };

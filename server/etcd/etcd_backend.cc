@@ -859,8 +859,8 @@ Result<std::vector<StoredPipeline>> EtcdBackend::BuildView(const etcd::StoreImag
       // The restore point's states, in chunks a warm copy does not hold: read them now (the
       // fence is ours, so the newest revision is the one loaded).
       auto ref = layout_.ParseCheckpointKey(kv->key());
-      if (Status read = ReadChunks(*ref, kv->key(), stored->chunks, /*revision=*/0,
-                                   &stored->checkpoint.task_states);
+      if (Status read =
+              ReadChunks(*ref, kv->key(), stored->chunks, /*revision=*/0, &stored->checkpoint);
           !read.ok()) {
         return read;
       }
@@ -925,8 +925,7 @@ Result<int64_t> EtcdBackend::LoadIdCounter(const PipelineKey& key) {
 }
 
 Status EtcdBackend::ReadChunks(const etcd::Layout::CheckpointRef& ref, const std::string& key,
-                               int count, int64_t revision,
-                               std::map<std::string, TaskState>* states) {
+                               int count, int64_t revision, CompletedCheckpoint* checkpoint) {
   RangeRequest chunks;
   const std::string prefix = layout_.ChunkPrefix(ref.key, ref.id);
   chunks.set_key(prefix);
@@ -940,7 +939,7 @@ Status EtcdBackend::ReadChunks(const etcd::Layout::CheckpointRef& ref, const std
                             std::to_string(parts->kvs_size()) + " are stored");
   }
   for (const KeyValue& part : parts->kvs()) {
-    if (!etcd::DecodeChunk(part.value(), states)) {
+    if (!etcd::DecodeChunk(part.value(), &checkpoint->task_states, &checkpoint->task_figures)) {
       return Status::Internal("unreadable chunk " + part.key() + " in " + name_);
     }
   }
@@ -977,8 +976,8 @@ Result<std::vector<CompletedCheckpoint>> EtcdBackend::ListCompleted(const Pipeli
       auto stored = etcd::DecodeCheckpoint(kv.value());
       if (!stored) return Status::Internal("unreadable checkpoint " + kv.key() + " in " + name_);
       if (stored->chunks > 0) {
-        Status read = ReadChunks(*ref, kv.key(), stored->chunks, request.revision(),
-                                 &stored->checkpoint.task_states);
+        Status read =
+            ReadChunks(*ref, kv.key(), stored->chunks, request.revision(), &stored->checkpoint);
         if (!read.ok()) return read;
       }
       out.push_back(std::move(stored->checkpoint));

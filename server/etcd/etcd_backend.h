@@ -135,7 +135,7 @@ class EtcdBackend final : public StoreBackend {
                                                        int64_t* revision);
   // Adds the task states of `ref`'s `count` chunks (checkpoint key `key`), read at `revision`.
   Status ReadChunks(const etcd::Layout::CheckpointRef& ref, const std::string& key, int count,
-                    int64_t revision, std::map<std::string, TaskState>* states);
+                    int64_t revision, CompletedCheckpoint* checkpoint);
   // The values of `keys` at `revision`, in that order, read a few dozen per (read-only) txn.
   Result<std::vector<std::string>> ReadValues(const std::vector<std::string>& keys,
                                               int64_t revision);

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "store/task_json.h"
+
 namespace ckpt::etcd {
 namespace {
 
@@ -80,23 +82,6 @@ std::optional<CheckpointKind> KindFromLetter(char letter) {
     case 'x': return CheckpointKind::kSavepointAndStop;
     default: return std::nullopt;
   }
-}
-
-json StateJson(const TaskState& state) {
-  return {{"uri", state.uri}, {"size_bytes", state.size_bytes}, {"checksum", state.checksum}};
-}
-
-bool ReadStates(const json& object, std::map<std::string, TaskState>* states) {
-  if (!object.is_object()) return false;
-  for (const auto& [task, state] : object.items()) {
-    if (!state.is_object()) return false;
-    TaskState s;
-    s.uri = state.value("uri", "");
-    s.size_bytes = state.value("size_bytes", int64_t{0});
-    s.checksum = state.value("checksum", "");
-    (*states)[task] = std::move(s);
-  }
-  return true;
 }
 
 }  // namespace
@@ -317,8 +302,7 @@ Result<std::string> EncodeCheckpoint(const CompletedCheckpoint& cp,
               {"progress", CompactProgressJson(progress, cp)},
               {"retained_from", horizon.retained_from}};
     if (!horizon.kept.empty()) head["kept"] = horizon.kept;
-    json states = json::object();
-    for (const auto& [task, state] : cp.task_states) states[task] = StateJson(state);
+    json states = TasksJson(cp);  // each task's state and figures
     std::string inline_states = states.dump();
     if (inline_states.size() <= max_value_bytes) {
       head["task_states"] = std::move(states);
@@ -327,8 +311,7 @@ Result<std::string> EncodeCheckpoint(const CompletedCheckpoint& cp,
     // Too large for one value: chunks of whole task entries, each about max_value_bytes.
     json chunk = json::object();
     size_t chunk_bytes = 0;
-    for (const auto& [task, state] : cp.task_states) {
-      json entry = StateJson(state);
+    for (auto& [task, entry] : states.items()) {
       const size_t entry_bytes = entry.dump().size() + task.size() + 8;
       if (chunk_bytes > 0 && chunk_bytes + entry_bytes > max_value_bytes) {
         chunk_values->push_back(chunk.dump());
@@ -372,7 +355,7 @@ std::optional<StoredCheckpoint> DecodeCheckpoint(const std::string& value) {
     if (v.contains("chunks")) {
       stored.chunks = v["chunks"].get<int>();
       if (stored.chunks < 0) return std::nullopt;
-    } else if (!ReadStates(v.at("task_states"), &cp.task_states)) {
+    } else if (!ReadTasksJson(v.at("task_states"), &cp.task_states, &cp.task_figures)) {
       return std::nullopt;
     }
     return stored;
@@ -381,10 +364,11 @@ std::optional<StoredCheckpoint> DecodeCheckpoint(const std::string& value) {
   }
 }
 
-bool DecodeChunk(const std::string& value, std::map<std::string, TaskState>* states) {
+bool DecodeChunk(const std::string& value, std::map<std::string, TaskState>* states,
+                 std::vector<TaskFigures>* figures) {
   json v = json::parse(value, nullptr, /*allow_exceptions=*/false);
   try {
-    return ReadStates(v, states);
+    return ReadTasksJson(v, states, figures);
   } catch (const json::exception&) {
     return false;
   }

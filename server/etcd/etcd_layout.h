@@ -143,6 +143,7 @@ Result<std::string> EncodeCheckpoint(const CompletedCheckpoint& checkpoint,
                                      std::vector<std::string>* chunk_values);
 std::optional<StoredCheckpoint> DecodeCheckpoint(const std::string& value);
 // Adds the states of one chunk value to `states`; false when it is not one.
-bool DecodeChunk(const std::string& value, std::map<std::string, TaskState>* states);
+bool DecodeChunk(const std::string& value, std::map<std::string, TaskState>* states,
+                 std::vector<TaskFigures>* figures);
 
 }  // namespace ckpt::etcd

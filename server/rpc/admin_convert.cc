@@ -114,6 +114,52 @@ void ToProto(const RoundSummary& r, v1::CheckpointInfo* out) {
   out->set_failure_reason(r.failure_reason);
 }
 
+namespace {
+
+void ToProto(const AckFigures& f, v1::TaskCheckpointInfo* out) {
+  out->set_sync_duration_ms(f.sync_duration_ms);
+  out->set_async_duration_ms(f.async_duration_ms);
+  out->set_alignment_duration_ms(f.alignment_duration_ms);
+  out->set_bytes_processed_during_alignment(f.bytes_processed_during_alignment);
+}
+
+}  // namespace
+
+void ToProto(const CheckpointDetail& detail, v1::CheckpointInfo* out) {
+  ToProto(detail.round, out);
+  out->set_location(detail.location);
+  out->mutable_tasks()->Reserve(static_cast<int>(detail.tasks.size()));
+  int waiting = 0;
+  for (const TaskDetail& t : detail.tasks) {
+    v1::TaskCheckpointInfo* task = out->add_tasks();
+    task->set_task_id(t.task_id);
+    task->set_worker_id(t.worker_id);
+    task->set_acked_at_ms(t.acked_at_ms);
+    if (t.acked_at_ms > 0) {
+      ckpt::ToProto(t.state, task->mutable_state());
+      ToProto(t.reported, task);
+    } else if (detail.round.status == CheckpointStatus::kPending) {
+      if (++waiting <= static_cast<int>(kMaxListedTaskNames)) out->add_pending_tasks(t.task_id);
+    }
+  }
+  if (detail.round.status == CheckpointStatus::kPending) out->set_pending_tasks_total(waiting);
+}
+
+void AddTasks(const CompletedCheckpoint& checkpoint, v1::CheckpointInfo* out) {
+  out->mutable_tasks()->Reserve(static_cast<int>(checkpoint.task_states.size()));
+  auto figures = checkpoint.task_figures.begin();  // by task id, as task_states
+  for (const auto& [task_id, state] : checkpoint.task_states) {
+    v1::TaskCheckpointInfo* task = out->add_tasks();
+    task->set_task_id(task_id);
+    ckpt::ToProto(state, task->mutable_state());
+    while (figures != checkpoint.task_figures.end() && figures->task_id < task_id) ++figures;
+    if (figures == checkpoint.task_figures.end() || figures->task_id != task_id) continue;
+    task->set_worker_id(figures->worker_id);
+    task->set_acked_at_ms(figures->acked_at_ms);
+    ToProto(figures->reported, task);
+  }
+}
+
 void ToProto(const PendingSummary& p, v1::CheckpointInfo* out) {
   out->set_checkpoint_id(p.checkpoint_id);
   out->set_kind(ckpt::ToProto(p.kind));

@@ -21,6 +21,9 @@ Result<CheckpointRef> RefFromProto(const v1::CheckpointRef& proto, const std::st
 void ToProto(const CompletedCheckpoint& checkpoint, int expected_tasks, v1::CheckpointInfo* out);
 void ToProto(const RoundSummary& round, v1::CheckpointInfo* out);
 void ToProto(const PendingSummary& pending, v1::CheckpointInfo* out);
+// GetCheckpoint: a round in memory with its tasks, or a stored checkpoint with its tasks.
+void ToProto(const CheckpointDetail& detail, v1::CheckpointInfo* out);
+void AddTasks(const CompletedCheckpoint& checkpoint, v1::CheckpointInfo* out);
 v1::SavepointStatus ToProto(SavepointPhase phase);
 
 }  // namespace ckpt

@@ -4,7 +4,7 @@ namespace ckpt {
 
 Access AdminMethodAccess(std::string_view method) {
   static constexpr std::string_view kReads[] = {"GetPipeline", "ListPipelines", "ListCheckpoints",
-                                                "GetDaemonStatus"};
+                                                "GetDaemonStatus", "GetCheckpoint"};
   for (std::string_view read : kReads) {
     if (method == read) return Access::kRead;
   }

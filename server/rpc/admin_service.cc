@@ -1,6 +1,7 @@
 #include "rpc/admin_service.h"
 
 #include <charconv>
+#include <limits>
 #include <optional>
 
 #include "ckpt_version.h"
@@ -363,6 +364,46 @@ grpc::ServerUnaryReactor* AdminServiceImpl::ListCheckpoints(grpc::CallbackServer
               if (added > 0 && (cut_short || static_cast<int>(completed->size()) == limit)) {
                 resp->set_next_page_token(std::to_string(last_id));
               }
+              reactor->Finish(grpc::Status::OK);
+            });
+      });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* AdminServiceImpl::GetCheckpoint(grpc::CallbackServerContext* ctx,
+                                                          const v1::GetCheckpointRequest* req,
+                                                          v1::CheckpointInfo* resp) {
+  if (Status s = Admit(*ctx, "GetCheckpoint"); !s.ok()) return Reply(ctx, s);
+  const int64_t id = req->checkpoint_id();
+  if (id <= 0) return Reply(ctx, Status::InvalidArgument("checkpoint_id must be a positive id"));
+  auto runner = Lookup(req->pipeline().job_id(), req->pipeline().pipeline_id());
+  if (!runner.ok()) return Reply(ctx, runner.status());
+  auto* reactor = ctx->DefaultReactor();
+  // The pending round and the newest failed one are in memory (read on the strand); completed
+  // ones in the store, read off this thread by the backend.
+  (*runner)->Inspect(
+      [this, key = (*runner)->key(), id, reactor, resp](const PipelineCoordinator& c) {
+        if (auto detail = c.DescribeCheckpoint(id)) {
+          ToProto(*detail, resp);
+          return reactor->Finish(grpc::Status::OK);
+        }
+        const std::string missing = "checkpoint " + std::to_string(id) + " of pipeline " +
+                                    key.ToString() +
+                                    " is neither pending, nor a recent failure, nor in its history "
+                                    "(ckptctl checkpoint list shows what is)";
+        if (id == std::numeric_limits<int64_t>::max()) {
+          return reactor->Finish(ToGrpcStatus(Status::NotFound(missing)));
+        }
+        const int expected = static_cast<int>(c.spec().task_ids.size());
+        backend_.ListCompleted(
+            key, 1, id + 1,
+            [id, expected, missing, reactor, resp](Result<std::vector<CompletedCheckpoint>> found) {
+              if (!found.ok()) return reactor->Finish(ToGrpcStatus(found.status()));
+              if (found->empty() || found->front().checkpoint_id != id) {
+                return reactor->Finish(ToGrpcStatus(Status::NotFound(missing)));
+              }
+              ToProto(found->front(), expected, resp);
+              AddTasks(found->front(), resp);
               reactor->Finish(grpc::Status::OK);
             });
       });

@@ -63,6 +63,9 @@ class AdminServiceImpl final : public v1::AdminService::CallbackService {
   grpc::ServerUnaryReactor* ListCheckpoints(grpc::CallbackServerContext* ctx,
                                             const v1::ListCheckpointsRequest* req,
                                             v1::ListCheckpointsResponse* resp) override;
+  grpc::ServerUnaryReactor* GetCheckpoint(grpc::CallbackServerContext* ctx,
+                                          const v1::GetCheckpointRequest* req,
+                                          v1::CheckpointInfo* resp) override;
   grpc::ServerWriteReactor<v1::SavepointProgress>* TriggerSavepoint(
       grpc::CallbackServerContext* ctx, const v1::TriggerSavepointRequest* req) override;
   grpc::ServerUnaryReactor* GetDaemonStatus(grpc::CallbackServerContext* ctx,

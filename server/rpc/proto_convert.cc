@@ -1,5 +1,7 @@
 #include "rpc/proto_convert.h"
 
+#include <algorithm>
+
 namespace ckpt {
 
 v1::CheckpointKind ToProto(CheckpointKind kind) {
@@ -82,6 +84,13 @@ void ToProto(const TaskState& state, v1::TaskState* out) {
 
 TaskState FromProto(const v1::TaskState& state) {
   return TaskState{state.uri(), state.size_bytes(), state.checksum()};
+}
+
+AckFigures FiguresFromProto(const v1::Ack& ack) {
+  auto figure = [](int64_t value) { return std::max<int64_t>(value, 0); };
+  return AckFigures{figure(ack.sync_duration_ms()), figure(ack.async_duration_ms()),
+                    figure(ack.alignment_duration_ms()),
+                    figure(ack.bytes_processed_during_alignment())};
 }
 
 void StampEpoch(int64_t epoch, v1::CoordinatorMessage* out) {

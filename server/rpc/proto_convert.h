@@ -15,5 +15,7 @@ void ToProto(const OutboundMessage& message, v1::CoordinatorMessage* out);
 void StampEpoch(int64_t epoch, v1::CoordinatorMessage* out);
 void ToProto(const TaskState& state, v1::TaskState* out);
 TaskState FromProto(const v1::TaskState& state);
+// The ack's optional figures; a negative one (nonsense) counts as not reported.
+AckFigures FiguresFromProto(const v1::Ack& ack);
 
 }  // namespace ckpt

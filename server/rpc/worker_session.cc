@@ -96,7 +96,8 @@ bool WorkerSession::HandleMessage() {
                                     std::to_string(kMaxReasonBytes)));
         return false;
       }
-      pipeline->Ack(id_, in_.ack().checkpoint_id(), in_.ack().task_id(), FromProto(state));
+      pipeline->Ack(id_, in_.ack().checkpoint_id(), in_.ack().task_id(), FromProto(state),
+                    FiguresFromProto(in_.ack()));
       return true;
     }
     case v1::WorkerMessage::kDecline:

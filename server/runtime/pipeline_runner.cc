@@ -137,10 +137,10 @@ void PipelineRunner::Register(SessionId session, std::shared_ptr<SessionSink> si
 }
 
 void PipelineRunner::Ack(SessionId session, int64_t checkpoint_id, std::string task_id,
-                         TaskState state) {
+                         TaskState state, AckFigures reported) {
   ++metrics_.acks_total;
   Post([=, task_id = std::move(task_id), state = std::move(state)](PipelineRunner& r) {
-    r.Run(r.coordinator_.OnAck(session, checkpoint_id, task_id, state));
+    r.Run(r.coordinator_.OnAck(session, checkpoint_id, task_id, state, reported));
   });
 }
 

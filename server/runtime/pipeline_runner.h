@@ -56,7 +56,8 @@ class PipelineRunner : public std::enable_shared_from_this<PipelineRunner> {
 
   // Worker stream events. Register answers on `sink`: welcome, or End with the error.
   void Register(SessionId session, std::shared_ptr<SessionSink> sink, HelloInfo hello);
-  void Ack(SessionId session, int64_t checkpoint_id, std::string task_id, TaskState state);
+  void Ack(SessionId session, int64_t checkpoint_id, std::string task_id, TaskState state,
+           AckFigures reported = {});
   void Decline(SessionId session, int64_t checkpoint_id, std::string task_id, std::string reason,
                bool expired);
   void RequestSavepoint(SessionId session, std::string target, bool stop);

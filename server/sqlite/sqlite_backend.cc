@@ -165,7 +165,7 @@ struct SqliteBackend::WriterConn {
     const std::string what =
         "checkpoint " + std::to_string(cp.checkpoint_id) + " of " + key.ToString();
     if (cp.checkpoint_id <= 0) return Status::InvalidArgument(what + ": ids start at 1");
-    auto states = TaskStatesToJson(cp.task_states);
+    auto states = TaskStatesToJson(cp);
     if (!states.ok()) return Status::InvalidArgument(what + ": " + states.status().message());
     bool exists = false;
     if (Status s = PutProgress(key, commit.progress_after, &exists); !s.ok()) return s;
@@ -483,11 +483,9 @@ Status SqliteBackend::LoadHistories(std::vector<StoredPipeline>* pipelines) {
     newest.triggered_at_ms = stmt.ColumnInt(5);
     newest.finished_at_ms = stmt.ColumnInt(6);
     newest.location = stmt.ColumnText(7);
-    auto states = TaskStatesFromJson(stmt.ColumnText(8));
-    if (!states) {
+    if (!TaskStatesFromJson(stmt.ColumnText(8), &newest.task_states, &newest.task_figures)) {
       return Status::DataLoss("unreadable task states of " + where + "; refusing to start on it");
     }
-    newest.task_states = std::move(*states);
   }
   if (rc != SQLITE_DONE) return reader_->db.Error(rc, "loading checkpoint histories from " + path_);
   return Status::Ok();
@@ -516,9 +514,9 @@ Result<std::vector<CompletedCheckpoint>> SqliteBackend::ListCompleted(const Pipe
     cp.triggered_at_ms = stmt.ColumnInt(2);
     cp.finished_at_ms = stmt.ColumnInt(3);
     cp.location = stmt.ColumnText(4);
-    auto states = TaskStatesFromJson(stmt.ColumnText(5));
-    if (!states) return Status::Internal("unreadable task states of " + where);
-    cp.task_states = std::move(*states);
+    if (!TaskStatesFromJson(stmt.ColumnText(5), &cp.task_states, &cp.task_figures)) {
+      return Status::Internal("unreadable task states of " + where);
+    }
     checkpoints.push_back(std::move(cp));
   }
   if (rc != SQLITE_DONE) {

@@ -3,6 +3,8 @@
 #include <nlohmann/json.hpp>
 #include <utility>
 
+#include "store/task_json.h"
+
 namespace ckpt::sqlite {
 
 using nlohmann::json;
@@ -54,14 +56,9 @@ Result<std::string> TaskIdsToJson(const std::vector<std::string>& task_ids) {
   }
 }
 
-Result<std::string> TaskStatesToJson(const std::map<std::string, TaskState>& states) {
+Result<std::string> TaskStatesToJson(const CompletedCheckpoint& checkpoint) {
   try {
-    json object = json::object();
-    for (const auto& [task_id, state] : states) {
-      object[task_id] = {
-          {"uri", state.uri}, {"size_bytes", state.size_bytes}, {"checksum", state.checksum}};
-    }
-    return object.dump();
+    return TasksJson(checkpoint).dump();
   } catch (const json::exception& e) {
     return Status::InvalidArgument(std::string("task states cannot be stored: ") + e.what());
   }
@@ -79,23 +76,10 @@ std::optional<std::vector<std::string>> TaskIdsFromJson(const std::string& text)
   return ids;
 }
 
-std::optional<std::map<std::string, TaskState>> TaskStatesFromJson(const std::string& text) {
+bool TaskStatesFromJson(const std::string& text, std::map<std::string, TaskState>* states,
+                        std::vector<TaskFigures>* figures) {
   json value = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (!value.is_object()) return std::nullopt;
-  std::map<std::string, TaskState> states;
-  for (const auto& [task_id, state] : value.items()) {
-    if (!state.is_object()) return std::nullopt;
-    auto uri = state.find("uri");
-    auto size = state.find("size_bytes");
-    auto checksum = state.find("checksum");
-    if (uri == state.end() || !uri->is_string() || size == state.end() ||
-        !size->is_number_integer() || checksum == state.end() || !checksum->is_string()) {
-      return std::nullopt;
-    }
-    states[task_id] =
-        TaskState{uri->get<std::string>(), size->get<int64_t>(), checksum->get<std::string>()};
-  }
-  return states;
+  return ReadTasksJson(value, states, figures);
 }
 
 namespace {

@@ -25,10 +25,13 @@ std::optional<StickyState> StickyFromInt(int64_t value);
 // JSON rather than a joined string: any id round-trips, and an empty list is distinct from [""].
 // Text that is not valid UTF-8 fails the one write (INVALID_ARGUMENT), never the daemon.
 Result<std::string> TaskIdsToJson(const std::vector<std::string>& task_ids);
-Result<std::string> TaskStatesToJson(const std::map<std::string, TaskState>& states);
+// Every task's state and figures (store/task_json.h).
+Result<std::string> TaskStatesToJson(const CompletedCheckpoint& checkpoint);
 // nullopt: the text is not what the To* functions write.
 std::optional<std::vector<std::string>> TaskIdsFromJson(const std::string& text);
-std::optional<std::map<std::string, TaskState>> TaskStatesFromJson(const std::string& text);
+// False: the text is not what TaskStatesToJson writes. `figures` may be null (not wanted).
+bool TaskStatesFromJson(const std::string& text, std::map<std::string, TaskState>* states,
+                        std::vector<TaskFigures>* figures);
 
 // The pipelines table's columns, in the order BindRecord binds (?1..?20) and ReadRecord reads
 // (0..19). Columns kFirstProgressColumn.. are the progress (PipelineProgress).

@@ -56,7 +56,7 @@ CREATE TABLE checkpoints (
   triggered_at_ms INTEGER NOT NULL,
   finished_at_ms  INTEGER NOT NULL,
   location        TEXT    NOT NULL,
-  task_states     TEXT    NOT NULL,  -- JSON object: task_id -> {uri, size_bytes, checksum}
+  task_states     TEXT    NOT NULL,  -- JSON object: task_id -> {uri, size_bytes, checksum, and the task's figures} (store/task_json.h)
   PRIMARY KEY (job_id, pipeline_id, checkpoint_id)
 );
 )sql";

@@ -382,6 +382,34 @@ class CkptctlTest(unittest.TestCase):
         self.assertIn("waiting for 2 tasks: ", table)
         self.assertIn("No finished checkpoints.", table)
 
+    def test_checkpoint_get_shows_each_task_slowest_first(self):
+        self.start_daemon()
+        self.start_sim("gt", 1, 3, "--interval", "200ms", "--ack-delay-ms", "30")
+        e2e.wait_until(lambda: any(c["status"] == "COMPLETED"
+                                   for c in self.json_of("checkpoint", "list", "gt", "p0")),
+                       30, "a completed checkpoint")
+        done = [c for c in self.json_of("checkpoint", "list", "gt", "p0")
+                if c["status"] == "COMPLETED"][0]
+        got = self.json_of("checkpoint", "get", "gt", "p0", str(done["checkpoint_id"]))
+        self.assertEqual((got["checkpoint_id"], got["status"]), (done["checkpoint_id"], "COMPLETED"))
+        self.assertEqual([t["task_id"] for t in got["tasks"]], ["0", "1", "2"])
+        for t in got["tasks"]:
+            self.assertGreaterEqual(t["acked_at_ms"], got["triggered_at_ms"])
+            self.assertTrue(t["worker_id"], t)
+            self.assertTrue(t["state"]["uri"], t)
+            # The simulator reports its ack delay: a fifth sync, the rest async.
+            self.assertGreater(t["sync_duration_ms"] + t["async_duration_ms"], 0, t)
+        table = self.ok("checkpoint", "get", "gt", "p0", str(done["checkpoint_id"])).stdout
+        lines = table.splitlines()
+        self.assertTrue(lines[0].startswith(f"CHECKPOINT {done['checkpoint_id']}: COMPLETED"), table)
+        header = [line for line in lines if line.startswith("TASK")][0]
+        for column in ("WORKER", "ACK AFTER", "SYNC", "ASYNC", "ALIGNMENT", "SIZE", "STATE URI"):
+            self.assertIn(column, header)
+        line = self.assert_one_line_error(self.ctl("checkpoint", "get", "gt", "p0", "999999"),
+                                          code=1)
+        self.assertIn("NOT_FOUND", line)
+        self.assert_one_line_error(self.ctl("checkpoint", "get", "gt", "p0", "0"), code=2)
+
     def test_savepoint_with_stop_leaves_the_pipelines_stopped(self):
         self.start_daemon()
         self.start_sim("st", 2, 1, "--interval", "1h", "--timeout", "30s")

@@ -1,6 +1,8 @@
 // AdminService against a real daemon: every RPC's success and error paths, and savepoints.
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "ckpt/v1/admin.grpc.pb.h"
 #include "daemon_fixture.h"
 #include "raw_worker.h"
@@ -499,6 +501,71 @@ TEST_F(AdminTest, ACreateDuringShutdownsGracePeriodIsRefused) {
       << refused.error_message();
   worker.Ack(trigger->trigger().checkpoint_id(), "a");  // lets the grace period end
   stopped.get();
+}
+
+TEST_F(AdminTest, GetCheckpointShowsEachTasksPartPendingThenFromTheStore) {
+  StartAdmin();
+  ASSERT_TRUE(Create("inspect", {"a", "b"}, /*interval_ms=*/3600000).ok());
+  RawWorker w(channel_);
+  w.Hello("job", "inspect", {"a", "b"}, /*takeover=*/false, "w-inspect");
+  ASSERT_TRUE(w.WaitWelcome());
+  v1::CheckpointInfo triggered;
+  {
+    grpc::ClientContext ctx;
+    ASSERT_TRUE(admin_->TriggerCheckpoint(&ctx, Ref("inspect"), &triggered).ok());
+  }
+  const int64_t id = triggered.checkpoint_id();
+  ASSERT_TRUE(w.WaitTrigger());
+  v1::WorkerMessage ack;
+  ack.mutable_ack()->set_checkpoint_id(id);
+  ack.mutable_ack()->set_task_id("b");
+  ack.mutable_ack()->mutable_state()->set_uri("s3://b");
+  ack.mutable_ack()->set_sync_duration_ms(12);
+  ack.mutable_ack()->set_async_duration_ms(340);
+  ack.mutable_ack()->set_alignment_duration_ms(-5);  // nonsense: not reported
+  ack.mutable_ack()->set_bytes_processed_during_alignment(2048);
+  ASSERT_TRUE(w.Write(ack));
+
+  auto get = [&](int64_t checkpoint_id, v1::CheckpointInfo* info) {
+    v1::GetCheckpointRequest req;
+    *req.mutable_pipeline() = Ref("inspect");
+    req.set_checkpoint_id(checkpoint_id);
+    grpc::ClientContext ctx;
+    return admin_->GetCheckpoint(&ctx, req, info);
+  };
+  v1::CheckpointInfo pending;
+  ASSERT_TRUE(Eventually([&] {
+    pending.Clear();
+    return get(id, &pending).ok() && pending.acked_tasks() == 1;
+  }));
+  EXPECT_EQ(pending.status(), v1::CHECKPOINT_STATUS_PENDING);
+  ASSERT_EQ(pending.tasks_size(), 2);
+  EXPECT_EQ(pending.tasks(0).task_id(), "a");
+  EXPECT_EQ(pending.tasks(0).acked_at_ms(), 0);
+  EXPECT_EQ(pending.tasks(0).worker_id(), "w-inspect") << "who holds it";
+  EXPECT_EQ(pending.pending_tasks_total(), 1);
+  EXPECT_GT(pending.tasks(1).acked_at_ms(), 0);
+  EXPECT_EQ(pending.tasks(1).sync_duration_ms(), 12);
+  EXPECT_EQ(pending.tasks(1).alignment_duration_ms(), 0);
+
+  ASSERT_TRUE(w.Ack(id, "a"));
+  ASSERT_TRUE(w.WaitComplete());
+  v1::CheckpointInfo completed;
+  ASSERT_TRUE(get(id, &completed).ok());
+  EXPECT_EQ(completed.status(), v1::CHECKPOINT_STATUS_COMPLETED);
+  ASSERT_EQ(completed.tasks_size(), 2);
+  EXPECT_EQ(completed.tasks(1).task_id(), "b");
+  EXPECT_EQ(completed.tasks(1).worker_id(), "w-inspect");
+  EXPECT_EQ(completed.tasks(1).state().uri(), "s3://b");
+  EXPECT_EQ(completed.tasks(1).async_duration_ms(), 340);
+  EXPECT_EQ(completed.tasks(1).bytes_processed_during_alignment(), 2048);
+  EXPECT_EQ(completed.tasks(1).acked_at_ms(), pending.tasks(1).acked_at_ms());
+
+  v1::CheckpointInfo none;
+  EXPECT_EQ(get(id + 1000, &none).error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(get(0, &none).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(get(std::numeric_limits<int64_t>::max(), &none).error_code(),
+            grpc::StatusCode::NOT_FOUND);
 }
 
 }  // namespace

@@ -89,6 +89,11 @@ CompletedCheckpoint WideCheckpoint(int64_t id) {
     cp.task_states["task-" + std::to_string(t)] = {
         "s3://bucket/state/a-rather-long-path/for/every/task/" + std::to_string(t), t, "crc"};
   }
+  // Every task's figures, in the chunks beside its state.
+  cp.task_figures.clear();
+  for (const auto& [task, state] : cp.task_states) {
+    cp.task_figures.push_back({task, "w-" + task, cp.triggered_at_ms + 10, {1, 2, 0, 0}});
+  }
   return cp;
 }
 

@@ -225,8 +225,9 @@ Actions CheckedCoordinator::OnSessionEnded(SessionId session, const std::string&
 }
 
 Actions CheckedCoordinator::OnAck(SessionId session, int64_t checkpoint_id,
-                                  const std::string& task_id, const TaskState& state) {
-  Actions out = c_.OnAck(session, checkpoint_id, task_id, state);
+                                  const std::string& task_id, const TaskState& state,
+                                  const AckFigures& reported) {
+  Actions out = c_.OnAck(session, checkpoint_id, task_id, state, reported);
   Apply({CoordinatorCall::kAck, checkpoint_id, session, task_id}, out);
   return out;
 }

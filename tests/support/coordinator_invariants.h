@@ -125,7 +125,7 @@ class CheckedCoordinator {
       SessionId session, const std::string& why,
       PipelineCoordinator::SessionEnd end = PipelineCoordinator::SessionEnd::kLost);
   Actions OnAck(SessionId session, int64_t checkpoint_id, const std::string& task_id,
-                const TaskState& state);
+                const TaskState& state, const AckFigures& reported = {});
   Actions OnDecline(SessionId session, int64_t checkpoint_id, const std::string& task_id,
                     const std::string& reason, bool expired);
   // The store's answers. An OnCommitted/OnCommitFailed of another id than the commit the store
@@ -153,6 +153,9 @@ class CheckedCoordinator {
   Actions OnPinDropped(int64_t checkpoint_id);
   PipelineCoordinator::Outcome Restore(const PipelineKey& source, CompletedCheckpoint checkpoint);
   RestorePoint CurrentRestorePoint() const { return c_.CurrentRestorePoint(); }
+  std::optional<CheckpointDetail> DescribeCheckpoint(int64_t checkpoint_id) const {
+    return c_.DescribeCheckpoint(checkpoint_id);
+  }
   Actions OnCheckpointsDeleted(const std::vector<int64_t>& checkpoint_ids);
   Actions OnCheckpointsDeleteFailed(const std::vector<int64_t>& checkpoint_ids,
                                     const Status& error);

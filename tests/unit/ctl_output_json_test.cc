@@ -97,6 +97,30 @@ TEST(CtlOutputJson, EmptyPipelineStillHasEveryKey) {
   EXPECT_EQ(json["job_id"], "");
 }
 
+TEST(CtlOutputJson, CheckpointTasksCarryEveryFigure) {
+  v1::CheckpointInfo c;
+  c.set_checkpoint_id(3);
+  v1::TaskCheckpointInfo* t = c.add_tasks();
+  t->set_task_id("a");
+  t->set_worker_id("w1");
+  t->set_acked_at_ms(1700);
+  t->mutable_state()->set_uri("s3://a");
+  t->set_sync_duration_ms(1);
+  t->set_async_duration_ms(2);
+  t->set_alignment_duration_ms(3);
+  t->set_bytes_processed_during_alignment(4);
+  const Json json = CheckpointJson(c);
+  ASSERT_EQ(json["tasks"].size(), 1u);
+  EXPECT_EQ(Keys(json["tasks"][0]),
+            (std::vector<std::string>{"task_id", "worker_id", "acked_at_ms", "state",
+                                      "sync_duration_ms", "async_duration_ms",
+                                      "alignment_duration_ms",
+                                      "bytes_processed_during_alignment"}));
+  EXPECT_EQ(json["tasks"][0]["worker_id"], "w1");
+  EXPECT_EQ(json["tasks"][0]["state"]["uri"], "s3://a");
+  EXPECT_EQ(json["tasks"][0]["bytes_processed_during_alignment"], 4);
+}
+
 TEST(CtlOutputJson, CheckpointWithStateSortedByTask) {
   v1::CheckpointInfo c;
   c.set_checkpoint_id(12);
@@ -120,7 +144,8 @@ TEST(CtlOutputJson, CheckpointWithStateSortedByTask) {
   EXPECT_EQ(Keys(json), (std::vector<std::string>{
                             "checkpoint_id", "kind", "status", "triggered_at_ms", "finished_at_ms",
                             "acked_tasks", "expected_tasks", "failure_reason", "location", "state",
-                            "pending_tasks", "pending_tasks_total"}));
+                            "pending_tasks", "pending_tasks_total", "tasks"}));
+  EXPECT_EQ(json["tasks"], Json::array()) << "a list view's: GetCheckpoint fills it";
   EXPECT_EQ(json["kind"], "SAVEPOINT_AND_STOP");
   EXPECT_EQ(json["status"], "COMPLETED");
   EXPECT_EQ(json["failure_reason"], "");

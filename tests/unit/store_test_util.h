@@ -67,6 +67,9 @@ inline CompletedCheckpoint MakeCheckpoint(int64_t id,
   if (kind != CheckpointKind::kCheckpoint) cp.location = "s3://bucket/sp-" + std::to_string(id);
   cp.task_states["0"] = {"file:///state/" + std::to_string(id) + "/0", 100 + id, "crc:0"};
   cp.task_states["1"] = {"file:///state/" + std::to_string(id) + "/1", 200 + id, "crc:1"};
+  // Task 1's figures kept, task 0's not (checkpoints stored before figures were have none).
+  cp.task_figures = {
+      {"1", "worker-" + std::to_string(id), cp.triggered_at_ms + 200, {5, 190, 3, 0}}};
   return cp;
 }
 

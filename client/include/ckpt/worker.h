@@ -102,6 +102,15 @@ struct TaskStateInfo {
   std::string checksum;
 };
 
+// What a task may tell operators about its part of a checkpoint (shown by `ckptctl checkpoint
+// get` and the web view); 0: not reported. Durations in milliseconds.
+struct AckFigures {
+  int64_t sync_duration_ms = 0;       // the barrier's synchronous snapshot
+  int64_t async_duration_ms = 0;      // the asynchronous part (the upload)
+  int64_t alignment_duration_ms = 0;  // waiting for the barrier on every input
+  int64_t bytes_processed_during_alignment = 0;
+};
+
 // Where this stream's tasks restore from: the pipeline's newest durable checkpoint or savepoint
 // (or one an operator chose). checkpoint_id 0: a fresh pipeline, start empty.
 struct RestorePoint {
@@ -257,8 +266,9 @@ class PipelineWorker {
   // Connects. Only the first call has an effect.
   virtual void Start() = 0;
 
-  // The task's snapshot for this checkpoint is done.
-  virtual void Ack(int64_t checkpoint_id, std::string task_id, TaskStateInfo state) = 0;
+  // The task's snapshot for this checkpoint is done; `figures` (optional) say how it went.
+  virtual void Ack(int64_t checkpoint_id, std::string task_id, TaskStateInfo state,
+                   AckFigures figures = {}) = 0;
   // The task cannot take this checkpoint (expired: it gave up waiting locally); it fails at once.
   virtual void Decline(int64_t checkpoint_id, std::string task_id, std::string reason,
                        bool expired = false) = 0;

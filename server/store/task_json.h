@@ -1,0 +1,33 @@
+#pragma once
+// One task's part of a completed checkpoint as both store backends write it: a JSON object with
+// its state (uri, size_bytes, checksum) and, when kept, its figures (worker_id, acked_at_ms and
+// the durations it reported; zeros left out). SQLite keeps one object per task in a column,
+// etcd in a value or its chunks; both read what the other writes.
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/types.h"
+
+namespace ckpt {
+
+// `figures`: null when the task has none.
+nlohmann::json TaskJson(const TaskState& state, const TaskFigures* figures);
+
+// False when `value` is not a task's object. `figures` (may be null: not wanted) is filled when
+// the object holds any, with `task_id`.
+bool ReadTaskJson(const std::string& task_id, const nlohmann::json& value, TaskState* state,
+                  TaskFigures* figures, bool* has_figures);
+
+// The object of every task of `checkpoint` (task id -> TaskJson), figures beside their states.
+nlohmann::json TasksJson(const CompletedCheckpoint& checkpoint);
+
+// Reads TasksJson's object into task_states and, unless `figures` is null, the figures (by task
+// id). False when it is not such an object.
+bool ReadTasksJson(const nlohmann::json& object, std::map<std::string, TaskState>* states,
+                   std::vector<TaskFigures>* figures);
+
+}  // namespace ckpt
