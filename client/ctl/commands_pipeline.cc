@@ -185,6 +185,18 @@ CommandResult RunRefCall(const GlobalOptions& global, const PipelineFlags& flags
   return CommandResult::Ok();
 }
 
+CommandResult RunWhy(const GlobalOptions& global, const PipelineFlags& flags) {
+  Connection connection(global);
+  v1::PipelineExplanation explanation;
+  const std::string error = connection.Call(&v1::AdminService::Stub::ExplainPipeline,
+                                            Ref(flags.job, flags.pipeline), &explanation);
+  if (!error.empty()) return CommandResult::Failed(error);
+  const std::string text =
+      global.json() ? Dump(ExplanationJson(explanation)) : ExplanationView(explanation, NowMs());
+  std::fputs(text.c_str(), stdout);
+  return CommandResult::Ok();
+}
+
 CommandResult RunRestore(const GlobalOptions& global, const PipelineFlags& flags) {
   v1::RestorePipelineRequest request;
   *request.mutable_pipeline() = Ref(flags.job, flags.pipeline);
@@ -338,6 +350,11 @@ void AddPipelineCommands(CLI::App& app, CommandContext& context) {
        "  ckptctl pipeline pause etl p0"},
       {"resume", "Resume periodic checkpoints; also clears FAILED and STOPPED",
        "  ckptctl pipeline resume etl p0"},
+      {"why",
+       "Why the pipeline is not checkpointing now: one sentence (which task of which worker "
+       "holds the pending round, how long against its timeout and recent rounds; or PAUSED, "
+       "FAILED, tasks missing...), then the fields",
+       "  ckptctl pipeline why etl p0\n  ckptctl pipeline why etl p0 -o json"},
   };
   for (const RefCommand& ref : ref_commands) {
     auto flags = std::make_shared<PipelineFlags>();
@@ -355,6 +372,7 @@ void AddPipelineCommands(CLI::App& app, CommandContext& context) {
         if (name == "resume") {
           return RunRefCall(g, *flags, &v1::AdminService::Stub::ResumePipeline, "Resumed");
         }
+        if (name == "why") return RunWhy(g, *flags);
         return RunDelete(g, *flags);
       };
     });

@@ -26,6 +26,10 @@ std::string ShortName(v1::CheckpointStatus status) {
   return Strip(v1::CheckpointStatus_Name(status), "CHECKPOINT_STATUS_", status);
 }
 
+std::string ShortName(v1::PipelineHoldup holdup) {
+  return Strip(v1::PipelineHoldup_Name(holdup), "PIPELINE_HOLDUP_", holdup);
+}
+
 std::string ShortName(v1::SavepointStatus status) {
   return Strip(v1::SavepointStatus_Name(status), "SAVEPOINT_STATUS_", status);
 }

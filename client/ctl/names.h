@@ -16,6 +16,7 @@ std::string ShortName(v1::PipelineState state);
 std::string ShortName(v1::CheckpointKind kind);
 std::string ShortName(v1::CheckpointStatus status);
 std::string ShortName(v1::SavepointStatus status);
+std::string ShortName(v1::PipelineHoldup holdup);
 
 // "single", "leader" or "standby" (lowercase, as the JSON of `ckptctl status` has it). A daemon
 // older than the role field says UNSPECIFIED: it has no HA, so "single".

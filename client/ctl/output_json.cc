@@ -94,6 +94,37 @@ Json CheckpointJson(const v1::CheckpointInfo& c) {
   };
 }
 
+Json ExplanationJson(const v1::PipelineExplanation& e) {
+  Json tasks = Json::array();
+  for (const v1::TaskHoldup& t : e.tasks()) {
+    tasks.push_back({{"task_id", t.task_id()},
+                     {"worker_id", t.worker_id()},
+                     {"session_id", t.session_id()},
+                     {"since_ms", t.since_ms()},
+                     {"last_message_at_ms", t.last_message_at_ms()}});
+  }
+  return {
+      {"summary", e.summary()},
+      {"holdup", ShortName(e.holdup())},
+      {"state", ShortName(e.state())},
+      {"state_reason", e.state_reason()},
+      {"state_since_ms", e.state_since_ms()},
+      {"pending_checkpoint_id", e.pending_checkpoint_id()},
+      {"pending_kind", e.pending_checkpoint_id() > 0 ? ShortName(e.pending_kind()) : ""},
+      {"pending_age_ms", e.pending_age_ms()},
+      {"timeout_ms", e.timeout_ms()},
+      {"stuck_threshold_ms", e.stuck_threshold_ms()},
+      {"recent_p95_duration_ms", e.recent_p95_duration_ms()},
+      {"recent_rounds", e.recent_rounds()},
+      {"tasks", std::move(tasks)},
+      {"tasks_total", e.tasks_total()},
+      {"next_trigger_in_ms", e.next_trigger_in_ms()},
+      {"interval_ms", e.interval_ms()},
+      {"last_completed_checkpoint_id", e.last_completed_checkpoint_id()},
+      {"last_completed_at_ms", e.last_completed_at_ms()},
+  };
+}
+
 Json DaemonStatusJson(const v1::DaemonStatus& s) {
   return {
       {"version", s.version()},

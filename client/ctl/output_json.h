@@ -17,6 +17,7 @@ Json PipelineJson(const v1::Pipeline& pipeline);
 // failure_reason, location, state {task_id: {uri, size_bytes, checksum}} (sorted by task id),
 // pending_tasks.
 Json CheckpointJson(const v1::CheckpointInfo& checkpoint);
+Json ExplanationJson(const v1::PipelineExplanation& explanation);
 // Every DaemonStatus field under its proto name; `role` lowercase (single, leader, standby).
 Json DaemonStatusJson(const v1::DaemonStatus& status);
 // {job_id, status, savepoints: [{pipeline_id, savepoint_id, status, location, failure_reason,

@@ -202,6 +202,51 @@ std::string CheckpointTasksView(const v1::CheckpointInfo& c, int64_t now_ms) {
   return text + table.Render();
 }
 
+std::string ExplanationView(const v1::PipelineExplanation& e, int64_t now_ms) {
+  std::string text = e.summary() + "\n\n";
+  Table fields;
+  fields.AddRow({"Holdup:", ShortName(e.holdup())});
+  fields.AddRow({"State:", ShortName(e.state()) +
+                               (e.state_reason().empty() ? "" : " (" + e.state_reason() + ")")});
+  if (e.state_since_ms() > 0) fields.AddRow({"Since:", FormatAgo(e.state_since_ms(), now_ms)});
+  if (e.pending_checkpoint_id() > 0) {
+    fields.AddRow({"Pending:", ShortName(e.pending_kind()) + " " +
+                                   std::to_string(e.pending_checkpoint_id()) + " for " +
+                                   FormatDuration(e.pending_age_ms()) + " (timeout " +
+                                   FormatDuration(e.timeout_ms()) + ", stuck after " +
+                                   FormatDuration(e.stuck_threshold_ms()) + ")"});
+  }
+  fields.AddRow({"Recent rounds:", e.recent_rounds() == 0
+                                       ? "none completed yet"
+                                       : std::to_string(e.recent_rounds()) + ", p95 " +
+                                             FormatDuration(e.recent_p95_duration_ms())});
+  if (e.next_trigger_in_ms() >= 0 && e.pending_checkpoint_id() == 0) {
+    fields.AddRow({"Next trigger:", "in " + FormatDuration(e.next_trigger_in_ms()) + " (interval " +
+                                        FormatDuration(e.interval_ms()) + ")"});
+  }
+  fields.AddRow({"Last completed:", IdOrDash(e.last_completed_checkpoint_id()) +
+                                        (e.last_completed_at_ms() > 0
+                                             ? ", " + FormatAgo(e.last_completed_at_ms(), now_ms)
+                                             : "")});
+  text += fields.Render();
+  if (e.tasks_size() == 0) return text;
+  text += "\nWaiting for " + std::to_string(e.tasks_total()) +
+          (e.tasks_total() == 1 ? " task" : " tasks") +
+          (e.tasks_total() > e.tasks_size()
+               ? " (the first " + std::to_string(e.tasks_size()) + " listed)"
+               : "") +
+          ":\n";
+  Table tasks({"TASK", "WORKER", "SESSION", "SINCE", "LAST MESSAGE"});
+  for (const v1::TaskHoldup& t : e.tasks()) {
+    const bool held = !t.worker_id().empty();
+    tasks.AddRow({t.task_id(), held ? t.worker_id() : "(no worker)",
+                  held ? std::to_string(t.session_id()) : "-",
+                  t.since_ms() > 0 ? FormatAgo(t.since_ms(), now_ms) : "before the start",
+                  t.last_message_at_ms() > 0 ? FormatAgo(t.last_message_at_ms(), now_ms) : "-"});
+  }
+  return text + tasks.Render();
+}
+
 std::string TriggeredLine(const std::string& job_id, const std::string& pipeline_id,
                           const v1::CheckpointInfo& c) {
   return "Triggered " + ShortName(c.kind()) + " " + std::to_string(c.checkpoint_id()) + " of " +

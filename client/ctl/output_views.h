@@ -36,6 +36,10 @@ std::string CheckpointsView(const Checkpoints& checkpoints, int64_t now_ms);
 // task, worker, ack after (from the trigger), sync, async, alignment, state size and URI.
 std::string CheckpointTasksView(const v1::CheckpointInfo& checkpoint, int64_t now_ms);
 
+// `pipeline why`: the sentence, then the fields (a "Key: value" line each), then the tasks it
+// waits for (worker, session, since, last message).
+std::string ExplanationView(const v1::PipelineExplanation& explanation, int64_t now_ms);
+
 // A one-line account of a checkpoint just triggered.
 std::string TriggeredLine(const std::string& job_id, const std::string& pipeline_id,
                           const v1::CheckpointInfo& checkpoint);

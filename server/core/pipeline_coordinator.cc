@@ -56,6 +56,7 @@ PipelineCoordinator::PipelineCoordinator(const StoredPipeline& stored, const Clo
     restore_ = std::make_unique<const HeldRestorePoint>(spec_.key, false, *stored.newest);
   }
   restore_rescaled_ = RestoreSetDiffers();
+  if (!expected_.empty()) tasks_missing_since_ms_ = clock_.WallMs();  // no stream yet
 }
 
 Actions PipelineCoordinator::Start(bool restarted) {
@@ -390,7 +391,7 @@ void PipelineCoordinator::FailRound(CheckpointStatus status, const std::string& 
   if (cause == FailureCause::kCounted) {
     ++counters_.consecutive_failures;
     if (counters_.consecutive_failures > spec_.tolerable_failures) {
-      sticky_ = StickyState::kFailed;
+      SetSticky(StickyState::kFailed);
       const std::string why = "FAILED after " + std::to_string(counters_.consecutive_failures) +
                               " consecutive failed checkpoints (tolerable_failures " +
                               std::to_string(spec_.tolerable_failures) + "); the last: " + reason;
@@ -429,7 +430,8 @@ Actions PipelineCoordinator::OnCommitted(int64_t checkpoint_id) {
   last_completed_id_ = round.id;
   last_completed_kind_ = round.kind;
   last_completed_at_ms_ = clock_.WallMs();
-  if (round.kind == CheckpointKind::kSavepointAndStop) sticky_ = StickyState::kStopped;
+  recent_durations_.Add(std::chrono::duration_cast<Millis>(now - round.triggered_at).count());
+  if (round.kind == CheckpointKind::kSavepointAndStop) SetSticky(StickyState::kStopped);
   // Every session registered now, including one that joined after the trigger (CONTRACT.md).
   out.push_back(SendComplete{Sessions(), round.id, round.kind});
   AdoptCompleted(round.id, round.kind, round.target, std::move(round.acked), round.keep, out);
@@ -483,7 +485,7 @@ PipelineCoordinator::Outcome PipelineCoordinator::Pause() {
                                           "; only an active pipeline pauses");
     return o;
   }
-  sticky_ = StickyState::kPaused;
+  SetSticky(StickyState::kPaused);
   FinishQueuedSavepoint("pipeline PAUSED", o.actions);
   o.actions.push_back(Log{LogLevel::kInfo, "pipeline paused"});
   AnnounceState("paused by an operator", o.actions);
@@ -501,7 +503,7 @@ PipelineCoordinator::Outcome PipelineCoordinator::Resume() {
   }
   o.actions.push_back(
       Log{LogLevel::kInfo, std::string("pipeline resumed from ") + PipelineStateName(State())});
-  sticky_ = StickyState::kActive;
+  SetSticky(StickyState::kActive);
   counters_.consecutive_failures = 0;
   BumpGeneration("resume", o.actions);
   // The pipelines of a job resumed together are overdue together.

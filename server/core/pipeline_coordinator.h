@@ -20,6 +20,8 @@
 #include "common/status.h"
 #include "core/actions.h"
 #include "core/clock.h"
+#include "core/explanation.h"
+#include "core/recent_durations.h"
 #include "core/restore_pins.h"
 #include "core/types.h"
 
@@ -293,6 +295,9 @@ class PipelineCoordinator {
   // tasks are kept: one round's worth of memory a pipeline); nothing for any other id, which
   // only the store may hold (pipeline_coordinator_inspect.cc).
   std::optional<CheckpointDetail> DescribeCheckpoint(int64_t checkpoint_id) const;
+  // ExplainPipeline: what holds the pipeline up now (explanation.h). The tasks' last message
+  // times are left for the runtime, whose streams know them. `stuck_threshold_ms` 0: automatic.
+  Explanation Explain(int64_t stuck_threshold_ms = 0) const;
   // Newest first.
   const std::vector<RoundSummary>& RecentRounds() const { return recent_; }
   std::vector<SessionId> Sessions() const;
@@ -343,6 +348,7 @@ class PipelineCoordinator {
     std::vector<std::string> task_ids;
     WarnBudget warn_budget;
     std::string principal;
+    int64_t registered_at_ms = 0;  // wall clock: since when it holds its tasks
   };
   enum class TriggerCause { kPeriodic, kManual, kSavepoint };
 
@@ -373,6 +379,11 @@ class PipelineCoordinator {
                            const char* what, Actions& out);
   void MaybeReserveIds(Actions& out);
   void BumpGeneration(const std::string& why, Actions& out);
+  // sticky_ = state, noting when (ExplainPipeline says since when a pipeline is PAUSED, ...).
+  void SetSticky(StickyState state) {
+    sticky_ = state;
+    sticky_since_ms_ = clock_.WallMs();
+  }
   // Writes the progress, or the whole record while the spec is unsaved.
   void Persist(Actions& out);
   // Tells every session the current state (or, `deleted`, that the pipeline is gone) and why.
@@ -428,6 +439,10 @@ class PipelineCoordinator {
   std::set<std::string> expected_;
   int64_t generation_ = 1;
   StickyState sticky_ = StickyState::kActive;
+  int64_t sticky_since_ms_ = 0;  // wall clock of the last change of sticky_ (0: before this start)
+  // Wall clock since when a task of the set has had no stream (0: all held). At start, the start.
+  int64_t tasks_missing_since_ms_ = 0;
+  RecentDurations recent_durations_;  // of the last completed rounds
   PipelineCounters counters_;
   int64_t last_completed_id_ = 0;
   CheckpointKind last_completed_kind_ = CheckpointKind::kCheckpoint;

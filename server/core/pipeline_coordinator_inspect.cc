@@ -74,4 +74,99 @@ std::optional<CheckpointDetail> PipelineCoordinator::DescribeCheckpoint(
   return detail;
 }
 
+Explanation PipelineCoordinator::Explain(int64_t stuck_threshold_ms) const {
+  Explanation e;
+  const SteadyTime now = clock_.SteadyNow();
+  e.state = State();
+  e.state_since_ms = sticky_since_ms_;
+  e.timeout_ms = spec_.timeout_ms;
+  e.interval_ms = spec_.interval_ms;
+  e.recent_p95_ms = recent_durations_.P95Ms();
+  e.recent_rounds = recent_durations_.count();
+  e.stuck_threshold_ms = StuckThresholdMs(e.recent_p95_ms, e.timeout_ms, stuck_threshold_ms);
+  e.last_completed_checkpoint_id = last_completed_id_;
+  e.last_completed_at_ms = last_completed_at_ms_;
+  auto add_task = [&](const std::string& task, int64_t missing_since_ms) {
+    ++e.tasks_total;
+    if (e.tasks.size() == kMaxExplainedTasks) return;
+    TaskHoldup t;
+    t.task_id = task;
+    t.since_ms = missing_since_ms;
+    if (auto owner = task_owner_.find(task); owner != task_owner_.end()) {
+      if (auto s = sessions_.find(owner->second); s != sessions_.end()) {
+        t.worker_id = s->second.worker_id;
+        t.session = owner->second;
+        t.since_ms = s->second.registered_at_ms;
+      }
+    }
+    e.tasks.push_back(std::move(t));
+  };
+
+  if (sticky_ == StickyState::kPaused) {
+    e.holdup = Holdup::kPaused;
+    e.state_reason = "paused by an operator";
+  } else if (sticky_ == StickyState::kFailed) {
+    e.holdup = Holdup::kFailed;
+    e.state_reason = "after " + std::to_string(counters_.consecutive_failures) +
+                     " consecutive failed checkpoints (tolerable_failures " +
+                     std::to_string(spec_.tolerable_failures) + ")";
+    if (!recent_.empty() && !recent_.front().failure_reason.empty()) {
+      e.state_reason += "; the last, " + std::to_string(recent_.front().checkpoint_id) + ": " +
+                        recent_.front().failure_reason;
+    }
+  } else if (sticky_ == StickyState::kStopped) {
+    e.holdup = Holdup::kStopped;
+    e.state_reason = "by savepoint " + std::to_string(last_completed_id_);
+  }
+  if (pending_) {
+    // A round under way is what an operator asks about first, whatever the state says next.
+    e.pending_checkpoint_id = pending_->id;
+    e.pending_kind = pending_->kind;
+    e.pending_age_ms = std::chrono::duration_cast<Millis>(now - pending_->triggered_at).count();
+    if (!pending_->completing) {
+      for (const std::string& task : expected_) {
+        if (!pending_->acked.count(task)) add_task(task, tasks_missing_since_ms_);
+      }
+    }
+    if (e.holdup == Holdup::kNone) {
+      e.holdup =
+          e.pending_age_ms >= e.stuck_threshold_ms ? Holdup::kRoundSlow : Holdup::kRoundPending;
+    }
+  }
+  if (e.holdup != Holdup::kNone) return e;
+  if (shutting_down_) {
+    e.holdup = Holdup::kShuttingDown;
+    return e;
+  }
+  if (!AllTasksRegistered()) {
+    e.holdup = last_completed_id_ == 0 && ever_registered_.size() < expected_.size()
+                   ? Holdup::kNeverAllTasks
+                   : Holdup::kTasksMissing;
+    for (const std::string& task : spec_.task_ids) {
+      if (!task_owner_.count(task)) add_task(task, tasks_missing_since_ms_);
+    }
+    return e;
+  }
+  if (!store_writable_) {
+    e.holdup = Holdup::kStoreUnwritable;
+    return e;
+  }
+  if (trigger_waits_for_ids_) {
+    e.holdup = Holdup::kWaitingForIds;
+    return e;
+  }
+  if (armed_wakeup_) {
+    e.next_trigger_in_ms =
+        std::max<int64_t>(std::chrono::duration_cast<Millis>(*armed_wakeup_ - now).count(), 0);
+  }
+  // Min pause holds it when the round that ended last ends later than the interval would allow.
+  if (last_finished_at_ && last_trigger_at_ && spec_.min_pause_ms > 0 &&
+      *last_finished_at_ + Millis(spec_.min_pause_ms) > now &&
+      *last_finished_at_ + Millis(spec_.min_pause_ms) >
+          *last_trigger_at_ + Millis(spec_.interval_ms)) {
+    e.holdup = Holdup::kWaitingMinPause;
+  }
+  return e;
+}
+
 }  // namespace ckpt

@@ -199,7 +199,7 @@ PipelineCoordinator::Outcome PipelineCoordinator::Restore(const PipelineKey& sou
   restore_rescaled_ = RestoreSetDiffers();
   const std::string why = "restored to checkpoint " + ref.ToString();
   if (sticky_ == StickyState::kFailed || sticky_ == StickyState::kStopped) {
-    sticky_ = StickyState::kPaused;
+    SetSticky(StickyState::kPaused);
     counters_.consecutive_failures = 0;
   }
   o.actions.push_back(Log{

@@ -71,7 +71,7 @@ PipelineCoordinator::Registration PipelineCoordinator::OnRegister(
     out.push_back(EndSession{old, Status::Aborted("tasks taken over by worker " + worker_id)});
     LoseSession(old, "taken over by worker " + worker_id, out);
   }
-  sessions_[session] = SessionInfo{worker_id, task_ids, {}, principal};
+  sessions_[session] = SessionInfo{worker_id, task_ids, {}, principal, clock_.WallMs()};
   for (const auto& task : task_ids) {
     task_owner_[task] = session;
     ever_registered_.insert(task);
@@ -82,6 +82,7 @@ PipelineCoordinator::Registration PipelineCoordinator::OnRegister(
     // The first registrations of a pipeline do not bump the generation; a return after a loss does.
     BumpGeneration("tasks re-registered by worker " + worker_id, out);
   }
+  if (AllTasksRegistered()) tasks_missing_since_ms_ = 0;
   if (AllTasksRegistered()) {
     out.push_back(Log{LogLevel::kInfo, "all " + std::to_string(expected_.size()) +
                                            " tasks registered; pipeline " +
@@ -134,6 +135,7 @@ void PipelineCoordinator::LoseSession(SessionId session, const std::string& why,
   const std::string worker = it->second.worker_id;
   sessions_.erase(it);
   if (lost.empty()) return;
+  if (tasks_missing_since_ms_ == 0) tasks_missing_since_ms_ = clock_.WallMs();
 
   if (end == SessionEnd::kGoodbye) {
     // A worker leaving cleanly (a rescale, a deploy) is news, not a problem.

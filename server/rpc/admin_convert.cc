@@ -160,6 +160,40 @@ void AddTasks(const CompletedCheckpoint& checkpoint, v1::CheckpointInfo* out) {
   }
 }
 
+static_assert(static_cast<int>(Holdup::kWaitingMinPause) == v1::PIPELINE_HOLDUP_WAITING_MIN_PAUSE &&
+                  static_cast<int>(Holdup::kRoundSlow) == v1::PIPELINE_HOLDUP_ROUND_SLOW,
+              "Holdup and PipelineHoldup must keep the same order");
+
+void ToProto(const Explanation& e, const std::string& summary, v1::PipelineExplanation* out) {
+  out->set_summary(summary);
+  // The enums share their order (explanation.h and admin.proto).
+  out->set_holdup(static_cast<v1::PipelineHoldup>(static_cast<int>(e.holdup)));
+  out->set_state(ckpt::ToProto(e.state));
+  out->set_state_reason(e.state_reason);
+  out->set_state_since_ms(e.state_since_ms);
+  out->set_pending_checkpoint_id(e.pending_checkpoint_id);
+  if (e.pending_checkpoint_id > 0) out->set_pending_kind(ckpt::ToProto(e.pending_kind));
+  out->set_pending_age_ms(e.pending_age_ms);
+  out->set_timeout_ms(e.timeout_ms);
+  out->set_stuck_threshold_ms(e.stuck_threshold_ms);
+  out->set_recent_p95_duration_ms(e.recent_p95_ms);
+  out->set_recent_rounds(e.recent_rounds);
+  out->mutable_tasks()->Reserve(static_cast<int>(e.tasks.size()));
+  for (const TaskHoldup& t : e.tasks) {
+    v1::TaskHoldup* task = out->add_tasks();
+    task->set_task_id(t.task_id);
+    task->set_worker_id(t.worker_id);
+    task->set_session_id(t.session);
+    task->set_since_ms(t.since_ms);
+    task->set_last_message_at_ms(t.last_message_at_ms);
+  }
+  out->set_tasks_total(e.tasks_total);
+  out->set_next_trigger_in_ms(e.next_trigger_in_ms);
+  out->set_interval_ms(e.interval_ms);
+  out->set_last_completed_checkpoint_id(e.last_completed_checkpoint_id);
+  out->set_last_completed_at_ms(e.last_completed_at_ms);
+}
+
 void ToProto(const PendingSummary& p, v1::CheckpointInfo* out) {
   out->set_checkpoint_id(p.checkpoint_id);
   out->set_kind(ckpt::ToProto(p.kind));

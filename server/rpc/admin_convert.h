@@ -24,6 +24,7 @@ void ToProto(const PendingSummary& pending, v1::CheckpointInfo* out);
 // GetCheckpoint: a round in memory with its tasks, or a stored checkpoint with its tasks.
 void ToProto(const CheckpointDetail& detail, v1::CheckpointInfo* out);
 void AddTasks(const CompletedCheckpoint& checkpoint, v1::CheckpointInfo* out);
+void ToProto(const Explanation& e, const std::string& summary, v1::PipelineExplanation* out);
 v1::SavepointStatus ToProto(SavepointPhase phase);
 
 }  // namespace ckpt

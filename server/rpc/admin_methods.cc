@@ -3,8 +3,9 @@
 namespace ckpt {
 
 Access AdminMethodAccess(std::string_view method) {
-  static constexpr std::string_view kReads[] = {"GetPipeline", "ListPipelines", "ListCheckpoints",
-                                                "GetDaemonStatus", "GetCheckpoint"};
+  static constexpr std::string_view kReads[] = {"GetPipeline",     "ListPipelines",
+                                                "ListCheckpoints", "GetDaemonStatus",
+                                                "GetCheckpoint",   "ExplainPipeline"};
   for (std::string_view read : kReads) {
     if (method == read) return Access::kRead;
   }

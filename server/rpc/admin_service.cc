@@ -370,6 +370,21 @@ grpc::ServerUnaryReactor* AdminServiceImpl::ListCheckpoints(grpc::CallbackServer
   return reactor;
 }
 
+grpc::ServerUnaryReactor* AdminServiceImpl::ExplainPipeline(grpc::CallbackServerContext* ctx,
+                                                            const v1::PipelineRef* req,
+                                                            v1::PipelineExplanation* resp) {
+  if (Status s = Admit(*ctx, "ExplainPipeline"); !s.ok()) return Reply(ctx, s);
+  auto runner = Lookup(req->job_id(), req->pipeline_id());
+  if (!runner.ok()) return Reply(ctx, runner.status());
+  auto* reactor = ctx->DefaultReactor();
+  (*runner)->Explain(/*stuck_threshold_ms=*/0,
+                     [reactor, resp](Status s, const Explanation& e, const std::string& sentence) {
+                       if (s.ok()) ToProto(e, sentence, resp);
+                       reactor->Finish(ToGrpcStatus(s));
+                     });
+  return reactor;
+}
+
 grpc::ServerUnaryReactor* AdminServiceImpl::GetCheckpoint(grpc::CallbackServerContext* ctx,
                                                           const v1::GetCheckpointRequest* req,
                                                           v1::CheckpointInfo* resp) {

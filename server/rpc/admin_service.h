@@ -63,6 +63,9 @@ class AdminServiceImpl final : public v1::AdminService::CallbackService {
   grpc::ServerUnaryReactor* ListCheckpoints(grpc::CallbackServerContext* ctx,
                                             const v1::ListCheckpointsRequest* req,
                                             v1::ListCheckpointsResponse* resp) override;
+  grpc::ServerUnaryReactor* ExplainPipeline(grpc::CallbackServerContext* ctx,
+                                            const v1::PipelineRef* req,
+                                            v1::PipelineExplanation* resp) override;
   grpc::ServerUnaryReactor* GetCheckpoint(grpc::CallbackServerContext* ctx,
                                           const v1::GetCheckpointRequest* req,
                                           v1::CheckpointInfo* resp) override;

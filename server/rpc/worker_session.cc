@@ -68,6 +68,16 @@ void WorkerSession::OnReadDone(bool ok) {
   if (HandleMessage()) StartNextRead();
 }
 
+int64_t WorkerSession::LastMessageAtMs() const {
+  const Steady::time_point last{Steady::duration(last_activity_.load())};
+  const int64_t age_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(Steady::now() - last).count();
+  const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
+  return now_ms - age_ms;
+}
+
 bool WorkerSession::HandleMessage() {
   if (!hello_seen_) {
     if (!in_.has_hello()) {

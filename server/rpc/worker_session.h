@@ -67,6 +67,7 @@ class WorkerSession final
   // SessionSink
   void Send(OutboundMessage message) override;
   void End(Status status) override;
+  int64_t LastMessageAtMs() const override;
 
   // Reactions
   void OnReadDone(bool ok) override;

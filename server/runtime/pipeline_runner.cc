@@ -413,6 +413,21 @@ void PipelineRunner::Inspect(std::function<void(const PipelineCoordinator&)> fn)
   PostOperator([fn = std::move(fn)](PipelineRunner& r) { fn(r.coordinator_); });
 }
 
+void PipelineRunner::Explain(
+    int64_t stuck_threshold_ms,
+    std::function<void(Status, const Explanation&, const std::string& sentence)> done) {
+  PostOperator([stuck_threshold_ms, done = std::move(done)](PipelineRunner& r) {
+    if (r.deleted_) return done(r.DeletedStatus(), {}, "");
+    Explanation e = r.coordinator_.Explain(stuck_threshold_ms);
+    for (TaskHoldup& t : e.tasks) {
+      if (auto it = r.sessions_.find(t.session); it != r.sessions_.end()) {
+        t.last_message_at_ms = it->second->LastMessageAtMs();
+      }
+    }
+    done(Status::Ok(), e, ExplainSentence(r.key_, e, r.clock_.WallMs()));
+  });
+}
+
 void PipelineRunner::Run(Actions actions) {
   CKPT_ASSERT_ON_STRAND(strand_);
   // Before the actions too: a round is counted before its trigger goes out, so that whoever hears

@@ -123,6 +123,10 @@ class PipelineRunner : public std::enable_shared_from_this<PipelineRunner> {
 
   // Runs `fn` on the strand with the coordinator (read-only use). For status queries and tests.
   void Inspect(std::function<void(const PipelineCoordinator&)> fn);
+  // ExplainPipeline: the coordinator's explanation with each waiting task's last message time
+  // (from its stream) and the sentence; `done` on the strand, NOT_FOUND once deleted.
+  void Explain(int64_t stuck_threshold_ms,
+               std::function<void(Status, const Explanation&, const std::string& sentence)> done);
 
   // A config reload declares this pipeline with `spec`: applies it (on the strand) if the pipeline
   // came from the config file, leaves it alone if it was created through the API. `done` gets

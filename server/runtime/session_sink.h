@@ -30,6 +30,8 @@ class SessionSink {
   virtual void Send(OutboundMessage message) = 0;
   // Ends the stream with `status` once the queued messages are written.
   virtual void End(Status status) = 0;
+  // Wall-clock ms of the last message the worker sent (or of the stream's start); 0: unknown.
+  virtual int64_t LastMessageAtMs() const { return 0; }
 };
 
 // What a worker said in `hello`, in domain terms.

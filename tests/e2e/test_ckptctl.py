@@ -382,6 +382,17 @@ class CkptctlTest(unittest.TestCase):
         self.assertIn("waiting for 2 tasks: ", table)
         self.assertIn("No finished checkpoints.", table)
 
+        # Why: the round, the tasks it waits for and the worker that holds them, first line.
+        why = self.ok("pipeline", "why", "slow", "p0").stdout
+        self.assertRegex(why.splitlines()[0],
+                         rf"^CHECKPOINT {pending_id} is waiting for 2 tasks \(0, 1\) for .*"
+                         r"\(timeout 1m, no completed round yet\); last message from sim-")
+        explained = self.json_of("pipeline", "why", "slow", "p0")
+        self.assertEqual((explained["holdup"], explained["pending_checkpoint_id"]),
+                         ("ROUND_PENDING", pending_id))
+        self.assertEqual(sorted(t["task_id"] for t in explained["tasks"]), ["0", "1"])
+        self.assertTrue(all(t["worker_id"] for t in explained["tasks"]))
+
     def test_checkpoint_get_shows_each_task_slowest_first(self):
         self.start_daemon()
         self.start_sim("gt", 1, 3, "--interval", "200ms", "--ack-delay-ms", "30")

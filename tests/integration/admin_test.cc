@@ -503,7 +503,7 @@ TEST_F(AdminTest, ACreateDuringShutdownsGracePeriodIsRefused) {
   stopped.get();
 }
 
-TEST_F(AdminTest, GetCheckpointShowsEachTasksPartPendingThenFromTheStore) {
+TEST_F(AdminTest, GetCheckpointAndExplainPipelineShowEachTasksPart) {
   StartAdmin();
   ASSERT_TRUE(Create("inspect", {"a", "b"}, /*interval_ms=*/3600000).ok());
   RawWorker w(channel_);
@@ -547,6 +547,20 @@ TEST_F(AdminTest, GetCheckpointShowsEachTasksPartPendingThenFromTheStore) {
   EXPECT_GT(pending.tasks(1).acked_at_ms(), 0);
   EXPECT_EQ(pending.tasks(1).sync_duration_ms(), 12);
   EXPECT_EQ(pending.tasks(1).alignment_duration_ms(), 0);
+
+  // Why it is not done: task a, held by the stream of w-inspect, which spoke just now.
+  v1::PipelineExplanation why;
+  {
+    grpc::ClientContext ctx;
+    ASSERT_TRUE(admin_->ExplainPipeline(&ctx, Ref("inspect"), &why).ok());
+  }
+  EXPECT_EQ(why.holdup(), v1::PIPELINE_HOLDUP_ROUND_PENDING);
+  EXPECT_EQ(why.pending_checkpoint_id(), id);
+  EXPECT_NE(why.summary().find("waiting for task a of worker w-inspect"), std::string::npos)
+      << why.summary();
+  ASSERT_EQ(why.tasks_size(), 1);
+  EXPECT_GT(why.tasks(0).last_message_at_ms(), 0);
+  EXPECT_GT(why.tasks(0).session_id(), 0u);
 
   ASSERT_TRUE(w.Ack(id, "a"));
   ASSERT_TRUE(w.WaitComplete());

@@ -153,6 +153,9 @@ class CheckedCoordinator {
   Actions OnPinDropped(int64_t checkpoint_id);
   PipelineCoordinator::Outcome Restore(const PipelineKey& source, CompletedCheckpoint checkpoint);
   RestorePoint CurrentRestorePoint() const { return c_.CurrentRestorePoint(); }
+  Explanation Explain(int64_t stuck_threshold_ms = 0) const {
+    return c_.Explain(stuck_threshold_ms);
+  }
   std::optional<CheckpointDetail> DescribeCheckpoint(int64_t checkpoint_id) const {
     return c_.DescribeCheckpoint(checkpoint_id);
   }

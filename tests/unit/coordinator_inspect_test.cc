@@ -93,5 +93,150 @@ TEST(CoordinatorInspect, OnlyTheNewestFailedRoundKeepsItsTasks) {
   EXPECT_FALSE(h.c().DescribeCheckpoint(second + 100));
 }
 
+// --- ExplainPipeline: one holdup per state, and its sentence ---
+
+std::string Sentence(Harness& h) {
+  return ExplainSentence(h.c().key(), h.c().Explain(), h.clock.WallMs());
+}
+
+TEST(CoordinatorExplain, TasksNeverAllThereThenMissingNameThemAndSinceWhen) {
+  Harness h(MakeSpec({"a", "b"}));
+  h.Start();
+  Explanation e = h.c().Explain();
+  EXPECT_EQ(e.holdup, Holdup::kNeverAllTasks);
+  EXPECT_EQ(e.tasks_total, 2);
+  EXPECT_EQ(e.tasks[0].worker_id, "");
+  EXPECT_NE(Sentence(h).find("never had all its tasks: 2 tasks have no worker (a, b)"),
+            std::string::npos)
+      << Sentence(h);
+
+  const int64_t c1 = h.StartToFirstTrigger();
+  h.AckAll(c1);
+  h.RunFor(milliseconds(700));
+  const int64_t lost_at = h.clock.WallMs();
+  h.Apply(h.c().OnSessionEnded(1, "gone"));
+  h.RunFor(milliseconds(5000));
+  e = h.c().Explain();
+  EXPECT_EQ(e.holdup, Holdup::kTasksMissing);
+  ASSERT_EQ(e.tasks.size(), 2u);
+  EXPECT_EQ(e.tasks[0].since_ms, lost_at);
+  EXPECT_NE(Sentence(h).find("waiting for tasks: 2 tasks have no worker (a, b) for 5s"),
+            std::string::npos)
+      << Sentence(h);
+}
+
+TEST(CoordinatorExplain, APendingRoundNamesTheTaskItsWorkerAndItsAgeAgainstRecentRounds) {
+  PipelineSpec spec = MakeSpec({"a", "b"});
+  spec.timeout_ms = 60000;
+  Harness h(spec);
+  const int64_t c1 = h.StartToFirstTrigger();
+  h.RunFor(milliseconds(200));
+  h.AckAll(c1);                 // one round of 200 ms
+  h.RunFor(milliseconds(800));  // the next is due 1 s after the first
+  const int64_t c2 = h.LastTriggerId();
+  ASSERT_GT(c2, c1);
+  h.Apply(h.c().OnAck(1, c2, "a", TaskState{"s3://a", 1, ""}));
+  h.RunFor(milliseconds(4000));
+  Explanation e = h.c().Explain();
+  EXPECT_EQ(e.holdup, Holdup::kRoundPending);
+  EXPECT_EQ(e.pending_checkpoint_id, c2);
+  EXPECT_EQ(e.pending_age_ms, 4000);
+  EXPECT_EQ(e.recent_rounds, 1);
+  EXPECT_EQ(e.recent_p95_ms, 200);
+  EXPECT_EQ(e.stuck_threshold_ms, 30000) << "max(3 x 200 ms, 30 s)";
+  ASSERT_EQ(e.tasks.size(), 1u);
+  EXPECT_EQ(e.tasks[0].task_id, "b");
+  EXPECT_EQ(e.tasks[0].worker_id, "w1");
+  EXPECT_EQ(e.tasks[0].session, 1u);
+  EXPECT_EQ(Sentence(h),
+            "CHECKPOINT " + std::to_string(c2) +
+                " is waiting for task b of worker w1 for 4s (timeout 1m, p95 of the last 1 "
+                "rounds 200ms); no message from w1 yet");
+  h.RunFor(milliseconds(26000));
+  EXPECT_EQ(h.c().Explain().holdup, Holdup::kRoundSlow);
+  EXPECT_EQ(Sentence(h).rfind("stuck: ", 0), 0u) << Sentence(h);
+  EXPECT_EQ(h.c().Explain(/*stuck_threshold_ms=*/90000).stuck_threshold_ms, 59999)
+      << "a configured threshold stays below the timeout too";
+}
+
+TEST(CoordinatorExplain, PausedFailedAndStoppedSayWhyAndSinceWhen) {
+  Harness failed;
+  const int64_t c1 = failed.StartToFirstTrigger();
+  failed.Apply(failed.c().OnDecline(1, c1, "b", "disk full", false));  // tolerable_failures 0
+  Explanation e = failed.c().Explain();
+  EXPECT_EQ(e.holdup, Holdup::kFailed);
+  EXPECT_EQ(e.state_since_ms, failed.clock.WallMs());
+  EXPECT_NE(e.state_reason.find("after 1 consecutive failed checkpoints"), std::string::npos);
+  EXPECT_NE(e.state_reason.find("disk full"), std::string::npos) << e.state_reason;
+  EXPECT_NE(Sentence(failed).find("ckptctl pipeline resume job pipe goes on"), std::string::npos);
+
+  Harness paused;
+  paused.AckAll(paused.StartToFirstTrigger());
+  paused.Apply(paused.c().Pause().actions);
+  paused.RunFor(milliseconds(3000));
+  EXPECT_EQ(paused.c().Explain().holdup, Holdup::kPaused);
+  EXPECT_EQ(Sentence(paused).rfind("PAUSED for 3s (paused by an operator)", 0), 0u)
+      << Sentence(paused);
+
+  Harness stopped;
+  stopped.AckAll(stopped.StartToFirstTrigger());
+  stopped.Apply(stopped.c().RequestSavepoint("", true, milliseconds(60000)).actions);
+  const int64_t stop = stopped.LastTriggerId();
+  stopped.AckAll(stop);
+  e = stopped.c().Explain();
+  EXPECT_EQ(e.holdup, Holdup::kStopped);
+  EXPECT_EQ(e.state_reason, "by savepoint " + std::to_string(stop));
+}
+
+TEST(CoordinatorExplain, BetweenRoundsItSaysWhenTheNextIsDueOrWhatItWaitsFor) {
+  PipelineSpec spec = MakeSpec();
+  spec.min_pause_ms = 3000;
+  Harness h(spec);
+  const int64_t c1 = h.StartToFirstTrigger();
+  h.RunFor(milliseconds(500));
+  h.AckAll(c1);
+  Explanation e = h.c().Explain();
+  EXPECT_EQ(e.holdup, Holdup::kWaitingMinPause) << "interval 1 s, but 3 s of pause";
+  EXPECT_EQ(e.next_trigger_in_ms, 3000);
+  h.RunFor(milliseconds(3000));
+  const int64_t c2 = h.LastTriggerId();
+  h.AckAll(c2);
+  h.RunFor(milliseconds(3000));
+  h.AckAll(h.LastTriggerId());
+  EXPECT_EQ(h.c().Explain().holdup, Holdup::kWaitingMinPause);
+
+  Harness quick;
+  quick.auto_reserve = false;
+  quick.Start();
+  quick.RegisterAll();
+  quick.RunFor(milliseconds(0));
+  EXPECT_EQ(quick.c().Explain().holdup, Holdup::kWaitingForIds);
+  Harness plain;
+  const int64_t p1 = plain.StartToFirstTrigger();
+  plain.AckAll(p1);
+  e = plain.c().Explain();
+  EXPECT_EQ(e.holdup, Holdup::kNone);
+  EXPECT_EQ(e.next_trigger_in_ms, 1000);
+  EXPECT_EQ(e.last_completed_checkpoint_id, p1);
+  plain.Apply(plain.c().OnStoreWritable(false));
+  EXPECT_EQ(plain.c().Explain().holdup, Holdup::kStoreUnwritable);
+}
+
+TEST(RecentDurations, NearestRankP95OfTheLastTwentyInTensOfMilliseconds) {
+  RecentDurations d;
+  EXPECT_EQ(d.P95Ms(), 0);
+  for (int i = 1; i <= 19; ++i) d.Add(100);
+  d.Add(5000);
+  EXPECT_EQ(d.count(), 20);
+  EXPECT_EQ(d.P95Ms(), 100) << "19 of 20 at 100 ms: the 19th is the 95th percentile";
+  d.Add(5000);  // replaces the oldest
+  EXPECT_EQ(d.P95Ms(), 5000);
+  d.Add(3);
+  EXPECT_GE(d.P95Ms(), 10) << "rounded up, never to nothing";
+  RecentDurations huge;
+  huge.Add(int64_t{1} << 40);
+  EXPECT_EQ(huge.P95Ms(), 655350) << "saturates";
+}
+
 }  // namespace
 }  // namespace ckpt::testing

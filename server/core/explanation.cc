@@ -1,0 +1,141 @@
+#include "core/explanation.h"
+
+#include <algorithm>
+
+namespace ckpt {
+
+namespace {
+
+// "800ms", "41s", "10m", "2h5m": short, for a sentence.
+std::string Short(int64_t ms) {
+  if (ms < 0) ms = 0;
+  if (ms < 1000) return std::to_string(ms) + "ms";
+  if (ms < 60'000) {
+    const int64_t tenths = ms / 100;
+    return tenths % 10 == 0 || ms >= 10'000
+               ? std::to_string(ms / 1000) + "s"
+               : std::to_string(tenths / 10) + "." + std::to_string(tenths % 10) + "s";
+  }
+  if (ms < 3'600'000) {
+    const int64_t s = ms / 1000 % 60;
+    return std::to_string(ms / 60'000) + "m" + (s ? std::to_string(s) + "s" : "");
+  }
+  const int64_t m = ms / 60'000 % 60;
+  return std::to_string(ms / 3'600'000) + "h" + (m ? std::to_string(m) + "m" : "");
+}
+
+std::string Ago(int64_t then_ms, int64_t now_ms) {
+  if (then_ms <= 0) return "since before the daemon started";
+  return "for " + Short(now_ms - then_ms);
+}
+
+std::string TaskNames(const Explanation& e, size_t at_most) {
+  std::string names;
+  for (size_t i = 0; i < e.tasks.size() && i < at_most; ++i) {
+    names += (i ? ", " : "") + e.tasks[i].task_id;
+  }
+  if (e.tasks_total > static_cast<int>(std::min(at_most, e.tasks.size()))) {
+    names +=
+        " and " + std::to_string(e.tasks_total - std::min<int>(at_most, e.tasks.size())) + " more";
+  }
+  return names;
+}
+
+std::string Recent(const Explanation& e) {
+  if (e.recent_rounds == 0) return "no completed round yet";
+  return "p95 of the last " + std::to_string(e.recent_rounds) + " rounds " + Short(e.recent_p95_ms);
+}
+
+}  // namespace
+
+const char* HoldupName(Holdup holdup) {
+  switch (holdup) {
+    case Holdup::kNone: return "NONE";
+    case Holdup::kShuttingDown: return "SHUTTING_DOWN";
+    case Holdup::kPaused: return "PAUSED";
+    case Holdup::kFailed: return "FAILED";
+    case Holdup::kStopped: return "STOPPED";
+    case Holdup::kNeverAllTasks: return "NEVER_ALL_TASKS";
+    case Holdup::kTasksMissing: return "TASKS_MISSING";
+    case Holdup::kRoundSlow: return "ROUND_SLOW";
+    case Holdup::kRoundPending: return "ROUND_PENDING";
+    case Holdup::kStoreUnwritable: return "STORE_UNWRITABLE";
+    case Holdup::kWaitingForIds: return "WAITING_FOR_IDS";
+    case Holdup::kWaitingMinPause: return "WAITING_MIN_PAUSE";
+  }
+  return "NONE";
+}
+
+int64_t StuckThresholdMs(int64_t recent_p95_ms, int64_t timeout_ms, int64_t configured_ms) {
+  const int64_t threshold =
+      configured_ms > 0 ? configured_ms : std::max<int64_t>(3 * recent_p95_ms, 30'000);
+  // Below the timeout, or the timeout would always come first.
+  return timeout_ms > 0 ? std::min(threshold, std::max<int64_t>(timeout_ms - 1, 1)) : threshold;
+}
+
+std::string ExplainSentence(const PipelineKey& key, const Explanation& e, int64_t now_ms) {
+  const std::string resume =
+      "; ckptctl pipeline resume " + key.job_id + " " + key.pipeline_id + " goes on";
+  switch (e.holdup) {
+    case Holdup::kShuttingDown: return "the daemon is shutting down: no new checkpoints";
+    case Holdup::kPaused:
+      return "PAUSED " + Ago(e.state_since_ms, now_ms) + " (" + e.state_reason + ")" + resume;
+    case Holdup::kFailed:
+      return "FAILED " + Ago(e.state_since_ms, now_ms) + " " + e.state_reason + resume;
+    case Holdup::kStopped:
+      return "STOPPED " + Ago(e.state_since_ms, now_ms) + " " + e.state_reason + resume;
+    case Holdup::kNeverAllTasks:
+    case Holdup::kTasksMissing: {
+      std::string text =
+          e.holdup == Holdup::kNeverAllTasks ? "never had all its tasks: " : "waiting for tasks: ";
+      text += std::to_string(e.tasks_total) + (e.tasks_total == 1 ? " task has" : " tasks have") +
+              " no worker (" + TaskNames(e, 5) + ")";
+      if (!e.tasks.empty()) text += " " + Ago(e.tasks.front().since_ms, now_ms);
+      return text + "; no checkpoint until every task is registered";
+    }
+    case Holdup::kRoundSlow:
+    case Holdup::kRoundPending: {
+      std::string text = (e.holdup == Holdup::kRoundSlow ? "stuck: " : "") +
+                         std::string(CheckpointKindName(e.pending_kind)) + " " +
+                         std::to_string(e.pending_checkpoint_id) + " is waiting for ";
+      if (e.tasks.empty()) {
+        text += "the store to make it durable";
+      } else if (e.tasks_total == 1) {
+        const TaskHoldup& t = e.tasks.front();
+        text += "task " + t.task_id +
+                (t.worker_id.empty() ? " (held by no worker)" : " of worker " + t.worker_id);
+      } else {
+        text += std::to_string(e.tasks_total) + " tasks (" + TaskNames(e, 3) + ")";
+      }
+      text += " for " + Short(e.pending_age_ms) + " (timeout " + Short(e.timeout_ms) + ", " +
+              Recent(e) + ")";
+      if (!e.tasks.empty() && !e.tasks.front().worker_id.empty()) {
+        const TaskHoldup& t = e.tasks.front();
+        text += t.last_message_at_ms > 0 ? "; last message from " + t.worker_id + " " +
+                                               Short(now_ms - t.last_message_at_ms) + " ago"
+                                         : "; no message from " + t.worker_id + " yet";
+      }
+      return text;
+    }
+    case Holdup::kStoreUnwritable:
+      return "the store takes no writes: checkpoints wait until it does (ckptctl status)";
+    case Holdup::kWaitingForIds: return "the next checkpoint waits for the store to reserve its id";
+    case Holdup::kWaitingMinPause:
+      return "waiting for min pause: the next checkpoint is due in " +
+             Short(std::max<int64_t>(e.next_trigger_in_ms, 0));
+    case Holdup::kNone: break;
+  }
+  std::string text = "checkpointing";
+  if (e.next_trigger_in_ms >= 0) {
+    text += ": the next checkpoint is due in " + Short(e.next_trigger_in_ms) + " (interval " +
+            Short(e.interval_ms) + ")";
+  }
+  if (e.last_completed_checkpoint_id > 0) {
+    text += "; the last, " + std::to_string(e.last_completed_checkpoint_id) + ", completed " +
+            (e.last_completed_at_ms > 0 ? Short(now_ms - e.last_completed_at_ms) + " ago"
+                                        : "before the daemon started");
+  }
+  return text;
+}
+
+}  // namespace ckpt
