@@ -103,6 +103,7 @@ Status Daemon::Start() {
   options.heartbeat_interval_ms = config_.heartbeat_interval_ms;
   options.lease_ttl_ms = config_.lease_ttl_ms;
   options.start_spread_ms = config_.start_spread_ms;
+  options.stuck_threshold_ms = config_.stuck_threshold_ms;
   options.savepoint_root =
       config_.savepoint_root.empty() ? config_.data_dir + "/savepoints" : config_.savepoint_root;
   options.config_source = config_.source_path;
@@ -393,6 +394,7 @@ ReloadResult Daemon::Reload(const DaemonConfig& next) {
   restart_only("hello_timeout_ms", config_.hello_timeout_ms, next.hello_timeout_ms);
   restart_only("shutdown_grace_ms", config_.shutdown_grace_ms, next.shutdown_grace_ms);
   restart_only("start_spread_ms", config_.start_spread_ms, next.start_spread_ms);
+  restart_only("stuck_threshold_ms", config_.stuck_threshold_ms, next.stuck_threshold_ms);
   restart_only("log.format", config_.log_format, next.log_format);
   auto restart_only_section = [&](const char* key, bool changed) {
     if (!changed) return;

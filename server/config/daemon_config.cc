@@ -36,6 +36,7 @@ constexpr std::string_view kTopLevelKeys[] = {"listen",
                                               "hello_timeout_ms",
                                               "shutdown_grace_ms",
                                               "start_spread_ms",
+                                              "stuck_threshold_ms",
                                               "log",
                                               "defaults",
                                               "pipelines",
@@ -187,6 +188,9 @@ MaybeYamlError ConfigReader::ReadTopLevelField(const YamlField& field) {
   if (name == "threads") return ReadIntAs(field, &config_.threads, 0, kMaxThreads);
   if (name == "shutdown_grace_ms") {
     return ReadInt(field, 0, kMaxDurationMs, &config_.shutdown_grace_ms);
+  }
+  if (name == "stuck_threshold_ms") {
+    return ReadInt(field, 0, kMaxDurationMs, &config_.stuck_threshold_ms);
   }
   if (name == "start_spread_ms") {
     return ReadInt(field, 0, kMaxDurationMs, &config_.start_spread_ms);

@@ -44,6 +44,9 @@ struct DaemonConfig {
   // per-pipeline fraction of min(this, its interval), so pipelines whose workers connect together
   // do not checkpoint in lockstep (CoordinatorOptions::start_spread). 0 = trigger at once.
   int64_t start_spread_ms = 1000;
+  // A pending round older than this is logged once at warning with what holds it, and counted
+  // (ckptd_checkpoints_stuck_total). 0 = automatic: max(3 x the pipeline's recent p95, 30 s).
+  int64_t stuck_threshold_ms = 0;
   std::string log_level = "info";   // log.level: trace .. critical, or off
   std::string log_format = "text";  // log.format: text, or json (one object a line)
   // Security (CONTRACT.md, docs/SECURITY.md). A `listen` off loopback needs tls and auth, unless

@@ -121,6 +121,13 @@ struct RecordTriggerDelay {
   std::chrono::microseconds delay{0};
 };
 
+// The pending round passed its stuck threshold (CoordinatorOptions::stuck_threshold_ms): the
+// runtime logs the pipeline's explanation once, at warning, and counts it
+// (ckptd_checkpoints_stuck_total). Once per round.
+struct RoundStuck {
+  int64_t checkpoint_id = 0;
+};
+
 // A round ended; for metrics and progress reporting.
 struct RoundFinished {
   int64_t checkpoint_id = 0;
@@ -171,7 +178,7 @@ using Action =
     std::variant<SendTrigger, SendAbort, SendComplete, SendRelease, SendState, SendSavepointRefused,
                  EndSession, ArmWakeup, CancelWakeup, ArmTimeout, CancelTimeout, ReserveIds,
                  PersistRecord, PersistProgress, CommitCheckpoint, DeleteCheckpoints, PinDropped,
-                 RecordTriggerDelay, RoundFinished, IgnoredMessage, Log>;
+                 RecordTriggerDelay, RoundStuck, RoundFinished, IgnoredMessage, Log>;
 using Actions = std::vector<Action>;
 
 }  // namespace ckpt

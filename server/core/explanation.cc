@@ -66,11 +66,8 @@ const char* HoldupName(Holdup holdup) {
   return "NONE";
 }
 
-int64_t StuckThresholdMs(int64_t recent_p95_ms, int64_t timeout_ms, int64_t configured_ms) {
-  const int64_t threshold =
-      configured_ms > 0 ? configured_ms : std::max<int64_t>(3 * recent_p95_ms, 30'000);
-  // Below the timeout, or the timeout would always come first.
-  return timeout_ms > 0 ? std::min(threshold, std::max<int64_t>(timeout_ms - 1, 1)) : threshold;
+int64_t StuckThresholdMs(int64_t recent_p95_ms, int64_t configured_ms) {
+  return configured_ms > 0 ? configured_ms : std::max<int64_t>(3 * recent_p95_ms, 30'000);
 }
 
 std::string ExplainSentence(const PipelineKey& key, const Explanation& e, int64_t now_ms) {

@@ -59,8 +59,9 @@ struct Explanation {
 
 inline constexpr size_t kMaxExplainedTasks = 1000;
 
-// The default stuck threshold: max(3 x the recent p95, 30 s), below the timeout.
-int64_t StuckThresholdMs(int64_t recent_p95_ms, int64_t timeout_ms, int64_t configured_ms);
+// When a pending round counts as stuck: `configured_ms`, or when that is 0, max(3 x the recent
+// p95, 30 s). A threshold at or past the round's timeout never comes (the timeout does).
+int64_t StuckThresholdMs(int64_t recent_p95_ms, int64_t configured_ms);
 
 // One short plain sentence, e.g. "waiting for task 3 of worker w7 for 41s (timeout 10m, p95 of
 // the last 20 rounds 800ms); last message from w7 38s ago". Ids are printed as they are: callers

@@ -271,7 +271,11 @@ bool PipelineCoordinator::TryTrigger(CheckpointKind kind, const std::string& tar
   last_trigger_at_ = now;
   out.push_back(
       SendTrigger{Sessions(), round.id, kind, round.triggered_at_ms, generation_, round.target});
-  out.push_back(ArmTimeout{deadline, round.id});
+  // The timer first fires at the stuck threshold, when that comes before the deadline.
+  const int64_t stuck_ms = StuckThresholdMs(recent_durations_.P95Ms(), options_.stuck_threshold_ms);
+  const SteadyTime stuck_at = now + Millis(stuck_ms);
+  round.stuck_noted = stuck_at >= deadline;  // the deadline comes first: no notice
+  out.push_back(ArmTimeout{round.stuck_noted ? deadline : stuck_at, round.id});
   out.push_back(Log{LogLevel::kDebug, std::string("triggered ") + CheckpointKindName(kind) + " " +
                                           std::to_string(round.id)});
   pending_ = std::move(round);
@@ -284,6 +288,12 @@ Actions PipelineCoordinator::OnTimeout(int64_t checkpoint_id) {
   // Fenced by id and phase: a timeout already posted when the round ended or moved to the store
   // is stale and dropped.
   if (!pending_ || pending_->id != checkpoint_id || pending_->completing) return out;
+  if (!pending_->stuck_noted && clock_.SteadyNow() < pending_->deadline) {
+    pending_->stuck_noted = true;
+    out.push_back(RoundStuck{checkpoint_id});
+    out.push_back(ArmTimeout{pending_->deadline, checkpoint_id});
+    return out;
+  }
   const bool savepoint = IsSavepoint(pending_->kind);
   FailRound(CheckpointStatus::kExpired,
             "expired: " + std::to_string(expected_.size() - pending_->acked.size()) + " of " +

@@ -47,6 +47,9 @@ struct CoordinatorOptions {
   int64_t max_savepoints = 100;
   // The daemon's restore pins (restore_pins.h); null: none (a pipeline alone, as in most tests).
   // Must outlive the coordinator.
+  // A pending round older than this is stuck (RoundStuck, once); 0: automatic, max(3 x the
+  // recent p95 duration, 30 s). No notice when that is not below the round's timeout.
+  int64_t stuck_threshold_ms = 0;
   RestorePins* pins = nullptr;
   // Pipelines whose workers connect together (a fleet starting, every worker reconnecting after
   // a daemon restart) would trigger together and stay together: rule 4 counts each interval from
@@ -171,6 +174,8 @@ class PipelineCoordinator {
 
   // --- timers ---
   Actions OnWakeup();
+  // The round's timer: its stuck threshold (RoundStuck, and the timer again for the deadline), or
+  // its deadline (the round expires).
   Actions OnTimeout(int64_t checkpoint_id);
 
   // --- worker sessions ---
@@ -328,6 +333,7 @@ class PipelineCoordinator {
     // Who acked each task of `acked`, when, and what it reported, in ack order (stored with the
     // checkpoint: CompletedCheckpoint::task_figures).
     std::vector<TaskFigures> figures;
+    bool stuck_noted = false;  // RoundStuck was sent (the timer now waits for the deadline)
     // The commit's CheckpointCommit::keep: what its trim spared (completing rounds only).
     std::vector<int64_t> keep;
   };

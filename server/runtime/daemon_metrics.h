@@ -26,6 +26,11 @@ struct DaemonMetrics {
   std::atomic<uint64_t> checkpoints_aborted_total{0};  // by task loss, takeover or shutdown
   std::atomic<uint64_t> acks_total{0};
   std::atomic<uint64_t> triggers_total{0};
+  std::atomic<uint64_t> checkpoints_stuck_total{0};  // rounds past their stuck threshold
+  // Stuck notices logged in the current second, and held back (StuckNoticeBudget).
+  std::atomic<int64_t> stuck_log_second{0};
+  std::atomic<int64_t> stuck_logged_this_second{0};
+  std::atomic<uint64_t> stuck_logs_held_back{0};
   // ckptd_ignored_messages_total{reason}
   std::atomic<uint64_t> ignored_unowned_task_total{0};
   std::atomic<uint64_t> ignored_not_pending_total{0};

@@ -98,6 +98,10 @@ std::string RenderMetricsPage(const DaemonMetrics& m, const Registry& registry,
               Load(m.checkpoints_aborted_total));
   out.Counter("ckptd_triggers_total", "Checkpoint and savepoint rounds triggered.",
               Load(m.triggers_total));
+  out.Counter("ckptd_checkpoints_stuck_total",
+              "Rounds that stayed pending past their stuck threshold (stuck_threshold_ms), once "
+              "each; `ckptctl pipeline why` says what holds them.",
+              Load(m.checkpoints_stuck_total));
   out.Counter("ckptd_acks_total", "Acknowledgements received from tasks.", Load(m.acks_total));
 
   out.Family("ckptd_ignored_messages_total", "counter",

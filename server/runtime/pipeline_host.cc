@@ -37,6 +37,7 @@ std::shared_ptr<PipelineRunner> PipelineHost::MakeRunner(const StoredPipeline& s
   options.heartbeat_interval_ms = options_.heartbeat_interval_ms;
   options.lease_ttl_ms = options_.lease_ttl_ms;
   options.coordinator.start_spread = Millis(options_.start_spread_ms);
+  options.coordinator.stuck_threshold_ms = options_.stuck_threshold_ms;
   options.coordinator.savepoint_root = options_.savepoint_root;
   options.coordinator.savepoint_requests_per_minute = options_.limits.savepoint_requests_per_minute;
   options.coordinator.max_savepoints = options_.limits.max_savepoints_per_pipeline;

@@ -36,6 +36,7 @@ struct PipelineHostOptions {
   int64_t heartbeat_interval_ms = 3000;
   int64_t lease_ttl_ms = 10000;
   int64_t start_spread_ms = 0;
+  int64_t stuck_threshold_ms = 0;  // CoordinatorOptions::stuck_threshold_ms
   // Where savepoints go when a request names no target directory.
   std::string savepoint_root;
   // The config file that declares pipelines, for messages ("" when there is none).

@@ -428,6 +428,43 @@ void PipelineRunner::Explain(
   });
 }
 
+void PipelineRunner::NoteStuck(int64_t checkpoint_id) {
+  CKPT_ASSERT_ON_STRAND(strand_);
+  ++metrics_.checkpoints_stuck_total;
+  // At most kStuckLogsPerSecond lines a second for the whole daemon: 100,000 pipelines stuck on
+  // one store outage must not flood the log. The others are counted, and said once.
+  constexpr int64_t kStuckLogsPerSecond = 10;
+  const int64_t second = clock_.WallMs() / 1000;
+  int64_t seen = metrics_.stuck_log_second.load(std::memory_order_relaxed);
+  if (seen != second &&
+      metrics_.stuck_log_second.compare_exchange_strong(seen, second, std::memory_order_relaxed)) {
+    metrics_.stuck_logged_this_second.store(0, std::memory_order_relaxed);
+    if (const uint64_t held = metrics_.stuck_logs_held_back.exchange(0); held > 0) {
+      spdlog::warn(
+          "{} more stuck checkpoint notice(s) not logged (at most {} a second; "
+          "ckptd_checkpoints_stuck_total counts them all)",
+          held, kStuckLogsPerSecond);
+    }
+  }
+  if (metrics_.stuck_logged_this_second.fetch_add(1, std::memory_order_relaxed) >=
+      kStuckLogsPerSecond) {
+    metrics_.stuck_logs_held_back.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  Explanation e = coordinator_.Explain();
+  for (TaskHoldup& t : e.tasks) {
+    if (auto it = sessions_.find(t.session); it != sessions_.end()) {
+      t.last_message_at_ms = it->second->LastMessageAtMs();
+    }
+  }
+  // Ids are client input: printed escaped.
+  std::string sentence = ExplainSentence(key_, e, clock_.WallMs());
+  if (e.holdup != Holdup::kRoundSlow) {  // paused meanwhile, say: the round is still the news
+    sentence = "stuck: checkpoint " + std::to_string(checkpoint_id) + " pending; " + sentence;
+  }
+  LogLine(LogLevel::kWarn, Printable(sentence, 2000));
+}
+
 void PipelineRunner::Run(Actions actions) {
   CKPT_ASSERT_ON_STRAND(strand_);
   // Before the actions too: a round is counted before its trigger goes out, so that whoever hears
@@ -561,6 +598,8 @@ void PipelineRunner::Execute(Action& action) {
   } else if (auto* a = std::get_if<RecordTriggerDelay>(&action)) {
     metrics_.trigger_delay.ObserveMicros(a->delay.count());
     if (metrics_.trigger_delay_sample) metrics_.trigger_delay_sample(a->delay.count());
+  } else if (auto* a = std::get_if<RoundStuck>(&action)) {
+    NoteStuck(a->checkpoint_id);
   } else if (auto* a = std::get_if<RoundFinished>(&action)) {
     if (a->kind != CheckpointKind::kCheckpoint && !a->requeued) NotifySavepointObservers(a);
     if (a->checkpoint_id == 0) return;  // a savepoint that never started: no checkpoint failed

@@ -154,6 +154,8 @@ class PipelineRunner : public std::enable_shared_from_this<PipelineRunner> {
   void ArmWakeupAt(SteadyTime at);
   void ArmTimeoutAt(SteadyTime at, int64_t checkpoint_id);
   void LogLine(LogLevel level, const std::string& text) const;
+  // RoundStuck: counted, and logged with the explanation within a daemon-wide budget.
+  void NoteStuck(int64_t checkpoint_id);
   // Moves this pipeline's count in metrics_.pipelines_by_state to `state` (nullopt: out of all).
   void CountState(std::optional<PipelineState> state);
   // Moves metrics_.pending_checkpoints and this pipeline's gauge to the coordinator's state.

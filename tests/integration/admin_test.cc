@@ -582,5 +582,21 @@ TEST_F(AdminTest, GetCheckpointAndExplainPipelineShowEachTasksPart) {
             grpc::StatusCode::NOT_FOUND);
 }
 
+TEST_F(AdminTest, ARoundPastTheStuckThresholdIsCountedOnce) {
+  config_.stuck_threshold_ms = 200;
+  StartAdmin();
+  ASSERT_TRUE(Create("stuck", {"a"}, /*interval_ms=*/3600000).ok());
+  RawWorker w(channel_);
+  w.Hello("job", "stuck", {"a"});
+  ASSERT_TRUE(w.WaitWelcome());
+  v1::CheckpointInfo triggered;
+  grpc::ClientContext ctx;
+  ASSERT_TRUE(admin_->TriggerCheckpoint(&ctx, Ref("stuck"), &triggered).ok());
+  ASSERT_TRUE(Eventually([&] { return daemon_->metrics().checkpoints_stuck_total.load() == 1; }));
+  ASSERT_TRUE(w.Ack(triggered.checkpoint_id(), "a"));
+  ASSERT_TRUE(w.WaitComplete());
+  EXPECT_EQ(daemon_->metrics().checkpoints_stuck_total.load(), 1u);
+}
+
 }  // namespace
 }  // namespace ckpt::testing

@@ -155,8 +155,7 @@ TEST(CoordinatorExplain, APendingRoundNamesTheTaskItsWorkerAndItsAgeAgainstRecen
   h.RunFor(milliseconds(26000));
   EXPECT_EQ(h.c().Explain().holdup, Holdup::kRoundSlow);
   EXPECT_EQ(Sentence(h).rfind("stuck: ", 0), 0u) << Sentence(h);
-  EXPECT_EQ(h.c().Explain(/*stuck_threshold_ms=*/90000).stuck_threshold_ms, 59999)
-      << "a configured threshold stays below the timeout too";
+  EXPECT_EQ(h.c().Explain(/*stuck_threshold_ms=*/90000).stuck_threshold_ms, 90000);
 }
 
 TEST(CoordinatorExplain, PausedFailedAndStoppedSayWhyAndSinceWhen) {
@@ -236,6 +235,36 @@ TEST(RecentDurations, NearestRankP95OfTheLastTwentyInTensOfMilliseconds) {
   RecentDurations huge;
   huge.Add(int64_t{1} << 40);
   EXPECT_EQ(huge.P95Ms(), 655350) << "saturates";
+}
+
+TEST(CoordinatorStuck, ARoundPastItsThresholdIsNotedOnceThenExpiresAtItsDeadline) {
+  CoordinatorOptions options;
+  options.stuck_threshold_ms = 2000;
+  Harness h(MakeSpec(), 0, options);  // timeout 5 s
+  const int64_t id = h.StartToFirstTrigger();
+  auto stuck_count = [&h] { return ActionsOf<RoundStuck>(h.all).size(); };
+  h.RunFor(milliseconds(1999));
+  EXPECT_EQ(stuck_count(), 0u);
+  h.RunFor(milliseconds(1));
+  ASSERT_EQ(stuck_count(), 1u);
+  EXPECT_EQ(ActionsOf<RoundStuck>(h.all)[0].checkpoint_id, id);
+  EXPECT_EQ(h.c().Explain().holdup, Holdup::kRoundSlow);
+  EXPECT_TRUE(h.c().HasPendingRound()) << "noted, not failed";
+  h.RunFor(milliseconds(2999));
+  EXPECT_TRUE(h.c().HasPendingRound());
+  h.RunFor(milliseconds(1));
+  EXPECT_FALSE(h.c().HasPendingRound()) << "expired at its deadline";
+  EXPECT_EQ(stuck_count(), 1u) << "once per round";
+  ASSERT_FALSE(h.finished.empty());
+  EXPECT_EQ(h.finished.back().status, CheckpointStatus::kExpired);
+}
+
+TEST(CoordinatorStuck, NoNoticeWhenTheThresholdIsNotBelowTheTimeout) {
+  Harness h;  // timeout 5 s, automatic threshold 30 s
+  h.StartToFirstTrigger();
+  h.RunFor(milliseconds(5000));
+  EXPECT_FALSE(h.c().HasPendingRound());
+  EXPECT_TRUE(ActionsOf<RoundStuck>(h.all).empty());
 }
 
 }  // namespace
