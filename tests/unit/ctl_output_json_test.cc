@@ -112,10 +112,9 @@ TEST(CtlOutputJson, CheckpointTasksCarryEveryFigure) {
   const Json json = CheckpointJson(c);
   ASSERT_EQ(json["tasks"].size(), 1u);
   EXPECT_EQ(Keys(json["tasks"][0]),
-            (std::vector<std::string>{"task_id", "worker_id", "acked_at_ms", "state",
-                                      "sync_duration_ms", "async_duration_ms",
-                                      "alignment_duration_ms",
-                                      "bytes_processed_during_alignment"}));
+            (std::vector<std::string>{
+                "task_id", "worker_id", "acked_at_ms", "state", "sync_duration_ms",
+                "async_duration_ms", "alignment_duration_ms", "bytes_processed_during_alignment"}));
   EXPECT_EQ(json["tasks"][0]["worker_id"], "w1");
   EXPECT_EQ(json["tasks"][0]["state"]["uri"], "s3://a");
   EXPECT_EQ(json["tasks"][0]["bytes_processed_during_alignment"], 4);
