@@ -52,6 +52,14 @@ echo "== ckptctl savepoint --job demo (while the workers run)"
 "$ctl" savepoint --job demo --timeout 1m
 echo "== ckptctl checkpoint list demo p0 --limit 3"
 "$ctl" checkpoint list demo p0 --limit 3
+last=$("$ctl" -o json pipeline get demo p0 |
+  sed -n 's/.*"last_completed_checkpoint_id": \([0-9][0-9]*\).*/\1/p' | head -n 1)
+if [ -n "$last" ] && [ "$last" != 0 ]; then
+  echo "== ckptctl checkpoint get demo p0 $last (each task's part)"
+  "$ctl" checkpoint get demo p0 "$last"
+fi
+echo "== ckptctl pipeline why demo p0 (what it waits for now)"
+"$ctl" pipeline why demo p0
 
 wait $sim_pid
 sim_pid=
