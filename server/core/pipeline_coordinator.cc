@@ -651,6 +651,12 @@ PipelineCoordinator::Outcome PipelineCoordinator::UpdateSpec(const PipelineSpec&
   } else {
     Persist(o.actions);
   }
+  // Tasks added have no stream yet; tasks dropped may have completed the set.
+  if (AllTasksRegistered()) {
+    tasks_missing_since_ms_ = 0;
+  } else if (tasks_missing_since_ms_ == 0) {
+    tasks_missing_since_ms_ = clock_.WallMs();
+  }
   Rearm(o.actions);
   return o;
 }

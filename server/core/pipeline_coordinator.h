@@ -485,7 +485,7 @@ class PipelineCoordinator {
     // Held without the tasks' figures (the store keeps those; a welcome needs the states).
     HeldRestorePoint(PipelineKey source, bool operator_set, CompletedCheckpoint checkpoint)
         : source(std::move(source)), operator_set(operator_set), checkpoint(std::move(checkpoint)) {
-      this->checkpoint.task_figures = {};
+      std::vector<TaskFigures>().swap(this->checkpoint.task_figures);  // memory too
     }
     PipelineKey source;
     bool operator_set = false;  // RestorePipeline or restore_from: pinned; a completion ends it

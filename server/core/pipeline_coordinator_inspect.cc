@@ -55,9 +55,12 @@ std::optional<CheckpointDetail> PipelineCoordinator::DescribeCheckpoint(
   }
   std::map<std::string, TaskDetail> done = AckedDetails(*acked, *figures);
   // Every task the round waits for (or waited for), acked or not: the ones that did not ack
-  // name the worker that holds them now.
-  detail.tasks.reserve(expected_.size());
-  for (const std::string& task : expected_) {
+  // name the worker that holds them now. A failed round's acked tasks come along even when the
+  // task set changed since (its end may be that change).
+  std::set<std::string> tasks = expected_;
+  for (const auto& [task, unused] : done) tasks.insert(task);
+  detail.tasks.reserve(tasks.size());
+  for (const std::string& task : tasks) {
     if (auto it = done.find(task); it != done.end()) {
       detail.tasks.push_back(std::move(it->second));
       continue;

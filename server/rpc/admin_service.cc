@@ -418,6 +418,7 @@ grpc::ServerUnaryReactor* AdminServiceImpl::GetCheckpoint(grpc::CallbackServerCo
                 return reactor->Finish(ToGrpcStatus(Status::NotFound(missing)));
               }
               ToProto(found->front(), expected, resp);
+              resp->clear_state();  // the states are in `tasks`: a wide checkpoint's, once
               AddTasks(found->front(), resp);
               reactor->Finish(grpc::Status::OK);
             });

@@ -269,6 +269,7 @@ void WorkerSession::OnWriteDone(bool ok) {
   Constructed();
   MutexLock lock(mu_);
   queued_bytes_ -= out_queue_.front().GetCachedSize();
+  if (out_queue_.front().has_welcome()) welcome_allowance_bytes_ = 0;  // written: the limit again
   out_queue_.pop_front();
   writing_ = false;
   if (!ok) {

@@ -135,7 +135,8 @@ class WorkerSession final
   // front() is in flight while writing_.
   std::deque<v1::CoordinatorMessage> out_queue_ CKPT_GUARDED_BY(mu_);
   // The serialized size of out_queue_, bounded by limits.max_session_queue_bytes plus the size
-  // of the welcome (welcome_allowance_bytes_, 0 until it is queued).
+  // of the welcome while it waits (welcome_allowance_bytes_: 0 before it is queued and once it
+  // is written).
   int64_t queued_bytes_ CKPT_GUARDED_BY(mu_) = 0;
   int64_t welcome_allowance_bytes_ CKPT_GUARDED_BY(mu_) = 0;
   bool writing_ CKPT_GUARDED_BY(mu_) = false;

@@ -224,7 +224,9 @@ void PipelineRunner::ForgetSavepointObserver(const SavepointObserver* observer) 
 void PipelineRunner::Delete(std::function<void(const Status&, bool stopped)> done,
                             const std::string& declared_in) {
   PostOperator([done = std::move(done), declared_in](PipelineRunner& r) {
-    if (r.deleted_) return done(r.DeletedStatus(), true);
+    // Deleted already: the first delete frees the name (this one must not: the name may hold a
+    // new pipeline by the time it answers).
+    if (r.deleted_) return done(r.DeletedStatus(), false);
     if (r.coordinator_.from_config()) {
       return done(
           Status::FailedPrecondition(
