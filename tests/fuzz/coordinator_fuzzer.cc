@@ -296,7 +296,17 @@ class Driver {
           // Sometimes without "d": a task set of its own (rescaled).
           if ((b >> 6) != 0 || task != "d") checkpoint.task_states[task] = {"s", 1, ""};
         }
-        const PipelineKey source = (b & 0x20) ? PipelineKey{"other", "p"} : c_->key();
+        PipelineKey source = (b & 0x20) ? PipelineKey{"other", "p"} : c_->key();
+        if (source == c_->key()) {
+          // A rollback names one of its own history's checkpoints (the daemon reads it from the
+          // store and pins it first): the one its restore point names now, if any.
+          const RestorePoint current = c_->CurrentRestorePoint();
+          if (current.checkpoint_id > 0 && current.source == c_->key()) {
+            checkpoint.checkpoint_id = current.checkpoint_id;
+          } else {
+            source = PipelineKey{"other", "p"};
+          }
+        }
         Trace("restore from " + source.ToString() + "@" + std::to_string(checkpoint.checkpoint_id));
         c_->Restore(source, std::move(checkpoint));
         break;
