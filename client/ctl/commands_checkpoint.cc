@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <optional>
 
 #include "ctl/command.h"
 #include "ctl/connection.h"
@@ -53,15 +54,22 @@ CommandResult RunList(const GlobalOptions& global, const CheckpointFlags& flags)
   return CommandResult::Ok();
 }
 
-CommandResult RunGet(const GlobalOptions& global, const CheckpointFlags& flags) {
+// The pipeline and checkpoint of `get` and `delete`; a usage error when the id is not positive.
+template <typename Request>
+std::optional<CommandResult> CheckpointRequest(const CheckpointFlags& flags, Request* request) {
   if (flags.checkpoint_id <= 0) {
     return CommandResult::BadUsage("ID: must be a positive checkpoint id, got " +
                                    std::to_string(flags.checkpoint_id));
   }
+  request->mutable_pipeline()->set_job_id(flags.job);
+  request->mutable_pipeline()->set_pipeline_id(flags.pipeline);
+  request->set_checkpoint_id(flags.checkpoint_id);
+  return std::nullopt;
+}
+
+CommandResult RunGet(const GlobalOptions& global, const CheckpointFlags& flags) {
   v1::GetCheckpointRequest request;
-  request.mutable_pipeline()->set_job_id(flags.job);
-  request.mutable_pipeline()->set_pipeline_id(flags.pipeline);
-  request.set_checkpoint_id(flags.checkpoint_id);
+  if (auto bad = CheckpointRequest(flags, &request)) return *bad;
   Connection connection(global);
   v1::CheckpointInfo checkpoint;
   const std::string error =
@@ -74,14 +82,8 @@ CommandResult RunGet(const GlobalOptions& global, const CheckpointFlags& flags) 
 }
 
 CommandResult RunDelete(const GlobalOptions& global, const CheckpointFlags& flags) {
-  if (flags.checkpoint_id <= 0) {
-    return CommandResult::BadUsage("ID: must be a positive checkpoint id, got " +
-                                   std::to_string(flags.checkpoint_id));
-  }
   v1::DeleteCheckpointRequest request;
-  request.mutable_pipeline()->set_job_id(flags.job);
-  request.mutable_pipeline()->set_pipeline_id(flags.pipeline);
-  request.set_checkpoint_id(flags.checkpoint_id);
+  if (auto bad = CheckpointRequest(flags, &request)) return *bad;
   Connection connection(global);
   v1::DeleteCheckpointResponse response;
   const std::string error =
