@@ -12,6 +12,7 @@ packages=(
   libsystemd-dev grpc-proto prometheus
   clang libclang-rt-14-dev clang-format clang-tidy
   help2man dpkg-dev file systemd
+  chromium fonts-liberation
 )
 
 missing=()

@@ -7,8 +7,8 @@
 
 #include "ctl/command.h"
 #include "ctl/connection.h"
-#include "ctl/output_json.h"
 #include "ctl/output_views.h"
+#include "views/admin_json.h"
 
 namespace ckpt::ctl {
 namespace {

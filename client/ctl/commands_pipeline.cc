@@ -6,10 +6,10 @@
 #include "ctl/checkpoint_ref.h"
 #include "ctl/command.h"
 #include "ctl/connection.h"
-#include "ctl/names.h"
-#include "ctl/output_json.h"
 #include "ctl/output_views.h"
 #include "ctl/spec_flags.h"
+#include "views/admin_json.h"
+#include "views/enum_names.h"
 
 namespace ckpt::ctl {
 namespace {

@@ -16,10 +16,10 @@
 #include "ctl/connection.h"
 #include "ctl/durations.h"
 #include "ctl/live_block.h"
-#include "ctl/names.h"
-#include "ctl/output_json.h"
 #include "ctl/output_views.h"
 #include "ctl/savepoint_view.h"
+#include "views/admin_json.h"
+#include "views/enum_names.h"
 
 namespace ckpt::ctl {
 namespace {

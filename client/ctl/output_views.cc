@@ -5,8 +5,9 @@
 #include <iterator>
 
 #include "ctl/durations.h"
-#include "ctl/names.h"
 #include "ctl/output_table.h"
+#include "views/enum_names.h"
+#include "views/task_order.h"
 
 namespace ckpt::ctl {
 namespace {
@@ -148,20 +149,6 @@ std::string CheckpointsView(const Checkpoints& checkpoints, int64_t now_ms) {
 namespace {
 
 // "512 B", "3.2 KiB", "1.5 GiB"; "-" for nothing reported.
-std::string FormatBytes(int64_t bytes) {
-  if (bytes <= 0) return "-";
-  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double value = static_cast<double>(bytes);
-  size_t unit = 0;
-  while (value >= 1024 && unit + 1 < std::size(kUnits)) {
-    value /= 1024;
-    ++unit;
-  }
-  char text[32];
-  std::snprintf(text, sizeof text, unit == 0 ? "%.0f %s" : "%.1f %s", value, kUnits[unit]);
-  return text;
-}
-
 std::string FigureOrDash(int64_t ms) { return ms > 0 ? FormatDuration(ms) : "-"; }
 
 }  // namespace
@@ -176,14 +163,7 @@ std::string CheckpointTasksView(const v1::CheckpointInfo& c, int64_t now_ms) {
   if (c.tasks_size() == 0) {
     return text + "No task figures (an older failed round, or stored before they were kept).\n";
   }
-  // Slowest first: the ones not acked (by name), then by how long after the trigger they acked.
-  std::vector<const v1::TaskCheckpointInfo*> rows;
-  rows.reserve(c.tasks_size());
-  for (const auto& t : c.tasks()) rows.push_back(&t);
-  std::stable_sort(rows.begin(), rows.end(), [](const auto* a, const auto* b) {
-    if ((a->acked_at_ms() == 0) != (b->acked_at_ms() == 0)) return a->acked_at_ms() == 0;
-    return a->acked_at_ms() > b->acked_at_ms();
-  });
+  const std::vector<const v1::TaskCheckpointInfo*> rows = TasksSlowestFirst(c);
   Table table({"TASK", "WORKER", "ACK AFTER", "SYNC", "ASYNC", "ALIGNMENT", "SIZE", "STATE URI"});
   for (const auto* t : rows) {
     std::string after;

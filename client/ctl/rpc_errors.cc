@@ -4,8 +4,9 @@
 #include <cctype>
 #include <cstring>
 
+#include "common/grpc_code_name.h"
 #include "ctl/durations.h"
-#include "ctl/names.h"
+#include "views/enum_names.h"
 
 namespace ckpt::ctl {
 namespace {
@@ -140,7 +141,7 @@ bool IsConnectFailure(const grpc::Status& status, const CallInfo& call) {
 }
 
 std::string DescribeRpcFailure(const grpc::Status& status, const CallInfo& call) {
-  const std::string code = StatusCodeName(status.error_code());
+  const std::string code = cli::GrpcCodeName(status.error_code());
   const std::string message = OneLine(status.error_message());
   if (IsConnectFailure(status, call)) {
     if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {

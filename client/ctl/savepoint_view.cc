@@ -1,8 +1,8 @@
 #include "ctl/savepoint_view.h"
 
 #include "ctl/durations.h"
-#include "ctl/names.h"
 #include "ctl/output_table.h"
+#include "views/enum_names.h"
 
 namespace ckpt::ctl {
 namespace {

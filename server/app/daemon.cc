@@ -26,6 +26,7 @@
 #include "runtime/heap_trimmer.h"
 #include "runtime/loop_monitor.h"
 #include "runtime/metrics_page.h"
+#include "web/web_view.h"
 
 namespace ckpt {
 
@@ -63,6 +64,7 @@ const double kProcessStart =
 Daemon::Daemon(DaemonConfig config, std::unique_ptr<MetadataStore> store)
     : config_(std::move(config)), store_(std::move(store)), shards_(IoThreadCount(config_)) {
   per_pipeline_metrics_ = config_.metrics_per_pipeline;
+  web_view_on_ = config_.metrics_web_view;
   log_level_ = config_.log_level;
   MutexLock lock(declared_mu_);
   declared_ = config_.pipelines;
@@ -191,6 +193,7 @@ Status Daemon::StartServing() {
   });
   admin_service_ =
       std::make_unique<AdminServiceImpl>(*admin_backend_, *gatekeeper_, config_.limits);
+  web_view_ = std::make_unique<WebView>(*admin_backend_, shards_.control());
   // Process-wide switches, read by the builder: grpc.health.v1.Health and
   // grpc.reflection.v1alpha.ServerReflection, so that standard probes and tools work.
   grpc::EnableDefaultHealthCheckService(true);
@@ -224,6 +227,17 @@ Status Daemon::StartServing() {
     endpoints.metrics = [this] { return MetricsText(); };
     endpoints.not_alive = [this] { return NotAlive(); };
     endpoints.not_ready = [this] { return NotReady(); };
+    endpoints.pages = [this](std::string_view target, std::function<void(HttpReply)> answer) {
+      if (!web_view_on_.load()) {
+        HttpReply off;
+        off.status = 404;
+        off.body =
+            "the web view is off (metrics.web_view: false); /metrics, /healthz and "
+            "/readyz are served\n";
+        return answer(std::move(off));
+      }
+      web_view_->Serve(target, std::move(answer));
+    };
     metrics_server_ = std::make_unique<MetricsServer>(shards_.control(), std::move(endpoints));
     if (Status s = metrics_server_->Listen(config_.metrics_listen); !s.ok()) return s;
   }
@@ -436,6 +450,10 @@ ReloadResult Daemon::Reload(const DaemonConfig& next) {
   if (next.metrics_per_pipeline != per_pipeline_metrics_.load()) {
     spdlog::info("reload: metrics.per_pipeline -> {}", next.metrics_per_pipeline);
     per_pipeline_metrics_ = next.metrics_per_pipeline;
+  }
+  if (next.metrics_web_view != web_view_on_.load()) {
+    spdlog::info("reload: metrics.web_view -> {}", next.metrics_web_view);
+    web_view_on_ = next.metrics_web_view;
   }
   const PipelineDefaults defaults = host_->defaults();
   if (!(next.defaults.interval_ms == defaults.interval_ms &&

@@ -38,6 +38,7 @@ class WorkerServiceImpl;
 class AdminServiceImpl;
 class DaemonAdminBackend;
 class MetricsServer;
+class WebView;
 class GrpcListener;
 class Gatekeeper;
 class LoopMonitor;
@@ -136,6 +137,8 @@ class Daemon {
   // the shards. Made by Start.
   std::unique_ptr<PipelineHost> host_;
   std::unique_ptr<DaemonAdminBackend> admin_backend_;
+  // The pages on metrics_listen, over admin_backend_; renders on shards_.control().
+  std::unique_ptr<WebView> web_view_;
   // Before the services, which hold references to it; swapped policies on reload.
   std::unique_ptr<Gatekeeper> gatekeeper_;
   std::unique_ptr<WorkerServiceImpl> worker_service_;
@@ -152,7 +155,8 @@ class Daemon {
   // Read from any thread; written by Start, Shutdown and Reload.
   std::atomic<bool> ready_{false};
   std::atomic<bool> per_pipeline_metrics_{false};
-  Mutex health_mu_;  // orders the updates of the gRPC health service
+  std::atomic<bool> web_view_on_{true};  // metrics.web_view
+  Mutex health_mu_;                      // orders the updates of the gRPC health service
   mutable Mutex page_cache_mu_;
   mutable std::string page_cache_ CKPT_GUARDED_BY(page_cache_mu_);
   mutable std::chrono::steady_clock::time_point page_cache_at_ CKPT_GUARDED_BY(page_cache_mu_);

@@ -46,7 +46,7 @@ constexpr std::string_view kTopLevelKeys[] = {"listen",
                                               "insecure",
                                               "advertise"};
 constexpr std::string_view kLogKeys[] = {"level", "format"};
-constexpr std::string_view kMetricsKeys[] = {"per_pipeline"};
+constexpr std::string_view kMetricsKeys[] = {"per_pipeline", "web_view"};
 // The keys PipelineDefaults and PipelineSpec share: `defaults` may set exactly what a pipeline may.
 constexpr std::string_view kPolicyKeys[] = {"interval_ms", "timeout_ms", "min_pause_ms",
                                             "tolerable_failures", "retained"};
@@ -174,7 +174,8 @@ MaybeYamlError ConfigReader::ReadTopLevelField(const YamlField& field) {
   }
   if (name == "metrics") {
     return ForEachField(field.value, field.path, kMetricsKeys, [this](const YamlField& f) {
-      return ReadBool(f, &config_.metrics_per_pipeline);
+      return ReadBool(
+          f, f.name == "web_view" ? &config_.metrics_web_view : &config_.metrics_per_pipeline);
     });
   }
   if (name == "data_dir") return ReadDataDir(field);

@@ -23,6 +23,9 @@ struct DaemonConfig {
   // metrics.per_pipeline: also export per-pipeline series labelled job and pipeline. Off by
   // default: 100,000 pipelines would be 100,000 series per metric on the Prometheus server.
   bool metrics_per_pipeline = false;
+  // metrics.web_view: serve the read-only web view (/, /pipelines/..., /api/v1/...) beside
+  // /metrics. It shows ids, worker names and state locations to whoever reaches metrics_listen.
+  bool metrics_web_view = true;
   std::string data_dir = "./ckptd-data";  // the SQLite store lives here
   // Where savepoints requested without a target go: <savepoint_root>/<job>/<pipeline>/<id>, told
   // to the workers, which write the state. "" = <data_dir>/savepoints. A path or URI the workers

@@ -4,10 +4,7 @@
 
 namespace ckpt {
 
-namespace {
-
-// "800ms", "41s", "10m", "2h5m": short, for a sentence.
-std::string Short(int64_t ms) {
+std::string ShortDuration(int64_t ms) {
   if (ms < 0) ms = 0;
   if (ms < 1000) return std::to_string(ms) + "ms";
   if (ms < 60'000) {
@@ -24,9 +21,11 @@ std::string Short(int64_t ms) {
   return std::to_string(ms / 3'600'000) + "h" + (m ? std::to_string(m) + "m" : "");
 }
 
+namespace {
+
 std::string Ago(int64_t then_ms, int64_t now_ms) {
   if (then_ms <= 0) return "since before the daemon started";
-  return "for " + Short(now_ms - then_ms);
+  return "for " + ShortDuration(now_ms - then_ms);
 }
 
 std::string TaskNames(const Explanation& e, size_t at_most) {
@@ -43,7 +42,8 @@ std::string TaskNames(const Explanation& e, size_t at_most) {
 
 std::string Recent(const Explanation& e) {
   if (e.recent_rounds == 0) return "no completed round yet";
-  return "p95 of the last " + std::to_string(e.recent_rounds) + " rounds " + Short(e.recent_p95_ms);
+  return "p95 of the last " + std::to_string(e.recent_rounds) + " rounds " +
+         ShortDuration(e.recent_p95_ms);
 }
 
 }  // namespace
@@ -104,12 +104,12 @@ std::string ExplainSentence(const PipelineKey& key, const Explanation& e, int64_
       } else {
         text += std::to_string(e.tasks_total) + " tasks (" + TaskNames(e, 3) + ")";
       }
-      text += " for " + Short(e.pending_age_ms) + " (timeout " + Short(e.timeout_ms) + ", " +
-              Recent(e) + ")";
+      text += " for " + ShortDuration(e.pending_age_ms) + " (timeout " +
+              ShortDuration(e.timeout_ms) + ", " + Recent(e) + ")";
       if (!e.tasks.empty() && !e.tasks.front().worker_id.empty()) {
         const TaskHoldup& t = e.tasks.front();
         text += t.last_message_at_ms > 0 ? "; last message from " + t.worker_id + " " +
-                                               Short(now_ms - t.last_message_at_ms) + " ago"
+                                               ShortDuration(now_ms - t.last_message_at_ms) + " ago"
                                          : "; no message from " + t.worker_id + " yet";
       }
       return text;
@@ -119,17 +119,17 @@ std::string ExplainSentence(const PipelineKey& key, const Explanation& e, int64_
     case Holdup::kWaitingForIds: return "the next checkpoint waits for the store to reserve its id";
     case Holdup::kWaitingMinPause:
       return "waiting for min pause: the next checkpoint is due in " +
-             Short(std::max<int64_t>(e.next_trigger_in_ms, 0));
+             ShortDuration(std::max<int64_t>(e.next_trigger_in_ms, 0));
     case Holdup::kNone: break;
   }
   std::string text = "checkpointing";
   if (e.next_trigger_in_ms >= 0) {
-    text += ": the next checkpoint is due in " + Short(e.next_trigger_in_ms) + " (interval " +
-            Short(e.interval_ms) + ")";
+    text += ": the next checkpoint is due in " + ShortDuration(e.next_trigger_in_ms) +
+            " (interval " + ShortDuration(e.interval_ms) + ")";
   }
   if (e.last_completed_checkpoint_id > 0) {
     text += "; the last, " + std::to_string(e.last_completed_checkpoint_id) + ", completed " +
-            (e.last_completed_at_ms > 0 ? Short(now_ms - e.last_completed_at_ms) + " ago"
+            (e.last_completed_at_ms > 0 ? ShortDuration(now_ms - e.last_completed_at_ms) + " ago"
                                         : "before the daemon started");
   }
   return text;

@@ -63,6 +63,9 @@ inline constexpr size_t kMaxExplainedTasks = 1000;
 // p95, 30 s). A threshold at or past the round's timeout never comes (the timeout does).
 int64_t StuckThresholdMs(int64_t recent_p95_ms, int64_t configured_ms);
 
+// "800ms", "4.2s", "41s", "10m5s", "2h5m": short, for a sentence or a table cell.
+std::string ShortDuration(int64_t ms);
+
 // One short plain sentence, e.g. "waiting for task 3 of worker w7 for 41s (timeout 10m, p95 of
 // the last 20 rounds 800ms); last message from w7 38s ago". Ids are printed as they are: callers
 // that render HTML or logs escape them.

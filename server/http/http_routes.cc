@@ -2,10 +2,12 @@
 
 namespace ckpt {
 
-HttpReply Route(std::string_view method, std::string_view target, const HttpEndpoints& endpoints) {
+std::optional<HttpReply> Route(std::string_view method, std::string_view target,
+                               const HttpEndpoints& endpoints) {
   const std::string_view path = target.substr(0, target.find('?'));
   HttpReply reply;
-  if (path != "/metrics" && path != "/healthz" && path != "/readyz") {
+  const bool fixed = path == "/metrics" || path == "/healthz" || path == "/readyz";
+  if (!fixed && !endpoints.pages) {
     reply.status = 404;
     reply.body = "not found; try /metrics, /healthz or /readyz\n";
     return reply;
@@ -16,6 +18,7 @@ HttpReply Route(std::string_view method, std::string_view target, const HttpEndp
     reply.headers.emplace_back("Allow", "GET");
     return reply;
   }
+  if (!fixed) return std::nullopt;
   if (path == "/metrics") {
     reply.content_type = std::string(kPrometheusContentType);
     reply.body = endpoints.metrics ? endpoints.metrics() : std::string();

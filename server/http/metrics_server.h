@@ -1,7 +1,7 @@
 #pragma once
-// MetricsServer: ckptd's HTTP endpoint (/metrics, /healthz, /readyz; http_routes.h), served with
-// Boost.Beast on the daemon's io_context, so it costs no thread of its own and stops answering
-// when the event loop is wedged (which is what /healthz is for).
+// MetricsServer: ckptd's HTTP endpoint (/metrics, /healthz, /readyz, the pages of the web view;
+// http_routes.h), served with Boost.Beast on the daemon's io_context, so it costs no thread of its
+// own and stops answering when the event loop is wedged (which is what /healthz is for).
 //
 // Bad clients cannot hurt the daemon nor lock out its probes: at most `max_connections` are open
 // at once, and at most `max_connections_per_client` from one address. A connection beyond
@@ -14,7 +14,7 @@
 //
 // Threading: Listen and Stop are called from the controlling thread (Daemon::Start, Shutdown).
 // The acceptor is touched only on acceptor_strand_; each connection runs on a strand of its own.
-// Nothing blocks: the endpoint callbacks read atomics.
+// Nothing blocks: the endpoint callbacks read atomics; the pages answer later, from any thread.
 // Lifetime: connections hold only shared state (endpoints, the open count), never the server, so
 // handlers dropped when the io_context stops may outlive it.
 

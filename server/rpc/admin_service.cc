@@ -8,6 +8,7 @@
 #include "core/spec_validation.h"
 #include "rpc/admin_convert.h"
 #include "rpc/admin_methods.h"
+#include "rpc/admin_reads.h"
 #include "rpc/audit_interceptor.h"
 #include "rpc/status_mapping.h"
 
@@ -19,15 +20,6 @@ constexpr int kDefaultCheckpointListLimit = 20;
 // The most entries one page of ListPipelines or ListCheckpoints holds.
 constexpr size_t kMaxPageSize = 1000;
 constexpr int64_t kDefaultSavepointTimeoutMs = 300000;
-// Below gRPC's default 4 MiB receive limit, with room for the pending round.
-constexpr size_t kMaxListReplyBytes = 3 << 20;
-
-// What an embedded message of `bytes` adds to a repeated field: its tag and its length prefix.
-size_t RepeatedFieldBytes(size_t bytes) {
-  size_t varint = 1;
-  for (size_t rest = bytes >> 7; rest != 0; rest >>= 7) ++varint;
-  return 1 + varint + bytes;
-}
 
 grpc::ServerUnaryReactor* Reply(grpc::CallbackServerContext* ctx, const Status& status) {
   auto* reactor = ctx->DefaultReactor();
@@ -310,63 +302,8 @@ grpc::ServerUnaryReactor* AdminServiceImpl::ListCheckpoints(grpc::CallbackServer
     }
   }
   auto* reactor = ctx->DefaultReactor();
-  // What only memory has (the pending round, recent failures) comes from the strand; completed
-  // ones from the store, read off this thread by the backend.
-  (*runner)->Inspect(
-      [this, key = (*runner)->key(), limit, before, reactor, resp](const PipelineCoordinator& c) {
-        const int expected = static_cast<int>(c.spec().task_ids.size());
-        std::optional<PendingSummary> pending = before == 0 ? c.Pending() : std::nullopt;
-        std::vector<RoundSummary> recent;
-        for (const auto& r : c.RecentRounds()) {
-          if (before == 0 || r.checkpoint_id < before) recent.push_back(r);
-        }
-        backend_.ListCompleted(
-            key, limit, before,
-            [limit, reactor, resp, expected, pending,
-             recent = std::move(recent)](Result<std::vector<CompletedCheckpoint>> completed) {
-              if (!completed.ok()) return reactor->Finish(ToGrpcStatus(completed.status()));
-              if (pending) ToProto(*pending, resp->add_checkpoints());
-              // The reply's size so far, kept as entries are added (asking the message each time
-              // would walk every entry again: quadratic in a page of big entries).
-              size_t reply_bytes = resp->ByteSizeLong();
-              // Finished rounds newest first: ids grow with time, so merge by id.
-              auto c = completed->begin();
-              auto r = recent.begin();
-              int added = 0;
-              int64_t last_id = 0;
-              bool cut_short = false;
-              while (c != completed->end() || r != recent.end()) {
-                if (added == limit) {
-                  cut_short = true;
-                  break;
-                }
-                v1::CheckpointInfo info;
-                if (r == recent.end() ||
-                    (c != completed->end() && c->checkpoint_id > r->checkpoint_id)) {
-                  ToProto(*c++, expected, &info);
-                } else {
-                  ToProto(*r++, &info);
-                }
-                // Per-task state makes entries big (thousands of tasks): stop before the reply
-                // outgrows what a default gRPC client accepts; the next page has the rest. The
-                // newest always comes, however big (clients accept up to 64 MiB).
-                const size_t entry_bytes = RepeatedFieldBytes(info.ByteSizeLong());
-                if (added > 0 && reply_bytes + entry_bytes > kMaxListReplyBytes) {
-                  cut_short = true;
-                  break;
-                }
-                last_id = info.checkpoint_id();
-                *resp->add_checkpoints() = std::move(info);
-                reply_bytes += entry_bytes;
-                ++added;
-              }
-              // The store gave `limit` rows: there may be older ones.
-              if (added > 0 && (cut_short || static_cast<int>(completed->size()) == limit)) {
-                resp->set_next_page_token(std::to_string(last_id));
-              }
-              reactor->Finish(grpc::Status::OK);
-            });
-      });
+  ReadCheckpointHistory(backend_, *runner, limit, before, resp,
+                        [reactor](Status s) { reactor->Finish(ToGrpcStatus(s)); });
   return reactor;
 }
 
@@ -394,35 +331,8 @@ grpc::ServerUnaryReactor* AdminServiceImpl::GetCheckpoint(grpc::CallbackServerCo
   auto runner = Lookup(req->pipeline().job_id(), req->pipeline().pipeline_id());
   if (!runner.ok()) return Reply(ctx, runner.status());
   auto* reactor = ctx->DefaultReactor();
-  // The pending round and the newest failed one are in memory (read on the strand); completed
-  // ones in the store, read off this thread by the backend.
-  (*runner)->Inspect(
-      [this, key = (*runner)->key(), id, reactor, resp](const PipelineCoordinator& c) {
-        if (auto detail = c.DescribeCheckpoint(id)) {
-          ToProto(*detail, resp);
-          return reactor->Finish(grpc::Status::OK);
-        }
-        const std::string missing = "checkpoint " + std::to_string(id) + " of pipeline " +
-                                    key.ToString() +
-                                    " is neither pending, nor a recent failure, nor in its history "
-                                    "(ckptctl checkpoint list shows what is)";
-        if (id == std::numeric_limits<int64_t>::max()) {
-          return reactor->Finish(ToGrpcStatus(Status::NotFound(missing)));
-        }
-        const int expected = static_cast<int>(c.spec().task_ids.size());
-        backend_.ListCompleted(
-            key, 1, id + 1,
-            [id, expected, missing, reactor, resp](Result<std::vector<CompletedCheckpoint>> found) {
-              if (!found.ok()) return reactor->Finish(ToGrpcStatus(found.status()));
-              if (found->empty() || found->front().checkpoint_id != id) {
-                return reactor->Finish(ToGrpcStatus(Status::NotFound(missing)));
-              }
-              ToProto(found->front(), expected, resp);
-              resp->clear_state();  // the states are in `tasks`: a wide checkpoint's, once
-              AddTasks(found->front(), resp);
-              reactor->Finish(grpc::Status::OK);
-            });
-      });
+  ReadCheckpoint(backend_, *runner, id, resp,
+                 [reactor](Status s) { reactor->Finish(ToGrpcStatus(s)); });
   return reactor;
 }
 

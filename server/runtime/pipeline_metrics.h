@@ -16,9 +16,12 @@ struct PipelineMetrics {
   std::atomic<uint64_t> checkpoints_completed_total{0};
   std::atomic<uint64_t> checkpoints_failed_total{0};
   std::atomic<uint64_t> checkpoints_expired_total{0};
+  std::atomic<int64_t> last_completed_at_ms{0};  // wall clock; 0 = none
+  // Also for the web view's pipeline list, which reads them the same way (never a strand).
+  std::atomic<int64_t> last_completed_id{0};  // 0 = none
+  std::atomic<uint32_t> last_duration_ms{0};  // of that one; 0 when unknown (restarted)
   std::atomic<int> state{static_cast<int>(PipelineState::kWaitingForTasks)};
   std::atomic<bool> pending{false};
-  std::atomic<int64_t> last_completed_at_ms{0};  // wall clock; 0 = none in this process
 };
 
 }  // namespace ckpt

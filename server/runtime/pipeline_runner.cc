@@ -54,6 +54,8 @@ PipelineRunner::PipelineRunner(asio::io_context& io, const StoredPipeline& store
       timeout_timer_(strand_) {
   pipeline_metrics_.last_completed_at_ms.store(stored.record.last_completed_at_ms,
                                                std::memory_order_relaxed);
+  pipeline_metrics_.last_completed_id.store(stored.record.last_completed_id,
+                                            std::memory_order_relaxed);
 }
 
 template <typename F>
@@ -611,6 +613,10 @@ void PipelineRunner::Execute(Action& action) {
         ++metrics_.checkpoints_completed_total;
         ++pipeline_metrics_.checkpoints_completed_total;
         pipeline_metrics_.last_completed_at_ms.store(clock_.WallMs(), std::memory_order_relaxed);
+        pipeline_metrics_.last_completed_id.store(a->checkpoint_id, std::memory_order_relaxed);
+        pipeline_metrics_.last_duration_ms.store(
+            static_cast<uint32_t>(std::clamp<int64_t>(a->duration.count() / 1000, 0, UINT32_MAX)),
+            std::memory_order_relaxed);
         metrics_.checkpoint_duration.ObserveMicros(a->duration.count());
         break;
       case CheckpointStatus::kExpired:

@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "ctl/output_json.h"
+#include "views/admin_json.h"
 
 namespace ckpt::ctl {
 namespace {

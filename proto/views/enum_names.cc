@@ -1,8 +1,6 @@
-#include "ctl/names.h"
+#include "views/enum_names.h"
 
-#include "common/grpc_code_name.h"
-
-namespace ckpt::ctl {
+namespace ckpt {
 namespace {
 
 // Protobuf's enum name without its type prefix; "" (unknown value) becomes "UNKNOWN(n)".
@@ -44,6 +42,4 @@ std::string RoleName(v1::DaemonRole role) {
   }
 }
 
-const char* StatusCodeName(grpc::StatusCode code) { return cli::GrpcCodeName(code); }
-
-}  // namespace ckpt::ctl
+}  // namespace ckpt

@@ -1,13 +1,15 @@
 #pragma once
-// `-o json`: the protos as CONTRACT.md names them. snake_case keys, every key present (zeros
-// included), integers as numbers, lists as arrays, enums as short names ("RUNNING").
+// The admin protos as JSON, as CONTRACT.md names them: what `ckptctl -o json` prints and the
+// daemon's web view serves under /api/v1, one document format for both. snake_case keys, every
+// key present (zeros included), integers as numbers, lists as arrays, enums as short names
+// ("RUNNING").
 
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "ckpt/v1/admin.pb.h"
 
-namespace ckpt::ctl {
+namespace ckpt {
 
 using Json = nlohmann::ordered_json;
 
@@ -29,4 +31,4 @@ Json DeletedJson(const std::string& job_id, const std::string& pipeline_id);
 // One document, indented, newline-terminated. Invalid UTF-8 is replaced, never thrown about.
 std::string Dump(const Json& json);
 
-}  // namespace ckpt::ctl
+}  // namespace ckpt

@@ -2,14 +2,12 @@
 // The short enum names CONTRACT.md uses ("RUNNING", "SAVEPOINT_AND_STOP", "COMPLETED"), for
 // tables and JSON alike.
 
-#include <grpcpp/support/status.h>
-
 #include <string>
 
 #include "ckpt/v1/admin.pb.h"
 #include "ckpt/v1/common.pb.h"
 
-namespace ckpt::ctl {
+namespace ckpt {
 
 // Values this build does not know print as "UNKNOWN(<number>)".
 std::string ShortName(v1::PipelineState state);
@@ -22,7 +20,4 @@ std::string ShortName(v1::PipelineHoldup holdup);
 // older than the role field says UNSPECIFIED: it has no HA, so "single".
 std::string RoleName(v1::DaemonRole role);
 
-// "NOT_FOUND", "UNAVAILABLE", ...
-const char* StatusCodeName(grpc::StatusCode code);
-
-}  // namespace ckpt::ctl
+}  // namespace ckpt

@@ -1,10 +1,10 @@
-#include "ctl/output_json.h"
+#include "views/admin_json.h"
 
 #include <map>
 
-#include "ctl/names.h"
+#include "views/enum_names.h"
 
-namespace ckpt::ctl {
+namespace ckpt {
 namespace {
 
 template <typename Strings>
@@ -172,4 +172,4 @@ std::string Dump(const Json& json) {
   return json.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 
-}  // namespace ckpt::ctl
+}  // namespace ckpt
