@@ -14,6 +14,13 @@
 // Prints one JSON object on stdout. Run each P in its own process: RSS(P) - RSS(0) is then what P
 // pipelines cost. With --sessions 0 no worker connects: every pipeline waits for its tasks, which
 // measures what an idle pipeline costs (no session, no round).
+//
+// With --web-rps R the web view (server/web) is loaded through the window, as a browser left open
+// on it would be, only harder: R page requests a second, one after the other, alternating the
+// pipeline list sorted by last duration (every pipeline filtered and sorted, the most a list page
+// costs), the list in key order, and one pipeline's page. Each is served on the control loop as the
+// daemon serves it; its time from request to answer is recorded, and the trigger delay of the
+// same window shows what the pages cost the pipelines.
 
 #include <spdlog/spdlog.h>
 
@@ -23,6 +30,11 @@
 #include <thread>
 #include <vector>
 
+#include <boost/asio/post.hpp>
+#include <future>
+#include <random>
+
+#include "common/bench_admin_backend.h"
 #include "common/bench_args.h"
 #include "common/instant_ack_sink.h"
 #include "common/memory_store.h"
@@ -32,6 +44,7 @@
 #include "runtime/daemon_metrics.h"
 #include "runtime/io_shards.h"
 #include "runtime/pipeline_runner.h"
+#include "web/web_view.h"
 
 namespace {
 
@@ -61,6 +74,50 @@ StoredPipeline MakePipeline(int i, int tasks, int64_t interval_ms) {
   return stored;
 }
 
+// The web load of --web-rps: its page times in microseconds, by kind.
+struct WebLoad {
+  std::vector<int64_t> list_us;
+  std::vector<int64_t> pipeline_us;
+  uint64_t failed = 0;  // answers other than 200
+};
+
+// Requests pages of `web` one after the other, `rps` a second, until `stop`; each on `control`.
+WebLoad LoadWebView(WebView& web, boost::asio::io_context& control, int pipelines, double rps,
+                    const std::atomic<bool>& stop) {
+  WebLoad load;
+  std::mt19937 rng(7);
+  const auto period =
+      std::chrono::duration_cast<SteadyClock::duration>(std::chrono::duration<double>(1.0 / rps));
+  auto next = SteadyClock::now();
+  for (uint64_t n = 0; !stop.load(); ++n) {
+    std::string target;
+    bool list = true;
+    switch (n % 3) {
+      case 0: target = "/?sort=duration&order=desc"; break;
+      case 1: target = "/api/v1/pipelines"; break;
+      default:
+        list = false;
+        target = "/pipelines/bench/p" +
+                 std::to_string(std::uniform_int_distribution<int>(0, pipelines - 1)(rng));
+    }
+    std::promise<int> answered;
+    const auto start = SteadyClock::now();
+    boost::asio::post(control, [&web, &target, &answered] {
+      web.Serve(target, [&answered](HttpReply reply) { answered.set_value(reply.status); });
+    });
+    const int status = answered.get_future().get();
+    const int64_t us =
+        std::chrono::duration_cast<std::chrono::microseconds>(SteadyClock::now() - start).count();
+    (list ? load.list_us : load.pipeline_us).push_back(us);
+    if (status != 200) ++load.failed;
+    next += period;
+    std::this_thread::sleep_until(next);
+  }
+  std::sort(load.list_us.begin(), load.list_us.end());
+  std::sort(load.pipeline_us.begin(), load.pipeline_us.end());
+  return load;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -71,13 +128,15 @@ int main(int argc, char** argv) {
                   {"warmup-s", "2"},
                   {"measure-s", "5"},
                   {"threads", "0"},
-                  {"sessions", "1"}});
+                  {"sessions", "1"},
+                  {"web-rps", "0"}});
   const int pipelines = static_cast<int>(args.Int("pipelines"));
   const int tasks = static_cast<int>(args.Int("tasks"));
   const int64_t interval_ms = args.Int("interval-ms");
   const double warmup_s = args.Double("warmup-s");
   const double measure_s = args.Double("measure-s");
   const bool sessions = args.Int("sessions") != 0;
+  const double web_rps = args.Double("web-rps");
   // The daemon's rule (Daemon::Start): `threads: 0` means one io thread per core.
   const unsigned threads = args.Int("threads") > 0
                                ? static_cast<unsigned>(args.Int("threads"))
@@ -124,6 +183,10 @@ int main(int argc, char** argv) {
   }
 
   std::this_thread::sleep_for(std::chrono::duration<double>(warmup_s));
+  BenchAdminBackend backend(runners, store, metrics);
+  WebView web(backend, shards.control());
+  std::atomic<bool> stop_web{false};
+  std::future<WebLoad> web_load;
   const ProcStatus before_window = ReadProcStatus();
   const uint64_t completed0 = metrics.checkpoints_completed_total.load();
   const uint64_t failed0 =
@@ -131,8 +194,15 @@ int main(int argc, char** argv) {
   const int64_t cpu0 = ProcessCpuMicros();
   const auto window_start = SteadyClock::now();
   recorder.Arm();
+  if (web_rps > 0) {
+    web_load = std::async(std::launch::async, [&] {
+      return LoadWebView(web, shards.control(), pipelines, web_rps, stop_web);
+    });
+  }
   std::this_thread::sleep_for(std::chrono::duration<double>(measure_s));
   recorder.Disarm();
+  stop_web = true;
+  const WebLoad pages = web_load.valid() ? web_load.get() : WebLoad{};
   const double window_s = SecondsSince(window_start);
   const int64_t cpu1 = ProcessCpuMicros();
   const uint64_t completed1 = metrics.checkpoints_completed_total.load();
@@ -147,7 +217,7 @@ int main(int argc, char** argv) {
   const std::vector<int64_t> samples = recorder.TakeSorted();
   const auto expected = sessions ? static_cast<uint64_t>(pipelines * rounds_in_window) : 0;
   nlohmann::ordered_json out;
-  out["bench"] = "scheduler";
+  out["bench"] = web_rps > 0 ? "scheduler_web" : "scheduler";
   out["pipelines"] = pipelines;
   out["tasks"] = tasks;
   out["sessions"] = sessions;
@@ -168,6 +238,17 @@ int main(int argc, char** argv) {
   out["completed_in_window"] = completed1 - completed0;
   out["failed_in_window"] = failed1 - failed0;
   out["cpu_pct"] = 100.0 * static_cast<double>(cpu1 - cpu0) / 1e6 / window_s;
+  if (web_rps > 0) {
+    out["web_rps"] = web_rps;
+    out["web_list_pages"] = pages.list_us.size();
+    out["web_list_p50_us"] = Percentile(pages.list_us, 0.50);
+    out["web_list_p99_us"] = Percentile(pages.list_us, 0.99);
+    out["web_list_max_us"] = pages.list_us.empty() ? 0 : pages.list_us.back();
+    out["web_pipeline_pages"] = pages.pipeline_us.size();
+    out["web_pipeline_p50_us"] = Percentile(pages.pipeline_us, 0.50);
+    out["web_pipeline_p99_us"] = Percentile(pages.pipeline_us, 0.99);
+    out["web_failed"] = pages.failed;
+  }
   // A run whose pipelines did not keep up (far fewer triggers than expected) is not a clean figure.
   out["status"] = samples.size() * 10 >= expected * 9 ? "ok" : "behind";
   std::printf("%s\n", out.dump().c_str());

@@ -96,6 +96,9 @@ for p in 0 1000 10000 100000; do
   run_bench 120 "\"bench\":\"scheduler\",\"pipelines\":$p" \
     "$build/bench/ckpt-bench-scheduler" --pipelines "$p" --warmup-s 2 --measure-s 5
 done
+step "scheduler: 100,000 pipelines with the web view's pages loaded (5 a second) beside them"
+run_bench 120 '"bench":"scheduler_web","pipelines":100000' \
+  "$build/bench/ckpt-bench-scheduler" --pipelines 100000 --warmup-s 2 --measure-s 10 --web-rps 5
 step "scheduler: 100,000 idle pipelines (no worker connected), for memory"
 run_bench 60 '"bench":"scheduler","pipelines":100000,"sessions":false' \
   "$build/bench/ckpt-bench-scheduler" --pipelines 100000 --sessions 0 --warmup-s 1 --measure-s 1

@@ -2,7 +2,8 @@
 # The main job, end to end: set up, build, start ckptd on its embedded SQLite store with
 # config/demo.yaml, serve its pipelines with simulated workers, show checkpoints completing, take
 # a savepoint of the job with ckptctl while they run, and show the result, with the restore point
-# each pipeline's workers were handed. Usage: scripts/demo.sh [SECONDS]   (default 10, at least 4).
+# each pipeline's workers were handed, and the web view's address (on a terminal ckptd stays up
+# for it until Enter). Usage: scripts/demo.sh [SECONDS]   (default 10, at least 4).
 # Data stays in ./ckptd-data: run it again and the daemon continues from the stored checkpoints,
 # and the workers restore from them (their state files are under ckptd-data/worker-state).
 set -euo pipefail
@@ -38,6 +39,8 @@ for _ in $(seq 1 100); do
   sleep 0.1
 done
 
+web=http://127.0.0.1:9464/
+echo "== web view: $web (open it while the workers run)"
 echo "== simulated workers: job demo, 4 pipelines x 2 tasks, ${seconds}s"
 rm -f ckptd-data/events.log
 "$sim" --server 127.0.0.1:7070 --job demo --pipelines 4 --tasks-per-pipeline 2 \
@@ -76,8 +79,14 @@ fi
 echo "== ckptctl pipeline list --job demo (workers gone: waiting for tasks)"
 "$ctl" pipeline list --job demo
 
+echo "== web view: $web (the pipelines, their history and what they wait for)"
+if [ -t 0 ] && [ -t 1 ]; then
+  # On a terminal the daemon stays up for a look at the pages; scripted runs go straight on.
+  read -r -p "ckptd keeps serving it; press Enter to stop ckptd. " _ || true
+fi
 echo "== stopping ckptd (SIGTERM)"
 kill -TERM $daemon
 wait $daemon
 trap - EXIT
 tail -n 3 "$log"
+echo "The web view was at $web: start ckptd --config config/demo.yaml to look again."

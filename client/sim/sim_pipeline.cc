@@ -183,6 +183,9 @@ void SimPipeline::Respond(int64_t checkpoint_id) {
     }
     sdk::TaskStateInfo state;
     state.uri = std::move(*uri);
+    // A state of a few hundred KiB to a few MiB, as a small operator's might be (a state file
+    // written with --state-dir is only a marker: its size says nothing).
+    state.size_bytes = std::uniform_int_distribution<int64_t>(256 << 10, 4 << 20)(rng_);
     sdk::AckFigures figures;
     figures.sync_duration_ms = elapsed_ms / 5;
     figures.async_duration_ms = elapsed_ms - figures.sync_duration_ms;

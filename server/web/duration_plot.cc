@@ -1,6 +1,7 @@
 #include "web/duration_plot.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "core/explanation.h"
 #include "web/escape.h"
@@ -44,7 +45,7 @@ std::string DurationPlotSvg(const std::vector<PlotBar>& bars) {
   const int plot_w = kWidth - kLeft - kRight;
   const int plot_h = kHeight - kTop - kBottom;
   const double slot = static_cast<double>(plot_w) / static_cast<double>(bars.size());
-  const double bar_w = std::max(1.0, slot * 0.7);
+  const double bar_w = std::clamp(slot * 0.7, 1.0, 40.0);  // a lone bar stays a bar
 
   std::string svg =
       "<svg id=\"duration-plot\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 " +

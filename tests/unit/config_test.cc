@@ -233,6 +233,8 @@ const BrokenCase kBrokenCases[] = {
      "metrics.per_pipeline: expected true or false, got the quoted string \"true\""},
     {"per_pipeline as a number", "metrics:\n  per_pipeline: 1\n", "2:17",
      "expected true or false, got '1'"},
+    {"web_view as off", "metrics:\n  web_view: off\n", "2:13",
+     "metrics.web_view: expected true or false, got 'off'"},
     {"typo in metrics", "metrics:\n  per_pipelines: true\n", "2:3",
      "unknown key 'per_pipelines' in metrics; did you mean 'per_pipeline'?"},
     {"metrics is a scalar", "metrics: on\n", "1:10", "metrics must be a map of keys, got 'on'"},
@@ -331,6 +333,7 @@ TEST(ConfigParse, EmptyFileMeansAllDefaults) {
     EXPECT_EQ(config.log_level, "info");
     EXPECT_EQ(config.log_format, "text");
     EXPECT_FALSE(config.metrics_per_pipeline);
+    EXPECT_TRUE(config.metrics_web_view);
     EXPECT_EQ(config.defaults.interval_ms, 10000);
     EXPECT_EQ(config.defaults.timeout_ms, 600000);
     EXPECT_EQ(config.defaults.min_pause_ms, 0);
@@ -387,6 +390,10 @@ TEST(ConfigParse, BooleansInAnyCase) {
   EXPECT_TRUE(ParseOk("metrics: {per_pipeline: TRUE}\n").metrics_per_pipeline);
   EXPECT_FALSE(ParseOk("metrics: {per_pipeline: false}\n").metrics_per_pipeline);
   EXPECT_FALSE(ParseOk("metrics:\n").metrics_per_pipeline);
+  const DaemonConfig off = ParseOk("metrics: {web_view: false}\n");
+  EXPECT_FALSE(off.metrics_web_view);
+  EXPECT_FALSE(off.metrics_per_pipeline) << "one key does not set the other";
+  EXPECT_TRUE(ParseOk("metrics: {per_pipeline: true}\n").metrics_web_view);
 }
 
 TEST(ConfigParse, EmptySectionsAreAllowed) {
