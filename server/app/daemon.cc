@@ -64,7 +64,7 @@ const double kProcessStart =
 Daemon::Daemon(DaemonConfig config, std::unique_ptr<MetadataStore> store)
     : config_(std::move(config)), store_(std::move(store)), shards_(IoThreadCount(config_)) {
   per_pipeline_metrics_ = config_.metrics_per_pipeline;
-  web_view_on_ = config_.metrics_web_view;
+  web_view_on_ = WebViewOn(config_);
   log_level_ = config_.log_level;
   MutexLock lock(declared_mu_);
   declared_ = config_.pipelines;
@@ -173,9 +173,9 @@ Status Daemon::StartServing() {
   }
   if (auto http = ParseHostPort(config_.metrics_listen); http.ok() && !IsLoopbackHost(http->host)) {
     spdlog::warn(
-        "metrics_listen {} is reachable from other machines; /metrics, /healthz and "
-        "/readyz have no authentication (docs/SECURITY.md)",
-        config_.metrics_listen);
+        "metrics_listen {} is reachable from other machines; /metrics, /healthz, /readyz{} have "
+        "no authentication (docs/SECURITY.md)",
+        config_.metrics_listen, WebViewOn(config_) ? " and the web view" : "");
   }
   gatekeeper_ = std::make_unique<Gatekeeper>(config_.auth, metrics_, leadership_);
   if (config_.auth.enabled) {
@@ -232,8 +232,8 @@ Status Daemon::StartServing() {
         HttpReply off;
         off.status = 404;
         off.body =
-            "the web view is off (metrics.web_view: false); /metrics, /healthz and "
-            "/readyz are served\n";
+            "the web view is off (metrics.web_view: false, or unset with auth on or "
+            "metrics_listen off loopback); /metrics, /healthz and /readyz are served\n";
         return answer(std::move(off));
       }
       web_view_->Serve(target, std::move(answer));
@@ -451,9 +451,9 @@ ReloadResult Daemon::Reload(const DaemonConfig& next) {
     spdlog::info("reload: metrics.per_pipeline -> {}", next.metrics_per_pipeline);
     per_pipeline_metrics_ = next.metrics_per_pipeline;
   }
-  if (next.metrics_web_view != web_view_on_.load()) {
-    spdlog::info("reload: metrics.web_view -> {}", next.metrics_web_view);
-    web_view_on_ = next.metrics_web_view;
+  if (WebViewOn(next) != web_view_on_.load()) {
+    spdlog::info("reload: the web view is now {}", WebViewOn(next) ? "on" : "off");
+    web_view_on_ = WebViewOn(next);
   }
   const PipelineDefaults defaults = host_->defaults();
   if (!(next.defaults.interval_ms == defaults.interval_ms &&

@@ -174,8 +174,11 @@ MaybeYamlError ConfigReader::ReadTopLevelField(const YamlField& field) {
   }
   if (name == "metrics") {
     return ForEachField(field.value, field.path, kMetricsKeys, [this](const YamlField& f) {
-      return ReadBool(
-          f, f.name == "web_view" ? &config_.metrics_web_view : &config_.metrics_per_pipeline);
+      if (f.name != "web_view") return ReadBool(f, &config_.metrics_per_pipeline);
+      bool on = true;
+      auto error = ReadBool(f, &on);
+      if (!error) config_.metrics_web_view = on;
+      return error;
     });
   }
   if (name == "data_dir") return ReadDataDir(field);
@@ -465,6 +468,12 @@ Result<DaemonConfig> LoadDaemonConfig(const std::string& path) {
   auto config = ParseDaemonConfig(text, path);
   if (config.ok()) config->source_path = path;
   return config;
+}
+
+bool WebViewOn(const DaemonConfig& config) {
+  if (config.metrics_web_view) return *config.metrics_web_view;
+  auto http = ParseHostPort(config.metrics_listen);
+  return http.ok() && IsLoopbackHost(http->host) && !config.auth.enabled;
 }
 
 }  // namespace ckpt

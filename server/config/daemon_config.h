@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,8 +25,9 @@ struct DaemonConfig {
   // default: 100,000 pipelines would be 100,000 series per metric on the Prometheus server.
   bool metrics_per_pipeline = false;
   // metrics.web_view: serve the read-only web view (/, /pipelines/..., /api/v1/...) beside
-  // /metrics. It shows ids, worker names and state locations to whoever reaches metrics_listen.
-  bool metrics_web_view = true;
+  // /metrics. It shows ids, worker names and state locations to whoever reaches metrics_listen,
+  // with no authentication of its own. Unset: see WebViewOn.
+  std::optional<bool> metrics_web_view;
   std::string data_dir = "./ckptd-data";  // the SQLite store lives here
   // Where savepoints requested without a target go: <savepoint_root>/<job>/<pipeline>/<id>, told
   // to the workers, which write the state. "" = <data_dir>/savepoints. A path or URI the workers
@@ -80,5 +82,15 @@ inline constexpr uint64_t kMaxConfigBytes = 16 << 20;
 // file, a directory, anything but a regular file (a FIFO would block the reader), more than
 // kMaxConfigBytes.
 Result<DaemonConfig> LoadDaemonConfig(const std::string& path);
+
+// Whether the web view is served: metrics.web_view when set; otherwise only while metrics_listen
+// is on loopback and `auth` is off, so that a daemon which authenticates its callers does not show
+// their pipelines to anyone who reaches the HTTP port unless told to.
+bool WebViewOn(const DaemonConfig& config);
+
+// Whether the web view is served: metrics.web_view when set; otherwise only while metrics_listen
+// is on loopback and `auth` is off, so that a daemon which authenticates its callers does not show
+// their pipelines to anyone who reaches the HTTP port unless told to.
+bool WebViewOn(const DaemonConfig& config);
 
 }  // namespace ckpt

@@ -90,7 +90,8 @@ Result<CheckpointRef> RefFromProto(const v1::CheckpointRef& proto, const std::st
   return CheckpointRef{{proto.job_id(), proto.pipeline_id()}, proto.checkpoint_id()};
 }
 
-void ToProto(const CompletedCheckpoint& c, int expected_tasks, v1::CheckpointInfo* out) {
+void ToProto(const CompletedCheckpoint& c, int expected_tasks, v1::CheckpointInfo* out,
+             bool with_states) {
   out->set_checkpoint_id(c.checkpoint_id);
   out->set_kind(ckpt::ToProto(c.kind));
   out->set_status(v1::CHECKPOINT_STATUS_COMPLETED);
@@ -99,6 +100,7 @@ void ToProto(const CompletedCheckpoint& c, int expected_tasks, v1::CheckpointInf
   out->set_acked_tasks(static_cast<int32_t>(c.task_states.size()));
   out->set_expected_tasks(expected_tasks);
   out->set_location(c.location);
+  if (!with_states) return;
   for (const auto& [task, state] : c.task_states)
     ckpt::ToProto(state, &(*out->mutable_state())[task]);
 }

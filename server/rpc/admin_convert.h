@@ -18,7 +18,9 @@ PipelineSpec SpecFromUpdate(const v1::PipelineSpec& proto, const PipelineSpec& c
 void ToProto(const PipelineStatus& status, v1::Pipeline* out);
 // `field` names it in the error ("from", "restore_from").
 Result<CheckpointRef> RefFromProto(const v1::CheckpointRef& proto, const std::string& field);
-void ToProto(const CompletedCheckpoint& checkpoint, int expected_tasks, v1::CheckpointInfo* out);
+// `with_states` false: without the task states (`state` left empty).
+void ToProto(const CompletedCheckpoint& checkpoint, int expected_tasks, v1::CheckpointInfo* out,
+             bool with_states = true);
 void ToProto(const RoundSummary& round, v1::CheckpointInfo* out);
 void ToProto(const PendingSummary& pending, v1::CheckpointInfo* out);
 // GetCheckpoint: a round in memory with its tasks, or a stored checkpoint with its tasks.

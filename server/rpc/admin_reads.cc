@@ -23,8 +23,8 @@ size_t RepeatedFieldBytes(size_t bytes) {
 
 void ReadCheckpointHistory(AdminBackend& backend, const std::shared_ptr<PipelineRunner>& runner,
                            int limit, int64_t before_id, v1::ListCheckpointsResponse* out,
-                           std::function<void(Status)> done) {
-  runner->Inspect([&backend, key = runner->key(), limit, before_id, out,
+                           std::vector<int64_t>* state_bytes, std::function<void(Status)> done) {
+  runner->Inspect([&backend, key = runner->key(), limit, before_id, out, state_bytes,
                    done = std::move(done)](const PipelineCoordinator& c) mutable {
     const int expected = static_cast<int>(c.spec().task_ids.size());
     std::optional<PendingSummary> pending = before_id == 0 ? c.Pending() : std::nullopt;
@@ -34,10 +34,13 @@ void ReadCheckpointHistory(AdminBackend& backend, const std::shared_ptr<Pipeline
     }
     backend.ListCompleted(
         key, limit, before_id,
-        [limit, out, expected, pending, recent = std::move(recent),
+        [limit, out, state_bytes, expected, pending, recent = std::move(recent),
          done = std::move(done)](Result<std::vector<CompletedCheckpoint>> completed) {
           if (!completed.ok()) return done(completed.status());
-          if (pending) ToProto(*pending, out->add_checkpoints());
+          if (pending) {
+            ToProto(*pending, out->add_checkpoints());
+            if (state_bytes) state_bytes->push_back(0);
+          }
           // The reply's size so far, kept as entries are added (asking the message each time
           // would walk every entry again: quadratic in a page of big entries).
           size_t reply_bytes = out->ByteSizeLong();
@@ -53,9 +56,13 @@ void ReadCheckpointHistory(AdminBackend& backend, const std::shared_ptr<Pipeline
               break;
             }
             v1::CheckpointInfo info;
+            int64_t bytes = 0;
             if (r == recent.end() ||
                 (c != completed->end() && c->checkpoint_id > r->checkpoint_id)) {
-              ToProto(*c++, expected, &info);
+              if (state_bytes) {
+                for (const auto& [task, state] : c->task_states) bytes += state.size_bytes;
+              }
+              ToProto(*c++, expected, &info, /*with_states=*/state_bytes == nullptr);
             } else {
               ToProto(*r++, &info);
             }
@@ -69,6 +76,7 @@ void ReadCheckpointHistory(AdminBackend& backend, const std::shared_ptr<Pipeline
             }
             last_id = info.checkpoint_id();
             *out->add_checkpoints() = std::move(info);
+            if (state_bytes) state_bytes->push_back(bytes);
             reply_bytes += entry_bytes;
             ++added;
           }

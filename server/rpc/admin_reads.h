@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <vector>
 
 #include "ckpt/v1/admin.pb.h"
 #include "common/status.h"
@@ -25,10 +26,12 @@ inline constexpr size_t kMaxListReplyBytes = 3 << 20;
 // Up to `limit` rounds, newest first: the pending one (on the first page, before_id 0), recent
 // failures and the store's completed checkpoints, merged by id, those with ids below `before_id`
 // (0: from the newest). Stops early rather than pass kMaxListReplyBytes (the newest always comes);
-// sets next_page_token when older ones may follow.
+// sets next_page_token when older ones may follow. With `state_bytes`, the entries come without
+// their task states (so a wide pipeline's history is not cut short by them) and state_bytes gets
+// each entry's total, in order; it must stay alive until `done` runs, as `out`.
 void ReadCheckpointHistory(AdminBackend& backend, const std::shared_ptr<PipelineRunner>& runner,
                            int limit, int64_t before_id, v1::ListCheckpointsResponse* out,
-                           std::function<void(Status)> done);
+                           std::vector<int64_t>* state_bytes, std::function<void(Status)> done);
 
 // One round with its tasks: pending, the newest failed one, or a completed one from the store.
 // NOT_FOUND names what was looked at.

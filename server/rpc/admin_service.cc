@@ -302,7 +302,7 @@ grpc::ServerUnaryReactor* AdminServiceImpl::ListCheckpoints(grpc::CallbackServer
     }
   }
   auto* reactor = ctx->DefaultReactor();
-  ReadCheckpointHistory(backend_, *runner, limit, before, resp,
+  ReadCheckpointHistory(backend_, *runner, limit, before, resp, /*state_bytes=*/nullptr,
                         [reactor](Status s) { reactor->Finish(ToGrpcStatus(s)); });
   return reactor;
 }

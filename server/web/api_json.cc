@@ -25,7 +25,12 @@ Json PipelineListJson(const TablePage& page, const TableQuery& query) {
 
 Json PipelinePageJson(const PipelinePageData& data) {
   Json checkpoints = Json::array();
-  for (const auto& c : data.history.checkpoints()) checkpoints.push_back(CheckpointJson(c));
+  for (int i = 0; i < data.history.checkpoints_size(); ++i) {
+    Json entry = CheckpointJson(data.history.checkpoints(i));
+    entry["state_bytes"] =
+        static_cast<size_t>(i) < data.state_bytes.size() ? data.state_bytes[i] : 0;
+    checkpoints.push_back(std::move(entry));
+  }
   return {{"pipeline", PipelineJson(data.pipeline)},
           {"explanation", ExplanationJson(data.explanation)},
           {"checkpoints", std::move(checkpoints)},

@@ -15,7 +15,8 @@ namespace ckpt {
 // last_checkpoint_id, last_completed_at_ms, last_duration_ms, completed_since_start,
 // failed_since_start, expired_since_start}]}.
 Json PipelineListJson(const TablePage& page, const TableQuery& query);
-// {pipeline, explanation, checkpoints (newest first, the pending round first), history_error}.
+// {pipeline, explanation, checkpoints (newest first, the pending round first; each without its
+// task states, `state_bytes` their total), history_error}.
 Json PipelinePageJson(const PipelinePageData& data);
 // {error: {code: "NOT_FOUND", message}}.
 Json ErrorJson(const Status& status);

@@ -15,6 +15,9 @@ namespace ckpt {
 
 namespace {
 
+// A checkpoint's page lists at most this many tasks, the slowest; its JSON has every one.
+constexpr size_t kMaxTaskRows = 1000;
+
 constexpr std::string_view kStyle =
     "body{font:14px/1.45 system-ui,sans-serif;margin:0;color:#1d2327;background:#f6f7f9}"
     "header{background:#1f2d3d;color:#fff;padding:8px 16px}"
@@ -108,31 +111,24 @@ int64_t TookMs(const v1::CheckpointInfo& c, int64_t now_ms) {
   return std::max<int64_t>(0, end - c.triggered_at_ms());
 }
 
-int64_t StateBytes(const v1::CheckpointInfo& c) {
-  int64_t bytes = 0;
-  for (const auto& [task, state] : c.state()) bytes += state.size_bytes();
-  for (const auto& t : c.tasks()) bytes += t.state().size_bytes();
-  return bytes;
-}
-
 std::string PendingSection(const PipelinePageData& d, int64_t now_ms) {
   const v1::PipelineExplanation& e = d.explanation;
   std::string html = "<section id=\"pending\">";
   if (e.pending_checkpoint_id() > 0) {
-    int acked = 0;
-    int expected = 0;
+    // How many acked, from the history's entry of the round: read a moment after the
+    // explanation, it may already be gone (completed); then the count is left out.
+    std::string acked;
     for (const auto& c : d.history.checkpoints()) {
       if (c.checkpoint_id() == e.pending_checkpoint_id()) {
-        acked = c.acked_tasks();
-        expected = c.expected_tasks();
+        acked = "; " + std::to_string(c.acked_tasks()) + " of " +
+                std::to_string(c.expected_tasks()) + " tasks acked";
       }
     }
     html += "<p id=\"pending-round\">" + E(ShortName(e.pending_kind())) + " " +
             std::to_string(e.pending_checkpoint_id()) + " pending for " +
             E(FormatDuration(e.pending_age_ms())) + " (timeout " +
             E(FormatDuration(e.timeout_ms())) + ", stuck after " +
-            E(FormatDuration(e.stuck_threshold_ms())) + "); " + std::to_string(acked) + " of " +
-            std::to_string(expected) + " tasks acked.</p>";
+            E(FormatDuration(e.stuck_threshold_ms())) + ")" + acked + ".</p>";
   } else {
     html += "<p id=\"pending-round\">No round pending.";
     if (e.next_trigger_in_ms() >= 0) {
@@ -164,7 +160,8 @@ std::string PendingSection(const PipelinePageData& d, int64_t now_ms) {
     if (e.tasks_total() > e.tasks_size()) {
       html += "<p class=\"muted\">and " +
               Grouped(static_cast<uint64_t>(e.tasks_total() - e.tasks_size())) +
-              " more (the API lists the first " + std::to_string(e.tasks_size()) + ").</p>";
+              " more (the first " + std::to_string(e.tasks_size()) +
+              " are listed, here and in the JSON).</p>";
     }
   }
   return html + "</section>";
@@ -188,7 +185,9 @@ std::string HistorySection(const PipelinePageData& d, int64_t now_ms) {
       "<table id=\"checkpoints\"><thead><tr><th class=\"num\">Id</th><th>Kind</th><th>Status</th>"
       "<th>Triggered</th><th class=\"num\">Duration</th><th class=\"num\">Tasks acked</th>"
       "<th class=\"num\">Size</th><th>Reason or location</th></tr></thead><tbody>";
-  for (const auto& c : d.history.checkpoints()) {
+  for (int i = 0; i < d.history.checkpoints_size(); ++i) {
+    const v1::CheckpointInfo& c = d.history.checkpoints(i);
+    const int64_t bytes = static_cast<size_t>(i) < d.state_bytes.size() ? d.state_bytes[i] : 0;
     const std::string status = ShortName(c.status());
     const std::string detail = !c.failure_reason().empty() ? c.failure_reason() : c.location();
     html += "<tr class=\"checkpoint\" data-checkpoint-id=\"" + std::to_string(c.checkpoint_id()) +
@@ -198,7 +197,7 @@ std::string HistorySection(const PipelinePageData& d, int64_t now_ms) {
             E(FormatAgo(c.triggered_at_ms(), now_ms)) + "</td><td class=\"num\">" +
             E(FormatDuration(TookMs(c, now_ms))) + "</td><td class=\"num\">" +
             std::to_string(c.acked_tasks()) + " / " + std::to_string(c.expected_tasks()) +
-            "</td><td class=\"num\">" + E(FormatBytes(StateBytes(c))) + "</td><td>" + E(detail) +
+            "</td><td class=\"num\">" + E(FormatBytes(bytes)) + "</td><td>" + E(detail) +
             "</td></tr>";
   }
   html += "</tbody></table>";
@@ -290,9 +289,11 @@ std::string RenderPipelineListPage(const TablePage& page, const TableQuery& quer
   body += "</tbody></table>";
 
   body += "<nav class=\"pages\">";
-  if (query.offset > 0) {
+  if (query.offset > 0 && page.matching > 0) {
     TableQuery prev = query;
-    prev.offset = query.offset > query.limit ? query.offset - query.limit : 0;
+    // Past the end (an old link), "previous" is the last page that has rows.
+    const size_t last_page = (page.matching - 1) / query.limit * query.limit;
+    prev.offset = std::min(query.offset > query.limit ? query.offset - query.limit : 0, last_page);
     body += "<a rel=\"prev\" href=\"/?" + E(TableQueryString(prev)) + "\">&larr; previous</a>";
   }
   if (last < page.matching) {
@@ -398,7 +399,10 @@ std::string RenderCheckpointPage(const PipelineKey& key, const v1::CheckpointInf
         "<th class=\"num\">Alignment</th><th class=\"num\">Size</th><th>State URI</th></tr>"
         "</thead><tbody>";
     auto figure = [](int64_t ms) { return ms > 0 ? E(FormatDuration(ms)) : std::string("-"); };
-    for (const v1::TaskCheckpointInfo* t : TasksSlowestFirst(c)) {
+    std::vector<const v1::TaskCheckpointInfo*> rows = TasksSlowestFirst(c);
+    const size_t hidden = rows.size() > kMaxTaskRows ? rows.size() - kMaxTaskRows : 0;
+    rows.resize(rows.size() - hidden);
+    for (const v1::TaskCheckpointInfo* t : rows) {
       std::string after;
       if (t->acked_at_ms() > 0) {
         after = FormatDuration(std::max<int64_t>(t->acked_at_ms() - c.triggered_at_ms(), 0));
@@ -415,7 +419,13 @@ std::string RenderCheckpointPage(const PipelineKey& key, const v1::CheckpointInf
               (t->state().uri().empty() ? "-" : E(t->state().uri())) + "</td></tr>";
     }
     body += "</tbody></table>";
+    if (hidden > 0) {
+      body += "<p class=\"muted\" id=\"tasks-hidden\">and " + Grouped(hidden) +
+              " faster tasks (the JSON has every one).</p>";
+    }
   }
+  // A finished round does not change: only a pending one reloads itself.
+  if (!pending) refresh_s = 0;
   const std::string path = CheckpointPath(key, c.checkpoint_id());
   body += "<p class=\"muted\">" + RefreshNote(refresh_s, path + "?refresh=0") +
           " The same as JSON: <a href=\"/api/v1" + path + "\">/api/v1" + E(path) + "</a>.</p>";

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "ckpt/v1/admin.pb.h"
 #include "core/types.h"
@@ -20,6 +21,10 @@ struct PipelinePageData {
   v1::PipelineExplanation explanation;  // as ExplainPipeline answers
   v1::ListCheckpointsResponse history;  // ListCheckpoints' first page: the pending round first
   std::string history_error;            // the store could not be read: why (history is empty)
+  // Each history entry's task states in total, in bytes, in history order. The entries come
+  // without their states (ReadCheckpointHistory): a wide pipeline's would make every page and
+  // every reload megabytes; a checkpoint's own page has them.
+  std::vector<int64_t> state_bytes;
 };
 
 // A standby has no pipelines: the list says so and where the leader is.

@@ -1,6 +1,7 @@
 #include "web/web_view.h"
 
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <charconv>
 #include <chrono>
 #include <memory>
@@ -10,6 +11,7 @@
 
 #include "rpc/admin_convert.h"
 #include "rpc/admin_reads.h"
+#include "views/figures.h"
 #include "web/api_json.h"
 #include "web/escape.h"
 #include "web/pages.h"
@@ -72,6 +74,11 @@ HttpReply Failure(bool api, const Status& s) {
   return api ? JsonReply(status, ErrorJson(s)) : Html(status, RenderErrorPage(status, s.message()));
 }
 
+bool IsApi(std::string_view target) {
+  const std::string_view path = target.substr(0, target.find('?'));
+  return path.substr(0, 8) == "/api/v1/" || path == "/api/v1";
+}
+
 // The path's segments, each percent-decoded; nullopt if one is not valid percent-encoding.
 std::optional<std::vector<std::string>> Segments(std::string_view path) {
   std::vector<std::string> segments;
@@ -96,6 +103,42 @@ std::optional<int64_t> CheckpointId(const std::string& text) {
   return id;
 }
 
+// One request's answer, given once: by the page, or by its deadline if that comes first.
+// Threading: Give and the deadline's handler run on the render loop (one thread).
+class PageAnswer : public std::enable_shared_from_this<PageAnswer> {
+ public:
+  PageAnswer(std::function<void(HttpReply)> answer, std::atomic<int>& in_flight,
+             boost::asio::io_context& render_on, bool api)
+      : answer_(std::move(answer)), in_flight_(in_flight), deadline_(render_on), api_(api) {}
+
+  void ArmDeadline(std::chrono::milliseconds after) {
+    deadline_.expires_after(after);
+    deadline_.async_wait([self = shared_from_this(), after](boost::system::error_code ec) {
+      if (ec) return;  // answered in time
+      self->Give(Failure(
+          self->api_,
+          Status::Unavailable("the page was not ready within " + FormatDuration(after.count()) +
+                              " (a busy pipeline loop or store); try again")));
+    });
+  }
+
+  void Give(HttpReply reply) {
+    if (given_) return;
+    given_ = true;
+    deadline_.cancel();
+    in_flight_.fetch_sub(1);
+    auto answer = std::move(answer_);
+    answer(std::move(reply));
+  }
+
+ private:
+  std::function<void(HttpReply)> answer_;
+  std::atomic<int>& in_flight_;
+  boost::asio::steady_timer deadline_;
+  const bool api_;
+  bool given_ = false;
+};
+
 // What a pipeline's page is gathered into, step by step; shared by the steps' callbacks.
 struct PipelineGather {
   PipelinePageData data;
@@ -105,9 +148,26 @@ struct PipelineGather {
 }  // namespace
 
 void WebView::Serve(std::string_view target, std::function<void(HttpReply)> answer) {
+  const bool api = IsApi(target);
+  if (in_flight_.fetch_add(1) >= limits_.max_in_flight) {
+    in_flight_.fetch_sub(1);
+    HttpReply busy =
+        Failure(api, Status::Unavailable("too many pages are being served at once; try again"));
+    busy.headers.emplace_back("Retry-After", "1");
+    return answer(std::move(busy));
+  }
+  auto page = std::make_shared<PageAnswer>(std::move(answer), in_flight_, render_on_, api);
+  page->ArmDeadline(limits_.deadline);
+  ServePage(target, [page](HttpReply reply) { page->Give(std::move(reply)); });
+}
+
+void WebView::ServePage(std::string_view target, std::function<void(HttpReply)> answer) {
   const size_t question = target.find('?');
   const std::string_view path = target.substr(0, question);
-  const bool api = path.substr(0, 8) == "/api/v1/" || path == "/api/v1";
+  const bool api = IsApi(path);
+  if (path.empty() || path.front() != '/') {
+    return answer(Failure(api, Status::InvalidArgument("the request target is not a path")));
+  }
   auto params = ParseQuery(question == std::string_view::npos ? std::string_view()
                                                               : target.substr(question + 1));
   auto segments = Segments(path);
@@ -201,6 +261,7 @@ void WebView::Serve(std::string_view target, std::function<void(HttpReply)> answ
       if (!s.ok()) return finish(s);
       ToProto(e, sentence, &gather->data.explanation);
       ReadCheckpointHistory(backend_, runner, kHistoryRounds, 0, &gather->data.history,
+                            &gather->data.state_bytes,
                             [gather, finish = std::move(finish)](Status history) mutable {
                               // The page is still worth showing without its history.
                               if (!history.ok()) gather->data.history_error = history.message();

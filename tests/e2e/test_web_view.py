@@ -189,6 +189,13 @@ class WebViewBrowserTest(unittest.TestCase):
         self.screenshot("/pipelines/slow/p0", "slow-pipeline.png")
 
     def test_a_healthy_pipeline_plots_its_history_and_links_each_round(self):
+        status, _, body = e2e.http_get(self.ws.metrics_url("/api/v1/pipelines/shop/p0"))
+        self.assertEqual(status, 200)
+        completed = [c for c in json.loads(body)["checkpoints"] if c["status"] == "COMPLETED"]
+        self.assertTrue(completed)
+        for c in completed:
+            self.assertEqual(c["state"], {}, "a history entry comes without its task states")
+            self.assertGreater(c["state_bytes"], 0, "the simulator reports its states' sizes")
         dom = self.dom("/pipelines/shop/p0")
         bars = dom.find_all("rect", class_="completed")
         self.assertGreaterEqual(len(bars), 2)

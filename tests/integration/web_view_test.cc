@@ -11,6 +11,8 @@
 #include "daemon_fixture.h"
 #include "http_client.h"
 #include "raw_worker.h"
+#include "rpc/admin_backend.h"
+#include "web/web_view.h"
 
 namespace ckpt::testing {
 namespace {
@@ -128,6 +130,8 @@ TEST_F(WebViewTest, APipelinesPageNamesTheTaskThatHoldsItsRound) {
   EXPECT_EQ(page["checkpoints"][0]["status"], "PENDING");
   EXPECT_EQ(page["checkpoints"][1]["checkpoint_id"], first_id);
   EXPECT_EQ(page["checkpoints"][1]["status"], "COMPLETED");
+  EXPECT_TRUE(page["checkpoints"][1].contains("state_bytes"));
+  EXPECT_TRUE(page["checkpoints"][1]["state"].empty()) << "states are on the checkpoint's page";
   EXPECT_EQ(page["history_error"], "");
 
   HttpResult html = Get("/pipelines/job/p");
@@ -199,6 +203,105 @@ TEST_F(WebViewTest, TheListNeedsNoPipelineLoop) {
   EXPECT_EQ(page["total"], 2);
   EXPECT_EQ(Get("/").status, 200);
   release.set_value();
+}
+
+// An AdminBackend over a running daemon's pipelines whose store reads never answer until released:
+// a pipeline's page then waits on them as on a stuck store.
+class HeldReadsBackend final : public AdminBackend {
+ public:
+  HeldReadsBackend(Registry& registry, DaemonMetrics& metrics)
+      : registry_(registry), metrics_(metrics) {}
+  std::shared_ptr<PipelineRunner> FindPipeline(const PipelineKey& key) const override {
+    return registry_.Find(key);
+  }
+  std::vector<std::shared_ptr<PipelineRunner>> AllPipelines() const override {
+    return registry_.All();
+  }
+  PipelineDefaults pipeline_defaults() const override { return {}; }
+  void CreatePipeline(const PipelineSpec&, std::optional<CheckpointRef>, CreateDone) override {}
+  void RestorePipeline(std::shared_ptr<PipelineRunner>, CheckpointRef,
+                       PipelineRunner::StatusDone) override {}
+  void DeletePipeline(std::shared_ptr<PipelineRunner>, std::function<void(Status)>) override {}
+  void ListCompleted(const PipelineKey&, int, int64_t, ListDone done) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    held_.push_back(std::move(done));
+  }
+  DaemonMetrics& metrics() override { return metrics_; }
+  Facts facts() const override { return {}; }
+
+  size_t held() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return held_.size();
+  }
+  void Release() {
+    std::vector<ListDone> held;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      held.swap(held_);
+    }
+    for (auto& done : held) done(std::vector<CompletedCheckpoint>{});
+  }
+
+ private:
+  Registry& registry_;
+  DaemonMetrics& metrics_;
+  std::mutex mu_;
+  std::vector<ListDone> held_;
+};
+
+TEST_F(WebViewTest, APageStuckOnTheStoreIsAnsweredAtItsDeadlineAndHoldsOneSlot) {
+  config_.pipelines = {TestSpec("p", {"0"})};
+  StartDaemon();
+  HeldReadsBackend backend(daemon_->pipelines().registry(), daemon_->metrics());
+  boost::asio::io_context render;
+  auto guard = boost::asio::make_work_guard(render);
+  std::thread render_thread([&] { render.run(); });
+  WebView web(backend, render, WebLimits{/*max_in_flight=*/1, std::chrono::milliseconds(300)});
+  struct Answers {
+    std::mutex mu;
+    std::vector<HttpReply> replies;
+    size_t count() {
+      std::lock_guard<std::mutex> lock(mu);
+      return replies.size();
+    }
+  };
+  Answers first;
+  Answers second;
+  auto serve = [&](const std::string& target, Answers& into) {
+    boost::asio::post(render, [&web, target, &into] {
+      web.Serve(target, [&into](HttpReply reply) {
+        std::lock_guard<std::mutex> lock(into.mu);
+        into.replies.push_back(std::move(reply));
+      });
+    });
+  };
+  serve("/api/v1/pipelines/job/p", first);
+  ASSERT_TRUE(Eventually([&] { return backend.held() == 1; })) << "the page waits on the store";
+  serve("/", second);  // the one slot is taken: refused at once, not queued
+  ASSERT_TRUE(Eventually([&] { return second.count() == 1; }));
+  EXPECT_EQ(second.replies[0].status, 503);
+  ASSERT_EQ(second.replies[0].headers.size() > 0, true);
+  bool retry_after = false;
+  for (const auto& [name, value] : second.replies[0].headers) retry_after |= name == "Retry-After";
+  EXPECT_TRUE(retry_after);
+
+  ASSERT_TRUE(Eventually([&] { return first.count() == 1; })) << "answered at its deadline";
+  EXPECT_EQ(first.replies[0].status, 503);
+  EXPECT_NE(first.replies[0].body.find("not ready within 300ms"), std::string::npos)
+      << first.replies[0].body;
+  backend.Release();  // the store answers late: the request has had its answer
+  Answers third;
+  serve("/api/v1/pipelines", third);
+  ASSERT_TRUE(Eventually([&] { return third.count() == 1; }));
+  EXPECT_EQ(third.replies[0].status, 200) << "the slot was given back at the deadline";
+  // The late page rendered, and did not answer a second time.
+  std::promise<void> drained;
+  boost::asio::post(render, [&] { drained.set_value(); });
+  drained.get_future().wait();
+  EXPECT_EQ(first.count(), 1u);
+  guard.reset();
+  render.stop();
+  render_thread.join();
 }
 
 TEST_F(WebViewTest, TurnedOffOnlyTheProbesAndMetricsAnswer) {

@@ -333,7 +333,8 @@ TEST(ConfigParse, EmptyFileMeansAllDefaults) {
     EXPECT_EQ(config.log_level, "info");
     EXPECT_EQ(config.log_format, "text");
     EXPECT_FALSE(config.metrics_per_pipeline);
-    EXPECT_TRUE(config.metrics_web_view);
+    EXPECT_FALSE(config.metrics_web_view.has_value());
+    EXPECT_TRUE(WebViewOn(config)) << "on loopback without auth";
     EXPECT_EQ(config.defaults.interval_ms, 10000);
     EXPECT_EQ(config.defaults.timeout_ms, 600000);
     EXPECT_EQ(config.defaults.min_pause_ms, 0);
@@ -391,9 +392,24 @@ TEST(ConfigParse, BooleansInAnyCase) {
   EXPECT_FALSE(ParseOk("metrics: {per_pipeline: false}\n").metrics_per_pipeline);
   EXPECT_FALSE(ParseOk("metrics:\n").metrics_per_pipeline);
   const DaemonConfig off = ParseOk("metrics: {web_view: false}\n");
-  EXPECT_FALSE(off.metrics_web_view);
+  EXPECT_EQ(off.metrics_web_view, false);
+  EXPECT_FALSE(WebViewOn(off));
   EXPECT_FALSE(off.metrics_per_pipeline) << "one key does not set the other";
-  EXPECT_TRUE(ParseOk("metrics: {per_pipeline: true}\n").metrics_web_view);
+  EXPECT_FALSE(ParseOk("metrics: {per_pipeline: true}\n").metrics_web_view.has_value());
+}
+
+TEST(ConfigParse, TheWebViewIsOnByDefaultOnlyOnLoopbackWithoutAuth) {
+  DaemonConfig config;
+  EXPECT_TRUE(WebViewOn(config));
+  config.metrics_listen = "0.0.0.0:9464";
+  EXPECT_FALSE(WebViewOn(config)) << "reachable from other machines";
+  config.metrics_web_view = true;
+  EXPECT_TRUE(WebViewOn(config)) << "asked for";
+  DaemonConfig with_auth;
+  with_auth.auth.enabled = true;
+  EXPECT_FALSE(WebViewOn(with_auth)) << "callers authenticate: the view would bypass that";
+  with_auth.metrics_web_view = true;
+  EXPECT_TRUE(WebViewOn(with_auth));
 }
 
 TEST(ConfigParse, EmptySectionsAreAllowed) {

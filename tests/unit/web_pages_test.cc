@@ -84,6 +84,15 @@ TEST(WebPages, APipelinePageSaysWhyAndNamesWhoHasNotAcked) {
             std::string::npos);
 }
 
+TEST(WebPages, EachRoundShowsTheSizeOfItsStates) {
+  PipelinePageData d = SlowPipeline();
+  d.state_bytes = {0, 4 << 20, 0};
+  EXPECT_NE(RenderPipelinePage(d, 0, kNow).find(">4.0 MiB</td>"), std::string::npos);
+  const Json json = PipelinePageJson(d);
+  EXPECT_EQ(json["checkpoints"][1]["state_bytes"], 4 << 20);
+  EXPECT_EQ(json["checkpoints"][0]["state_bytes"], 0);
+}
+
 TEST(WebPages, AHistoryThatCouldNotBeReadIsSaid) {
   PipelinePageData d = SlowPipeline();
   d.history.clear_checkpoints();
