@@ -7,6 +7,8 @@
 #include <atomic>
 #include <boost/asio/executor_work_guard.hpp>
 #include <memory>
+#include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -20,8 +22,9 @@ using std::chrono::milliseconds;
 
 class MetricsServerTest : public ::testing::Test {
  protected:
-  void Start(HttpLimits limits = {}) {
+  void Start(HttpLimits limits = {}, decltype(HttpEndpoints::pages) pages = nullptr) {
     HttpEndpoints endpoints;
+    endpoints.pages = std::move(pages);
     endpoints.metrics = [this] { return "scrapes_total " + std::to_string(++scrapes_) + "\n"; };
     endpoints.not_ready = [this] { return ready_.load() ? std::string() : "test says no"; };
     server_ = std::make_unique<MetricsServer>(io_, std::move(endpoints), limits);
@@ -62,6 +65,35 @@ TEST_F(MetricsServerTest, ServesTheRoutes) {
   HttpResult post = HttpRequest(port(), "POST", "/metrics");
   EXPECT_EQ(post.status, 405);
   EXPECT_NE(post.head.find("Allow: GET"), std::string::npos);
+}
+
+TEST_F(MetricsServerTest, APageAnsweredLaterFromAnotherThreadIsWrittenBackInOrder) {
+  std::vector<std::thread> answerers;
+  std::mutex mu;
+  Start({}, [&](std::string_view target, std::function<void(HttpReply)> answer) {
+    std::lock_guard<std::mutex> lock(mu);
+    answerers.emplace_back([target = std::string(target), answer = std::move(answer)] {
+      std::this_thread::sleep_for(milliseconds(20));  // the page takes its time elsewhere
+      HttpReply reply;
+      reply.content_type = "text/html; charset=utf-8";
+      reply.body = "page " + target;
+      answer(std::move(reply));
+    });
+  });
+  TestSocket socket(port());
+  ASSERT_TRUE(socket.connected());
+  // Two pages on one keep-alive connection, then a fixed route: each answer in its turn.
+  for (const std::string target : {"/pipelines/a/b", "/?job=x"}) {
+    ASSERT_TRUE(socket.Send("GET " + target + " HTTP/1.1\r\nHost: x\r\n\r\n"));
+    HttpResult r = ParseResponse(socket.ReadResponse());
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(r.body, "page " + target);
+  }
+  ASSERT_TRUE(socket.Send("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"));
+  EXPECT_EQ(ParseResponse(socket.ReadResponse()).status, 200);
+  EXPECT_EQ(HttpRequest(port(), "POST", "/pipelines/a/b").status, 405) << "read-only";
+  std::lock_guard<std::mutex> lock(mu);
+  for (auto& t : answerers) t.join();
 }
 
 TEST_F(MetricsServerTest, KeepAliveServesSeveralRequestsOnOneConnection) {
