@@ -1,0 +1,370 @@
+#include "core/group_coordinator.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace ckpt {
+
+namespace {
+
+std::string MemberName(const PipelineKey& key) { return key.ToString(); }
+
+}  // namespace
+
+GroupCoordinator::GroupCoordinator(AlignmentGroupSpec spec, GroupProgress progress,
+                                   const Clock& clock, GroupOptions options)
+    : spec_(std::move(spec)),
+      progress_(progress),
+      clock_(clock),
+      options_(options),
+      next_id_(std::max(progress.id_counter, progress.last_round_id) + 1),
+      baseline_(clock.SteadyNow()) {
+  // Ids below the stored counter may have been handed out before a restart: never again.
+  progress_.id_counter = next_id_ - 1;
+}
+
+GroupActions GroupCoordinator::Start() {
+  baseline_ = clock_.SteadyNow();
+  GroupActions out;
+  EnsureIds(out);  // a block ahead of the first round, as a pipeline reserves at its start
+  ArmNext(out);
+  return out;
+}
+
+std::vector<PipelineKey> GroupCoordinator::Members() const {
+  std::vector<PipelineKey> keys;
+  for (const auto& [key, member] : members_) keys.push_back(key);
+  return keys;
+}
+
+GroupActions GroupCoordinator::AddMember(const PipelineKey& member, int64_t member_id_counter) {
+  Member& m = members_[member];
+  m.id_floor = std::max(m.id_floor, member_id_counter);
+  GroupActions out;
+  out.push_back(Log{LogLevel::kInfo, "group " + spec_.name + ": " + MemberName(member) +
+                                         " joined (" + std::to_string(members_.size()) +
+                                         " members)"});
+  return out;
+}
+
+GroupActions GroupCoordinator::RemoveMember(const PipelineKey& member, const std::string& why) {
+  GroupActions out;
+  if (!members_.count(member)) return out;
+  if (pending_ && !pending_->committing &&
+      (pending_->waiting.count(member) ||
+       std::any_of(pending_->done.begin(), pending_->done.end(),
+                   [&](const CheckpointCommit& c) { return c.key == member; }))) {
+    out = EndRound(GroupRoundResult::kAborted, MemberName(member) + " left the group (" + why + ")",
+                   {}, MemberOutcome::kAborted, MemberOutcome::kAborted);
+  }
+  members_.erase(member);
+  if (pending_) pending_->waiting.erase(member);
+  out.push_back(Log{LogLevel::kInfo,
+                    "group " + spec_.name + ": " + MemberName(member) + " left (" + why + ")"});
+  auto more = TryStart(false, std::nullopt);
+  out.insert(out.end(), more.begin(), more.end());
+  return out;
+}
+
+GroupActions GroupCoordinator::OnMemberState(const PipelineKey& member, bool ready,
+                                             const std::string& holdup) {
+  auto it = members_.find(member);
+  if (it == members_.end()) return {};
+  it->second.ready = ready;
+  it->second.holdup = ready ? std::string() : holdup;
+  return ready ? TryStart(false, std::nullopt) : GroupActions{};
+}
+
+GroupActions GroupCoordinator::OnMemberPositions(const PipelineKey& member,
+                                                 const MemberPositions& positions) {
+  auto it = members_.find(member);
+  if (it == members_.end()) return {};
+  it->second.positions = positions;
+  return TryStart(false, std::nullopt);
+}
+
+GroupActions GroupCoordinator::OnMemberDone(const PipelineKey& member, int64_t checkpoint_id,
+                                            CheckpointCommit commit) {
+  if (!pending_ || pending_->id != checkpoint_id || pending_->committing ||
+      !pending_->waiting.count(member)) {
+    return {};  // a round that ended meanwhile, or a member not in it
+  }
+  pending_->waiting.erase(member);
+  pending_->done.push_back(std::move(commit));
+  if (!pending_->waiting.empty()) return {};
+  // Every member is done: one commit for all of them.
+  pending_->committing = true;
+  GroupActions out;
+  out.push_back(CancelGroupDeadline{});
+  CommitGroupRound commit_all;
+  commit_all.checkpoint_id = pending_->id;
+  commit_all.members = pending_->done;
+  commit_all.progress_after = progress_;
+  commit_all.progress_after.last_round_id = pending_->id;
+  commit_all.progress_after.last_position = pending_->position;
+  commit_all.progress_after.last_completed_at_ms = clock_.WallMs();
+  out.push_back(std::move(commit_all));
+  return out;
+}
+
+GroupActions GroupCoordinator::OnMemberFailed(const PipelineKey& member, int64_t checkpoint_id,
+                                              MemberFailure failure, const std::string& reason) {
+  if (!pending_ || pending_->id != checkpoint_id || pending_->committing) return {};
+  const bool in_round = pending_->waiting.count(member) ||
+                        std::any_of(pending_->done.begin(), pending_->done.end(),
+                                    [&](const CheckpointCommit& c) { return c.key == member; });
+  if (!in_round) return {};
+  const std::string why = MemberName(member) + ": " + reason;
+  switch (failure) {
+    case MemberFailure::kDeclined:
+      return EndRound(GroupRoundResult::kFailed, why, {member}, MemberOutcome::kFailed);
+    case MemberFailure::kPassedPosition:
+      bump_position_ = true;
+      return EndRound(GroupRoundResult::kFailed, why, {member}, MemberOutcome::kFailed);
+    case MemberFailure::kExpired:
+      return EndRound(GroupRoundResult::kExpired, why, {member}, MemberOutcome::kExpired);
+    case MemberFailure::kTaskLost:
+    case MemberFailure::kAborted:
+      return EndRound(GroupRoundResult::kAborted, why, {}, MemberOutcome::kAborted,
+                      MemberOutcome::kAborted);
+  }
+  return {};
+}
+
+GroupActions GroupCoordinator::OnWakeup() { return TryStart(false, std::nullopt); }
+
+GroupActions GroupCoordinator::OnDeadline(int64_t checkpoint_id) {
+  if (!pending_ || pending_->id != checkpoint_id || pending_->committing) return {};
+  // Every member still waited for held the round: each expires; the others are aborted.
+  const std::set<PipelineKey> late = pending_->waiting;
+  std::string names;
+  for (const auto& key : late) names += (names.empty() ? "" : ", ") + MemberName(key);
+  return EndRound(
+      GroupRoundResult::kExpired,
+      "timed out after " + std::to_string(spec_.timeout_ms) + " ms waiting for " + names, late,
+      MemberOutcome::kExpired);
+}
+
+GroupActions GroupCoordinator::OnIdsReserved(int64_t counter) {
+  reserving_ = false;
+  progress_.id_counter = std::max(progress_.id_counter, counter);
+  return TryStart(false, std::nullopt);
+}
+
+GroupActions GroupCoordinator::OnIdsReserveFailed(const Status& error) {
+  reserving_ = false;
+  GroupActions out;
+  out.push_back(Log{LogLevel::kWarn, "group " + spec_.name + ": could not reserve ids: " +
+                                         error.message() + "; retrying at the next wakeup"});
+  out.push_back(ArmGroupWakeup{clock_.SteadyNow() + Millis(1000)});
+  return out;
+}
+
+GroupActions GroupCoordinator::OnCommitted(int64_t checkpoint_id) {
+  if (!pending_ || pending_->id != checkpoint_id || !pending_->committing) return {};
+  GroupActions out;
+  progress_.last_round_id = pending_->id;
+  progress_.last_position = pending_->position;
+  progress_.last_completed_at_ms = clock_.WallMs();
+  for (const auto& c : pending_->done) {
+    out.push_back(MemberRoundDurable{c.key, pending_->id});
+  }
+  out.push_back(GroupRoundFinished{pending_->id, GroupRoundResult::kCompleted, ""});
+  bump_position_ = false;
+  last_finished_at_ = clock_.SteadyNow();
+  pending_.reset();
+  auto more = TryStart(false, std::nullopt);
+  out.insert(out.end(), more.begin(), more.end());
+  return out;
+}
+
+GroupActions GroupCoordinator::OnCommitFailed(int64_t checkpoint_id, const Status& error) {
+  if (!pending_ || pending_->id != checkpoint_id || !pending_->committing) return {};
+  pending_->committing = false;  // nothing is durable: it ends like any other failed round
+  return EndRound(GroupRoundResult::kFailed, "the store failed the commit: " + error.message(), {},
+                  MemberOutcome::kStoreFailed, MemberOutcome::kStoreFailed);
+}
+
+GroupCoordinator::Outcome GroupCoordinator::RequestRound(CheckpointKind kind,
+                                                         int64_t* checkpoint_id) {
+  if (checkpoint_id) *checkpoint_id = 0;
+  const bool savepoint = kind != CheckpointKind::kCheckpoint;
+  if (members_.empty()) {
+    return {Status::FailedPrecondition("group " + spec_.name + " has no members"), {}};
+  }
+  const bool ids_ready = std::max(next_id_, IdFloor() + 1) <= progress_.id_counter;
+  if (pending_ || !AllReady() || !ids_ready) {
+    if (!savepoint) {
+      if (pending_) {
+        return {Status::FailedPrecondition("group round " + std::to_string(pending_->id) +
+                                           " is pending"),
+                {}};
+      }
+      if (!AllReady()) {
+        return {Status::FailedPrecondition("not every member of group " + spec_.name + " is ready"),
+                {}};
+      }
+      GroupActions out;
+      EnsureIds(out);
+      return {Status::Unavailable("group " + spec_.name +
+                                  " is reserving its ids with the store; try again"),
+              std::move(out)};
+    }
+    if (queued_) {
+      return {Status::FailedPrecondition("a savepoint of group " + spec_.name +
+                                         " is already waiting for its round"),
+              {}};
+    }
+    queued_ = kind;
+    return {Status::Ok(), TryStart(false, std::nullopt)};
+  }
+  GroupActions out = TryStart(true, kind);
+  if (checkpoint_id && pending_) *checkpoint_id = pending_->id;
+  return {Status::Ok(), std::move(out)};
+}
+
+GroupExplanation GroupCoordinator::Explain() const {
+  GroupExplanation e;
+  e.last_round_id = progress_.last_round_id;
+  e.last_position = progress_.last_position;
+  if (pending_) {
+    e.pending_checkpoint_id = pending_->id;
+    for (const auto& key : pending_->waiting) {
+      e.holding.emplace_back(key, "has not acked group round " + std::to_string(pending_->id));
+    }
+    return e;
+  }
+  for (const auto& [key, m] : members_) {
+    if (!m.ready) e.holding.emplace_back(key, m.holdup);
+    if (spec_.position_interval > 0 && (!m.positions || !m.positions->all_reported)) {
+      e.without_positions.push_back(key);
+    }
+  }
+  e.waiting_for_ids = next_id_ > progress_.id_counter;
+  e.waiting_for_positions = !PositionsAllow();
+  if (e.holding.empty() && !e.waiting_for_ids && !e.waiting_for_positions) {
+    e.next_trigger_in_ms = std::max<int64_t>(
+        0, std::chrono::duration_cast<Millis>(TimeGateOpensAt() - clock_.SteadyNow()).count());
+  }
+  return e;
+}
+
+bool GroupCoordinator::AllReady() const {
+  if (members_.empty()) return false;
+  return std::all_of(members_.begin(), members_.end(),
+                     [](const auto& entry) { return entry.second.ready; });
+}
+
+bool GroupCoordinator::PositionsAllow() const {
+  if (spec_.position_interval <= 0) return true;
+  for (const auto& [key, m] : members_) {
+    if (!m.positions || !m.positions->all_reported) return false;
+    if (m.positions->min < progress_.last_position + spec_.position_interval) return false;
+  }
+  return true;
+}
+
+int64_t GroupCoordinator::NextPosition() const {
+  if (spec_.position_interval <= 0) return 0;
+  int64_t highest = progress_.last_position;
+  for (const auto& [key, m] : members_) {
+    if (m.positions) highest = std::max(highest, m.positions->max);
+  }
+  // The smallest multiple of the interval strictly above every reported position.
+  const int64_t step = spec_.position_interval;
+  int64_t position = (highest / step + 1) * step;
+  if (bump_position_) position += step;  // the last round was passed: one more step, once
+  return position;
+}
+
+SteadyTime GroupCoordinator::TimeGateOpensAt() const {
+  SteadyTime at = baseline_;
+  if (last_trigger_at_) at = std::max(at, *last_trigger_at_ + Millis(spec_.interval_ms));
+  if (last_finished_at_ && spec_.min_pause_ms > 0) {
+    at = std::max(at, *last_finished_at_ + Millis(spec_.min_pause_ms));
+  }
+  return at;
+}
+
+bool GroupCoordinator::EnsureIds(GroupActions& out) {
+  // The id: above every id a member used before it joined.
+  next_id_ = std::max(next_id_, IdFloor() + 1);
+  if (next_id_ <= progress_.id_counter) return true;
+  if (!reserving_) {
+    reserving_ = true;
+    out.push_back(ReserveGroupIds{next_id_ - 1 + options_.id_block});
+  }
+  return false;
+}
+
+int64_t GroupCoordinator::IdFloor() const {
+  int64_t floor = progress_.last_round_id;
+  for (const auto& [key, m] : members_) floor = std::max(floor, m.id_floor);
+  return floor;
+}
+
+GroupActions GroupCoordinator::TryStart(bool forced, std::optional<CheckpointKind> kind) {
+  GroupActions out;
+  if (pending_ || !AllReady()) return out;
+  const bool savepoint_waits = queued_.has_value();
+  if (!forced && !savepoint_waits) {
+    if (!PositionsAllow()) return out;  // OnMemberPositions tries again
+    if (clock_.SteadyNow() < TimeGateOpensAt()) {
+      out.push_back(ArmGroupWakeup{TimeGateOpensAt()});
+      return out;
+    }
+  }
+  if (!EnsureIds(out)) return out;  // OnIdsReserved tries again
+  PendingRound round;
+  round.id = next_id_++;
+  round.kind = kind ? *kind : queued_ ? *queued_ : CheckpointKind::kCheckpoint;
+  if (!kind && queued_) queued_.reset();
+  round.position = NextPosition();
+  round.triggered_at = clock_.SteadyNow();
+  const int64_t now_ms = clock_.WallMs();
+  for (const auto& [key, m] : members_) {
+    round.waiting.insert(key);
+    out.push_back(StartMemberRound{key, round.id, round.kind, round.position, now_ms});
+  }
+  out.push_back(ArmGroupDeadline{round.triggered_at + Millis(spec_.timeout_ms), round.id});
+  last_trigger_at_ = round.triggered_at;
+  pending_ = std::move(round);
+  // Keep a block ahead: the next round should not wait on the store.
+  if (!reserving_ && progress_.id_counter - next_id_ < options_.id_block / 2) {
+    reserving_ = true;
+    out.push_back(ReserveGroupIds{progress_.id_counter + options_.id_block});
+  }
+  return out;
+}
+
+GroupActions GroupCoordinator::EndRound(GroupRoundResult result, const std::string& reason,
+                                        const std::set<PipelineKey>& at_fault,
+                                        MemberOutcome fault_outcome,
+                                        std::optional<MemberOutcome> everyone) {
+  GroupActions out;
+  if (!pending_) return out;
+  out.push_back(CancelGroupDeadline{});
+  std::set<PipelineKey> in_round = pending_->waiting;
+  for (const auto& c : pending_->done) in_round.insert(c.key);
+  for (const auto& key : in_round) {
+    const MemberOutcome outcome = everyone              ? *everyone
+                                  : at_fault.count(key) ? fault_outcome
+                                                        : MemberOutcome::kAborted;
+    out.push_back(AbortMemberRound{key, pending_->id, outcome, reason});
+  }
+  out.push_back(GroupRoundFinished{pending_->id, result, reason});
+  out.push_back(Log{result == GroupRoundResult::kAborted ? LogLevel::kInfo : LogLevel::kWarn,
+                    "group " + spec_.name + ": round " + std::to_string(pending_->id) +
+                        " ended for every member: " + reason});
+  last_finished_at_ = clock_.SteadyNow();
+  pending_.reset();
+  ArmNext(out);
+  return out;
+}
+
+void GroupCoordinator::ArmNext(GroupActions& out) {
+  auto more = TryStart(false, std::nullopt);
+  out.insert(out.end(), more.begin(), more.end());
+}
+
+}  // namespace ckpt

@@ -1,0 +1,253 @@
+#pragma once
+// GroupCoordinator: one alignment group's rounds (docs/ALIGNMENT.md), as pure logic: members and
+// whether each could start a round, the schedule (the interval and min pause, and with
+// position_interval the position gate), the group's durable ids, the pending group round (which
+// members are done), and how a round ends for each member. Events in, actions out, time from an
+// injected clock; no threads, no I/O. The members are PipelineCoordinators on strands of their
+// own: the runtime carries the actions to them as messages and brings theirs back as events.
+//
+// Rules (CONTRACT.md, "Aligned checkpoints"):
+// - A round starts when every member is ready (RUNNING, every task registered, nothing of its own
+//   in flight) and the gates are open; one id for all, above every id any member used before.
+// - It completes when every member of the round is done, in one commit of all their checkpoints;
+//   only once that is durable does any member hear that it completed.
+// - A decline or an expiry in a member fails the round for that member (counted there) and aborts
+//   it for the others; a task lost, a member paused, changed, deleted or removed aborts it for all.
+//   At the deadline every member not done expires (each counts it), the others are aborted.
+// - A member that is not ready holds every round; Explain names it.
+//
+// Threading: not thread-safe; the runtime calls it on the group's strand only.
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "common/status.h"
+#include "core/actions.h"
+#include "core/clock.h"
+#include "core/types.h"
+
+namespace ckpt {
+
+struct AlignmentGroupSpec {
+  std::string name;
+  int64_t interval_ms = 10000;
+  int64_t timeout_ms = 600000;
+  int64_t min_pause_ms = 0;
+  int64_t position_interval = 0;  // 0: no position gate
+
+  bool operator==(const AlignmentGroupSpec&) const = default;
+};
+
+// What the store keeps of a group beside its spec.
+struct GroupProgress {
+  int64_t id_counter = 0;     // end of the durably reserved id range
+  int64_t last_round_id = 0;  // the newest completed group round
+  int64_t last_position = 0;  // its position (0: none)
+  int64_t last_completed_at_ms = 0;
+
+  bool operator==(const GroupProgress&) const = default;
+};
+
+// The positions a member's tasks reported (heartbeat.positions): the lowest and the highest, and
+// whether every task has reported one.
+struct MemberPositions {
+  int64_t min = 0;
+  int64_t max = 0;
+  bool all_reported = false;
+
+  bool operator==(const MemberPositions&) const = default;
+};
+
+// Why a member cannot finish a round.
+enum class MemberFailure {
+  kDeclined,        // a task declined (or acked at another position): this member's failure
+  kExpired,         // a task reported that it expired: this member's failure
+  kTaskLost,        // a task's stream ended: nobody's failure
+  kAborted,         // the member was paused, changed or deleted: nobody's failure
+  kPassedPosition,  // a task was already past the round's position: this member's decline
+};
+
+// How a round ends for one member.
+enum class MemberOutcome { kAborted, kFailed, kExpired, kStoreFailed };
+
+// --- actions: what the runtime does for the group ---
+struct StartMemberRound {
+  PipelineKey member;
+  int64_t checkpoint_id = 0;
+  CheckpointKind kind = CheckpointKind::kCheckpoint;
+  int64_t position = 0;  // 0: none
+  int64_t timestamp_ms = 0;
+};
+struct MemberRoundDurable {
+  PipelineKey member;
+  int64_t checkpoint_id = 0;
+};
+struct AbortMemberRound {
+  PipelineKey member;
+  int64_t checkpoint_id = 0;
+  MemberOutcome outcome = MemberOutcome::kAborted;
+  std::string reason;
+};
+struct ArmGroupWakeup {
+  SteadyTime at;
+};
+struct ArmGroupDeadline {
+  SteadyTime at;
+  int64_t checkpoint_id = 0;
+};
+struct CancelGroupDeadline {};
+struct ReserveGroupIds {
+  int64_t new_counter = 0;
+};
+// One durable write for the whole round: every member's checkpoint and the group's progress.
+struct CommitGroupRound {
+  int64_t checkpoint_id = 0;
+  std::vector<CheckpointCommit> members;
+  GroupProgress progress_after;
+};
+// For metrics (ckptd_group_rounds_total{result}) and logs.
+enum class GroupRoundResult { kCompleted, kAborted, kFailed, kExpired };
+struct GroupRoundFinished {
+  int64_t checkpoint_id = 0;
+  GroupRoundResult result = GroupRoundResult::kCompleted;
+  std::string reason;
+};
+
+using GroupAction = std::variant<StartMemberRound, MemberRoundDurable, AbortMemberRound,
+                                 ArmGroupWakeup, ArmGroupDeadline, CancelGroupDeadline,
+                                 ReserveGroupIds, CommitGroupRound, GroupRoundFinished, Log>;
+using GroupActions = std::vector<GroupAction>;
+
+// What holds the group now, for `pipeline why` of its members and `group get`.
+struct GroupExplanation {
+  int64_t pending_checkpoint_id = 0;
+  // The pending round's members that are not done, or (none pending) the members not ready,
+  // with what each said holds it.
+  std::vector<std::pair<PipelineKey, std::string>> holding;
+  bool waiting_for_ids = false;
+  bool waiting_for_positions = false;          // the position gate is closed
+  std::vector<PipelineKey> without_positions;  // members whose tasks have not all reported one
+  int64_t next_trigger_in_ms = -1;             // -1: not known (held, or pending)
+  int64_t last_round_id = 0;
+  int64_t last_position = 0;
+};
+
+struct GroupOptions {
+  int64_t id_block = 100;  // ids reserved per store write
+};
+
+class GroupCoordinator {
+ public:
+  // `clock` must outlive the coordinator.
+  GroupCoordinator(AlignmentGroupSpec spec, GroupProgress progress, const Clock& clock,
+                   GroupOptions options = {});
+
+  // First event: the schedule's baseline is now, and the first block of ids is reserved. The
+  // first round starts as soon as every member is ready (then one interval after each trigger).
+  GroupActions Start();
+
+  // --- membership ---
+  // `member_id_counter`: the member's own id counter; the group's ids go above it. A member
+  // joins not ready; it takes part from the first round that starts after it is ready.
+  GroupActions AddMember(const PipelineKey& member, int64_t member_id_counter);
+  // Leaving aborts a pending round it is part of (for every member).
+  GroupActions RemoveMember(const PipelineKey& member, const std::string& why);
+
+  // --- what members report ---
+  // `holdup`: why it is not ready ("" when ready), shown by Explain.
+  GroupActions OnMemberState(const PipelineKey& member, bool ready, const std::string& holdup);
+  GroupActions OnMemberPositions(const PipelineKey& member, const MemberPositions& positions);
+  // Every task of `member` acked round `checkpoint_id`; `commit` is its part of the group commit.
+  // Ignored for any round but the pending one, or from a member not in it.
+  GroupActions OnMemberDone(const PipelineKey& member, int64_t checkpoint_id,
+                            CheckpointCommit commit);
+  GroupActions OnMemberFailed(const PipelineKey& member, int64_t checkpoint_id,
+                              MemberFailure failure, const std::string& reason);
+
+  // --- timers ---
+  GroupActions OnWakeup();
+  GroupActions OnDeadline(int64_t checkpoint_id);
+
+  // --- store completions ---
+  GroupActions OnIdsReserved(int64_t counter);
+  GroupActions OnIdsReserveFailed(const Status& error);
+  GroupActions OnCommitted(int64_t checkpoint_id);
+  GroupActions OnCommitFailed(int64_t checkpoint_id, const Status& error);
+
+  // --- operators ---
+  struct Outcome {
+    Status status;
+    GroupActions actions;
+  };
+  // A round now, past both gates (TriggerCheckpoint or a savepoint of any member). A savepoint
+  // asked for while a round is pending, or before every member is ready, waits and starts as
+  // soon as it can (one at a time; a second is FAILED_PRECONDITION); a checkpoint is then
+  // FAILED_PRECONDITION. `checkpoint_id` gets the id of a round started now (0 when queued).
+  Outcome RequestRound(CheckpointKind kind, int64_t* checkpoint_id = nullptr);
+
+  // --- queries ---
+  GroupExplanation Explain() const;
+  const AlignmentGroupSpec& spec() const { return spec_; }
+  const GroupProgress& progress() const { return progress_; }
+  std::vector<PipelineKey> Members() const;
+  bool HasPendingRound() const { return pending_.has_value(); }
+  int64_t PendingRoundId() const { return pending_ ? pending_->id : 0; }
+
+ private:
+  struct Member {
+    int64_t id_floor = 0;  // the group's ids go above this
+    bool ready = false;
+    std::string holdup = "has not reported yet";
+    std::optional<MemberPositions> positions;
+  };
+  struct PendingRound {
+    int64_t id = 0;
+    CheckpointKind kind = CheckpointKind::kCheckpoint;
+    int64_t position = 0;
+    SteadyTime triggered_at;
+    std::set<PipelineKey> waiting;  // members of the round not done yet
+    std::vector<CheckpointCommit> done;
+    bool committing = false;  // with the store: nothing aborts it now
+  };
+
+  // Starts a round if everything allows; `forced`: past the gates (operators).
+  GroupActions TryStart(bool forced, std::optional<CheckpointKind> kind);
+  bool AllReady() const;
+  // The position gate: open without position_interval; else every member's tasks reported one,
+  // each at least one interval past the last round's position.
+  bool PositionsAllow() const;
+  int64_t NextPosition() const;
+  // When the time gates open (interval since the last trigger, min pause since the last end).
+  SteadyTime TimeGateOpensAt() const;
+  int64_t IdFloor() const;
+  // Whether next_id_ (raised above IdFloor) is durably reserved; if not, asks for a block (once).
+  bool EnsureIds(GroupActions& out);
+  // Ends the pending round for every member: `at_fault` gets `fault_outcome`, the others
+  // kAborted (or everyone `everyone`, when set).
+  GroupActions EndRound(GroupRoundResult result, const std::string& reason,
+                        const std::set<PipelineKey>& at_fault, MemberOutcome fault_outcome,
+                        std::optional<MemberOutcome> everyone = std::nullopt);
+  void ArmNext(GroupActions& out);
+
+  AlignmentGroupSpec spec_;
+  GroupProgress progress_;
+  const Clock& clock_;
+  const GroupOptions options_;
+  std::map<PipelineKey, Member> members_;
+  std::optional<PendingRound> pending_;
+  int64_t next_id_ = 1;         // the next id to hand out, if within progress_.id_counter
+  bool reserving_ = false;      // a ReserveGroupIds is with the store
+  bool bump_position_ = false;  // the last round failed on a passed position: one more step
+  std::optional<CheckpointKind> queued_;  // a savepoint waiting for its round
+  std::optional<SteadyTime> last_trigger_at_;
+  std::optional<SteadyTime> last_finished_at_;
+  SteadyTime baseline_;
+};
+
+}  // namespace ckpt

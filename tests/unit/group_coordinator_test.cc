@@ -1,0 +1,415 @@
+// GroupCoordinator: every rule of a group round (docs/ALIGNMENT.md), with a clock moved by hand.
+#include "core/group_coordinator.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+namespace ckpt {
+namespace {
+
+class HandClock final : public Clock {
+ public:
+  SteadyTime SteadyNow() const override { return now_; }
+  int64_t WallMs() const override {
+    return 1'700'000'000'000 + std::chrono::duration_cast<Millis>(now_.time_since_epoch()).count();
+  }
+  void Advance(Millis by) { now_ += by; }
+
+ private:
+  SteadyTime now_{Millis(1'000'000)};
+};
+
+template <typename T>
+std::vector<T> Of(const GroupActions& actions) {
+  std::vector<T> found;
+  for (const auto& a : actions) {
+    if (auto* t = std::get_if<T>(&a)) found.push_back(*t);
+  }
+  return found;
+}
+
+const PipelineKey kA{"etl", "a"};
+const PipelineKey kB{"etl", "b"};
+const PipelineKey kC{"billing", "c"};
+
+CheckpointCommit CommitOf(const PipelineKey& key, int64_t id) {
+  CheckpointCommit c;
+  c.key = key;
+  c.checkpoint.checkpoint_id = id;
+  return c;
+}
+
+class GroupTest : public ::testing::Test {
+ protected:
+  void Make(AlignmentGroupSpec spec = {}, GroupProgress progress = {}) {
+    if (spec.name.empty()) spec.name = "g";
+    spec.interval_ms = spec.interval_ms == 10000 ? 1000 : spec.interval_ms;
+    spec.timeout_ms = spec.timeout_ms == 600000 ? 5000 : spec.timeout_ms;
+    group_.emplace(spec, progress, clock_);
+    Run(group_->Start());
+  }
+
+  // Adds the members and reports each ready.
+  void Join(std::vector<PipelineKey> members, int64_t member_counter = 0) {
+    for (const auto& m : members) Run(group_->AddMember(m, member_counter));
+    for (const auto& m : members) Run(group_->OnMemberState(m, true, ""));
+  }
+
+  // Records what the group asked for; answers id reservations at once (unless told not to).
+  void Run(GroupActions actions) {
+    for (auto& a : actions) {
+      if (auto* r = std::get_if<ReserveGroupIds>(&a); r && reserve_at_once_) {
+        auto more = group_->OnIdsReserved(r->new_counter);
+        Run(std::move(more));
+      }
+      log_.push_back(a);
+    }
+  }
+  // The actions recorded since the last call.
+  GroupActions Take() {
+    GroupActions taken;
+    taken.swap(log_);
+    return taken;
+  }
+  // The id of the newest round started among the recorded actions (0: none).
+  int64_t Started() const {
+    auto starts = Of<StartMemberRound>(log_);
+    return starts.empty() ? 0 : starts.back().checkpoint_id;
+  }
+  // Moves time on by one interval, wakes the group, and returns the id it started (0: none).
+  int64_t NextRound() {
+    clock_.Advance(Millis(1000));
+    Run(group_->OnWakeup());
+    return Started();
+  }
+
+  HandClock clock_;
+  std::optional<GroupCoordinator> group_;
+  GroupActions log_;
+  bool reserve_at_once_ = true;
+};
+
+TEST_F(GroupTest, OneIdForAllAndCompleteOnlyOnceTheCommitOfAllIsDurable) {
+  Make();
+  Join({kA, kB, kC});
+  const int64_t id = Started();  // the first round: as soon as every member is ready
+  ASSERT_GT(id, 0);
+  auto starts = Of<StartMemberRound>(Take());
+  ASSERT_EQ(starts.size(), 3u);
+  for (const auto& s : starts) EXPECT_EQ(s.checkpoint_id, id);
+
+  Run(group_->OnMemberDone(kA, id, CommitOf(kA, id)));
+  Run(group_->OnMemberDone(kB, id, CommitOf(kB, id)));
+  EXPECT_TRUE(Of<CommitGroupRound>(log_).empty()) << "not before every member is done";
+  Run(group_->OnMemberDone(kC, id, CommitOf(kC, id)));
+  auto commits = Of<CommitGroupRound>(Take());
+  ASSERT_EQ(commits.size(), 1u);
+  EXPECT_EQ(commits[0].members.size(), 3u) << "one commit for all members";
+  EXPECT_EQ(commits[0].progress_after.last_round_id, id);
+  // A failure now changes nothing: the commit is with the store.
+  Run(group_->OnMemberFailed(kA, id, MemberFailure::kTaskLost, "stream ended"));
+  EXPECT_TRUE(Of<AbortMemberRound>(Take()).empty());
+
+  Run(group_->OnCommitted(id));
+  auto durable = Of<MemberRoundDurable>(log_);
+  ASSERT_EQ(durable.size(), 3u);
+  auto finished = Of<GroupRoundFinished>(Take());
+  ASSERT_EQ(finished.size(), 1u);
+  EXPECT_EQ(finished[0].result, GroupRoundResult::kCompleted);
+  EXPECT_EQ(group_->progress().last_round_id, id);
+  EXPECT_EQ(NextRound(), id + 1);
+}
+
+TEST_F(GroupTest, ADeclineFailsTheRoundForItsMemberAndAbortsItForTheOthers) {
+  Make();
+  Join({kA, kB, kC});
+  const int64_t id = Started();
+  Take();
+  Run(group_->OnMemberDone(kA, id, CommitOf(kA, id)));
+  Run(group_->OnMemberFailed(kB, id, MemberFailure::kDeclined, "task 3 declined: disk full"));
+  auto aborts = Of<AbortMemberRound>(log_);
+  ASSERT_EQ(aborts.size(), 3u) << "every member of the round hears it, the done one too";
+  for (const auto& a : aborts) {
+    EXPECT_EQ(a.outcome, a.member == kB ? MemberOutcome::kFailed : MemberOutcome::kAborted)
+        << a.member.ToString();
+    EXPECT_NE(a.reason.find("disk full"), std::string::npos);
+  }
+  auto finished = Of<GroupRoundFinished>(Take());
+  ASSERT_EQ(finished.size(), 1u);
+  EXPECT_EQ(finished[0].result, GroupRoundResult::kFailed);
+  // A late ack of the aborted round is ignored.
+  EXPECT_TRUE(group_->OnMemberDone(kC, id, CommitOf(kC, id)).empty());
+  EXPECT_FALSE(group_->HasPendingRound());
+}
+
+TEST_F(GroupTest, ALostTaskAbortsTheRoundForEveryoneAndCountsForNobody) {
+  Make();
+  Join({kA, kB});
+  const int64_t id = Started();
+  Take();
+  Run(group_->OnMemberFailed(kA, id, MemberFailure::kTaskLost, "task 0 lost its stream"));
+  for (const auto& a : Of<AbortMemberRound>(log_)) EXPECT_EQ(a.outcome, MemberOutcome::kAborted);
+  EXPECT_EQ(Of<GroupRoundFinished>(Take())[0].result, GroupRoundResult::kAborted);
+}
+
+TEST_F(GroupTest, AtTheDeadlineTheLateMembersExpireAndTheOthersAreAborted) {
+  Make();
+  Join({kA, kB, kC});
+  const int64_t id = Started();
+  auto deadlines = Of<ArmGroupDeadline>(Take());
+  ASSERT_EQ(deadlines.size(), 1u);
+  EXPECT_EQ(deadlines[0].at, clock_.SteadyNow() + Millis(5000));
+  Run(group_->OnMemberDone(kA, id, CommitOf(kA, id)));
+  EXPECT_TRUE(group_->OnDeadline(id - 1).empty()) << "a stale deadline";
+  Run(group_->OnDeadline(id));
+  for (const auto& a : Of<AbortMemberRound>(log_)) {
+    EXPECT_EQ(a.outcome, a.member == kA ? MemberOutcome::kAborted : MemberOutcome::kExpired);
+  }
+  const auto finished = Of<GroupRoundFinished>(Take());
+  EXPECT_EQ(finished[0].result, GroupRoundResult::kExpired);
+  EXPECT_NE(finished[0].reason.find("etl/b"), std::string::npos) << finished[0].reason;
+  EXPECT_NE(finished[0].reason.find("billing/c"), std::string::npos);
+}
+
+TEST_F(GroupTest, AMemberNotReadyHoldsTheGroupAndIsNamed) {
+  Make();
+  Run(group_->AddMember(kA, 0));
+  Run(group_->AddMember(kB, 0));
+  Run(group_->OnMemberState(kA, true, ""));
+  EXPECT_EQ(group_->Explain().holding.at(0).second, "has not reported yet");
+  Run(group_->OnMemberState(kB, false, "task 2 has no worker"));
+  EXPECT_EQ(Started(), 0);
+  EXPECT_EQ(NextRound(), 0) << "held";
+  GroupExplanation e = group_->Explain();
+  ASSERT_EQ(e.holding.size(), 1u);
+  EXPECT_EQ(e.holding[0].first, kB);
+  EXPECT_EQ(e.holding[0].second, "task 2 has no worker");
+  EXPECT_EQ(e.next_trigger_in_ms, -1);
+  Run(group_->OnMemberState(kB, true, ""));
+  EXPECT_EQ(Of<StartMemberRound>(Take()).size(), 2u) << "overdue: starts as soon as it is ready";
+}
+
+TEST_F(GroupTest, ThePendingRoundNamesTheMembersItWaitsFor) {
+  Make();
+  Join({kA, kB, kC});
+  const int64_t id = Started();
+  Run(group_->OnMemberDone(kA, id, CommitOf(kA, id)));
+  GroupExplanation e = group_->Explain();
+  EXPECT_EQ(e.pending_checkpoint_id, id);
+  ASSERT_EQ(e.holding.size(), 2u);
+  EXPECT_EQ(e.holding[0].first, kC);  // by key: billing/c, then etl/b
+  EXPECT_EQ(e.holding[1].first, kB);
+}
+
+TEST_F(GroupTest, TheIdsGoAboveEveryIdAnyMemberUsedAndAboveTheStoredCounter) {
+  Make({}, GroupProgress{/*id_counter=*/200, /*last_round_id=*/150, 0, 0});
+  Run(group_->AddMember(kA, 120));
+  Run(group_->AddMember(kB, 480));
+  Run(group_->OnMemberState(kA, true, ""));
+  Run(group_->OnMemberState(kB, true, ""));
+  EXPECT_EQ(Started(), 481);
+  auto reserves = Of<ReserveGroupIds>(Take());
+  ASSERT_FALSE(reserves.empty());
+  EXPECT_GE(reserves.back().new_counter, 481) << "reserved durably before it was used";
+  GroupCoordinator restarted(AlignmentGroupSpec{"g"}, GroupProgress{200, 150, 0, 0}, clock_);
+  restarted.AddMember(kA, 0);
+  GroupActions out = restarted.OnMemberState(kA, true, "");
+  ASSERT_EQ(Of<ReserveGroupIds>(out).size(), 1u) << "the first round needs ids above 200";
+  EXPECT_TRUE(Of<StartMemberRound>(out).empty());
+  EXPECT_EQ(restarted.RequestRound(CheckpointKind::kCheckpoint).status.code(),
+            StatusCode::kUnavailable)
+      << "an operator's round cannot start before the ids are durable either";
+  out = restarted.OnIdsReserved(Of<ReserveGroupIds>(out)[0].new_counter);
+  ASSERT_EQ(Of<StartMemberRound>(out).size(), 1u);
+  EXPECT_EQ(Of<StartMemberRound>(out)[0].checkpoint_id, 201)
+      << "ids up to the stored counter may have been handed out before the restart";
+}
+
+TEST_F(GroupTest, TheFirstRoundWaitsForItsIdsAndLaterOnesFindThemReserved) {
+  reserve_at_once_ = false;
+  group_.emplace(AlignmentGroupSpec{"g", 1000, 5000, 0, 0}, GroupProgress{}, clock_,
+                 GroupOptions{/*id_block=*/4});
+  auto reserves = Of<ReserveGroupIds>(group_->Start());
+  ASSERT_EQ(reserves.size(), 1u) << "at the start, before any round";
+  Join({kA});
+  EXPECT_EQ(Started(), 0);
+  EXPECT_TRUE(group_->Explain().waiting_for_ids);
+  Run(group_->OnIdsReserved(reserves[0].new_counter));
+  int64_t id = Started();
+  ASSERT_EQ(id, 1);
+  for (int round = 0; round < 6; ++round) {
+    Run(group_->OnMemberDone(kA, id, CommitOf(kA, id)));
+    Run(group_->OnCommitted(id));
+    // The store answers every reservation before the next round is due.
+    for (const auto& r : Of<ReserveGroupIds>(Take())) Run(group_->OnIdsReserved(r.new_counter));
+    Take();
+    const int64_t next = NextRound();
+    ASSERT_EQ(next, id + 1) << "round " << round << " waited for its id";
+    id = next;
+  }
+}
+
+TEST_F(GroupTest, BothGatesTheIntervalAndThePositions) {
+  Make(AlignmentGroupSpec{"g", 1000, 5000, 0, /*position_interval=*/100});
+  Join({kA, kB});
+  Take();
+  EXPECT_EQ(NextRound(), 0) << "no positions yet";
+  EXPECT_TRUE(group_->Explain().waiting_for_positions);
+  EXPECT_EQ(group_->Explain().without_positions.size(), 2u);
+  Run(group_->OnMemberPositions(kA, {120, 180, true}));
+  Run(group_->OnMemberPositions(kB, {90, 250, true}));
+  EXPECT_TRUE(Of<StartMemberRound>(Take()).empty()) << "b's lowest task is not 100 past 0 yet";
+  Run(group_->OnMemberPositions(kB, {130, 250, true}));
+  auto starts = Of<StartMemberRound>(Take());
+  ASSERT_EQ(starts.size(), 2u);
+  // The smallest multiple of 100 strictly above every reported position.
+  EXPECT_EQ(starts[0].position, 300);
+  EXPECT_EQ(starts[1].position, 300);
+  const int64_t id = starts[0].checkpoint_id;
+  Run(group_->OnMemberDone(kA, id, CommitOf(kA, id)));
+  Run(group_->OnMemberDone(kB, id, CommitOf(kB, id)));
+  Run(group_->OnCommitted(id));
+  EXPECT_EQ(group_->progress().last_position, 300);
+  Take();
+  // Positions far enough already: the interval still holds the next round back.
+  Run(group_->OnMemberPositions(kA, {420, 450, true}));
+  Run(group_->OnMemberPositions(kB, {400, 400, true}));
+  EXPECT_TRUE(Of<StartMemberRound>(log_).empty());
+  EXPECT_FALSE(Of<ArmGroupWakeup>(Take()).empty());
+  clock_.Advance(Millis(1000));
+  Run(group_->OnWakeup());
+  starts = Of<StartMemberRound>(Take());
+  ASSERT_EQ(starts.size(), 2u);
+  EXPECT_EQ(starts[0].position, 500) << "strictly above 450";
+}
+
+TEST_F(GroupTest, APassedPositionMovesTheNextRoundOneIntervalFurtherOnce) {
+  Make(AlignmentGroupSpec{"g", 1000, 5000, 0, 100});
+  Join({kA});
+  Run(group_->OnMemberPositions(kA, {150, 150, true}));
+  auto starts = Of<StartMemberRound>(Take());
+  ASSERT_EQ(starts.size(), 1u);
+  EXPECT_EQ(starts[0].position, 200);
+  Run(group_->OnMemberFailed(kA, starts[0].checkpoint_id, MemberFailure::kPassedPosition,
+                             "task 0 was at 230"));
+  EXPECT_EQ(Of<AbortMemberRound>(log_)[0].outcome, MemberOutcome::kFailed) << "a decline";
+  Take();
+  Run(group_->OnMemberPositions(kA, {230, 230, true}));
+  clock_.Advance(Millis(1000));
+  Run(group_->OnWakeup());
+  starts = Of<StartMemberRound>(Take());
+  ASSERT_EQ(starts.size(), 1u);
+  EXPECT_EQ(starts[0].position, 400) << "300, and one more interval after the passed round";
+  const int64_t id = starts[0].checkpoint_id;
+  Run(group_->OnMemberDone(kA, id, CommitOf(kA, id)));
+  Run(group_->OnCommitted(id));
+  Take();
+  Run(group_->OnMemberPositions(kA, {510, 510, true}));
+  clock_.Advance(Millis(1000));
+  Run(group_->OnWakeup());
+  starts = Of<StartMemberRound>(Take());
+  ASSERT_EQ(starts.size(), 1u);
+  EXPECT_EQ(starts[0].position, 600) << "not cumulative: back to the plain rule";
+}
+
+TEST_F(GroupTest, AMemberAddedDuringARoundJoinsTheNextOne) {
+  Make();
+  Join({kA});
+  const int64_t id = Started();
+  Take();
+  Join({kB});
+  EXPECT_TRUE(Of<StartMemberRound>(Take()).empty());
+  EXPECT_TRUE(group_->OnMemberDone(kB, id, CommitOf(kB, id)).empty()) << "not in this round";
+  Run(group_->OnMemberDone(kA, id, CommitOf(kA, id)));
+  auto commits = Of<CommitGroupRound>(Take());
+  ASSERT_EQ(commits.size(), 1u);
+  EXPECT_EQ(commits[0].members.size(), 1u);
+  Run(group_->OnCommitted(id));
+  EXPECT_EQ(Of<MemberRoundDurable>(Take()).size(), 1u);
+  EXPECT_EQ(NextRound(), id + 1);
+  EXPECT_EQ(Of<StartMemberRound>(Take()).size(), 2u);
+}
+
+TEST_F(GroupTest, AMemberLeavingAbortsThePendingRound) {
+  Make();
+  Join({kA, kB});
+  const int64_t id = Started();
+  Take();
+  Run(group_->RemoveMember(kB, "deleted"));
+  auto aborts = Of<AbortMemberRound>(log_);
+  ASSERT_EQ(aborts.size(), 2u);
+  for (const auto& a : aborts) EXPECT_EQ(a.outcome, MemberOutcome::kAborted);
+  EXPECT_EQ(group_->Members(), std::vector<PipelineKey>{kA});
+  Take();
+  EXPECT_EQ(NextRound(), id + 1);
+  EXPECT_EQ(Of<StartMemberRound>(Take()).size(), 1u);
+}
+
+TEST_F(GroupTest, AFailedCommitFailsTheRoundForEveryoneAsTheStores) {
+  Make();
+  Join({kA, kB});
+  const int64_t id = Started();
+  Run(group_->OnMemberDone(kA, id, CommitOf(kA, id)));
+  Run(group_->OnMemberDone(kB, id, CommitOf(kB, id)));
+  Take();
+  Run(group_->OnCommitFailed(id, Status::Unavailable("disk full")));
+  auto aborts = Of<AbortMemberRound>(log_);
+  ASSERT_EQ(aborts.size(), 2u);
+  for (const auto& a : aborts) EXPECT_EQ(a.outcome, MemberOutcome::kStoreFailed);
+  EXPECT_TRUE(Of<MemberRoundDurable>(Take()).empty());
+}
+
+TEST_F(GroupTest, ASavepointWaitsForThePendingRoundAndThenSkipsTheInterval) {
+  Make();
+  Join({kA, kB});
+  const int64_t id = Started();
+  Take();
+  auto checkpoint = group_->RequestRound(CheckpointKind::kCheckpoint);
+  EXPECT_EQ(checkpoint.status.code(), StatusCode::kFailedPrecondition);
+  auto savepoint = group_->RequestRound(CheckpointKind::kSavepoint);
+  ASSERT_TRUE(savepoint.status.ok());
+  EXPECT_TRUE(Of<StartMemberRound>(savepoint.actions).empty()) << "queued";
+  EXPECT_EQ(group_->RequestRound(CheckpointKind::kSavepoint).status.code(),
+            StatusCode::kFailedPrecondition)
+      << "one at a time";
+  Run(group_->OnMemberDone(kA, id, CommitOf(kA, id)));
+  Run(group_->OnMemberDone(kB, id, CommitOf(kB, id)));
+  Run(group_->OnCommitted(id));
+  auto starts = Of<StartMemberRound>(Take());
+  ASSERT_EQ(starts.size(), 2u) << "at once, not an interval later";
+  EXPECT_EQ(starts[0].kind, CheckpointKind::kSavepoint);
+  EXPECT_EQ(starts[0].checkpoint_id, id + 1);
+}
+
+TEST_F(GroupTest, MinPauseCountsFromTheEndOfTheLastRound) {
+  Make(AlignmentGroupSpec{"g", 1000, 5000, /*min_pause_ms=*/800, 0});
+  Join({kA});
+  const int64_t id = Started();
+  clock_.Advance(Millis(900));  // the round took 900 ms
+  Run(group_->OnMemberDone(kA, id, CommitOf(kA, id)));
+  Run(group_->OnCommitted(id));
+  auto wakeups = Of<ArmGroupWakeup>(Take());
+  ASSERT_FALSE(wakeups.empty());
+  EXPECT_EQ(wakeups.back().at, clock_.SteadyNow() + Millis(800))
+      << "800 ms after the end, later than 1 s after the trigger";
+}
+
+TEST_F(GroupTest, AnOperatorRoundStartsAtOnceWithAPositionByTheSameRule) {
+  Make(AlignmentGroupSpec{"g", 60000, 5000, 0, 100});
+  Join({kA});
+  Run(group_->OnMemberPositions(kA, {10, 42, true}));  // the gate is closed: 10 < 100
+  Take();
+  int64_t id = 0;
+  auto outcome = group_->RequestRound(CheckpointKind::kCheckpoint, &id);
+  ASSERT_TRUE(outcome.status.ok()) << outcome.status.message();
+  auto starts = Of<StartMemberRound>(outcome.actions);
+  ASSERT_EQ(starts.size(), 1u);
+  EXPECT_EQ(starts[0].checkpoint_id, id);
+  EXPECT_EQ(starts[0].position, 100);
+  EXPECT_EQ(group_->RequestRound(CheckpointKind::kCheckpoint).status.code(),
+            StatusCode::kFailedPrecondition);
+}
+
+}  // namespace
+}  // namespace ckpt
