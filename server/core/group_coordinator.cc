@@ -24,7 +24,15 @@ GroupCoordinator::GroupCoordinator(AlignmentGroupSpec spec, GroupProgress progre
 }
 
 GroupActions GroupCoordinator::Start() {
-  baseline_ = clock_.SteadyNow();
+  const SteadyTime now = clock_.SteadyNow();
+  baseline_ = now;
+  if (progress_.last_completed_at_ms > 0) {
+    // The schedule continues from the last durable round, not from process start: map its
+    // wall-clock time onto the steady clock (as a pipeline does).
+    const Millis age{std::max<int64_t>(0, clock_.WallMs() - progress_.last_completed_at_ms)};
+    last_trigger_at_ = now - age;
+    last_finished_at_ = now - age;
+  }
   GroupActions out;
   EnsureIds(out);  // a block ahead of the first round, as a pipeline reserves at its start
   ArmNext(out);
@@ -50,18 +58,20 @@ GroupActions GroupCoordinator::AddMember(const PipelineKey& member, int64_t memb
 GroupActions GroupCoordinator::RemoveMember(const PipelineKey& member, const std::string& why) {
   GroupActions out;
   if (!members_.count(member)) return out;
-  if (pending_ && !pending_->committing &&
-      (pending_->waiting.count(member) ||
-       std::any_of(pending_->done.begin(), pending_->done.end(),
-                   [&](const CheckpointCommit& c) { return c.key == member; }))) {
-    out = EndRound(GroupRoundResult::kAborted, MemberName(member) + " left the group (" + why + ")",
-                   {}, MemberOutcome::kAborted, MemberOutcome::kAborted);
-  }
+  // Out of the group first: a round started from here on (EndRound tries the next at once) must
+  // not include it. Its abort still goes out: EndRound takes the round's members from pending_.
   members_.erase(member);
-  if (pending_) pending_->waiting.erase(member);
   out.push_back(Log{LogLevel::kInfo,
                     "group " + spec_.name + ": " + MemberName(member) + " left (" + why + ")"});
-  auto more = TryStart(false, std::nullopt);
+  const bool in_round =
+      pending_ && (pending_->waiting.count(member) ||
+                   std::any_of(pending_->done.begin(), pending_->done.end(),
+                               [&](const CheckpointCommit& c) { return c.key == member; }));
+  GroupActions more = in_round && !pending_->committing
+                          ? EndRound(GroupRoundResult::kAborted,
+                                     MemberName(member) + " left the group (" + why + ")", {},
+                                     MemberOutcome::kAborted, MemberOutcome::kAborted)
+                          : TryStart(false, std::nullopt);
   out.insert(out.end(), more.begin(), more.end());
   return out;
 }
@@ -110,11 +120,15 @@ GroupActions GroupCoordinator::OnMemberDone(const PipelineKey& member, int64_t c
 GroupActions GroupCoordinator::OnMemberFailed(const PipelineKey& member, int64_t checkpoint_id,
                                               MemberFailure failure, const std::string& reason) {
   if (!pending_ || pending_->id != checkpoint_id || pending_->committing) return {};
-  const bool in_round = pending_->waiting.count(member) ||
-                        std::any_of(pending_->done.begin(), pending_->done.end(),
-                                    [&](const CheckpointCommit& c) { return c.key == member; });
-  if (!in_round) return {};
+  // Only a member still waited for can fail the round: one that is done has all its acks.
+  if (!pending_->waiting.count(member)) return {};
   const std::string why = MemberName(member) + ": " + reason;
+  if (failure == MemberFailure::kTaskLost || failure == MemberFailure::kAborted) {
+    // Its "not ready" follows this message: until it comes, do not start a round with it.
+    Member& m = members_[member];
+    m.ready = false;
+    m.holdup = reason;
+  }
   switch (failure) {
     case MemberFailure::kDeclined:
       return EndRound(GroupRoundResult::kFailed, why, {member}, MemberOutcome::kFailed);
@@ -131,7 +145,14 @@ GroupActions GroupCoordinator::OnMemberFailed(const PipelineKey& member, int64_t
   return {};
 }
 
-GroupActions GroupCoordinator::OnWakeup() { return TryStart(false, std::nullopt); }
+GroupActions GroupCoordinator::OnWakeup() {
+  armed_wakeup_.reset();
+  GroupActions out;
+  ExpireQueuedSavepoint(out);
+  auto more = TryStart(false, std::nullopt);
+  out.insert(out.end(), more.begin(), more.end());
+  return out;
+}
 
 GroupActions GroupCoordinator::OnDeadline(int64_t checkpoint_id) {
   if (!pending_ || pending_->id != checkpoint_id || pending_->committing) return {};
@@ -156,7 +177,7 @@ GroupActions GroupCoordinator::OnIdsReserveFailed(const Status& error) {
   GroupActions out;
   out.push_back(Log{LogLevel::kWarn, "group " + spec_.name + ": could not reserve ids: " +
                                          error.message() + "; retrying at the next wakeup"});
-  out.push_back(ArmGroupWakeup{clock_.SteadyNow() + Millis(1000)});
+  ArmWakeup(clock_.SteadyNow() + Millis(1000), out);
   return out;
 }
 
@@ -170,7 +191,6 @@ GroupActions GroupCoordinator::OnCommitted(int64_t checkpoint_id) {
     out.push_back(MemberRoundDurable{c.key, pending_->id});
   }
   out.push_back(GroupRoundFinished{pending_->id, GroupRoundResult::kCompleted, ""});
-  bump_position_ = false;
   last_finished_at_ = clock_.SteadyNow();
   pending_.reset();
   auto more = TryStart(false, std::nullopt);
@@ -186,41 +206,71 @@ GroupActions GroupCoordinator::OnCommitFailed(int64_t checkpoint_id, const Statu
 }
 
 GroupCoordinator::Outcome GroupCoordinator::RequestRound(CheckpointKind kind,
-                                                         int64_t* checkpoint_id) {
+                                                         int64_t* checkpoint_id, Millis timeout) {
   if (checkpoint_id) *checkpoint_id = 0;
   const bool savepoint = kind != CheckpointKind::kCheckpoint;
   if (members_.empty()) {
     return {Status::FailedPrecondition("group " + spec_.name + " has no members"), {}};
   }
   const bool ids_ready = std::max(next_id_, IdFloor() + 1) <= progress_.id_counter;
-  if (pending_ || !AllReady() || !ids_ready) {
-    if (!savepoint) {
-      if (pending_) {
-        return {Status::FailedPrecondition("group round " + std::to_string(pending_->id) +
-                                           " is pending"),
-                {}};
-      }
-      if (!AllReady()) {
-        return {Status::FailedPrecondition("not every member of group " + spec_.name + " is ready"),
-                {}};
-      }
-      GroupActions out;
-      EnsureIds(out);
-      return {Status::Unavailable("group " + spec_.name +
-                                  " is reserving its ids with the store; try again"),
-              std::move(out)};
-    }
+  if (!pending_ && AllReady() && ids_ready) {
+    GroupActions out = TryStart(true, kind);
+    if (checkpoint_id && pending_) *checkpoint_id = pending_->id;
+    return {Status::Ok(), std::move(out)};
+  }
+  if (savepoint) {
     if (queued_) {
       return {Status::FailedPrecondition("a savepoint of group " + spec_.name +
                                          " is already waiting for its round"),
               {}};
     }
-    queued_ = kind;
-    return {Status::Ok(), TryStart(false, std::nullopt)};
+    queued_ = QueuedSavepoint{kind, clock_.SteadyNow() + timeout};
+    GroupActions out = TryStart(false, std::nullopt);
+    // Its timeout wakes the group (unless an earlier wakeup comes first and re-arms then).
+    if (queued_ && (!armed_wakeup_ || *armed_wakeup_ > queued_->deadline)) {
+      ArmWakeup(queued_->deadline, out);
+    }
+    return {Status::Ok(), std::move(out)};
   }
-  GroupActions out = TryStart(true, kind);
-  if (checkpoint_id && pending_) *checkpoint_id = pending_->id;
-  return {Status::Ok(), std::move(out)};
+  // Refused calls carry no actions: the id reservation is TryStart's, at the next wakeup.
+  if (pending_) {
+    return {
+        Status::FailedPrecondition("group round " + std::to_string(pending_->id) + " is pending"),
+        {}};
+  }
+  if (!AllReady()) {
+    return {Status::FailedPrecondition("not every member of group " + spec_.name + " is ready"),
+            {}};
+  }
+  return {Status::Unavailable("group " + spec_.name +
+                              " is reserving its ids with the store; try again"),
+          {}};
+}
+
+GroupActions GroupCoordinator::CancelQueuedSavepoint() {
+  GroupActions out;
+  if (queued_) {
+    out.push_back(GroupSavepointDropped{queued_->kind, "nobody waits for it any more"});
+    queued_.reset();
+  }
+  return out;
+}
+
+void GroupCoordinator::ExpireQueuedSavepoint(GroupActions& out) {
+  if (!queued_ || clock_.SteadyNow() < queued_->deadline) return;
+  std::string why = "its timeout passed before the round could start";
+  if (pending_) {
+    why += " (group round " + std::to_string(pending_->id) + " was pending)";
+  } else {
+    for (const auto& [key, m] : members_) {
+      if (!m.ready) {
+        why += " (" + MemberName(key) + ": " + m.holdup + ")";
+        break;
+      }
+    }
+  }
+  out.push_back(GroupSavepointDropped{queued_->kind, why});
+  queued_.reset();
 }
 
 GroupExplanation GroupCoordinator::Explain() const {
@@ -240,7 +290,7 @@ GroupExplanation GroupCoordinator::Explain() const {
       e.without_positions.push_back(key);
     }
   }
-  e.waiting_for_ids = next_id_ > progress_.id_counter;
+  e.waiting_for_ids = std::max(next_id_, IdFloor() + 1) > progress_.id_counter;
   e.waiting_for_positions = !PositionsAllow();
   if (e.holding.empty() && !e.waiting_for_ids && !e.waiting_for_positions) {
     e.next_trigger_in_ms = std::max<int64_t>(
@@ -308,18 +358,22 @@ GroupActions GroupCoordinator::TryStart(bool forced, std::optional<CheckpointKin
   if (pending_ || !AllReady()) return out;
   const bool savepoint_waits = queued_.has_value();
   if (!forced && !savepoint_waits) {
-    if (!PositionsAllow()) return out;  // OnMemberPositions tries again
+    if (!PositionsAllow()) {  // OnMemberPositions tries again
+      WarnAboutMissingPositions(out);
+      return out;
+    }
     if (clock_.SteadyNow() < TimeGateOpensAt()) {
-      out.push_back(ArmGroupWakeup{TimeGateOpensAt()});
+      ArmWakeup(TimeGateOpensAt(), out);
       return out;
     }
   }
   if (!EnsureIds(out)) return out;  // OnIdsReserved tries again
   PendingRound round;
   round.id = next_id_++;
-  round.kind = kind ? *kind : queued_ ? *queued_ : CheckpointKind::kCheckpoint;
+  round.kind = kind ? *kind : queued_ ? queued_->kind : CheckpointKind::kCheckpoint;
   if (!kind && queued_) queued_.reset();
   round.position = NextPosition();
+  bump_position_ = false;  // applied to this round: once, not cumulative
   round.triggered_at = clock_.SteadyNow();
   const int64_t now_ms = clock_.WallMs();
   for (const auto& [key, m] : members_) {
@@ -327,6 +381,7 @@ GroupActions GroupCoordinator::TryStart(bool forced, std::optional<CheckpointKin
     out.push_back(StartMemberRound{key, round.id, round.kind, round.position, now_ms});
   }
   out.push_back(ArmGroupDeadline{round.triggered_at + Millis(spec_.timeout_ms), round.id});
+  out.push_back(GroupRoundStarted{round.id, round.kind, round.position});
   last_trigger_at_ = round.triggered_at;
   pending_ = std::move(round);
   // Keep a block ahead: the next round should not wait on the store.
@@ -365,6 +420,30 @@ GroupActions GroupCoordinator::EndRound(GroupRoundResult result, const std::stri
 void GroupCoordinator::ArmNext(GroupActions& out) {
   auto more = TryStart(false, std::nullopt);
   out.insert(out.end(), more.begin(), more.end());
+}
+
+void GroupCoordinator::ArmWakeup(SteadyTime at, GroupActions& out) {
+  if (armed_wakeup_ == at) return;  // every report would arm the same time again
+  armed_wakeup_ = at;
+  out.push_back(ArmGroupWakeup{at});
+}
+
+void GroupCoordinator::WarnAboutMissingPositions(GroupActions& out) {
+  const SteadyTime now = clock_.SteadyNow();
+  if (next_position_warning_ && now < *next_position_warning_) return;
+  std::string names;
+  for (const auto& [key, m] : members_) {
+    if (!m.positions || !m.positions->all_reported) {
+      names += (names.empty() ? "" : ", ") + MemberName(key);
+    }
+  }
+  if (names.empty()) return;  // every task reports; the positions are only not far enough yet
+  next_position_warning_ = now + std::chrono::minutes(1);
+  out.push_back(Log{LogLevel::kWarn, "group " + spec_.name + " has position_interval " +
+                                         std::to_string(spec_.position_interval) +
+                                         " but tasks of " + names +
+                                         " have not reported positions; no round starts until "
+                                         "they do"});
 }
 
 }  // namespace ckpt

@@ -106,10 +106,24 @@ struct ReserveGroupIds {
   int64_t new_counter = 0;
 };
 // One durable write for the whole round: every member's checkpoint and the group's progress.
+// progress_after.id_counter is a floor: the store keeps the larger of it and the counter it holds
+// (a reservation made meanwhile may have passed it).
 struct CommitGroupRound {
   int64_t checkpoint_id = 0;
   std::vector<CheckpointCommit> members;
   GroupProgress progress_after;
+};
+// A round started (the members were sent StartMemberRound): for logs, and for the caller of a
+// queued savepoint, who learns its id here.
+struct GroupRoundStarted {
+  int64_t checkpoint_id = 0;
+  CheckpointKind kind = CheckpointKind::kCheckpoint;
+  int64_t position = 0;
+};
+// A queued savepoint that will not start: its timeout passed first.
+struct GroupSavepointDropped {
+  CheckpointKind kind = CheckpointKind::kSavepoint;
+  std::string reason;
 };
 // For metrics (ckptd_group_rounds_total{result}) and logs.
 enum class GroupRoundResult { kCompleted, kAborted, kFailed, kExpired };
@@ -119,9 +133,10 @@ struct GroupRoundFinished {
   std::string reason;
 };
 
-using GroupAction = std::variant<StartMemberRound, MemberRoundDurable, AbortMemberRound,
-                                 ArmGroupWakeup, ArmGroupDeadline, CancelGroupDeadline,
-                                 ReserveGroupIds, CommitGroupRound, GroupRoundFinished, Log>;
+using GroupAction =
+    std::variant<StartMemberRound, MemberRoundDurable, AbortMemberRound, ArmGroupWakeup,
+                 ArmGroupDeadline, CancelGroupDeadline, ReserveGroupIds, CommitGroupRound,
+                 GroupRoundStarted, GroupSavepointDropped, GroupRoundFinished, Log>;
 using GroupActions = std::vector<GroupAction>;
 
 // What holds the group now, for `pipeline why` of its members and `group get`.
@@ -148,15 +163,18 @@ class GroupCoordinator {
   GroupCoordinator(AlignmentGroupSpec spec, GroupProgress progress, const Clock& clock,
                    GroupOptions options = {});
 
-  // First event: the schedule's baseline is now, and the first block of ids is reserved. The
-  // first round starts as soon as every member is ready (then one interval after each trigger).
+  // First event: the first block of ids is reserved. The schedule continues from the last
+  // completed round (progress.last_completed_at_ms, mapped onto the steady clock); a group that
+  // never completed one starts its first round as soon as every member is ready.
   GroupActions Start();
 
   // --- membership ---
   // `member_id_counter`: the member's own id counter; the group's ids go above it. A member
   // joins not ready; it takes part from the first round that starts after it is ready.
   GroupActions AddMember(const PipelineKey& member, int64_t member_id_counter);
-  // Leaving aborts a pending round it is part of (for every member).
+  // Leaving aborts a pending round it is part of (for every member), and no later round includes
+  // it. A round already with the store stays as it is: the member's checkpoint is in it, and it
+  // still gets MemberRoundDurable (a deleted pipeline's runtime ignores it).
   GroupActions RemoveMember(const PipelineKey& member, const std::string& why);
 
   // --- what members report ---
@@ -165,6 +183,8 @@ class GroupCoordinator {
   GroupActions OnMemberPositions(const PipelineKey& member, const MemberPositions& positions);
   // Every task of `member` acked round `checkpoint_id`; `commit` is its part of the group commit.
   // Ignored for any round but the pending one, or from a member not in it.
+  // A failure ends the round only from a member still waited for: one that is done has every
+  // ack it needs. kTaskLost and kAborted also mark the member not ready until it says otherwise.
   GroupActions OnMemberDone(const PipelineKey& member, int64_t checkpoint_id,
                             CheckpointCommit commit);
   GroupActions OnMemberFailed(const PipelineKey& member, int64_t checkpoint_id,
@@ -186,10 +206,16 @@ class GroupCoordinator {
     GroupActions actions;
   };
   // A round now, past both gates (TriggerCheckpoint or a savepoint of any member). A savepoint
-  // asked for while a round is pending, or before every member is ready, waits and starts as
-  // soon as it can (one at a time; a second is FAILED_PRECONDITION); a checkpoint is then
-  // FAILED_PRECONDITION. `checkpoint_id` gets the id of a round started now (0 when queued).
-  Outcome RequestRound(CheckpointKind kind, int64_t* checkpoint_id = nullptr);
+  // asked for while a round is pending, before every member is ready or before ids are reserved
+  // waits, and starts as soon as it can (GroupRoundStarted says its id), or is dropped at
+  // `timeout` (GroupSavepointDropped); one at a time: a second is FAILED_PRECONDITION. A
+  // checkpoint is then FAILED_PRECONDITION (UNAVAILABLE while ids are being reserved).
+  // `checkpoint_id` gets the id of a round started now (0 otherwise). A refused call has no
+  // actions.
+  Outcome RequestRound(CheckpointKind kind, int64_t* checkpoint_id = nullptr,
+                       Millis timeout = Millis(300000));
+  // The callers of a queued savepoint went away: it is dropped.
+  GroupActions CancelQueuedSavepoint();
 
   // --- queries ---
   GroupExplanation Explain() const;
@@ -234,6 +260,11 @@ class GroupCoordinator {
                         const std::set<PipelineKey>& at_fault, MemberOutcome fault_outcome,
                         std::optional<MemberOutcome> everyone = std::nullopt);
   void ArmNext(GroupActions& out);
+  void ArmWakeup(SteadyTime at, GroupActions& out);
+  // Names the members whose tasks have not all reported a position, at most once a minute.
+  void WarnAboutMissingPositions(GroupActions& out);
+  // Drops a queued savepoint whose timeout passed.
+  void ExpireQueuedSavepoint(GroupActions& out);
 
   AlignmentGroupSpec spec_;
   GroupProgress progress_;
@@ -244,7 +275,13 @@ class GroupCoordinator {
   int64_t next_id_ = 1;         // the next id to hand out, if within progress_.id_counter
   bool reserving_ = false;      // a ReserveGroupIds is with the store
   bool bump_position_ = false;  // the last round failed on a passed position: one more step
-  std::optional<CheckpointKind> queued_;  // a savepoint waiting for its round
+  struct QueuedSavepoint {
+    CheckpointKind kind = CheckpointKind::kSavepoint;
+    SteadyTime deadline;
+  };
+  std::optional<QueuedSavepoint> queued_;            // a savepoint waiting for its round
+  std::optional<SteadyTime> armed_wakeup_;           // the ArmGroupWakeup in force (none re-sent)
+  std::optional<SteadyTime> next_position_warning_;  // when members without positions are named
   std::optional<SteadyTime> last_trigger_at_;
   std::optional<SteadyTime> last_finished_at_;
   SteadyTime baseline_;

@@ -103,6 +103,7 @@ TEST_F(GroupTest, OneIdForAllAndCompleteOnlyOnceTheCommitOfAllIsDurable) {
   Run(group_->OnMemberDone(kB, id, CommitOf(kB, id)));
   EXPECT_TRUE(Of<CommitGroupRound>(log_).empty()) << "not before every member is done";
   Run(group_->OnMemberDone(kC, id, CommitOf(kC, id)));
+  EXPECT_TRUE(Of<MemberRoundDurable>(log_).empty()) << "nobody hears before it is durable";
   auto commits = Of<CommitGroupRound>(Take());
   ASSERT_EQ(commits.size(), 1u);
   EXPECT_EQ(commits[0].members.size(), 3u) << "one commit for all members";
@@ -149,8 +150,17 @@ TEST_F(GroupTest, ALostTaskAbortsTheRoundForEveryoneAndCountsForNobody) {
   const int64_t id = Started();
   Take();
   Run(group_->OnMemberFailed(kA, id, MemberFailure::kTaskLost, "task 0 lost its stream"));
-  for (const auto& a : Of<AbortMemberRound>(log_)) EXPECT_EQ(a.outcome, MemberOutcome::kAborted);
-  EXPECT_EQ(Of<GroupRoundFinished>(Take())[0].result, GroupRoundResult::kAborted);
+  const auto aborts = Of<AbortMemberRound>(log_);
+  ASSERT_EQ(aborts.size(), 2u);
+  for (const auto& a : aborts) EXPECT_EQ(a.outcome, MemberOutcome::kAborted);
+  const auto finished = Of<GroupRoundFinished>(Take());
+  ASSERT_EQ(finished.size(), 1u);
+  EXPECT_EQ(finished[0].result, GroupRoundResult::kAborted);
+  // The member that lost a task is not ready until it says so: no round with it meanwhile.
+  EXPECT_EQ(NextRound(), 0);
+  EXPECT_EQ(group_->Explain().holding.at(0).first, kA);
+  Run(group_->OnMemberState(kA, true, ""));
+  EXPECT_EQ(Started(), id + 1);
 }
 
 TEST_F(GroupTest, AtTheDeadlineTheLateMembersExpireAndTheOthersAreAborted) {
@@ -163,10 +173,13 @@ TEST_F(GroupTest, AtTheDeadlineTheLateMembersExpireAndTheOthersAreAborted) {
   Run(group_->OnMemberDone(kA, id, CommitOf(kA, id)));
   EXPECT_TRUE(group_->OnDeadline(id - 1).empty()) << "a stale deadline";
   Run(group_->OnDeadline(id));
-  for (const auto& a : Of<AbortMemberRound>(log_)) {
+  const auto aborts = Of<AbortMemberRound>(log_);
+  ASSERT_EQ(aborts.size(), 3u);
+  for (const auto& a : aborts) {
     EXPECT_EQ(a.outcome, a.member == kA ? MemberOutcome::kAborted : MemberOutcome::kExpired);
   }
   const auto finished = Of<GroupRoundFinished>(Take());
+  ASSERT_EQ(finished.size(), 1u);
   EXPECT_EQ(finished[0].result, GroupRoundResult::kExpired);
   EXPECT_NE(finished[0].reason.find("etl/b"), std::string::npos) << finished[0].reason;
   EXPECT_NE(finished[0].reason.find("billing/c"), std::string::npos);
@@ -409,6 +422,165 @@ TEST_F(GroupTest, AnOperatorRoundStartsAtOnceWithAPositionByTheSameRule) {
   EXPECT_EQ(starts[0].position, 100);
   EXPECT_EQ(group_->RequestRound(CheckpointKind::kCheckpoint).status.code(),
             StatusCode::kFailedPrecondition);
+}
+
+TEST_F(GroupTest, AnExpiryATaskReportsCountsForItsMemberOnly) {
+  Make();
+  Join({kA, kB});
+  const int64_t id = Started();
+  Take();
+  EXPECT_TRUE(group_->OnMemberFailed(kA, id - 1, MemberFailure::kDeclined, "old").empty())
+      << "a failure of an earlier round";
+  Run(group_->OnMemberDone(kB, id, CommitOf(kB, id)));
+  EXPECT_TRUE(group_->OnMemberFailed(kB, id, MemberFailure::kTaskLost, "after it was done").empty())
+      << "a member that is done has every ack it needs";
+  Run(group_->OnMemberFailed(kA, id, MemberFailure::kExpired, "task 1 expired"));
+  const auto aborts = Of<AbortMemberRound>(log_);
+  ASSERT_EQ(aborts.size(), 2u);
+  for (const auto& a : aborts) {
+    EXPECT_EQ(a.outcome, a.member == kA ? MemberOutcome::kExpired : MemberOutcome::kAborted);
+  }
+  EXPECT_EQ(Of<GroupRoundFinished>(Take()).at(0).result, GroupRoundResult::kExpired);
+}
+
+TEST_F(GroupTest, ALeavingMemberIsInNoRoundStartedAfterIt) {
+  Make();
+  Join({kA, kB});
+  const int64_t id = Started();
+  ASSERT_TRUE(group_->RequestRound(CheckpointKind::kSavepoint).status.ok());
+  Take();
+  Run(group_->RemoveMember(kB, "deleted"));
+  const auto aborts = Of<AbortMemberRound>(log_);
+  ASSERT_EQ(aborts.size(), 2u) << "both members of the pending round hear it";
+  auto starts = Of<StartMemberRound>(Take());
+  ASSERT_EQ(starts.size(), 1u) << "the queued savepoint starts at once, without the leaver";
+  EXPECT_EQ(starts[0].member, kA);
+  EXPECT_EQ(starts[0].checkpoint_id, id + 1);
+  EXPECT_EQ(starts[0].kind, CheckpointKind::kSavepoint);
+}
+
+TEST_F(GroupTest, AMemberLeavingWhileTheCommitIsInFlightStaysInThatCommit) {
+  Make();
+  Join({kA, kB});
+  const int64_t id = Started();
+  Run(group_->OnMemberDone(kA, id, CommitOf(kA, id)));
+  Run(group_->OnMemberDone(kB, id, CommitOf(kB, id)));
+  Take();
+  Run(group_->RemoveMember(kB, "deleted"));
+  EXPECT_TRUE(Of<AbortMemberRound>(log_).empty()) << "the commit is with the store";
+  EXPECT_EQ(group_->Members(), std::vector<PipelineKey>{kA});
+  Take();
+  Run(group_->OnCommitted(id));
+  EXPECT_EQ(Of<MemberRoundDurable>(Take()).size(), 2u);
+  EXPECT_EQ(NextRound(), id + 1);
+  EXPECT_EQ(Of<StartMemberRound>(Take()).size(), 1u);
+}
+
+TEST_F(GroupTest, AFailedReservationIsTriedAgainAtTheNextWakeup) {
+  reserve_at_once_ = false;
+  group_.emplace(AlignmentGroupSpec{"g", 1000, 5000, 0, 0}, GroupProgress{}, clock_);
+  ASSERT_EQ(Of<ReserveGroupIds>(group_->Start()).size(), 1u);
+  Join({kA});
+  Take();
+  Run(group_->OnIdsReserveFailed(Status::Unavailable("disk full")));
+  EXPECT_EQ(group_->RequestRound(CheckpointKind::kCheckpoint).status.code(),
+            StatusCode::kUnavailable);
+  auto wakeups = Of<ArmGroupWakeup>(Take());
+  ASSERT_EQ(wakeups.size(), 1u);
+  clock_.Advance(Millis(1000));
+  auto reserves = Of<ReserveGroupIds>(group_->OnWakeup());
+  ASSERT_EQ(reserves.size(), 1u) << "asked again";
+  Run(group_->OnIdsReserved(reserves[0].new_counter));
+  EXPECT_EQ(Started(), 1);
+}
+
+TEST_F(GroupTest, AQueuedSavepointWaitsForEveryMemberOrItsTimeout) {
+  Make();
+  Run(group_->AddMember(kA, 0));
+  Run(group_->AddMember(kB, 0));
+  Run(group_->OnMemberState(kA, true, ""));
+  Run(group_->OnMemberState(kB, false, "paused by an operator"));
+  auto queued = group_->RequestRound(CheckpointKind::kSavepoint, nullptr, Millis(3000));
+  ASSERT_TRUE(queued.status.ok());
+  auto wakeups = Of<ArmGroupWakeup>(queued.actions);
+  ASSERT_EQ(wakeups.size(), 1u);
+  EXPECT_EQ(wakeups[0].at, clock_.SteadyNow() + Millis(3000)) << "woken at its timeout";
+  clock_.Advance(Millis(3000));
+  Run(group_->OnWakeup());
+  const auto dropped = Of<GroupSavepointDropped>(Take());
+  ASSERT_EQ(dropped.size(), 1u);
+  EXPECT_NE(dropped[0].reason.find("etl/b: paused by an operator"), std::string::npos)
+      << dropped[0].reason;
+  // Asked again, it starts as soon as the member is ready.
+  ASSERT_TRUE(group_->RequestRound(CheckpointKind::kSavepointAndStop).status.ok());
+  Run(group_->OnMemberState(kB, true, ""));
+  const auto started = Of<GroupRoundStarted>(Take());
+  ASSERT_EQ(started.size(), 1u);
+  EXPECT_EQ(started[0].kind, CheckpointKind::kSavepointAndStop);
+  EXPECT_TRUE(group_->CancelQueuedSavepoint().empty()) << "nothing queued any more";
+}
+
+TEST_F(GroupTest, ASavepointSkipsThePositionGateButTakesAPosition) {
+  Make(AlignmentGroupSpec{"g", 1000, 5000, 0, 100});
+  Join({kA});
+  Run(group_->OnMemberPositions(kA, {40, 70, true}));
+  Take();
+  auto outcome = group_->RequestRound(CheckpointKind::kSavepoint);
+  ASSERT_TRUE(outcome.status.ok());
+  const auto starts = Of<StartMemberRound>(outcome.actions);
+  ASSERT_EQ(starts.size(), 1u);
+  EXPECT_EQ(starts[0].position, 100);
+}
+
+TEST_F(GroupTest, AMemberJoiningLaterWithHigherIdsLiftsTheNextId) {
+  Make();
+  Join({kA});
+  const int64_t id = Started();
+  Run(group_->OnMemberDone(kA, id, CommitOf(kA, id)));
+  Run(group_->OnCommitted(id));
+  Run(group_->AddMember(kB, 7000));
+  Run(group_->OnMemberState(kB, true, ""));
+  EXPECT_EQ(NextRound(), 7001);
+  EXPECT_EQ(group_->Explain().holding.size(), 2u) << "both members are in the round";
+}
+
+TEST_F(GroupTest, AfterARestartTheScheduleContinuesFromTheLastRound) {
+  // The last round completed 300 ms ago (wall clock): the next is due 700 ms from now.
+  Make(AlignmentGroupSpec{}, GroupProgress{100, 42, 0, clock_.WallMs() - 300});
+  Join({kA});
+  EXPECT_EQ(Started(), 0);
+  const auto wakeups = Of<ArmGroupWakeup>(Take());
+  ASSERT_FALSE(wakeups.empty());
+  EXPECT_EQ(wakeups.back().at, clock_.SteadyNow() + Millis(700));
+}
+
+TEST_F(GroupTest, ReportsDoNotArmTheSameWakeupAgain) {
+  Make();
+  Join({kA, kB});
+  const int64_t id = Started();
+  Run(group_->OnMemberDone(kA, id, CommitOf(kA, id)));
+  Run(group_->OnMemberDone(kB, id, CommitOf(kB, id)));
+  Run(group_->OnCommitted(id));
+  Take();
+  for (int i = 0; i < 10; ++i) Run(group_->OnMemberPositions(kA, {i, i, true}));
+  Run(group_->OnMemberState(kB, true, ""));
+  EXPECT_TRUE(Of<ArmGroupWakeup>(Take()).empty()) << "armed once, when the round ended";
+}
+
+TEST_F(GroupTest, TasksThatNeverReportPositionsAreNamedOnceAMinute) {
+  Make(AlignmentGroupSpec{"g", 1000, 5000, 0, 100});
+  Join({kA, kB});
+  Run(group_->OnMemberPositions(kA, {100, 100, true}));
+  auto warnings = Of<Log>(Take());
+  auto named = std::count_if(warnings.begin(), warnings.end(), [](const Log& l) {
+    return l.level == LogLevel::kWarn && l.text.find("etl/b") != std::string::npos;
+  });
+  EXPECT_EQ(named, 1) << "b has reported nothing";
+  for (int i = 0; i < 5; ++i) Run(group_->OnMemberPositions(kA, {100 + i, 100 + i, true}));
+  EXPECT_TRUE(Of<Log>(Take()).empty()) << "not again within the minute";
+  clock_.Advance(Millis(60000));
+  Run(group_->OnWakeup());
+  EXPECT_EQ(Of<Log>(Take()).size(), 1u);
 }
 
 }  // namespace
