@@ -183,26 +183,6 @@ class Report:
                      f"{group['completions_per_s']:,.0f}/s",
                      f"{single['completions_per_s']:,.0f}/s one txn+fsync each" if single else "-",
                      ratio, group["completions_per_s"] >= 20000, "ratio = group / single")
-        web = pick(self.ckptd, bench="scheduler_web")
-        if web:
-            out += ["", "## Web view under load (in process, beside the pipelines)", "",
-                    "Page requests one after the other on the HTTP loop while every pipeline "
-                    "checkpoints every second; the trigger delay of the same window beside the "
-                    "run without pages.", "",
-                    "| pipelines | pages/s | list page p50 / p99 ms | pipeline page p50 / p99 ms "
-                    "| trigger delay p99 ms, with / without pages | failed pages |",
-                    "|---|---|---|---|---|---|"]
-            for r in web:
-                if "web_rps" not in r:
-                    out.append(f"| {r['pipelines']:,} | - | {r.get('status', 'failed')} | - | - | - |")
-                    continue
-                plain = self.sched_row(r["pipelines"])
-                without = f"{plain['p99_us'] / 1000:.1f}" if plain and ok(plain) else "-"
-                out.append(f"| {r['pipelines']:,} | {r['web_rps']:g} | "
-                           f"{r['web_list_p50_us'] / 1000:.1f} / {r['web_list_p99_us'] / 1000:.1f} | "
-                           f"{r['web_pipeline_p50_us'] / 1000:.2f} / "
-                           f"{r['web_pipeline_p99_us'] / 1000:.2f} | "
-                           f"{r['p99_us'] / 1000:.1f} / {without} | {r['web_failed']} |")
         restart = one(self.ckptd, bench="restart")
         if restart:
             self.add(f"restart: {restart['pipelines']:,} stored pipelines scheduled within 2 s",
@@ -326,6 +306,26 @@ class Report:
                            f"{r['completions_per_s']:,.0f} | {r['mean_batch']:.1f} | "
                            f"{fmt(cpu)} | "
                            f"{r['latency_p50_us'] / 1000:.1f} / {r['latency_p99_us'] / 1000:.1f} |")
+        web = pick(self.ckptd, bench="scheduler_web")
+        if web:
+            out += ["", "## Web view under load (in process, beside the pipelines)", "",
+                    "Page requests one after the other on the HTTP loop while every pipeline "
+                    "checkpoints every second; the trigger delay of the same window beside the "
+                    "run without pages.", "",
+                    "| pipelines | pages/s | list page p50 / p99 ms | pipeline page p50 / p99 ms "
+                    "| trigger delay p99 ms, with / without pages | failed pages |",
+                    "|---|---|---|---|---|---|"]
+            for r in web:
+                if "web_rps" not in r:
+                    out.append(f"| {r['pipelines']:,} | - | {r.get('status', 'failed')} | - | - | - |")
+                    continue
+                plain = self.sched_row(r["pipelines"])
+                without = f"{plain['p99_us'] / 1000:.1f}" if plain and ok(plain) else "-"
+                out.append(f"| {r['pipelines']:,} | {r['web_rps']:g} | "
+                           f"{r['web_list_p50_us'] / 1000:.1f} / {r['web_list_p99_us'] / 1000:.1f} | "
+                           f"{r['web_pipeline_p50_us'] / 1000:.2f} / "
+                           f"{r['web_pipeline_p99_us'] / 1000:.2f} | "
+                           f"{r['p99_us'] / 1000:.1f} / {without} | {r['web_failed']} |")
         restart = one(self.ckptd, bench="restart")
         if restart:
             out += ["", "## Restart", "",
