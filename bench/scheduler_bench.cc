@@ -103,7 +103,7 @@ WebLoad LoadWebView(WebView& web, boost::asio::io_context& control, int pipeline
     std::promise<int> answered;
     const auto start = SteadyClock::now();
     boost::asio::post(control, [&web, &target, &answered] {
-      web.Serve(target, [&answered](HttpReply reply) { answered.set_value(reply.status); });
+      web.Serve("GET", target, [&answered](HttpReply reply) { answered.set_value(reply.status); });
     });
     const int status = answered.get_future().get();
     const int64_t us =

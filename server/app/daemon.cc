@@ -227,7 +227,8 @@ Status Daemon::StartServing() {
     endpoints.metrics = [this] { return MetricsText(); };
     endpoints.not_alive = [this] { return NotAlive(); };
     endpoints.not_ready = [this] { return NotReady(); };
-    endpoints.pages = [this](std::string_view target, std::function<void(HttpReply)> answer) {
+    endpoints.pages = [this](std::string_view method, std::string_view target,
+                             std::function<void(HttpReply)> answer) {
       if (!web_view_on_.load()) {
         HttpReply off;
         off.status = 404;
@@ -236,7 +237,7 @@ Status Daemon::StartServing() {
             "metrics_listen off loopback); /metrics, /healthz and /readyz are served\n";
         return answer(std::move(off));
       }
-      web_view_->Serve(target, std::move(answer));
+      web_view_->Serve(method, target, std::move(answer));
     };
     metrics_server_ = std::make_unique<MetricsServer>(shards_.control(), std::move(endpoints));
     if (Status s = metrics_server_->Listen(config_.metrics_listen); !s.ok()) return s;

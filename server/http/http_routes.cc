@@ -12,13 +12,13 @@ std::optional<HttpReply> Route(std::string_view method, std::string_view target,
     reply.body = "not found; try /metrics, /healthz or /readyz\n";
     return reply;
   }
+  if (!fixed) return std::nullopt;  // the pages', whatever the method (they answer it)
   if (method != "GET") {
     reply.status = 405;
     reply.body = "only GET is served here\n";
     reply.headers.emplace_back("Allow", "GET");
     return reply;
   }
-  if (!fixed) return std::nullopt;
   if (path == "/metrics") {
     reply.content_type = std::string(kPrometheusContentType);
     reply.body = endpoints.metrics ? endpoints.metrics() : std::string();

@@ -2,8 +2,8 @@
 // What ckptd's HTTP endpoint answers, apart from the sockets: a request line in, a response out.
 // GET /metrics (Prometheus text), GET /healthz (alive: every event loop turns and the gRPC port
 // accepts), GET /readyz (ready to serve: alive, started, not shutting down, the store takes
-// writes); every other GET goes to the pages (the web view), 404 without them; 405 for other
-// methods. A 503 says why.
+// writes), 405 for their other methods; every other request goes to the pages (the web view,
+// which answers a method other than GET itself), 404 without them. A 503 says why.
 // Threading: Route is a pure function of its arguments; the endpoint callbacks must be safe to call
 // from any io thread and must not block.
 
@@ -23,9 +23,12 @@ struct HttpEndpoints {
   // Why the daemon is not ready, "" while it is (none given: not ready).
   std::function<std::string()> not_ready;
   struct Reply;
-  // Every other GET (the web view and its JSON): answered through `answer`, exactly once, later
-  // and from any thread (it gathers what it shows without waiting for it). None given: 404.
-  std::function<void(std::string_view target, std::function<void(Reply)> answer)> pages;
+  // Every other request (the web view and its JSON), whatever its method: answered through
+  // `answer`, exactly once, later and from any thread (it gathers what it shows without waiting
+  // for it). None given: 404.
+  std::function<void(std::string_view method, std::string_view target,
+                     std::function<void(Reply)> answer)>
+      pages;
 };
 
 struct HttpEndpoints::Reply {

@@ -115,19 +115,19 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     const bool keep_alive =
         request.keep_alive() && served_ < shared_->limits.max_requests_per_connection;
     const std::string_view target(request.target().data(), request.target().size());
-    auto reply =
-        Route(std::string_view(request.method_string().data(), request.method_string().size()),
-              target, shared_->endpoints);
+    const std::string_view method(request.method_string().data(), request.method_string().size());
+    auto reply = Route(method, target, shared_->endpoints);
     if (reply) return Write(*reply, keep_alive, request.version());
     // A page: answered later, from another thread; written back on this connection's strand.
     // The connection is busy meanwhile (not evicted for idling); the pages always answer.
-    shared_->endpoints.pages(target, [self = shared_from_this(), keep_alive,
-                                      version = request.version()](HttpReply page) {
-      asio::dispatch(self->stream_.get_executor(),
-                     [self, keep_alive, version, page = std::move(page)] {
-                       self->Write(page, keep_alive, version);
-                     });
-    });
+    shared_->endpoints.pages(
+        method, target,
+        [self = shared_from_this(), keep_alive, version = request.version()](HttpReply page) {
+          asio::dispatch(self->stream_.get_executor(),
+                         [self, keep_alive, version, page = std::move(page)] {
+                           self->Write(page, keep_alive, version);
+                         });
+        });
   }
 
   void Write(const HttpReply& reply, bool keep_alive, unsigned version) {

@@ -147,8 +147,17 @@ struct PipelineGather {
 
 }  // namespace
 
-void WebView::Serve(std::string_view target, std::function<void(HttpReply)> answer) {
+void WebView::Serve(std::string_view method, std::string_view target,
+                    std::function<void(HttpReply)> answer) {
   const bool api = IsApi(target);
+  if (method != "GET") {
+    const std::string why = "the web view is read-only: only GET is served here";
+    HttpReply refused =
+        api ? JsonReply(405, Json{{"error", {{"code", "METHOD_NOT_ALLOWED"}, {"message", why}}}})
+            : Html(405, RenderErrorPage(405, why));
+    refused.headers.emplace_back("Allow", "GET");
+    return answer(std::move(refused));
+  }
   if (in_flight_.fetch_add(1) >= limits_.max_in_flight) {
     in_flight_.fetch_sub(1);
     HttpReply busy =

@@ -42,7 +42,9 @@ class WebView {
   WebView(AdminBackend& backend, boost::asio::io_context& render_on, WebLimits limits = {})
       : backend_(backend), render_on_(render_on), limits_(limits) {}
 
-  void Serve(std::string_view target, std::function<void(HttpReply)> answer);
+  // Read-only: a method other than GET is answered 405 (Allow: GET).
+  void Serve(std::string_view method, std::string_view target,
+             std::function<void(HttpReply)> answer);
 
  private:
   // Serve's work once the request is admitted; `answer` is the request's PageAnswer.

@@ -70,15 +70,18 @@ TEST_F(MetricsServerTest, ServesTheRoutes) {
 TEST_F(MetricsServerTest, APageAnsweredLaterFromAnotherThreadIsWrittenBackInOrder) {
   std::vector<std::thread> answerers;
   std::mutex mu;
-  Start({}, [&](std::string_view target, std::function<void(HttpReply)> answer) {
+  Start({}, [&](std::string_view method, std::string_view target,
+                std::function<void(HttpReply)> answer) {
     std::lock_guard<std::mutex> lock(mu);
-    answerers.emplace_back([target = std::string(target), answer = std::move(answer)] {
-      std::this_thread::sleep_for(milliseconds(20));  // the page takes its time elsewhere
-      HttpReply reply;
-      reply.content_type = "text/html; charset=utf-8";
-      reply.body = "page " + target;
-      answer(std::move(reply));
-    });
+    answerers.emplace_back(
+        [method = std::string(method), target = std::string(target), answer = std::move(answer)] {
+          std::this_thread::sleep_for(milliseconds(20));  // the page takes its time elsewhere
+          HttpReply reply;
+          reply.status = method == "GET" ? 200 : 405;
+          reply.content_type = "text/html; charset=utf-8";
+          reply.body = "page " + target;
+          answer(std::move(reply));
+        });
   });
   TestSocket socket(port());
   ASSERT_TRUE(socket.connected());
@@ -91,7 +94,8 @@ TEST_F(MetricsServerTest, APageAnsweredLaterFromAnotherThreadIsWrittenBackInOrde
   }
   ASSERT_TRUE(socket.Send("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"));
   EXPECT_EQ(ParseResponse(socket.ReadResponse()).status, 200);
-  EXPECT_EQ(HttpRequest(port(), "POST", "/pipelines/a/b").status, 405) << "read-only";
+  EXPECT_EQ(HttpRequest(port(), "POST", "/pipelines/a/b").status, 405)
+      << "a page's method reaches the pages, which answer it";
   std::lock_guard<std::mutex> lock(mu);
   for (auto& t : answerers) t.join();
 }

@@ -167,7 +167,13 @@ TEST_F(WebViewTest, APipelinesPageNamesTheTaskThatHoldsItsRound) {
   HttpResult missing = Get("/no/such/page");
   EXPECT_EQ(missing.status, 404);
   EXPECT_NE(missing.head.find("Content-Type: text/html"), std::string::npos);
-  EXPECT_EQ(HttpRequest(daemon_->metrics_port(), "POST", "/pipelines/job/p").status, 405);
+  HttpResult post = HttpRequest(daemon_->metrics_port(), "POST", "/pipelines/job/p");
+  EXPECT_EQ(post.status, 405);
+  EXPECT_NE(post.head.find("Allow: GET"), std::string::npos) << post.head;
+  HttpResult delete_api = HttpRequest(daemon_->metrics_port(), "DELETE", "/api/v1/pipelines/job/p");
+  EXPECT_EQ(delete_api.status, 405);
+  EXPECT_EQ(json::parse(delete_api.body, nullptr, false)["error"]["code"], "METHOD_NOT_ALLOWED")
+      << delete_api.body;
 }
 
 TEST_F(WebViewTest, IdsInPathsAreDecodedAndPrintedAsText) {
@@ -269,7 +275,7 @@ TEST_F(WebViewTest, APageStuckOnTheStoreIsAnsweredAtItsDeadlineAndHoldsOneSlot) 
   Answers second;
   auto serve = [&](const std::string& target, Answers& into) {
     boost::asio::post(render, [&web, target, &into] {
-      web.Serve(target, [&into](HttpReply reply) {
+      web.Serve("GET", target, [&into](HttpReply reply) {
         std::lock_guard<std::mutex> lock(into.mu);
         into.replies.push_back(std::move(reply));
       });
