@@ -233,8 +233,7 @@ std::string RenderPipelineListPage(const TablePage& page, const TableQuery& quer
             name + "</option>";
   }
   body += "</select></label><label>Sort by<select name=\"sort\">";
-  for (RowOrder order : {RowOrder::kKey, RowOrder::kState, RowOrder::kLastCompleted,
-                         RowOrder::kDuration, RowOrder::kFailures}) {
+  for (RowOrder order : kRowOrders) {
     body += std::string("<option value=\"") + RowOrderName(order) + "\"" +
             (query.order == order ? " selected" : "") + ">" + RowOrderName(order) + "</option>";
   }

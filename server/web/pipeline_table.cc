@@ -11,9 +11,6 @@ namespace ckpt {
 
 namespace {
 
-constexpr RowOrder kOrders[] = {RowOrder::kKey, RowOrder::kState, RowOrder::kLastCompleted,
-                                RowOrder::kDuration, RowOrder::kFailures};
-
 // A whole decimal number within [min, max], or nullopt.
 std::optional<int64_t> Number(const std::string& text, int64_t min, int64_t max) {
   int64_t value = 0;
@@ -79,7 +76,7 @@ Result<TableQuery> ParseTableQuery(const QueryParams& params) {
   }
   if (auto sort = QueryValue(params, "sort"); sort && !sort->empty()) {
     bool known = false;
-    for (RowOrder order : kOrders) {
+    for (RowOrder order : kRowOrders) {
       if (*sort == RowOrderName(order)) {
         q.order = order;
         known = true;

@@ -31,6 +31,9 @@ struct PipelineRow {
 };
 
 enum class RowOrder { kKey, kState, kLastCompleted, kDuration, kFailures };
+inline constexpr RowOrder kRowOrders[] = {RowOrder::kKey, RowOrder::kState,
+                                          RowOrder::kLastCompleted, RowOrder::kDuration,
+                                          RowOrder::kFailures};
 
 struct TableQuery {
   std::string job;                     // part of the job id; "" = every job

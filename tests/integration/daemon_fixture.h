@@ -9,6 +9,8 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <boost/asio/post.hpp>
 #include <filesystem>
 #include <future>
 #include <random>
@@ -36,6 +38,40 @@ inline PipelineSpec TestSpec(const std::string& pipeline, std::vector<std::strin
 inline void MoveDaemonClock(std::chrono::steady_clock::duration by) {
   DaemonClock::AdvanceForTest(by);
 }
+
+// Every pipeline loop of `daemon` busy in a handler that waits, from construction (which returns
+// once each loop is in it; wedged() is false if one never got there) until Release or
+// destruction: what a test needs to show that something does not wait for a pipeline's loop.
+// Released on destruction too, so that a failed assertion never leaves the daemon stuck.
+class WedgedLoops {
+ public:
+  explicit WedgedLoops(Daemon& daemon) : released_(release_.get_future().share()) {
+    const size_t loops = daemon.shards().size();
+    for (size_t i = 0; i < loops; ++i) {
+      boost::asio::post(daemon.shards().at(i), [released = released_, in = in_] {
+        ++*in;
+        released.wait();
+      });
+    }
+    wedged_ = Eventually([&] { return in_->load() == static_cast<int>(loops); });
+  }
+  ~WedgedLoops() { Release(); }
+  WedgedLoops(const WedgedLoops&) = delete;
+  WedgedLoops& operator=(const WedgedLoops&) = delete;
+
+  bool wedged() const { return wedged_; }
+  void Release() {
+    if (!released_once_) release_.set_value();
+    released_once_ = true;
+  }
+
+ private:
+  std::promise<void> release_;
+  std::shared_future<void> released_;
+  std::shared_ptr<std::atomic<int>> in_ = std::make_shared<std::atomic<int>>(0);
+  bool wedged_ = false;
+  bool released_once_ = false;
+};
 
 class DaemonTest : public ::testing::Test {
  protected:

@@ -166,24 +166,14 @@ TEST_F(DaemonHttpTest, AScrapeOfPerPipelineSeriesNeedsNoPipelineLoop) {
   config_.pipelines = {TestSpec("a", {"0"}), TestSpec("b", {"0"})};
   StartDaemon();
   // Wedge every pipeline loop: a scrape must not wait for one (and must not stall one).
-  std::promise<void> release;
-  std::shared_future<void> released = release.get_future().share();
-  std::atomic<int> wedged{0};
-  for (size_t i = 0; i < daemon_->shards().size(); ++i) {
-    boost::asio::post(daemon_->shards().at(i), [released, &wedged] {
-      ++wedged;
-      released.wait();
-    });
-  }
-  ASSERT_TRUE(
-      Eventually([&] { return wedged.load() == static_cast<int>(daemon_->shards().size()); }));
+  WedgedLoops loops(*daemon_);
+  ASSERT_TRUE(loops.wedged());
   HttpResult r = HttpGet(daemon_->metrics_port(), "/metrics");
   EXPECT_EQ(r.status, 200);
   EXPECT_NE(r.body.find("ckptd_pipeline_state{job_id=\"job\",pipeline_id=\"a\""),
             std::string::npos);
   EXPECT_EQ(HttpGet(daemon_->metrics_port(), "/healthz").status, 200)
       << "a loop busy for a moment is not a dead daemon";
-  release.set_value();
 }
 
 TEST_F(DaemonHttpTest, SecondDaemonOnTheSameGrpcPortFailsWithAddressInUse) {

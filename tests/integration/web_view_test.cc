@@ -194,21 +194,11 @@ TEST_F(WebViewTest, IdsInPathsAreDecodedAndPrintedAsText) {
 TEST_F(WebViewTest, TheListNeedsNoPipelineLoop) {
   config_.pipelines = {TestSpec("a", {"0"}), TestSpec("b", {"0"})};
   StartDaemon();
-  std::promise<void> release;
-  std::shared_future<void> released = release.get_future().share();
-  std::atomic<int> wedged{0};
-  for (size_t i = 0; i < daemon_->shards().size(); ++i) {
-    boost::asio::post(daemon_->shards().at(i), [released, &wedged] {
-      ++wedged;
-      released.wait();
-    });
-  }
-  ASSERT_TRUE(
-      Eventually([&] { return wedged.load() == static_cast<int>(daemon_->shards().size()); }));
+  WedgedLoops loops(*daemon_);
+  ASSERT_TRUE(loops.wedged());
   json page = GetJson("/api/v1/pipelines");
   EXPECT_EQ(page["total"], 2);
   EXPECT_EQ(Get("/").status, 200);
-  release.set_value();
 }
 
 // An AdminBackend over a running daemon's pipelines whose store reads never answer until released:
