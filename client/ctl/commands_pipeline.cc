@@ -17,10 +17,11 @@ namespace {
 // CLI11 writes into these; Collect() keeps only the flags given.
 struct SpecFlagBindings {
   std::string tasks, interval, timeout, min_pause;
-  int64_t parallelism = 0, tolerable_failures = 0, retained = 0;
+  int64_t parallelism = 0, tolerable_failures = 0, retained = 0, position_interval = 0;
   CLI::Option *tasks_option = nullptr, *parallelism_option = nullptr, *interval_option = nullptr,
               *timeout_option = nullptr, *min_pause_option = nullptr,
-              *tolerable_failures_option = nullptr, *retained_option = nullptr;
+              *tolerable_failures_option = nullptr, *retained_option = nullptr,
+              *position_interval_option = nullptr;
 
   SpecFlags Collect() const {
     SpecFlags flags;
@@ -31,6 +32,7 @@ struct SpecFlagBindings {
     if (min_pause_option->count() > 0) flags.min_pause = min_pause;
     if (tolerable_failures_option->count() > 0) flags.tolerable_failures = tolerable_failures;
     if (retained_option->count() > 0) flags.retained = retained;
+    if (position_interval_option->count() > 0) flags.position_interval = position_interval;
     return flags;
   }
 };
@@ -69,6 +71,12 @@ void AddSpecOptions(CLI::App* cmd, SpecFlagBindings* b, const char* unset_means)
           ->type_name("N");
   b->retained_option =
       cmd->add_option("--retained", b->retained, "Completed checkpoints kept" + unset)
+          ->type_name("N");
+  b->position_interval_option =
+      cmd->add_option("--position-interval", b->position_interval,
+                      "Positions (block height, offset) every task must pass between periodic "
+                      "checkpoints, reported in the workers' heartbeats; 0: time alone" +
+                          unset)
           ->type_name("N");
 }
 
@@ -122,7 +130,7 @@ CommandResult RunUpdate(const GlobalOptions& global, const PipelineFlags& flags)
   if (given.empty()) {
     return CommandResult::BadUsage(
         "nothing to update: give at least one of --tasks, --parallelism, --interval, --timeout, "
-        "--min-pause, --tolerable-failures, --retained");
+        "--min-pause, --tolerable-failures, --retained, --position-interval");
   }
   v1::PipelineSpec spec;
   spec.set_job_id(flags.job);

@@ -56,6 +56,7 @@ std::string RestoreLine(const v1::RestorePoint& r) {
                      std::to_string(r.checkpoint_id()) + " (" + ShortName(r.kind());
   if (r.operator_set()) text += ", set by an operator";
   if (r.rescaled()) text += ", rescaled";
+  if (r.position() > 0) text += ", at position " + std::to_string(r.position());
   return text + ")";
 }
 
@@ -124,6 +125,9 @@ std::string PipelineDetail(const v1::Pipeline& p, int64_t now_ms) {
   table.AddRow({"Min pause:", FormatDuration(spec.min_pause_ms())});
   table.AddRow({"Tolerable failures:", std::to_string(spec.tolerable_failures())});
   table.AddRow({"Retained:", std::to_string(spec.retained())});
+  table.AddRow({"Position interval:", spec.position_interval() > 0
+                                          ? std::to_string(spec.position_interval())
+                                          : "none (time alone)"});
   table.AddRow({"From config:", p.from_config() ? "yes" : "no"});
   return table.Render();
 }

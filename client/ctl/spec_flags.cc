@@ -44,6 +44,18 @@ bool SetCount(const char* flag, const std::optional<int64_t>& value,
   return true;
 }
 
+bool SetPositionInterval(const std::optional<int64_t>& value, v1::PipelineSpec* spec,
+                         std::string* error) {
+  if (!value) return true;
+  if (*value < 0) {
+    *error = "--position-interval: must be 0 (time alone) or a positive number of positions, got " +
+             std::to_string(*value);
+    return false;
+  }
+  spec->set_position_interval(*value);  // the daemon checks the upper bound
+  return true;
+}
+
 }  // namespace
 
 std::optional<std::vector<std::string>> ParseTaskList(const std::string& text, std::string* error) {
@@ -99,7 +111,8 @@ bool ApplySpecFlags(const SpecFlags& flags, TasksRule rule, v1::PipelineSpec* sp
                      error) &&
          SetCount("--tolerable-failures", flags.tolerable_failures,
                   &v1::PipelineSpec::set_tolerable_failures, spec, error) &&
-         SetCount("--retained", flags.retained, &v1::PipelineSpec::set_retained, spec, error);
+         SetCount("--retained", flags.retained, &v1::PipelineSpec::set_retained, spec, error) &&
+         SetPositionInterval(flags.position_interval, spec, error);
 }
 
 }  // namespace ckpt::ctl

@@ -21,10 +21,11 @@ struct SpecFlags {
   std::optional<std::string> min_pause;
   std::optional<int64_t> tolerable_failures;
   std::optional<int64_t> retained;
+  std::optional<int64_t> position_interval;  // --position-interval N (0: time alone)
 
   bool empty() const {
     return !tasks && !parallelism && !interval && !timeout && !min_pause && !tolerable_failures &&
-           !retained;
+           !retained && !position_interval;
   }
 };
 

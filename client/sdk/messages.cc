@@ -14,7 +14,7 @@ v1::WorkerMessage MakeHello(const PipelineWorkerOptions& options, bool takeover)
 }
 
 v1::WorkerMessage MakeAck(int64_t checkpoint_id, std::string task_id, TaskStateInfo state,
-                          const AckFigures& figures) {
+                          const AckFigures& figures, int64_t position) {
   v1::WorkerMessage message;
   v1::Ack* ack = message.mutable_ack();
   ack->set_checkpoint_id(checkpoint_id);
@@ -27,17 +27,19 @@ v1::WorkerMessage MakeAck(int64_t checkpoint_id, std::string task_id, TaskStateI
   ack->set_async_duration_ms(figures.async_duration_ms);
   ack->set_alignment_duration_ms(figures.alignment_duration_ms);
   ack->set_bytes_processed_during_alignment(figures.bytes_processed_during_alignment);
+  ack->set_position(position);
   return message;
 }
 
 v1::WorkerMessage MakeDecline(int64_t checkpoint_id, std::string task_id, std::string reason,
-                              bool expired) {
+                              bool expired, int64_t position) {
   v1::WorkerMessage message;
   v1::Decline* decline = message.mutable_decline();
   decline->set_checkpoint_id(checkpoint_id);
   decline->set_task_id(std::move(task_id));
   decline->set_reason(std::move(reason));
   decline->set_expired(expired);
+  decline->set_position(position);
   return message;
 }
 
@@ -48,9 +50,10 @@ v1::WorkerMessage MakeSavepointRequest(std::string target, bool stop) {
   return message;
 }
 
-v1::WorkerMessage MakeHeartbeat() {
+v1::WorkerMessage MakeHeartbeat(const std::map<std::string, int64_t>& positions) {
   v1::WorkerMessage message;
-  message.mutable_heartbeat();
+  auto& out = *message.mutable_heartbeat()->mutable_positions();
+  for (const auto& [task, position] : positions) out[task] = position;
   return message;
 }
 
@@ -97,6 +100,7 @@ Welcome FromProto(const v1::Welcome& welcome) {
   out.restore.source_job_id = restore.source_job_id();
   out.restore.source_pipeline_id = restore.source_pipeline_id();
   out.restore.rescaled = restore.rescaled();
+  out.restore.position = restore.position();
   for (const auto& [task, state] : restore.task_states()) {
     out.restore.task_states[task] =
         TaskStateInfo{state.uri(), state.size_bytes(), state.checksum()};
@@ -114,6 +118,7 @@ Trigger FromProto(const v1::Trigger& trigger) {
   out.generation = trigger.generation();
   out.target = trigger.target();
   out.leader_epoch = trigger.leader_epoch();
+  out.position = trigger.position();
   return out;
 }
 

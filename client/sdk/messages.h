@@ -1,6 +1,9 @@
 #pragma once
 // Conversions between the worker protocol's protos and the SDK's public types.
 
+#include <map>
+#include <string>
+
 #include "ckpt/v1/worker.pb.h"
 #include "ckpt/worker.h"
 
@@ -8,11 +11,11 @@ namespace ckpt::sdk::internal {
 
 v1::WorkerMessage MakeHello(const PipelineWorkerOptions& options, bool takeover);
 v1::WorkerMessage MakeAck(int64_t checkpoint_id, std::string task_id, TaskStateInfo state,
-                          const AckFigures& figures);
+                          const AckFigures& figures, int64_t position);
 v1::WorkerMessage MakeDecline(int64_t checkpoint_id, std::string task_id, std::string reason,
-                              bool expired);
+                              bool expired, int64_t position);
 v1::WorkerMessage MakeSavepointRequest(std::string target, bool stop);
-v1::WorkerMessage MakeHeartbeat();
+v1::WorkerMessage MakeHeartbeat(const std::map<std::string, int64_t>& positions);
 v1::WorkerMessage MakeGoodbye();
 
 CheckpointKind FromProto(v1::CheckpointKind kind);

@@ -37,23 +37,43 @@ void PipelineSession::Start() {
 }
 
 void PipelineSession::Ack(int64_t checkpoint_id, std::string task_id, TaskStateInfo state,
-                          AckFigures figures) {
-  if (!PostToStrand([self = shared_from_this(),
-                     message = MakeAck(checkpoint_id, std::move(task_id), std::move(state),
-                                       figures)]() mutable { self->Send(std::move(message)); })) {
+                          AckFigures figures, std::optional<int64_t> position) {
+  if (!PostToStrand([self = shared_from_this(), position,
+                     message = MakeAck(checkpoint_id, std::move(task_id), std::move(state), figures,
+                                       position.value_or(0))]() mutable {
+        // Left out: where the trigger asked (known only here, on the strand that saw it).
+        if (!position)
+          message.mutable_ack()->set_position(self->TriggerPosition(message.ack().checkpoint_id()));
+        self->Send(std::move(message));
+      })) {
     dropped_sends_.fetch_add(1, std::memory_order_relaxed);
   }
 }
 
 void PipelineSession::Decline(int64_t checkpoint_id, std::string task_id, std::string reason,
-                              bool expired) {
+                              bool expired, int64_t position) {
   if (!PostToStrand(
-          [self = shared_from_this(), message = MakeDecline(checkpoint_id, std::move(task_id),
-                                                            std::move(reason), expired)]() mutable {
-            self->Send(std::move(message));
-          })) {
+          [self = shared_from_this(),
+           message = MakeDecline(checkpoint_id, std::move(task_id), std::move(reason), expired,
+                                 position)]() mutable { self->Send(std::move(message)); })) {
     dropped_sends_.fetch_add(1, std::memory_order_relaxed);
   }
+}
+
+void PipelineSession::SetPosition(const std::string& task_id, int64_t position) {
+  if (position < 0) return;
+  std::lock_guard<std::mutex> lock(positions_mu_);
+  auto [it, inserted] = positions_.try_emplace(task_id, position);
+  if (!inserted) {
+    if (position <= it->second) return;
+    it->second = position;
+  }
+  unsent_positions_[task_id] = position;
+}
+
+int64_t PipelineSession::TriggerPosition(int64_t checkpoint_id) const {
+  auto it = trigger_positions_.find(checkpoint_id);
+  return it == trigger_positions_.end() ? 0 : it->second;
 }
 
 void PipelineSession::RequestSavepoint(std::string target, bool stop) {
@@ -179,12 +199,21 @@ void PipelineSession::HandleMessage(uint64_t attempt_id, const v1::CoordinatorMe
         connected_.store(true, std::memory_order_relaxed);
         ArmHeartbeat();
       }
+      {
+        // A new session: the daemon forgot what the last one reported.
+        std::lock_guard<std::mutex> lock(positions_mu_);
+        unsent_positions_ = positions_;
+      }
       // A deposed leader's stream stays up (it ends when that daemon exits), but says nothing.
       if (current) InvokeHandler(handlers_.on_welcome, FromProto(message.welcome()));
       return;
     }
     case v1::CoordinatorMessage::kTrigger:
       if (!Believe(epochs_.AcceptTrigger(message.trigger().leader_epoch()))) return;
+      trigger_positions_[message.trigger().checkpoint_id()] = message.trigger().position();
+      while (trigger_positions_.size() > kRememberedTriggers) {
+        trigger_positions_.erase(trigger_positions_.begin());
+      }
       InvokeHandler(handlers_.on_trigger, FromProto(message.trigger()));
       return;
     case v1::CoordinatorMessage::kAbort:
@@ -329,7 +358,12 @@ void PipelineSession::ArmHeartbeat() {
   heartbeat_timer_.async_wait(
       [self = shared_from_this(), id = attempt_id_](const boost::system::error_code& error) {
         if (error || self->phase_ != Phase::kConnected || self->attempt_id_ != id) return;
-        self->attempt_->Send(MakeHeartbeat());
+        std::map<std::string, int64_t> positions;
+        {
+          std::lock_guard<std::mutex> lock(self->positions_mu_);
+          positions.swap(self->unsent_positions_);
+        }
+        self->attempt_->Send(MakeHeartbeat(positions));
         self->ArmHeartbeat();
       });
 }

@@ -18,6 +18,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -54,10 +55,11 @@ class PipelineSession final : public PipelineWorker,
   ~PipelineSession() override;
 
   void Start() override;
-  void Ack(int64_t checkpoint_id, std::string task_id, TaskStateInfo state,
-           AckFigures figures = {}) override;
-  void Decline(int64_t checkpoint_id, std::string task_id, std::string reason,
-               bool expired) override;
+  void Ack(int64_t checkpoint_id, std::string task_id, TaskStateInfo state, AckFigures figures = {},
+           std::optional<int64_t> position = std::nullopt) override;
+  void Decline(int64_t checkpoint_id, std::string task_id, std::string reason, bool expired,
+               int64_t position) override;
+  void SetPosition(const std::string& task_id, int64_t position) override;
   void RequestSavepoint(std::string target, bool stop) override;
   void Goodbye(std::chrono::milliseconds timeout) override;
   void Stop() override;
@@ -106,6 +108,8 @@ class PipelineSession final : public PipelineWorker,
   void HandleGoodbye(std::chrono::milliseconds timeout);
   void HandleStop();
   void ArmHeartbeat();
+  // The trigger's position for an ack that named none (0: unknown or none).
+  int64_t TriggerPosition(int64_t checkpoint_id) const;
   void CancelTimers();
   // Enters Stopped: releases the handlers (and whatever they captured) and wakes waiters.
   void Finish();
@@ -139,9 +143,18 @@ class PipelineSession final : public PipelineWorker,
   StandbyPoll standby_poll_{kStandbyPollWindow};  // when standby_backoff_ is the one
   cli::LeaderFollower follower_;                  // which daemon the next stream goes to
   EpochFilter epochs_;
+  // The positions of the last triggers, by checkpoint id (at most kRememberedTriggers).
+  static constexpr size_t kRememberedTriggers = 8;
+  std::map<int64_t, int64_t> trigger_positions_;
   boost::asio::steady_timer heartbeat_timer_;
   boost::asio::steady_timer retry_timer_;
   boost::asio::steady_timer goodbye_timer_;
+
+  // SetPosition's, from any thread: every task's highest position, and those the next heartbeat
+  // carries (all again after a welcome).
+  std::mutex positions_mu_;
+  std::map<std::string, int64_t> positions_;         // guarded by positions_mu_
+  std::map<std::string, int64_t> unsent_positions_;  // guarded by positions_mu_
 
   // Held while a handler runs (on strand_), and briefly by Stop() off the runtime's threads.
   std::mutex handler_mu_;

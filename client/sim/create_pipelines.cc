@@ -59,6 +59,7 @@ v1::PipelineSpec SimPipelineSpec(const SimOptions& options, int index) {
   }
   if (options.interval) spec.set_interval_ms(options.interval->count());
   if (options.timeout) spec.set_timeout_ms(options.timeout->count());
+  if (options.position_interval) spec.set_position_interval(*options.position_interval);
   return spec;
 }
 

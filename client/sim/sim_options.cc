@@ -64,6 +64,16 @@ ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
       ->needs(create);
   app.add_option("--timeout", timeout_text, "Checkpoint timeout of created pipelines, e.g. 10s")
       ->needs(create);
+  app.add_option("--position-interval", options.position_interval,
+                 "position_interval of created pipelines (see --positions)")
+      ->needs(create)
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--positions", options.positions_rate,
+                 "Give every task a position (block height, offset) advancing RATE per second, "
+                 "from the restore point's; report it in heartbeats, snapshot when it reaches a "
+                 "trigger's position (decline if already past it) [0: no positions]")
+      ->type_name("RATE")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--ack-delay-ms", options.ack_delay_ms, "Delay between a trigger and the acks")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
@@ -135,6 +145,10 @@ ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
   if (!servers) return Error(error);
   options.servers = std::move(*servers);
   if (options.job.empty()) return Error("--job must not be empty");
+  if (!(options.positions_rate <= 1e12)) {
+    return Error("--positions must be at most 1e12 per second, got " +
+                 std::to_string(options.positions_rate));
+  }
   if (!(options.decline_rate >= 0 && options.decline_rate <= 1)) {
     return Error("--decline-rate must be between 0 and 1, got " +
                  std::to_string(options.decline_rate));

@@ -30,9 +30,12 @@ struct SimOptions {
   bool create = false;         // create the pipelines first (AdminService.CreatePipeline)
   std::optional<std::chrono::milliseconds> interval;  // with --create
   std::optional<std::chrono::milliseconds> timeout;   // with --create
-  int64_t ack_delay_ms = 0;                           // delay between a trigger and the acks
-  double decline_rate = 0;                            // fraction of triggers declined (by one task)
-  std::chrono::milliseconds duration{0};              // 0: until SIGINT or SIGTERM
+  std::optional<int64_t> position_interval;           // with --create
+  // --positions RATE: each task's position advances RATE per second (0: no positions).
+  double positions_rate = 0;
+  int64_t ack_delay_ms = 0;               // delay between a trigger and the acks
+  double decline_rate = 0;                // fraction of triggers declined (by one task)
+  std::chrono::milliseconds duration{0};  // 0: until SIGINT or SIGTERM
   // Latency samples (checkpoint durations, trigger gaps) of rounds triggered before this much of
   // the run has passed are left out of the summary: the first rounds of many pipelines that
   // connect at once are a burst, not the steady state a benchmark measures. 0: keep every sample.

@@ -1,5 +1,7 @@
 #include "sim/sim_pipeline.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 namespace ckpt::sim {
@@ -13,6 +15,28 @@ void SimCounters::RecordDisconnect(const std::string& pipeline_id,
   std::lock_guard<std::mutex> lock(mu_);
   last_disconnect_ = disconnect;
   last_disconnect_pipeline_ = pipeline_id;
+}
+
+void SimCounters::RecordAligned(int64_t checkpoint_id, int64_t position) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto [it, inserted] = acked_spans_.try_emplace(checkpoint_id, position, position);
+  if (inserted) {
+    ++aligned_rounds_;
+    if (acked_spans_.size() > kTrackedRounds) acked_spans_.erase(acked_spans_.begin());
+  }
+  it->second.first = std::min(it->second.first, position);
+  it->second.second = std::max(it->second.second, position);
+  position_spread_max_ = std::max(position_spread_max_, it->second.second - it->second.first);
+}
+
+uint64_t SimCounters::aligned_rounds() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return aligned_rounds_;
+}
+
+int64_t SimCounters::position_spread_max() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return position_spread_max_;
 }
 
 std::optional<sdk::Disconnect> SimCounters::last_disconnect() const {
@@ -66,6 +90,12 @@ void SimPipeline::Log(const char* event, int64_t checkpoint_id, const char* deta
 
 void SimPipeline::OnWelcome(const sdk::Welcome& welcome) {
   counters_.welcomes.fetch_add(1, std::memory_order_relaxed);
+  if (config_.positions_rate > 0 && !positions_origin_) {
+    // A process starting resumes from its restore point's position; a reconnect goes on.
+    positions_origin_ = Clock::now();
+    positions_base_ = welcome.restore.position;
+    ReportPositions();
+  }
   if (config_.state_files) {
     // What the daemon no longer references (a release missed while away, or lost in a daemon
     // crash) is deleted; ids above the last completed one may still complete (a round with the
@@ -94,6 +124,39 @@ void SimPipeline::OnWelcome(const sdk::Welcome& welcome) {
                  config_.job_id.c_str(), config_.pipeline_id.c_str(),
                  static_cast<long long>(restore.checkpoint_id), task.c_str(), state.uri.c_str());
   }
+}
+
+int64_t SimPipeline::PositionNow() const {
+  if (!positions_origin_) return positions_base_;
+  const double seconds = std::chrono::duration<double>(Clock::now() - *positions_origin_).count();
+  return positions_base_ + static_cast<int64_t>(std::floor(seconds * config_.positions_rate));
+}
+
+void SimPipeline::ReportPositions() {
+  const int64_t now = PositionNow();
+  for (const std::string& task : task_ids_) worker_->SetPosition(task, now);
+  // On the pipeline's serialized context; `this` outlives the runtime, which drops this when it
+  // goes.
+  worker_->RunAfter(kPositionReport, [this] { ReportPositions(); });
+}
+
+void SimPipeline::RespondAtPosition(int64_t checkpoint_id, int64_t position) {
+  const int64_t now = PositionNow();
+  if (now > position) {
+    // Past it: a task cannot go back; the daemon's next round asks for one interval further.
+    counters_.positions_passed.fetch_add(1, std::memory_order_relaxed);
+    counters_.declines.fetch_add(1, std::memory_order_relaxed);
+    Log("passed", checkpoint_id, std::to_string(now).c_str());
+    worker_->Decline(
+        checkpoint_id, task_ids_.front(),
+        "already past position " + std::to_string(position) + " (at " + std::to_string(now) + ")",
+        /*expired=*/false, now);
+    return;
+  }
+  const double wait_s = static_cast<double>(position - now) / config_.positions_rate;
+  const auto wait = std::chrono::ceil<milliseconds>(std::chrono::duration<double>(wait_s));
+  worker_->RunAfter(wait + config_.ack_delay,
+                    [this, checkpoint_id, position] { Respond(checkpoint_id, position); });
 }
 
 void SimPipeline::OnRelease(const std::vector<int64_t>& checkpoint_ids) {
@@ -152,16 +215,20 @@ void SimPipeline::OnTrigger(const sdk::Trigger& trigger) {
   triggered_at_[trigger.checkpoint_id] = now;
   while (triggered_at_.size() > kRememberedTriggers) triggered_at_.erase(triggered_at_.begin());
 
+  if (trigger.position > 0 && config_.positions_rate > 0) {
+    RespondAtPosition(trigger.checkpoint_id, trigger.position);
+    return;
+  }
   if (config_.ack_delay.count() == 0) {
-    Respond(trigger.checkpoint_id);
+    Respond(trigger.checkpoint_id, 0);
     return;
   }
   // On the pipeline's serialized context, like the handlers, so the samples need no lock; `this`
   // outlives the runtime, which drops the acks still waiting when it goes.
-  worker_->RunAfter(config_.ack_delay, [this, id = trigger.checkpoint_id] { Respond(id); });
+  worker_->RunAfter(config_.ack_delay, [this, id = trigger.checkpoint_id] { Respond(id, 0); });
 }
 
-void SimPipeline::Respond(int64_t checkpoint_id) {
+void SimPipeline::Respond(int64_t checkpoint_id, int64_t position) {
   if (triggered_at_.count(checkpoint_id) == 0) return;  // aborted (or long gone) meanwhile
   if (config_.decline_rate > 0 &&
       std::uniform_real_distribution<double>(0.0, 1.0)(rng_) < config_.decline_rate) {
@@ -192,8 +259,16 @@ void SimPipeline::Respond(int64_t checkpoint_id) {
     figures.alignment_duration_ms =
         std::uniform_int_distribution<int64_t>(0, std::max<int64_t>(elapsed_ms / 10, 1))(rng_);
     figures.bytes_processed_during_alignment = figures.alignment_duration_ms * 1024;
-    worker_->Ack(checkpoint_id, task, std::move(state), figures);
+    // Without --positions the SDK fills in the trigger's position (0 when it had none).
+    worker_->Ack(checkpoint_id, task, std::move(state), figures,
+                 position > 0 ? std::optional<int64_t>(position) : std::nullopt);
     counters_.acks.fetch_add(1, std::memory_order_relaxed);
+  }
+  if (position > 0) {
+    acked_positions_[checkpoint_id] = position;
+    while (acked_positions_.size() > kRememberedTriggers) {
+      acked_positions_.erase(acked_positions_.begin());
+    }
   }
 }
 
@@ -209,12 +284,18 @@ void SimPipeline::OnComplete(int64_t checkpoint_id, sdk::CheckpointKind kind) {
   }
   // This one and every older one are finished.
   triggered_at_.erase(triggered_at_.begin(), triggered_at_.upper_bound(checkpoint_id));
+  if (auto acked = acked_positions_.find(checkpoint_id); acked != acked_positions_.end()) {
+    counters_.RecordAligned(checkpoint_id, acked->second);
+    Log("aligned", checkpoint_id, std::to_string(acked->second).c_str());
+  }
+  acked_positions_.erase(acked_positions_.begin(), acked_positions_.upper_bound(checkpoint_id));
 }
 
 void SimPipeline::OnAbort(int64_t checkpoint_id) {
   counters_.aborts.fetch_add(1, std::memory_order_relaxed);
   Log("abort", checkpoint_id, nullptr);
   triggered_at_.erase(checkpoint_id);
+  acked_positions_.erase(checkpoint_id);
   DeleteState(checkpoint_id);  // an aborted round never completes: its state is garbage
 }
 

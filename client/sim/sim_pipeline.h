@@ -36,6 +36,14 @@ struct SimCounters {
   std::atomic<uint64_t> restore_files_missing{0};
   std::atomic<uint64_t> state_write_errors{0};
   std::atomic<bool> not_found_reported{false};
+  std::atomic<uint64_t> positions_passed{0};  // --positions: triggers declined as already passed
+
+  // --positions: a round `checkpoint_id` completed with its tasks snapshotted at `position`.
+  // Rounds of one id across pipelines (an alignment group's) should agree.
+  void RecordAligned(int64_t checkpoint_id, int64_t position);
+  // Distinct ids recorded, and the largest spread (max - min position) of any one id.
+  uint64_t aligned_rounds() const;
+  int64_t position_spread_max() const;
 
   void RecordDisconnect(const std::string& pipeline_id, const sdk::Disconnect& disconnect);
   // The latest disconnect of any pipeline (none yet: nullopt) and that pipeline's id.
@@ -43,9 +51,16 @@ struct SimCounters {
   std::string last_disconnect_pipeline() const;
 
  private:
+  // The ids whose spread is tracked: the newest ones (a round's pipelines complete it within its
+  // timeout, long before this many newer ids arrive).
+  static constexpr size_t kTrackedRounds = 4096;
+
   mutable std::mutex mu_;
-  std::optional<sdk::Disconnect> last_disconnect_;  // guarded by mu_
-  std::string last_disconnect_pipeline_;            // guarded by mu_
+  std::optional<sdk::Disconnect> last_disconnect_;              // guarded by mu_
+  std::string last_disconnect_pipeline_;                        // guarded by mu_
+  std::map<int64_t, std::pair<int64_t, int64_t>> acked_spans_;  // id -> (min, max); guarded by mu_
+  uint64_t aligned_rounds_ = 0;                                 // guarded by mu_
+  int64_t position_spread_max_ = 0;                             // guarded by mu_
 };
 
 struct SimPipelineConfig {
@@ -55,6 +70,7 @@ struct SimPipelineConfig {
   int tasks = 1;
   std::chrono::milliseconds ack_delay{0};
   double decline_rate = 0;
+  double positions_rate = 0;  // --positions
   uint64_t seed = 0;
   // Rounds triggered before this are not sampled (SimOptions::warmup).
   std::chrono::steady_clock::time_point sample_from{};
@@ -82,6 +98,7 @@ class SimPipeline {
   using Clock = std::chrono::steady_clock;
   // Triggers remembered for their complete; older ones are long finished.
   static constexpr size_t kRememberedTriggers = 16;
+  static constexpr std::chrono::milliseconds kPositionReport{100};
 
   void OnTrigger(const sdk::Trigger& trigger);
   void OnComplete(int64_t checkpoint_id, sdk::CheckpointKind kind);
@@ -94,8 +111,15 @@ class SimPipeline {
   std::optional<std::string> StateUri(int64_t checkpoint_id, const std::string& task);
   // --state-dir: deletes this stream's files of a checkpoint.
   void DeleteState(int64_t checkpoint_id);
-  // Acks with every task, or declines with one (decline_rate); nothing if the round was aborted.
-  void Respond(int64_t checkpoint_id);
+  // Acks with every task (at `position`, 0: none), or declines with one (decline_rate); nothing
+  // if the round was aborted.
+  void Respond(int64_t checkpoint_id, int64_t position);
+  // --positions: where every task is now, and reporting it to the SDK every kPositionReport.
+  int64_t PositionNow() const;
+  void ReportPositions();
+  // --positions: a trigger with a position: decline when already past it, else ack on reaching
+  // it (after ack_delay).
+  void RespondAtPosition(int64_t checkpoint_id, int64_t position);
   // One --event-log line: "<event> <job> <pipeline> <checkpoint id>[ <detail>]".
   void Log(const char* event, int64_t checkpoint_id, const char* detail);
 
@@ -118,6 +142,11 @@ class SimPipeline {
   // them belongs to a round that ended without completing (perhaps in a daemon crash, which no
   // abort reports) and is deleted.
   std::set<int64_t> referenced_ids_;
+  // --positions: every task is at positions_base_ + rate x the time since positions_origin_ (set
+  // at the first welcome, from its restore point: where a restarted engine resumes reading).
+  std::optional<Clock::time_point> positions_origin_;
+  int64_t positions_base_ = 0;
+  std::map<int64_t, int64_t> acked_positions_;  // by checkpoint id, until its complete or abort
 };
 
 }  // namespace ckpt::sim

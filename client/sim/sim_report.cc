@@ -46,6 +46,9 @@ nlohmann::ordered_json SummaryToJson(const SimSummary& s) {
       {"restores", s.restores},
       {"releases", s.releases},
       {"restore_files_missing", s.restore_files_missing},
+      {"aligned_rounds", s.aligned_rounds},
+      {"position_spread_max", s.position_spread_max},
+      {"positions_passed", s.positions_passed},
   };
 }
 
@@ -72,8 +75,15 @@ std::string SummaryToText(const SimSummary& s) {
       static_cast<unsigned long long>(s.stale_messages),
       static_cast<unsigned long long>(s.restores), static_cast<unsigned long long>(s.releases),
       static_cast<unsigned long long>(s.restore_files_missing));
-  return std::string(head) + "  checkpoint ms (trigger to complete): " + LatencyText(s.checkpoint) +
-         "\n  trigger gap ms: " + LatencyText(s.trigger_gap) + "\n" + tail;
+  std::string text = std::string(head) +
+                     "  checkpoint ms (trigger to complete): " + LatencyText(s.checkpoint) +
+                     "\n  trigger gap ms: " + LatencyText(s.trigger_gap) + "\n" + tail;
+  if (s.aligned_rounds > 0 || s.positions_passed > 0) {
+    text += "  aligned rounds " + std::to_string(s.aligned_rounds) + "  position spread max " +
+            std::to_string(s.position_spread_max) + "  positions passed " +
+            std::to_string(s.positions_passed) + "\n";
+  }
+  return text;
 }
 
 }  // namespace ckpt::sim

@@ -28,6 +28,12 @@ struct SimSummary {
   uint64_t restores = 0;               // welcomes naming a restore point
   uint64_t releases = 0;               // checkpoint ids released to a stream
   uint64_t restore_files_missing = 0;  // --state-dir: handed back, but not there
+  // --positions: completed rounds (distinct ids) whose tasks snapshotted at a trigger's position,
+  // the largest spread of positions acked for one id (over every pipeline acking it: 0 when an
+  // alignment group's members agree), and triggers declined as already passed.
+  uint64_t aligned_rounds = 0;
+  int64_t position_spread_max = 0;
+  uint64_t positions_passed = 0;
   int64_t duration_ms = 0;
   LatencySummary checkpoint;   // trigger to complete, as the worker saw it
   LatencySummary trigger_gap;  // between consecutive triggers of a pipeline
@@ -36,7 +42,7 @@ struct SimSummary {
 // Keys: pipelines, tasks, triggers, acks, declines, completes, aborts, duration_ms,
 // checkpoint_ms {p50, p99, max}, trigger_gap_ms {p50, p99, max}, connects, reconnects,
 // disconnects, dropped_sends, stale_messages, leader_redirects, restores, releases,
-// restore_files_missing.
+// restore_files_missing, aligned_rounds, position_spread_max, positions_passed.
 nlohmann::ordered_json SummaryToJson(const SimSummary& summary);
 // A few human lines, newline-terminated.
 std::string SummaryToText(const SimSummary& summary);

@@ -117,6 +117,7 @@ SimOutcome Simulation::Run(const sigset_t& signals) {
     config.tasks = options_.tasks_per_pipeline;
     config.ack_delay = milliseconds(options_.ack_delay_ms);
     config.decline_rate = options_.decline_rate;
+    config.positions_rate = options_.positions_rate;
     config.seed = seed + static_cast<uint64_t>(i) * 0x9E3779B97F4A7C15ULL;
     config.sample_from = sample_from;
     config.state_files = state_files ? &*state_files : nullptr;
@@ -184,6 +185,9 @@ SimOutcome Simulation::Run(const sigset_t& signals) {
   summary.restores = counters.restores.load();
   summary.releases = counters.releases.load();
   summary.restore_files_missing = counters.restore_files_missing.load();
+  summary.aligned_rounds = counters.aligned_rounds();
+  summary.position_spread_max = counters.position_spread_max();
+  summary.positions_passed = counters.positions_passed.load();
   summary.duration_ms = duration_cast<milliseconds>(ended - started).count();
   std::vector<int64_t> checkpoint_micros, gap_micros;
   for (auto& pipeline : pipelines) {

@@ -21,7 +21,8 @@ Json RestoreJson(const v1::RestorePoint& r) {
           {"source_job_id", r.source_job_id()},
           {"source_pipeline_id", r.source_pipeline_id()},
           {"rescaled", r.rescaled()},
-          {"operator_set", r.operator_set()}};
+          {"operator_set", r.operator_set()},
+          {"position", r.position()}};
 }
 
 }  // namespace
@@ -51,6 +52,7 @@ Json PipelineJson(const v1::Pipeline& p) {
       {"task_ids_omitted", p.task_ids_omitted()},
       {"tolerable_failures", spec.tolerable_failures()},
       {"retained", spec.retained()},
+      {"position_interval", spec.position_interval()},
       {"from_config", p.from_config()},
       {"restore", RestoreJson(p.restore())},
   };
@@ -87,6 +89,7 @@ Json CheckpointJson(const v1::CheckpointInfo& c) {
       {"expected_tasks", c.expected_tasks()},
       {"failure_reason", c.failure_reason()},
       {"location", c.location()},
+      {"position", c.position()},
       {"state", std::move(state)},
       {"pending_tasks", StringArray(c.pending_tasks())},
       {"pending_tasks_total", c.pending_tasks_total()},
@@ -122,6 +125,7 @@ Json ExplanationJson(const v1::PipelineExplanation& e) {
       {"interval_ms", e.interval_ms()},
       {"last_completed_checkpoint_id", e.last_completed_checkpoint_id()},
       {"last_completed_at_ms", e.last_completed_at_ms()},
+      {"position_needed", e.position_needed()},
   };
 }
 

@@ -50,9 +50,11 @@ constexpr std::string_view kMetricsKeys[] = {"per_pipeline", "web_view"};
 // The keys PipelineDefaults and PipelineSpec share: `defaults` may set exactly what a pipeline may.
 constexpr std::string_view kPolicyKeys[] = {"interval_ms", "timeout_ms", "min_pause_ms",
                                             "tolerable_failures", "retained"};
-constexpr std::string_view kPipelineKeys[] = {
-    "job_id",     "pipeline_id",  "task_ids",           "parallelism", "interval_ms",
-    "timeout_ms", "min_pause_ms", "tolerable_failures", "retained",    "restore_from"};
+// position_interval is a pipeline's own (or its group's): no daemon-wide default.
+constexpr std::string_view kPipelineKeys[] = {"job_id",       "pipeline_id",        "task_ids",
+                                              "parallelism",  "interval_ms",        "timeout_ms",
+                                              "min_pause_ms", "tolerable_failures", "retained",
+                                              "restore_from", "position_interval"};
 // pipelines[].restore_from: the fields of CreatePipeline's restore_from.
 constexpr std::string_view kRestoreFromKeys[] = {"job_id", "pipeline_id", "checkpoint_id"};
 // spdlog's level names.
@@ -354,6 +356,7 @@ MaybeYamlError ConfigReader::ReadPipeline(const YAML::Node& entry, const std::st
       return field.name == "task_ids" ? ReadStringList(field, &spec->task_ids)
                                       : ReadParallelism(field, &spec->task_ids);
     }
+    if (field.name == "position_interval") return ReadIntAs(field, &spec->position_interval);
     if (field.name == "restore_from") {
       CheckpointRef ref;
       if (auto error = ReadRestoreFrom(field, &ref)) return error;

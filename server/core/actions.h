@@ -26,6 +26,7 @@ struct SendTrigger {
   int64_t timestamp_ms = 0;
   int64_t generation = 0;
   std::string target;
+  int64_t position = 0;  // 0: none
 };
 
 struct SendAbort {

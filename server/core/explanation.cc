@@ -62,6 +62,7 @@ const char* HoldupName(Holdup holdup) {
     case Holdup::kStoreUnwritable: return "STORE_UNWRITABLE";
     case Holdup::kWaitingForIds: return "WAITING_FOR_IDS";
     case Holdup::kWaitingMinPause: return "WAITING_MIN_PAUSE";
+    case Holdup::kWaitingForPositions: return "WAITING_FOR_POSITIONS";
   }
   return "NONE";
 }
@@ -120,6 +121,11 @@ std::string ExplainSentence(const PipelineKey& key, const Explanation& e, int64_
     case Holdup::kWaitingMinPause:
       return "waiting for min pause: the next checkpoint is due in " +
              ShortDuration(std::max<int64_t>(e.next_trigger_in_ms, 0));
+    case Holdup::kWaitingForPositions:
+      return "waiting for positions: " + std::to_string(e.tasks_total) +
+             (e.tasks_total == 1 ? " task has" : " tasks have") + " not reported position " +
+             std::to_string(e.position_needed) + " yet (" + TaskNames(e, 5) +
+             "); the next checkpoint waits for every task to reach it";
     case Holdup::kNone: break;
   }
   std::string text = "checkpointing";

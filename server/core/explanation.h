@@ -13,18 +13,19 @@ namespace ckpt {
 
 // What holds a pipeline up, the first that applies in this order.
 enum class Holdup {
-  kNone,             // checkpointing; the next round is due (next_trigger_in_ms)
-  kShuttingDown,     // the daemon is stopping: no new rounds
-  kPaused,           // an operator paused it
-  kFailed,           // too many consecutive failed rounds
-  kStopped,          // a savepoint with stop completed
-  kNeverAllTasks,    // its task set was never complete since the daemon started
-  kTasksMissing,     // tasks lost their streams
-  kRoundSlow,        // a round is pending for longer than its stuck threshold
-  kRoundPending,     // a round is pending, within its usual time
-  kStoreUnwritable,  // the store takes no writes: nothing can become durable
-  kWaitingForIds,    // the next trigger waits for its id reservation to be durable
-  kWaitingMinPause,  // the last round ended less than min_pause ago
+  kNone,                 // checkpointing; the next round is due (next_trigger_in_ms)
+  kShuttingDown,         // the daemon is stopping: no new rounds
+  kPaused,               // an operator paused it
+  kFailed,               // too many consecutive failed rounds
+  kStopped,              // a savepoint with stop completed
+  kNeverAllTasks,        // its task set was never complete since the daemon started
+  kTasksMissing,         // tasks lost their streams
+  kRoundSlow,            // a round is pending for longer than its stuck threshold
+  kRoundPending,         // a round is pending, within its usual time
+  kStoreUnwritable,      // the store takes no writes: nothing can become durable
+  kWaitingForIds,        // the next trigger waits for its id reservation to be durable
+  kWaitingMinPause,      // the last round ended less than min_pause ago
+  kWaitingForPositions,  // position_interval: tasks have not reported positions that far yet
 };
 const char* HoldupName(Holdup holdup);  // "ROUND_SLOW", as the proto names it
 
@@ -55,6 +56,7 @@ struct Explanation {
   int64_t interval_ms = 0;
   int64_t last_completed_checkpoint_id = 0;
   int64_t last_completed_at_ms = 0;
+  int64_t position_needed = 0;  // kWaitingForPositions: what every task must report
 };
 
 inline constexpr size_t kMaxExplainedTasks = 1000;

@@ -34,26 +34,6 @@
 
 namespace ckpt {
 
-struct AlignmentGroupSpec {
-  std::string name;
-  int64_t interval_ms = 10000;
-  int64_t timeout_ms = 600000;
-  int64_t min_pause_ms = 0;
-  int64_t position_interval = 0;  // 0: no position gate
-
-  bool operator==(const AlignmentGroupSpec&) const = default;
-};
-
-// What the store keeps of a group beside its spec.
-struct GroupProgress {
-  int64_t id_counter = 0;     // end of the durably reserved id range
-  int64_t last_round_id = 0;  // the newest completed group round
-  int64_t last_position = 0;  // its position (0: none)
-  int64_t last_completed_at_ms = 0;
-
-  bool operator==(const GroupProgress&) const = default;
-};
-
 // The positions a member's tasks reported (heartbeat.positions): the lowest and the highest, and
 // whether every task has reported one.
 struct MemberPositions {

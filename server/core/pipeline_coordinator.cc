@@ -56,6 +56,7 @@ PipelineCoordinator::PipelineCoordinator(const StoredPipeline& stored, const Clo
     restore_ = std::make_unique<const HeldRestorePoint>(spec_.key, false, *stored.newest);
   }
   restore_rescaled_ = RestoreSetDiffers();
+  SyncPositionGate();
   if (!expected_.empty()) tasks_missing_since_ms_ = clock_.WallMs();  // no stream yet
 }
 
@@ -129,8 +130,14 @@ std::optional<SteadyTime> PipelineCoordinator::DesiredWakeup() const {
   if (!AllTasksRegistered()) {
     consider(next_missing_warn_at_);
   } else if (!pending_ && !trigger_waits_for_ids_ && store_writable_) {
-    // A queued savepoint starts as soon as it can, ignoring interval and min pause.
-    consider(queued_savepoint_ ? SteadyTime{} : *NextPeriodicDue());
+    // A queued savepoint starts as soon as it can, ignoring interval, min pause and positions.
+    if (queued_savepoint_) {
+      consider(SteadyTime{});
+    } else if (PositionsOpen()) {
+      consider(*NextPeriodicDue());
+    } else {
+      consider(positions_->next_warn_at);  // a report that opens the gate re-arms
+    }
   }
   return at;
 }
@@ -173,6 +180,8 @@ Actions PipelineCoordinator::OnWakeup() {
         const QueuedSavepoint sp = *queued_savepoint_;
         TryTrigger(sp.stop ? CheckpointKind::kSavepointAndStop : CheckpointKind::kSavepoint,
                    sp.target, TriggerCause::kSavepoint, out);
+      } else if (!PositionsOpen()) {
+        WarnUnreportedPositions(now, out);
       } else if (auto due = NextPeriodicDue(); due && now >= *due) {
         TryTrigger(CheckpointKind::kCheckpoint, "", TriggerCause::kPeriodic, out);
       }
@@ -268,9 +277,10 @@ bool PipelineCoordinator::TryTrigger(CheckpointKind kind, const std::string& tar
   }
   round.deadline = deadline;
   round.requested_target = target;
+  round.position = NextRoundPosition();
   last_trigger_at_ = now;
-  out.push_back(
-      SendTrigger{Sessions(), round.id, kind, round.triggered_at_ms, generation_, round.target});
+  out.push_back(SendTrigger{Sessions(), round.id, kind, round.triggered_at_ms, generation_,
+                            round.target, round.position});
   // The timer first fires at the stuck threshold, when that comes before the deadline.
   const int64_t stuck_ms = StuckThresholdMs(recent_durations_.P95Ms(), options_.stuck_threshold_ms);
   const SteadyTime stuck_at = now + Millis(stuck_ms);
@@ -327,9 +337,20 @@ bool PipelineCoordinator::AcceptsRoundMessage(SessionId session, int64_t checkpo
 
 Actions PipelineCoordinator::OnAck(SessionId session, int64_t checkpoint_id,
                                    const std::string& task_id, const TaskState& state,
-                                   const AckFigures& reported) {
+                                   const AckFigures& reported, int64_t position) {
   Actions out;
   if (!AcceptsRoundMessage(session, checkpoint_id, task_id, "ack", out)) return out;
+  if (pending_->position > 0 && position != pending_->position) {
+    // Snapshotted somewhere else: the round's states would not line up.
+    NotePassedPosition(position);
+    const bool savepoint = IsSavepoint(pending_->kind);
+    FailRound(CheckpointStatus::kFailed,
+              "task " + task_id + " acked at position " + std::to_string(position) +
+                  ", not at the trigger's " + std::to_string(pending_->position),
+              savepoint ? FailureCause::kNotCounted : FailureCause::kCounted, out);
+    Rearm(out);
+    return out;
+  }
   // Not awaited (see PendingRound::acked): not expected, or acked already.
   if (!expected_.count(task_id) || !pending_->acked.try_emplace(task_id, state).second) {
     out.push_back(IgnoredMessage{IgnoredReason::kDuplicate});
@@ -352,6 +373,7 @@ Actions PipelineCoordinator::OnAck(SessionId session, int64_t checkpoint_id,
   checkpoint.location = pending_->target;
   checkpoint.task_states = pending_->acked;
   checkpoint.task_figures = pending_->figures;
+  checkpoint.position = pending_->position;
   std::sort(checkpoint.task_figures.begin(), checkpoint.task_figures.end(),
             [](const TaskFigures& a, const TaskFigures& b) { return a.task_id < b.task_id; });
   if (options_.pins) pending_->keep = options_.pins->PinnedIds(spec_.key);
@@ -362,9 +384,13 @@ Actions PipelineCoordinator::OnAck(SessionId session, int64_t checkpoint_id,
 
 Actions PipelineCoordinator::OnDecline(SessionId session, int64_t checkpoint_id,
                                        const std::string& task_id, const std::string& reason,
-                                       bool expired) {
+                                       bool expired, int64_t position) {
   Actions out;
   if (!AcceptsRoundMessage(session, checkpoint_id, task_id, "decline", out)) return out;
+  if (positions_) {
+    // A task that declines because it is already past the round's position.
+    NotePassedPosition(std::max(position, positions_->gate.PositionOf(task_id).value_or(0)));
+  }
   const bool savepoint = IsSavepoint(pending_->kind);
   FailRound(expired ? CheckpointStatus::kExpired : CheckpointStatus::kFailed,
             "task " + task_id + (expired ? " expired it: " : " declined it: ") + reason,
@@ -390,7 +416,8 @@ void PipelineCoordinator::FailRound(CheckpointStatus status, const std::string& 
   out.push_back(CancelTimeout{});
   out.push_back(SendAbort{Sessions(), round.id, reason});
   RememberRound({round.id, round.kind, status, round.triggered_at_ms, clock_.WallMs(),
-                 static_cast<int>(round.acked.size()), static_cast<int>(expected_.size()), reason});
+                 static_cast<int>(round.acked.size()), static_cast<int>(expected_.size()), reason,
+                 round.position});
   last_failed_tasks_ = std::make_unique<const FailedRoundTasks>(
       FailedRoundTasks{round.id, std::move(round.acked), std::move(round.figures)});
   out.push_back(RoundFinished{round.id, round.kind, status, Since(round.triggered_at, now), reason,
@@ -444,7 +471,8 @@ Actions PipelineCoordinator::OnCommitted(int64_t checkpoint_id) {
   if (round.kind == CheckpointKind::kSavepointAndStop) SetSticky(StickyState::kStopped);
   // Every session registered now, including one that joined after the trigger (CONTRACT.md).
   out.push_back(SendComplete{Sessions(), round.id, round.kind});
-  AdoptCompleted(round.id, round.kind, round.target, std::move(round.acked), round.keep, out);
+  AdoptCompleted(round.id, round.kind, round.target, round.position, std::move(round.acked),
+                 round.keep, out);
   out.push_back(RoundFinished{round.id, round.kind, CheckpointStatus::kCompleted,
                               Since(round.triggered_at, now), "", false, round.target});
   if (sticky_ == StickyState::kStopped) {
@@ -627,6 +655,7 @@ PipelineCoordinator::Outcome PipelineCoordinator::UpdateSpec(const PipelineSpec&
   spec_unsaved_ = true;  // the next write is the whole record
   expected_ = new_tasks;
   if (tasks_changed && restore_) restore_rescaled_ = RestoreSetDiffers();
+  SyncPositionGate();
   o.actions.push_back(Log{
       LogLevel::kInfo, "spec updated" + std::string(tasks_changed ? " (task set changed)" : "")});
   if (tasks_changed) {
@@ -903,6 +932,7 @@ std::optional<PendingSummary> PipelineCoordinator::Pending() const {
     }
   }
   p.expected_tasks = static_cast<int>(expected_.size());
+  p.position = pending_->position;
   return p;
 }
 

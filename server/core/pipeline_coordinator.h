@@ -21,6 +21,7 @@
 #include "core/actions.h"
 #include "core/clock.h"
 #include "core/explanation.h"
+#include "core/position_gate.h"
 #include "core/recent_durations.h"
 #include "core/restore_pins.h"
 #include "core/types.h"
@@ -59,6 +60,9 @@ struct CoordinatorOptions {
   // a fraction of min(start_spread, interval) fixed by its key. 0: no offset. Savepoints and
   // TriggerCheckpoint do not wait for it.
   Millis start_spread{0};
+  // With a position_interval, tasks that never reported a position are named in a warning at most
+  // this often (they hold every periodic trigger).
+  Millis positions_warn_interval{60000};
 };
 
 // A pipeline's start offset (CoordinatorOptions::start_spread): in [0, min(spread, interval)),
@@ -75,6 +79,7 @@ struct RestorePoint {
   // source, for the engine to redistribute. Otherwise only the states of the hello's tasks.
   bool rescaled = false;
   bool operator_set = false;  // RestorePipeline or restore_from, until the next completion
+  int64_t position = 0;       // where the checkpoint was taken (0: no position)
   std::map<std::string, TaskState> task_states;
 };
 
@@ -100,6 +105,7 @@ struct RoundSummary {
   int acked_tasks = 0;
   int expected_tasks = 0;
   std::string failure_reason;
+  int64_t position = 0;  // trigger.position; 0: none
 };
 
 // One task's part of a round in memory (GetCheckpoint of the pending or a recent failed round).
@@ -133,6 +139,7 @@ struct PendingSummary {
   int acked_total = 0;
   int awaiting_total = 0;
   int expected_tasks = 0;
+  int64_t position = 0;  // trigger.position; 0: none
 };
 
 // The savepoint this pipeline is working on, if any: queued (id 0) or triggered.
@@ -198,10 +205,18 @@ class PipelineCoordinator {
   Actions OnSessionEnded(SessionId session, const std::string& why,
                          SessionEnd end = SessionEnd::kLost);
   // `reported`: the ack's optional figures (kept with the checkpoint, for GetCheckpoint).
+  // `position`: where the task snapshotted; with a round that carries a position, an ack at any
+  // other one declines the round.
   Actions OnAck(SessionId session, int64_t checkpoint_id, const std::string& task_id,
-                const TaskState& state, const AckFigures& reported = {});
+                const TaskState& state, const AckFigures& reported = {}, int64_t position = 0);
+  // `position`: where the task is (0: not said); past the round's position, the next round
+  // steps one interval further.
   Actions OnDecline(SessionId session, int64_t checkpoint_id, const std::string& task_id,
-                    const std::string& reason, bool expired);
+                    const std::string& reason, bool expired, int64_t position = 0);
+  // A heartbeat's positions (task id, position): kept per task (the highest) when the pipeline
+  // has a position_interval, and ignored otherwise. Tasks the stream does not hold are ignored.
+  Actions OnPositions(SessionId session,
+                      const std::vector<std::pair<std::string, int64_t>>& positions);
 
   // --- store completions ---
   Actions OnIdsReserved(int64_t counter);
@@ -336,6 +351,7 @@ class PipelineCoordinator {
     bool stuck_noted = false;  // RoundStuck was sent (the timer now waits for the deadline)
     // The commit's CheckpointCommit::keep: what its trim spared (completing rounds only).
     std::vector<int64_t> keep;
+    int64_t position = 0;  // trigger.position; 0: none
   };
   struct QueuedSavepoint {
     std::string target;  // empty: the default location
@@ -390,6 +406,23 @@ class PipelineCoordinator {
     sticky_ = state;
     sticky_since_ms_ = clock_.WallMs();
   }
+  // --- positions (pipeline_coordinator_positions.cc) ---
+  // Creates or drops positions_ as spec_.position_interval says, and sets its threshold.
+  void SyncPositionGate();
+  // The last checkpoint's position: the restore point's (0: none).
+  int64_t BasePosition() const;
+  // Whether the position gate lets a periodic trigger go (always, without a position_interval).
+  bool PositionsOpen() const;
+  // The position a round triggered now carries (0 without a position_interval); uses up the
+  // one-interval step a passed position asked for.
+  int64_t NextRoundPosition();
+  // A task of the pending round is at `position`: past the round's, the next round steps one
+  // interval further.
+  void NotePassedPosition(int64_t position);
+  // The warning naming tasks that never reported a position, when it is due.
+  void WarnUnreportedPositions(SteadyTime now, Actions& out);
+  void ForgetPositions(const std::vector<std::string>& tasks);
+
   // Writes the progress, or the whole record while the spec is unsaved.
   void Persist(Actions& out);
   // Tells every session the current state (or, `deleted`, that the pipeline is gone) and why.
@@ -418,7 +451,7 @@ class PipelineCoordinator {
   // plain checkpoints beyond `retained` out of it (as the store's commit trimmed them), which are
   // released to the sessions.
   void AdoptCompleted(int64_t checkpoint_id, CheckpointKind kind, std::string location,
-                      std::map<std::string, TaskState> task_states,
+                      int64_t position, std::map<std::string, TaskState> task_states,
                       const std::vector<int64_t>& keep, Actions& out);
   // Whether the restore point's task set differs from the expected one.
   bool RestoreSetDiffers() const;
@@ -506,6 +539,15 @@ class PipelineCoordinator {
   // Ids of history_ the store is deleting (DeleteCheckpoint); they stay in history_ until it is
   // durable. A vector: usually empty, and an empty std::set costs 48 bytes a pipeline.
   std::vector<int64_t> deleting_;
+
+  // Only with a position_interval (null otherwise: an ungrouped pipeline without positions pays
+  // one pointer).
+  struct PositionTracking {
+    PositionGate gate;
+    bool step_next = false;  // the last round failed on a passed position: one interval more
+    SteadyTime next_warn_at{};
+  };
+  std::unique_ptr<PositionTracking> positions_;
 
   std::optional<PendingRound> pending_;
   std::optional<QueuedSavepoint> queued_savepoint_;

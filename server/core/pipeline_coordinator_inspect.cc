@@ -37,6 +37,7 @@ std::optional<CheckpointDetail> PipelineCoordinator::DescribeCheckpoint(
     r.triggered_at_ms = pending_->triggered_at_ms;
     r.acked_tasks = static_cast<int>(pending_->acked.size());
     r.expected_tasks = static_cast<int>(expected_.size());
+    r.position = pending_->position;
     detail.location = pending_->target;
     acked = &pending_->acked;
     figures = &pending_->figures;
@@ -157,6 +158,19 @@ Explanation PipelineCoordinator::Explain(int64_t stuck_threshold_ms) const {
   }
   if (trigger_waits_for_ids_) {
     e.holdup = Holdup::kWaitingForIds;
+    return e;
+  }
+  if (!PositionsOpen() && !queued_savepoint_) {
+    e.holdup = Holdup::kWaitingForPositions;
+    e.position_needed = positions_->gate.threshold();
+    // Tasks that never reported first: they are the likelier cause.
+    for (bool reported : {false, true}) {
+      for (const std::string& task : spec_.task_ids) {
+        const auto at = positions_->gate.PositionOf(task);
+        if (at.has_value() != reported || (at && *at >= e.position_needed)) continue;
+        add_task(task, 0);
+      }
+    }
     return e;
   }
   if (armed_wakeup_) {

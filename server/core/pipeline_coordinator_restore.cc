@@ -33,6 +33,7 @@ RestorePoint PipelineCoordinator::RestorePointFor(const std::vector<std::string>
   point.source = restore_->source;
   point.rescaled = restore_rescaled_;
   point.operator_set = restore_->operator_set;
+  point.position = cp.position;
   if (point.rescaled) {
     point.task_states = cp.task_states;
     return point;
@@ -80,7 +81,7 @@ bool PipelineCoordinator::IsPinned(int64_t checkpoint_id) const {
 }
 
 void PipelineCoordinator::AdoptCompleted(int64_t checkpoint_id, CheckpointKind kind,
-                                         std::string location,
+                                         std::string location, int64_t position,
                                          std::map<std::string, TaskState> task_states,
                                          const std::vector<int64_t>& keep, Actions& out) {
   if (restore_ && restore_->operator_set && options_.pins) {
@@ -92,9 +93,11 @@ void PipelineCoordinator::AdoptCompleted(int64_t checkpoint_id, CheckpointKind k
   checkpoint.checkpoint_id = checkpoint_id;
   checkpoint.kind = kind;
   checkpoint.location = std::move(location);
+  checkpoint.position = position;
   checkpoint.task_states = std::move(task_states);
   restore_ = std::make_unique<const HeldRestorePoint>(spec_.key, false, std::move(checkpoint));
   restore_rescaled_ = RestoreSetDiffers();
+  SyncPositionGate();  // the next round's positions count from this one's
 
   history_.push_back({checkpoint_id, kind});
   // The store's commit kept the max(retained, 1) newest plain checkpoints, every savepoint and
@@ -197,6 +200,7 @@ PipelineCoordinator::Outcome PipelineCoordinator::Restore(const PipelineKey& sou
   }
   restore_ = std::make_unique<const HeldRestorePoint>(source, true, std::move(checkpoint));
   restore_rescaled_ = RestoreSetDiffers();
+  SyncPositionGate();
   const std::string why = "restored to checkpoint " + ref.ToString();
   if (sticky_ == StickyState::kFailed || sticky_ == StickyState::kStopped) {
     SetSticky(StickyState::kPaused);

@@ -76,6 +76,7 @@ PipelineCoordinator::Registration PipelineCoordinator::OnRegister(
     task_owner_[task] = session;
     ever_registered_.insert(task);
   }
+  ForgetPositions(task_ids);  // a task registered anew may resume from an older position
   if (!holders.empty()) {
     // LoseSession bumped the generation for the tasks the old stream held.
   } else if (returning) {
@@ -135,6 +136,7 @@ void PipelineCoordinator::LoseSession(SessionId session, const std::string& why,
   const std::string worker = it->second.worker_id;
   sessions_.erase(it);
   if (lost.empty()) return;
+  ForgetPositions(lost);
   if (tasks_missing_since_ms_ == 0) tasks_missing_since_ms_ = clock_.WallMs();
 
   if (end == SessionEnd::kGoodbye) {

@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "core/position_gate.h"
 #include "core/printable.h"
 
 namespace ckpt {
@@ -108,6 +109,11 @@ Status ValidateSpec(const PipelineSpec& spec, bool stored) {
   if (spec.retained < 1 || spec.retained > kMaxRetained) {
     return Status::InvalidArgument("retained is " + std::to_string(spec.retained) +
                                    ", must be between 1 and " + std::to_string(kMaxRetained));
+  }
+  if (spec.position_interval < 0 || spec.position_interval > kMaxPosition) {
+    return Status::InvalidArgument(
+        "position_interval is " + std::to_string(spec.position_interval) +
+        ", must be between 0 (no positions) and " + std::to_string(kMaxPosition));
   }
   return Status::Ok();
 }

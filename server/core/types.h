@@ -65,6 +65,8 @@ struct PipelineSpec {
   int64_t min_pause_ms = 0;
   int32_t tolerable_failures = 0;
   int32_t retained = 10;
+  // > 0: periodic triggers also wait for the tasks' positions (CONTRACT.md, "Positions").
+  int64_t position_interval = 0;
 
   bool operator==(const PipelineSpec&) const = default;
 };
@@ -109,6 +111,7 @@ struct CompletedCheckpoint {
   // By task id, for the tasks of task_states; empty when not kept (checkpoints stored before
   // figures were, and the copy a restore point holds in memory).
   std::vector<TaskFigures> task_figures;
+  int64_t position = 0;  // where the tasks snapshotted (trigger.position); 0: no position
 
   bool operator==(const CompletedCheckpoint&) const = default;
 };
@@ -203,6 +206,46 @@ struct StoredPipeline {
   int64_t retained_from = 0;
   // record.restore_from's checkpoint with its task states (PipelineHost reads it at start).
   std::optional<CompletedCheckpoint> restore_source;
+};
+
+// An alignment group (CONTRACT.md, "Aligned checkpoints"; docs/ALIGNMENT.md): while a pipeline
+// is a member, these replace its own interval, timeout, min pause and position_interval.
+struct AlignmentGroupSpec {
+  std::string name;
+  int64_t interval_ms = 10000;
+  int64_t timeout_ms = 600000;
+  int64_t min_pause_ms = 0;
+  int64_t position_interval = 0;  // 0: no position gate
+
+  bool operator==(const AlignmentGroupSpec&) const = default;
+};
+
+// What the store keeps of a group beside its spec.
+struct GroupProgress {
+  int64_t id_counter = 0;     // end of the durably reserved id range
+  int64_t last_round_id = 0;  // the newest completed group round
+  int64_t last_position = 0;  // its position (0: none)
+  int64_t last_completed_at_ms = 0;
+
+  bool operator==(const GroupProgress&) const = default;
+};
+
+// A group as the store keeps it.
+struct StoredGroup {
+  AlignmentGroupSpec spec;
+  GroupProgress progress;
+  bool from_config = false;  // declared in the config file
+
+  bool operator==(const StoredGroup&) const = default;
+};
+
+// One completed group round as the store commits it, all or nothing: every member's checkpoint
+// (each as its own CheckpointCommit would be written) and the group's progress.
+// progress_after.id_counter is a floor: the store keeps the larger of it and the counter it holds.
+struct GroupRoundCommit {
+  std::string group;
+  GroupProgress progress_after;
+  std::vector<CheckpointCommit> members;
 };
 
 }  // namespace ckpt

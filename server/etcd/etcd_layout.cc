@@ -161,13 +161,15 @@ std::optional<Layout::CheckpointRef> Layout::ParseCheckpointKey(const std::strin
 
 Result<std::string> EncodeSpec(const PipelineSpec& spec) {
   try {
-    return json{{"task_ids", spec.task_ids},
-                {"interval_ms", spec.interval_ms},
-                {"timeout_ms", spec.timeout_ms},
-                {"min_pause_ms", spec.min_pause_ms},
-                {"tolerable_failures", spec.tolerable_failures},
-                {"retained", spec.retained}}
-        .dump();
+    json v{{"task_ids", spec.task_ids},
+           {"interval_ms", spec.interval_ms},
+           {"timeout_ms", spec.timeout_ms},
+           {"min_pause_ms", spec.min_pause_ms},
+           {"tolerable_failures", spec.tolerable_failures},
+           {"retained", spec.retained}};
+    // Written only when set: a value without it is what a daemon before positions wrote.
+    if (spec.position_interval != 0) v["position_interval"] = spec.position_interval;
+    return v.dump();
   } catch (const json::exception& e) {
     return Status::InvalidArgument("spec of " + spec.key.ToString() +
                                    " cannot be stored: " + e.what());
@@ -186,6 +188,7 @@ std::optional<PipelineSpec> DecodeSpec(const std::string& value, const PipelineK
     spec.min_pause_ms = v.at("min_pause_ms").get<int64_t>();
     spec.tolerable_failures = v.at("tolerable_failures").get<int32_t>();
     spec.retained = v.at("retained").get<int32_t>();
+    spec.position_interval = v.value("position_interval", int64_t{0});
     return spec;
   } catch (const json::exception&) {
     return std::nullopt;
@@ -302,6 +305,7 @@ Result<std::string> EncodeCheckpoint(const CompletedCheckpoint& cp,
               {"progress", CompactProgressJson(progress, cp)},
               {"retained_from", horizon.retained_from}};
     if (!horizon.kept.empty()) head["kept"] = horizon.kept;
+    if (cp.position != 0) head["position"] = cp.position;
     json states = TasksJson(cp);  // each task's state and figures
     std::string inline_states = states.dump();
     if (inline_states.size() <= max_value_bytes) {
@@ -343,6 +347,7 @@ std::optional<StoredCheckpoint> DecodeCheckpoint(const std::string& value) {
     cp.triggered_at_ms = v.at("triggered_at_ms").get<int64_t>();
     cp.finished_at_ms = v.at("finished_at_ms").get<int64_t>();
     cp.location = v.at("location").get<std::string>();
+    cp.position = v.value("position", int64_t{0});
     if (v.contains("progress")) {
       stored.progress = ProgressFromJson(v["progress"], &cp);
       if (!stored.progress) return std::nullopt;

@@ -29,6 +29,7 @@ PipelineSpec SpecFromCreate(const v1::PipelineSpec& proto, const PipelineDefault
   spec.tolerable_failures =
       proto.has_tolerable_failures() ? proto.tolerable_failures() : defaults.tolerable_failures;
   spec.retained = proto.has_retained() ? proto.retained() : defaults.retained;
+  spec.position_interval = proto.position_interval();  // no daemon default: 0, time alone
   return spec;
 }
 
@@ -41,6 +42,7 @@ PipelineSpec SpecFromUpdate(const v1::PipelineSpec& proto, const PipelineSpec& c
   if (proto.has_min_pause_ms()) spec.min_pause_ms = proto.min_pause_ms();
   if (proto.has_tolerable_failures()) spec.tolerable_failures = proto.tolerable_failures();
   if (proto.has_retained()) spec.retained = proto.retained();
+  if (proto.has_position_interval()) spec.position_interval = proto.position_interval();
   return spec;
 }
 
@@ -55,6 +57,7 @@ void ToProto(const PipelineStatus& s, v1::Pipeline* out) {
   spec->set_min_pause_ms(s.spec.min_pause_ms);
   spec->set_tolerable_failures(s.spec.tolerable_failures);
   spec->set_retained(s.spec.retained);
+  spec->set_position_interval(s.spec.position_interval);
   out->set_state(ckpt::ToProto(s.state));
   out->set_generation(s.generation);
   out->set_expected_tasks(s.expected_tasks);
@@ -78,6 +81,7 @@ void ToProto(const PipelineStatus& s, v1::Pipeline* out) {
     r->set_source_pipeline_id(s.restore.source.pipeline_id);
     r->set_rescaled(s.restore.rescaled);
     r->set_operator_set(s.restore.operator_set);
+    r->set_position(s.restore.position);
   }
 }
 
@@ -100,6 +104,7 @@ void ToProto(const CompletedCheckpoint& c, int expected_tasks, v1::CheckpointInf
   out->set_acked_tasks(static_cast<int32_t>(c.task_states.size()));
   out->set_expected_tasks(expected_tasks);
   out->set_location(c.location);
+  out->set_position(c.position);
   if (!with_states) return;
   for (const auto& [task, state] : c.task_states)
     ckpt::ToProto(state, &(*out->mutable_state())[task]);
@@ -114,6 +119,7 @@ void ToProto(const RoundSummary& r, v1::CheckpointInfo* out) {
   out->set_acked_tasks(r.acked_tasks);
   out->set_expected_tasks(r.expected_tasks);
   out->set_failure_reason(r.failure_reason);
+  out->set_position(r.position);
 }
 
 namespace {
@@ -162,7 +168,10 @@ void AddTasks(const CompletedCheckpoint& checkpoint, v1::CheckpointInfo* out) {
   }
 }
 
-static_assert(static_cast<int>(Holdup::kWaitingMinPause) == v1::PIPELINE_HOLDUP_WAITING_MIN_PAUSE &&
+static_assert(static_cast<int>(Holdup::kWaitingForPositions) ==
+                      v1::PIPELINE_HOLDUP_WAITING_FOR_POSITIONS &&
+                  static_cast<int>(Holdup::kWaitingMinPause) ==
+                      v1::PIPELINE_HOLDUP_WAITING_MIN_PAUSE &&
                   static_cast<int>(Holdup::kRoundSlow) == v1::PIPELINE_HOLDUP_ROUND_SLOW,
               "Holdup and PipelineHoldup must keep the same order");
 
@@ -194,6 +203,7 @@ void ToProto(const Explanation& e, const std::string& summary, v1::PipelineExpla
   out->set_interval_ms(e.interval_ms);
   out->set_last_completed_checkpoint_id(e.last_completed_checkpoint_id);
   out->set_last_completed_at_ms(e.last_completed_at_ms);
+  out->set_position_needed(e.position_needed);
 }
 
 void ToProto(const PendingSummary& p, v1::CheckpointInfo* out) {
@@ -205,6 +215,7 @@ void ToProto(const PendingSummary& p, v1::CheckpointInfo* out) {
   out->set_expected_tasks(p.expected_tasks);
   for (const auto& t : p.awaiting_tasks) out->add_pending_tasks(t);
   out->set_pending_tasks_total(p.awaiting_total);
+  out->set_position(p.position);
 }
 
 v1::SavepointStatus ToProto(SavepointPhase phase) {

@@ -44,6 +44,7 @@ void ToProto(const OutboundMessage& message, v1::CoordinatorMessage* out) {
       r->set_source_pipeline_id(point.source.pipeline_id);
       r->set_rescaled(point.rescaled);
       r->set_operator_set(point.operator_set);
+      r->set_position(point.position);
       auto& states = *r->mutable_task_states();
       for (const auto& [task, state] : point.task_states) ToProto(state, &states[task]);
     }
@@ -56,6 +57,7 @@ void ToProto(const OutboundMessage& message, v1::CoordinatorMessage* out) {
     t->set_timestamp_ms(m->timestamp_ms);
     t->set_generation(m->generation);
     t->set_target(m->target);
+    t->set_position(m->position);
   } else if (auto* m = std::get_if<SendAbort>(&message)) {
     auto* a = out->mutable_abort();
     a->set_checkpoint_id(m->checkpoint_id);

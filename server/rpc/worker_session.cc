@@ -107,15 +107,29 @@ bool WorkerSession::HandleMessage() {
         return false;
       }
       pipeline->Ack(id_, in_.ack().checkpoint_id(), in_.ack().task_id(), FromProto(state),
-                    FiguresFromProto(in_.ack()));
+                    FiguresFromProto(in_.ack()), in_.ack().position());
       return true;
     }
     case v1::WorkerMessage::kDecline:
       // The reason goes into the abort sent to every stream of the pipeline: keep it short.
       pipeline->Decline(id_, in_.decline().checkpoint_id(), in_.decline().task_id(),
-                        TruncateReason(in_.decline().reason()), in_.decline().expired());
+                        TruncateReason(in_.decline().reason()), in_.decline().expired(),
+                        in_.decline().position());
       return true;
-    case v1::WorkerMessage::kHeartbeat: return true;  // the activity time is all a heartbeat is for
+    case v1::WorkerMessage::kHeartbeat:
+      // The activity time is what a heartbeat is for; positions go to the pipeline, bounded by
+      // the tasks a stream may hold (the coordinator keeps only this stream's).
+      if (const auto& positions = in_.heartbeat().positions(); !positions.empty()) {
+        if (positions.size() > static_cast<size_t>(limits_.max_tasks_per_pipeline)) {
+          ReportEnded("oversized heartbeat");
+          End(Status::InvalidArgument(
+              "heartbeat names " + std::to_string(positions.size()) + " positions, more than " +
+              NameLimit("max_tasks_per_pipeline", limits_.max_tasks_per_pipeline)));
+          return false;
+        }
+        pipeline->Positions(id_, {positions.begin(), positions.end()});
+      }
+      return true;
     case v1::WorkerMessage::kSavepointRequest:
       if (auto s = ValidateSavepointTarget(in_.savepoint_request().target()); !s.ok()) {
         ReportEnded("bad savepoint request");

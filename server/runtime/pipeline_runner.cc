@@ -139,17 +139,24 @@ void PipelineRunner::Register(SessionId session, std::shared_ptr<SessionSink> si
 }
 
 void PipelineRunner::Ack(SessionId session, int64_t checkpoint_id, std::string task_id,
-                         TaskState state, AckFigures reported) {
+                         TaskState state, AckFigures reported, int64_t position) {
   ++metrics_.acks_total;
   Post([=, task_id = std::move(task_id), state = std::move(state)](PipelineRunner& r) {
-    r.Run(r.coordinator_.OnAck(session, checkpoint_id, task_id, state, reported));
+    r.Run(r.coordinator_.OnAck(session, checkpoint_id, task_id, state, reported, position));
   });
 }
 
 void PipelineRunner::Decline(SessionId session, int64_t checkpoint_id, std::string task_id,
-                             std::string reason, bool expired) {
+                             std::string reason, bool expired, int64_t position) {
   Post([=, task_id = std::move(task_id), reason = std::move(reason)](PipelineRunner& r) {
-    r.Run(r.coordinator_.OnDecline(session, checkpoint_id, task_id, reason, expired));
+    r.Run(r.coordinator_.OnDecline(session, checkpoint_id, task_id, reason, expired, position));
+  });
+}
+
+void PipelineRunner::Positions(SessionId session,
+                               std::vector<std::pair<std::string, int64_t>> positions) {
+  Post([session, positions = std::move(positions)](PipelineRunner& r) {
+    r.Run(r.coordinator_.OnPositions(session, positions));
   });
 }
 

@@ -57,9 +57,11 @@ class PipelineRunner : public std::enable_shared_from_this<PipelineRunner> {
   // Worker stream events. Register answers on `sink`: welcome, or End with the error.
   void Register(SessionId session, std::shared_ptr<SessionSink> sink, HelloInfo hello);
   void Ack(SessionId session, int64_t checkpoint_id, std::string task_id, TaskState state,
-           AckFigures reported = {});
+           AckFigures reported = {}, int64_t position = 0);
   void Decline(SessionId session, int64_t checkpoint_id, std::string task_id, std::string reason,
-               bool expired);
+               bool expired, int64_t position = 0);
+  // A heartbeat's positions (task id, position).
+  void Positions(SessionId session, std::vector<std::pair<std::string, int64_t>> positions);
   void RequestSavepoint(SessionId session, std::string target, bool stop);
   // `goodbye`: the worker deregistered cleanly.
   void SessionEnded(SessionId session, std::string why, bool goodbye = false);

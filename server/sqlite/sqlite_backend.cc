@@ -87,8 +87,8 @@ struct SqliteBackend::WriterConn {
                 s);
     PrepareInto(db, insert_checkpoint,
                 "INSERT INTO checkpoints (job_id, pipeline_id, checkpoint_id, kind, "
-                "triggered_at_ms, finished_at_ms, location, task_states) "
-                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                "triggered_at_ms, finished_at_ms, location, task_states, position) "
+                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
                 s);
     // Deletes the plain checkpoints older than the ?3+1-th newest one; none if there are fewer
     // (the subquery is then NULL). Savepoints (kind != 0) are never trimmed, nor the ids of the
@@ -181,6 +181,7 @@ struct SqliteBackend::WriterConn {
       insert_checkpoint.Bind(6, cp.finished_at_ms);
       insert_checkpoint.Bind(7, cp.location);
       insert_checkpoint.Bind(8, *states);
+      insert_checkpoint.Bind(9, cp.position);
       if (int rc = insert_checkpoint.Step(); rc != SQLITE_DONE) {
         if (rc == SQLITE_CONSTRAINT_PRIMARYKEY) {
           // Overwriting would rewrite history a worker may already have been told about.
@@ -294,13 +295,13 @@ struct SqliteBackend::ReaderConn {
                 "SELECT c.job_id, c.pipeline_id, c.checkpoint_id, c.kind, "
                 "c.checkpoint_id = p.last_completed_id, c.triggered_at_ms, c.finished_at_ms, "
                 "c.location, CASE WHEN c.checkpoint_id = p.last_completed_id "
-                "THEN c.task_states ELSE '' END FROM checkpoints c JOIN pipelines p "
+                "THEN c.task_states ELSE '' END, c.position FROM checkpoints c JOIN pipelines p "
                 "ON p.job_id = c.job_id AND p.pipeline_id = c.pipeline_id "
                 "ORDER BY c.job_id, c.pipeline_id, c.checkpoint_id",
                 s);
     PrepareInto(db, list_completed,
                 "SELECT checkpoint_id, kind, triggered_at_ms, finished_at_ms, location, "
-                "task_states FROM checkpoints WHERE job_id = ?1 AND pipeline_id = ?2 "
+                "task_states, position FROM checkpoints WHERE job_id = ?1 AND pipeline_id = ?2 "
                 "AND checkpoint_id < ?4 ORDER BY checkpoint_id DESC LIMIT ?3",
                 s);
     PrepareInto(db, read_counter,
@@ -483,6 +484,7 @@ Status SqliteBackend::LoadHistories(std::vector<StoredPipeline>* pipelines) {
     newest.triggered_at_ms = stmt.ColumnInt(5);
     newest.finished_at_ms = stmt.ColumnInt(6);
     newest.location = stmt.ColumnText(7);
+    newest.position = stmt.ColumnInt(9);
     if (!TaskStatesFromJson(stmt.ColumnText(8), &newest.task_states, &newest.task_figures)) {
       return Status::DataLoss("unreadable task states of " + where + "; refusing to start on it");
     }
@@ -514,6 +516,7 @@ Result<std::vector<CompletedCheckpoint>> SqliteBackend::ListCompleted(const Pipe
     cp.triggered_at_ms = stmt.ColumnInt(2);
     cp.finished_at_ms = stmt.ColumnInt(3);
     cp.location = stmt.ColumnText(4);
+    cp.position = stmt.ColumnInt(6);
     if (!TaskStatesFromJson(stmt.ColumnText(5), &cp.task_states, &cp.task_figures)) {
       return Status::Internal("unreadable task states of " + where);
     }

@@ -110,9 +110,10 @@ std::optional<std::optional<CheckpointRef>> RestoreFromFromJson(const std::strin
 // clang-format off
 const char* const kRecordColumns[kRecordColumnCount] = {
     "job_id", "pipeline_id", "task_ids", "interval_ms", "timeout_ms", "min_pause_ms",
-    "tolerable_failures", "retained", "generation", "sticky_state", "completed_count",
-    "failed_count", "expired_count", "consecutive_failures", "last_completed_id",
-    "last_completed_kind", "last_completed_at_ms", "from_config", "restore_from", "released_ids"};
+    "tolerable_failures", "retained", "position_interval", "generation", "sticky_state",
+    "completed_count", "failed_count", "expired_count", "consecutive_failures",
+    "last_completed_id", "last_completed_kind", "last_completed_at_ms", "from_config",
+    "restore_from", "released_ids"};
 // clang-format on
 
 std::string JoinColumns(const std::string& prefix) {
@@ -148,7 +149,8 @@ void BindRecord(Stmt& stmt, const PipelineRecord& r, const std::string& task_ids
   stmt.Bind(6, r.spec.min_pause_ms);
   stmt.Bind(7, int64_t{r.spec.tolerable_failures});
   stmt.Bind(8, int64_t{r.spec.retained});
-  BindProgress(stmt, r.progress(), 9);
+  stmt.Bind(9, r.spec.position_interval);
+  BindProgress(stmt, r.progress(), 10);
 }
 
 Result<PipelineRecord> ReadRecord(const Stmt& stmt, const std::string& path) {
@@ -164,24 +166,25 @@ Result<PipelineRecord> ReadRecord(const Stmt& stmt, const std::string& path) {
   r.spec.min_pause_ms = stmt.ColumnInt(5);
   r.spec.tolerable_failures = static_cast<int32_t>(stmt.ColumnInt(6));
   r.spec.retained = static_cast<int32_t>(stmt.ColumnInt(7));
-  r.generation = stmt.ColumnInt(8);
-  auto sticky = StickyFromInt(stmt.ColumnInt(9));
+  r.spec.position_interval = stmt.ColumnInt(8);
+  r.generation = stmt.ColumnInt(9);
+  auto sticky = StickyFromInt(stmt.ColumnInt(10));
   if (!sticky) return Status::Internal("unknown sticky_state of " + where);
   r.sticky = *sticky;
-  r.counters.completed_count = stmt.ColumnInt(10);
-  r.counters.failed_count = stmt.ColumnInt(11);
-  r.counters.expired_count = stmt.ColumnInt(12);
-  r.counters.consecutive_failures = stmt.ColumnInt(13);
-  r.last_completed_id = stmt.ColumnInt(14);
-  auto kind = KindFromInt(stmt.ColumnInt(15));
+  r.counters.completed_count = stmt.ColumnInt(11);
+  r.counters.failed_count = stmt.ColumnInt(12);
+  r.counters.expired_count = stmt.ColumnInt(13);
+  r.counters.consecutive_failures = stmt.ColumnInt(14);
+  r.last_completed_id = stmt.ColumnInt(15);
+  auto kind = KindFromInt(stmt.ColumnInt(16));
   if (!kind) return Status::Internal("unknown last_completed_kind of " + where);
   r.last_completed_kind = *kind;
-  r.last_completed_at_ms = stmt.ColumnInt(16);
-  r.from_config = stmt.ColumnInt(17) != 0;
-  auto restore_from = RestoreFromFromJson(stmt.ColumnText(18));
+  r.last_completed_at_ms = stmt.ColumnInt(17);
+  r.from_config = stmt.ColumnInt(18) != 0;
+  auto restore_from = RestoreFromFromJson(stmt.ColumnText(19));
   if (!restore_from) return Status::Internal("unreadable restore_from of " + where);
   r.restore_from = std::move(*restore_from);
-  auto released = json::parse(stmt.ColumnText(19), nullptr, /*allow_exceptions=*/false);
+  auto released = json::parse(stmt.ColumnText(20), nullptr, /*allow_exceptions=*/false);
   if (!released.is_array()) return Status::Internal("unreadable released_ids of " + where);
   for (const auto& id : released) {
     if (!id.is_number_integer()) return Status::Internal("unreadable released_ids of " + where);

@@ -15,9 +15,9 @@ namespace ckpt::sqlite {
 namespace {
 
 // Version 1; version 2 adds `meta` (kSchemaV2); version 3 the operator-set restore point
-// (kSchemaV3); version 4 the last release (kSchemaV4). A new store is created at the current
-// version; an older file is migrated step by step (Migrate); an older ckptd refuses a newer file
-// instead of misreading it.
+// (kSchemaV3); version 4 the last release (kSchemaV4); version 5 positions (kSchemaV5). A new store
+// is created at the current version; an older file is migrated step by step (Migrate); an older
+// ckptd refuses a newer file instead of misreading it.
 constexpr const char* kSchemaV1 = R"sql(
 CREATE TABLE pipelines (
   job_id               TEXT    NOT NULL,
@@ -80,8 +80,15 @@ constexpr const char* kSchemaV4 = R"sql(
 ALTER TABLE pipelines ADD COLUMN released_ids TEXT NOT NULL DEFAULT '[]';
 )sql";
 
+// Positions (CONTRACT.md, "Positions"): a pipeline's position_interval, and the position each
+// checkpoint was taken at (0: none).
+constexpr const char* kSchemaV5 = R"sql(
+ALTER TABLE pipelines ADD COLUMN position_interval INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE checkpoints ADD COLUMN position INTEGER NOT NULL DEFAULT 0;
+)sql";
+
 // What takes version N-1 to N, from 2 on: kUpgrades[N - 2].
-constexpr const char* kUpgrades[] = {kSchemaV2, kSchemaV3, kSchemaV4};
+constexpr const char* kUpgrades[] = {kSchemaV2, kSchemaV3, kSchemaV4, kSchemaV5};
 static_assert(std::size(kUpgrades) == kSchemaVersion - 1,
               "one upgrade per version after the first");
 

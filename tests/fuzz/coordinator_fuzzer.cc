@@ -112,8 +112,8 @@ class Driver {
   // (otherwise events do), bit 2 ticking clock, bits 3-4 stored StickyState, bits 5-7 stored
   // generation - 1. h1: bits 0-2 id block, bits 3-5 stored id counter, bits 6-7 age of the last
   // completed checkpoint. h2: the spec's policy (SpecFromByte). h3: bits 0-1 task count, bits
-  // 2-3 start spread.
-  // Then events: an opcode byte (mod 26, see Event()) and its argument bytes.
+  // 2-3 start spread, bits 4-5 position_interval.
+  // Then events: an opcode byte (mod 30, see Event()) and its argument bytes.
   void Setup() {
     const uint8_t h0 = in_.Byte(), h1 = in_.Byte(), h2 = in_.Byte(), h3 = in_.Byte();
     const bool restarted = h0 & 1;
@@ -135,6 +135,7 @@ class Driver {
     stored.id_counter = kCounters[(h1 >> 3) & 7];
     static constexpr int kTaskCounts[] = {3, 1, 2, 3};
     stored.record.spec = SpecFromByte(h2, kTaskCounts[h3 & 3]);
+    stored.record.spec.position_interval = PositionIntervalFrom(h3 >> 4);
     stored.record.generation = 1 + (h0 >> 5);
     stored.record.sticky = static_cast<StickyState>((h0 >> 3) & 3);
     stored.record.counters.completed_count = stored.id_counter > 0 ? 3 : 0;
@@ -153,6 +154,12 @@ class Driver {
       }
     });
     c_->Start(restarted);
+  }
+
+  // Positions on half the inputs: none, none, 10 or 100 a round.
+  static int64_t PositionIntervalFrom(uint8_t bits) {
+    static constexpr int64_t kPositionIntervals[] = {0, 0, 10, 100};
+    return kPositionIntervals[bits & 3];
   }
 
   static PipelineSpec SpecFromByte(uint8_t b, int task_count) {
@@ -174,7 +181,7 @@ class Driver {
   // ---- events ---------------------------------------------------------------------------------
 
   void Event() {
-    const uint8_t op = in_.Byte() % 29;
+    const uint8_t op = in_.Byte() % 30;
     // After Delete the runtime drops every worker message, timer and id reservation and answers
     // operator calls with NOT_FOUND (runtime/pipeline_runner.cc); only the completion of a commit
     // handed to the store before the delete still arrives. Time still passes.
@@ -314,6 +321,11 @@ class Driver {
       case 27:  // the store finishes a delete, or fails it
         if (!c_->deletes_outstanding().empty()) CompleteDelete((in_.Byte() & 1) != 0);
         break;
+      case 29: {  // a heartbeat reports positions
+        const uint8_t session = in_.Byte(), task = in_.Byte(), value = in_.Byte();
+        ReportPositions(session, task, value);
+        break;
+      }
       case 24: {  // a burst of time passing with every timer firing on time
         const int steps = 1 + in_.Byte() % 8;
         for (int i = 0; i < steps; ++i) {
@@ -394,6 +406,31 @@ class Driver {
     }
   }
 
+  // The open round's position, or (bit 6 of `b`) another: an ack there declines the round.
+  int64_t AckPosition(uint8_t b) const {
+    const auto pending = c_->Pending();
+    const int64_t position = pending ? pending->position : 0;
+    return (b & 0x40) ? position + 1 + (b & 0x3f) : position;
+  }
+
+  void ReportPositions(uint8_t session_byte, uint8_t task_byte, uint8_t value) {
+    const std::string task = kAllTasks[task_byte % 4];
+    auto owner = c_->owners().find(task);
+    const SessionId session = (session_byte & 0x80) && owner != c_->owners().end()
+                                  ? owner->second
+                                  : PickSession(session_byte & 0x7f);
+    // Mostly forward from the last restore point, now and then every task at once or a bad value.
+    const int64_t base = c_->CurrentRestorePoint().position;
+    std::vector<std::pair<std::string, int64_t>> positions;
+    if (task_byte & 0x40) {
+      for (const auto& t : c_->model_spec().task_ids) positions.emplace_back(t, base + value);
+    } else {
+      positions.emplace_back(task, (task_byte & 0x20) ? -int64_t{value} : base + value);
+    }
+    Trace("positions +" + std::to_string(value) + " session " + std::to_string(session));
+    c_->OnPositions(session, positions);
+  }
+
   void AckOrDecline(bool decline, uint8_t session_byte, uint8_t id_byte, uint8_t task_byte) {
     const std::string task = task_byte % 5 < 4 ? kAllTasks[task_byte % 5] : "x";
     SessionId session;
@@ -407,10 +444,10 @@ class Driver {
     if (decline) {
       Trace("decline " + std::to_string(id) + " task " + task + " session " +
             std::to_string(session));
-      c_->OnDecline(session, id, task, "fuzz", (task_byte & 0x80) != 0);
+      c_->OnDecline(session, id, task, "fuzz", (task_byte & 0x80) != 0, AckPosition(task_byte));
     } else {
       Trace("ack " + std::to_string(id) + " task " + task + " session " + std::to_string(session));
-      c_->OnAck(session, id, task, TaskState{"mem://" + task, 1, "c"});
+      c_->OnAck(session, id, task, TaskState{"mem://" + task, 1, "c"}, {}, AckPosition(task_byte));
     }
   }
 
@@ -420,7 +457,7 @@ class Driver {
       auto it = c_->owners().find(task);
       if (it == c_->owners().end()) continue;
       Trace("ack " + std::to_string(id) + " task " + task + " (owner)");
-      c_->OnAck(it->second, id, task, TaskState{"mem://" + task, 1, "c"});
+      c_->OnAck(it->second, id, task, TaskState{"mem://" + task, 1, "c"}, {}, AckPosition(0));
     }
   }
 
@@ -436,6 +473,7 @@ class Driver {
 
   void UpdateSpec(uint8_t mask, uint8_t policy) {
     PipelineSpec spec = SpecFromByte(policy, 0);
+    spec.position_interval = PositionIntervalFrom(mask >> 6);
     for (int i = 0; i < 4; ++i) {
       if (mask & (1 << i)) spec.task_ids.push_back(kAllTasks[i]);
     }

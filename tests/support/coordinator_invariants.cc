@@ -38,6 +38,7 @@ const char* CoordinatorCallName(CoordinatorCall call) {
     case CoordinatorCall::kAddPin: return "AddPin";
     case CoordinatorCall::kPinDropped: return "OnPinDropped";
     case CoordinatorCall::kRestore: return "Restore";
+    case CoordinatorCall::kPositions: return "OnPositions";
   }
   return "?";
 }
@@ -226,17 +227,24 @@ Actions CheckedCoordinator::OnSessionEnded(SessionId session, const std::string&
 
 Actions CheckedCoordinator::OnAck(SessionId session, int64_t checkpoint_id,
                                   const std::string& task_id, const TaskState& state,
-                                  const AckFigures& reported) {
-  Actions out = c_.OnAck(session, checkpoint_id, task_id, state, reported);
+                                  const AckFigures& reported, int64_t position) {
+  Actions out = c_.OnAck(session, checkpoint_id, task_id, state, reported, position);
   Apply({CoordinatorCall::kAck, checkpoint_id, session, task_id}, out);
   return out;
 }
 
 Actions CheckedCoordinator::OnDecline(SessionId session, int64_t checkpoint_id,
                                       const std::string& task_id, const std::string& reason,
-                                      bool expired) {
-  Actions out = c_.OnDecline(session, checkpoint_id, task_id, reason, expired);
+                                      bool expired, int64_t position) {
+  Actions out = c_.OnDecline(session, checkpoint_id, task_id, reason, expired, position);
   Apply({CoordinatorCall::kDecline, checkpoint_id, session, task_id}, out);
+  return out;
+}
+
+Actions CheckedCoordinator::OnPositions(
+    SessionId session, const std::vector<std::pair<std::string, int64_t>>& positions) {
+  Actions out = c_.OnPositions(session, positions);
+  Apply({CoordinatorCall::kPositions, 0, session}, out);
   return out;
 }
 
@@ -567,6 +575,15 @@ void CheckedCoordinator::OnTrigger(const SendTrigger& t, const PipelineStatus& s
                     std::set<SessionId>(sessions.begin(), sessions.end()) &&
                 !t.to.empty(),
             "trigger not sent to exactly the live sessions");
+  if (spec_.position_interval > 0) {
+    INVARIANT(t.position > 0 && t.position % spec_.position_interval == 0,
+              "with a position_interval, a trigger without a multiple of it as its position");
+    INVARIANT(t.position > c_.CurrentRestorePoint().position,
+              "a trigger's position not above the last checkpoint's");
+  } else {
+    INVARIANT(t.position == 0, "a position on a trigger without a position_interval");
+  }
+  open_position_ = t.position;
   if (t.kind == CheckpointKind::kCheckpoint) {
     INVARIANT(t.target.empty(), "a checkpoint trigger with a target");
   } else {
@@ -598,6 +615,8 @@ void CheckedCoordinator::OnCommit(const CommitCheckpoint& action) {
   const CheckpointCommit& c = action.commit;
   const int64_t id = c.checkpoint.checkpoint_id;
   INVARIANT(open_round_ && *open_round_ == id, "CommitCheckpoint for a round that is not open");
+  INVARIANT(c.checkpoint.position == open_position_,
+            "a checkpoint committed without its trigger's position");
   INVARIANT(!commit_outstanding_, "a second commit while the store holds one");
   INVARIANT(!handed_.count(id), "the same checkpoint handed to the store twice");
   std::set<std::string> acked;

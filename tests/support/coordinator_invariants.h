@@ -16,7 +16,9 @@
 //   - a SendTrigger only while the pipeline is RUNNING with every task registered, to every live
 //     session, tagged with the current generation; never after Delete or BeginShutdown;
 //   - the generation never decreases (status, welcome, persisted records);
-//   - periodic triggers respect interval_ms and min_pause_ms;
+//   - periodic triggers respect interval_ms and min_pause_ms; with a position_interval every
+//     trigger names a position, a multiple of it above the last completed one's, and without one
+//     none; a committed checkpoint carries its trigger's position;
 //   - a pending round not yet with the store always has its timeout armed, and an idle RUNNING
 //     pipeline always has a wakeup armed or an id reservation in flight (the schedule never stops);
 //   - more than tolerable_failures consecutive counted failures leave the pipeline FAILED;
@@ -86,6 +88,7 @@ enum class CoordinatorCall {
   kAddPin,
   kPinDropped,
   kRestore,
+  kPositions,
 };
 const char* CoordinatorCallName(CoordinatorCall call);
 
@@ -125,9 +128,11 @@ class CheckedCoordinator {
       SessionId session, const std::string& why,
       PipelineCoordinator::SessionEnd end = PipelineCoordinator::SessionEnd::kLost);
   Actions OnAck(SessionId session, int64_t checkpoint_id, const std::string& task_id,
-                const TaskState& state, const AckFigures& reported = {});
+                const TaskState& state, const AckFigures& reported = {}, int64_t position = 0);
   Actions OnDecline(SessionId session, int64_t checkpoint_id, const std::string& task_id,
-                    const std::string& reason, bool expired);
+                    const std::string& reason, bool expired, int64_t position = 0);
+  Actions OnPositions(SessionId session,
+                      const std::vector<std::pair<std::string, int64_t>>& positions);
   // The store's answers. An OnCommitted/OnCommitFailed of another id than the commit the store
   // holds is a wrong report, which must change nothing.
   Actions OnIdsReserved(int64_t counter);
@@ -253,6 +258,7 @@ class CheckedCoordinator {
   PipelineSpec spec_;
   std::optional<int64_t> open_round_;
   CheckpointKind open_kind_ = CheckpointKind::kCheckpoint;
+  int64_t open_position_ = 0;  // the open round's trigger.position
   bool complete_sent_ = false;
   bool counted_failure_ = false;  // a counted failure finished in the call being applied
   int64_t store_failed_id_ = 0;   // the last round whose commit the store failed

@@ -64,6 +64,7 @@ TEST(CtlOutputJson, PipelineHasEveryContractKeyInOrder) {
                                                   "task_ids_omitted",
                                                   "tolerable_failures",
                                                   "retained",
+                                                  "position_interval",
                                                   "from_config",
                                                   "restore"}));
   EXPECT_EQ(json["job_id"], "etl");
@@ -85,10 +86,11 @@ TEST(CtlOutputJson, PipelineHasEveryContractKeyInOrder) {
 
 TEST(CtlOutputJson, EmptyPipelineStillHasEveryKey) {
   const Json json = PipelineJson(v1::Pipeline());
-  EXPECT_EQ(json.size(), 24u);
-  EXPECT_EQ(Keys(json["restore"]),
-            (std::vector<std::string>{"checkpoint_id", "kind", "location", "source_job_id",
-                                      "source_pipeline_id", "rescaled", "operator_set"}));
+  EXPECT_EQ(json.size(), 25u);
+  EXPECT_EQ(
+      Keys(json["restore"]),
+      (std::vector<std::string>{"checkpoint_id", "kind", "location", "source_job_id",
+                                "source_pipeline_id", "rescaled", "operator_set", "position"}));
   EXPECT_EQ(json["restore"]["checkpoint_id"], 0);
   EXPECT_EQ(json["restore"]["kind"], "") << "no restore point: no kind";
   EXPECT_EQ(json["state"], "UNSPECIFIED");
@@ -142,8 +144,8 @@ TEST(CtlOutputJson, CheckpointWithStateSortedByTask) {
   const Json json = CheckpointJson(c);
   EXPECT_EQ(Keys(json), (std::vector<std::string>{
                             "checkpoint_id", "kind", "status", "triggered_at_ms", "finished_at_ms",
-                            "acked_tasks", "expected_tasks", "failure_reason", "location", "state",
-                            "pending_tasks", "pending_tasks_total", "tasks"}));
+                            "acked_tasks", "expected_tasks", "failure_reason", "location",
+                            "position", "state", "pending_tasks", "pending_tasks_total", "tasks"}));
   EXPECT_EQ(json["tasks"], Json::array()) << "a list view's: GetCheckpoint fills it";
   EXPECT_EQ(json["kind"], "SAVEPOINT_AND_STOP");
   EXPECT_EQ(json["status"], "COMPLETED");

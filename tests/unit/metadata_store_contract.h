@@ -49,6 +49,7 @@ TEST_P(MetadataStoreContract, ARecordRoundTripsEveryFieldAndAPutReplacesIt) {
   r.spec.min_pause_ms = 111;
   r.spec.tolerable_failures = 3;
   r.spec.retained = 7;
+  r.spec.position_interval = 250;
   r.generation = 42;
   r.sticky = StickyState::kStopped;
   r.counters = {5, 6, 7, 2};

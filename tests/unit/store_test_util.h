@@ -65,6 +65,8 @@ inline CompletedCheckpoint MakeCheckpoint(int64_t id,
   cp.triggered_at_ms = 1700000000000 + id * 1000;
   cp.finished_at_ms = cp.triggered_at_ms + 250;
   if (kind != CheckpointKind::kCheckpoint) cp.location = "s3://bucket/sp-" + std::to_string(id);
+  // Even ids taken at a position (positions stored and loaded), odd ones without (0).
+  if (id % 2 == 0) cp.position = id * 1000;
   cp.task_states["0"] = {"file:///state/" + std::to_string(id) + "/0", 100 + id, "crc:0"};
   cp.task_states["1"] = {"file:///state/" + std::to_string(id) + "/1", 200 + id, "crc:1"};
   // Task 1's figures kept, task 0's not (checkpoints stored before figures were have none).

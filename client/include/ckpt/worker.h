@@ -41,6 +41,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -123,6 +124,9 @@ struct RestorePoint {
   std::string source_job_id;  // the pipeline whose checkpoint it is
   std::string source_pipeline_id;
   bool rescaled = false;
+  // Where the checkpoint was taken, with positions (see Trigger::position); 0: none. Resume
+  // reading from here.
+  int64_t position = 0;
 };
 
 // The daemon accepted the stream (the answer to hello).
@@ -154,6 +158,10 @@ struct Trigger {
   int64_t generation = 0;
   std::string target;        // where a savepoint's state should go; empty for checkpoints
   int64_t leader_epoch = 0;  // as Welcome::leader_epoch
+  // With a position_interval (a pipeline's, or its alignment group's): snapshot each task when it
+  // reaches exactly this position (block height, offset), then Ack; a task already past it
+  // declines (Decline with its position). 0: no position, snapshot now.
+  int64_t position = 0;
 };
 
 // Why a stream ended when the user did not end it.
@@ -267,11 +275,20 @@ class PipelineWorker {
   virtual void Start() = 0;
 
   // The task's snapshot for this checkpoint is done; `figures` (optional) say how it went.
+  // `position`: where the task snapshotted; left out, the trigger's position (the task snapshotted
+  // where it was asked to). An ack at another position than the trigger's declines the round.
   virtual void Ack(int64_t checkpoint_id, std::string task_id, TaskStateInfo state,
-                   AckFigures figures = {}) = 0;
+                   AckFigures figures = {}, std::optional<int64_t> position = std::nullopt) = 0;
   // The task cannot take this checkpoint (expired: it gave up waiting locally); it fails at once.
+  // `position` (optional): where the task is; past the trigger's position, the daemon's next
+  // round asks for one interval further.
   virtual void Decline(int64_t checkpoint_id, std::string task_id, std::string reason,
-                       bool expired = false) = 0;
+                       bool expired = false, int64_t position = 0) = 0;
+  // The highest position (>= 0) the task has committed: reported in the next heartbeat (only
+  // positions that changed since the last one; all of them again after a reconnect). A pipeline
+  // with a position_interval triggers only once every task reported one far enough. Cheap (a
+  // lock and a map entry); a position lower than one set before is ignored until a reconnect.
+  virtual void SetPosition(const std::string& task_id, int64_t position) = 0;
   // Asks the daemon for a savepoint of this pipeline.
   virtual void RequestSavepoint(std::string target, bool stop) = 0;
 

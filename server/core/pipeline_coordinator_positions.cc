@@ -1,0 +1,102 @@
+// Positions (CONTRACT.md, "Positions"): the tasks' reported progress, the position gate of
+// periodic triggers, the position a round carries, and the step after a passed position.
+#include <algorithm>
+
+#include "common/name_list.h"
+#include "core/pipeline_coordinator.h"
+#include "core/printable.h"
+
+namespace ckpt {
+
+void PipelineCoordinator::SyncPositionGate() {
+  if (spec_.position_interval <= 0) {
+    positions_.reset();
+    return;
+  }
+  if (!positions_) {
+    positions_ = std::make_unique<PositionTracking>();
+    positions_->next_warn_at = clock_.SteadyNow() + options_.positions_warn_interval;
+  }
+  positions_->gate.Retain(expected_);
+  const int64_t base = BasePosition();
+  positions_->gate.SetThreshold(base > kMaxPosition - spec_.position_interval
+                                    ? kMaxPosition
+                                    : base + spec_.position_interval);
+}
+
+int64_t PipelineCoordinator::BasePosition() const {
+  return restore_ ? restore_->checkpoint.position : 0;
+}
+
+bool PipelineCoordinator::PositionsOpen() const {
+  return !positions_ || positions_->gate.Open(expected_.size());
+}
+
+int64_t PipelineCoordinator::NextRoundPosition() {
+  if (!positions_) return 0;
+  const int64_t above = std::max(positions_->gate.Highest().value_or(0), BasePosition());
+  int64_t position = NextMultiple(above, spec_.position_interval);
+  if (positions_->step_next) position = NextMultiple(position, spec_.position_interval);
+  positions_->step_next = false;  // once, not cumulative
+  return position;
+}
+
+void PipelineCoordinator::NotePassedPosition(int64_t position) {
+  if (!positions_ || !pending_ || pending_->position <= 0) return;
+  if (position > pending_->position) positions_->step_next = true;
+}
+
+void PipelineCoordinator::WarnUnreportedPositions(SteadyTime now, Actions& out) {
+  if (!positions_ || now < positions_->next_warn_at) return;
+  positions_->next_warn_at = now + options_.positions_warn_interval;
+  if (positions_->gate.reported() >= expected_.size()) return;  // all report: only slow
+  std::vector<std::string> unreported;
+  size_t total = 0;
+  for (const std::string& task : spec_.task_ids) {
+    if (positions_->gate.PositionOf(task)) continue;
+    ++total;
+    if (unreported.size() < kNamesListed) unreported.push_back(Printable(task));
+  }
+  out.push_back(Log{LogLevel::kWarn,
+                    "position_interval is " + std::to_string(spec_.position_interval) + " but " +
+                        std::to_string(total) + " of " + std::to_string(expected_.size()) +
+                        " tasks never reported a position (heartbeat.positions): " +
+                        FirstNames(unreported, total) +
+                        "; no periodic checkpoint until every task does"});
+}
+
+void PipelineCoordinator::ForgetPositions(const std::vector<std::string>& tasks) {
+  if (!positions_) return;
+  for (const std::string& task : tasks) positions_->gate.Forget(task);
+}
+
+Actions PipelineCoordinator::OnPositions(
+    SessionId session, const std::vector<std::pair<std::string, int64_t>>& positions) {
+  Actions out;
+  if (!positions_ || deleted_) return out;
+  bool changed = false;
+  bool refused = false;
+  for (const auto& [task, position] : positions) {
+    auto owner = task_owner_.find(task);
+    if (owner == task_owner_.end() || owner->second != session) {
+      refused = true;
+      continue;
+    }
+    if (position < 0 || position > kMaxPosition) {
+      refused = true;
+      continue;
+    }
+    changed |= positions_->gate.Report(task, position);
+  }
+  if (refused) {
+    std::string text =
+        "ignored positions of a heartbeat: tasks this stream does not hold, or "
+        "positions outside [0, " +
+        std::to_string(kMaxPosition) + "]";
+    if (AllowSessionWarning(session, &text)) out.push_back(Log{LogLevel::kWarn, std::move(text)});
+  }
+  if (changed) Rearm(out);  // the gate may have opened
+  return out;
+}
+
+}  // namespace ckpt
