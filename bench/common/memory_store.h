@@ -36,6 +36,13 @@ class MemoryStore final : public MetadataStore {
     return std::vector<CompletedCheckpoint>{};
   }
   void Flush() override {}
+  Result<std::vector<StoredGroup>> LoadGroups() override { return std::vector<StoredGroup>{}; }
+  void PutGroup(const AlignmentGroupSpec&, bool, Done done) override { Complete(puts_, done); }
+  void DeleteGroup(const std::string&, Done done) override { Complete(deletes_, done); }
+  void ReserveGroupIds(const std::string&, int64_t, Done done) override {
+    Complete(reserves_, done);
+  }
+  void CommitGroupRound(const GroupRoundCommit&, Done done) override { Complete(commits_, done); }
 
   uint64_t commits() const { return commits_.load(std::memory_order_relaxed); }
 

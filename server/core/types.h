@@ -67,6 +67,8 @@ struct PipelineSpec {
   int32_t retained = 10;
   // > 0: periodic triggers also wait for the tasks' positions (CONTRACT.md, "Positions").
   int64_t position_interval = 0;
+  // The alignment group this pipeline checkpoints with ("": none; docs/ALIGNMENT.md).
+  std::string alignment_group;
 
   bool operator==(const PipelineSpec&) const = default;
 };
@@ -111,7 +113,8 @@ struct CompletedCheckpoint {
   // By task id, for the tasks of task_states; empty when not kept (checkpoints stored before
   // figures were, and the copy a restore point holds in memory).
   std::vector<TaskFigures> task_figures;
-  int64_t position = 0;  // where the tasks snapshotted (trigger.position); 0: no position
+  int64_t position = 0;         // where the tasks snapshotted (trigger.position); 0: no position
+  std::string alignment_group;  // a group round's: the group's name; "" for the pipeline's own
 
   bool operator==(const CompletedCheckpoint&) const = default;
 };

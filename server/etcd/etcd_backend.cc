@@ -414,6 +414,20 @@ BatchResult EtcdBackend::ApplyBatch(const std::vector<WriteOp>& ops) {
     writer_seq_ = 0;
     writer_known_ = true;
   }
+  if (!groups_loaded_) {
+    const bool any_group_op = std::any_of(ops.begin(), ops.end(), [](const WriteOp& op) {
+      return std::holds_alternative<PutGroupOp>(op) || std::holds_alternative<DeleteGroupOp>(op) ||
+             std::holds_alternative<ReserveGroupIdsOp>(op) ||
+             std::holds_alternative<CommitGroupRoundOp>(op);
+    });
+    if (any_group_op) {
+      if (Status s = LoadGroupView(); !s.ok()) {
+        if (s.code() == StatusCode::kDataLoss) return BatchResult::Stop(s);
+        return BatchResult::NotWritten(Status::Unavailable(
+            "nothing written: reading the alignment groups failed: " + s.message()));
+      }
+    }
+  }
   BatchWriter writer(*this, ops.size());
   auto& results = writer.results();
   for (size_t i = 0; i < ops.size(); ++i) {
@@ -460,6 +474,30 @@ BatchResult EtcdBackend::ApplyBatch(const std::vector<WriteOp>& ops) {
             return writer.Add(i, {Put(layout_.ProbeKey(), std::to_string(o.now_ms))});
           } else if constexpr (std::is_same_v<T, DeleteCheckpointsOp>) {
             return PlanDeleteCheckpoints(writer, i, o);
+          } else if constexpr (std::is_same_v<T, PutGroupOp>) {
+            if (o.spec.name.empty() || o.spec.name.find('/') != std::string::npos) {
+              results[i] = Status::InvalidArgument("alignment group name \"" + o.spec.name +
+                                                   "\" is empty or holds '/'");
+              return true;
+            }
+            StoredGroup& group = groups_[o.spec.name];
+            group.spec = o.spec;
+            group.from_config = o.from_config;
+            return writer.Add(i, {Put(layout_.GroupKey(o.spec.name), etcd::EncodeGroup(group))});
+          } else if constexpr (std::is_same_v<T, DeleteGroupOp>) {
+            if (!groups_.erase(o.name)) return true;
+            return writer.Add(i, {Delete(layout_.GroupKey(o.name))});
+          } else if constexpr (std::is_same_v<T, ReserveGroupIdsOp>) {
+            auto group = groups_.find(o.name);
+            if (group == groups_.end()) {
+              results[i] = Status::NotFound("alignment group " + o.name + " has no record");
+              return true;
+            }
+            if (o.new_counter <= group->second.progress.id_counter) return true;  // never lowered
+            group->second.progress.id_counter = o.new_counter;
+            return writer.Add(i, {Put(layout_.GroupKey(o.name), etcd::EncodeGroup(group->second))});
+          } else if constexpr (std::is_same_v<T, CommitGroupRoundOp>) {
+            return PlanGroupRound(writer, i, o.commit);
           } else {
             static_assert(std::is_same_v<T, DeletePipelineOp>);
             const PipelineKey& key = o.key;
@@ -532,86 +570,194 @@ bool EtcdBackend::PlanDeleteCheckpoints(BatchWriter& writer, size_t i,
   return writer.Add(i, std::move(requests));
 }
 
-bool EtcdBackend::PlanCommit(BatchWriter& writer, size_t i, const CheckpointCommit& commit) {
-  auto& results = writer.results();
+Status EtcdBackend::CheckCommit(const CheckpointCommit& commit) {
   const PipelineKey& key = commit.key;
   const CompletedCheckpoint& cp = commit.checkpoint;
   const std::string what =
       "checkpoint " + std::to_string(cp.checkpoint_id) + " of " + key.ToString();
-  if (cp.checkpoint_id <= 0) {
-    results[i] = Status::InvalidArgument(what + ": ids start at 1");
-    return true;
-  }
+  if (cp.checkpoint_id <= 0) return Status::InvalidArgument(what + ": ids start at 1");
   auto it = pipelines_.find(key);
   if (it == pipelines_.end() || !it->second.has_record) {
-    results[i] = Status::NotFound(what + ": the pipeline has no record (deleted?)");
-    return true;
+    return Status::NotFound(what + ": the pipeline has no record (deleted?)");
   }
-  PipelineView& view = it->second;
+  const PipelineView& view = it->second;
   if (view.checkpoint_ids.count(cp.checkpoint_id) || view.savepoint_ids.count(cp.checkpoint_id)) {
-    results[i] = Status::AlreadyExists(what + " is already stored; not overwriting it");
-    return true;
+    return Status::AlreadyExists(what + " is already stored; not overwriting it");
   }
   if (cp.kind == CheckpointKind::kCheckpoint && cp.checkpoint_id < view.retained_from) {
     // Ids only grow; this one would be out of the history at once (and a trim could cover it).
-    results[i] = Status::FailedPrecondition(what + " is older than the retained history (from " +
-                                            std::to_string(view.retained_from) + ")");
-    return true;
+    return Status::FailedPrecondition(what + " is older than the retained history (from " +
+                                      std::to_string(view.retained_from) + ")");
   }
+  return Status::Ok();
+}
+
+Result<EtcdBackend::PreparedCommit> EtcdBackend::PrepareCommit(PipelineView& view,
+                                                               const CheckpointCommit& commit,
+                                                               size_t max_value_bytes) {
+  const CompletedCheckpoint& cp = commit.checkpoint;
   // Where the history starts after this commit: the `retained`-th newest checkpoint id, never
   // below where it started before (what left the history stays out of it).
   const size_t keep = static_cast<size_t>(std::max(commit.retained, 1));
   const bool is_checkpoint = cp.kind == CheckpointKind::kCheckpoint;
   auto& ids = is_checkpoint ? view.checkpoint_ids : view.savepoint_ids;
-  ids.insert(cp.checkpoint_id);  // taken back below if it cannot be stored
-  int64_t retained_from = view.retained_from;
+  ids.insert(cp.checkpoint_id);  // taken back by UndoPrepare, or below if it cannot be stored
+  PreparedCommit prepared;
+  prepared.retained_from = view.retained_from;
   if (is_checkpoint && view.checkpoint_ids.size() >= keep) {
-    retained_from = std::max(retained_from, *std::next(view.checkpoint_ids.rbegin(), keep - 1));
+    prepared.retained_from =
+        std::max(prepared.retained_from, *std::next(view.checkpoint_ids.rbegin(), keep - 1));
   }
   // The restore points below where the history starts, which stay in it (commit.keep, sorted);
   // one the history no longer holds cannot come back.
-  etcd::Horizon horizon{retained_from, {}};
+  prepared.horizon = etcd::Horizon{prepared.retained_from, {}};
   for (int64_t id : commit.keep) {
     const bool held =
         view.checkpoint_ids.count(id) &&
         (id >= view.retained_from || std::binary_search(view.kept.begin(), view.kept.end(), id));
-    if (held && id < retained_from) horizon.kept.push_back(id);
+    if (held && id < prepared.retained_from) prepared.horizon.kept.push_back(id);
   }
-  std::vector<std::string> chunks;
-  auto value = etcd::EncodeCheckpoint(cp, commit.progress_after, horizon, kMaxValueBytes, &chunks);
+  auto value = etcd::EncodeCheckpoint(cp, commit.progress_after, prepared.horizon, max_value_bytes,
+                                      &prepared.chunks);
   if (!value.ok()) {
     ids.erase(cp.checkpoint_id);
-    results[i] = Status::InvalidArgument(what + ": " + value.status().message());
-    return true;
+    return Status::InvalidArgument("checkpoint " + std::to_string(cp.checkpoint_id) + " of " +
+                                   commit.key.ToString() + ": " + value.status().message());
   }
-  const bool chunked = !chunks.empty();
-  if (chunked && !writer.SendChunks(key, cp.checkpoint_id, chunks)) return false;
-  // One put: the progress after the commit rides in the checkpoint's value (etcd_layout.h). A load
-  // tells it from the progress key by mod revision, which is the same for every key of a txn: a
-  // progress written before it in this batch goes in an earlier txn.
-  if (writer.Puts(layout_.ProgressKey(key)) && !writer.Send()) return false;
-  std::vector<RequestOp> requests;
-  requests.push_back(
-      Put(layout_.CheckpointKey(key, cp.checkpoint_id, cp.kind, chunked), std::move(*value)));
+  prepared.value = std::move(*value);
+  return prepared;
+}
+
+void EtcdBackend::UndoPrepare(PipelineView& view, const CheckpointCommit& commit) {
+  view.checkpoint_ids.erase(commit.checkpoint.checkpoint_id);
+  view.savepoint_ids.erase(commit.checkpoint.checkpoint_id);
+}
+
+void EtcdBackend::FinishCommit(PipelineView& view, const CheckpointCommit& commit,
+                               PreparedCommit prepared, bool may_trim,
+                               std::vector<RequestOp>* requests) {
+  const PipelineKey& key = commit.key;
+  const CompletedCheckpoint& cp = commit.checkpoint;
+  const bool chunked = !prepared.chunks.empty();
+  // One put: the progress after the commit rides in the checkpoint's value (etcd_layout.h).
+  requests->push_back(Put(layout_.CheckpointKey(key, cp.checkpoint_id, cp.kind, chunked),
+                          std::move(prepared.value)));
   // Normally a no-op (the id came from a durably reserved block); if not, this still keeps the
   // id from being handed out again.
   int64_t& counter = counters_[key];
   if (cp.checkpoint_id > counter) {
     counter = cp.checkpoint_id;
-    requests.push_back(Put(layout_.CounterKey(key), std::to_string(counter)));
+    requests->push_back(Put(layout_.CounterKey(key), std::to_string(counter)));
   }
-  if (chunked) view.chunked[cp.checkpoint_id] = static_cast<int>(chunks.size());
-  view.retained_from = retained_from;
-  view.kept = std::move(horizon.kept);
+  if (chunked) view.chunked[cp.checkpoint_id] = static_cast<int>(prepared.chunks.size());
+  view.retained_from = prepared.retained_from;
+  view.kept = std::move(prepared.horizon.kept);
   // Out of the history but still stored: deleted once a few have piled up, so that most
   // commits are the one put.
+  const size_t keep = static_cast<size_t>(std::max(commit.retained, 1));
   const auto out_of_history = static_cast<size_t>(std::distance(
       view.checkpoint_ids.begin(), view.checkpoint_ids.lower_bound(view.retained_from)));
-  if (out_of_history >= std::min<size_t>(keep, kTrimSlack) + view.kept.size()) {
-    PlanTrim(key, view, &requests);
+  if (may_trim && out_of_history >= std::min<size_t>(keep, kTrimSlack) + view.kept.size()) {
+    PlanTrim(key, view, requests);
   }
+}
+
+bool EtcdBackend::PlanCommit(BatchWriter& writer, size_t i, const CheckpointCommit& commit) {
+  auto& results = writer.results();
+  if (Status s = CheckCommit(commit); !s.ok()) {
+    results[i] = std::move(s);
+    return true;
+  }
+  const PipelineKey& key = commit.key;
+  PipelineView& view = pipelines_.at(key);
+  auto prepared = PrepareCommit(view, commit, kMaxValueBytes);
+  if (!prepared.ok()) {
+    results[i] = prepared.status();
+    return true;
+  }
+  if (!prepared->chunks.empty() &&
+      !writer.SendChunks(key, commit.checkpoint.checkpoint_id, prepared->chunks)) {
+    return false;
+  }
+  // A load tells the progress in the checkpoint's value from the progress key by mod revision,
+  // which is the same for every key of a txn: a progress written before it in this batch goes
+  // in an earlier txn.
+  if (writer.Puts(layout_.ProgressKey(key)) && !writer.Send()) return false;
+  std::vector<RequestOp> requests;
+  FinishCommit(view, commit, std::move(*prepared), /*may_trim=*/true, &requests);
   if (!writer.Add(i, std::move(requests))) return false;
   writer.Publish(key, view.horizon());
+  return true;
+}
+
+bool EtcdBackend::PlanGroupRound(BatchWriter& writer, size_t i, const GroupRoundCommit& commit) {
+  auto& results = writer.results();
+  const std::string what = "group round of alignment group " + commit.group;
+  auto group = groups_.find(commit.group);
+  if (group == groups_.end()) {
+    results[i] = Status::NotFound(what + ": the group has no record (deleted?)");
+    return true;
+  }
+  if (commit.members.size() > static_cast<size_t>(kMaxGroupMembers)) {
+    results[i] = Status::InvalidArgument(what + ": " + std::to_string(commit.members.size()) +
+                                         " members, more than one etcd transaction holds (" +
+                                         std::to_string(kMaxGroupMembers) + ")");
+    return true;
+  }
+  std::set<PipelineKey> seen;
+  for (const CheckpointCommit& member : commit.members) {
+    Status s = seen.insert(member.key).second
+                   ? CheckCommit(member)
+                   : Status::InvalidArgument("member " + member.key.ToString() + " twice");
+    if (!s.ok()) {
+      results[i] = Status(s.code(), what + ": " + s.message());
+      return true;
+    }
+  }
+  // Each member's value small enough that all of them fit the one txn that commits the round;
+  // what does not fit goes in chunks first, which count only once that txn lands.
+  const size_t value_budget =
+      std::min(kMaxValueBytes, (kMaxTxnBytes - 64 * 1024) / std::max<size_t>(seen.size(), 1));
+  std::vector<PreparedCommit> prepared;
+  prepared.reserve(commit.members.size());
+  for (const CheckpointCommit& member : commit.members) {
+    auto one = PrepareCommit(pipelines_.at(member.key), member, value_budget);
+    if (!one.ok()) {
+      for (size_t m = 0; m < prepared.size(); ++m) {
+        UndoPrepare(pipelines_.at(commit.members[m].key), commit.members[m]);
+      }
+      results[i] = Status(one.status().code(), what + ": " + one.status().message());
+      return true;
+    }
+    prepared.push_back(std::move(*one));
+  }
+  for (size_t m = 0; m < prepared.size(); ++m) {
+    const CheckpointCommit& member = commit.members[m];
+    if (!prepared[m].chunks.empty() &&
+        !writer.SendChunks(member.key, member.checkpoint.checkpoint_id, prepared[m].chunks)) {
+      return false;
+    }
+  }
+  for (const CheckpointCommit& member : commit.members) {
+    if (writer.Puts(layout_.ProgressKey(member.key)) && !writer.Send()) return false;
+  }
+  std::vector<RequestOp> requests;
+  for (size_t m = 0; m < prepared.size(); ++m) {
+    const CheckpointCommit& member = commit.members[m];
+    // Trims only while the txn has room for every member's two puts and the group's.
+    const bool may_trim = requests.size() + 2 * (prepared.size() - m) + kMaxTrimsPerCommit + 8 <
+                          static_cast<size_t>(kMaxTxnOps);
+    FinishCommit(pipelines_.at(member.key), member, std::move(prepared[m]), may_trim, &requests);
+  }
+  StoredGroup& stored = group->second;
+  const int64_t counter = std::max(stored.progress.id_counter, commit.progress_after.id_counter);
+  stored.progress = commit.progress_after;
+  stored.progress.id_counter = counter;
+  requests.push_back(Put(layout_.GroupKey(commit.group), etcd::EncodeGroup(stored)));
+  if (!writer.Add(i, std::move(requests), /*alone=*/true)) return false;
+  for (const CheckpointCommit& member : commit.members) {
+    writer.Publish(member.key, pipelines_.at(member.key).horizon());
+  }
   return true;
 }
 
@@ -909,6 +1055,38 @@ Result<std::vector<StoredPipeline>> EtcdBackend::BuildView(const etcd::StoreImag
   }
   view_loaded_ = true;
   return loaded;
+}
+
+Result<std::vector<StoredGroup>> EtcdBackend::ReadGroups() {
+  int64_t revision = 0;
+  auto kvs = RangeAll(layout_.GroupsPrefix(), PrefixEnd(layout_.GroupsPrefix()),
+                      /*keys_only=*/false, &revision);
+  if (!kvs.ok()) return kvs.status();
+  std::vector<StoredGroup> groups;
+  for (const KeyValue& kv : *kvs) {
+    const std::string name = kv.key().substr(layout_.GroupsPrefix().size());
+    auto group = etcd::DecodeGroup(kv.value(), name);
+    if (!group) {
+      return Status::DataLoss("unreadable alignment group " + kv.key() + " in etcd " +
+                              client_->endpoints_text() + "; refusing to go on with it");
+    }
+    groups.push_back(std::move(*group));
+  }
+  return groups;  // in key order: name order
+}
+
+Result<std::vector<StoredGroup>> EtcdBackend::LoadGroups() { return ReadGroups(); }
+
+Status EtcdBackend::LoadGroupView() {
+  auto groups = ReadGroups();
+  if (!groups.ok()) return groups.status();
+  groups_.clear();
+  for (StoredGroup& group : *groups) {
+    std::string name = group.spec.name;
+    groups_.emplace(std::move(name), std::move(group));
+  }
+  groups_loaded_ = true;
+  return Status::Ok();
 }
 
 Result<int64_t> EtcdBackend::LoadIdCounter(const PipelineKey& key) {

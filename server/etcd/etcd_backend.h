@@ -78,6 +78,11 @@ class EtcdBackend final : public StoreBackend {
   Result<int64_t> LoadIdCounter(const PipelineKey& key) override;
   Result<std::vector<CompletedCheckpoint>> ListCompleted(const PipelineKey& key, int limit,
                                                          int64_t before_id) override;
+  Result<std::vector<StoredGroup>> LoadGroups() override;
+
+  // The most members one group round may have: every member's checkpoint key and counter and
+  // the group's key go in one txn (kMaxTxnOps), which is the round's commit point.
+  static constexpr int kMaxGroupMembers = 50;
 
   // Transactions sent and committed (metrics, tests, benchmarks).
   uint64_t txns_committed() const { return txns_committed_.load(std::memory_order_relaxed); }
@@ -105,6 +110,13 @@ class EtcdBackend final : public StoreBackend {
     etcd::Horizon horizon() const { return {retained_from, kept}; }
   };
   class BatchWriter;
+  // A commit encoded against its pipeline's view (PrepareCommit), not yet in a txn.
+  struct PreparedCommit {
+    std::string value;                // the checkpoint key's
+    std::vector<std::string> chunks;  // written first, when the states do not fit `value`
+    etcd::Horizon horizon;
+    int64_t retained_from = 0;
+  };
 
   // Plans a DeleteCheckpointsOp into the batch: a range delete per id (its key of whichever kind)
   // and its chunks.
@@ -113,6 +125,29 @@ class EtcdBackend final : public StoreBackend {
   // Plans a CheckpointCommitOp into the batch (chunks sent first when it needs them).
   bool PlanCommit(BatchWriter& writer, size_t op_index, const CheckpointCommit& commit)
       CKPT_REQUIRES(view_mu_);
+  // Adds the commit's id to the view and encodes it (values above `max_value_bytes` in chunks).
+  // On an error the view is as before.
+  Result<PreparedCommit> PrepareCommit(PipelineView& view, const CheckpointCommit& commit,
+                                       size_t max_value_bytes) CKPT_REQUIRES(view_mu_);
+  // Takes a prepared commit's id out of the view again (a group round that is not written).
+  void UndoPrepare(PipelineView& view, const CheckpointCommit& commit) CKPT_REQUIRES(view_mu_);
+  // The prepared commit's requests (its key, its counter, and with `may_trim` the trim due) and
+  // the view after it.
+  void FinishCommit(PipelineView& view, const CheckpointCommit& commit, PreparedCommit prepared,
+                    bool may_trim, std::vector<etcdserverpb::RequestOp>* requests)
+      CKPT_REQUIRES(view_mu_);
+  // Why `commit` cannot be stored now (its id, its pipeline's record, the retained history); OK
+  // when it can. Changes nothing.
+  Status CheckCommit(const CheckpointCommit& commit) CKPT_REQUIRES(view_mu_);
+  // Plans a CommitGroupRoundOp: every member's chunks first, then one txn with every member's
+  // checkpoint key and the group's (the commit point). Nothing of it when a member cannot be
+  // stored.
+  bool PlanGroupRound(BatchWriter& writer, size_t op_index, const GroupRoundCommit& commit)
+      CKPT_REQUIRES(view_mu_);
+  // The groups, read once per leadership before its first group write.
+  Status LoadGroupView() CKPT_REQUIRES(view_mu_);
+  // Every group as etcd holds it now (any thread; touches no state).
+  Result<std::vector<StoredGroup>> ReadGroups();
   // Adds to `requests` the range deletes of checkpoints below the history's start (at most
   // kMaxTrimsPerCommit requests; the next commits take the rest).
   void PlanTrim(const PipelineKey& key, PipelineView& view,
@@ -154,6 +189,8 @@ class EtcdBackend final : public StoreBackend {
   std::map<PipelineKey, PipelineView> pipelines_ CKPT_GUARDED_BY(view_mu_);
   std::map<PipelineKey, int64_t> counters_ CKPT_GUARDED_BY(view_mu_);
   bool view_loaded_ CKPT_GUARDED_BY(view_mu_) = false;
+  std::map<std::string, StoredGroup> groups_ CKPT_GUARDED_BY(view_mu_);
+  bool groups_loaded_ CKPT_GUARDED_BY(view_mu_) = false;
   // P/layout holds this binary's kLayoutVersion (else the next txn writes it).
   bool layout_stored_ CKPT_GUARDED_BY(view_mu_) = false;
   // The write cursor (etcd_layout.h, P/writer): its mod revision as this leader last wrote or

@@ -8,6 +8,7 @@
 #include "store/task_json.h"
 
 namespace ckpt::etcd {
+
 namespace {
 
 using nlohmann::json;
@@ -159,6 +160,40 @@ std::optional<Layout::CheckpointRef> Layout::ParseCheckpointKey(const std::strin
   return CheckpointRef{*key, *id, *kind, chunked};
 }
 
+std::string EncodeGroup(const StoredGroup& g) {
+  return json{{"interval_ms", g.spec.interval_ms},
+              {"timeout_ms", g.spec.timeout_ms},
+              {"min_pause_ms", g.spec.min_pause_ms},
+              {"position_interval", g.spec.position_interval},
+              {"from_config", g.from_config},
+              {"id_counter", g.progress.id_counter},
+              {"last_round_id", g.progress.last_round_id},
+              {"last_position", g.progress.last_position},
+              {"last_completed_at_ms", g.progress.last_completed_at_ms}}
+      .dump();
+}
+
+std::optional<StoredGroup> DecodeGroup(const std::string& value, const std::string& name) {
+  json v = json::parse(value, nullptr, /*allow_exceptions=*/false);
+  if (!v.is_object()) return std::nullopt;
+  try {
+    StoredGroup g;
+    g.spec.name = name;
+    g.spec.interval_ms = v.at("interval_ms").get<int64_t>();
+    g.spec.timeout_ms = v.at("timeout_ms").get<int64_t>();
+    g.spec.min_pause_ms = v.at("min_pause_ms").get<int64_t>();
+    g.spec.position_interval = v.at("position_interval").get<int64_t>();
+    g.from_config = v.at("from_config").get<bool>();
+    g.progress.id_counter = v.at("id_counter").get<int64_t>();
+    g.progress.last_round_id = v.at("last_round_id").get<int64_t>();
+    g.progress.last_position = v.at("last_position").get<int64_t>();
+    g.progress.last_completed_at_ms = v.at("last_completed_at_ms").get<int64_t>();
+    return g;
+  } catch (const json::exception&) {
+    return std::nullopt;
+  }
+}
+
 Result<std::string> EncodeSpec(const PipelineSpec& spec) {
   try {
     json v{{"task_ids", spec.task_ids},
@@ -169,6 +204,7 @@ Result<std::string> EncodeSpec(const PipelineSpec& spec) {
            {"retained", spec.retained}};
     // Written only when set: a value without it is what a daemon before positions wrote.
     if (spec.position_interval != 0) v["position_interval"] = spec.position_interval;
+    if (!spec.alignment_group.empty()) v["alignment_group"] = spec.alignment_group;
     return v.dump();
   } catch (const json::exception& e) {
     return Status::InvalidArgument("spec of " + spec.key.ToString() +
@@ -189,6 +225,7 @@ std::optional<PipelineSpec> DecodeSpec(const std::string& value, const PipelineK
     spec.tolerable_failures = v.at("tolerable_failures").get<int32_t>();
     spec.retained = v.at("retained").get<int32_t>();
     spec.position_interval = v.value("position_interval", int64_t{0});
+    spec.alignment_group = v.value("alignment_group", std::string());
     return spec;
   } catch (const json::exception&) {
     return std::nullopt;
@@ -306,6 +343,7 @@ Result<std::string> EncodeCheckpoint(const CompletedCheckpoint& cp,
               {"retained_from", horizon.retained_from}};
     if (!horizon.kept.empty()) head["kept"] = horizon.kept;
     if (cp.position != 0) head["position"] = cp.position;
+    if (!cp.alignment_group.empty()) head["alignment_group"] = cp.alignment_group;
     json states = TasksJson(cp);  // each task's state and figures
     std::string inline_states = states.dump();
     if (inline_states.size() <= max_value_bytes) {
@@ -348,6 +386,7 @@ std::optional<StoredCheckpoint> DecodeCheckpoint(const std::string& value) {
     cp.finished_at_ms = v.at("finished_at_ms").get<int64_t>();
     cp.location = v.at("location").get<std::string>();
     cp.position = v.value("position", int64_t{0});
+    cp.alignment_group = v.value("alignment_group", std::string());
     if (v.contains("progress")) {
       stored.progress = ProgressFromJson(v["progress"], &cp);
       if (!stored.progress) return std::nullopt;

@@ -18,6 +18,9 @@
 //   P/chunks/<job>/<pipeline>/<id>/<n, 6 digits>     task states of a checkpoint too large for
 //                                            one value, written before the checkpoint key, which
 //                                            is the commit point and says how many chunks count
+//   P/groups/<name>                          an alignment group: spec, from_config, progress and
+//                                            id counter (JSON). A group round writes every
+//                                            member's checkpoint key and this one in one txn
 //   P/layout                                 the layout's version (kLayoutVersion), written with
 //                                            a leadership's first txn: a ckptd refuses to load a
 //                                            prefix of a layout it does not know (a newer ckptd's)
@@ -75,6 +78,9 @@ class Layout {
   std::string ProgressKey(const PipelineKey& key) const;
   std::string PipelinePrefix(const PipelineKey& key) const;  // its spec and progress
   std::string CountersPrefix() const { return prefix_ + "/counters/"; }
+  // Alignment groups: spec, from_config and progress (id counter included) in one JSON value.
+  std::string GroupsPrefix() const { return prefix_ + "/groups/"; }
+  std::string GroupKey(const std::string& name) const { return GroupsPrefix() + name; }
   std::string CounterKey(const PipelineKey& key) const;
   std::string CheckpointsPrefix() const { return prefix_ + "/checkpoints/"; }
   std::string CheckpointPrefix(const PipelineKey& key) const;
@@ -112,6 +118,10 @@ class Layout {
 // validation already refuses; decoders return nothing on anything they did not write.
 Result<std::string> EncodeSpec(const PipelineSpec& spec);
 std::optional<PipelineSpec> DecodeSpec(const std::string& value, const PipelineKey& key);
+
+// An alignment group's value (P/groups/<name>); nullopt when the value is not one.
+std::string EncodeGroup(const StoredGroup& group);
+std::optional<StoredGroup> DecodeGroup(const std::string& value, const std::string& name);
 std::string EncodeProgress(const PipelineProgress& progress);
 std::optional<PipelineProgress> DecodeProgress(const std::string& value);
 

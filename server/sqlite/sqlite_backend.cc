@@ -44,6 +44,7 @@ struct SqliteBackend::WriterConn {
   Stmt begin, commit, rollback, savepoint, release, rollback_to;
   Stmt upsert_pipeline, update_progress, raise_counter, insert_checkpoint, trim_checkpoints;
   Stmt delete_pipeline, delete_checkpoints, delete_checkpoint, pipeline_exists, probe;
+  Stmt upsert_group, delete_group, raise_group_counter, update_group_progress;
 
   Status Prepare() {
     Status s;
@@ -85,11 +86,12 @@ struct SqliteBackend::WriterConn {
                 "ON CONFLICT (job_id, pipeline_id) DO UPDATE SET "
                 "counter = MAX(counter, excluded.counter)",
                 s);
-    PrepareInto(db, insert_checkpoint,
-                "INSERT INTO checkpoints (job_id, pipeline_id, checkpoint_id, kind, "
-                "triggered_at_ms, finished_at_ms, location, task_states, position) "
-                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-                s);
+    PrepareInto(
+        db, insert_checkpoint,
+        "INSERT INTO checkpoints (job_id, pipeline_id, checkpoint_id, kind, "
+        "triggered_at_ms, finished_at_ms, location, task_states, position, alignment_group) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+        s);
     // Deletes the plain checkpoints older than the ?3+1-th newest one; none if there are fewer
     // (the subquery is then NULL). Savepoints (kind != 0) are never trimmed, nor the ids of the
     // JSON array ?4 (restore points, CheckpointCommit::keep).
@@ -110,6 +112,22 @@ struct SqliteBackend::WriterConn {
                 "SELECT 1 FROM pipelines WHERE job_id = ?1 AND pipeline_id = ?2", s);
     PrepareInto(db, delete_checkpoints,
                 "DELETE FROM checkpoints WHERE job_id = ?1 AND pipeline_id = ?2", s);
+    PrepareInto(db, upsert_group,
+                "INSERT INTO alignment_groups (name, interval_ms, timeout_ms, min_pause_ms, "
+                "position_interval, from_config, id_counter, last_round_id, last_position, "
+                "last_completed_at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, 0, 0, 0, 0) "
+                "ON CONFLICT (name) DO UPDATE SET interval_ms = excluded.interval_ms, "
+                "timeout_ms = excluded.timeout_ms, min_pause_ms = excluded.min_pause_ms, "
+                "position_interval = excluded.position_interval, "
+                "from_config = excluded.from_config",
+                s);
+    PrepareInto(db, delete_group, "DELETE FROM alignment_groups WHERE name = ?1", s);
+    PrepareInto(db, raise_group_counter,
+                "UPDATE alignment_groups SET id_counter = MAX(id_counter, ?2) WHERE name = ?1", s);
+    PrepareInto(db, update_group_progress,
+                "UPDATE alignment_groups SET id_counter = MAX(id_counter, ?2), "
+                "last_round_id = ?3, last_position = ?4, last_completed_at_ms = ?5 WHERE name = ?1",
+                s);
     return s;
   }
 
@@ -182,6 +200,7 @@ struct SqliteBackend::WriterConn {
       insert_checkpoint.Bind(7, cp.location);
       insert_checkpoint.Bind(8, *states);
       insert_checkpoint.Bind(9, cp.position);
+      insert_checkpoint.Bind(10, cp.alignment_group);
       if (int rc = insert_checkpoint.Step(); rc != SQLITE_DONE) {
         if (rc == SQLITE_CONSTRAINT_PRIMARYKEY) {
           // Overwriting would rewrite history a worker may already have been told about.
@@ -249,6 +268,69 @@ struct SqliteBackend::WriterConn {
     }
     return Status::Ok();
   }
+  Status PutGroup(const AlignmentGroupSpec& spec, bool from_config) {
+    ResetGuard guard(upsert_group);
+    upsert_group.Bind(1, spec.name);
+    upsert_group.Bind(2, spec.interval_ms);
+    upsert_group.Bind(3, spec.timeout_ms);
+    upsert_group.Bind(4, spec.min_pause_ms);
+    upsert_group.Bind(5, spec.position_interval);
+    upsert_group.Bind(6, int64_t{from_config ? 1 : 0});
+    if (int rc = upsert_group.Step(); rc != SQLITE_DONE) {
+      return db.Error(rc, "writing alignment group " + spec.name);
+    }
+    return Status::Ok();
+  }
+
+  Status DeleteGroup(const std::string& name) {
+    ResetGuard guard(delete_group);
+    delete_group.Bind(1, name);
+    if (int rc = delete_group.Step(); rc != SQLITE_DONE) {
+      return db.Error(rc, "deleting alignment group " + name);
+    }
+    return Status::Ok();
+  }
+
+  Status ReserveGroupIds(const std::string& name, int64_t new_counter) {
+    if (new_counter < 0) {
+      return Status::InvalidArgument("id counter of alignment group " + name + " cannot be " +
+                                     std::to_string(new_counter));
+    }
+    ResetGuard guard(raise_group_counter);
+    raise_group_counter.Bind(1, name);
+    raise_group_counter.Bind(2, new_counter);
+    if (int rc = raise_group_counter.Step(); rc != SQLITE_DONE) {
+      return db.Error(rc, "raising the id counter of alignment group " + name);
+    }
+    if (sqlite3_changes(db.get()) == 0) {
+      return Status::NotFound("alignment group " + name + " has no record");
+    }
+    return Status::Ok();
+  }
+
+  // Runs inside the op's SAVEPOINT: a member that fails rolls back the members before it too.
+  Status CommitGroupRound(const GroupRoundCommit& commit) {
+    for (const CheckpointCommit& member : commit.members) {
+      if (Status s = CommitCheckpoint(member); !s.ok()) {
+        return Status(s.code(), "group round of " + commit.group + ": " + s.message());
+      }
+    }
+    const GroupProgress& p = commit.progress_after;
+    ResetGuard guard(update_group_progress);
+    update_group_progress.Bind(1, commit.group);
+    update_group_progress.Bind(2, p.id_counter);
+    update_group_progress.Bind(3, p.last_round_id);
+    update_group_progress.Bind(4, p.last_position);
+    update_group_progress.Bind(5, p.last_completed_at_ms);
+    if (int rc = update_group_progress.Step(); rc != SQLITE_DONE) {
+      return db.Error(rc, "writing the progress of alignment group " + commit.group);
+    }
+    if (sqlite3_changes(db.get()) == 0) {
+      return Status::NotFound("alignment group " + commit.group + " has no record (deleted?)");
+    }
+    return Status::Ok();
+  }
+
   // One op of the open transaction; its own status.
   Status Apply(const WriteOp& op) {
     return std::visit(
@@ -267,6 +349,14 @@ struct SqliteBackend::WriterConn {
             return Probe(o.now_ms);
           } else if constexpr (std::is_same_v<T, DeleteCheckpointsOp>) {
             return DeleteCheckpoints(o.key, o.checkpoint_ids);
+          } else if constexpr (std::is_same_v<T, PutGroupOp>) {
+            return PutGroup(o.spec, o.from_config);
+          } else if constexpr (std::is_same_v<T, DeleteGroupOp>) {
+            return DeleteGroup(o.name);
+          } else if constexpr (std::is_same_v<T, ReserveGroupIdsOp>) {
+            return ReserveGroupIds(o.name, o.new_counter);
+          } else if constexpr (std::is_same_v<T, CommitGroupRoundOp>) {
+            return CommitGroupRound(o.commit);
           } else {
             static_assert(std::is_same_v<T, DeletePipelineOp>);
             return DeletePipeline(o.key);
@@ -279,7 +369,7 @@ struct SqliteBackend::WriterConn {
 // The read-only connection: used under read_mu_ by whichever thread reads.
 struct SqliteBackend::ReaderConn {
   Db db;
-  Stmt load_pipelines, load_history, list_completed, read_counter;
+  Stmt load_pipelines, load_history, list_completed, read_counter, load_groups;
 
   Status Prepare() {
     Status s;
@@ -295,17 +385,24 @@ struct SqliteBackend::ReaderConn {
                 "SELECT c.job_id, c.pipeline_id, c.checkpoint_id, c.kind, "
                 "c.checkpoint_id = p.last_completed_id, c.triggered_at_ms, c.finished_at_ms, "
                 "c.location, CASE WHEN c.checkpoint_id = p.last_completed_id "
-                "THEN c.task_states ELSE '' END, c.position FROM checkpoints c JOIN pipelines p "
+                "THEN c.task_states ELSE '' END, c.position, c.alignment_group "
+                "FROM checkpoints c JOIN pipelines p "
                 "ON p.job_id = c.job_id AND p.pipeline_id = c.pipeline_id "
                 "ORDER BY c.job_id, c.pipeline_id, c.checkpoint_id",
                 s);
     PrepareInto(db, list_completed,
                 "SELECT checkpoint_id, kind, triggered_at_ms, finished_at_ms, location, "
-                "task_states, position FROM checkpoints WHERE job_id = ?1 AND pipeline_id = ?2 "
+                "task_states, position, alignment_group FROM checkpoints "
+                "WHERE job_id = ?1 AND pipeline_id = ?2 "
                 "AND checkpoint_id < ?4 ORDER BY checkpoint_id DESC LIMIT ?3",
                 s);
     PrepareInto(db, read_counter,
                 "SELECT counter FROM id_counters WHERE job_id = ?1 AND pipeline_id = ?2", s);
+    PrepareInto(db, load_groups,
+                "SELECT name, interval_ms, timeout_ms, min_pause_ms, position_interval, "
+                "from_config, id_counter, last_round_id, last_position, last_completed_at_ms "
+                "FROM alignment_groups ORDER BY name",
+                s);
     return s;
   }
 };
@@ -485,6 +582,7 @@ Status SqliteBackend::LoadHistories(std::vector<StoredPipeline>* pipelines) {
     newest.finished_at_ms = stmt.ColumnInt(6);
     newest.location = stmt.ColumnText(7);
     newest.position = stmt.ColumnInt(9);
+    newest.alignment_group = stmt.ColumnText(10);
     if (!TaskStatesFromJson(stmt.ColumnText(8), &newest.task_states, &newest.task_figures)) {
       return Status::DataLoss("unreadable task states of " + where + "; refusing to start on it");
     }
@@ -517,6 +615,7 @@ Result<std::vector<CompletedCheckpoint>> SqliteBackend::ListCompleted(const Pipe
     cp.finished_at_ms = stmt.ColumnInt(3);
     cp.location = stmt.ColumnText(4);
     cp.position = stmt.ColumnInt(6);
+    cp.alignment_group = stmt.ColumnText(7);
     if (!TaskStatesFromJson(stmt.ColumnText(5), &cp.task_states, &cp.task_figures)) {
       return Status::Internal("unreadable task states of " + where);
     }
@@ -538,6 +637,29 @@ Result<int64_t> SqliteBackend::LoadIdCounter(const PipelineKey& key) {
   if (rc == SQLITE_ROW) return stmt.ColumnInt(0);
   if (rc == SQLITE_DONE) return int64_t{0};
   return reader_->db.Error(rc, "reading the id counter of " + key.ToString() + " in " + path_);
+}
+
+Result<std::vector<StoredGroup>> SqliteBackend::LoadGroups() {
+  MutexLock lock(read_mu_);
+  Stmt& stmt = reader_->load_groups;
+  ResetGuard guard(stmt);
+  std::vector<StoredGroup> groups;
+  int rc;
+  while ((rc = stmt.Step()) == SQLITE_ROW) {
+    StoredGroup& g = groups.emplace_back();
+    g.spec.name = stmt.ColumnText(0);
+    g.spec.interval_ms = stmt.ColumnInt(1);
+    g.spec.timeout_ms = stmt.ColumnInt(2);
+    g.spec.min_pause_ms = stmt.ColumnInt(3);
+    g.spec.position_interval = stmt.ColumnInt(4);
+    g.from_config = stmt.ColumnInt(5) != 0;
+    g.progress.id_counter = stmt.ColumnInt(6);
+    g.progress.last_round_id = stmt.ColumnInt(7);
+    g.progress.last_position = stmt.ColumnInt(8);
+    g.progress.last_completed_at_ms = stmt.ColumnInt(9);
+  }
+  if (rc != SQLITE_DONE) return reader_->db.Error(rc, "loading alignment groups from " + path_);
+  return groups;
 }
 
 }  // namespace ckpt

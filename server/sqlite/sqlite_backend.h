@@ -47,6 +47,7 @@ class SqliteBackend final : public StoreBackend {
   Result<int64_t> LoadIdCounter(const PipelineKey& key) override;
   Result<std::vector<CompletedCheckpoint>> ListCompleted(const PipelineKey& key, int limit,
                                                          int64_t before_id) override;
+  Result<std::vector<StoredGroup>> LoadGroups() override;
 
  private:
   struct WriterConn;  // writer connection + cached statements (writer thread only)

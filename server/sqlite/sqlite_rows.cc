@@ -110,8 +110,8 @@ std::optional<std::optional<CheckpointRef>> RestoreFromFromJson(const std::strin
 // clang-format off
 const char* const kRecordColumns[kRecordColumnCount] = {
     "job_id", "pipeline_id", "task_ids", "interval_ms", "timeout_ms", "min_pause_ms",
-    "tolerable_failures", "retained", "position_interval", "generation", "sticky_state",
-    "completed_count", "failed_count", "expired_count", "consecutive_failures",
+    "tolerable_failures", "retained", "position_interval", "alignment_group", "generation",
+    "sticky_state", "completed_count", "failed_count", "expired_count", "consecutive_failures",
     "last_completed_id", "last_completed_kind", "last_completed_at_ms", "from_config",
     "restore_from", "released_ids"};
 // clang-format on
@@ -150,7 +150,8 @@ void BindRecord(Stmt& stmt, const PipelineRecord& r, const std::string& task_ids
   stmt.Bind(7, int64_t{r.spec.tolerable_failures});
   stmt.Bind(8, int64_t{r.spec.retained});
   stmt.Bind(9, r.spec.position_interval);
-  BindProgress(stmt, r.progress(), 10);
+  stmt.Bind(10, r.spec.alignment_group);
+  BindProgress(stmt, r.progress(), 11);
 }
 
 Result<PipelineRecord> ReadRecord(const Stmt& stmt, const std::string& path) {
@@ -167,24 +168,25 @@ Result<PipelineRecord> ReadRecord(const Stmt& stmt, const std::string& path) {
   r.spec.tolerable_failures = static_cast<int32_t>(stmt.ColumnInt(6));
   r.spec.retained = static_cast<int32_t>(stmt.ColumnInt(7));
   r.spec.position_interval = stmt.ColumnInt(8);
-  r.generation = stmt.ColumnInt(9);
-  auto sticky = StickyFromInt(stmt.ColumnInt(10));
+  r.spec.alignment_group = stmt.ColumnText(9);
+  r.generation = stmt.ColumnInt(10);
+  auto sticky = StickyFromInt(stmt.ColumnInt(11));
   if (!sticky) return Status::Internal("unknown sticky_state of " + where);
   r.sticky = *sticky;
-  r.counters.completed_count = stmt.ColumnInt(11);
-  r.counters.failed_count = stmt.ColumnInt(12);
-  r.counters.expired_count = stmt.ColumnInt(13);
-  r.counters.consecutive_failures = stmt.ColumnInt(14);
-  r.last_completed_id = stmt.ColumnInt(15);
-  auto kind = KindFromInt(stmt.ColumnInt(16));
+  r.counters.completed_count = stmt.ColumnInt(12);
+  r.counters.failed_count = stmt.ColumnInt(13);
+  r.counters.expired_count = stmt.ColumnInt(14);
+  r.counters.consecutive_failures = stmt.ColumnInt(15);
+  r.last_completed_id = stmt.ColumnInt(16);
+  auto kind = KindFromInt(stmt.ColumnInt(17));
   if (!kind) return Status::Internal("unknown last_completed_kind of " + where);
   r.last_completed_kind = *kind;
-  r.last_completed_at_ms = stmt.ColumnInt(17);
-  r.from_config = stmt.ColumnInt(18) != 0;
-  auto restore_from = RestoreFromFromJson(stmt.ColumnText(19));
+  r.last_completed_at_ms = stmt.ColumnInt(18);
+  r.from_config = stmt.ColumnInt(19) != 0;
+  auto restore_from = RestoreFromFromJson(stmt.ColumnText(20));
   if (!restore_from) return Status::Internal("unreadable restore_from of " + where);
   r.restore_from = std::move(*restore_from);
-  auto released = json::parse(stmt.ColumnText(20), nullptr, /*allow_exceptions=*/false);
+  auto released = json::parse(stmt.ColumnText(21), nullptr, /*allow_exceptions=*/false);
   if (!released.is_array()) return Status::Internal("unreadable released_ids of " + where);
   for (const auto& id : released) {
     if (!id.is_number_integer()) return Status::Internal("unreadable released_ids of " + where);

@@ -33,19 +33,19 @@ std::optional<std::vector<std::string>> TaskIdsFromJson(const std::string& text)
 bool TaskStatesFromJson(const std::string& text, std::map<std::string, TaskState>* states,
                         std::vector<TaskFigures>* figures);
 
-// The pipelines table's columns, in the order BindRecord binds (?1..?21) and ReadRecord reads
-// (0..20). Columns kFirstProgressColumn.. are the progress (PipelineProgress).
+// The pipelines table's columns, in the order BindRecord binds (?1..?22) and ReadRecord reads
+// (0..21). Columns kFirstProgressColumn.. are the progress (PipelineProgress).
 extern const char* const kRecordColumns[];
-constexpr int kRecordColumnCount = 21;
-constexpr int kFirstProgressColumn = 9;
+constexpr int kRecordColumnCount = 22;
+constexpr int kFirstProgressColumn = 10;
 
 // "<prefix>job_id, <prefix>pipeline_id, ..." over kRecordColumns.
 std::string JoinColumns(const std::string& prefix);
 // The progress columns as ?first..?first+11.
 void BindProgress(Stmt& stmt, const PipelineProgress& p, int first);
-// Binds ?1..?21 in kRecordColumns order.
+// Binds ?1..?22 in kRecordColumns order.
 void BindRecord(Stmt& stmt, const PipelineRecord& r, const std::string& task_ids_json);
-// Reads columns 0..20 in kRecordColumns order; INTERNAL names what is unreadable, and where
+// Reads columns 0..21 in kRecordColumns order; INTERNAL names what is unreadable, and where
 // (`path`).
 Result<PipelineRecord> ReadRecord(const Stmt& stmt, const std::string& path);
 

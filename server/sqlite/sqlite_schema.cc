@@ -15,7 +15,8 @@ namespace ckpt::sqlite {
 namespace {
 
 // Version 1; version 2 adds `meta` (kSchemaV2); version 3 the operator-set restore point
-// (kSchemaV3); version 4 the last release (kSchemaV4); version 5 positions (kSchemaV5). A new store
+// (kSchemaV3); version 4 the last release (kSchemaV4); version 5 positions (kSchemaV5); version 6
+// alignment groups (kSchemaV6). A new store
 // is created at the current version; an older file is migrated step by step (Migrate); an older
 // ckptd refuses a newer file instead of misreading it.
 constexpr const char* kSchemaV1 = R"sql(
@@ -87,8 +88,27 @@ ALTER TABLE pipelines ADD COLUMN position_interval INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE checkpoints ADD COLUMN position INTEGER NOT NULL DEFAULT 0;
 )sql";
 
+// Alignment groups (docs/ALIGNMENT.md): the groups with their progress, a pipeline's group, and
+// the group a checkpoint was a round of.
+constexpr const char* kSchemaV6 = R"sql(
+CREATE TABLE alignment_groups (
+  name                 TEXT    NOT NULL PRIMARY KEY,
+  interval_ms          INTEGER NOT NULL,
+  timeout_ms           INTEGER NOT NULL,
+  min_pause_ms         INTEGER NOT NULL,
+  position_interval    INTEGER NOT NULL,
+  from_config          INTEGER NOT NULL,
+  id_counter           INTEGER NOT NULL,
+  last_round_id        INTEGER NOT NULL,
+  last_position        INTEGER NOT NULL,
+  last_completed_at_ms INTEGER NOT NULL
+);
+ALTER TABLE pipelines ADD COLUMN alignment_group TEXT NOT NULL DEFAULT '';
+ALTER TABLE checkpoints ADD COLUMN alignment_group TEXT NOT NULL DEFAULT '';
+)sql";
+
 // What takes version N-1 to N, from 2 on: kUpgrades[N - 2].
-constexpr const char* kUpgrades[] = {kSchemaV2, kSchemaV3, kSchemaV4, kSchemaV5};
+constexpr const char* kUpgrades[] = {kSchemaV2, kSchemaV3, kSchemaV4, kSchemaV5, kSchemaV6};
 static_assert(std::size(kUpgrades) == kSchemaVersion - 1,
               "one upgrade per version after the first");
 

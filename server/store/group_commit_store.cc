@@ -220,4 +220,24 @@ Result<int64_t> GroupCommitStore::LoadIdCounter(const PipelineKey& key) {
   return CheckRead(backend_->LoadIdCounter(key));
 }
 
+Result<std::vector<StoredGroup>> GroupCommitStore::LoadGroups() {
+  return CheckRead(backend_->LoadGroups());
+}
+
+void GroupCommitStore::PutGroup(const AlignmentGroupSpec& spec, bool from_config, Done done) {
+  Enqueue(PutGroupOp{spec, from_config}, std::move(done));
+}
+
+void GroupCommitStore::DeleteGroup(const std::string& name, Done done) {
+  Enqueue(DeleteGroupOp{name}, std::move(done));
+}
+
+void GroupCommitStore::ReserveGroupIds(const std::string& name, int64_t new_counter, Done done) {
+  Enqueue(ReserveGroupIdsOp{name, new_counter}, std::move(done));
+}
+
+void GroupCommitStore::CommitGroupRound(const GroupRoundCommit& commit, Done done) {
+  Enqueue(CommitGroupRoundOp{commit}, std::move(done));
+}
+
 }  // namespace ckpt

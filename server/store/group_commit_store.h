@@ -78,6 +78,11 @@ class GroupCommitStore : public MetadataStore {
   Result<std::vector<CompletedCheckpoint>> ListCompleted(const PipelineKey& key, int limit,
                                                          int64_t before_id = 0) override;
   void Flush() override;
+  Result<std::vector<StoredGroup>> LoadGroups() override;
+  void PutGroup(const AlignmentGroupSpec& spec, bool from_config, Done done) override;
+  void DeleteGroup(const std::string& name, Done done) override;
+  void ReserveGroupIds(const std::string& name, int64_t new_counter, Done done) override;
+  void CommitGroupRound(const GroupRoundCommit& commit, Done done) override;
 
   // The backend's name, for messages.
   const std::string& path() const { return backend_->name(); }

@@ -9,6 +9,7 @@
 // strand.
 
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "common/status.h"
@@ -68,6 +69,16 @@ class MetadataStore {
 
   // Blocking. Returns once everything written before the call is durable (or failed).
   virtual void Flush() = 0;
+
+  // --- alignment groups (docs/ALIGNMENT.md); the ops of store/write_op.h say what each does ---
+  // Blocking. Every group with its progress, in name order. Call before serving.
+  virtual Result<std::vector<StoredGroup>> LoadGroups() = 0;
+  virtual void PutGroup(const AlignmentGroupSpec& spec, bool from_config, Done done) = 0;
+  virtual void DeleteGroup(const std::string& name, Done done) = 0;
+  virtual void ReserveGroupIds(const std::string& name, int64_t new_counter, Done done) = 0;
+  // One transaction for every member's checkpoint and the group's progress: after a crash every
+  // member has the round or none has.
+  virtual void CommitGroupRound(const GroupRoundCommit& commit, Done done) = 0;
 };
 
 }  // namespace ckpt

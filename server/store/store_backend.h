@@ -59,6 +59,7 @@ class StoreBackend {
   virtual Result<int64_t> LoadIdCounter(const PipelineKey& key) = 0;
   virtual Result<std::vector<CompletedCheckpoint>> ListCompleted(const PipelineKey& key, int limit,
                                                                  int64_t before_id) = 0;
+  virtual Result<std::vector<StoredGroup>> LoadGroups() = 0;
 };
 
 }  // namespace ckpt

@@ -46,7 +46,34 @@ struct DeleteCheckpointsOp {
   std::vector<int64_t> checkpoint_ids;
 };
 
+// Alignment groups (docs/ALIGNMENT.md). Creates the group, or replaces its spec and from_config
+// (its progress stays).
+struct PutGroupOp {
+  AlignmentGroupSpec spec;
+  bool from_config = false;
+};
+
+// Removes the group's spec and progress (a group of that name created later starts from zero:
+// its ids are raised above every member's anyway).
+struct DeleteGroupOp {
+  std::string name;
+};
+
+// Raises the group's id counter, never lowers it. NOT_FOUND when the group has no record.
+struct ReserveGroupIdsOp {
+  std::string name;
+  int64_t new_counter = 0;
+};
+
+// All or nothing: every member's checkpoint as CommitCheckpointOp writes it, and the group's
+// progress (its id counter the larger of the two). NOT_FOUND when the group or a member has no
+// record, ALREADY_EXISTS when a member holds the id already: then nothing is written.
+struct CommitGroupRoundOp {
+  GroupRoundCommit commit;
+};
+
 using WriteOp = std::variant<PutPipelineOp, PutProgressOp, ReserveIdsOp, CommitCheckpointOp,
-                             ProbeOp, DeletePipelineOp, DeleteCheckpointsOp>;
+                             ProbeOp, DeletePipelineOp, DeleteCheckpointsOp, PutGroupOp,
+                             DeleteGroupOp, ReserveGroupIdsOp, CommitGroupRoundOp>;
 
 }  // namespace ckpt

@@ -208,6 +208,54 @@ TEST_F(EtcdStoreTest, ACheckpointTooLargeForOneValueIsWrittenInChunksAndTrimmedW
   EXPECT_EQ(Ids(*listed), (std::vector<int64_t>{2}));
 }
 
+// A group round of three members, one of them too wide for a value: its chunks go first, then
+// one txn (the commit point) writes every member's checkpoint key and the group's; a new leader
+// loads every member at the round and the group's progress.
+TEST_F(EtcdStoreTest, AGroupRoundLandsEveryMembersCheckpointKeyInOneTxn) {
+  auto store = OpenFenced(prefix_);
+  std::vector<PipelineRecord> members = {MakeRecord("a", "p"), MakeRecord("b", "p"),
+                                         MakeRecord("c", "wide")};
+  AlignmentGroupSpec spec;
+  spec.name = "ledger";
+  ASSERT_TRUE(Await([&](auto done) { store->PutGroup(spec, false, done); }).ok());
+  GroupRoundCommit round;
+  round.group = "ledger";
+  round.progress_after = {7, 7, 700, 1700000000007};
+  for (PipelineRecord& r : members) {
+    ASSERT_TRUE(Await([&](auto done) { store->PutPipeline(r, done); }).ok());
+    CompletedCheckpoint cp =
+        r.spec.key.pipeline_id == "wide" ? WideCheckpoint(7) : MakeCheckpoint(7);
+    cp.alignment_group = "ledger";
+    cp.position = 700;
+    r.last_completed_id = 7;
+    round.members.push_back(CommitOf(r, cp));
+  }
+  const uint64_t txns_before = store->backend().txns_committed();
+  ASSERT_TRUE(Await([&](auto done) { store->CommitGroupRound(round, done); }).ok());
+  EXPECT_GE(Dump(*client_, prefix_ + "/chunks/").size(), 3u) << "the wide member's states";
+  std::set<int64_t> revisions;
+  for (const auto& kv : Dump(*client_, prefix_ + "/checkpoints/"))
+    revisions.insert(kv.mod_revision());
+  revisions.insert(Dump(*client_, prefix_ + "/groups/ledger").at(0).mod_revision());
+  EXPECT_EQ(revisions.size(), 1u) << "every member's key and the group's in one txn";
+  EXPECT_GE(store->backend().txns_committed() - txns_before, 2u) << "chunks first, then the round";
+
+  store.reset();
+  store = OpenFenced(prefix_);
+  auto loaded = store->LoadPipelines();
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  ASSERT_EQ(loaded->size(), 3u);
+  for (size_t m = 0; m < 3; ++m) {
+    EXPECT_EQ((*loaded)[m].record, members[m]);
+    ASSERT_TRUE((*loaded)[m].newest.has_value());
+    EXPECT_EQ(*(*loaded)[m].newest, round.members[m].checkpoint);
+  }
+  auto groups = store->LoadGroups();
+  ASSERT_TRUE(groups.ok());
+  ASSERT_EQ(groups->size(), 1u);
+  EXPECT_EQ((*groups)[0].progress, round.progress_after);
+}
+
 // A deleted checkpoint takes its chunks along; the newest one, whose value holds the pipeline's
 // progress and where its history starts, is never deleted. A new leader loads the newest's
 // states, chunks and all, as the restore point.

@@ -42,6 +42,19 @@ class ForwardingStore : public MetadataStore {
     return inner_->ListCompleted(key, limit, before_id);
   }
   void Flush() override { inner_->Flush(); }
+  Result<std::vector<StoredGroup>> LoadGroups() override { return inner_->LoadGroups(); }
+  void PutGroup(const AlignmentGroupSpec& spec, bool from_config, Done done) override {
+    inner_->PutGroup(spec, from_config, std::move(done));
+  }
+  void DeleteGroup(const std::string& name, Done done) override {
+    inner_->DeleteGroup(name, std::move(done));
+  }
+  void ReserveGroupIds(const std::string& name, int64_t new_counter, Done done) override {
+    inner_->ReserveGroupIds(name, new_counter, std::move(done));
+  }
+  void CommitGroupRound(const GroupRoundCommit& commit, Done done) override {
+    inner_->CommitGroupRound(commit, std::move(done));
+  }
 
  protected:
   MetadataStore& inner() { return *inner_; }

@@ -166,4 +166,33 @@ Result<std::vector<CompletedCheckpoint>> FaultInjectingStore::ListCompleted(cons
 
 void FaultInjectingStore::Flush() { inner_->Flush(); }
 
+void FaultInjectingStore::PutGroup(const AlignmentGroupSpec& spec, bool from_config, Done done) {
+  done = MaybeHeld(std::move(done));
+  if (auto failure = AllWritesFail()) return FailInOrder(std::move(*failure), std::move(done));
+  inner_->PutGroup(spec, from_config, std::move(done));
+}
+
+void FaultInjectingStore::DeleteGroup(const std::string& name, Done done) {
+  done = MaybeHeld(std::move(done));
+  if (auto failure = AllWritesFail()) return FailInOrder(std::move(*failure), std::move(done));
+  inner_->DeleteGroup(name, std::move(done));
+}
+
+void FaultInjectingStore::ReserveGroupIds(const std::string& name, int64_t new_counter, Done done) {
+  done = MaybeHeld(std::move(done));
+  if (auto failure = AllWritesFail()) return FailInOrder(std::move(*failure), std::move(done));
+  inner_->ReserveGroupIds(name, new_counter, std::move(done));
+}
+
+void FaultInjectingStore::CommitGroupRound(const GroupRoundCommit& commit, Done done) {
+  done = MaybeHeld(std::move(done));
+  if (auto failure = AllWritesFail()) return FailInOrder(std::move(*failure), std::move(done));
+  for (const CheckpointCommit& member : commit.members) {
+    if (auto failure = Take(commits_, member.key)) {
+      return FailInOrder(std::move(*failure), std::move(done));
+    }
+  }
+  inner_->CommitGroupRound(commit, std::move(done));
+}
+
 }  // namespace ckpt

@@ -61,6 +61,12 @@ class FaultInjectingStore final : public MetadataStore {
   Result<std::vector<CompletedCheckpoint>> ListCompleted(const PipelineKey& key, int limit,
                                                          int64_t before_id = 0) override;
   void Flush() override;
+  Result<std::vector<StoredGroup>> LoadGroups() override { return inner_->LoadGroups(); }
+  void PutGroup(const AlignmentGroupSpec& spec, bool from_config, Done done) override;
+  void DeleteGroup(const std::string& name, Done done) override;
+  void ReserveGroupIds(const std::string& name, int64_t new_counter, Done done) override;
+  // Fails as a commit of its first member that FailNextCommits names.
+  void CommitGroupRound(const GroupRoundCommit& commit, Done done) override;
 
  private:
   struct Plan {

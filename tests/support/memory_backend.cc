@@ -45,29 +45,35 @@ Status MemoryBackend::Apply(const WriteOp& op) {
           counters_[o.key] = std::max(counters_[o.key], o.new_counter);
           return Status::Ok();
         } else if constexpr (std::is_same_v<T, CommitCheckpointOp>) {
-          const CheckpointCommit& c = o.commit;
-          const int64_t id = c.checkpoint.checkpoint_id;
-          const std::string what = "checkpoint " + std::to_string(id) + " of " + c.key.ToString();
-          if (id <= 0) return Status::InvalidArgument(what + ": ids start at 1");
-          auto record = records_.find(c.key);
-          if (record == records_.end()) {
-            return Status::NotFound(what + ": the pipeline has no record (deleted?)");
+          if (Status s = CheckCommit(o.commit); !s.ok()) return s;
+          ApplyCommit(o.commit);
+          return Status::Ok();
+        } else if constexpr (std::is_same_v<T, PutGroupOp>) {
+          StoredGroup& group = groups_[o.spec.name];
+          group.spec = o.spec;
+          group.from_config = o.from_config;
+          return Status::Ok();
+        } else if constexpr (std::is_same_v<T, DeleteGroupOp>) {
+          groups_.erase(o.name);
+          return Status::Ok();
+        } else if constexpr (std::is_same_v<T, ReserveGroupIdsOp>) {
+          if (o.new_counter < 0) return Status::InvalidArgument("negative id counter");
+          auto group = groups_.find(o.name);
+          if (group == groups_.end()) return Status::NotFound("no group " + o.name);
+          group->second.progress.id_counter =
+              std::max(group->second.progress.id_counter, o.new_counter);
+          return Status::Ok();
+        } else if constexpr (std::is_same_v<T, CommitGroupRoundOp>) {
+          auto group = groups_.find(o.commit.group);
+          if (group == groups_.end()) return Status::NotFound("no group " + o.commit.group);
+          for (const CheckpointCommit& member : o.commit.members) {
+            if (Status s = CheckCommit(member); !s.ok()) return s;
           }
-          auto& history = history_[c.key];
-          if (history.count(id)) return Status::AlreadyExists(what + " is already stored");
-          static_cast<PipelineProgress&>(record->second) = c.progress_after;
-          history[id] = c.checkpoint;
-          counters_[c.key] = std::max(counters_[c.key], id);
-          // Plain checkpoints beyond `retained` (at least the new one stays); savepoints stay.
-          const size_t keep = static_cast<size_t>(std::max(c.retained, 1));
-          std::vector<int64_t> plain;  // newest first
-          for (auto it = history.rbegin(); it != history.rend(); ++it) {
-            if (it->second.kind == CheckpointKind::kCheckpoint) plain.push_back(it->first);
-          }
-          for (size_t i = keep; i < plain.size(); ++i) {
-            const bool spared = std::find(c.keep.begin(), c.keep.end(), plain[i]) != c.keep.end();
-            if (!spared) history.erase(plain[i]);
-          }
+          for (const CheckpointCommit& member : o.commit.members) ApplyCommit(member);
+          const int64_t counter =
+              std::max(group->second.progress.id_counter, o.commit.progress_after.id_counter);
+          group->second.progress = o.commit.progress_after;
+          group->second.progress.id_counter = counter;
           return Status::Ok();
         } else if constexpr (std::is_same_v<T, ProbeOp>) {
           probe_ms_ = o.now_ms;
@@ -85,6 +91,46 @@ Status MemoryBackend::Apply(const WriteOp& op) {
         }
       },
       op);
+}
+
+Status MemoryBackend::CheckCommit(const CheckpointCommit& c) const {
+  const int64_t id = c.checkpoint.checkpoint_id;
+  const std::string what = "checkpoint " + std::to_string(id) + " of " + c.key.ToString();
+  if (id <= 0) return Status::InvalidArgument(what + ": ids start at 1");
+  if (!records_.count(c.key)) {
+    return Status::NotFound(what + ": the pipeline has no record (deleted?)");
+  }
+  auto history = history_.find(c.key);
+  if (history != history_.end() && history->second.count(id)) {
+    return Status::AlreadyExists(what + " is already stored");
+  }
+  return Status::Ok();
+}
+
+void MemoryBackend::ApplyCommit(const CheckpointCommit& c) {
+  const int64_t id = c.checkpoint.checkpoint_id;
+  static_cast<PipelineProgress&>(records_.at(c.key)) = c.progress_after;
+  auto& history = history_[c.key];
+  history[id] = c.checkpoint;
+  counters_[c.key] = std::max(counters_[c.key], id);
+  // Plain checkpoints beyond `retained` (at least the new one stays); savepoints stay.
+  const size_t keep = static_cast<size_t>(std::max(c.retained, 1));
+  std::vector<int64_t> plain;  // newest first
+  for (auto it = history.rbegin(); it != history.rend(); ++it) {
+    if (it->second.kind == CheckpointKind::kCheckpoint) plain.push_back(it->first);
+  }
+  for (size_t i = keep; i < plain.size(); ++i) {
+    const bool spared = std::find(c.keep.begin(), c.keep.end(), plain[i]) != c.keep.end();
+    if (!spared) history.erase(plain[i]);
+  }
+}
+
+Result<std::vector<StoredGroup>> MemoryBackend::LoadGroups() {
+  std::lock_guard lock(mu_);
+  if (!read_failure_.ok()) return read_failure_;
+  std::vector<StoredGroup> out;
+  for (const auto& [name, group] : groups_) out.push_back(group);
+  return out;
 }
 
 Result<std::vector<StoredPipeline>> MemoryBackend::LoadPipelines() {

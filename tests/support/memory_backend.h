@@ -30,6 +30,7 @@ class MemoryBackend final : public StoreBackend {
   Result<int64_t> LoadIdCounter(const PipelineKey& key) override;
   Result<std::vector<CompletedCheckpoint>> ListCompleted(const PipelineKey& key, int limit,
                                                          int64_t before_id) override;
+  Result<std::vector<StoredGroup>> LoadGroups() override;
 
   // --- the test's controls; any thread ---
   // Batches from now on wait, before anything is applied, until ReleaseBatches.
@@ -50,6 +51,9 @@ class MemoryBackend final : public StoreBackend {
 
  private:
   Status Apply(const WriteOp& op);  // under mu_
+  // Under mu_: whether `c` could be committed now (CheckCommit), and committing it.
+  Status CheckCommit(const CheckpointCommit& c) const;
+  void ApplyCommit(const CheckpointCommit& c);
 
   const std::string name_ = "memory";
   mutable std::mutex mu_;
@@ -64,6 +68,7 @@ class MemoryBackend final : public StoreBackend {
   std::map<PipelineKey, int64_t> counters_;        // guarded by mu_
   std::map<PipelineKey, std::map<int64_t, CompletedCheckpoint>> history_;  // guarded by mu_
   int64_t probe_ms_ = 0;                                                   // guarded by mu_
+  std::map<std::string, StoredGroup> groups_;                              // guarded by mu_
 };
 
 }  // namespace ckpt

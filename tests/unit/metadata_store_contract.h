@@ -535,5 +535,132 @@ TEST_P(MetadataStoreContract, TheHistoryIsReadInPagesBelowAnId) {
   EXPECT_TRUE(page->empty());
 }
 
+AlignmentGroupSpec MakeGroupSpec(const std::string& name, int64_t interval_ms = 1000) {
+  AlignmentGroupSpec spec;
+  spec.name = name;
+  spec.interval_ms = interval_ms;
+  spec.timeout_ms = 5000;
+  spec.min_pause_ms = 10;
+  spec.position_interval = 100;
+  return spec;
+}
+
+// A group round of `id` for every record of `members`, each with its completion counted.
+GroupRoundCommit GroupRoundOf(const std::string& group, std::vector<PipelineRecord*> members,
+                              int64_t id) {
+  GroupRoundCommit round;
+  round.group = group;
+  round.progress_after = {id, id, id * 1000, 1700000000000 + id};
+  for (PipelineRecord* r : members) {
+    CompletedCheckpoint cp = MakeCheckpoint(id);
+    cp.alignment_group = group;
+    cp.position = id * 1000;
+    r->counters.completed_count += 1;
+    r->last_completed_id = id;
+    r->last_completed_at_ms = cp.finished_at_ms;
+    round.members.push_back(CommitOf(*r, cp));
+  }
+  return round;
+}
+
+TEST_P(MetadataStoreContract, GroupsRoundTripAndTheirCounterOnlyGrows) {
+  auto store = Open();
+  const AlignmentGroupSpec a = MakeGroupSpec("ledger");
+  const AlignmentGroupSpec b = MakeGroupSpec("blocks", 2000);
+  ASSERT_TRUE(Await([&](auto done) { store->PutGroup(a, false, done); }).ok());
+  ASSERT_TRUE(Await([&](auto done) { store->PutGroup(b, true, done); }).ok());
+  ASSERT_TRUE(Await([&](auto done) { store->ReserveGroupIds("ledger", 100, done); }).ok());
+  ASSERT_TRUE(Await([&](auto done) { store->ReserveGroupIds("ledger", 50, done); }).ok());
+  Status missing = Await([&](auto done) { store->ReserveGroupIds("nope", 10, done); });
+  EXPECT_EQ(missing.code(), StatusCode::kNotFound) << missing.ToString();
+  auto loaded = store->LoadGroups();
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  ASSERT_EQ(loaded->size(), 2u);
+  EXPECT_EQ((*loaded)[0], (StoredGroup{b, {}, true})) << "in name order";
+  EXPECT_EQ((*loaded)[1], (StoredGroup{a, {100, 0, 0, 0}, false})) << "never lowered";
+
+  // A put replaces the spec and keeps the progress; a delete removes the group.
+  AlignmentGroupSpec changed = a;
+  changed.interval_ms = 5000;
+  changed.position_interval = 0;
+  ASSERT_TRUE(Await([&](auto done) { store->PutGroup(changed, true, done); }).ok());
+  ASSERT_TRUE(Await([&](auto done) { store->DeleteGroup("blocks", done); }).ok());
+  ASSERT_TRUE(Await([&](auto done) { store->DeleteGroup("blocks", done); }).ok());
+  loaded = store->LoadGroups();
+  ASSERT_TRUE(loaded.ok());
+  ASSERT_EQ(loaded->size(), 1u);
+  EXPECT_EQ((*loaded)[0], (StoredGroup{changed, {100, 0, 0, 0}, true}));
+}
+
+TEST_P(MetadataStoreContract, AGroupRoundIsCommittedForEveryMemberOrForNone) {
+  auto store = Open();
+  PipelineRecord p = MakeRecord("j", "p");
+  PipelineRecord q = MakeRecord("k", "q");
+  p.spec.alignment_group = q.spec.alignment_group = "ledger";
+  ASSERT_TRUE(Await([&](auto done) { store->PutPipeline(p, done); }).ok());
+  ASSERT_TRUE(Await([&](auto done) { store->PutPipeline(q, done); }).ok());
+  ASSERT_TRUE(
+      Await([&](auto done) { store->PutGroup(MakeGroupSpec("ledger"), false, done); }).ok());
+  ASSERT_TRUE(Await([&](auto done) { store->ReserveGroupIds("ledger", 200, done); }).ok());
+
+  const GroupRoundCommit first = GroupRoundOf("ledger", {&p, &q}, 4);
+  Status s = Await([&](auto done) { store->CommitGroupRound(first, done); });
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  for (const CheckpointCommit& member : first.members) {
+    auto listed = store->ListCompleted(member.key, 0);
+    ASSERT_TRUE(listed.ok());
+    ASSERT_EQ(listed->size(), 1u) << member.key.ToString();
+    EXPECT_EQ((*listed)[0], member.checkpoint) << "with its group name and position";
+  }
+  auto groups = store->LoadGroups();
+  ASSERT_TRUE(groups.ok());
+  ASSERT_EQ(groups->size(), 1u);
+  EXPECT_EQ((*groups)[0].progress, (GroupProgress{200, 4, 4000, 1700000000004}))
+      << "the round's progress, the counter the larger of the two";
+
+  // q holds id 9 already: a round of 9 writes nothing for p either, nor the group's progress.
+  PipelineRecord q_alone = q;
+  ASSERT_TRUE(Await([&](auto done) {
+                store->CommitCheckpoint(CommitOf(q_alone, MakeCheckpoint(9)), done);
+              }).ok());
+  PipelineRecord p_before = p;
+  const GroupRoundCommit clash = GroupRoundOf("ledger", {&p, &q}, 9);
+  s = Await([&](auto done) { store->CommitGroupRound(clash, done); });
+  EXPECT_EQ(s.code(), StatusCode::kAlreadyExists) << s.ToString();
+  auto listed = store->ListCompleted(p.spec.key, 0);
+  ASSERT_TRUE(listed.ok());
+  EXPECT_EQ(Ids(*listed), (std::vector<int64_t>{4})) << "nothing of the round for p";
+  groups = store->LoadGroups();
+  ASSERT_TRUE(groups.ok());
+  EXPECT_EQ((*groups)[0].progress.last_round_id, 4);
+
+  // A member without a record, or a group without one: nothing written.
+  PipelineRecord ghost = MakeRecord("j", "ghost");
+  p = p_before;
+  const GroupRoundCommit with_ghost = GroupRoundOf("ledger", {&p, &ghost}, 10);
+  s = Await([&](auto done) { store->CommitGroupRound(with_ghost, done); });
+  EXPECT_EQ(s.code(), StatusCode::kNotFound) << s.ToString();
+  p = p_before;
+  const GroupRoundCommit no_group = GroupRoundOf("gone", {&p}, 11);
+  s = Await([&](auto done) { store->CommitGroupRound(no_group, done); });
+  EXPECT_EQ(s.code(), StatusCode::kNotFound) << s.ToString();
+  listed = store->ListCompleted(p.spec.key, 0);
+  ASSERT_TRUE(listed.ok());
+  EXPECT_EQ(Ids(*listed), (std::vector<int64_t>{4}));
+
+  // The load after a round: each member's progress and its newest checkpoint are the round's.
+  p = p_before;
+  const GroupRoundCommit next = GroupRoundOf("ledger", {&p, &q}, 12);
+  ASSERT_TRUE(Await([&](auto done) { store->CommitGroupRound(next, done); }).ok());
+  auto loaded = store->LoadPipelines();
+  ASSERT_TRUE(loaded.ok());
+  ASSERT_EQ(loaded->size(), 2u);
+  EXPECT_EQ((*loaded)[0].record, p);
+  EXPECT_EQ((*loaded)[1].record, q);
+  ASSERT_TRUE((*loaded)[0].newest.has_value());
+  EXPECT_EQ(*(*loaded)[0].newest, next.members[0].checkpoint);
+  EXPECT_EQ((*loaded)[1].id_counter, 12);
+}
+
 }  // namespace
 }  // namespace ckpt

@@ -126,12 +126,14 @@ TEST_F(StoreDataDirTest, ADatabaseOfAnotherStoreIsRefused) {
 
 TEST_F(StoreDataDirTest, AStoreOfTheFirstReleaseIsMigratedAndGivenAnId) {
   MakeStore();
-  // What the first release left: schema version 1 without `meta` and the columns of 3, 4 and 5,
+  // What the first release left: schema version 1 without `meta` and what 3 to 6 added,
   // no STORE_ID.
   Sql(db(),
       "ALTER TABLE pipelines DROP COLUMN restore_from; ALTER TABLE pipelines DROP COLUMN "
       "released_ids; ALTER TABLE pipelines DROP COLUMN position_interval; ALTER TABLE "
-      "checkpoints DROP COLUMN position; DROP TABLE meta; PRAGMA user_version = 1;");
+      "checkpoints DROP COLUMN position; ALTER TABLE pipelines DROP COLUMN alignment_group; "
+      "ALTER TABLE checkpoints DROP COLUMN alignment_group; DROP TABLE alignment_groups; "
+      "DROP TABLE meta; PRAGMA user_version = 1;");
   fs::remove(dir_ / "STORE_ID");
   auto store = SqliteStore::Open(dir_.string());
   ASSERT_TRUE(store.ok()) << store.status().ToString();
