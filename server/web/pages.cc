@@ -358,7 +358,11 @@ std::string RenderPipelinePage(const PipelinePageData& d, int refresh_s, int64_t
     if (!r.source_job_id().empty()) {
       from += " of " + E(r.source_job_id()) + "/" + E(r.source_pipeline_id());
     }
+    if (r.position() > 0) from += ", at position " + std::to_string(r.position());
     body += Fact("Restores from", from);
+  }
+  if (p.spec().position_interval() > 0) {
+    body += Fact("Position interval", std::to_string(p.spec().position_interval()));
   }
   body += "</dl>";
 
@@ -386,6 +390,7 @@ std::string RenderCheckpointPage(const PipelineKey& key, const v1::CheckpointInf
                std::to_string(c.acked_tasks()) + " of " + std::to_string(c.expected_tasks()));
   if (!c.failure_reason().empty()) body += Fact("Reason", E(c.failure_reason()));
   if (!c.location().empty()) body += Fact("Location", E(c.location()));
+  if (c.position() > 0) body += Fact("Position", std::to_string(c.position()));
   body += "</dl>";
   if (c.tasks_size() == 0) {
     body +=

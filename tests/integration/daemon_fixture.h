@@ -147,6 +147,14 @@ class DaemonTest : public ::testing::Test {
     return p.get_future().get();
   }
 
+  Explanation Explain(const std::string& pipeline) {
+    auto runner = daemon_->pipelines().registry().Find({"job", pipeline});
+    EXPECT_NE(runner, nullptr);
+    std::promise<Explanation> p;
+    runner->Inspect([&p](const PipelineCoordinator& c) { p.set_value(c.Explain()); });
+    return p.get_future().get();
+  }
+
   std::filesystem::path data_dir_;
   DaemonConfig config_;
   std::unique_ptr<Daemon> daemon_;

@@ -19,6 +19,7 @@ struct AckingWorker {
     sdk::PipelineHandlers handlers;
     handlers.on_trigger = [this, tasks](const sdk::Trigger& t) {
       last_trigger_kind = t.kind;
+      last_trigger_position = t.position;
       for (const auto& task : tasks) {
         worker->Ack(t.checkpoint_id, task,
                     {"mem://" + task + "/" + std::to_string(t.checkpoint_id), 1, ""});
@@ -48,6 +49,7 @@ struct AckingWorker {
   std::atomic<int64_t> last_complete{0};
   std::atomic<sdk::CheckpointKind> last_complete_kind{sdk::CheckpointKind::kUnspecified};
   std::atomic<sdk::CheckpointKind> last_trigger_kind{sdk::CheckpointKind::kUnspecified};
+  std::atomic<int64_t> last_trigger_position{0};
   std::atomic<sdk::PipelineState> last_state{sdk::PipelineState::kUnspecified};
   std::atomic<int> state_changes{0};
   std::atomic<int> savepoints_refused{0};
@@ -76,6 +78,35 @@ TEST_F(SdkTest, CheckpointsCompleteThroughTheSdk) {
     auto s = Describe("p");
     return s.state == PipelineState::kWaitingForTasks && s.sessions == 0;
   })) << "goodbye must deregister the tasks";
+}
+
+// Positions through the SDK: SetPosition's reports open the gate, the trigger names the position,
+// and an ack that names none is taken at the trigger's (CONTRACT.md, "Positions").
+TEST_F(SdkTest, PositionsSetThroughTheSdkOpenTheGateAndAcksCarryTheTriggersPosition) {
+  config_.heartbeat_interval_ms = 100;
+  PipelineSpec spec = TestSpec("p", {"0", "1"}, 50);
+  spec.position_interval = 10;
+  config_.pipelines = {spec};
+  StartDaemon();
+  sdk::WorkerRuntime runtime(Address());
+  AckingWorker w(runtime, "p", {"0", "1"});
+  ASSERT_TRUE(Eventually([&] { return w.worker->IsConnected(); }));
+  ASSERT_TRUE(Eventually([&] { return Explain("p").holdup == Holdup::kWaitingForPositions; }))
+      << "no position reported yet: no trigger";
+  EXPECT_EQ(w.completes.load(), 0);
+  w.worker->SetPosition("0", 25);
+  w.worker->SetPosition("1", 12);
+  ASSERT_TRUE(Eventually([&] { return w.completes.load() >= 1; }));
+  EXPECT_EQ(w.last_trigger_position.load(), 30) << "the multiple of 10 above 25";
+  auto history = daemon_->store().ListCompleted({"job", "p"}, 0);
+  ASSERT_TRUE(history.ok());
+  ASSERT_FALSE(history->empty());
+  EXPECT_EQ(history->front().position, 30) << "the acks took the trigger's position";
+  // The next round waits for both tasks to pass 40.
+  w.worker->SetPosition("0", 45);
+  w.worker->SetPosition("1", 41);
+  ASSERT_TRUE(Eventually([&] { return w.completes.load() >= 2; }));
+  EXPECT_EQ(w.last_trigger_position.load(), 50);
 }
 
 TEST_F(SdkTest, ReconnectsToARestartedDaemonByItself) {

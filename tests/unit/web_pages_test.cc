@@ -171,6 +171,9 @@ TEST(WebPages, ACheckpointPageListsTheSlowestTaskFirst) {
   EXPECT_LT(mid, fast);
   EXPECT_NE(html.find("s3://b/&lt;slow&gt;"), std::string::npos);
   EXPECT_NE(html.find(">4s</td>"), std::string::npos) << "ack after 4s";
+  EXPECT_EQ(html.find("Position"), std::string::npos) << "a round without a position";
+  c.set_position(4200);
+  EXPECT_NE(RenderCheckpointPage({"job", "p"}, c, 0, kNow).find("4200"), std::string::npos);
 }
 
 TEST(WebPages, TheJsonHasTheDocumentsThePagesShow) {
