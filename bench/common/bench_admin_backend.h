@@ -42,6 +42,7 @@ class BenchAdminBackend final : public AdminBackend {
   void ListCompleted(const PipelineKey& key, int limit, int64_t before_id, ListDone done) override {
     done(store_.ListCompleted(key, limit, before_id));
   }
+  AlignmentGroups& groups() override { return groups_; }
   DaemonMetrics& metrics() override { return metrics_; }
   Facts facts() const override { return Facts{}; }
 
@@ -50,6 +51,7 @@ class BenchAdminBackend final : public AdminBackend {
   std::map<PipelineKey, std::shared_ptr<PipelineRunner>> by_key_;
   MetadataStore& store_;
   DaemonMetrics& metrics_;
+  AlignmentGroups groups_{store_};
 };
 
 }  // namespace ckpt::bench

@@ -50,6 +50,7 @@ void AddStatusCommand(CLI::App& app, CommandContext& context);
 void AddPipelineCommands(CLI::App& app, CommandContext& context);
 void AddCheckpointCommands(CLI::App& app, CommandContext& context);
 void AddSavepointCommand(CLI::App& app, CommandContext& context);
+void AddGroupCommands(CLI::App& app, CommandContext& context);
 
 inline int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(

@@ -87,6 +87,7 @@ int main(int argc, char** argv) {
   AddStatusCommand(app, context);
   AddPipelineCommands(app, context);
   AddCheckpointCommands(app, context);
+  AddGroupCommands(app, context);
   AddSavepointCommand(app, context);
   AddGlobalFlagsNote(&app);
 

@@ -287,4 +287,54 @@ std::string SavepointResult(const v1::SavepointProgress& result) {
          FormatElapsed(result.elapsed_ms()) + "\n" + table.Render();
 }
 
+namespace {
+
+std::string Members(const v1::AlignmentGroup& g) {
+  if (g.members().empty()) return "none";
+  std::string text;
+  for (const v1::PipelineRef& m : g.members()) {
+    text += (text.empty() ? "" : ", ") + m.job_id() + "/" + m.pipeline_id();
+  }
+  return text;
+}
+
+std::string PositionInterval(int64_t position_interval) {
+  return position_interval > 0 ? std::to_string(position_interval) : "none (time alone)";
+}
+
+}  // namespace
+
+std::string AlignmentGroupDetail(const v1::AlignmentGroup& g, int64_t now_ms) {
+  const v1::AlignmentGroupSpec& spec = g.spec();
+  Table table;
+  table.AddRow({"Group:", spec.name()});
+  table.AddRow({"Members:", Members(g)});
+  table.AddRow({"Last round:", g.last_round_id() > 0
+                                   ? std::to_string(g.last_round_id()) + ", " +
+                                         FormatAgo(g.last_completed_at_ms(), now_ms)
+                                   : "none yet"});
+  if (g.last_position() > 0) {
+    table.AddRow({"Last aligned position:", std::to_string(g.last_position())});
+  }
+  table.AddRow({"Interval:", FormatDuration(spec.interval_ms())});
+  table.AddRow({"Timeout:", FormatDuration(spec.timeout_ms())});
+  table.AddRow({"Min pause:", FormatDuration(spec.min_pause_ms())});
+  table.AddRow({"Position interval:", PositionInterval(spec.position_interval())});
+  table.AddRow({"From config:", g.from_config() ? "yes" : "no"});
+  return table.Render();
+}
+
+std::string AlignmentGroupsView(const v1::ListAlignmentGroupsResponse& groups) {
+  if (groups.groups().empty()) return "No alignment groups.\n";
+  Table table({"GROUP", "MEMBERS", "INTERVAL", "TIMEOUT", "POSITION INTERVAL", "LAST ROUND"});
+  for (const v1::AlignmentGroup& g : groups.groups()) {
+    const v1::AlignmentGroupSpec& spec = g.spec();
+    table.AddRow({spec.name(), std::to_string(g.members_size()), FormatDuration(spec.interval_ms()),
+                  FormatDuration(spec.timeout_ms()),
+                  spec.position_interval() > 0 ? std::to_string(spec.position_interval()) : "-",
+                  g.last_round_id() > 0 ? std::to_string(g.last_round_id()) : "-"});
+  }
+  return table.Render();
+}
+
 }  // namespace ckpt::ctl

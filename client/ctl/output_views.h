@@ -56,4 +56,9 @@ std::string StandbyNote(const v1::DaemonStatus& status);
 // location (and a REASON column when any failed).
 std::string SavepointResult(const v1::SavepointProgress& result);
 
+// `group get`: the group's policy, members and last round.
+std::string AlignmentGroupDetail(const v1::AlignmentGroup& group, int64_t now_ms);
+// `group list`: a row per group.
+std::string AlignmentGroupsView(const v1::ListAlignmentGroupsResponse& groups);
+
 }  // namespace ckpt::ctl

@@ -17,20 +17,6 @@ std::string Trim(const std::string& text) {
   return text.substr(first, last - first + 1);
 }
 
-bool SetDuration(const char* flag, const std::optional<std::string>& text,
-                 void (v1::PipelineSpec::*setter)(int64_t), v1::PipelineSpec* spec,
-                 std::string* error) {
-  if (!text) return true;
-  std::string why;
-  const std::optional<int64_t> ms = cli::ParseDurationMs(*text, &why, kDurationOptions);
-  if (!ms) {
-    *error = std::string(flag) + ": " + why;
-    return false;
-  }
-  (spec->*setter)(*ms);
-  return true;
-}
-
 bool SetCount(const char* flag, const std::optional<int64_t>& value,
               void (v1::PipelineSpec::*setter)(int32_t), v1::PipelineSpec* spec,
               std::string* error) {
@@ -57,6 +43,14 @@ bool SetPositionInterval(const std::optional<int64_t>& value, v1::PipelineSpec* 
 }
 
 }  // namespace
+
+std::optional<int64_t> ParseDurationFlag(const char* flag, const std::string& text,
+                                         std::string* error) {
+  std::string why;
+  const std::optional<int64_t> ms = cli::ParseDurationMs(text, &why, kDurationOptions);
+  if (!ms) *error = std::string(flag) + ": " + why;
+  return ms;
+}
 
 std::optional<std::vector<std::string>> ParseTaskList(const std::string& text, std::string* error) {
   std::vector<std::string> ids;

@@ -34,6 +34,22 @@ enum class TasksRule {
   kOptional,  // update: at most one; none keeps the task set
 };
 
+// A duration flag's value ("10s") in milliseconds; nullopt with *error naming the flag.
+std::optional<int64_t> ParseDurationFlag(const char* flag, const std::string& text,
+                                         std::string* error);
+
+// Sets a duration field of a request when its flag was given. False with *error when the value
+// does not parse.
+template <typename Message>
+bool SetDuration(const char* flag, const std::optional<std::string>& text,
+                 void (Message::*setter)(int64_t), Message* message, std::string* error) {
+  if (!text) return true;
+  const std::optional<int64_t> ms = ParseDurationFlag(flag, *text, error);
+  if (!ms) return false;
+  (message->*setter)(*ms);
+  return true;
+}
+
 // "a,b,c" -> {"a","b","c"}; spaces around ids are dropped. Empty ids and duplicates are errors.
 std::optional<std::vector<std::string>> ParseTaskList(const std::string& text, std::string* error);
 

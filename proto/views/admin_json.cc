@@ -129,6 +129,25 @@ Json ExplanationJson(const v1::PipelineExplanation& e) {
   };
 }
 
+Json AlignmentGroupJson(const v1::AlignmentGroup& g) {
+  Json members = Json::array();
+  for (const v1::PipelineRef& m : g.members())
+    members.push_back(m.job_id() + "/" + m.pipeline_id());
+  const v1::AlignmentGroupSpec& spec = g.spec();
+  return {
+      {"name", spec.name()},
+      {"interval_ms", spec.interval_ms()},
+      {"timeout_ms", spec.timeout_ms()},
+      {"min_pause_ms", spec.min_pause_ms()},
+      {"position_interval", spec.position_interval()},
+      {"members", std::move(members)},
+      {"from_config", g.from_config()},
+      {"last_round_id", g.last_round_id()},
+      {"last_position", g.last_position()},
+      {"last_completed_at_ms", g.last_completed_at_ms()},
+  };
+}
+
 Json DaemonStatusJson(const v1::DaemonStatus& s) {
   return {
       {"version", s.version()},

@@ -28,6 +28,7 @@ class DaemonAdminBackend final : public AdminBackend {
   void DeletePipeline(std::shared_ptr<PipelineRunner> runner,
                       std::function<void(Status)> done) override;
   void ListCompleted(const PipelineKey& key, int limit, int64_t before_id, ListDone done) override;
+  AlignmentGroups& groups() override { return host_.groups(); }
   DaemonMetrics& metrics() override { return metrics_; }
   Facts facts() const override { return facts_(); }
 

@@ -82,6 +82,19 @@ Status CheckDuration(int64_t value, int64_t min, const char* name) {
 
 }  // namespace
 
+Status ValidateGroupSpec(const AlignmentGroupSpec& spec) {
+  if (auto s = ValidatePathId(spec.name, "name"); !s.ok()) return s;
+  if (auto s = CheckDuration(spec.interval_ms, kMinIntervalMs, "interval_ms"); !s.ok()) return s;
+  if (auto s = CheckDuration(spec.timeout_ms, 1, "timeout_ms"); !s.ok()) return s;
+  if (auto s = CheckDuration(spec.min_pause_ms, 0, "min_pause_ms"); !s.ok()) return s;
+  if (spec.position_interval < 0 || spec.position_interval > kMaxPosition) {
+    return Status::InvalidArgument(
+        "position_interval is " + std::to_string(spec.position_interval) +
+        ", must be between 0 (no positions) and " + std::to_string(kMaxPosition));
+  }
+  return Status::Ok();
+}
+
 Status ValidateSpec(const PipelineSpec& spec, bool stored) {
   auto check_path_id = stored ? ValidateIdShape : ValidatePathId;
   auto check_id = stored ? ValidateIdShape : ValidateId;

@@ -36,6 +36,9 @@ std::string TruncateReason(std::string text);
 // the rules it was created under (`stored`): ids without control characters and of bounded
 // length, but "/" and "." as the first release accepted them.
 Status ValidateSpec(const PipelineSpec& spec, bool stored = false);
+// An alignment group's: its name as a job id, its durations as a pipeline's, position_interval in
+// [0, kMaxPosition].
+Status ValidateGroupSpec(const AlignmentGroupSpec& spec);
 
 // Checkpoint ids, generations and counters stay below this: far beyond any real use (a checkpoint
 // a millisecond for a hundred million years), and far enough below INT64_MAX that adding an id

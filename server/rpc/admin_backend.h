@@ -15,6 +15,7 @@
 
 #include "common/status.h"
 #include "core/types.h"
+#include "runtime/alignment_groups.h"
 #include "runtime/daemon_metrics.h"
 #include "runtime/leadership.h"
 #include "runtime/pipeline_runner.h"
@@ -55,6 +56,8 @@ class AdminBackend {
   // The store's completed checkpoints of a pipeline, newest first (MetadataStore::ListCompleted).
   virtual void ListCompleted(const PipelineKey& key, int limit, int64_t before_id,
                              ListDone done) = 0;
+  // The alignment groups (PutAlignmentGroup and the rest).
+  virtual AlignmentGroups& groups() = 0;
   virtual DaemonMetrics& metrics() = 0;
   virtual Facts facts() const = 0;
 };

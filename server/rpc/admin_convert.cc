@@ -218,6 +218,35 @@ void ToProto(const PendingSummary& p, v1::CheckpointInfo* out) {
   out->set_position(p.position);
 }
 
+AlignmentGroupUpdate GroupUpdateFromProto(const v1::AlignmentGroupSpec& proto) {
+  AlignmentGroupUpdate update;
+  update.name = proto.name();
+  if (proto.has_interval_ms()) update.interval_ms = proto.interval_ms();
+  if (proto.has_timeout_ms()) update.timeout_ms = proto.timeout_ms();
+  if (proto.has_min_pause_ms()) update.min_pause_ms = proto.min_pause_ms();
+  if (proto.has_position_interval()) update.position_interval = proto.position_interval();
+  return update;
+}
+
+void ToProto(const AlignmentGroupView& view, v1::AlignmentGroup* out) {
+  const StoredGroup& g = view.group;
+  auto* spec = out->mutable_spec();
+  spec->set_name(g.spec.name);
+  spec->set_interval_ms(g.spec.interval_ms);
+  spec->set_timeout_ms(g.spec.timeout_ms);
+  spec->set_min_pause_ms(g.spec.min_pause_ms);
+  spec->set_position_interval(g.spec.position_interval);
+  for (const PipelineKey& key : view.members) {
+    auto* member = out->add_members();
+    member->set_job_id(key.job_id);
+    member->set_pipeline_id(key.pipeline_id);
+  }
+  out->set_from_config(g.from_config);
+  out->set_last_round_id(g.progress.last_round_id);
+  out->set_last_position(g.progress.last_position);
+  out->set_last_completed_at_ms(g.progress.last_completed_at_ms);
+}
+
 v1::SavepointStatus ToProto(SavepointPhase phase) {
   switch (phase) {
     case SavepointPhase::kQueued: return v1::SAVEPOINT_STATUS_QUEUED;

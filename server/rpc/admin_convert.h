@@ -6,6 +6,7 @@
 #include "ckpt/v1/admin.pb.h"
 #include "core/pipeline_coordinator.h"
 #include "core/types.h"
+#include "runtime/alignment_groups.h"
 #include "runtime/savepoint_observer.h"
 
 namespace ckpt {
@@ -28,5 +29,8 @@ void ToProto(const CheckpointDetail& detail, v1::CheckpointInfo* out);
 void AddTasks(const CompletedCheckpoint& checkpoint, v1::CheckpointInfo* out);
 void ToProto(const Explanation& e, const std::string& summary, v1::PipelineExplanation* out);
 v1::SavepointStatus ToProto(SavepointPhase phase);
+// PutAlignmentGroup's fields, unset ones left unset.
+AlignmentGroupUpdate GroupUpdateFromProto(const v1::AlignmentGroupSpec& proto);
+void ToProto(const AlignmentGroupView& view, v1::AlignmentGroup* out);
 
 }  // namespace ckpt

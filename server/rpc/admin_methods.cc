@@ -3,9 +3,9 @@
 namespace ckpt {
 
 Access AdminMethodAccess(std::string_view method) {
-  static constexpr std::string_view kReads[] = {"GetPipeline",     "ListPipelines",
-                                                "ListCheckpoints", "GetDaemonStatus",
-                                                "GetCheckpoint",   "ExplainPipeline"};
+  static constexpr std::string_view kReads[] = {
+      "GetPipeline",   "ListPipelines",   "ListCheckpoints",   "GetDaemonStatus",
+      "GetCheckpoint", "ExplainPipeline", "GetAlignmentGroup", "ListAlignmentGroups"};
   for (std::string_view read : kReads) {
     if (method == read) return Access::kRead;
   }

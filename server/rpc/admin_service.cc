@@ -322,6 +322,49 @@ grpc::ServerUnaryReactor* AdminServiceImpl::ExplainPipeline(grpc::CallbackServer
   return reactor;
 }
 
+grpc::ServerUnaryReactor* AdminServiceImpl::PutAlignmentGroup(grpc::CallbackServerContext* ctx,
+                                                              const v1::AlignmentGroupSpec* req,
+                                                              v1::AlignmentGroup* resp) {
+  if (Status s = Admit(*ctx, "PutAlignmentGroup"); !s.ok()) return Reply(ctx, s);
+  if (Status s = CheckIdLength(req->name(), "name", limits_); !s.ok()) return Reply(ctx, s);
+  auto* reactor = ctx->DefaultReactor();
+  backend_.groups().Put(GroupUpdateFromProto(*req), backend_.pipeline_defaults(),
+                        /*from_config=*/false, [reactor, resp](Result<AlignmentGroupView> view) {
+                          if (view.ok()) ToProto(*view, resp);
+                          reactor->Finish(ToGrpcStatus(view.status()));
+                        });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* AdminServiceImpl::GetAlignmentGroup(grpc::CallbackServerContext* ctx,
+                                                              const v1::AlignmentGroupRef* req,
+                                                              v1::AlignmentGroup* resp) {
+  if (Status s = Admit(*ctx, "GetAlignmentGroup"); !s.ok()) return Reply(ctx, s);
+  if (Status s = ValidateId(req->name(), "name"); !s.ok()) return Reply(ctx, s);
+  auto view = backend_.groups().Get(req->name());
+  if (!view) return Reply(ctx, Status::NotFound("no alignment group " + req->name()));
+  ToProto(*view, resp);
+  return Reply(ctx, Status::Ok());
+}
+
+grpc::ServerUnaryReactor* AdminServiceImpl::ListAlignmentGroups(
+    grpc::CallbackServerContext* ctx, const v1::ListAlignmentGroupsRequest* /*req*/,
+    v1::ListAlignmentGroupsResponse* resp) {
+  if (Status s = Admit(*ctx, "ListAlignmentGroups"); !s.ok()) return Reply(ctx, s);
+  for (const AlignmentGroupView& view : backend_.groups().List()) ToProto(view, resp->add_groups());
+  return Reply(ctx, Status::Ok());
+}
+
+grpc::ServerUnaryReactor* AdminServiceImpl::DeleteAlignmentGroup(
+    grpc::CallbackServerContext* ctx, const v1::AlignmentGroupRef* req,
+    v1::DeleteAlignmentGroupResponse* /*resp*/) {
+  if (Status s = Admit(*ctx, "DeleteAlignmentGroup"); !s.ok()) return Reply(ctx, s);
+  if (Status s = ValidateId(req->name(), "name"); !s.ok()) return Reply(ctx, s);
+  auto* reactor = ctx->DefaultReactor();
+  backend_.groups().Delete(req->name(), [reactor](Status s) { reactor->Finish(ToGrpcStatus(s)); });
+  return reactor;
+}
+
 grpc::ServerUnaryReactor* AdminServiceImpl::GetCheckpoint(grpc::CallbackServerContext* ctx,
                                                           const v1::GetCheckpointRequest* req,
                                                           v1::CheckpointInfo* resp) {

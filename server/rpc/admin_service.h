@@ -74,6 +74,18 @@ class AdminServiceImpl final : public v1::AdminService::CallbackService {
   grpc::ServerUnaryReactor* GetDaemonStatus(grpc::CallbackServerContext* ctx,
                                             const v1::GetDaemonStatusRequest* req,
                                             v1::DaemonStatus* resp) override;
+  grpc::ServerUnaryReactor* PutAlignmentGroup(grpc::CallbackServerContext* ctx,
+                                              const v1::AlignmentGroupSpec* req,
+                                              v1::AlignmentGroup* resp) override;
+  grpc::ServerUnaryReactor* GetAlignmentGroup(grpc::CallbackServerContext* ctx,
+                                              const v1::AlignmentGroupRef* req,
+                                              v1::AlignmentGroup* resp) override;
+  grpc::ServerUnaryReactor* ListAlignmentGroups(grpc::CallbackServerContext* ctx,
+                                                const v1::ListAlignmentGroupsRequest* req,
+                                                v1::ListAlignmentGroupsResponse* resp) override;
+  grpc::ServerUnaryReactor* DeleteAlignmentGroup(grpc::CallbackServerContext* ctx,
+                                                 const v1::AlignmentGroupRef* req,
+                                                 v1::DeleteAlignmentGroupResponse* resp) override;
 
  private:
   // The runner of an existing pipeline, or a NOT_FOUND / INVALID_ARGUMENT status.

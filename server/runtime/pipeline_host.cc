@@ -50,6 +50,7 @@ std::shared_ptr<PipelineRunner> PipelineHost::MakeRunner(const StoredPipeline& s
 
 Status PipelineHost::Load(const std::vector<PipelineSpec>& declared_specs,
                           const std::map<PipelineKey, CheckpointRef>& restore_from) {
+  if (Status s = groups_.Load(); !s.ok()) return s;
   auto loaded = store_.LoadPipelines();
   if (!loaded.ok()) return loaded.status();
   std::map<PipelineKey, StoredPipeline> stored;

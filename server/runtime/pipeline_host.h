@@ -24,6 +24,7 @@
 #include "core/clock.h"
 #include "core/limits.h"
 #include "core/restore_pins.h"
+#include "runtime/alignment_groups.h"
 #include "runtime/daemon_metrics.h"
 #include "runtime/io_shards.h"
 #include "runtime/registry.h"
@@ -120,6 +121,7 @@ class PipelineHost {
   void SetDefaults(const PipelineDefaults& defaults);
 
   Registry& registry() { return registry_; }
+  AlignmentGroups& groups() { return groups_; }
   const Registry& registry() const { return registry_; }
   bool store_writable() const { return store_health_.writable(); }
   // Reports a store write's outcome to the store's health (the create path's, and the daemon's).
@@ -154,6 +156,7 @@ class PipelineHost {
   const std::function<void(bool)> on_store_writable_;
   StoreHealth store_health_;  // its probe timer is on shards_.control()
   Registry registry_;
+  AlignmentGroups groups_{store_};  // loaded with the pipelines (Load)
   RestorePins pins_;  // the restore points operators set; every coordinator consults it
   std::atomic<bool> refusing_creates_{false};  // any thread; set once, by RefuseCreates
   // Keys whose Create is between its registry check and its registry Add (the store write in

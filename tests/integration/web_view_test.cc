@@ -205,8 +205,8 @@ TEST_F(WebViewTest, TheListNeedsNoPipelineLoop) {
 // a pipeline's page then waits on them as on a stuck store.
 class HeldReadsBackend final : public AdminBackend {
  public:
-  HeldReadsBackend(Registry& registry, DaemonMetrics& metrics)
-      : registry_(registry), metrics_(metrics) {}
+  HeldReadsBackend(Registry& registry, AlignmentGroups& groups, DaemonMetrics& metrics)
+      : registry_(registry), groups_(groups), metrics_(metrics) {}
   std::shared_ptr<PipelineRunner> FindPipeline(const PipelineKey& key) const override {
     return registry_.Find(key);
   }
@@ -222,6 +222,7 @@ class HeldReadsBackend final : public AdminBackend {
     std::lock_guard<std::mutex> lock(mu_);
     held_.push_back(std::move(done));
   }
+  AlignmentGroups& groups() override { return groups_; }
   DaemonMetrics& metrics() override { return metrics_; }
   Facts facts() const override { return {}; }
 
@@ -240,6 +241,7 @@ class HeldReadsBackend final : public AdminBackend {
 
  private:
   Registry& registry_;
+  AlignmentGroups& groups_;
   DaemonMetrics& metrics_;
   std::mutex mu_;
   std::vector<ListDone> held_;
@@ -248,7 +250,8 @@ class HeldReadsBackend final : public AdminBackend {
 TEST_F(WebViewTest, APageStuckOnTheStoreIsAnsweredAtItsDeadlineAndHoldsOneSlot) {
   config_.pipelines = {TestSpec("p", {"0"})};
   StartDaemon();
-  HeldReadsBackend backend(daemon_->pipelines().registry(), daemon_->metrics());
+  HeldReadsBackend backend(daemon_->pipelines().registry(), daemon_->pipelines().groups(),
+                           daemon_->metrics());
   boost::asio::io_context render;
   auto guard = boost::asio::make_work_guard(render);
   std::thread render_thread([&] { render.run(); });

@@ -1,0 +1,122 @@
+#include "runtime/alignment_groups.h"
+
+#include "core/spec_validation.h"
+
+namespace ckpt {
+
+Status AlignmentGroups::Load() {
+  auto loaded = store_.LoadGroups();
+  if (!loaded.ok()) return loaded.status();
+  MutexLock lock(mu_);
+  groups_.clear();
+  for (StoredGroup& group : *loaded) {
+    if (Status s = ValidateGroupSpec(group.spec); !s.ok()) {
+      return Status::DataLoss("alignment group \"" + group.spec.name +
+                              "\" in the store: " + s.message());
+    }
+    std::string name = group.spec.name;
+    groups_.emplace(std::move(name), std::move(group));
+  }
+  return Status::Ok();
+}
+
+void AlignmentGroups::Put(const AlignmentGroupUpdate& update, const PipelineDefaults& defaults,
+                          bool from_config, ViewDone done) {
+  StoredGroup next;
+  {
+    MutexLock lock(mu_);
+    auto it = groups_.find(update.name);
+    if (it != groups_.end()) {
+      if (it->second.from_config && !from_config) {
+        return done(Status::FailedPrecondition(
+            "alignment group " + update.name +
+            " is declared in the config file: change it there and reload"));
+      }
+      next = it->second;
+    } else {
+      next.spec.name = update.name;
+      next.spec.interval_ms = defaults.interval_ms;
+      next.spec.timeout_ms = defaults.timeout_ms;
+      next.spec.min_pause_ms = defaults.min_pause_ms;
+    }
+  }
+  if (update.interval_ms) next.spec.interval_ms = *update.interval_ms;
+  if (update.timeout_ms) next.spec.timeout_ms = *update.timeout_ms;
+  if (update.min_pause_ms) next.spec.min_pause_ms = *update.min_pause_ms;
+  if (update.position_interval) next.spec.position_interval = *update.position_interval;
+  next.from_config = from_config;
+  if (Status s = ValidateGroupSpec(next.spec); !s.ok()) return done(s);
+  store_.PutGroup(next.spec, from_config, [this, next, done = std::move(done)](Status s) {
+    if (!s.ok()) return done(s);
+    MutexLock lock(mu_);
+    StoredGroup& held = groups_[next.spec.name];
+    held.spec = next.spec;  // the progress the store keeps is the one held
+    held.from_config = next.from_config;
+    done(ViewOf(held));
+  });
+}
+
+std::optional<AlignmentGroupView> AlignmentGroups::Get(const std::string& name) const {
+  MutexLock lock(mu_);
+  auto it = groups_.find(name);
+  if (it == groups_.end()) return std::nullopt;
+  return ViewOf(it->second);
+}
+
+std::vector<AlignmentGroupView> AlignmentGroups::List() const {
+  MutexLock lock(mu_);
+  std::vector<AlignmentGroupView> views;
+  views.reserve(groups_.size());
+  for (const auto& [name, group] : groups_) views.push_back(ViewOf(group));
+  return views;
+}
+
+void AlignmentGroups::Delete(const std::string& name, Done done) {
+  {
+    MutexLock lock(mu_);
+    auto it = groups_.find(name);
+    if (it == groups_.end()) return done(Status::NotFound("no alignment group " + name));
+    if (it->second.from_config) {
+      return done(Status::FailedPrecondition("alignment group " + name +
+                                             " is declared in the config file: remove it there "
+                                             "and reload"));
+    }
+    if (auto members = members_.find(name); members != members_.end() && !members->second.empty()) {
+      const PipelineKey& first = *members->second.begin();
+      return done(Status::FailedPrecondition(
+          "alignment group " + name + " has " + std::to_string(members->second.size()) +
+          " member(s), " + first.ToString() + " the first: move them out of it first"));
+    }
+  }
+  store_.DeleteGroup(name, [this, name, done = std::move(done)](Status s) {
+    if (s.ok()) {
+      MutexLock lock(mu_);
+      groups_.erase(name);
+    }
+    done(s);
+  });
+}
+
+void AlignmentGroups::AddMember(const std::string& name, const PipelineKey& key) {
+  MutexLock lock(mu_);
+  members_[name].insert(key);
+}
+
+void AlignmentGroups::RemoveMember(const std::string& name, const PipelineKey& key) {
+  MutexLock lock(mu_);
+  auto it = members_.find(name);
+  if (it == members_.end()) return;
+  it->second.erase(key);
+  if (it->second.empty()) members_.erase(it);
+}
+
+AlignmentGroupView AlignmentGroups::ViewOf(const StoredGroup& group) const {
+  AlignmentGroupView view;
+  view.group = group;
+  if (auto it = members_.find(group.spec.name); it != members_.end()) {
+    view.members.assign(it->second.begin(), it->second.end());
+  }
+  return view;
+}
+
+}  // namespace ckpt

@@ -1,0 +1,73 @@
+#pragma once
+// AlignmentGroups: the daemon's alignment groups (CONTRACT.md, "Aligned checkpoints";
+// docs/ALIGNMENT.md) as the store holds them, and which pipelines are their members. The operator
+// API puts, reads and deletes them here; a change answers once the store made it durable.
+//
+// Threading: every method from any thread; the map is guarded by mu_. Load blocks (a store read)
+// and runs before serving. `done` runs on the store's writer thread and must not block.
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/mutex.h"
+#include "common/status.h"
+#include "core/types.h"
+#include "store/metadata_store.h"
+
+namespace ckpt {
+
+// A Put's fields: unset ones take `defaults` on create and keep their value on a change.
+struct AlignmentGroupUpdate {
+  std::string name;
+  std::optional<int64_t> interval_ms;
+  std::optional<int64_t> timeout_ms;
+  std::optional<int64_t> min_pause_ms;
+  std::optional<int64_t> position_interval;
+};
+
+// A group as the API shows it.
+struct AlignmentGroupView {
+  StoredGroup group;
+  std::vector<PipelineKey> members;  // in key order
+};
+
+class AlignmentGroups {
+ public:
+  using ViewDone = std::function<void(Result<AlignmentGroupView>)>;
+  using Done = std::function<void(Status)>;
+
+  // `store` must outlive this object.
+  explicit AlignmentGroups(MetadataStore& store) : store_(store) {}
+
+  // Blocking: reads every group from the store (replacing what is held). At start and takeover.
+  Status Load();
+
+  // Creates the group, or changes its policy. `from_config`: the config file declares it (only
+  // the file may change such a group: an API put of one is FAILED_PRECONDITION). INVALID_ARGUMENT
+  // names the field a bad value is in.
+  void Put(const AlignmentGroupUpdate& update, const PipelineDefaults& defaults, bool from_config,
+           ViewDone done);
+  std::optional<AlignmentGroupView> Get(const std::string& name) const;
+  std::vector<AlignmentGroupView> List() const;  // in name order
+  // FAILED_PRECONDITION while a pipeline names it or the config file declares it; NOT_FOUND when
+  // there is no such group.
+  void Delete(const std::string& name, Done done);
+
+  // A pipeline names the group (create, update, load), or no longer does.
+  void AddMember(const std::string& name, const PipelineKey& key);
+  void RemoveMember(const std::string& name, const PipelineKey& key);
+
+ private:
+  AlignmentGroupView ViewOf(const StoredGroup& group) const CKPT_REQUIRES(mu_);
+
+  MetadataStore& store_;
+  mutable Mutex mu_;
+  std::map<std::string, StoredGroup> groups_ CKPT_GUARDED_BY(mu_);
+  std::map<std::string, std::set<PipelineKey>> members_ CKPT_GUARDED_BY(mu_);
+};
+
+}  // namespace ckpt

@@ -1,0 +1,141 @@
+// The alignment-group calls of the AdminService against a real daemon: put with the daemon's
+// defaults and partial changes, get, list, delete, bad input, members holding a delete, and the
+// groups surviving a restart.
+#include <gtest/gtest.h>
+
+#include "ckpt/v1/admin.grpc.pb.h"
+#include "daemon_fixture.h"
+
+namespace ckpt::testing {
+namespace {
+
+class AlignmentGroupApiTest : public DaemonTest {
+ protected:
+  void StartAdmin() {
+    StartDaemon();
+    admin_ = v1::AdminService::NewStub(channel_);
+  }
+
+  grpc::Status Put(const v1::AlignmentGroupSpec& spec, v1::AlignmentGroup* out = nullptr) {
+    grpc::ClientContext ctx;
+    v1::AlignmentGroup reply;
+    auto s = admin_->PutAlignmentGroup(&ctx, spec, &reply);
+    if (out) *out = reply;
+    return s;
+  }
+
+  grpc::Status Get(const std::string& name, v1::AlignmentGroup* out) {
+    grpc::ClientContext ctx;
+    v1::AlignmentGroupRef ref;
+    ref.set_name(name);
+    return admin_->GetAlignmentGroup(&ctx, ref, out);
+  }
+
+  std::vector<std::string> Names() {
+    grpc::ClientContext ctx;
+    v1::ListAlignmentGroupsResponse reply;
+    EXPECT_TRUE(admin_->ListAlignmentGroups(&ctx, {}, &reply).ok());
+    std::vector<std::string> names;
+    for (const auto& g : reply.groups()) names.push_back(g.spec().name());
+    return names;
+  }
+
+  grpc::Status Delete(const std::string& name) {
+    grpc::ClientContext ctx;
+    v1::AlignmentGroupRef ref;
+    ref.set_name(name);
+    v1::DeleteAlignmentGroupResponse reply;
+    return admin_->DeleteAlignmentGroup(&ctx, ref, &reply);
+  }
+
+  static v1::AlignmentGroupSpec Spec(const std::string& name) {
+    v1::AlignmentGroupSpec spec;
+    spec.set_name(name);
+    return spec;
+  }
+
+  std::unique_ptr<v1::AdminService::Stub> admin_;
+};
+
+TEST_F(AlignmentGroupApiTest, APutTakesTheDefaultsThenChangesOnlyWhatItNames) {
+  config_.defaults.interval_ms = 7000;
+  StartAdmin();
+  v1::AlignmentGroup group;
+  ASSERT_TRUE(Put(Spec("ledger"), &group).ok());
+  EXPECT_EQ(group.spec().interval_ms(), 7000) << "the daemon's defaults";
+  EXPECT_EQ(group.spec().timeout_ms(), config_.defaults.timeout_ms);
+  EXPECT_EQ(group.spec().position_interval(), 0);
+  EXPECT_EQ(group.last_round_id(), 0);
+  EXPECT_TRUE(group.members().empty());
+
+  v1::AlignmentGroupSpec change = Spec("ledger");
+  change.set_position_interval(500);
+  ASSERT_TRUE(Put(change, &group).ok());
+  EXPECT_EQ(group.spec().position_interval(), 500);
+  EXPECT_EQ(group.spec().interval_ms(), 7000) << "left out: kept";
+
+  ASSERT_TRUE(Put(Spec("blocks")).ok());
+  EXPECT_EQ(Names(), (std::vector<std::string>{"blocks", "ledger"}));
+  v1::AlignmentGroup got;
+  ASSERT_TRUE(Get("ledger", &got).ok());
+  EXPECT_EQ(got.SerializeAsString(), group.SerializeAsString());
+}
+
+TEST_F(AlignmentGroupApiTest, BadInputIsRefusedWithTheFieldNamed) {
+  StartAdmin();
+  struct Case {
+    std::string name;
+    std::function<void(v1::AlignmentGroupSpec*)> change;
+    std::string field;
+  };
+  const std::vector<Case> cases = {
+      {"", nullptr, "name"},
+      {"a/b", nullptr, "name"},
+      {std::string(300, 'g'), nullptr, "name"},
+      {"g", [](auto* s) { s->set_interval_ms(5); }, "interval_ms"},
+      {"g", [](auto* s) { s->set_timeout_ms(0); }, "timeout_ms"},
+      {"g", [](auto* s) { s->set_min_pause_ms(-1); }, "min_pause_ms"},
+      {"g", [](auto* s) { s->set_position_interval(-3); }, "position_interval"},
+  };
+  for (const Case& c : cases) {
+    v1::AlignmentGroupSpec spec = Spec(c.name);
+    if (c.change) c.change(&spec);
+    const grpc::Status s = Put(spec);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << c.field;
+    EXPECT_NE(s.error_message().find(c.field), std::string::npos) << s.error_message();
+  }
+  EXPECT_TRUE(Names().empty()) << "nothing stored";
+  v1::AlignmentGroup got;
+  EXPECT_EQ(Get("nope", &got).error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(Delete("nope").error_code(), grpc::StatusCode::NOT_FOUND);
+}
+
+TEST_F(AlignmentGroupApiTest, AMemberHoldsADeleteAndGroupsOutliveARestart) {
+  StartAdmin();
+  v1::AlignmentGroupSpec spec = Spec("ledger");
+  spec.set_interval_ms(2500);
+  ASSERT_TRUE(Put(spec).ok());
+  ASSERT_TRUE(Put(Spec("blocks")).ok());
+
+  daemon_->pipelines().groups().AddMember("ledger", {"job", "p"});
+  v1::AlignmentGroup group;
+  ASSERT_TRUE(Get("ledger", &group).ok());
+  ASSERT_EQ(group.members_size(), 1);
+  EXPECT_EQ(group.members(0).pipeline_id(), "p");
+  const grpc::Status held = Delete("ledger");
+  EXPECT_EQ(held.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_NE(held.error_message().find("job/p"), std::string::npos) << held.error_message();
+  daemon_->pipelines().groups().RemoveMember("ledger", {"job", "p"});
+  ASSERT_TRUE(Delete("blocks").ok());
+
+  StopDaemon();
+  StartAdmin();
+  EXPECT_EQ(Names(), (std::vector<std::string>{"ledger"})) << "from the store";
+  ASSERT_TRUE(Get("ledger", &group).ok());
+  EXPECT_EQ(group.spec().interval_ms(), 2500);
+  ASSERT_TRUE(Delete("ledger").ok());
+  EXPECT_TRUE(Names().empty());
+}
+
+}  // namespace
+}  // namespace ckpt::testing
