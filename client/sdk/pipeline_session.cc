@@ -65,7 +65,8 @@ void PipelineSession::SetPosition(const std::string& task_id, int64_t position) 
   std::lock_guard<std::mutex> lock(positions_mu_);
   auto [it, inserted] = positions_.try_emplace(task_id, position);
   if (!inserted) {
-    if (position <= it->second) return;
+    const bool rewind = rewindable_.erase(task_id) > 0;
+    if (position == it->second || (position < it->second && !rewind)) return;
     it->second = position;
   }
   unsent_positions_[task_id] = position;
@@ -200,9 +201,12 @@ void PipelineSession::HandleMessage(uint64_t attempt_id, const v1::CoordinatorMe
         ArmHeartbeat();
       }
       {
-        // A new session: the daemon forgot what the last one reported.
+        // A new session: the daemon forgot what the last one reported. The engine may go back
+        // to the restore point's position (from on_welcome, before the next heartbeat).
         std::lock_guard<std::mutex> lock(positions_mu_);
         unsent_positions_ = positions_;
+        rewindable_.clear();
+        for (const auto& [task, position] : positions_) rewindable_.insert(task);
       }
       // A deposed leader's stream stays up (it ends when that daemon exits), but says nothing.
       if (current) InvokeHandler(handlers_.on_welcome, FromProto(message.welcome()));
@@ -361,7 +365,14 @@ void PipelineSession::ArmHeartbeat() {
         std::map<std::string, int64_t> positions;
         {
           std::lock_guard<std::mutex> lock(self->positions_mu_);
+          if (++self->heartbeats_since_full_ >= kFullPositionsEvery) {
+            // Now and then every position: a pipeline that took a position_interval since, or
+            // a report lost with a stream, is not left waiting for a task that stands still.
+            self->heartbeats_since_full_ = 0;
+            self->unsent_positions_ = self->positions_;
+          }
           positions.swap(self->unsent_positions_);
+          self->rewindable_.clear();
         }
         self->attempt_->Send(MakeHeartbeat(positions));
         self->ArmHeartbeat();

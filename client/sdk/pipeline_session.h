@@ -22,6 +22,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "ckpt/worker.h"
@@ -155,6 +156,11 @@ class PipelineSession final : public PipelineWorker,
   std::mutex positions_mu_;
   std::map<std::string, int64_t> positions_;         // guarded by positions_mu_
   std::map<std::string, int64_t> unsent_positions_;  // guarded by positions_mu_
+  // Tasks whose next SetPosition may go lower (since the last welcome, until the next
+  // heartbeat); heartbeats since every position was last sent.
+  std::set<std::string> rewindable_;  // guarded by positions_mu_
+  int heartbeats_since_full_ = 0;     // guarded by positions_mu_
+  static constexpr int kFullPositionsEvery = 10;
 
   // Held while a handler runs (on strand_), and briefly by Stop() off the runtime's threads.
   std::mutex handler_mu_;

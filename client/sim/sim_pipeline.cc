@@ -19,10 +19,11 @@ void SimCounters::RecordDisconnect(const std::string& pipeline_id,
 
 void SimCounters::RecordAligned(int64_t checkpoint_id, int64_t position) {
   std::lock_guard<std::mutex> lock(mu_);
+  ++aligned_rounds_;  // each pipeline completes an id once
   auto [it, inserted] = acked_spans_.try_emplace(checkpoint_id, position, position);
-  if (inserted) {
-    ++aligned_rounds_;
-    if (acked_spans_.size() > kTrackedRounds) acked_spans_.erase(acked_spans_.begin());
+  if (inserted && acked_spans_.size() > kTrackedRounds) {
+    acked_spans_.erase(acked_spans_.begin());
+    if (acked_spans_.find(checkpoint_id) == acked_spans_.end()) return;  // it was the oldest
   }
   it->second.first = std::min(it->second.first, position);
   it->second.second = std::max(it->second.second, position);

@@ -38,10 +38,11 @@ struct SimCounters {
   std::atomic<bool> not_found_reported{false};
   std::atomic<uint64_t> positions_passed{0};  // --positions: triggers declined as already passed
 
-  // --positions: a round `checkpoint_id` completed with its tasks snapshotted at `position`.
-  // Rounds of one id across pipelines (an alignment group's) should agree.
+  // --positions: a pipeline's round `checkpoint_id` completed with its tasks snapshotted at
+  // `position`. Rounds of one id across pipelines (an alignment group's) should agree.
   void RecordAligned(int64_t checkpoint_id, int64_t position);
-  // Distinct ids recorded, and the largest spread (max - min position) of any one id.
+  // Rounds recorded (per pipeline), and the largest spread (max - min position) of any one id
+  // over the pipelines that completed it.
   uint64_t aligned_rounds() const;
   int64_t position_spread_max() const;
 

@@ -28,9 +28,11 @@ struct SimSummary {
   uint64_t restores = 0;               // welcomes naming a restore point
   uint64_t releases = 0;               // checkpoint ids released to a stream
   uint64_t restore_files_missing = 0;  // --state-dir: handed back, but not there
-  // --positions: completed rounds (distinct ids) whose tasks snapshotted at a trigger's position,
-  // the largest spread of positions acked for one id (over every pipeline acking it: 0 when an
-  // alignment group's members agree), and triggers declined as already passed.
+  // --positions: completed rounds (counted per pipeline) whose tasks snapshotted at a trigger's
+  // position, the largest spread of positions acked for one id (over every pipeline completing
+  // it: 0 when an alignment group's members agree; ungrouped pipelines number their ids each on
+  // their own, so it means something only for one group or one pipeline), and triggers declined
+  // as already passed.
   uint64_t aligned_rounds = 0;
   int64_t position_spread_max = 0;
   uint64_t positions_passed = 0;

@@ -260,7 +260,7 @@ bool PipelineCoordinator::TryTrigger(CheckpointKind kind, const std::string& tar
     // Due includes the start hold: the delay is how late the trigger came, not how long the
     // pipeline waited for its tasks or its offset.
     if (auto due = NextPeriodicDue()) {
-      out.push_back(RecordTriggerDelay{Since(*due, now)});
+      out.push_back(RecordTriggerDelay{Since(PeriodicDueWithPositions(*due), now)});
     }
   }
   PendingRound round;

@@ -413,6 +413,9 @@ class PipelineCoordinator {
   int64_t BasePosition() const;
   // Whether the position gate lets a periodic trigger go (always, without a position_interval).
   bool PositionsOpen() const;
+  // When a periodic trigger due at `due` is due once the positions are counted too: not before
+  // the gate opened (for RecordTriggerDelay, which measures the scheduler, not the positions).
+  SteadyTime PeriodicDueWithPositions(SteadyTime due) const;
   // The position a round triggered now carries (0 without a position_interval); uses up the
   // one-interval step a passed position asked for.
   int64_t NextRoundPosition();
@@ -546,6 +549,8 @@ class PipelineCoordinator {
     PositionGate gate;
     bool step_next = false;  // the last round failed on a passed position: one interval more
     SteadyTime next_warn_at{};
+    // When the gate last opened: a periodic trigger held by positions is late only from then.
+    SteadyTime opened_at{};
   };
   std::unique_ptr<PositionTracking> positions_;
 

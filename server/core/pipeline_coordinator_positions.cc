@@ -22,6 +22,11 @@ void PipelineCoordinator::SyncPositionGate() {
   positions_->gate.SetThreshold(base > kMaxPosition - spec_.position_interval
                                     ? kMaxPosition
                                     : base + spec_.position_interval);
+  if (PositionsOpen()) positions_->opened_at = clock_.SteadyNow();
+}
+
+SteadyTime PipelineCoordinator::PeriodicDueWithPositions(SteadyTime due) const {
+  return positions_ ? std::max(due, positions_->opened_at) : due;
 }
 
 int64_t PipelineCoordinator::BasePosition() const {
@@ -74,6 +79,7 @@ Actions PipelineCoordinator::OnPositions(
     SessionId session, const std::vector<std::pair<std::string, int64_t>>& positions) {
   Actions out;
   if (!positions_ || deleted_) return out;
+  const bool was_open = PositionsOpen();
   bool changed = false;
   bool refused = false;
   for (const auto& [task, position] : positions) {
@@ -95,6 +101,7 @@ Actions PipelineCoordinator::OnPositions(
         std::to_string(kMaxPosition) + "]";
     if (AllowSessionWarning(session, &text)) out.push_back(Log{LogLevel::kWarn, std::move(text)});
   }
+  if (!was_open && PositionsOpen()) positions_->opened_at = clock_.SteadyNow();
   if (changed) Rearm(out);  // the gate may have opened
   return out;
 }

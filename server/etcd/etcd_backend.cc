@@ -12,6 +12,7 @@
 #include <variant>
 
 #include "core/spec_validation.h"
+#include "store/group_rules.h"
 
 namespace ckpt {
 
@@ -475,9 +476,8 @@ BatchResult EtcdBackend::ApplyBatch(const std::vector<WriteOp>& ops) {
           } else if constexpr (std::is_same_v<T, DeleteCheckpointsOp>) {
             return PlanDeleteCheckpoints(writer, i, o);
           } else if constexpr (std::is_same_v<T, PutGroupOp>) {
-            if (o.spec.name.empty() || o.spec.name.find('/') != std::string::npos) {
-              results[i] = Status::InvalidArgument("alignment group name \"" + o.spec.name +
-                                                   "\" is empty or holds '/'");
+            if (Status s = CheckGroupName(o.spec.name); !s.ok()) {
+              results[i] = std::move(s);
               return true;
             }
             StoredGroup& group = groups_[o.spec.name];
@@ -488,6 +488,10 @@ BatchResult EtcdBackend::ApplyBatch(const std::vector<WriteOp>& ops) {
             if (!groups_.erase(o.name)) return true;
             return writer.Add(i, {Delete(layout_.GroupKey(o.name))});
           } else if constexpr (std::is_same_v<T, ReserveGroupIdsOp>) {
+            if (Status s = CheckGroupCounter(o.name, o.new_counter); !s.ok()) {
+              results[i] = std::move(s);
+              return true;
+            }
             auto group = groups_.find(o.name);
             if (group == groups_.end()) {
               results[i] = Status::NotFound("alignment group " + o.name + " has no record");
@@ -693,31 +697,25 @@ bool EtcdBackend::PlanCommit(BatchWriter& writer, size_t i, const CheckpointComm
 bool EtcdBackend::PlanGroupRound(BatchWriter& writer, size_t i, const GroupRoundCommit& commit) {
   auto& results = writer.results();
   const std::string what = "group round of alignment group " + commit.group;
+  if (Status s = CheckGroupRound(commit); !s.ok()) {
+    results[i] = std::move(s);
+    return true;
+  }
   auto group = groups_.find(commit.group);
   if (group == groups_.end()) {
     results[i] = Status::NotFound(what + ": the group has no record (deleted?)");
     return true;
   }
-  if (commit.members.size() > static_cast<size_t>(kMaxGroupMembers)) {
-    results[i] = Status::InvalidArgument(what + ": " + std::to_string(commit.members.size()) +
-                                         " members, more than one etcd transaction holds (" +
-                                         std::to_string(kMaxGroupMembers) + ")");
-    return true;
-  }
-  std::set<PipelineKey> seen;
   for (const CheckpointCommit& member : commit.members) {
-    Status s = seen.insert(member.key).second
-                   ? CheckCommit(member)
-                   : Status::InvalidArgument("member " + member.key.ToString() + " twice");
-    if (!s.ok()) {
+    if (Status s = CheckCommit(member); !s.ok()) {
       results[i] = Status(s.code(), what + ": " + s.message());
       return true;
     }
   }
   // Each member's value small enough that all of them fit the one txn that commits the round;
   // what does not fit goes in chunks first, which count only once that txn lands.
-  const size_t value_budget =
-      std::min(kMaxValueBytes, (kMaxTxnBytes - 64 * 1024) / std::max<size_t>(seen.size(), 1));
+  const size_t members = std::max<size_t>(commit.members.size(), 1);
+  const size_t value_budget = std::min(kMaxValueBytes, (kMaxTxnBytes - kGroupTxnSlack) / members);
   std::vector<PreparedCommit> prepared;
   prepared.reserve(commit.members.size());
   for (const CheckpointCommit& member : commit.members) {
@@ -730,6 +728,20 @@ bool EtcdBackend::PlanGroupRound(BatchWriter& writer, size_t i, const GroupRound
       return true;
     }
     prepared.push_back(std::move(*one));
+  }
+  // The states fit the budget; the rest of each value (its progress, released ids, kept ids)
+  // does not count in it. A round whose values still do not fit one txn is refused, not sent:
+  // etcd would refuse it, and a refused txn stops the store.
+  size_t txn_bytes = 0;
+  for (const PreparedCommit& one : prepared) txn_bytes += one.value.size() + 1024;
+  if (txn_bytes > kMaxTxnBytes - kGroupTxnSlack / 2) {
+    for (size_t m = 0; m < prepared.size(); ++m) {
+      UndoPrepare(pipelines_.at(commit.members[m].key), commit.members[m]);
+    }
+    results[i] = Status::InvalidArgument(
+        what + ": its checkpoint values take " + std::to_string(txn_bytes) +
+        " bytes, more than one etcd transaction holds (" + std::to_string(kMaxTxnBytes) + ")");
+    return true;
   }
   for (size_t m = 0; m < prepared.size(); ++m) {
     const CheckpointCommit& member = commit.members[m];

@@ -80,9 +80,9 @@ class EtcdBackend final : public StoreBackend {
                                                          int64_t before_id) override;
   Result<std::vector<StoredGroup>> LoadGroups() override;
 
-  // The most members one group round may have: every member's checkpoint key and counter and
-  // the group's key go in one txn (kMaxTxnOps), which is the round's commit point.
-  static constexpr int kMaxGroupMembers = 50;
+  // Room a group round's txn keeps beside its members' values (their keys, the group's value,
+  // the fence and the request's framing).
+  static constexpr size_t kGroupTxnSlack = 64 * 1024;
 
   // Transactions sent and committed (metrics, tests, benchmarks).
   uint64_t txns_committed() const { return txns_committed_.load(std::memory_order_relaxed); }

@@ -14,6 +14,7 @@
 
 #include "core/spec_validation.h"
 #include "sqlite/sqlite_rows.h"
+#include "store/group_rules.h"
 
 namespace ckpt {
 
@@ -269,6 +270,7 @@ struct SqliteBackend::WriterConn {
     return Status::Ok();
   }
   Status PutGroup(const AlignmentGroupSpec& spec, bool from_config) {
+    if (Status s = CheckGroupName(spec.name); !s.ok()) return s;
     ResetGuard guard(upsert_group);
     upsert_group.Bind(1, spec.name);
     upsert_group.Bind(2, spec.interval_ms);
@@ -292,10 +294,7 @@ struct SqliteBackend::WriterConn {
   }
 
   Status ReserveGroupIds(const std::string& name, int64_t new_counter) {
-    if (new_counter < 0) {
-      return Status::InvalidArgument("id counter of alignment group " + name + " cannot be " +
-                                     std::to_string(new_counter));
-    }
+    if (Status s = CheckGroupCounter(name, new_counter); !s.ok()) return s;
     ResetGuard guard(raise_group_counter);
     raise_group_counter.Bind(1, name);
     raise_group_counter.Bind(2, new_counter);
@@ -310,6 +309,7 @@ struct SqliteBackend::WriterConn {
 
   // Runs inside the op's SAVEPOINT: a member that fails rolls back the members before it too.
   Status CommitGroupRound(const GroupRoundCommit& commit) {
+    if (Status s = CheckGroupRound(commit); !s.ok()) return s;
     for (const CheckpointCommit& member : commit.members) {
       if (Status s = CommitCheckpoint(member); !s.ok()) {
         return Status(s.code(), "group round of " + commit.group + ": " + s.message());

@@ -5,6 +5,8 @@
 #include <utility>
 #include <variant>
 
+#include "store/group_rules.h"
+
 namespace ckpt {
 
 BatchResult MemoryBackend::ApplyBatch(const std::vector<WriteOp>& ops) {
@@ -49,6 +51,7 @@ Status MemoryBackend::Apply(const WriteOp& op) {
           ApplyCommit(o.commit);
           return Status::Ok();
         } else if constexpr (std::is_same_v<T, PutGroupOp>) {
+          if (Status s = CheckGroupName(o.spec.name); !s.ok()) return s;
           StoredGroup& group = groups_[o.spec.name];
           group.spec = o.spec;
           group.from_config = o.from_config;
@@ -57,13 +60,14 @@ Status MemoryBackend::Apply(const WriteOp& op) {
           groups_.erase(o.name);
           return Status::Ok();
         } else if constexpr (std::is_same_v<T, ReserveGroupIdsOp>) {
-          if (o.new_counter < 0) return Status::InvalidArgument("negative id counter");
+          if (Status s = CheckGroupCounter(o.name, o.new_counter); !s.ok()) return s;
           auto group = groups_.find(o.name);
           if (group == groups_.end()) return Status::NotFound("no group " + o.name);
           group->second.progress.id_counter =
               std::max(group->second.progress.id_counter, o.new_counter);
           return Status::Ok();
         } else if constexpr (std::is_same_v<T, CommitGroupRoundOp>) {
+          if (Status s = CheckGroupRound(o.commit); !s.ok()) return s;
           auto group = groups_.find(o.commit.group);
           if (group == groups_.end()) return Status::NotFound("no group " + o.commit.group);
           for (const CheckpointCommit& member : o.commit.members) {

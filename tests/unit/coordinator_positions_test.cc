@@ -86,6 +86,17 @@ TEST(CoordinatorPositionsTest, NoPeriodicTriggerUntilEveryTaskReportedAnInterval
   EXPECT_EQ(h.triggers[0].position, 200) << "the smallest multiple of 100 above 130";
 }
 
+TEST(CoordinatorPositionsTest, ATriggerHeldByPositionsIsNotCountedAsLate) {
+  PositionHarness h;
+  h.RunFor(Millis(4000));  // due at once, held by the positions for 4 s
+  h.Report({{"a", 150}, {"b", 150}});
+  h.RunFor(Millis(0));
+  ASSERT_EQ(h.triggers.size(), 1u);
+  ASSERT_EQ(h.delays.size(), 1u);
+  EXPECT_LT(h.delays[0], std::chrono::milliseconds(1))
+      << "the trigger delay measures the scheduler, not the wait for positions";
+}
+
 TEST(CoordinatorPositionsTest, TheIntervalGateStillHoldsWhenPositionsRunAhead) {
   PositionHarness h;
   h.Report({{"a", 150}, {"b", 160}});
@@ -194,8 +205,7 @@ TEST(CoordinatorPositionsTest, TasksThatNeverReportAreNamedInAWarningOnceAMinute
   EXPECT_FALSE(h.LoggedContaining(LogLevel::kWarn, "never reported a position"));
   h.RunFor(Millis(2000));
   EXPECT_TRUE(h.LoggedContaining(LogLevel::kWarn, "1 of 2 tasks never reported a position"));
-  EXPECT_TRUE(h.LoggedContaining(LogLevel::kWarn, ": b;") ||
-              h.LoggedContaining(LogLevel::kWarn, ": b"));
+  EXPECT_TRUE(h.LoggedContaining(LogLevel::kWarn, ": b"));
   EXPECT_TRUE(h.triggers.empty());
   size_t warnings = 0;
   h.logs.clear();

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "store/group_commit_store.h"
+#include "store/group_rules.h"
 #include "store_test_util.h"
 #include "support/scoped_temp_dir.h"
 
@@ -660,6 +661,40 @@ TEST_P(MetadataStoreContract, AGroupRoundIsCommittedForEveryMemberOrForNone) {
   ASSERT_TRUE((*loaded)[0].newest.has_value());
   EXPECT_EQ(*(*loaded)[0].newest, next.members[0].checkpoint);
   EXPECT_EQ((*loaded)[1].id_counter, 12);
+}
+
+TEST_P(MetadataStoreContract, GroupWritesEveryBackendRefusesAlike) {
+  auto store = Open();
+  ASSERT_TRUE(
+      Await([&](auto done) { store->PutGroup(MakeGroupSpec("ledger"), false, done); }).ok());
+  Status s = Await([&](auto done) { store->PutGroup(MakeGroupSpec("a/b"), false, done); });
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
+  s = Await([&](auto done) { store->ReserveGroupIds("ledger", -1, done); });
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
+
+  PipelineRecord p = MakeRecord("j", "p");
+  ASSERT_TRUE(Await([&](auto done) { store->PutPipeline(p, done); }).ok());
+  GroupRoundCommit twice = GroupRoundOf("ledger", {&p}, 3);
+  twice.members.push_back(twice.members.front());
+  s = Await([&](auto done) { store->CommitGroupRound(twice, done); });
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
+
+  std::vector<PipelineRecord> many;
+  for (size_t m = 0; m <= kMaxGroupMembers; ++m) many.push_back(MakeRecord("j", std::to_string(m)));
+  std::vector<PipelineRecord*> members;
+  for (PipelineRecord& r : many) {
+    ASSERT_TRUE(Await([&](auto done) { store->PutPipeline(r, done); }).ok());
+    members.push_back(&r);
+  }
+  s = Await([&](auto done) { store->CommitGroupRound(GroupRoundOf("ledger", members, 4), done); });
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
+  auto listed = store->ListCompleted(p.spec.key, 0);
+  ASSERT_TRUE(listed.ok());
+  EXPECT_TRUE(listed->empty()) << "nothing written by any refused round";
+  auto groups = store->LoadGroups();
+  ASSERT_TRUE(groups.ok());
+  ASSERT_EQ(groups->size(), 1u);
+  EXPECT_EQ(groups->front().progress, GroupProgress{});
 }
 
 }  // namespace

@@ -276,7 +276,8 @@ class PipelineWorker {
 
   // The task's snapshot for this checkpoint is done; `figures` (optional) say how it went.
   // `position`: where the task snapshotted; left out, the trigger's position (the task snapshotted
-  // where it was asked to). An ack at another position than the trigger's declines the round.
+  // where it was asked to). An ack at another position than the trigger's declines the round, so
+  // an engine that may snapshot elsewhere should say where it did.
   virtual void Ack(int64_t checkpoint_id, std::string task_id, TaskStateInfo state,
                    AckFigures figures = {}, std::optional<int64_t> position = std::nullopt) = 0;
   // The task cannot take this checkpoint (expired: it gave up waiting locally); it fails at once.
@@ -284,10 +285,12 @@ class PipelineWorker {
   // round asks for one interval further.
   virtual void Decline(int64_t checkpoint_id, std::string task_id, std::string reason,
                        bool expired = false, int64_t position = 0) = 0;
-  // The highest position (>= 0) the task has committed: reported in the next heartbeat (only
-  // positions that changed since the last one; all of them again after a reconnect). A pipeline
-  // with a position_interval triggers only once every task reported one far enough. Cheap (a
-  // lock and a map entry); a position lower than one set before is ignored until a reconnect.
+  // The highest position (>= 0) the task has committed: reported in the next heartbeat (the
+  // positions that changed since the last one, and every one every tenth heartbeat and after a
+  // reconnect). A pipeline with a position_interval triggers only once every task reported one
+  // far enough. Cheap (a lock and a map entry). A position lower than the task's last is
+  // ignored, except the first one set after a welcome and before the next heartbeat: an engine
+  // that goes back to welcome.restore.position sets it from on_welcome.
   virtual void SetPosition(const std::string& task_id, int64_t position) = 0;
   // Asks the daemon for a savepoint of this pipeline.
   virtual void RequestSavepoint(std::string target, bool stop) = 0;
