@@ -69,6 +69,7 @@ Daemon::Daemon(DaemonConfig config, std::unique_ptr<MetadataStore> store)
   MutexLock lock(declared_mu_);
   declared_ = config_.pipelines;
   declared_restore_from_ = config_.pipeline_restore_from;
+  declared_groups_ = config_.alignment_groups;
 }
 
 Daemon::~Daemon() {
@@ -117,6 +118,7 @@ Status Daemon::Start() {
     if (auto s = host_->Load(config_.pipelines, config_.pipeline_restore_from); !s.ok()) {
       return s;
     }
+    host_->groups().ApplyDeclared(config_.alignment_groups, kReloadWait);
   }
 
   shards_.Start();
@@ -308,6 +310,7 @@ void Daemon::TakeOver(const std::string& leader_key, int64_t epoch) {
     spdlog::default_logger()->flush();
     std::_Exit(kExitUnknownOutcome);
   }
+  host_->groups().ApplyDeclared(declared_groups_, kReloadWait);
   // Loaded runners bumped their generations and reserve fresh id blocks before their first
   // trigger (restart semantics): from now on this daemon serves.
   leadership_.BecomeLeader(config_.advertise, epoch);
@@ -471,6 +474,7 @@ ReloadResult Daemon::Reload(const DaemonConfig& next) {
   MutexLock declared_lock(declared_mu_);
   declared_ = next.pipelines;
   declared_restore_from_ = next.pipeline_restore_from;
+  declared_groups_ = next.alignment_groups;
   if (!leadership_.serving()) {
     // A standby has no pipelines to change: the list is kept and loaded at takeover.
     ReloadResult kept;
@@ -480,6 +484,9 @@ ReloadResult Daemon::Reload(const DaemonConfig& next) {
         "key(s) need a restart",
         declared_.size(), kept.needs_restart.size());
     return kept;
+  }
+  if (int failed = host_->groups().ApplyDeclared(next.alignment_groups, kReloadWait); failed > 0) {
+    spdlog::error("reload: {} alignment group(s) of the config file not applied", failed);
   }
   ReloadResult result =
       host_->ApplyDeclared(next.pipelines, kReloadWait, next.pipeline_restore_from);

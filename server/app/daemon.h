@@ -129,6 +129,7 @@ class Daemon {
   Mutex declared_mu_;
   std::vector<PipelineSpec> declared_ CKPT_GUARDED_BY(declared_mu_);
   std::map<PipelineKey, CheckpointRef> declared_restore_from_ CKPT_GUARDED_BY(declared_mu_);
+  std::vector<AlignmentGroupSpec> declared_groups_ CKPT_GUARDED_BY(declared_mu_);
   Mutex takeover_mu_;
   std::thread takeover_thread_ CKPT_GUARDED_BY(takeover_mu_);
   bool shutting_down_ CKPT_GUARDED_BY(takeover_mu_) = false;

@@ -40,6 +40,7 @@ constexpr std::string_view kTopLevelKeys[] = {"listen",
                                               "log",
                                               "defaults",
                                               "pipelines",
+                                              "alignment_groups",
                                               "tls",
                                               "auth",
                                               "limits",
@@ -55,6 +56,8 @@ constexpr std::string_view kPipelineKeys[] = {"job_id",       "pipeline_id",    
                                               "parallelism",  "interval_ms",        "timeout_ms",
                                               "min_pause_ms", "tolerable_failures", "retained",
                                               "restore_from", "position_interval"};
+constexpr std::string_view kGroupKeys[] = {"name", "interval_ms", "timeout_ms", "min_pause_ms",
+                                           "position_interval"};
 // pipelines[].restore_from: the fields of CreatePipeline's restore_from.
 constexpr std::string_view kRestoreFromKeys[] = {"job_id", "pipeline_id", "checkpoint_id"};
 // spdlog's level names.
@@ -122,6 +125,7 @@ class ConfigReader {
                             std::string* out);
   MaybeYamlError ReadDefaults(const YamlField& field);
   MaybeYamlError ReadPipelines(const YamlField& field);
+  MaybeYamlError ReadAlignmentGroups(const YamlField& field);
   MaybeYamlError ReadPipeline(const YAML::Node& entry, const std::string& path, PipelineSpec* spec,
                               std::optional<CheckpointRef>* restore_from);
   MaybeYamlError CheckHeartbeat() const;
@@ -131,6 +135,7 @@ class ConfigReader {
   // Read after the walk, because pipelines inherit from `defaults` wherever it sits in the file.
   std::optional<YamlField> defaults_;
   std::optional<YamlField> pipelines_;
+  std::optional<YamlField> alignment_groups_;
   // Remembered to point at whichever the file set when the two disagree.
   std::optional<YamlField> lease_;
   std::optional<YamlField> heartbeat_;
@@ -148,6 +153,9 @@ MaybeYamlError ConfigReader::Read(const YAML::Node& root) {
   }
   if (pipelines_) {
     if (auto error = ReadPipelines(*pipelines_)) return error;
+  }
+  if (alignment_groups_) {
+    if (auto error = ReadAlignmentGroups(*alignment_groups_)) return error;
   }
   if (auto error = CheckHeartbeat()) return error;
   if (std::string why = CheckAdvertise(config_.store_backend, config_.advertise); !why.empty()) {
@@ -225,7 +233,11 @@ MaybeYamlError ConfigReader::ReadTopLevelField(const YamlField& field) {
       return ReadChoice(f, kLogLevels, &config_.log_level);
     });
   }
-  (name == "defaults" ? defaults_ : pipelines_) = field;
+  if (name == "alignment_groups") {
+    alignment_groups_ = field;
+  } else {
+    (name == "defaults" ? defaults_ : pipelines_) = field;
+  }
   return std::nullopt;
 }
 
@@ -301,6 +313,48 @@ MaybeYamlError ConfigReader::ReadPipelines(const YamlField& field) {
     return field.ValueError("pipelines: " + std::to_string(config_.pipelines.size()) +
                             " declared, more than " +
                             NameLimit("max_pipelines", config_.limits.max_pipelines));
+  }
+  return std::nullopt;
+}
+
+MaybeYamlError ConfigReader::ReadAlignmentGroups(const YamlField& field) {
+  const YAML::Node& list = field.value;
+  if (list.IsNull()) return std::nullopt;
+  if (!list.IsSequence()) {
+    return field.ValueError("alignment_groups: expected a list of groups, got " +
+                            DescribeNode(list));
+  }
+  std::map<std::string, std::string> declared;  // name -> path of its first entry
+  size_t index = 0;
+  for (auto it = list.begin(); it != list.end(); ++it, ++index) {
+    const YAML::Node entry = *it;
+    const std::string path = "alignment_groups[" + std::to_string(index) + "]";
+    if (!entry.IsMap()) return YamlError{entry.Mark(), path + ": expected a map of keys"};
+    AlignmentGroupSpec spec;
+    spec.interval_ms = config_.defaults.interval_ms;
+    spec.timeout_ms = config_.defaults.timeout_ms;
+    spec.min_pause_ms = config_.defaults.min_pause_ms;
+    bool has_name = false;
+    auto visit = [&](const YamlField& f) -> MaybeYamlError {
+      if (f.name == "name") {
+        has_name = true;
+        return ReadString(f, &spec.name);
+      }
+      if (f.name == "interval_ms") return ReadIntAs(f, &spec.interval_ms);
+      if (f.name == "timeout_ms") return ReadIntAs(f, &spec.timeout_ms);
+      if (f.name == "min_pause_ms") return ReadIntAs(f, &spec.min_pause_ms);
+      return ReadIntAs(f, &spec.position_interval);
+    };
+    if (auto error = ForEachField(entry, path, kGroupKeys, visit)) return error;
+    if (!has_name) return YamlError{entry.Mark(), path + ": missing required key 'name'"};
+    if (Status s = ValidateGroupSpec(spec); !s.ok()) {
+      return YamlError{entry.Mark(), path + ": " + s.message()};
+    }
+    if (auto [first, inserted] = declared.emplace(spec.name, path); !inserted) {
+      return YamlError{entry.Mark(), path + ": duplicate alignment group " + spec.name +
+                                         ", already declared in " + first->second};
+    }
+    config_.alignment_groups.push_back(std::move(spec));
   }
   return std::nullopt;
 }

@@ -65,6 +65,9 @@ struct DaemonConfig {
   // pipelines[].restore_from: where a declared pipeline restores from, applied only when it is
   // created (as CreatePipeline's restore_from); a later change to the file does nothing.
   std::map<PipelineKey, CheckpointRef> pipeline_restore_from;
+  // Alignment groups declared at start (and on SIGHUP); keys a group leaves out take `defaults`
+  // (position_interval: 0).
+  std::vector<AlignmentGroupSpec> alignment_groups;
   // Not a key: the file this was read from (LoadDaemonConfig), for messages; "" for defaults.
   std::string source_path;
 };

@@ -1,5 +1,9 @@
 #include "runtime/alignment_groups.h"
 
+#include <spdlog/spdlog.h>
+
+#include <future>
+
 #include "core/spec_validation.h"
 
 namespace ckpt {
@@ -18,6 +22,74 @@ Status AlignmentGroups::Load() {
     groups_.emplace(std::move(name), std::move(group));
   }
   return Status::Ok();
+}
+
+int AlignmentGroups::ApplyDeclared(const std::vector<AlignmentGroupSpec>& declared,
+                                   std::chrono::milliseconds wait) {
+  std::set<std::string> names;
+  std::vector<std::pair<std::string, std::future<Status>>> writes;
+  for (const AlignmentGroupSpec& spec : declared) {
+    names.insert(spec.name);
+    std::optional<StoredGroup> held;
+    {
+      MutexLock lock(mu_);
+      if (auto it = groups_.find(spec.name); it != groups_.end()) held = it->second;
+    }
+    if (held && !held->from_config) {
+      spdlog::warn(
+          "alignment group {} is declared in the config file but was created through the API: "
+          "left alone (delete it to let the file manage it)",
+          spec.name);
+      continue;
+    }
+    if (held && held->spec == spec) continue;
+    auto promise = std::make_shared<std::promise<Status>>();
+    writes.emplace_back(spec.name, promise->get_future());
+    Put(AlignmentGroupUpdate{spec.name, spec.interval_ms, spec.timeout_ms, spec.min_pause_ms,
+                             spec.position_interval},
+        PipelineDefaults{}, /*from_config=*/true,
+        [promise](Result<AlignmentGroupView> view) { promise->set_value(view.status()); });
+  }
+  std::vector<StoredGroup> undeclared;
+  {
+    MutexLock lock(mu_);
+    for (const auto& [name, group] : groups_) {
+      if (group.from_config && !names.count(name)) undeclared.push_back(group);
+    }
+  }
+  for (const StoredGroup& group : undeclared) {
+    spdlog::info(
+        "alignment group {} is no longer declared in the config file: managed through the API "
+        "from now on",
+        group.spec.name);
+    auto promise = std::make_shared<std::promise<Status>>();
+    writes.emplace_back(group.spec.name, promise->get_future());
+    store_.PutGroup(group.spec, /*from_config=*/false,
+                    [this, name = group.spec.name, promise](Status s) {
+                      if (s.ok()) {
+                        MutexLock lock(mu_);
+                        if (auto it = groups_.find(name); it != groups_.end()) {
+                          it->second.from_config = false;
+                        }
+                      }
+                      promise->set_value(s);
+                    });
+  }
+  int failed = 0;
+  const auto deadline = std::chrono::steady_clock::now() + wait;
+  for (auto& [name, future] : writes) {
+    if (future.wait_until(deadline) != std::future_status::ready) {
+      spdlog::error("alignment group {} from the config file: the store did not answer in {} ms",
+                    name, wait.count());
+      ++failed;
+      continue;
+    }
+    if (Status s = future.get(); !s.ok()) {
+      spdlog::error("alignment group {} from the config file: {}", name, s.ToString());
+      ++failed;
+    }
+  }
+  return failed;
 }
 
 void AlignmentGroups::Put(const AlignmentGroupUpdate& update, const PipelineDefaults& defaults,

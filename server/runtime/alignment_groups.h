@@ -6,6 +6,7 @@
 // Threading: every method from any thread; the map is guarded by mu_. Load blocks (a store read)
 // and runs before serving. `done` runs on the store's writer thread and must not block.
 
+#include <chrono>
 #include <functional>
 #include <map>
 #include <optional>
@@ -45,6 +46,13 @@ class AlignmentGroups {
 
   // Blocking: reads every group from the store (replacing what is held). At start and takeover.
   Status Load();
+
+  // Blocking (waits up to `wait` for the store): the groups the config file declares are
+  // created, or changed to match it; a group created through the API is left alone (logged);
+  // a group no longer declared is managed through the API from now on. Returns how many failed
+  // (each logged). At start, takeover and reload, never on a strand.
+  int ApplyDeclared(const std::vector<AlignmentGroupSpec>& declared,
+                    std::chrono::milliseconds wait);
 
   // Creates the group, or changes its policy. `from_config`: the config file declares it (only
   // the file may change such a group: an API put of one is FAILED_PRECONDITION). INVALID_ARGUMENT

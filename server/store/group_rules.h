@@ -34,8 +34,8 @@ inline Status CheckGroupRound(const GroupRoundCommit& commit) {
   if (Status s = CheckGroupName(commit.group); !s.ok()) return s;
   if (commit.members.size() > kMaxGroupMembers) {
     return Status::InvalidArgument("group round of " + commit.group + ": " +
-                                   std::to_string(commit.members.size()) +
-                                   " members, more than " + std::to_string(kMaxGroupMembers));
+                                   std::to_string(commit.members.size()) + " members, more than " +
+                                   std::to_string(kMaxGroupMembers));
   }
   std::set<PipelineKey> seen;
   for (const CheckpointCommit& member : commit.members) {

@@ -137,5 +137,33 @@ TEST_F(AlignmentGroupApiTest, AMemberHoldsADeleteAndGroupsOutliveARestart) {
   EXPECT_TRUE(Names().empty());
 }
 
+TEST_F(AlignmentGroupApiTest, AGroupOfTheConfigFileIsChangedByTheFileAlone) {
+  AlignmentGroupSpec declared;
+  declared.name = "ledger";
+  declared.interval_ms = 3000;
+  declared.position_interval = 50;
+  config_.alignment_groups = {declared};
+  StartAdmin();
+  v1::AlignmentGroup group;
+  ASSERT_TRUE(Get("ledger", &group).ok());
+  EXPECT_TRUE(group.from_config());
+  EXPECT_EQ(group.spec().interval_ms(), 3000);
+  EXPECT_EQ(group.spec().position_interval(), 50);
+  EXPECT_EQ(Put(Spec("ledger")).error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_EQ(Delete("ledger").error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+
+  // A reload changes it; one that no longer declares it hands it to the API.
+  DaemonConfig next = config_;
+  next.alignment_groups[0].interval_ms = 4000;
+  daemon_->Reload(next);
+  ASSERT_TRUE(Get("ledger", &group).ok());
+  EXPECT_EQ(group.spec().interval_ms(), 4000);
+  next.alignment_groups.clear();
+  daemon_->Reload(next);
+  ASSERT_TRUE(Get("ledger", &group).ok());
+  EXPECT_FALSE(group.from_config());
+  EXPECT_TRUE(Delete("ledger").ok());
+}
+
 }  // namespace
 }  // namespace ckpt::testing

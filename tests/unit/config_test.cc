@@ -262,6 +262,16 @@ const BrokenCase kBrokenCases[] = {
      "  - {job_id: j, pipeline_id: p, parallelism: 1,\n"
      "     restore_from: {job_id: j, pipeline_id: p}}\n",
      "2:5", "restore_from: names the pipeline itself"},
+    {"group without a name", "alignment_groups:\n  - {interval_ms: 100}\n", "2:5",
+     "alignment_groups[0]: missing required key 'name'"},
+    {"group interval too short", "alignment_groups:\n  - {name: g, interval_ms: 5}\n", "2:5",
+     "interval_ms is 5"},
+    {"group name with a slash", "alignment_groups:\n  - {name: a/b}\n", "2:5", "name contains /"},
+    {"duplicate group", "alignment_groups:\n  - {name: g}\n  - {name: g}\n", "3:5",
+     "duplicate alignment group g"},
+    {"typo in a group key", "alignment_groups:\n  - {name: g, intervl_ms: 100}\n", "2:15",
+     "did you mean 'interval_ms'"},
+    {"groups as a map", "alignment_groups: {name: g}\n", "1:19", "expected a list of groups"},
 };
 
 class ConfigBroken : public ::testing::TestWithParam<BrokenCase> {};
@@ -457,6 +467,27 @@ TEST(ConfigParse, PipelinesInheritDefaultsAndOverrideThem) {
   EXPECT_EQ(enrich.tolerable_failures, 2);
   EXPECT_EQ(enrich.retained, 20);
   EXPECT_EQ(config.defaults.interval_ms, 2000);
+}
+
+TEST(ConfigParse, AlignmentGroupsInheritTheDefaultsTheyLeaveOut) {
+  auto config = ParseDaemonConfig(
+      "defaults: {interval_ms: 7000, min_pause_ms: 50}\n"
+      "alignment_groups:\n"
+      "  - {name: ledger, position_interval: 100}\n"
+      "  - {name: blocks, interval_ms: 2000, timeout_ms: 9000}\n",
+      "test.yaml");
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  ASSERT_EQ(config->alignment_groups.size(), 2u);
+  const AlignmentGroupSpec& ledger = config->alignment_groups[0];
+  EXPECT_EQ(ledger.name, "ledger");
+  EXPECT_EQ(ledger.interval_ms, 7000);
+  EXPECT_EQ(ledger.min_pause_ms, 50);
+  EXPECT_EQ(ledger.timeout_ms, PipelineDefaults{}.timeout_ms);
+  EXPECT_EQ(ledger.position_interval, 100);
+  const AlignmentGroupSpec& blocks = config->alignment_groups[1];
+  EXPECT_EQ(blocks.interval_ms, 2000);
+  EXPECT_EQ(blocks.timeout_ms, 9000);
+  EXPECT_EQ(blocks.position_interval, 0);
 }
 
 TEST(ConfigParse, ParallelismNamesTasksFromZero) {
