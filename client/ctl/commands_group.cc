@@ -96,8 +96,8 @@ CommandResult RunDelete(const GlobalOptions& global, const GroupFlags& flags) {
   const std::string error =
       connection.Call(&v1::AdminService::Stub::DeleteAlignmentGroup, ref, &response);
   if (!error.empty()) return CommandResult::Failed(error);
-  std::fputs(global.json() ? Dump(Json{{"deleted", flags.name}}).c_str()
-                           : ("deleted alignment group " + flags.name + "\n").c_str(),
+  std::fputs(global.json() ? Dump(Json{{"name", flags.name}, {"deleted", true}}).c_str()
+                           : ("Deleted alignment group " + flags.name + ".\n").c_str(),
              stdout);
   return CommandResult::Ok();
 }

@@ -200,11 +200,13 @@ void PipelineSession::HandleMessage(uint64_t attempt_id, const v1::CoordinatorMe
         connected_.store(true, std::memory_order_relaxed);
         ArmHeartbeat();
       }
-      {
-        // A new session: the daemon forgot what the last one reported. The engine may go back
-        // to the restore point's position (from on_welcome, before the next heartbeat).
+      if (current) {
+        // A new session: the daemon forgot what the last one reported, and the engine may go
+        // back to the restore point's position. Until a task's next SetPosition, what it had
+        // reported is not sent again: a position from before a restore would ask the next
+        // rounds for a position the task is far from.
         std::lock_guard<std::mutex> lock(positions_mu_);
-        unsent_positions_ = positions_;
+        unsent_positions_.clear();
         rewindable_.clear();
         for (const auto& [task, position] : positions_) rewindable_.insert(task);
       }
@@ -366,13 +368,14 @@ void PipelineSession::ArmHeartbeat() {
         {
           std::lock_guard<std::mutex> lock(self->positions_mu_);
           if (++self->heartbeats_since_full_ >= kFullPositionsEvery) {
-            // Now and then every position: a pipeline that took a position_interval since, or
-            // a report lost with a stream, is not left waiting for a task that stands still.
+            // Now and then every position set since the welcome: a pipeline that took a
+            // position_interval since is not left waiting for a task that stands still.
             self->heartbeats_since_full_ = 0;
-            self->unsent_positions_ = self->positions_;
+            for (const auto& [task, position] : self->positions_) {
+              if (!self->rewindable_.count(task)) self->unsent_positions_[task] = position;
+            }
           }
           positions.swap(self->unsent_positions_);
-          self->rewindable_.clear();
         }
         self->attempt_->Send(MakeHeartbeat(positions));
         self->ArmHeartbeat();

@@ -156,8 +156,8 @@ class PipelineSession final : public PipelineWorker,
   std::mutex positions_mu_;
   std::map<std::string, int64_t> positions_;         // guarded by positions_mu_
   std::map<std::string, int64_t> unsent_positions_;  // guarded by positions_mu_
-  // Tasks whose next SetPosition may go lower (since the last welcome, until the next
-  // heartbeat); heartbeats since every position was last sent.
+  // Tasks whose next SetPosition may go lower (set at each welcome, until that call); their old
+  // positions are not sent again. Heartbeats since every position was last sent.
   std::set<std::string> rewindable_;  // guarded by positions_mu_
   int heartbeats_since_full_ = 0;     // guarded by positions_mu_
   static constexpr int kFullPositionsEvery = 10;

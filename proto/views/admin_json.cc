@@ -131,8 +131,9 @@ Json ExplanationJson(const v1::PipelineExplanation& e) {
 
 Json AlignmentGroupJson(const v1::AlignmentGroup& g) {
   Json members = Json::array();
-  for (const v1::PipelineRef& m : g.members())
-    members.push_back(m.job_id() + "/" + m.pipeline_id());
+  for (const v1::PipelineRef& m : g.members()) {
+    members.push_back({{"job_id", m.job_id()}, {"pipeline_id", m.pipeline_id()}});
+  }
   const v1::AlignmentGroupSpec& spec = g.spec();
   return {
       {"name", spec.name()},

@@ -23,7 +23,8 @@ Json ExplanationJson(const v1::PipelineExplanation& explanation);
 // Every DaemonStatus field under its proto name; `role` lowercase (single, leader, standby).
 Json DaemonStatusJson(const v1::DaemonStatus& status);
 // An alignment group: name, interval_ms, timeout_ms, min_pause_ms, position_interval, members
-// (["job/pipeline", ...]), from_config, last_round_id, last_position, last_completed_at_ms.
+// ([{job_id, pipeline_id}, ...]), from_config, last_round_id, last_position,
+// last_completed_at_ms.
 Json AlignmentGroupJson(const v1::AlignmentGroup& group);
 // {job_id, status, savepoints: [{pipeline_id, savepoint_id, status, location, failure_reason,
 // acked_tasks, expected_tasks}], elapsed_ms}.

@@ -350,6 +350,9 @@ MaybeYamlError ConfigReader::ReadAlignmentGroups(const YamlField& field) {
     if (Status s = ValidateGroupSpec(spec); !s.ok()) {
       return YamlError{entry.Mark(), path + ": " + s.message()};
     }
+    if (Status s = CheckIdLength(spec.name, "name", config_.limits); !s.ok()) {
+      return YamlError{entry.Mark(), path + ": " + s.message()};
+    }
     if (auto [first, inserted] = declared.emplace(spec.name, path); !inserted) {
       return YamlError{entry.Mark(), path + ": duplicate alignment group " + spec.name +
                                          ", already declared in " + first->second};

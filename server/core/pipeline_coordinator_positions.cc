@@ -17,12 +17,13 @@ void PipelineCoordinator::SyncPositionGate() {
     positions_ = std::make_unique<PositionTracking>();
     positions_->next_warn_at = clock_.SteadyNow() + options_.positions_warn_interval;
   }
+  const bool was_open = positions_->gate.Open(expected_.size()) && positions_->gate.reported() > 0;
   positions_->gate.Retain(expected_);
   const int64_t base = BasePosition();
   positions_->gate.SetThreshold(base > kMaxPosition - spec_.position_interval
                                     ? kMaxPosition
                                     : base + spec_.position_interval);
-  if (PositionsOpen()) positions_->opened_at = clock_.SteadyNow();
+  if (!was_open && PositionsOpen()) positions_->opened_at = clock_.SteadyNow();
 }
 
 SteadyTime PipelineCoordinator::PeriodicDueWithPositions(SteadyTime due) const {

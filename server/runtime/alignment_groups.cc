@@ -64,11 +64,16 @@ int AlignmentGroups::ApplyDeclared(const std::vector<AlignmentGroupSpec>& declar
         group.spec.name);
     auto promise = std::make_shared<std::promise<Status>>();
     writes.emplace_back(group.spec.name, promise->get_future());
+    if (!BeginWrite(group.spec.name)) {
+      promise->set_value(Busy(group.spec.name));
+      continue;
+    }
     store_.PutGroup(group.spec, /*from_config=*/false,
                     [this, name = group.spec.name, promise](Status s) {
-                      if (s.ok()) {
+                      {
                         MutexLock lock(mu_);
-                        if (auto it = groups_.find(name); it != groups_.end()) {
+                        writing_.erase(name);
+                        if (auto it = groups_.find(name); s.ok() && it != groups_.end()) {
                           it->second.from_config = false;
                         }
                       }
@@ -99,10 +104,12 @@ void AlignmentGroups::Put(const AlignmentGroupUpdate& update, const PipelineDefa
     MutexLock lock(mu_);
     auto it = groups_.find(update.name);
     if (it != groups_.end()) {
-      if (it->second.from_config && !from_config) {
+      if (it->second.from_config != from_config) {
         return done(Status::FailedPrecondition(
             "alignment group " + update.name +
-            " is declared in the config file: change it there and reload"));
+            (it->second.from_config
+                 ? " is declared in the config file: change it there and reload"
+                 : " was created through the API: delete it to let the config file declare it")));
       }
       next = it->second;
     } else {
@@ -118,14 +125,32 @@ void AlignmentGroups::Put(const AlignmentGroupUpdate& update, const PipelineDefa
   if (update.position_interval) next.spec.position_interval = *update.position_interval;
   next.from_config = from_config;
   if (Status s = ValidateGroupSpec(next.spec); !s.ok()) return done(s);
+  if (!BeginWrite(next.spec.name)) return done(Busy(next.spec.name));
   store_.PutGroup(next.spec, from_config, [this, next, done = std::move(done)](Status s) {
-    if (!s.ok()) return done(s);
-    MutexLock lock(mu_);
-    StoredGroup& held = groups_[next.spec.name];
-    held.spec = next.spec;  // the progress the store keeps is the one held
-    held.from_config = next.from_config;
-    done(ViewOf(held));
+    std::optional<AlignmentGroupView> view;
+    {
+      MutexLock lock(mu_);
+      writing_.erase(next.spec.name);
+      if (s.ok()) {
+        StoredGroup& held = groups_[next.spec.name];
+        held.spec = next.spec;  // the progress the store keeps is the one held
+        held.from_config = next.from_config;
+        view = ViewOf(held);
+      }
+    }
+    if (!view) return done(s);
+    done(std::move(*view));
   });
+}
+
+bool AlignmentGroups::BeginWrite(const std::string& name) {
+  MutexLock lock(mu_);
+  return writing_.insert(name).second;
+}
+
+Status AlignmentGroups::Busy(const std::string& name) {
+  return Status::Aborted("another change of alignment group " + name +
+                         " is being written; try again");
 }
 
 std::optional<AlignmentGroupView> AlignmentGroups::Get(const std::string& name) const {
@@ -160,10 +185,12 @@ void AlignmentGroups::Delete(const std::string& name, Done done) {
           " member(s), " + first.ToString() + " the first: move them out of it first"));
     }
   }
+  if (!BeginWrite(name)) return done(Busy(name));
   store_.DeleteGroup(name, [this, name, done = std::move(done)](Status s) {
-    if (s.ok()) {
+    {
       MutexLock lock(mu_);
-      groups_.erase(name);
+      writing_.erase(name);
+      if (s.ok()) groups_.erase(name);
     }
     done(s);
   });

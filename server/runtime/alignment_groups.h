@@ -55,8 +55,9 @@ class AlignmentGroups {
                     std::chrono::milliseconds wait);
 
   // Creates the group, or changes its policy. `from_config`: the config file declares it (only
-  // the file may change such a group: an API put of one is FAILED_PRECONDITION). INVALID_ARGUMENT
-  // names the field a bad value is in.
+  // the file may change such a group, and the file may not take over one the API made: both
+  // FAILED_PRECONDITION). INVALID_ARGUMENT names the field a bad value is in; ABORTED while
+  // another change of the group is being written.
   void Put(const AlignmentGroupUpdate& update, const PipelineDefaults& defaults, bool from_config,
            ViewDone done);
   std::optional<AlignmentGroupView> Get(const std::string& name) const;
@@ -71,10 +72,16 @@ class AlignmentGroups {
 
  private:
   AlignmentGroupView ViewOf(const StoredGroup& group) const CKPT_REQUIRES(mu_);
+  // False when a change of `name` is already being written (then refuse with Busy).
+  bool BeginWrite(const std::string& name) CKPT_EXCLUDES(mu_);
+  static Status Busy(const std::string& name);
 
   MetadataStore& store_;
   mutable Mutex mu_;
   std::map<std::string, StoredGroup> groups_ CKPT_GUARDED_BY(mu_);
+  // Names with a Put or Delete in the store now: one change of a group at a time, so that two
+  // changes of different fields never overwrite each other (the second is refused, ABORTED).
+  std::set<std::string> writing_ CKPT_GUARDED_BY(mu_);
   std::map<std::string, std::set<PipelineKey>> members_ CKPT_GUARDED_BY(mu_);
 };
 

@@ -688,6 +688,11 @@ TEST_P(MetadataStoreContract, GroupWritesEveryBackendRefusesAlike) {
   }
   s = Await([&](auto done) { store->CommitGroupRound(GroupRoundOf("ledger", members, 4), done); });
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
+  for (const PipelineRecord& r : many) {
+    auto listed = store->ListCompleted(r.spec.key, 0);
+    ASSERT_TRUE(listed.ok());
+    EXPECT_TRUE(listed->empty()) << "the oversized round wrote " << r.spec.key.ToString();
+  }
   auto listed = store->ListCompleted(p.spec.key, 0);
   ASSERT_TRUE(listed.ok());
   EXPECT_TRUE(listed->empty()) << "nothing written by any refused round";

@@ -286,11 +286,12 @@ class PipelineWorker {
   virtual void Decline(int64_t checkpoint_id, std::string task_id, std::string reason,
                        bool expired = false, int64_t position = 0) = 0;
   // The highest position (>= 0) the task has committed: reported in the next heartbeat (the
-  // positions that changed since the last one, and every one every tenth heartbeat and after a
-  // reconnect). A pipeline with a position_interval triggers only once every task reported one
-  // far enough. Cheap (a lock and a map entry). A position lower than the task's last is
-  // ignored, except the first one set after a welcome and before the next heartbeat: an engine
-  // that goes back to welcome.restore.position sets it from on_welcome.
+  // positions that changed since the last one, and all of them every tenth heartbeat). A
+  // pipeline with a position_interval triggers only once every task reported one far enough.
+  // Cheap (a lock and a map entry). A position lower than the task's last is ignored, except the
+  // first one set after a welcome: after a reconnect each task reports again (from where it
+  // restored, welcome.restore.position, or from where it is), and until it does the daemon
+  // knows no position of it.
   virtual void SetPosition(const std::string& task_id, int64_t position) = 0;
   // Asks the daemon for a savepoint of this pipeline.
   virtual void RequestSavepoint(std::string target, bool stop) = 0;
