@@ -82,17 +82,22 @@ Status CheckDuration(int64_t value, int64_t min, const char* name) {
 
 }  // namespace
 
+// position_interval, of a pipeline or a group: 0 (none) up to kMaxPosition.
+static Status CheckPositionInterval(int64_t position_interval) {
+  if (position_interval < 0 || position_interval > kMaxPosition) {
+    return Status::InvalidArgument("position_interval is " + std::to_string(position_interval) +
+                                   ", must be between 0 (no positions) and " +
+                                   std::to_string(kMaxPosition));
+  }
+  return Status::Ok();
+}
+
 Status ValidateGroupSpec(const AlignmentGroupSpec& spec) {
   if (auto s = ValidatePathId(spec.name, "name"); !s.ok()) return s;
   if (auto s = CheckDuration(spec.interval_ms, kMinIntervalMs, "interval_ms"); !s.ok()) return s;
   if (auto s = CheckDuration(spec.timeout_ms, 1, "timeout_ms"); !s.ok()) return s;
   if (auto s = CheckDuration(spec.min_pause_ms, 0, "min_pause_ms"); !s.ok()) return s;
-  if (spec.position_interval < 0 || spec.position_interval > kMaxPosition) {
-    return Status::InvalidArgument(
-        "position_interval is " + std::to_string(spec.position_interval) +
-        ", must be between 0 (no positions) and " + std::to_string(kMaxPosition));
-  }
-  return Status::Ok();
+  return CheckPositionInterval(spec.position_interval);
 }
 
 Status ValidateSpec(const PipelineSpec& spec, bool stored) {
@@ -123,12 +128,7 @@ Status ValidateSpec(const PipelineSpec& spec, bool stored) {
     return Status::InvalidArgument("retained is " + std::to_string(spec.retained) +
                                    ", must be between 1 and " + std::to_string(kMaxRetained));
   }
-  if (spec.position_interval < 0 || spec.position_interval > kMaxPosition) {
-    return Status::InvalidArgument(
-        "position_interval is " + std::to_string(spec.position_interval) +
-        ", must be between 0 (no positions) and " + std::to_string(kMaxPosition));
-  }
-  return Status::Ok();
+  return CheckPositionInterval(spec.position_interval);
 }
 
 Status ValidateStored(const StoredPipeline& stored) {
