@@ -41,6 +41,7 @@ struct PipelineFlags {
   std::string job, pipeline;
   SpecFlagBindings spec;
   std::string restore_from;        // create: JOB/PIPELINE[@ID]
+  std::string group;               // create: its alignment group
   int64_t restore_checkpoint = 0;  // restore --checkpoint: one of its own
 };
 
@@ -117,6 +118,7 @@ CommandResult RunCreate(const GlobalOptions& global, const PipelineFlags& flags)
     if (!ref) return CommandResult::BadUsage("--restore-from: " + error);
     *spec.mutable_restore_from() = std::move(*ref);
   }
+  spec.set_alignment_group(flags.group);
   Connection connection(global);
   v1::Pipeline pipeline;
   error = connection.Call(&v1::AdminService::Stub::CreatePipeline, spec, &pipeline);
@@ -288,7 +290,9 @@ void AddPipelineCommands(CLI::App& app, CommandContext& context) {
         "  ckptctl pipeline create --job etl --pipeline p1 --tasks src,map,sink --interval 30s "
         "--timeout 5m\n"
         "  ckptctl pipeline create --job etl --pipeline p2 --parallelism 2 --tolerable-failures 3 "
-        "-o json");
+        "-o json\n"
+        "  ckptctl group put ledger --interval 5s && ckptctl pipeline create --job chain "
+        "--pipeline store1 --parallelism 2 --group ledger");
     cmd->add_option("--job", flags->job, "Job id")->required();
     cmd->add_option("--pipeline", flags->pipeline, "Pipeline id")->required();
     AddSpecOptions(cmd, &flags->spec, "the daemon's defaults");
@@ -297,6 +301,11 @@ void AddPipelineCommands(CLI::App& app, CommandContext& context) {
                     "(a new job version from the old one's savepoint) until its first "
                     "checkpoint completes; no @ID: that pipeline's newest")
         ->type_name("JOB/PIPELINE[@ID]");
+    cmd->add_option("--group", flags->group,
+                    "Checkpoint with this alignment group (ckptctl group put): one id for every "
+                    "member per round, all complete or none; the group's interval, timeout, min "
+                    "pause and position interval replace the pipeline's own")
+        ->type_name("NAME");
     cmd->callback([&context, flags] {
       context.action = [&context, flags] { return RunCreate(context.global, *flags); };
     });

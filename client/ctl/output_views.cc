@@ -128,6 +128,9 @@ std::string PipelineDetail(const v1::Pipeline& p, int64_t now_ms) {
   table.AddRow({"Position interval:", spec.position_interval() > 0
                                           ? std::to_string(spec.position_interval())
                                           : "none (time alone)"});
+  if (!spec.alignment_group().empty()) {
+    table.AddRow({"Alignment group:", spec.alignment_group() + " (its policy applies)"});
+  }
   table.AddRow({"From config:", p.from_config() ? "yes" : "no"});
   return table.Render();
 }

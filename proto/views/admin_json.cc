@@ -53,6 +53,7 @@ Json PipelineJson(const v1::Pipeline& p) {
       {"tolerable_failures", spec.tolerable_failures()},
       {"retained", spec.retained()},
       {"position_interval", spec.position_interval()},
+      {"alignment_group", spec.alignment_group()},
       {"from_config", p.from_config()},
       {"restore", RestoreJson(p.restore())},
   };
@@ -90,6 +91,7 @@ Json CheckpointJson(const v1::CheckpointInfo& c) {
       {"failure_reason", c.failure_reason()},
       {"location", c.location()},
       {"position", c.position()},
+      {"alignment_group", c.alignment_group()},
       {"state", std::move(state)},
       {"pending_tasks", StringArray(c.pending_tasks())},
       {"pending_tasks_total", c.pending_tasks_total()},

@@ -115,10 +115,11 @@ Status Daemon::Start() {
                                          config_.defaults, [this](bool) { UpdateHealthService(); });
   if (reload_cancelled_) host_->CancelApplyDeclared();
   if (!on_etcd) {
-    if (auto s = host_->Load(config_.pipelines, config_.pipeline_restore_from); !s.ok()) {
+    if (auto s = host_->Load(config_.pipelines, config_.pipeline_restore_from,
+                             config_.alignment_groups, kReloadWait);
+        !s.ok()) {
       return s;
     }
-    host_->groups().ApplyDeclared(config_.alignment_groups, kReloadWait);
   }
 
   shards_.Start();
@@ -304,13 +305,13 @@ void Daemon::TakeOver(const std::string& leader_key, int64_t epoch) {
   // leader key's creation (a linearizable range), so it sees every write of earlier leaders.
   etcd_store_->backend().SetFence(leader_key, epoch);
   MutexLock declared_lock(declared_mu_);  // a reload meanwhile waits, then applies to these
-  if (Status s = host_->Load(declared_, declared_restore_from_); !s.ok()) {
+  if (Status s = host_->Load(declared_, declared_restore_from_, declared_groups_, kReloadWait);
+      !s.ok()) {
     spdlog::critical("takeover failed loading the pipelines from etcd: {}; exiting ({})",
                      s.ToString(), kExitUnknownOutcome);
     spdlog::default_logger()->flush();
     std::_Exit(kExitUnknownOutcome);
   }
-  host_->groups().ApplyDeclared(declared_groups_, kReloadWait);
   // Loaded runners bumped their generations and reserve fresh id blocks before their first
   // trigger (restart semantics): from now on this daemon serves.
   leadership_.BecomeLeader(config_.advertise, epoch);

@@ -52,10 +52,10 @@ constexpr std::string_view kMetricsKeys[] = {"per_pipeline", "web_view"};
 constexpr std::string_view kPolicyKeys[] = {"interval_ms", "timeout_ms", "min_pause_ms",
                                             "tolerable_failures", "retained"};
 // position_interval is a pipeline's own (or its group's): no daemon-wide default.
-constexpr std::string_view kPipelineKeys[] = {"job_id",       "pipeline_id",        "task_ids",
-                                              "parallelism",  "interval_ms",        "timeout_ms",
-                                              "min_pause_ms", "tolerable_failures", "retained",
-                                              "restore_from", "position_interval"};
+constexpr std::string_view kPipelineKeys[] = {
+    "job_id",      "pipeline_id",  "task_ids",          "parallelism",
+    "interval_ms", "timeout_ms",   "min_pause_ms",      "tolerable_failures",
+    "retained",    "restore_from", "position_interval", "alignment_group"};
 constexpr std::string_view kGroupKeys[] = {"name", "interval_ms", "timeout_ms", "min_pause_ms",
                                            "position_interval"};
 // pipelines[].restore_from: the fields of CreatePipeline's restore_from.
@@ -414,6 +414,7 @@ MaybeYamlError ConfigReader::ReadPipeline(const YAML::Node& entry, const std::st
                                       : ReadParallelism(field, &spec->task_ids);
     }
     if (field.name == "position_interval") return ReadIntAs(field, &spec->position_interval);
+    if (field.name == "alignment_group") return ReadString(field, &spec->alignment_group);
     if (field.name == "restore_from") {
       CheckpointRef ref;
       if (auto error = ReadRestoreFrom(field, &ref)) return error;

@@ -163,6 +163,40 @@ constexpr IgnoredReason kIgnoredReasons[] = {IgnoredReason::kUnownedTask,
                                              IgnoredReason::kNotPending, IgnoredReason::kDuplicate,
                                              IgnoredReason::kUnknownMessage};
 
+// --- an alignment group's member (docs/ALIGNMENT.md); only a member's coordinator emits these ---
+// Why a member cannot finish a group round.
+enum class MemberFailure {
+  kDeclined,        // a task declined (or acked at another position): this member's failure
+  kExpired,         // a task reported that it expired: this member's failure
+  kTaskLost,        // a task's stream ended: nobody's failure
+  kAborted,         // the member was paused, changed or deleted: nobody's failure
+  kPassedPosition,  // a task was already past the round's position: this member's decline
+};
+// How a group round ends for one member that did not complete it.
+enum class MemberOutcome { kAborted, kFailed, kExpired, kStoreFailed };
+
+// The positions a member's tasks reported (heartbeat.positions): the lowest and the highest, and
+// whether every task has reported one.
+struct MemberPositions {
+  int64_t min = 0;
+  int64_t max = 0;
+  bool all_reported = false;
+
+  bool operator==(const MemberPositions&) const = default;
+};
+
+// Every task acked group round `checkpoint_id`: the member's part of the group's one commit.
+struct MemberDone {
+  int64_t checkpoint_id = 0;
+  CheckpointCommit commit;
+};
+// The member cannot finish group round `checkpoint_id` (it already told its workers).
+struct MemberFailed {
+  int64_t checkpoint_id = 0;
+  MemberFailure failure = MemberFailure::kAborted;
+  std::string reason;
+};
+
 // A worker message that was dropped.
 struct IgnoredMessage {
   IgnoredReason reason;
@@ -179,7 +213,8 @@ using Action =
     std::variant<SendTrigger, SendAbort, SendComplete, SendRelease, SendState, SendSavepointRefused,
                  EndSession, ArmWakeup, CancelWakeup, ArmTimeout, CancelTimeout, ReserveIds,
                  PersistRecord, PersistProgress, CommitCheckpoint, DeleteCheckpoints, PinDropped,
-                 RecordTriggerDelay, RoundStuck, RoundFinished, IgnoredMessage, Log>;
+                 RecordTriggerDelay, RoundStuck, RoundFinished, MemberDone, MemberFailed,
+                 IgnoredMessage, Log>;
 using Actions = std::vector<Action>;
 
 }  // namespace ckpt

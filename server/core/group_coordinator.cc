@@ -76,6 +76,17 @@ GroupActions GroupCoordinator::RemoveMember(const PipelineKey& member, const std
   return out;
 }
 
+GroupActions GroupCoordinator::UpdateSpec(const AlignmentGroupSpec& spec) {
+  if (spec == spec_) return {};
+  spec_ = spec;
+  armed_wakeup_.reset();  // the time gate may have moved either way: arm it anew
+  GroupActions out;
+  out.push_back(Log{LogLevel::kInfo, "group " + spec_.name + ": policy changed (interval " +
+                                         std::to_string(spec_.interval_ms) + " ms)"});
+  ArmNext(out);
+  return out;
+}
+
 GroupActions GroupCoordinator::OnMemberState(const PipelineKey& member, bool ready,
                                              const std::string& holdup) {
   auto it = members_.find(member);

@@ -34,28 +34,6 @@
 
 namespace ckpt {
 
-// The positions a member's tasks reported (heartbeat.positions): the lowest and the highest, and
-// whether every task has reported one.
-struct MemberPositions {
-  int64_t min = 0;
-  int64_t max = 0;
-  bool all_reported = false;
-
-  bool operator==(const MemberPositions&) const = default;
-};
-
-// Why a member cannot finish a round.
-enum class MemberFailure {
-  kDeclined,        // a task declined (or acked at another position): this member's failure
-  kExpired,         // a task reported that it expired: this member's failure
-  kTaskLost,        // a task's stream ended: nobody's failure
-  kAborted,         // the member was paused, changed or deleted: nobody's failure
-  kPassedPosition,  // a task was already past the round's position: this member's decline
-};
-
-// How a round ends for one member.
-enum class MemberOutcome { kAborted, kFailed, kExpired, kStoreFailed };
-
 // --- actions: what the runtime does for the group ---
 struct StartMemberRound {
   PipelineKey member;
@@ -156,6 +134,10 @@ class GroupCoordinator {
   // it. A round already with the store stays as it is: the member's checkpoint is in it, and it
   // still gets MemberRoundDurable (a deleted pipeline's runtime ignores it).
   GroupActions RemoveMember(const PipelineKey& member, const std::string& why);
+
+  // A changed policy (same name): applies from the next round; a pending round keeps its
+  // deadline.
+  GroupActions UpdateSpec(const AlignmentGroupSpec& spec);
 
   // --- what members report ---
   // `holdup`: why it is not ready ("" when ready), shown by Explain.

@@ -44,7 +44,8 @@ PipelineCoordinator::PipelineCoordinator(const StoredPipeline& stored, const Clo
       last_completed_at_ms_(stored.record.last_completed_at_ms),
       from_config_(stored.record.from_config),
       spec_unsaved_(stored.spec_unsaved),
-      next_id_(stored.id_counter + 1),
+      // A member's ids come from its group, above its own counter: the newest it completed.
+      next_id_(std::max(stored.id_counter, stored.record.last_completed_id) + 1),
       reserved_end_(stored.id_counter),
       history_(stored.history),
       horizon_(stored.retained_from),
@@ -129,7 +130,7 @@ std::optional<SteadyTime> PipelineCoordinator::DesiredWakeup() const {
   if (sticky_ != StickyState::kActive) return at;
   if (!AllTasksRegistered()) {
     consider(next_missing_warn_at_);
-  } else if (!pending_ && !trigger_waits_for_ids_ && store_writable_) {
+  } else if (!pending_ && !trigger_waits_for_ids_ && store_writable_ && !group_) {
     // A queued savepoint starts as soon as it can, ignoring interval, min pause and positions.
     if (queued_savepoint_) {
       consider(SteadyTime{});
@@ -175,7 +176,7 @@ Actions PipelineCoordinator::OnWakeup() {
                                                FirstNames(missing, static_cast<size_t>(total))});
         next_missing_warn_at_ = now + options_.missing_tasks_warn_interval;
       }
-    } else if (!pending_) {
+    } else if (!pending_ && !group_) {  // a member's rounds are its group's
       if (queued_savepoint_) {
         const QueuedSavepoint sp = *queued_savepoint_;
         TryTrigger(sp.stop ? CheckpointKind::kSavepointAndStop : CheckpointKind::kSavepoint,
@@ -195,7 +196,7 @@ Actions PipelineCoordinator::OnWakeup() {
 // Ids
 
 void PipelineCoordinator::MaybeReserveIds(Actions& out) {
-  if (reserve_in_flight_ || reserve_retry_at_) return;
+  if (group_ || reserve_in_flight_ || reserve_retry_at_) return;  // a member's ids are the group's
   const int64_t left = reserved_end_ - next_id_ + 1;
   if (left > options_.id_block / 2) return;
   if (std::max(reserved_end_, next_id_ - 1) > kMaxCheckpointId - options_.id_block) {
@@ -374,11 +375,19 @@ Actions PipelineCoordinator::OnAck(SessionId session, int64_t checkpoint_id,
   checkpoint.task_states = pending_->acked;
   checkpoint.task_figures = pending_->figures;
   checkpoint.position = pending_->position;
+  if (group_) checkpoint.alignment_group = group_->name;
   std::sort(checkpoint.task_figures.begin(), checkpoint.task_figures.end(),
             [](const TaskFigures& a, const TaskFigures& b) { return a.task_id < b.task_id; });
   if (options_.pins) pending_->keep = options_.pins->PinnedIds(spec_.key);
-  out.push_back(CommitCheckpoint{CheckpointCommit{spec_.key, spec_.retained, ProjectedProgress(),
-                                                  std::move(checkpoint), pending_->keep}});
+  CheckpointCommit commit{spec_.key, spec_.retained, ProjectedProgress(), std::move(checkpoint),
+                          pending_->keep};
+  if (group_) {
+    // The group commits every member's part at once (or none): its answer comes as OnCommitted
+    // or EndGroupRound.
+    out.push_back(MemberDone{pending_->id, std::move(commit)});
+  } else {
+    out.push_back(CommitCheckpoint{std::move(commit)});
+  }
   return out;
 }
 
@@ -400,9 +409,21 @@ Actions PipelineCoordinator::OnDecline(SessionId session, int64_t checkpoint_id,
 }
 
 void PipelineCoordinator::FailRound(CheckpointStatus status, const std::string& reason,
-                                    FailureCause cause, Actions& out) {
+                                    FailureCause cause, Actions& out, bool tell_group) {
   PendingRound round = std::move(*pending_);
   pending_.reset();
+  if (group_ && tell_group) {
+    MemberFailure failure = MemberFailure::kDeclined;
+    if (cause == FailureCause::kAborted) {
+      failure = MemberFailure::kAborted;
+    } else if (status == CheckpointStatus::kExpired) {
+      failure = MemberFailure::kExpired;
+    } else if (positions_ && positions_->step_next) {
+      failure = MemberFailure::kPassedPosition;  // the group steps its next position
+    }
+    if (positions_) positions_->step_next = false;  // the group's to apply, not this pipeline's
+    out.push_back(MemberFailed{round.id, failure, reason});
+  }
   const SteadyTime now = clock_.SteadyNow();
   last_finished_at_ = now;
   if (cause == FailureCause::kAborted) {
@@ -480,6 +501,11 @@ Actions PipelineCoordinator::OnCommitted(int64_t checkpoint_id) {
     out.push_back(Log{LogLevel::kInfo, "pipeline " + why});
     AnnounceState(why, out);
   }
+  if (persist_owed_ && store_writable_) {
+    // A member's writes held while the group commit was in flight (Persist).
+    persist_owed_ = false;
+    Persist(out);
+  }
   Rearm(out);
   if (queued_savepoint_ && !pending_) {
     Actions more = OnWakeup();  // a queued savepoint starts right away, before any periodic one
@@ -553,6 +579,11 @@ PipelineCoordinator::Outcome PipelineCoordinator::Resume() {
 
 PipelineCoordinator::Outcome PipelineCoordinator::TriggerCheckpoint(int64_t* checkpoint_id) {
   Outcome o;
+  if (group_) {
+    o.status = Status::FailedPrecondition("a member of alignment group " + group_->name +
+                                          ": its rounds are the group's");
+    return o;
+  }
   if (pending_) {
     o.status =
         Status::FailedPrecondition("checkpoint " + std::to_string(pending_->id) + " is pending");
@@ -585,6 +616,11 @@ PipelineCoordinator::Outcome PipelineCoordinator::RequestSavepoint(const std::st
                                                                    bool stop, Millis timeout,
                                                                    bool worker_asked) {
   Outcome o;
+  if (group_) {
+    o.status = Status::FailedPrecondition("a member of alignment group " + group_->name +
+                                          ": its savepoints are the group's");
+    return o;
+  }
   if (sticky_ != StickyState::kActive || shutting_down_) {
     o.status = Status::FailedPrecondition(std::string("pipeline is ") + PipelineStateName(State()));
     return o;
@@ -646,6 +682,11 @@ PipelineCoordinator::Outcome PipelineCoordinator::UpdateSpec(const PipelineSpec&
   Outcome o;
   if (spec.key != spec_.key) {
     o.status = Status::InvalidArgument("an update cannot change the job or pipeline id");
+    return o;
+  }
+  if (spec.alignment_group != spec_.alignment_group) {
+    o.status = Status::FailedPrecondition(
+        "an update cannot change alignment_group (it is set when the pipeline is created)");
     return o;
   }
   const std::set<std::string> new_tasks(spec.task_ids.begin(), spec.task_ids.end());
@@ -796,6 +837,13 @@ void PipelineCoordinator::BumpGeneration(const std::string& why, Actions& out) {
 
 void PipelineCoordinator::Persist(Actions& out) {
   if (deleted_) return;  // the caller deletes the record; writing it back would revive it
+  if (group_ && pending_ && pending_->completing) {
+    // A member's part waits for the group's commit, which is not queued ahead of this write as
+    // a round of its own would be: this state is written once the round ends (OnCommitted,
+    // FailRound).
+    persist_owed_ = true;
+    return;
+  }
   if (spec_unsaved_) {
     out.push_back(PersistRecord{ProjectedRecord(), nullptr});
     spec_unsaved_ = false;

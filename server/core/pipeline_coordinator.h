@@ -268,6 +268,32 @@ class PipelineCoordinator {
   // is another pipeline's restore point (RestorePins::HeldByOthers; its own is let go).
   Outcome Delete();
 
+  // --- member of an alignment group (pipeline_coordinator_group.cc; docs/ALIGNMENT.md) ---
+  // With `group` (the group's policy) the pipeline is a member: it schedules no round of its own
+  // and reserves no ids. Its group starts rounds (StartGroupRound), makes them durable
+  // (OnCommitted, as for a round of its own) or ends them (EndGroupRound). The last ack emits
+  // MemberDone instead of CommitCheckpoint, and a round that fails here emits MemberFailed. While
+  // its part waits for the group's commit, its own progress writes wait too: written before the
+  // group commit, they would be overwritten by the older progress it carries.
+  // Without `group`: on its own again; its ids continue above `id_floor` (the group's counter),
+  // reserved before its first round. A pending group round (not done) is aborted.
+  Actions SetGroup(std::optional<AlignmentGroupSpec> group, int64_t id_floor = 0);
+  bool group_member() const { return group_ != nullptr; }
+  // Whether a group round could start here now; if not, why (the group names it).
+  std::pair<bool, std::string> GroupReadiness() const;
+  // What the tasks reported (heartbeat.positions), for the group's position gate.
+  MemberPositions GroupPositions() const;
+  // Changes whenever GroupPositions may have (a task's report, a task forgotten, the gate made).
+  uint64_t PositionsVersion() const;
+  // The group's round: triggers every task as a round of its own would, without a timer (the
+  // group keeps the deadline). Not ready: MemberFailed at once, nothing sent.
+  Actions StartGroupRound(int64_t checkpoint_id, CheckpointKind kind, int64_t position);
+  // The group ended the round without completing it: `outcome` says how this member records it.
+  // Ignored for a round that is not pending here (it failed here first).
+  Actions EndGroupRound(int64_t checkpoint_id, MemberOutcome outcome, const std::string& reason);
+  // The highest id this pipeline used or reserved: a group it joins hands out ids above it.
+  int64_t IdFloor() const;
+
   // --- the restore loop (pipeline_coordinator_restore.cc; CONTRACT.md, "Restore and release") ---
   // Pins one of this pipeline's checkpoints as a restore point (of another pipeline, or its own):
   // OK once RestorePins holds it, when the history holds it and keeps holding it (not being
@@ -391,9 +417,10 @@ class PipelineCoordinator {
                   // toward tolerable_failures
     kAborted,     // task loss, takeover, task-set update, shutdown, deletion: ABORTED, no counter
   };
-  // Ends the pending (not completing) round as failed or expired and tells the workers.
+  // Ends the pending round as failed, expired or aborted and tells the workers; a member also
+  // tells its group (MemberFailed), unless `tell_group` is false (the group ended it).
   void FailRound(CheckpointStatus status, const std::string& reason, FailureCause cause,
-                 Actions& out);
+                 Actions& out, bool tell_group = true);
   void FinishQueuedSavepoint(const std::string& reason, Actions& out);
   // Whether an ack or decline (`what`) concerns the pending round and a task of this stream;
   // when not, records why it is ignored.
@@ -553,6 +580,10 @@ class PipelineCoordinator {
     SteadyTime opened_at{};
   };
   std::unique_ptr<PositionTracking> positions_;
+
+  // The alignment group's policy while a member (null otherwise: an ungrouped pipeline pays one
+  // pointer).
+  std::unique_ptr<const AlignmentGroupSpec> group_;
 
   std::optional<PendingRound> pending_;
   std::optional<QueuedSavepoint> queued_savepoint_;

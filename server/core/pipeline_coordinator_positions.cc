@@ -9,7 +9,8 @@
 namespace ckpt {
 
 void PipelineCoordinator::SyncPositionGate() {
-  if (spec_.position_interval <= 0) {
+  // A member keeps positions for its group's gate (GroupPositions), whatever its own spec says.
+  if (spec_.position_interval <= 0 && !group_) {
     positions_.reset();
     return;
   }
@@ -20,9 +21,8 @@ void PipelineCoordinator::SyncPositionGate() {
   const bool was_open = positions_->gate.Open(expected_.size()) && positions_->gate.reported() > 0;
   positions_->gate.Retain(expected_);
   const int64_t base = BasePosition();
-  positions_->gate.SetThreshold(base > kMaxPosition - spec_.position_interval
-                                    ? kMaxPosition
-                                    : base + spec_.position_interval);
+  const int64_t step = std::max<int64_t>(0, spec_.position_interval);
+  positions_->gate.SetThreshold(base > kMaxPosition - step ? kMaxPosition : base + step);
   if (!was_open && PositionsOpen()) positions_->opened_at = clock_.SteadyNow();
 }
 

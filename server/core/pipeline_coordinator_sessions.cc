@@ -160,7 +160,7 @@ void PipelineCoordinator::LoseSession(SessionId session, const std::string& why,
     FailRound(CheckpointStatus::kAborted, "task(s) lost: " + FirstNames(lost),
               FailureCause::kAborted, out);
     if (savepoint && !shutting_down_ && sticky_ == StickyState::kActive &&
-        clock_.SteadyNow() < requeue.deadline && !queued_savepoint_) {
+        clock_.SteadyNow() < requeue.deadline && !queued_savepoint_ && !group_) {
       queued_savepoint_ = requeue;
       for (auto it = out.rbegin(); it != out.rend(); ++it) {
         if (auto* finished = std::get_if<RoundFinished>(&*it)) {

@@ -18,6 +18,7 @@ void PositionGate::SetThreshold(int64_t threshold) {
 bool PositionGate::Report(const std::string& task, int64_t position) {
   if (position < 0 || position > kMaxPosition) return false;
   auto [it, inserted] = positions_.try_emplace(task, position);
+  if (inserted || position > it->second) ++version_;
   if (!inserted) {
     if (position <= it->second) return false;
     if (it->second >= threshold_) {
@@ -35,10 +36,13 @@ void PositionGate::Forget(const std::string& task) {
   if (it == positions_.end()) return;
   if (it->second >= threshold_) --at_threshold_;
   positions_.erase(it);
+  ++version_;
 }
 
 void PositionGate::Retain(const std::set<std::string>& tasks) {
-  std::erase_if(positions_, [&](const auto& p) { return !tasks.count(p.first); });
+  if (std::erase_if(positions_, [&](const auto& p) { return !tasks.count(p.first); }) > 0) {
+    ++version_;
+  }
   SetThreshold(threshold_);
 }
 
@@ -47,6 +51,13 @@ std::optional<int64_t> PositionGate::Highest() const {
   int64_t highest = 0;
   for (const auto& [task, position] : positions_) highest = std::max(highest, position);
   return highest;
+}
+
+std::optional<int64_t> PositionGate::Lowest() const {
+  if (positions_.empty()) return std::nullopt;
+  int64_t lowest = kMaxPosition;
+  for (const auto& [task, position] : positions_) lowest = std::min(lowest, position);
+  return lowest;
 }
 
 std::optional<int64_t> PositionGate::PositionOf(const std::string& task) const {

@@ -42,14 +42,20 @@ class PositionGate {
   bool Open(size_t expected) const { return at_threshold_ >= expected; }
   // The highest position any task reported now; nullopt when none did.
   std::optional<int64_t> Highest() const;
+  // The lowest; nullopt when none did. O(reported), like Highest.
+  std::optional<int64_t> Lowest() const;
   std::optional<int64_t> PositionOf(const std::string& task) const;
   size_t reported() const { return positions_.size(); }
+  // Changes with every report, forget and retain that changed something (a cheap "did anything
+  // move" for whoever summarizes the positions).
+  uint64_t version() const { return version_; }
   size_t at_threshold() const { return at_threshold_; }
 
  private:
   std::map<std::string, int64_t> positions_;
   int64_t threshold_ = 0;
   size_t at_threshold_ = 0;  // tasks of positions_ at or past threshold_
+  uint64_t version_ = 0;
 };
 
 }  // namespace ckpt

@@ -30,6 +30,7 @@ PipelineSpec SpecFromCreate(const v1::PipelineSpec& proto, const PipelineDefault
       proto.has_tolerable_failures() ? proto.tolerable_failures() : defaults.tolerable_failures;
   spec.retained = proto.has_retained() ? proto.retained() : defaults.retained;
   spec.position_interval = proto.position_interval();  // no daemon default: 0, time alone
+  spec.alignment_group = proto.alignment_group();
   return spec;
 }
 
@@ -43,6 +44,8 @@ PipelineSpec SpecFromUpdate(const v1::PipelineSpec& proto, const PipelineSpec& c
   if (proto.has_tolerable_failures()) spec.tolerable_failures = proto.tolerable_failures();
   if (proto.has_retained()) spec.retained = proto.retained();
   if (proto.has_position_interval()) spec.position_interval = proto.position_interval();
+  // An update leaves the group alone unless it names one (UpdateSpec refuses a different one).
+  if (!proto.alignment_group().empty()) spec.alignment_group = proto.alignment_group();
   return spec;
 }
 
@@ -58,6 +61,7 @@ void ToProto(const PipelineStatus& s, v1::Pipeline* out) {
   spec->set_tolerable_failures(s.spec.tolerable_failures);
   spec->set_retained(s.spec.retained);
   spec->set_position_interval(s.spec.position_interval);
+  spec->set_alignment_group(s.spec.alignment_group);
   out->set_state(ckpt::ToProto(s.state));
   out->set_generation(s.generation);
   out->set_expected_tasks(s.expected_tasks);
@@ -105,6 +109,7 @@ void ToProto(const CompletedCheckpoint& c, int expected_tasks, v1::CheckpointInf
   out->set_expected_tasks(expected_tasks);
   out->set_location(c.location);
   out->set_position(c.position);
+  out->set_alignment_group(c.alignment_group);
   if (!with_states) return;
   for (const auto& [task, state] : c.task_states)
     ckpt::ToProto(state, &(*out->mutable_state())[task]);

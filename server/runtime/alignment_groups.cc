@@ -5,23 +5,88 @@
 #include <future>
 
 #include "core/spec_validation.h"
+#include "store/group_rules.h"
 
 namespace ckpt {
+
+AlignmentGroups::~AlignmentGroups() {
+  MutexLock lock(mu_);
+  for (auto& [name, runner] : runners_) runner->Stop();
+}
 
 Status AlignmentGroups::Load() {
   auto loaded = store_.LoadGroups();
   if (!loaded.ok()) return loaded.status();
   MutexLock lock(mu_);
   groups_.clear();
+  for (auto& [name, runner] : runners_) runner->Stop();
+  runners_.clear();
   for (StoredGroup& group : *loaded) {
     if (Status s = ValidateGroupSpec(group.spec); !s.ok()) {
       return Status::DataLoss("alignment group \"" + group.spec.name +
                               "\" in the store: " + s.message());
     }
+    SyncRunner(group);
     std::string name = group.spec.name;
     groups_.emplace(std::move(name), std::move(group));
   }
   return Status::Ok();
+}
+
+void AlignmentGroups::SyncRunner(const StoredGroup& group) {
+  if (!make_runner_) return;
+  auto it = runners_.find(group.spec.name);
+  if (it != runners_.end()) {
+    it->second->UpdateSpec(group.spec);
+    return;
+  }
+  auto runner = make_runner_(group);
+  runner->Start();
+  runners_.emplace(group.spec.name, std::move(runner));
+}
+
+Status AlignmentGroups::CheckJoinLocked(const std::string& name) const {
+  if (!groups_.count(name) || deleting_.count(name)) {
+    return Status::FailedPrecondition("no alignment group " + name +
+                                      ": create it first (ckptctl group put " + name + ")");
+  }
+  if (auto it = members_.find(name);
+      it != members_.end() && it->second.size() >= kMaxGroupMembers) {
+    return Status::FailedPrecondition("alignment group " + name + " has " +
+                                      std::to_string(kMaxGroupMembers) +
+                                      " members, as many as a group may have");
+  }
+  return Status::Ok();
+}
+
+Status AlignmentGroups::CheckJoin(const std::string& name) const {
+  MutexLock lock(mu_);
+  return CheckJoinLocked(name);
+}
+
+Result<AlignmentGroups::Joined> AlignmentGroups::Join(const std::string& name,
+                                                      const PipelineKey& key) {
+  MutexLock lock(mu_);
+  if (Status s = CheckJoinLocked(name); !s.ok() && !members_[name].count(key)) return s;
+  members_[name].insert(key);
+  Joined joined;
+  joined.spec = groups_.at(name).spec;
+  if (auto it = runners_.find(name); it != runners_.end()) joined.runner = it->second;
+  return joined;
+}
+
+void AlignmentGroups::Leave(const PipelineKey& key) {
+  MutexLock lock(mu_);
+  for (auto it = members_.begin(); it != members_.end();) {
+    it->second.erase(key);
+    it = it->second.empty() ? members_.erase(it) : std::next(it);
+  }
+}
+
+std::shared_ptr<GroupRunner> AlignmentGroups::Runner(const std::string& name) const {
+  MutexLock lock(mu_);
+  auto it = runners_.find(name);
+  return it == runners_.end() ? nullptr : it->second;
 }
 
 int AlignmentGroups::ApplyDeclared(const std::vector<AlignmentGroupSpec>& declared,
@@ -135,6 +200,7 @@ void AlignmentGroups::Put(const AlignmentGroupUpdate& update, const PipelineDefa
         StoredGroup& held = groups_[next.spec.name];
         held.spec = next.spec;  // the progress the store keeps is the one held
         held.from_config = next.from_config;
+        SyncRunner(held);
         view = ViewOf(held);
       }
     }
@@ -184,29 +250,25 @@ void AlignmentGroups::Delete(const std::string& name, Done done) {
           "alignment group " + name + " has " + std::to_string(members->second.size()) +
           " member(s), " + first.ToString() + " the first: move them out of it first"));
     }
+    // In the same step as the member check: nobody joins from here on.
+    if (!writing_.insert(name).second) return done(Busy(name));
+    deleting_.insert(name);
   }
-  if (!BeginWrite(name)) return done(Busy(name));
   store_.DeleteGroup(name, [this, name, done = std::move(done)](Status s) {
     {
       MutexLock lock(mu_);
       writing_.erase(name);
-      if (s.ok()) groups_.erase(name);
+      deleting_.erase(name);
+      if (s.ok()) {
+        groups_.erase(name);
+        if (auto it = runners_.find(name); it != runners_.end()) {
+          it->second->Stop();
+          runners_.erase(it);
+        }
+      }
     }
     done(s);
   });
-}
-
-void AlignmentGroups::AddMember(const std::string& name, const PipelineKey& key) {
-  MutexLock lock(mu_);
-  members_[name].insert(key);
-}
-
-void AlignmentGroups::RemoveMember(const std::string& name, const PipelineKey& key) {
-  MutexLock lock(mu_);
-  auto it = members_.find(name);
-  if (it == members_.end()) return;
-  it->second.erase(key);
-  if (it->second.empty()) members_.erase(it);
 }
 
 AlignmentGroupView AlignmentGroups::ViewOf(const StoredGroup& group) const {

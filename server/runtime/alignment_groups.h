@@ -1,7 +1,8 @@
 #pragma once
 // AlignmentGroups: the daemon's alignment groups (CONTRACT.md, "Aligned checkpoints";
-// docs/ALIGNMENT.md) as the store holds them, and which pipelines are their members. The operator
-// API puts, reads and deletes them here; a change answers once the store made it durable.
+// docs/ALIGNMENT.md) as the store holds them, which pipelines are their members, and the
+// GroupRunner that drives each group's rounds. The operator API puts, reads and deletes them
+// here; a change answers once the store made it durable.
 //
 // Threading: every method from any thread; the map is guarded by mu_. Load blocks (a store read)
 // and runs before serving. `done` runs on the store's writer thread and must not block.
@@ -17,6 +18,7 @@
 #include "common/mutex.h"
 #include "common/status.h"
 #include "core/types.h"
+#include "runtime/group_runner.h"
 #include "store/metadata_store.h"
 
 namespace ckpt {
@@ -41,8 +43,13 @@ class AlignmentGroups {
   using ViewDone = std::function<void(Result<AlignmentGroupView>)>;
   using Done = std::function<void(Status)>;
 
+  // Makes (does not start) the runner of a group; may be null (no rounds: the API alone).
+  using RunnerFactory = std::function<std::shared_ptr<GroupRunner>(const StoredGroup&)>;
+
   // `store` must outlive this object.
-  explicit AlignmentGroups(MetadataStore& store) : store_(store) {}
+  explicit AlignmentGroups(MetadataStore& store, RunnerFactory make_runner = nullptr)
+      : store_(store), make_runner_(std::move(make_runner)) {}
+  ~AlignmentGroups();
 
   // Blocking: reads every group from the store (replacing what is held). At start and takeover.
   Status Load();
@@ -66,12 +73,26 @@ class AlignmentGroups {
   // there is no such group.
   void Delete(const std::string& name, Done done);
 
-  // A pipeline names the group (create, update, load), or no longer does.
-  void AddMember(const std::string& name, const PipelineKey& key);
-  void RemoveMember(const std::string& name, const PipelineKey& key);
+  // A pipeline that names the group (create, load) joins it: its runner, with the group's
+  // policy. FAILED_PRECONDITION when there is no such group (or it is being deleted), or it has
+  // kMaxGroupMembers members already.
+  struct Joined {
+    std::shared_ptr<GroupRunner> runner;  // null without a RunnerFactory
+    AlignmentGroupSpec spec;
+  };
+  Result<Joined> Join(const std::string& name, const PipelineKey& key);
+  // Whether a pipeline naming `name` could join now (Join's checks, nothing changed).
+  Status CheckJoin(const std::string& name) const;
+  // The pipeline is gone (deleted): out of whichever group held it.
+  void Leave(const PipelineKey& key);
+  // The runner of `name` (null: no such group, or no runners).
+  std::shared_ptr<GroupRunner> Runner(const std::string& name) const;
 
  private:
   AlignmentGroupView ViewOf(const StoredGroup& group) const CKPT_REQUIRES(mu_);
+  Status CheckJoinLocked(const std::string& name) const CKPT_REQUIRES(mu_);
+  // Makes and starts the runner of a group new to this daemon, or gives the one there its spec.
+  void SyncRunner(const StoredGroup& group) CKPT_REQUIRES(mu_);
   // False when a change of `name` is already being written (then refuse with Busy).
   bool BeginWrite(const std::string& name) CKPT_EXCLUDES(mu_);
   static Status Busy(const std::string& name);
@@ -83,6 +104,10 @@ class AlignmentGroups {
   // changes of different fields never overwrite each other (the second is refused, ABORTED).
   std::set<std::string> writing_ CKPT_GUARDED_BY(mu_);
   std::map<std::string, std::set<PipelineKey>> members_ CKPT_GUARDED_BY(mu_);
+  // Names whose DeleteGroup is in the store: nobody joins them.
+  std::set<std::string> deleting_ CKPT_GUARDED_BY(mu_);
+  const RunnerFactory make_runner_;
+  std::map<std::string, std::shared_ptr<GroupRunner>> runners_ CKPT_GUARDED_BY(mu_);
 };
 
 }  // namespace ckpt

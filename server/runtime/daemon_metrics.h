@@ -58,6 +58,9 @@ struct DaemonMetrics {
   // scrape reads five atomics instead of visiting every pipeline.
   std::array<std::atomic<int64_t>, kPipelineStateCount> pipelines_by_state{};
 
+  // ckptd_group_rounds_total{result}: alignment group rounds by GroupRoundResult.
+  std::array<std::atomic<uint64_t>, 4> group_rounds_total{};
+
   LatencyHistogram trigger_delay;        // ckptd_trigger_delay_seconds: fire time minus due time
   LatencyHistogram checkpoint_duration;  // ckptd_checkpoint_duration_seconds: trigger to complete
   LatencyHistogram store_commit;         // ckptd_store_commit_seconds: queued to durable

@@ -44,13 +44,29 @@ std::shared_ptr<PipelineRunner> PipelineHost::MakeRunner(const StoredPipeline& s
   options.coordinator.pins = &pins_;
   options.store_health = &store_health_;
   options.on_pin_dropped = [this](const CheckpointRef& ref) { PinDropped(ref); };
-  return std::make_shared<PipelineRunner>(shards_.For(stored.record.spec.key), stored, restarted,
-                                          store_, clock_, metrics_, options);
+  auto runner = std::make_shared<PipelineRunner>(shards_.For(stored.record.spec.key), stored,
+                                                 restarted, store_, clock_, metrics_, options);
+  if (const std::string& group = stored.record.spec.alignment_group; !group.empty()) {
+    // Joined before it starts (both are posts to its strand): it never schedules on its own.
+    auto joined = groups_.Join(group, stored.record.spec.key);
+    if (!joined.ok()) {
+      spdlog::error(
+          "[{}] names alignment group {}, which it cannot join ({}): it checkpoints "
+          "on its own",
+          stored.record.spec.key.ToString(), group, joined.status().message());
+    } else if (joined->runner) {
+      runner->JoinGroup(joined->runner, joined->spec);
+    }
+  }
+  return runner;
 }
 
 Status PipelineHost::Load(const std::vector<PipelineSpec>& declared_specs,
-                          const std::map<PipelineKey, CheckpointRef>& restore_from) {
+                          const std::map<PipelineKey, CheckpointRef>& restore_from,
+                          const std::vector<AlignmentGroupSpec>& declared_groups,
+                          std::chrono::milliseconds group_wait) {
   if (Status s = groups_.Load(); !s.ok()) return s;
+  groups_.ApplyDeclared(declared_groups, group_wait);  // each failure logged
   auto loaded = store_.LoadPipelines();
   if (!loaded.ok()) return loaded.status();
   std::map<PipelineKey, StoredPipeline> stored;
@@ -220,6 +236,9 @@ void PipelineHost::Create(
   }
   if (auto s = ValidateSpec(spec); !s.ok()) return done(s);
   if (auto s = CheckSpecLimits(spec, options_.limits); !s.ok()) return done(s);
+  if (!spec.alignment_group.empty()) {
+    if (auto s = groups_.CheckJoin(spec.alignment_group); !s.ok()) return done(s);
+  }
   if (refusing_creates_.load()) return done(Status::Unavailable("ckptd is shutting down"));
   {
     MutexLock lock(creating_mu_);
@@ -288,7 +307,10 @@ void PipelineHost::Delete(const std::shared_ptr<PipelineRunner>& runner,
   // pins) leaves the pipeline where it is.
   runner->Delete(
       [this, key = runner->key(), done = std::move(done)](const Status& s, bool stopped) {
-        if (stopped) registry_.Remove(key);
+        if (stopped) {
+          registry_.Remove(key);
+          groups_.Leave(key);
+        }
         done(s);
       },
       declared_in);

@@ -76,12 +76,15 @@ class PipelineHost {
   PipelineHost(const PipelineHost&) = delete;
   PipelineHost& operator=(const PipelineHost&) = delete;
 
-  // Blocking. Loads every stored pipeline, creates or updates the `declared` ones (the config
-  // file's; one it creates restores from its `restore_from` entry, and is left out, with an
-  // error, when that cannot be read), hands what the file no longer declares to the API, and
-  // starts them all.
+  // Blocking. Loads every stored alignment group and applies the `declared_groups` (first: the
+  // pipelines may name them; each write waits up to `group_wait`), then every stored pipeline,
+  // creates or updates the `declared` ones (the config file's; one it creates restores from its
+  // `restore_from` entry, and is left out, with an error, when that cannot be read), hands what
+  // the file no longer declares to the API, and starts them all, members joined to their groups.
   Status Load(const std::vector<PipelineSpec>& declared,
-              const std::map<PipelineKey, CheckpointRef>& restore_from = {});
+              const std::map<PipelineKey, CheckpointRef>& restore_from = {},
+              const std::vector<AlignmentGroupSpec>& declared_groups = {},
+              std::chrono::milliseconds group_wait = std::chrono::seconds(10));
 
   // Creates a pipeline (spec validated) and starts it once its record is durable.
   // `from_config`: declared in the config file (a reload may update it later). Blocking.
@@ -156,7 +159,12 @@ class PipelineHost {
   const std::function<void(bool)> on_store_writable_;
   StoreHealth store_health_;  // its probe timer is on shards_.control()
   Registry registry_;
-  AlignmentGroups groups_{store_};  // loaded with the pipelines (Load)
+  // Loaded with the pipelines (Load); each group's runner on the shard its name falls to.
+  AlignmentGroups groups_{store_, [this](const StoredGroup& group) {
+                            return std::make_shared<GroupRunner>(
+                                shards_.For(PipelineKey{"", group.spec.name}), group, store_,
+                                clock_, metrics_);
+                          }};
   RestorePins pins_;  // the restore points operators set; every coordinator consults it
   std::atomic<bool> refusing_creates_{false};  // any thread; set once, by RefuseCreates
   // Keys whose Create is between its registry check and its registry Add (the store write in

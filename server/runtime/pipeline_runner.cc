@@ -10,6 +10,7 @@
 #include "common/strand_assert.h"
 #include "core/printable.h"
 #include "logging/log_context.h"
+#include "runtime/group_runner.h"
 
 namespace ckpt {
 
@@ -191,8 +192,15 @@ void PipelineRunner::Update(SpecMerge merge, StatusDone done) {
 
 void PipelineRunner::TriggerCheckpoint(
     std::function<void(Status, const std::optional<PendingSummary>&)> done) {
-  PostOperator([done = std::move(done)](PipelineRunner& r) {
+  PostOperator([done = std::move(done)](PipelineRunner& r) mutable {
     if (r.deleted_) return done(r.DeletedStatus(), std::nullopt);
+    if (r.group_) {
+      // The group's round: answered on this strand after its StartGroupRound (posted first).
+      return r.RequestGroupRound(CheckpointKind::kCheckpoint, Millis(0),
+                                 [done = std::move(done)](PipelineRunner& m, const Status& s) {
+                                   done(s, m.coordinator_.Pending());
+                                 });
+    }
     auto outcome = r.coordinator_.TriggerCheckpoint(nullptr);
     r.Run(std::move(outcome.actions));
     done(outcome.status, r.coordinator_.Pending());
@@ -203,6 +211,26 @@ void PipelineRunner::RequestSavepoint(std::string target, bool stop, Millis time
                                       std::shared_ptr<SavepointObserver> observer) {
   PostOperator([target = std::move(target), stop, timeout,
                 observer = std::move(observer)](PipelineRunner& r) {
+    if (r.group_ && !r.deleted_) {
+      if (!target.empty()) {
+        SavepointUpdate refused;
+        refused.key = r.key_;
+        refused.phase = SavepointPhase::kFailed;
+        refused.failure_reason =
+            "a savepoint of an alignment group's member is the whole group's, and goes to each "
+            "member's default location: leave out the target";
+        return observer->OnSavepointUpdate(refused);
+      }
+      r.savepoint_observers_.push_back(observer);
+      if (r.last_savepoint_update_) observer->OnSavepointUpdate(*r.last_savepoint_update_);
+      const CheckpointKind kind =
+          stop ? CheckpointKind::kSavepointAndStop : CheckpointKind::kSavepoint;
+      return r.RequestGroupRound(kind, timeout, [kind](PipelineRunner& m, const Status& s) {
+        if (s.ok()) return;  // its round started: its RoundFinished gives the final update
+        const RoundFinished refused{0, kind, CheckpointStatus::kFailed, {}, s.message(), false, ""};
+        m.NotifySavepointObservers(&refused);
+      });
+    }
     auto outcome = r.deleted_ ? PipelineCoordinator::Outcome{r.DeletedStatus(), {}}
                               : r.coordinator_.RequestSavepoint(target, stop, timeout);
     if (!outcome.status.ok()) {
@@ -245,6 +273,8 @@ void PipelineRunner::Delete(std::function<void(const Status&, bool stopped)> don
     }
     auto outcome = r.coordinator_.Delete();
     if (!outcome.status.ok()) return done(outcome.status, false);
+    std::shared_ptr<GroupRunner> group = r.group_ ? r.group_->runner : nullptr;
+    r.group_.reset();  // its part of a round it is in goes (MemberFailed, then RemoveMember)
     // The release and the streams' end wait for the delete to be durable: a worker told to
     // delete its state while the record may still come back would lose the restore point.
     Actions now;
@@ -256,6 +286,12 @@ void PipelineRunner::Delete(std::function<void(const Status&, bool stopped)> don
         now.push_back(std::move(action));
       }
     }
+    for (Action& action : now) {
+      if (auto* failed = std::get_if<MemberFailed>(&action); failed && group) {
+        group->MemberFailed(r.key_, failed->checkpoint_id, failed->failure, failed->reason);
+      }
+    }
+    if (group) group->RemoveMember(r.key_, "pipeline deleted");
     r.Run(std::move(now));
     auto leaving =
         std::make_shared<std::map<SessionId, std::shared_ptr<SessionSink>>>(std::move(r.sessions_));
@@ -347,6 +383,19 @@ void PipelineRunner::Undeclare(std::function<void(bool)> done) {
 
 void PipelineRunner::RequestSavepoint(SessionId session, std::string target, bool stop) {
   Post([=, target = std::move(target)](PipelineRunner& r) {
+    if (r.group_) {
+      // A savepoint of a member is its group's, taken to each member's default location.
+      const CheckpointKind kind =
+          stop ? CheckpointKind::kSavepointAndStop : CheckpointKind::kSavepoint;
+      return r.RequestGroupRound(
+          kind, Millis(r.coordinator_.spec().timeout_ms),
+          [session](PipelineRunner& m, const Status& s) {
+            if (s.ok()) return;
+            Actions refused;
+            refused.push_back(SendSavepointRefused{session, s.message(), std::nullopt});
+            m.Run(std::move(refused));
+          });
+    }
     r.Run(r.coordinator_.OnWorkerSavepointRequest(session, target, stop));
   });
 }
@@ -495,6 +544,7 @@ void PipelineRunner::Run(Actions actions) {
   if (!savepoint_observers_.empty()) NotifySavepointObservers(nullptr);
   UpdatePendingGauge();
   if (!deleted_) CountState(coordinator_.State());
+  if (group_) ReportToGroup();
 }
 
 void PipelineRunner::UpdatePendingGauge() {
@@ -606,6 +656,12 @@ void PipelineRunner::Execute(Action& action) {
         });
       }
     });
+  } else if (auto* a = std::get_if<MemberDone>(&action)) {
+    if (group_) group_->runner->MemberDone(key_, a->checkpoint_id, std::move(a->commit));
+  } else if (auto* a = std::get_if<MemberFailed>(&action)) {
+    if (group_) {
+      group_->runner->MemberFailed(key_, a->checkpoint_id, a->failure, std::move(a->reason));
+    }
   } else if (auto* a = std::get_if<RecordTriggerDelay>(&action)) {
     metrics_.trigger_delay.ObserveMicros(a->delay.count());
     if (metrics_.trigger_delay_sample) metrics_.trigger_delay_sample(a->delay.count());
@@ -667,6 +723,70 @@ MetadataStore::Done PipelineRunner::PersistDone(bool whole_record,
           });
     });
   };
+}
+
+void PipelineRunner::JoinGroup(std::shared_ptr<GroupRunner> group, AlignmentGroupSpec spec) {
+  Post([group = std::move(group), spec = std::move(spec)](PipelineRunner& r) mutable {
+    r.group_ = std::make_unique<GroupLink>();
+    r.group_->runner = group;
+    Actions actions = r.coordinator_.SetGroup(std::move(spec));
+    // Its ids so far: the group's go above them.
+    group->AddMember(r.key_, r.weak_from_this(), r.coordinator_.IdFloor());
+    r.LogLine(LogLevel::kInfo, "member of alignment group " + group->name());
+    r.Run(std::move(actions));  // and its first report
+  });
+}
+
+void PipelineRunner::StartGroupRound(int64_t checkpoint_id, CheckpointKind kind, int64_t position) {
+  Post([=](PipelineRunner& r) {
+    if (!r.group_) return;  // left the group meanwhile
+    r.Run(r.coordinator_.StartGroupRound(checkpoint_id, kind, position));
+  });
+}
+
+void PipelineRunner::GroupRoundDurable(int64_t checkpoint_id) {
+  // As a commit's completion: never dropped (a deleted member only reports the outcome).
+  PostStoreCompletion(
+      [checkpoint_id](PipelineRunner& r) { r.Run(r.coordinator_.OnCommitted(checkpoint_id)); });
+}
+
+void PipelineRunner::EndGroupRound(int64_t checkpoint_id, MemberOutcome outcome,
+                                   std::string reason) {
+  PostStoreCompletion([=, reason = std::move(reason)](PipelineRunner& r) {
+    r.Run(r.coordinator_.EndGroupRound(checkpoint_id, outcome, reason));
+  });
+}
+
+void PipelineRunner::RequestGroupRound(CheckpointKind kind, Millis timeout,
+                                       std::function<void(PipelineRunner&, const Status&)> answer) {
+  CKPT_ASSERT_ON_STRAND(strand_);
+  group_->runner->RequestRound(
+      kind, timeout, [self = shared_from_this(), answer = std::move(answer)](Status s, int64_t) {
+        self->PostOperator([s = std::move(s), answer](PipelineRunner& r) { answer(r, s); });
+      });
+}
+
+void PipelineRunner::ReportToGroup() {
+  CKPT_ASSERT_ON_STRAND(strand_);
+  if (deleted_) return;
+  GroupLink& g = *group_;
+  auto [ready, holdup] = coordinator_.GroupReadiness();
+  if (!g.reported || ready != g.ready || holdup != g.holdup) {
+    g.ready = ready;
+    g.holdup = holdup;
+    g.runner->MemberState(key_, ready, std::move(holdup));
+  }
+  // The positions are a scan of the tasks: only when the gate changed.
+  const uint64_t version = coordinator_.PositionsVersion();
+  if (!g.reported || version != g.positions_version) {
+    g.positions_version = version;
+    MemberPositions positions = coordinator_.GroupPositions();
+    if (!g.reported || !(positions == g.positions)) {
+      g.positions = positions;
+      g.runner->MemberPositions(key_, positions);
+    }
+  }
+  g.reported = true;
 }
 
 void PipelineRunner::NotifySavepointObservers(const RoundFinished* finished) {

@@ -29,6 +29,8 @@
 
 namespace ckpt {
 
+class GroupRunner;
+
 struct RunnerOptions {
   int64_t heartbeat_interval_ms = 3000;
   int64_t lease_ttl_ms = 10000;
@@ -135,11 +137,26 @@ class PipelineRunner : public std::enable_shared_from_this<PipelineRunner> {
   // whether the spec changed, or why it was not applied; it runs on the strand, must not block.
   void ApplyDeclaredSpec(PipelineSpec spec, std::function<void(Result<bool>)> done);
 
+  // --- an alignment group's member (docs/ALIGNMENT.md) ---
+  // Makes the pipeline a member of `group` (whose policy is `spec`): from now on its rounds are
+  // the group's, and it reports its readiness and positions there on every change.
+  void JoinGroup(std::shared_ptr<GroupRunner> group, AlignmentGroupSpec spec);
+  // From the group's strand: its round starts, became durable, or ended without completing.
+  void StartGroupRound(int64_t checkpoint_id, CheckpointKind kind, int64_t position);
+  void GroupRoundDurable(int64_t checkpoint_id);
+  void EndGroupRound(int64_t checkpoint_id, MemberOutcome outcome, std::string reason);
+
   // Safe from any thread, at any time: the numbers the per-pipeline series of /metrics show.
   const PipelineMetrics& pipeline_metrics() const { return pipeline_metrics_; }
 
  private:
   void Run(Actions actions);  // strand_
+  // A member: its readiness and positions, to the group when they changed.
+  void ReportToGroup();
+  // A member's operator round (TriggerCheckpoint, a savepoint) is asked of its group.
+  // `answer` runs on this strand, after the round's StartGroupRound when it started.
+  void RequestGroupRound(CheckpointKind kind, Millis timeout,
+                         std::function<void(PipelineRunner&, const Status&)> answer);
   void NotifySavepointObservers(const RoundFinished* finished);
   // May move out of `action` (a message goes to the last of its sessions without a copy).
   void Execute(Action& action);
@@ -213,6 +230,16 @@ class PipelineRunner : public std::enable_shared_from_this<PipelineRunner> {
   // Operators waiting for a DeleteCheckpoint to be durable, by checkpoint id.
   std::vector<std::pair<int64_t, std::function<void(Status)>>> delete_waiters_;
   LogThrottle refused_hello_log_{std::chrono::seconds(10)};
+  // A member's link to its group (null otherwise: an ungrouped pipeline pays one pointer).
+  struct GroupLink {
+    std::shared_ptr<GroupRunner> runner;
+    bool reported = false;  // the fields below were sent
+    bool ready = false;
+    std::string holdup;
+    MemberPositions positions;
+    uint64_t positions_version = 0;  // PositionGate::version() when `positions` was sent
+  };
+  std::unique_ptr<GroupLink> group_;
 };
 
 }  // namespace ckpt

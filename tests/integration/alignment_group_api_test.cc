@@ -117,7 +117,9 @@ TEST_F(AlignmentGroupApiTest, AMemberHoldsADeleteAndGroupsOutliveARestart) {
   ASSERT_TRUE(Put(spec).ok());
   ASSERT_TRUE(Put(Spec("blocks")).ok());
 
-  daemon_->pipelines().groups().AddMember("ledger", {"job", "p"});
+  PipelineSpec member = TestSpec("p", {"0"});
+  member.alignment_group = "ledger";
+  CreateThroughApi(member);
   v1::AlignmentGroup group;
   ASSERT_TRUE(Get("ledger", &group).ok());
   ASSERT_EQ(group.members_size(), 1);
@@ -125,7 +127,6 @@ TEST_F(AlignmentGroupApiTest, AMemberHoldsADeleteAndGroupsOutliveARestart) {
   const grpc::Status held = Delete("ledger");
   EXPECT_EQ(held.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
   EXPECT_NE(held.error_message().find("job/p"), std::string::npos) << held.error_message();
-  daemon_->pipelines().groups().RemoveMember("ledger", {"job", "p"});
   ASSERT_TRUE(Delete("blocks").ok());
 
   StopDaemon();
@@ -133,8 +134,25 @@ TEST_F(AlignmentGroupApiTest, AMemberHoldsADeleteAndGroupsOutliveARestart) {
   EXPECT_EQ(Names(), (std::vector<std::string>{"ledger"})) << "from the store";
   ASSERT_TRUE(Get("ledger", &group).ok());
   EXPECT_EQ(group.spec().interval_ms(), 2500);
-  ASSERT_TRUE(Delete("ledger").ok());
+  ASSERT_EQ(group.members_size(), 1) << "the member joined again at load";
+  EXPECT_EQ(Delete("ledger").error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  ASSERT_TRUE(DeleteThroughApi("p").ok());
+  ASSERT_TRUE(Delete("ledger").ok()) << "no member left";
   EXPECT_TRUE(Names().empty());
+}
+
+TEST_F(AlignmentGroupApiTest, APipelineNamingNoGroupThatExistsIsNotCreated) {
+  StartAdmin();
+  PipelineSpec spec = TestSpec("p", {"0"});
+  spec.alignment_group = "nope";
+  std::promise<Status> created;
+  daemon_->pipelines().Create(spec, [&](Result<std::shared_ptr<PipelineRunner>> r) {
+    created.set_value(r.ok() ? Status::Ok() : r.status());
+  });
+  const Status s = created.get_future().get();
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(s.message().find("ckptctl group put nope"), std::string::npos) << s.message();
+  EXPECT_EQ(daemon_->pipelines().registry().Find({"job", "p"}), nullptr);
 }
 
 TEST_F(AlignmentGroupApiTest, AGroupOfTheConfigFileIsChangedByTheFileAlone) {

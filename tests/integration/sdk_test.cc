@@ -5,55 +5,13 @@
 #include <ckpt/worker.h>
 #include <atomic>
 
+#include "acking_worker.h"
 #include "daemon_fixture.h"
 
 namespace ckpt::testing {
 namespace {
 
 using std::chrono::milliseconds;
-
-// A pipeline served through the SDK that acks every trigger for all its tasks at once.
-struct AckingWorker {
-  AckingWorker(sdk::WorkerRuntime& runtime, const std::string& pipeline,
-               std::vector<std::string> tasks) {
-    sdk::PipelineHandlers handlers;
-    handlers.on_trigger = [this, tasks](const sdk::Trigger& t) {
-      last_trigger_kind = t.kind;
-      last_trigger_position = t.position;
-      for (const auto& task : tasks) {
-        worker->Ack(t.checkpoint_id, task,
-                    {"mem://" + task + "/" + std::to_string(t.checkpoint_id), 1, ""});
-      }
-    };
-    handlers.on_complete = [this](int64_t id, sdk::CheckpointKind kind) {
-      last_complete = id;
-      last_complete_kind = kind;
-      ++completes;
-    };
-    handlers.on_state = [this](sdk::PipelineState state, const std::string&) {
-      last_state = state;
-      ++state_changes;
-    };
-    handlers.on_savepoint_refused = [this](const std::string&) { ++savepoints_refused; };
-    worker = runtime.AddPipeline({.worker_id = "sdk-" + pipeline,
-                                  .job_id = "job",
-                                  .pipeline_id = pipeline,
-                                  .task_ids = tasks,
-                                  .backoff_initial = milliseconds(50),
-                                  .backoff_max = milliseconds(200)},
-                                 std::move(handlers));
-    worker->Start();
-  }
-  std::shared_ptr<sdk::PipelineWorker> worker;
-  std::atomic<int> completes{0};
-  std::atomic<int64_t> last_complete{0};
-  std::atomic<sdk::CheckpointKind> last_complete_kind{sdk::CheckpointKind::kUnspecified};
-  std::atomic<sdk::CheckpointKind> last_trigger_kind{sdk::CheckpointKind::kUnspecified};
-  std::atomic<int64_t> last_trigger_position{0};
-  std::atomic<sdk::PipelineState> last_state{sdk::PipelineState::kUnspecified};
-  std::atomic<int> state_changes{0};
-  std::atomic<int> savepoints_refused{0};
-};
 
 class SdkTest : public DaemonTest {
  protected:

@@ -39,6 +39,9 @@ const char* CoordinatorCallName(CoordinatorCall call) {
     case CoordinatorCall::kPinDropped: return "OnPinDropped";
     case CoordinatorCall::kRestore: return "Restore";
     case CoordinatorCall::kPositions: return "OnPositions";
+    case CoordinatorCall::kSetGroup: return "SetGroup";
+    case CoordinatorCall::kStartGroupRound: return "StartGroupRound";
+    case CoordinatorCall::kEndGroupRound: return "EndGroupRound";
   }
   return "?";
 }
@@ -429,6 +432,45 @@ Actions CheckedCoordinator::OnCheckpointsDeleteFailed(const std::vector<int64_t>
   return out;
 }
 
+Actions CheckedCoordinator::SetGroup(std::optional<AlignmentGroupSpec> group, int64_t id_floor) {
+  const bool joins = group.has_value();
+  if (!joins && member_) {
+    // Its own ids continue above the group's: the stored counter it must pass is that floor.
+    initial_counter_ = std::max(initial_counter_, id_floor);
+  }
+  member_ = joins;
+  Actions out = c_.SetGroup(std::move(group), id_floor);
+  Apply({CoordinatorCall::kSetGroup}, out);
+  return out;
+}
+
+Actions CheckedCoordinator::StartGroupRound(int64_t checkpoint_id, CheckpointKind kind,
+                                            int64_t position) {
+  group_position_ = position;
+  Actions out = c_.StartGroupRound(checkpoint_id, kind, position);
+  Apply({CoordinatorCall::kStartGroupRound, checkpoint_id}, out);
+  for (const Action& action : out) {
+    if (std::holds_alternative<SendTrigger>(action)) {
+      group_ids_floor_ = std::max(group_ids_floor_, checkpoint_id);
+    }
+  }
+  return out;
+}
+
+Actions CheckedCoordinator::EndGroupRound(int64_t checkpoint_id, MemberOutcome outcome,
+                                          const std::string& reason) {
+  if (commit_outstanding_ && *commit_outstanding_ == checkpoint_id) {
+    // The group never committed it: as a failed store write, counted for nobody by the store.
+    commit_outstanding_.reset();
+    if (outcome == MemberOutcome::kStoreFailed || outcome == MemberOutcome::kAborted) {
+      store_failed_id_ = checkpoint_id;
+    }
+  }
+  Actions out = c_.EndGroupRound(checkpoint_id, outcome, reason);
+  Apply({CoordinatorCall::kEndGroupRound, checkpoint_id}, out);
+  return out;
+}
+
 Actions CheckedCoordinator::SetFromConfig(bool from_config) {
   Actions out = c_.SetFromConfig(from_config);
   Apply({CoordinatorCall::kSetFromConfig}, out);
@@ -466,12 +508,28 @@ void CheckedCoordinator::Apply(Step step, const Actions& actions) {
     } else if (std::holds_alternative<CancelWakeup>(action)) {
       wakeup_.reset();
     } else if (auto* a = std::get_if<ReserveIds>(&action)) {
+      INVARIANT(!member_, "a group's member reserved ids of its own");
       INVARIANT(!reserve_outstanding_, "a second id reservation while one is in flight");
       INVARIANT(a->new_counter > reserved_confirmed_,
                 "ReserveIds does not move the counter forward");
       reserve_outstanding_ = a->new_counter;
     } else if (auto* a = std::get_if<CommitCheckpoint>(&action)) {
-      OnCommit(*a);
+      INVARIANT(!member_, "a group's member committed a round by itself");
+      OnCommit(a->commit);
+    } else if (auto* a = std::get_if<MemberDone>(&action)) {
+      INVARIANT(member_, "MemberDone from a pipeline in no group");
+      INVARIANT(a->checkpoint_id == a->commit.checkpoint.checkpoint_id,
+                "MemberDone names another id than its checkpoint");
+      INVARIANT(!a->commit.checkpoint.alignment_group.empty(),
+                "a member's checkpoint without its group's name");
+      OnCommit(a->commit);
+    } else if (auto* a = std::get_if<MemberFailed>(&action)) {
+      INVARIANT(member_, "MemberFailed from a pipeline in no group");
+      INVARIANT(current_.call != CoordinatorCall::kEndGroupRound,
+                "a member told its group of a failure the group itself ended");
+      INVARIANT((open_round_ && *open_round_ == a->checkpoint_id) ||
+                    current_.call == CoordinatorCall::kStartGroupRound,
+                "MemberFailed for a round that is not the open one");
     } else if (auto* a = std::get_if<SendComplete>(&action)) {
       OnComplete(*a);
     } else if (auto* a = std::get_if<DeleteCheckpoints>(&action)) {
@@ -563,8 +621,15 @@ void CheckedCoordinator::OnTrigger(const SendTrigger& t, const PipelineStatus& s
   INVARIANT(t.checkpoint_id > last_trigger_id_, "trigger ids do not strictly increase");
   INVARIANT(t.checkpoint_id > initial_counter_,
             "trigger id at or below the stored counter (may reuse an id from before a restart)");
-  INVARIANT(t.checkpoint_id <= reserved_confirmed_,
-            "trigger id above the highest counter the store confirmed durable");
+  if (member_) {
+    INVARIANT(current_.call == CoordinatorCall::kStartGroupRound && current_.id == t.checkpoint_id,
+              "a member triggered other than its group's round");
+    INVARIANT(t.position == group_position_, "a member's trigger lost its group's position");
+  } else {
+    INVARIANT(t.checkpoint_id <= reserved_confirmed_,
+              "trigger id above the highest counter the store confirmed durable");
+    INVARIANT(t.checkpoint_id > group_ids_floor_, "an id of a group round used again");
+  }
   INVARIANT(status.state == PipelineState::kRunning, "trigger while the pipeline is not RUNNING");
   INVARIANT(status.missing_tasks.empty() &&
                 status.registered_tasks == static_cast<int>(status.spec.task_ids.size()),
@@ -575,7 +640,9 @@ void CheckedCoordinator::OnTrigger(const SendTrigger& t, const PipelineStatus& s
                     std::set<SessionId>(sessions.begin(), sessions.end()) &&
                 !t.to.empty(),
             "trigger not sent to exactly the live sessions");
-  if (spec_.position_interval > 0) {
+  if (member_) {
+    // The group chose the position.
+  } else if (spec_.position_interval > 0) {
     INVARIANT(t.position > 0 && t.position % spec_.position_interval == 0,
               "with a position_interval, a trigger without a multiple of it as its position");
     INVARIANT(t.position > c_.CurrentRestorePoint().position,
@@ -589,8 +656,8 @@ void CheckedCoordinator::OnTrigger(const SendTrigger& t, const PipelineStatus& s
   } else {
     INVARIANT(!t.target.empty(), "a savepoint trigger without a location");
   }
-  const bool periodic =
-      t.kind == CheckpointKind::kCheckpoint && current_.call != CoordinatorCall::kTriggerNow;
+  const bool periodic = t.kind == CheckpointKind::kCheckpoint &&
+                        current_.call != CoordinatorCall::kTriggerNow && !member_;
   if (periodic) {
     const auto savepoint = c_.CurrentSavepoint();
     INVARIANT(!savepoint || savepoint->checkpoint_id != 0,
@@ -611,8 +678,7 @@ void CheckedCoordinator::OnTrigger(const SendTrigger& t, const PipelineStatus& s
   last_trigger_at_ = now;
 }
 
-void CheckedCoordinator::OnCommit(const CommitCheckpoint& action) {
-  const CheckpointCommit& c = action.commit;
+void CheckedCoordinator::OnCommit(const CheckpointCommit& c) {
   const int64_t id = c.checkpoint.checkpoint_id;
   INVARIANT(open_round_ && *open_round_ == id, "CommitCheckpoint for a round that is not open");
   INVARIANT(c.checkpoint.position == open_position_,
@@ -693,7 +759,7 @@ void CheckedCoordinator::CheckState() {
     const bool with_store = commit_outstanding_ && *commit_outstanding_ == pending->checkpoint_id;
     INVARIANT(pending->completing == with_store,
               "the round is 'completing' exactly while the store holds its commit");
-    if (!pending->completing && !deleted_) {
+    if (!pending->completing && !deleted_ && !member_) {  // a member's deadline is its group's
       INVARIANT(timeout_ && timeout_->checkpoint_id == pending->checkpoint_id,
                 "a pending round without its timeout armed (it could hang forever)");
     }
@@ -718,7 +784,7 @@ void CheckedCoordinator::CheckState() {
   // the store to reserve ids. (While the store fails writes no round may start: the schedule
   // waits for it to recover.)
   if (!deleted_ && !shutting_down_ && store_writable_ && status.state == PipelineState::kRunning &&
-      !open_round_) {
+      !open_round_ && !member_) {  // a member's schedule is its group's
     INVARIANT(wakeup_ || reserve_outstanding_,
               "RUNNING, idle, and nothing armed: the schedule stopped");
   }

@@ -89,6 +89,9 @@ enum class CoordinatorCall {
   kPinDropped,
   kRestore,
   kPositions,
+  kSetGroup,
+  kStartGroupRound,
+  kEndGroupRound,
 };
 const char* CoordinatorCallName(CoordinatorCall call);
 
@@ -157,6 +160,13 @@ class CheckedCoordinator {
   Status AddPin(int64_t checkpoint_id, const PipelineKey& holder);
   Actions OnPinDropped(int64_t checkpoint_id);
   PipelineCoordinator::Outcome Restore(const PipelineKey& source, CompletedCheckpoint checkpoint);
+  // An alignment group's member (the group's side is played by the caller).
+  Actions SetGroup(std::optional<AlignmentGroupSpec> group, int64_t id_floor = 0);
+  Actions StartGroupRound(int64_t checkpoint_id, CheckpointKind kind, int64_t position);
+  Actions EndGroupRound(int64_t checkpoint_id, MemberOutcome outcome, const std::string& reason);
+  std::pair<bool, std::string> GroupReadiness() const { return c_.GroupReadiness(); }
+  MemberPositions GroupPositions() const { return c_.GroupPositions(); }
+  int64_t IdFloor() const { return c_.IdFloor(); }
   RestorePoint CurrentRestorePoint() const { return c_.CurrentRestorePoint(); }
   Explanation Explain(int64_t stuck_threshold_ms = 0) const {
     return c_.Explain(stuck_threshold_ms);
@@ -219,7 +229,7 @@ class CheckedCoordinator {
   // Checks one call's actions, carrying them out on the model, then the state after it.
   void Apply(Step step, const Actions& actions);
   void OnTrigger(const SendTrigger& t, const PipelineStatus& status, SteadyTime now);
-  void OnCommit(const CommitCheckpoint& action);
+  void OnCommit(const CheckpointCommit& commit);
   void OnComplete(const SendComplete& s);
   void OnRoundFinished(const RoundFinished& r, SteadyTime now);
   void CheckState();
@@ -274,6 +284,11 @@ class CheckedCoordinator {
   bool deleted_ = false;
   bool shutting_down_ = false;
   std::map<std::string, SessionId> owner_;  // task -> the stream that registered it
+  // An alignment group's member: its ids and schedule are the group's, and its part of a round
+  // goes to the group (MemberDone), which stands in for the store.
+  bool member_ = false;
+  int64_t group_position_ = 0;   // the position StartGroupRound passed
+  int64_t group_ids_floor_ = 0;  // the highest id a group round used here
 };
 
 }  // namespace ckpt::testing

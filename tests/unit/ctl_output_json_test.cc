@@ -65,6 +65,7 @@ TEST(CtlOutputJson, PipelineHasEveryContractKeyInOrder) {
                                                   "tolerable_failures",
                                                   "retained",
                                                   "position_interval",
+                                                  "alignment_group",
                                                   "from_config",
                                                   "restore"}));
   EXPECT_EQ(json["job_id"], "etl");
@@ -86,7 +87,7 @@ TEST(CtlOutputJson, PipelineHasEveryContractKeyInOrder) {
 
 TEST(CtlOutputJson, EmptyPipelineStillHasEveryKey) {
   const Json json = PipelineJson(v1::Pipeline());
-  EXPECT_EQ(json.size(), 25u);
+  EXPECT_EQ(json.size(), 26u);
   EXPECT_EQ(
       Keys(json["restore"]),
       (std::vector<std::string>{"checkpoint_id", "kind", "location", "source_job_id",
@@ -142,10 +143,11 @@ TEST(CtlOutputJson, CheckpointWithStateSortedByTask) {
   (*c.mutable_state())["a"] = a;
 
   const Json json = CheckpointJson(c);
-  EXPECT_EQ(Keys(json), (std::vector<std::string>{
-                            "checkpoint_id", "kind", "status", "triggered_at_ms", "finished_at_ms",
-                            "acked_tasks", "expected_tasks", "failure_reason", "location",
-                            "position", "state", "pending_tasks", "pending_tasks_total", "tasks"}));
+  EXPECT_EQ(Keys(json),
+            (std::vector<std::string>{"checkpoint_id", "kind", "status", "triggered_at_ms",
+                                      "finished_at_ms", "acked_tasks", "expected_tasks",
+                                      "failure_reason", "location", "position", "alignment_group",
+                                      "state", "pending_tasks", "pending_tasks_total", "tasks"}));
   EXPECT_EQ(json["tasks"], Json::array()) << "a list view's: GetCheckpoint fills it";
   EXPECT_EQ(json["kind"], "SAVEPOINT_AND_STOP");
   EXPECT_EQ(json["status"], "COMPLETED");

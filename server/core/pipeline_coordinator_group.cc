@@ -1,0 +1,131 @@
+// A pipeline as a member of an alignment group (docs/ALIGNMENT.md): the group starts its rounds
+// and makes them durable; the member triggers its tasks, collects their acks and reports back
+// (MemberDone, MemberFailed). Rounds of its own are in pipeline_coordinator.cc.
+#include <algorithm>
+
+#include "common/name_list.h"
+#include "core/pipeline_coordinator.h"
+
+namespace ckpt {
+
+Actions PipelineCoordinator::SetGroup(std::optional<AlignmentGroupSpec> group, int64_t id_floor) {
+  Actions out;
+  if (group) {
+    group_ = std::make_unique<const AlignmentGroupSpec>(std::move(*group));
+    SyncPositionGate();  // a member keeps its tasks' positions for the group's gate
+    Rearm(out);          // no periodic trigger of its own from now on
+    return out;
+  }
+  if (!group_) return out;
+  const std::string name = group_->name;
+  if (pending_ && !pending_->completing) {
+    FailRound(CheckpointStatus::kAborted, "left alignment group " + name, FailureCause::kAborted,
+              out);
+  }
+  group_.reset();
+  // Its own ids continue above every id the group handed out; reserved before its next round.
+  next_id_ = std::max(next_id_, id_floor + 1);
+  SyncPositionGate();
+  out.push_back(Log{LogLevel::kInfo, "left alignment group " + name + "; checkpoints on its own"});
+  MaybeReserveIds(out);
+  Rearm(out);
+  return out;
+}
+
+std::pair<bool, std::string> PipelineCoordinator::GroupReadiness() const {
+  if (!group_) return {false, "not a member"};
+  if (deleted_) return {false, "deleted"};
+  if (shutting_down_) return {false, "the daemon is shutting down"};
+  if (sticky_ != StickyState::kActive) return {false, PipelineStateName(State())};
+  if (!AllTasksRegistered()) {
+    int total = 0;
+    std::vector<std::string> missing = MissingTasks(kNamesListed, &total);
+    return {false, "waiting for " + std::to_string(total) + " of " +
+                       std::to_string(expected_.size()) +
+                       " tasks: " + FirstNames(missing, static_cast<size_t>(total))};
+  }
+  if (!store_writable_) return {false, "the store fails writes"};
+  if (pending_) {
+    return {false, std::string(pending_->completing ? "completing " : "pending ") +
+                       CheckpointKindName(pending_->kind) + " " + std::to_string(pending_->id)};
+  }
+  return {true, ""};
+}
+
+MemberPositions PipelineCoordinator::GroupPositions() const {
+  MemberPositions p;
+  if (!positions_) return p;
+  p.min = positions_->gate.Lowest().value_or(0);
+  p.max = positions_->gate.Highest().value_or(0);
+  p.all_reported = !expected_.empty() && positions_->gate.reported() >= expected_.size();
+  return p;
+}
+
+uint64_t PipelineCoordinator::PositionsVersion() const {
+  // The gate's own count, and whether there is a gate (made or dropped with the policy).
+  return positions_ ? positions_->gate.version() * 2 + 1 : 0;
+}
+
+int64_t PipelineCoordinator::IdFloor() const {
+  return std::max({reserved_end_, next_id_ - 1, last_completed_id_});
+}
+
+Actions PipelineCoordinator::StartGroupRound(int64_t checkpoint_id, CheckpointKind kind,
+                                             int64_t position) {
+  Actions out;
+  auto [ready, holdup] = GroupReadiness();
+  if (!ready) {
+    // The group saw it ready a moment ago: messages crossed. It aborts the round for everyone.
+    out.push_back(MemberFailed{checkpoint_id, MemberFailure::kAborted, "not ready: " + holdup});
+    return out;
+  }
+  const SteadyTime now = clock_.SteadyNow();
+  next_id_ = std::max(next_id_, checkpoint_id + 1);  // ids stay increasing if it leaves
+  PendingRound round;
+  round.id = checkpoint_id;
+  round.kind = kind;
+  round.target = kind != CheckpointKind::kCheckpoint ? SavepointLocation("", checkpoint_id) : "";
+  round.triggered_at = now;
+  round.triggered_at_ms = clock_.WallMs();
+  round.deadline = now + Millis(group_->timeout_ms);  // the group's timer, not this pipeline's
+  round.stuck_noted = true;                           // no timer here: no stuck notice either
+  round.position = position;
+  last_trigger_at_ = now;
+  out.push_back(SendTrigger{Sessions(), round.id, kind, round.triggered_at_ms, generation_,
+                            round.target, round.position});
+  out.push_back(Log{LogLevel::kDebug, std::string("triggered ") + CheckpointKindName(kind) + " " +
+                                          std::to_string(round.id) + " of alignment group " +
+                                          group_->name});
+  pending_ = std::move(round);
+  Rearm(out);
+  return out;
+}
+
+Actions PipelineCoordinator::EndGroupRound(int64_t checkpoint_id, MemberOutcome outcome,
+                                           const std::string& reason) {
+  Actions out;
+  if (!pending_ || pending_->id != checkpoint_id) return out;  // it failed here first
+  const bool savepoint = pending_->kind != CheckpointKind::kCheckpoint;
+  const FailureCause counted = savepoint ? FailureCause::kNotCounted : FailureCause::kCounted;
+  const std::string why =
+      "alignment group " + (group_ ? group_->name : std::string()) + ": " + reason;
+  switch (outcome) {
+    case MemberOutcome::kAborted:
+      FailRound(CheckpointStatus::kAborted, why, FailureCause::kAborted, out, false);
+      break;
+    case MemberOutcome::kFailed:
+      FailRound(CheckpointStatus::kFailed, why, counted, out, false);
+      break;
+    case MemberOutcome::kExpired:
+      FailRound(CheckpointStatus::kExpired, why, counted, out, false);
+      break;
+    case MemberOutcome::kStoreFailed:
+      // The daemon's failure, not the pipeline's (as for a round of its own).
+      FailRound(CheckpointStatus::kFailed, why, FailureCause::kNotCounted, out, false);
+      break;
+  }
+  Rearm(out);
+  return out;
+}
+
+}  // namespace ckpt

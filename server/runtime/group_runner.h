@@ -1,0 +1,100 @@
+#pragma once
+// GroupRunner runs one alignment group's GroupCoordinator on a strand of its own and carries out
+// its actions (docs/ALIGNMENT.md): messages to its members' runners (posted to their strands),
+// its two timers (the next round, the round's deadline), its store writes (id blocks, the one
+// commit of a round), logs and metrics. Members post their readiness, positions, acks and
+// failures here; nothing on either side waits for the other.
+//
+// Threading: public methods may be called from any thread; each posts to strand_ and returns at
+// once. Members under "strand_" are touched only by handlers running on strand_. `done`
+// callbacks run on strand_ and must not block.
+
+#include <atomic>
+#include <boost/asio/basic_waitable_timer.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/strand.hpp>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "common/daemon_clock.h"
+#include "core/group_coordinator.h"
+#include "runtime/daemon_metrics.h"
+#include "store/metadata_store.h"
+
+namespace ckpt {
+
+class PipelineRunner;
+
+class GroupRunner : public std::enable_shared_from_this<GroupRunner> {
+ public:
+  // `store`, `clock` and `metrics` must outlive the runner and every handler it posts.
+  GroupRunner(boost::asio::io_context& io, const StoredGroup& stored, MetadataStore& store,
+              const Clock& clock, DaemonMetrics& metrics);
+  GroupRunner(const GroupRunner&) = delete;
+  GroupRunner& operator=(const GroupRunner&) = delete;
+
+  const std::string& name() const { return name_; }
+  // The end of the group's durably reserved ids, from any thread: a member that leaves
+  // continues above it.
+  int64_t durable_id_counter() const { return durable_id_counter_.load(); }
+
+  void Start();
+  // Shutdown or deletion: timers stop and nothing more starts; a round with the store still
+  // ends (its members' parts wait for it).
+  void Stop();
+
+  // --- membership (a member's runner calls these from its strand) ---
+  void AddMember(const PipelineKey& key, std::weak_ptr<PipelineRunner> member, int64_t id_floor);
+  void RemoveMember(const PipelineKey& key, std::string why);
+
+  // --- what members report ---
+  void MemberState(const PipelineKey& key, bool ready, std::string holdup);
+  void MemberPositions(const PipelineKey& key, ckpt::MemberPositions positions);
+  void MemberDone(const PipelineKey& key, int64_t checkpoint_id, CheckpointCommit commit);
+  void MemberFailed(const PipelineKey& key, int64_t checkpoint_id, MemberFailure failure,
+                    std::string reason);
+
+  // --- operators ---
+  // A round now (TriggerCheckpoint, a savepoint of any member). `done` once: refused, or the id
+  // of the round that started (a savepoint that had to wait: when it starts, or why it was
+  // dropped at `timeout`).
+  using RoundDone = std::function<void(Status, int64_t checkpoint_id)>;
+  void RequestRound(CheckpointKind kind, Millis timeout, RoundDone done);
+  // The group's policy changed (PutAlignmentGroup, a reload).
+  void UpdateSpec(AlignmentGroupSpec spec);
+  // Runs `fn` on the strand with the coordinator (read-only use).
+  void Inspect(std::function<void(const GroupCoordinator&)> fn);
+
+ private:
+  void Run(GroupActions actions);  // strand_
+  void Execute(GroupAction& action);
+  void LogLine(LogLevel level, const std::string& text) const;
+  // The member's runner, if it is still a member and alive.
+  std::shared_ptr<PipelineRunner> MemberRunner(const PipelineKey& key) const;
+  template <typename F>
+  void Post(F&& f);
+
+  const std::string name_;
+  MetadataStore& store_;
+  const Clock& clock_;
+  DaemonMetrics& metrics_;
+  std::atomic<int64_t> durable_id_counter_;  // written on strand_, read anywhere
+
+  using Strand = boost::asio::strand<boost::asio::io_context::executor_type>;
+  using StrandTimer = boost::asio::basic_waitable_timer<DaemonClock, DaemonWaitTraits, Strand>;
+
+  // strand_: every member below is touched only on it.
+  Strand strand_;
+  GroupCoordinator coordinator_;
+  StrandTimer wakeup_timer_;
+  StrandTimer deadline_timer_;
+  std::map<PipelineKey, std::weak_ptr<PipelineRunner>> members_;
+  // Who waits for the savepoint the group has queued (RequestRound); told when it starts or is
+  // dropped.
+  std::vector<RoundDone> queued_round_waiters_;
+  bool stopped_ = false;
+};
+
+}  // namespace ckpt

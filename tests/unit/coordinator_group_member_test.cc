@@ -1,0 +1,193 @@
+// A pipeline as a member of an alignment group (docs/ALIGNMENT.md): it schedules nothing and
+// reserves no ids of its own, triggers the group's rounds, hands its part to the group
+// (MemberDone) instead of the store, tells the group why it cannot finish (MemberFailed), records
+// the group's verdict (EndGroupRound), holds its own progress writes while its part waits for the
+// group's commit, and continues above the group's ids when it leaves.
+#include <gtest/gtest.h>
+
+#include "coordinator_harness.h"
+
+namespace ckpt::testing {
+namespace {
+
+AlignmentGroupSpec Ledger() {
+  AlignmentGroupSpec spec;
+  spec.name = "ledger";
+  spec.interval_ms = 1000;
+  spec.timeout_ms = 5000;
+  return spec;
+}
+
+// A member of "ledger", started, both tasks registered on session 1.
+struct MemberHarness : Harness {
+  MemberHarness() {
+    Apply(c().SetGroup(Ledger()));
+    Start();
+    RegisterAll();
+  }
+  template <typename T>
+  std::vector<T> All() const {
+    return ActionsOf<T>(all);
+  }
+};
+
+TEST(GroupMemberTest, SchedulesNothingAndReservesNoIdsOfItsOwn) {
+  MemberHarness h;
+  h.RunFor(Millis(10000));
+  EXPECT_TRUE(h.triggers.empty()) << "its rounds are the group's";
+  EXPECT_TRUE(h.reserve_requests.empty());
+  EXPECT_EQ(h.c().GroupReadiness(), (std::pair<bool, std::string>{true, ""}));
+  int64_t id = 0;
+  EXPECT_EQ(h.c().TriggerCheckpoint(&id).status.code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(h.c().RequestSavepoint("", false, Millis(1000)).status.code(),
+            StatusCode::kFailedPrecondition);
+}
+
+TEST(GroupMemberTest, TheLastAckGoesToTheGroupAndOnlyItsCommitCompletesTheRound) {
+  MemberHarness h;
+  h.Apply(h.c().StartGroupRound(700, CheckpointKind::kCheckpoint, 0));
+  ASSERT_EQ(h.triggers.size(), 1u);
+  EXPECT_EQ(h.triggers[0].checkpoint_id, 700) << "the group's id";
+  EXPECT_FALSE(h.c().GroupReadiness().first) << "a round is pending here";
+  h.AckAll(700);
+  EXPECT_TRUE(h.commits.empty()) << "a member never commits by itself";
+  auto done = h.All<MemberDone>();
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].checkpoint_id, 700);
+  EXPECT_EQ(done[0].commit.checkpoint.alignment_group, "ledger");
+  EXPECT_EQ(done[0].commit.checkpoint.task_states.size(), 2u);
+  EXPECT_EQ(done[0].commit.progress_after.last_completed_id, 700);
+  EXPECT_TRUE(h.completes.empty()) << "nothing completes before the group's commit";
+  EXPECT_NE(h.c().GroupReadiness().second.find("completing"), std::string::npos);
+
+  h.Apply(h.c().OnCommitted(700));
+  ASSERT_EQ(h.completes.size(), 1u);
+  EXPECT_EQ(h.completes[0].checkpoint_id, 700);
+  EXPECT_EQ(h.c().Describe().counters.completed_count, 1);
+  EXPECT_EQ(h.c().CurrentRestorePoint().checkpoint_id, 700);
+  EXPECT_TRUE(h.c().GroupReadiness().first);
+}
+
+TEST(GroupMemberTest, ADeclineHereFailsItHereAndTellsTheGroup) {
+  MemberHarness h;
+  h.Apply(h.c().StartGroupRound(10, CheckpointKind::kCheckpoint, 0));
+  h.Apply(h.c().OnDecline(1, 10, "a", "disk full", false));
+  auto failed = h.All<MemberFailed>();
+  ASSERT_EQ(failed.size(), 1u);
+  EXPECT_EQ(failed[0].checkpoint_id, 10);
+  EXPECT_EQ(failed[0].failure, MemberFailure::kDeclined);
+  EXPECT_EQ(h.c().Describe().counters.failed_count, 1) << "this member's failure";
+  ASSERT_EQ(h.aborts.size(), 1u);
+  // The group's abort that follows is for a round already over here: nothing more.
+  const size_t before = h.all.size();
+  h.Apply(h.c().EndGroupRound(10, MemberOutcome::kFailed, "a task of job/pipe declined"));
+  EXPECT_EQ(h.all.size(), before);
+  EXPECT_EQ(h.c().Describe().counters.failed_count, 1) << "counted once";
+}
+
+TEST(GroupMemberTest, AnotherMembersFailureIsRecordedAbortedAndCountsNothing) {
+  MemberHarness h;
+  h.Apply(h.c().StartGroupRound(10, CheckpointKind::kCheckpoint, 0));
+  h.AckAll(10);  // this member is done; another is not
+  h.Apply(h.c().EndGroupRound(10, MemberOutcome::kAborted, "job/other: task x declined"));
+  EXPECT_TRUE(h.All<MemberFailed>().empty()) << "the group ended it: nothing to tell it";
+  ASSERT_EQ(h.aborts.size(), 1u);
+  EXPECT_TRUE(h.completes.empty());
+  const auto counters = h.c().Describe().counters;
+  EXPECT_EQ(counters.failed_count, 0);
+  EXPECT_EQ(counters.expired_count, 0);
+  EXPECT_EQ(counters.consecutive_failures, 0);
+  ASSERT_FALSE(h.c().RecentRounds().empty());
+  EXPECT_EQ(h.c().RecentRounds().front().status, CheckpointStatus::kAborted);
+  EXPECT_TRUE(h.c().GroupReadiness().first) << "ready for the next round";
+}
+
+TEST(GroupMemberTest, TheGroupsDeadlineExpiresTheRoundForTheMemberThatHeldIt) {
+  MemberHarness h;
+  h.Apply(h.c().StartGroupRound(10, CheckpointKind::kCheckpoint, 0));
+  h.Apply(h.c().OnAck(1, 10, "a", TaskState{"mem://a", 1, "c"}));
+  h.RunFor(Millis(60000));
+  EXPECT_TRUE(h.c().HasPendingRound()) << "no timer of its own: the group keeps the deadline";
+  h.Apply(h.c().EndGroupRound(10, MemberOutcome::kExpired, "timed out"));
+  EXPECT_EQ(h.c().Describe().counters.expired_count, 1);
+}
+
+TEST(GroupMemberTest, ALostTaskAbortsItsPartAndHoldsTheGroupNamingTheTask) {
+  MemberHarness h;
+  h.Apply(h.c().StartGroupRound(10, CheckpointKind::kCheckpoint, 0));
+  h.Apply(h.c().OnSessionEnded(1, "stream broke"));
+  auto failed = h.All<MemberFailed>();
+  ASSERT_EQ(failed.size(), 1u);
+  EXPECT_EQ(failed[0].failure, MemberFailure::kAborted);
+  EXPECT_EQ(h.c().Describe().counters.failed_count, 0) << "task loss is nobody's failure";
+  auto [ready, holdup] = h.c().GroupReadiness();
+  EXPECT_FALSE(ready);
+  EXPECT_NE(holdup.find("waiting for 2 of 2 tasks"), std::string::npos) << holdup;
+}
+
+TEST(GroupMemberTest, AnAckAtAnotherPositionTellsTheGroupThePositionWasPassed) {
+  MemberHarness h;
+  h.Apply(h.c().StartGroupRound(10, CheckpointKind::kCheckpoint, 300));
+  EXPECT_EQ(h.triggers.back().position, 300);
+  h.Apply(h.c().OnAck(1, 10, "a", TaskState{"mem://a", 1, "c"}, {}, 340));
+  auto failed = h.All<MemberFailed>();
+  ASSERT_EQ(failed.size(), 1u);
+  EXPECT_EQ(failed[0].failure, MemberFailure::kPassedPosition);
+}
+
+TEST(GroupMemberTest, NotReadyAnswersTheGroupsStartAtOnceAndSendsNothing) {
+  MemberHarness h;
+  ASSERT_TRUE(h.c().Pause().status.ok());
+  EXPECT_EQ(h.c().GroupReadiness().second, "PAUSED");
+  h.Apply(h.c().StartGroupRound(10, CheckpointKind::kCheckpoint, 0));
+  EXPECT_TRUE(h.triggers.empty());
+  auto failed = h.All<MemberFailed>();
+  ASSERT_EQ(failed.size(), 1u);
+  EXPECT_EQ(failed[0].failure, MemberFailure::kAborted);
+}
+
+TEST(GroupMemberTest, ProgressWritesWaitWhileItsPartWaitsForTheGroupsCommit) {
+  MemberHarness h;
+  h.Apply(h.c().StartGroupRound(10, CheckpointKind::kCheckpoint, 0));
+  h.AckAll(10);
+  const size_t persisted = h.persisted.size();
+  // A takeover of the stream bumps the generation, which is written, but only after the group's
+  // commit: written first, the commit's older progress would overwrite it.
+  auto reg = h.c().OnRegister(2, "w2", {"a", "b"}, /*takeover=*/true);
+  ASSERT_TRUE(reg.status.ok());
+  h.Apply(reg.actions);
+  EXPECT_EQ(h.persisted.size(), persisted) << "written before the group's commit";
+  h.Apply(h.c().OnCommitted(10));
+  ASSERT_GT(h.persisted.size(), persisted);
+  EXPECT_EQ(h.persisted.back().generation, h.c().Describe().generation);
+  EXPECT_EQ(h.persisted.back().last_completed_id, 10);
+}
+
+TEST(GroupMemberTest, LeavingTheGroupContinuesAboveTheGroupsIds) {
+  MemberHarness h;
+  h.Apply(h.c().StartGroupRound(40, CheckpointKind::kCheckpoint, 0));
+  h.AckAll(40);
+  h.Apply(h.c().OnCommitted(40));
+  EXPECT_GE(h.c().IdFloor(), 40);
+  h.Apply(h.c().SetGroup(std::nullopt, /*id_floor=*/500));
+  h.RunFor(Millis(2000));
+  ASSERT_FALSE(h.triggers.empty()) << "on its own again";
+  EXPECT_GT(h.triggers.back().checkpoint_id, 500);
+  ASSERT_FALSE(h.reserve_requests.empty());
+  EXPECT_GT(h.reserve_requests.front(), 500) << "reserved above the group's ids first";
+}
+
+TEST(GroupMemberTest, ReportsTheLowestAndHighestPositionOfItsTasks) {
+  MemberHarness h;
+  EXPECT_FALSE(h.c().GroupPositions().all_reported);
+  h.Apply(h.c().OnPositions(1, {{"a", 120}}));
+  EXPECT_FALSE(h.c().GroupPositions().all_reported) << "b has not reported";
+  h.Apply(h.c().OnPositions(1, {{"b", 90}}));
+  const MemberPositions p = h.c().GroupPositions();
+  EXPECT_TRUE(p.all_reported);
+  EXPECT_EQ(p.min, 90);
+  EXPECT_EQ(p.max, 120);
+}
+
+}  // namespace
+}  // namespace ckpt::testing
