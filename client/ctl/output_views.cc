@@ -215,6 +215,18 @@ std::string ExplanationView(const v1::PipelineExplanation& e, int64_t now_ms) {
                                         (e.last_completed_at_ms() > 0
                                              ? ", " + FormatAgo(e.last_completed_at_ms(), now_ms)
                                              : "")});
+  if (!e.alignment_group().empty()) {
+    fields.AddRow(
+        {"Alignment group:",
+         e.alignment_group() +
+             (e.group_pending_checkpoint_id() > 0
+                  ? ", round " + std::to_string(e.group_pending_checkpoint_id()) + " pending"
+                  : "")});
+    for (const v1::GroupMemberHoldup& h : e.group_holding()) {
+      fields.AddRow(
+          {"  held by:", h.member().job_id() + "/" + h.member().pipeline_id() + ": " + h.reason()});
+    }
+  }
   text += fields.Render();
   if (e.tasks_size() == 0) return text;
   text += "\nWaiting for " + std::to_string(e.tasks_total()) +
@@ -318,6 +330,19 @@ std::string AlignmentGroupDetail(const v1::AlignmentGroup& g, int64_t now_ms) {
                                    : "none yet"});
   if (g.last_position() > 0) {
     table.AddRow({"Last aligned position:", std::to_string(g.last_position())});
+  }
+  if (g.pending_checkpoint_id() > 0) {
+    table.AddRow({"Pending round:", std::to_string(g.pending_checkpoint_id())});
+  } else if (g.next_round_in_ms() >= 0) {
+    table.AddRow({"Next round:", "in " + FormatDuration(g.next_round_in_ms())});
+  } else if (g.waiting_for_positions()) {
+    table.AddRow({"Next round:", "waits for positions (position interval)"});
+  } else if (g.waiting_for_ids()) {
+    table.AddRow({"Next round:", "waits for its id reservation"});
+  }
+  for (const v1::GroupMemberHoldup& h : g.holding()) {
+    table.AddRow(
+        {"Held by:", h.member().job_id() + "/" + h.member().pipeline_id() + ": " + h.reason()});
   }
   table.AddRow({"Interval:", FormatDuration(spec.interval_ms())});
   table.AddRow({"Timeout:", FormatDuration(spec.timeout_ms())});

@@ -99,6 +99,16 @@ Json CheckpointJson(const v1::CheckpointInfo& c) {
   };
 }
 
+Json GroupHoldingJson(const google::protobuf::RepeatedPtrField<v1::GroupMemberHoldup>& holding) {
+  Json out = Json::array();
+  for (const v1::GroupMemberHoldup& h : holding) {
+    out.push_back({{"job_id", h.member().job_id()},
+                   {"pipeline_id", h.member().pipeline_id()},
+                   {"reason", h.reason()}});
+  }
+  return out;
+}
+
 Json ExplanationJson(const v1::PipelineExplanation& e) {
   Json tasks = Json::array();
   for (const v1::TaskHoldup& t : e.tasks()) {
@@ -128,6 +138,9 @@ Json ExplanationJson(const v1::PipelineExplanation& e) {
       {"last_completed_checkpoint_id", e.last_completed_checkpoint_id()},
       {"last_completed_at_ms", e.last_completed_at_ms()},
       {"position_needed", e.position_needed()},
+      {"alignment_group", e.alignment_group()},
+      {"group_pending_checkpoint_id", e.group_pending_checkpoint_id()},
+      {"group_holding", GroupHoldingJson(e.group_holding())},
   };
 }
 
@@ -148,6 +161,11 @@ Json AlignmentGroupJson(const v1::AlignmentGroup& g) {
       {"last_round_id", g.last_round_id()},
       {"last_position", g.last_position()},
       {"last_completed_at_ms", g.last_completed_at_ms()},
+      {"pending_checkpoint_id", g.pending_checkpoint_id()},
+      {"holding", GroupHoldingJson(g.holding())},
+      {"next_round_in_ms", g.next_round_in_ms()},
+      {"waiting_for_ids", g.waiting_for_ids()},
+      {"waiting_for_positions", g.waiting_for_positions()},
   };
 }
 

@@ -63,6 +63,7 @@ const char* HoldupName(Holdup holdup) {
     case Holdup::kWaitingForIds: return "WAITING_FOR_IDS";
     case Holdup::kWaitingMinPause: return "WAITING_MIN_PAUSE";
     case Holdup::kWaitingForPositions: return "WAITING_FOR_POSITIONS";
+    case Holdup::kWaitingForGroup: return "WAITING_FOR_GROUP";
   }
   return "NONE";
 }
@@ -126,6 +127,22 @@ std::string ExplainSentence(const PipelineKey& key, const Explanation& e, int64_
              (e.tasks_total == 1 ? " task has" : " tasks have") + " not reported position " +
              std::to_string(e.position_needed) + " yet (" + TaskNames(e, 5) +
              "); the next checkpoint waits for every task to reach it";
+    case Holdup::kWaitingForGroup: {
+      std::string text = "waiting for alignment group " + e.alignment_group;
+      if (e.group_holding.empty()) {
+        text += e.next_trigger_in_ms >= 0
+                    ? ": the next group round is due in " + ShortDuration(e.next_trigger_in_ms)
+                    : ": its round is with the store";
+        return text;
+      }
+      const auto& [member, why] = e.group_holding.front();
+      text += ": " + member.ToString() + " " + why;
+      if (e.group_holding.size() > 1) {
+        text += " (and " + std::to_string(e.group_holding.size() - 1) + " more member" +
+                (e.group_holding.size() > 2 ? "s" : "") + ")";
+      }
+      return text;
+    }
     case Holdup::kNone: break;
   }
   std::string text = "checkpointing";

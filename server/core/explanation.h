@@ -26,6 +26,7 @@ enum class Holdup {
   kWaitingForIds,        // the next trigger waits for its id reservation to be durable
   kWaitingMinPause,      // the last round ended less than min_pause ago
   kWaitingForPositions,  // position_interval: tasks have not reported positions that far yet
+  kWaitingForGroup,      // a member of an alignment group: the group's round or schedule holds it
 };
 const char* HoldupName(Holdup holdup);  // "ROUND_SLOW", as the proto names it
 
@@ -57,6 +58,11 @@ struct Explanation {
   int64_t last_completed_checkpoint_id = 0;
   int64_t last_completed_at_ms = 0;
   int64_t position_needed = 0;  // kWaitingForPositions: what every task must report
+  // A member of an alignment group: its name, the group's pending round (0: none), and the
+  // members holding the group (a round's members not done, or members not ready), with why.
+  std::string alignment_group;
+  int64_t group_pending_checkpoint_id = 0;
+  std::vector<std::pair<PipelineKey, std::string>> group_holding;
 };
 
 inline constexpr size_t kMaxExplainedTasks = 1000;

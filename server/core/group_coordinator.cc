@@ -76,6 +76,12 @@ GroupActions GroupCoordinator::RemoveMember(const PipelineKey& member, const std
   return out;
 }
 
+bool GroupCoordinator::CommittingWith(const PipelineKey& member) const {
+  return pending_ && pending_->committing &&
+         std::any_of(pending_->done.begin(), pending_->done.end(),
+                     [&](const CheckpointCommit& c) { return c.key == member; });
+}
+
 GroupActions GroupCoordinator::UpdateSpec(const AlignmentGroupSpec& spec) {
   if (spec == spec_) return {};
   spec_ = spec;

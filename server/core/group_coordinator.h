@@ -186,6 +186,9 @@ class GroupCoordinator {
   std::vector<PipelineKey> Members() const;
   bool HasPendingRound() const { return pending_.has_value(); }
   int64_t PendingRoundId() const { return pending_ ? pending_->id : 0; }
+  // Whether the round with the store holds `member`'s part (it hears the outcome, even if it
+  // left meanwhile).
+  bool CommittingWith(const PipelineKey& member) const;
 
  private:
   struct Member {

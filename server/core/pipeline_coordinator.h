@@ -350,6 +350,8 @@ class PipelineCoordinator {
   // The principal each live session authenticated as ("" without auth).
   std::vector<std::pair<SessionId, std::string>> SessionPrincipals() const;
   bool HasPendingRound() const { return pending_.has_value(); }
+  // Every task acked the pending round: it is with the store (or, a member's, with its group).
+  bool RoundCompleting() const { return pending_ && pending_->completing; }
   std::optional<SavepointView> CurrentSavepoint() const;
   const PipelineSpec& spec() const { return spec_; }
   bool from_config() const { return from_config_; }

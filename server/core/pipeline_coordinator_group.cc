@@ -5,6 +5,7 @@
 
 #include "common/name_list.h"
 #include "core/pipeline_coordinator.h"
+#include "core/printable.h"
 
 namespace ckpt {
 
@@ -38,11 +39,16 @@ std::pair<bool, std::string> PipelineCoordinator::GroupReadiness() const {
   if (shutting_down_) return {false, "the daemon is shutting down"};
   if (sticky_ != StickyState::kActive) return {false, PipelineStateName(State())};
   if (!AllTasksRegistered()) {
-    int total = 0;
-    std::vector<std::string> missing = MissingTasks(kNamesListed, &total);
+    // Asked after every event of a member: the count costs nothing, the names a walk that
+    // stops at the third.
+    const size_t total = expected_.size() - task_owner_.size();
+    std::vector<std::string> names;
+    for (const std::string& task : spec_.task_ids) {
+      if (names.size() == 3) break;
+      if (!task_owner_.count(task)) names.push_back(Printable(task));
+    }
     return {false, "waiting for " + std::to_string(total) + " of " +
-                       std::to_string(expected_.size()) +
-                       " tasks: " + FirstNames(missing, static_cast<size_t>(total))};
+                       std::to_string(expected_.size()) + " tasks: " + FirstNames(names, total)};
   }
   if (!store_writable_) return {false, "the store fails writes"};
   if (pending_) {
@@ -63,7 +69,8 @@ MemberPositions PipelineCoordinator::GroupPositions() const {
 
 uint64_t PipelineCoordinator::PositionsVersion() const {
   // The gate's own count, and whether there is a gate (made or dropped with the policy).
-  return positions_ ? positions_->gate.version() * 2 + 1 : 0;
+  // And the task set's size: a task added makes all_reported false without a report.
+  return positions_ ? (positions_->gate.version() * 2 + 1) ^ (uint64_t{expected_.size()} << 40) : 0;
 }
 
 int64_t PipelineCoordinator::IdFloor() const {

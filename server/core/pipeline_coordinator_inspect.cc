@@ -133,10 +133,17 @@ Explanation PipelineCoordinator::Explain(int64_t stuck_threshold_ms) const {
         if (!pending_->acked.count(task)) add_task(task, tasks_missing_since_ms_);
       }
     }
-    if (e.holdup == Holdup::kNone) {
+    if (e.holdup == Holdup::kNone && group_ && pending_->completing) {
+      e.holdup = Holdup::kWaitingForGroup;  // its part is done: the other members hold it
+    } else if (e.holdup == Holdup::kNone) {
       e.holdup =
           e.pending_age_ms >= e.stuck_threshold_ms ? Holdup::kRoundSlow : Holdup::kRoundPending;
     }
+  }
+  if (group_) {
+    e.alignment_group = group_->name;
+    e.timeout_ms = group_->timeout_ms;  // the group's policy replaces its own
+    e.interval_ms = group_->interval_ms;
   }
   if (e.holdup != Holdup::kNone) return e;
   if (shutting_down_) {
@@ -154,6 +161,11 @@ Explanation PipelineCoordinator::Explain(int64_t stuck_threshold_ms) const {
   }
   if (!store_writable_) {
     e.holdup = Holdup::kStoreUnwritable;
+    return e;
+  }
+  if (group_) {
+    // Its schedule, ids and position gate are the group's: the runtime adds what holds it.
+    e.holdup = Holdup::kWaitingForGroup;
     return e;
   }
   if (trigger_waits_for_ids_) {

@@ -173,7 +173,8 @@ void AddTasks(const CompletedCheckpoint& checkpoint, v1::CheckpointInfo* out) {
   }
 }
 
-static_assert(static_cast<int>(Holdup::kWaitingForPositions) ==
+static_assert(static_cast<int>(Holdup::kWaitingForGroup) == v1::PIPELINE_HOLDUP_WAITING_FOR_GROUP &&
+                  static_cast<int>(Holdup::kWaitingForPositions) ==
                       v1::PIPELINE_HOLDUP_WAITING_FOR_POSITIONS &&
                   static_cast<int>(Holdup::kWaitingMinPause) ==
                       v1::PIPELINE_HOLDUP_WAITING_MIN_PAUSE &&
@@ -209,6 +210,11 @@ void ToProto(const Explanation& e, const std::string& summary, v1::PipelineExpla
   out->set_last_completed_checkpoint_id(e.last_completed_checkpoint_id);
   out->set_last_completed_at_ms(e.last_completed_at_ms);
   out->set_position_needed(e.position_needed);
+  out->set_alignment_group(e.alignment_group);
+  out->set_group_pending_checkpoint_id(e.group_pending_checkpoint_id);
+  for (const auto& [member, why] : e.group_holding) {
+    ToProto(member, why, out->add_group_holding());
+  }
 }
 
 void ToProto(const PendingSummary& p, v1::CheckpointInfo* out) {
@@ -233,6 +239,12 @@ AlignmentGroupUpdate GroupUpdateFromProto(const v1::AlignmentGroupSpec& proto) {
   return update;
 }
 
+void ToProto(const PipelineKey& member, const std::string& reason, v1::GroupMemberHoldup* out) {
+  out->mutable_member()->set_job_id(member.job_id);
+  out->mutable_member()->set_pipeline_id(member.pipeline_id);
+  out->set_reason(reason);
+}
+
 void ToProto(const AlignmentGroupView& view, v1::AlignmentGroup* out) {
   const StoredGroup& g = view.group;
   auto* spec = out->mutable_spec();
@@ -250,6 +262,13 @@ void ToProto(const AlignmentGroupView& view, v1::AlignmentGroup* out) {
   out->set_last_round_id(g.progress.last_round_id);
   out->set_last_position(g.progress.last_position);
   out->set_last_completed_at_ms(g.progress.last_completed_at_ms);
+  if (view.live) {
+    out->set_pending_checkpoint_id(view.live->pending_checkpoint_id);
+    for (const auto& [member, why] : view.live->holding) ToProto(member, why, out->add_holding());
+    out->set_next_round_in_ms(view.live->next_trigger_in_ms);
+    out->set_waiting_for_ids(view.live->waiting_for_ids);
+    out->set_waiting_for_positions(view.live->waiting_for_positions);
+  }
 }
 
 v1::SavepointStatus ToProto(SavepointPhase phase) {

@@ -32,5 +32,6 @@ v1::SavepointStatus ToProto(SavepointPhase phase);
 // PutAlignmentGroup's fields, unset ones left unset.
 AlignmentGroupUpdate GroupUpdateFromProto(const v1::AlignmentGroupSpec& proto);
 void ToProto(const AlignmentGroupView& view, v1::AlignmentGroup* out);
+void ToProto(const PipelineKey& member, const std::string& reason, v1::GroupMemberHoldup* out);
 
 }  // namespace ckpt

@@ -341,10 +341,12 @@ grpc::ServerUnaryReactor* AdminServiceImpl::GetAlignmentGroup(grpc::CallbackServ
                                                               v1::AlignmentGroup* resp) {
   if (Status s = Admit(*ctx, "GetAlignmentGroup"); !s.ok()) return Reply(ctx, s);
   if (Status s = ValidateId(req->name(), "name"); !s.ok()) return Reply(ctx, s);
-  auto view = backend_.groups().Get(req->name());
-  if (!view) return Reply(ctx, Status::NotFound("no alignment group " + req->name()));
-  ToProto(*view, resp);
-  return Reply(ctx, Status::Ok());
+  auto* reactor = ctx->DefaultReactor();
+  backend_.groups().Describe(req->name(), [reactor, resp](Result<AlignmentGroupView> view) {
+    if (view.ok()) ToProto(*view, resp);
+    reactor->Finish(ToGrpcStatus(view.status()));
+  });
+  return reactor;
 }
 
 grpc::ServerUnaryReactor* AdminServiceImpl::ListAlignmentGroups(

@@ -226,6 +226,19 @@ std::optional<AlignmentGroupView> AlignmentGroups::Get(const std::string& name) 
   return ViewOf(it->second);
 }
 
+void AlignmentGroups::Describe(const std::string& name, ViewDone done) const {
+  std::optional<AlignmentGroupView> view = Get(name);
+  if (!view) return done(Status::NotFound("no alignment group " + name));
+  std::shared_ptr<GroupRunner> runner = Runner(name);
+  if (!runner) return done(std::move(*view));
+  runner->Inspect(
+      [view = std::move(*view), done = std::move(done)](const GroupCoordinator& group) mutable {
+        view.group.progress = group.progress();
+        view.live = group.Explain();
+        done(std::move(view));
+      });
+}
+
 std::vector<AlignmentGroupView> AlignmentGroups::List() const {
   MutexLock lock(mu_);
   std::vector<AlignmentGroupView> views;
@@ -274,6 +287,9 @@ void AlignmentGroups::Delete(const std::string& name, Done done) {
 AlignmentGroupView AlignmentGroups::ViewOf(const StoredGroup& group) const {
   AlignmentGroupView view;
   view.group = group;
+  if (auto runner = runners_.find(group.spec.name); runner != runners_.end()) {
+    view.group.progress = runner->second->progress();  // the rounds since the load
+  }
   if (auto it = members_.find(group.spec.name); it != members_.end()) {
     view.members.assign(it->second.begin(), it->second.end());
   }

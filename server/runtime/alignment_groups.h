@@ -34,8 +34,9 @@ struct AlignmentGroupUpdate {
 
 // A group as the API shows it.
 struct AlignmentGroupView {
-  StoredGroup group;
-  std::vector<PipelineKey> members;  // in key order
+  StoredGroup group;                     // its progress as of the last round the runner ended
+  std::vector<PipelineKey> members;      // in key order
+  std::optional<GroupExplanation> live;  // Describe only: what holds it now
 };
 
 class AlignmentGroups {
@@ -68,6 +69,9 @@ class AlignmentGroups {
   void Put(const AlignmentGroupUpdate& update, const PipelineDefaults& defaults, bool from_config,
            ViewDone done);
   std::optional<AlignmentGroupView> Get(const std::string& name) const;
+  // Get, with what holds the group now (asked of its runner, on its strand): `done` there, or
+  // at once (NOT_FOUND, or no runner).
+  void Describe(const std::string& name, ViewDone done) const;
   std::vector<AlignmentGroupView> List() const;  // in name order
   // FAILED_PRECONDITION while a pipeline names it or the config file declares it; NOT_FOUND when
   // there is no such group.

@@ -21,7 +21,11 @@ GroupRunner::GroupRunner(asio::io_context& io, const StoredGroup& stored, Metada
       strand_(asio::make_strand(io)),
       coordinator_(stored.spec, stored.progress, clock),
       wakeup_timer_(strand_),
-      deadline_timer_(strand_) {}
+      deadline_timer_(strand_),
+      published_progress_copy_(stored.progress) {
+  MutexLock lock(progress_mu_);
+  published_progress_ = stored.progress;
+}
 
 template <typename F>
 void GroupRunner::Post(F&& f) {
@@ -60,7 +64,11 @@ void GroupRunner::RemoveMember(const PipelineKey& key, std::string why) {
     // Aborts go out before the member is let go (EndRound takes them from the round).
     GroupActions actions = g.coordinator_.RemoveMember(key, why);
     g.Run(std::move(actions));
-    g.members_.erase(key);
+    if (g.coordinator_.CommittingWith(key)) {
+      g.leaving_.insert(key);  // it still hears the outcome of the commit its part is in
+    } else {
+      g.members_.erase(key);
+    }
   });
 }
 
@@ -120,6 +128,16 @@ std::shared_ptr<PipelineRunner> GroupRunner::MemberRunner(const PipelineKey& key
 void GroupRunner::Run(GroupActions actions) {
   CKPT_ASSERT_ON_STRAND(strand_);
   for (GroupAction& action : actions) Execute(action);
+  if (coordinator_.progress() != published_progress_copy_) {
+    published_progress_copy_ = coordinator_.progress();
+    MutexLock lock(progress_mu_);
+    published_progress_ = published_progress_copy_;
+  }
+}
+
+GroupProgress GroupRunner::progress() const {
+  MutexLock lock(progress_mu_);
+  return published_progress_;
 }
 
 void GroupRunner::Execute(GroupAction& action) {
@@ -187,6 +205,8 @@ void GroupRunner::Execute(GroupAction& action) {
       asio::post(self->strand_, [self, id, s = std::move(s)] {
         self->Run(s.ok() ? self->coordinator_.OnCommitted(id)
                          : self->coordinator_.OnCommitFailed(id, s));
+        for (const PipelineKey& key : self->leaving_) self->members_.erase(key);
+        self->leaving_.clear();
       });
     });
   } else if (auto* a = std::get_if<GroupRoundStarted>(&action)) {

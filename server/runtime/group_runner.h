@@ -16,9 +16,11 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 
 #include "common/daemon_clock.h"
+#include "common/mutex.h"
 #include "core/group_coordinator.h"
 #include "runtime/daemon_metrics.h"
 #include "store/metadata_store.h"
@@ -39,6 +41,8 @@ class GroupRunner : public std::enable_shared_from_this<GroupRunner> {
   // The end of the group's durably reserved ids, from any thread: a member that leaves
   // continues above it.
   int64_t durable_id_counter() const { return durable_id_counter_.load(); }
+  // The group's progress as of the last round that ended, from any thread.
+  GroupProgress progress() const;
 
   void Start();
   // Shutdown or deletion: timers stop and nothing more starts; a round with the store still
@@ -81,6 +85,9 @@ class GroupRunner : public std::enable_shared_from_this<GroupRunner> {
   const Clock& clock_;
   DaemonMetrics& metrics_;
   std::atomic<int64_t> durable_id_counter_;  // written on strand_, read anywhere
+  // coordinator_.progress() after each Run, for readers on other threads.
+  mutable Mutex progress_mu_;
+  GroupProgress published_progress_ CKPT_GUARDED_BY(progress_mu_);
 
   using Strand = boost::asio::strand<boost::asio::io_context::executor_type>;
   using StrandTimer = boost::asio::basic_waitable_timer<DaemonClock, DaemonWaitTraits, Strand>;
@@ -91,10 +98,14 @@ class GroupRunner : public std::enable_shared_from_this<GroupRunner> {
   StrandTimer wakeup_timer_;
   StrandTimer deadline_timer_;
   std::map<PipelineKey, std::weak_ptr<PipelineRunner>> members_;
+  // Members that left while the commit holding their part was with the store: kept in members_
+  // until its outcome went out to them.
+  std::set<PipelineKey> leaving_;
   // Who waits for the savepoint the group has queued (RequestRound); told when it starts or is
   // dropped.
   std::vector<RoundDone> queued_round_waiters_;
   bool stopped_ = false;
+  GroupProgress published_progress_copy_;  // what published_progress_ holds (no lock to compare)
 };
 
 }  // namespace ckpt

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/group_coordinator.h"
 #include "metrics/prometheus_text.h"
 
 namespace ckpt {
@@ -111,6 +112,20 @@ std::string RenderMetricsPage(const DaemonMetrics& m, const Registry& registry,
   for (IgnoredReason reason : kIgnoredReasons) {
     out.Sample("ckptd_ignored_messages_total", {{"reason", IgnoredReasonLabel(reason)}},
                Load(m.IgnoredTotal(reason)));
+  }
+
+  out.Family("ckptd_group_rounds_total", "counter",
+             "Alignment group rounds ended, by result: completed (one commit for every member), "
+             "failed (a member's task declined, or the store failed the commit), expired (the "
+             "group's timeout), aborted (a task lost, a member left or was not ready).");
+  static constexpr std::pair<GroupRoundResult, const char*> kGroupResults[] = {
+      {GroupRoundResult::kCompleted, "completed"},
+      {GroupRoundResult::kFailed, "failed"},
+      {GroupRoundResult::kExpired, "expired"},
+      {GroupRoundResult::kAborted, "aborted"}};
+  for (const auto& [result, label] : kGroupResults) {
+    out.Sample("ckptd_group_rounds_total", {{"result", label}},
+               Load(m.group_rounds_total[static_cast<size_t>(result)]));
   }
 
   out.Family("ckptd_auth_denied_total", "counter",

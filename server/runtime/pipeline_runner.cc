@@ -221,6 +221,15 @@ void PipelineRunner::RequestSavepoint(std::string target, bool stop, Millis time
             "member's default location: leave out the target";
         return observer->OnSavepointUpdate(refused);
       }
+      if (auto pending = r.coordinator_.CurrentSavepoint()) {
+        // Its updates would be that savepoint's: one group savepoint at a time.
+        SavepointUpdate refused;
+        refused.key = r.key_;
+        refused.phase = SavepointPhase::kFailed;
+        refused.failure_reason = "group savepoint " + std::to_string(pending->checkpoint_id) +
+                                 " is in progress; ask again once it finished";
+        return observer->OnSavepointUpdate(refused);
+      }
       r.savepoint_observers_.push_back(observer);
       if (r.last_savepoint_update_) observer->OnSavepointUpdate(*r.last_savepoint_update_);
       const CheckpointKind kind =
@@ -258,9 +267,16 @@ void PipelineRunner::ForgetSavepointObserver(const SavepointObserver* observer) 
   });
 }
 
-void PipelineRunner::Delete(std::function<void(const Status&, bool stopped)> done,
-                            const std::string& declared_in) {
-  PostOperator([done = std::move(done), declared_in](PipelineRunner& r) {
+void PipelineRunner::Delete(DeleteDone done, const std::string& declared_in) {
+  PostOperator([done = std::move(done), declared_in](PipelineRunner& r) mutable {
+    r.DeleteNow(std::move(done), declared_in);
+  });
+}
+
+void PipelineRunner::DeleteNow(DeleteDone done, const std::string& declared_in) {
+  CKPT_ASSERT_ON_STRAND(strand_);
+  PipelineRunner& r = *this;
+  {
     // Deleted already: the first delete frees the name (this one must not: the name may hold a
     // new pipeline by the time it answers).
     if (r.deleted_) return done(r.DeletedStatus(), false);
@@ -270,6 +286,23 @@ void PipelineRunner::Delete(std::function<void(const Status&, bool stopped)> don
               "pipeline " + r.key_.ToString() + " is declared in the config file " + declared_in +
               "; remove it from that file and reload (SIGHUP), then delete it"),
           false);
+    }
+    if (r.group_ && r.group_->deferred_delete) {
+      return done(Status::Aborted("a delete of " + r.key_.ToString() +
+                                  " already waits for its alignment group's round"),
+                  false);
+    }
+    if (r.group_ && r.coordinator_.RoundCompleting()) {
+      // Its part of a group round is with the group, whose commit may be with the store: the
+      // record goes only once that round ended (a commit landing after the delete would fail
+      // the round for every member). Leaving aborts the round unless it is being committed.
+      r.group_->runner->RemoveMember(r.key_, "pipeline deleted");
+      r.LogLine(LogLevel::kInfo, "delete waits for the outcome of its alignment group's round");
+      r.group_->deferred_delete = [done = std::move(done),
+                                   declared_in](PipelineRunner& self) mutable {
+        self.DeleteNow(std::move(done), declared_in);
+      };
+      return;
     }
     auto outcome = r.coordinator_.Delete();
     if (!outcome.status.ok()) return done(outcome.status, false);
@@ -301,6 +334,12 @@ void PipelineRunner::Delete(std::function<void(const Status&, bool stopped)> don
     if (r.persist_retry_timer_) r.persist_retry_timer_->cancel();
     r.deleted_ = true;
     r.CountState(std::nullopt);
+    if (group) {
+      // Its id counter outlives the delete: a pipeline created again under this name continues
+      // above every id the group handed out (also those of rounds that never completed).
+      r.store_.ReserveIds(r.key_, std::max(group->durable_id_counter(), r.coordinator_.IdFloor()),
+                          [self = r.shared_from_this()](Status s) { self->ReportWrite(s); });
+    }
     // On the store's writer (sinks take any thread): the operator's answer comes after these.
     r.store_.DeletePipeline(r.key_, [self = r.shared_from_this(), leaving, release,
                                      done = std::move(done)](const Status& s) {
@@ -312,7 +351,7 @@ void PipelineRunner::Delete(std::function<void(const Status&, bool stopped)> don
                                  "; it comes back at the next start");
       done(s, true);
     });
-  });
+  }
 }
 
 void PipelineRunner::DeleteCheckpoint(int64_t checkpoint_id, std::function<void(Status)> done) {
@@ -484,7 +523,18 @@ void PipelineRunner::Explain(
         t.last_message_at_ms = it->second->LastMessageAtMs();
       }
     }
-    done(Status::Ok(), e, ExplainSentence(r.key_, e, r.clock_.WallMs()));
+    if (!r.group_) return done(Status::Ok(), e, ExplainSentence(r.key_, e, r.clock_.WallMs()));
+    // A member: what holds its group, asked on the group's strand (answered from there).
+    r.group_->runner->Inspect([self = r.shared_from_this(), e = std::move(e),
+                               done = std::move(done)](const GroupCoordinator& group) mutable {
+      const GroupExplanation g = group.Explain();
+      e.group_pending_checkpoint_id = g.pending_checkpoint_id;
+      e.group_holding = g.holding;
+      if (e.holdup == Holdup::kWaitingForGroup && e.pending_checkpoint_id == 0) {
+        e.next_trigger_in_ms = g.next_trigger_in_ms;
+      }
+      done(Status::Ok(), e, ExplainSentence(self->key(), e, self->clock_.WallMs()));
+    });
   });
 }
 
@@ -746,23 +796,37 @@ void PipelineRunner::StartGroupRound(int64_t checkpoint_id, CheckpointKind kind,
 
 void PipelineRunner::GroupRoundDurable(int64_t checkpoint_id) {
   // As a commit's completion: never dropped (a deleted member only reports the outcome).
-  PostStoreCompletion(
-      [checkpoint_id](PipelineRunner& r) { r.Run(r.coordinator_.OnCommitted(checkpoint_id)); });
+  PostStoreCompletion([checkpoint_id](PipelineRunner& r) {
+    r.Run(r.coordinator_.OnCommitted(checkpoint_id));
+    r.RunDeferredDelete();
+  });
+}
+
+void PipelineRunner::RunDeferredDelete() {
+  CKPT_ASSERT_ON_STRAND(strand_);
+  if (!group_ || !group_->deferred_delete || coordinator_.HasPendingRound()) return;
+  auto deferred = std::move(group_->deferred_delete);
+  group_->deferred_delete = nullptr;
+  deferred(*this);
 }
 
 void PipelineRunner::EndGroupRound(int64_t checkpoint_id, MemberOutcome outcome,
                                    std::string reason) {
   PostStoreCompletion([=, reason = std::move(reason)](PipelineRunner& r) {
     r.Run(r.coordinator_.EndGroupRound(checkpoint_id, outcome, reason));
+    r.RunDeferredDelete();
   });
 }
 
 void PipelineRunner::RequestGroupRound(CheckpointKind kind, Millis timeout,
                                        std::function<void(PipelineRunner&, const Status&)> answer) {
   CKPT_ASSERT_ON_STRAND(strand_);
+  // Weakly: a waiter the group holds must not keep this runner (which holds the group) alive.
   group_->runner->RequestRound(
-      kind, timeout, [self = shared_from_this(), answer = std::move(answer)](Status s, int64_t) {
-        self->PostOperator([s = std::move(s), answer](PipelineRunner& r) { answer(r, s); });
+      kind, timeout, [weak = weak_from_this(), answer = std::move(answer)](Status s, int64_t) {
+        if (auto self = weak.lock()) {
+          self->PostOperator([s = std::move(s), answer](PipelineRunner& r) { answer(r, s); });
+        }
       });
 }
 

@@ -114,8 +114,8 @@ class PipelineRunner : public std::enable_shared_from_this<PipelineRunner> {
   // (FAILED_PRECONDITION naming `declared_in`, the file): the file would bring it back at the
   // next reload; so is one whose checkpoint is another pipeline's restore point. `stopped`: the
   // pipeline is gone from the daemon (whether or not the store's delete succeeded).
-  void Delete(std::function<void(const Status&, bool stopped)> done,
-              const std::string& declared_in);
+  using DeleteDone = std::function<void(const Status&, bool stopped)>;
+  void Delete(DeleteDone done, const std::string& declared_in);
   // The config file no longer declares this pipeline: from now on it is the API's (a reload
   // leaves it alone, DeletePipeline may remove it). `done(true)` if it was declared until now.
   void Undeclare(std::function<void(bool)> done);
@@ -151,6 +151,9 @@ class PipelineRunner : public std::enable_shared_from_this<PipelineRunner> {
 
  private:
   void Run(Actions actions);  // strand_
+  void DeleteNow(DeleteDone done, const std::string& declared_in);
+  // A delete that waited for the member's group round to end runs once it has.
+  void RunDeferredDelete();
   // A member: its readiness and positions, to the group when they changed.
   void ReportToGroup();
   // A member's operator round (TriggerCheckpoint, a savepoint) is asked of its group.
@@ -238,6 +241,8 @@ class PipelineRunner : public std::enable_shared_from_this<PipelineRunner> {
     std::string holdup;
     MemberPositions positions;
     uint64_t positions_version = 0;  // PositionGate::version() when `positions` was sent
+    // A delete waiting for the outcome of the group round its part is in (null: none).
+    std::function<void(PipelineRunner&)> deferred_delete;
   };
   std::unique_ptr<GroupLink> group_;
 };

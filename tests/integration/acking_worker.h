@@ -27,6 +27,10 @@ struct AckingWorker {
       if (hold.load()) return;  // a stuck worker: never answers
       if (decline_next.load() > 0) {
         --decline_next;
+        {
+          std::lock_guard lock(mu);
+          declined_ids.push_back(t.checkpoint_id);
+        }
         worker->Decline(t.checkpoint_id, tasks.front(), "declined by the test");
         return;
       }
@@ -67,6 +71,10 @@ struct AckingWorker {
     std::lock_guard lock(mu);
     return triggered_ids;
   }
+  std::vector<int64_t> Declined() const {
+    std::lock_guard lock(mu);
+    return declined_ids;
+  }
 
   std::shared_ptr<sdk::PipelineWorker> worker;
   std::atomic<bool> hold{false};
@@ -83,6 +91,7 @@ struct AckingWorker {
   mutable std::mutex mu;
   std::vector<int64_t> completed_ids;  // guarded by mu
   std::vector<int64_t> triggered_ids;  // guarded by mu
+  std::vector<int64_t> declined_ids;   // guarded by mu
 };
 
 }  // namespace ckpt::testing
