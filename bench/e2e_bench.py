@@ -12,6 +12,10 @@ bucket bounds, whole run).
   e2e_bench.py --build-dir B --pipelines 5000 --tasks 2            a scale run (interval 1 s)
   e2e_bench.py --build-dir B --pipelines 16 --tasks 500 --interval-ms 10 --label ingest
                                                                    ack ingest at saturation
+  e2e_bench.py --build-dir B --pipelines 5000 --tasks 1 --group-size 5 --label groups
+                                                                   1,000 alignment groups of 5
+With --group-size K the pipelines are members of alignment groups of K (the interval and timeout
+are the groups'), and the simulator reports the trigger skew within each group round.
 Prints one JSON object on stdout; progress on stderr. Standard library only.
 """
 import argparse
@@ -84,7 +88,8 @@ def make_tls(work):
     return yaml, flags(worker), flags(admin)
 
 
-def write_config(path, port, data_dir, job, pipelines, tasks, interval_ms, timeout_ms, extra=""):
+def write_config(path, port, data_dir, job, pipelines, tasks, interval_ms, timeout_ms, extra="",
+                 group_size=0):
     with open(path, "w") as f:
         f.write(extra)
         f.write(f"listen: 127.0.0.1:{port}\n")
@@ -93,9 +98,15 @@ def write_config(path, port, data_dir, job, pipelines, tasks, interval_ms, timeo
         f.write(f"threads: {os.environ.get('CKPT_E2E_THREADS', '0')}\n")
         f.write("log:\n  level: info\n")
         f.write(f"defaults:\n  interval_ms: {interval_ms}\n  timeout_ms: {timeout_ms}\n")
+        if group_size > 0:
+            f.write("alignment_groups:\n")
+            for g in range((pipelines + group_size - 1) // group_size):
+                f.write(f"  - {{name: {job}-g{g}, interval_ms: {interval_ms}, "
+                        f"timeout_ms: {timeout_ms}}}\n")
         f.write("pipelines:\n")
         for i in range(pipelines):
-            f.write(f"  - {{job_id: {job}, pipeline_id: p{i}, parallelism: {tasks}}}\n")
+            group = f", alignment_group: {job}-g{i // group_size}" if group_size > 0 else ""
+            f.write(f"  - {{job_id: {job}, pipeline_id: p{i}, parallelism: {tasks}{group}}}\n")
 
 
 TOTALS = re.compile(r"totals: .*trigger delay p50 <= (\d+) us, p99 <= (\d+) us, max (\d+) us "
@@ -112,13 +123,14 @@ def run(args):
     config = os.path.join(work, "ckptd.yaml")
     tls_yaml, sim_flags, ctl_flags = make_tls(work) if args.tls else ("", [], [])
     write_config(config, port, os.path.join(work, "data"), job, args.pipelines, args.tasks,
-                 args.interval_ms, args.timeout_ms, extra=tls_yaml)
+                 args.interval_ms, args.timeout_ms, extra=tls_yaml, group_size=args.group_size)
     daemon_log = open(os.path.join(work, "ckptd.log"), "w+")
     daemon = subprocess.Popen([server, "--config", config], stdout=daemon_log,
                               stderr=subprocess.STDOUT)
     sim_proc = None
     result = {"bench": "e2e", "label": args.label, "pipelines": args.pipelines,
-              "tasks": args.tasks, "interval_ms": args.interval_ms, "tls": args.tls}
+              "tasks": args.tasks, "interval_ms": args.interval_ms, "tls": args.tls,
+              "group_size": args.group_size}
     try:
         deadline = time.monotonic() + 120
         while True:
@@ -134,7 +146,8 @@ def run(args):
             [sim, "--server", f"127.0.0.1:{port}", *sim_flags, "--job", job, "--pipelines",
              str(args.pipelines), "--tasks-per-pipeline", str(args.tasks), "--duration",
              f"{int(duration * 1000)}ms", "--warmup", f"{int(args.warmup_s * 1000)}ms", "--json",
-             "--threads", str(args.sim_threads), "--channels", str(args.sim_channels)],
+             "--threads", str(args.sim_threads), "--channels", str(args.sim_channels),
+             *(["--group-size", str(args.group_size)] if args.group_size > 0 else [])],
             stdout=sim_out, stderr=subprocess.DEVNULL)
         log(f"{args.label}: {args.pipelines} x {args.tasks} tasks, interval {args.interval_ms} ms; "
             f"warm-up {args.warmup_s} s, window {args.window_s} s")
@@ -194,6 +207,13 @@ def run(args):
         "trigger_delay_p99_le_us": int(totals.group(2)) if totals else None,
         "trigger_delay_max_us": int(totals.group(3)) if totals else None,
     })
+    if "trigger_skew_ms" in summary:
+        result.update({
+            "group_skew_p50_ms": summary["trigger_skew_ms"]["p50"],
+            "group_skew_p99_ms": summary["trigger_skew_ms"]["p99"],
+            "group_skew_max_ms": summary["trigger_skew_ms"]["max"],
+            "group_rounds_sampled": summary["trigger_skew_ms"]["rounds"],
+        })
     every_round = (running == args.pipelines and behind == 0 and failed == 0)
     result["every_round"] = every_round
     result["sustained"] = every_round and summary["checkpoint_ms"]["p99"] <= args.max_p99_ms
@@ -215,6 +235,8 @@ def main():
     p.add_argument("--sim-channels", type=int, default=1, help="TCP connections of the simulator")
     p.add_argument("--max-p99-ms", type=float, default=100, help="checkpoint duration p99 target")
     p.add_argument("--label", default="scale")
+    p.add_argument("--group-size", type=int, default=0,
+                   help="members per alignment group (0: no groups)")
     p.add_argument("--tls", action="store_true",
                    help="mTLS and auth on the gRPC port (certificates made with openssl)")
     p.add_argument("--keep", action="store_true", help="keep the temp dir (logs, data)")

@@ -60,8 +60,45 @@ v1::PipelineSpec SimPipelineSpec(const SimOptions& options, int index) {
   if (options.interval) spec.set_interval_ms(options.interval->count());
   if (options.timeout) spec.set_timeout_ms(options.timeout->count());
   if (options.position_interval) spec.set_position_interval(*options.position_interval);
+  if (options.group_size > 0) spec.set_alignment_group(SimGroupName(options, index));
   return spec;
 }
+
+std::string SimGroupName(const SimOptions& options, int index) {
+  return options.job + "-g" + std::to_string(index / options.group_size);
+}
+
+namespace {
+
+// --group-size: the groups the pipelines join, created (or changed) first. One daemon only:
+// every call waits for it to be ready, within `deadline`.
+std::string PutGroups(const SimOptions& options, AdminChannels& channels, const std::string& server,
+                      const cli::ChannelSecurity& security, std::chrono::milliseconds deadline) {
+  channels.Connect(server);
+  for (int first = 0; first < options.pipelines; first += options.group_size) {
+    v1::AlignmentGroupSpec spec;
+    spec.set_name(SimGroupName(options, first));
+    if (options.interval) spec.set_interval_ms(options.interval->count());
+    if (options.timeout) spec.set_timeout_ms(options.timeout->count());
+    if (options.position_interval) spec.set_position_interval(*options.position_interval);
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + deadline);
+    context.set_wait_for_ready(true);
+    cli::AttachBearerToken(security.token, &context);
+    v1::AlignmentGroup put;
+    const grpc::Status status = channels.Stub(server).PutAlignmentGroup(&context, spec, &put);
+    if (!status.ok()) {
+      return "cannot create alignment group " + spec.name() + ": " +
+             std::string(cli::GrpcCodeName(status.error_code())) + ": " + status.error_message();
+    }
+  }
+  std::fprintf(stderr, "ckpt-worker-sim: %d alignment group(s) of %d ready\n",
+               (options.pipelines + options.group_size - 1) / options.group_size,
+               options.group_size);
+  return "";
+}
+
+}  // namespace
 
 std::string CreatePipelines(const SimOptions& options, const cli::ChannelSecurity& security) {
   const std::chrono::milliseconds deadline =
@@ -75,6 +112,12 @@ std::string CreatePipelines(const SimOptions& options, const cli::ChannelSecurit
   const cli::AddressCheck check = [&security](const std::string& address) {
     return cli::CheckTokenTransport(address, security, cli::kSecurityFlagNames);
   };
+  if (options.group_size > 0) {
+    if (std::string error = PutGroups(options, channels, follower.current(), security, deadline);
+        !error.empty()) {
+      return error;
+    }
+  }
   for (int i = 0; i < options.pipelines; ++i) {
     const v1::PipelineSpec spec = SimPipelineSpec(options, i);
     const std::string name = spec.job_id() + "/" + spec.pipeline_id();

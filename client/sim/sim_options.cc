@@ -68,6 +68,13 @@ ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
                  "position_interval of created pipelines (see --positions)")
       ->needs(create)
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--group-size", options.group_size,
+                 "Pipeline p<i> is in alignment group <job>-g<i/K>: with --create the groups are "
+                 "created (with --interval, --timeout, --position-interval) and the pipelines "
+                 "join them; --json then reports trigger_skew_ms, the spread of each group "
+                 "round's trigger arrival over the group's members [0: no groups]")
+      ->type_name("K")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--positions", options.positions_rate,
                  "Give every task a position (block height, offset) advancing RATE per second, "
                  "from the restore point's; report it in heartbeats, snapshot when it reaches a "

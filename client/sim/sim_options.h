@@ -31,6 +31,9 @@ struct SimOptions {
   std::optional<std::chrono::milliseconds> interval;  // with --create
   std::optional<std::chrono::milliseconds> timeout;   // with --create
   std::optional<int64_t> position_interval;           // with --create
+  // --group-size K: pipeline p<i> is a member of alignment group <job>-g<i/K> (created with
+  // --create); the summary then has the trigger skew within each group. 0: no groups.
+  int group_size = 0;
   // --positions RATE: each task's position advances RATE per second (0: no positions).
   double positions_rate = 0;
   int64_t ack_delay_ms = 0;               // delay between a trigger and the acks

@@ -30,6 +30,33 @@ void SimCounters::RecordAligned(int64_t checkpoint_id, int64_t position) {
   position_spread_max_ = std::max(position_spread_max_, it->second.second - it->second.first);
 }
 
+void SimCounters::RecordGroupTrigger(int group, int group_size, int64_t checkpoint_id,
+                                     std::chrono::steady_clock::time_point at,
+                                     std::chrono::steady_clock::time_point sample_from) {
+  constexpr size_t kTrackedGroupRounds = 100'000;
+  constexpr size_t kKeptSkews = 1'000'000;
+  std::lock_guard<std::mutex> lock(mu_);
+  auto [it, inserted] = group_arrivals_.try_emplace({group, checkpoint_id}, GroupArrivals{at, at});
+  GroupArrivals& a = it->second;
+  a.first = std::min(a.first, at);
+  a.last = std::max(a.last, at);
+  if (++a.seen < group_size) {
+    if (inserted && group_arrivals_.size() > kTrackedGroupRounds) {
+      group_arrivals_.erase(group_arrivals_.begin());
+    }
+    return;
+  }
+  if (a.first >= sample_from && group_skew_micros_.size() < kKeptSkews) {
+    group_skew_micros_.push_back(duration_cast<microseconds>(a.last - a.first).count());
+  }
+  group_arrivals_.erase(it);
+}
+
+std::vector<int64_t> SimCounters::group_skew_micros() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return group_skew_micros_;
+}
+
 uint64_t SimCounters::aligned_rounds() const {
   std::lock_guard<std::mutex> lock(mu_);
   return aligned_rounds_;
@@ -213,6 +240,10 @@ void SimPipeline::OnTrigger(const sdk::Trigger& trigger) {
     trigger_gap_micros_.push_back(duration_cast<microseconds>(now - *last_trigger_at_).count());
   }
   last_trigger_at_ = now;
+  if (config_.group >= 0) {
+    counters_.RecordGroupTrigger(config_.group, config_.group_size, trigger.checkpoint_id, now,
+                                 config_.sample_from);
+  }
   triggered_at_[trigger.checkpoint_id] = now;
   while (triggered_at_.size() > kRememberedTriggers) triggered_at_.erase(triggered_at_.begin());
 

@@ -46,6 +46,14 @@ struct SimCounters {
   uint64_t aligned_rounds() const;
   int64_t position_spread_max() const;
 
+  // --group-size: a member of group `group` (of `group_size` members) received the trigger of
+  // `checkpoint_id` at `at`. Once every member did, the round's skew (latest minus earliest) is
+  // kept, if its first trigger came at or after `sample_from`.
+  void RecordGroupTrigger(int group, int group_size, int64_t checkpoint_id,
+                          std::chrono::steady_clock::time_point at,
+                          std::chrono::steady_clock::time_point sample_from);
+  std::vector<int64_t> group_skew_micros() const;
+
   void RecordDisconnect(const std::string& pipeline_id, const sdk::Disconnect& disconnect);
   // The latest disconnect of any pipeline (none yet: nullopt) and that pipeline's id.
   std::optional<sdk::Disconnect> last_disconnect() const;
@@ -61,7 +69,14 @@ struct SimCounters {
   std::string last_disconnect_pipeline_;                        // guarded by mu_
   std::map<int64_t, std::pair<int64_t, int64_t>> acked_spans_;  // id -> (min, max); guarded by mu_
   uint64_t aligned_rounds_ = 0;                                 // guarded by mu_
-  int64_t position_spread_max_ = 0;                             // guarded by mu_
+  struct GroupArrivals {
+    std::chrono::steady_clock::time_point first, last;
+    int seen = 0;
+  };
+  // (group, id) -> arrivals so far; rounds a member never heard are dropped oldest first.
+  std::map<std::pair<int, int64_t>, GroupArrivals> group_arrivals_;  // guarded by mu_
+  std::vector<int64_t> group_skew_micros_;                           // guarded by mu_
+  int64_t position_spread_max_ = 0;                                  // guarded by mu_
 };
 
 struct SimPipelineConfig {
@@ -72,6 +87,8 @@ struct SimPipelineConfig {
   std::chrono::milliseconds ack_delay{0};
   double decline_rate = 0;
   double positions_rate = 0;  // --positions
+  int group = -1;             // --group-size: its group's index (-1: none)
+  int group_size = 0;
   uint64_t seed = 0;
   // Rounds triggered before this are not sampled (SimOptions::warmup).
   std::chrono::steady_clock::time_point sample_from{};

@@ -26,7 +26,7 @@ std::string LatencyText(const LatencySummary& latency) {
 }  // namespace
 
 nlohmann::ordered_json SummaryToJson(const SimSummary& s) {
-  return {
+  nlohmann::ordered_json json = {
       {"pipelines", s.pipelines},
       {"tasks", s.tasks},
       {"triggers", s.triggers},
@@ -50,6 +50,11 @@ nlohmann::ordered_json SummaryToJson(const SimSummary& s) {
       {"position_spread_max", s.position_spread_max},
       {"positions_passed", s.positions_passed},
   };
+  if (s.group_trigger_skew) {
+    json["trigger_skew_ms"] = LatencyJson(*s.group_trigger_skew);
+    json["trigger_skew_ms"]["rounds"] = s.group_trigger_skew->count;
+  }
+  return json;
 }
 
 std::string SummaryToText(const SimSummary& s) {

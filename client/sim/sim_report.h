@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "sim/latency_summary.h"
@@ -39,12 +40,15 @@ struct SimSummary {
   int64_t duration_ms = 0;
   LatencySummary checkpoint;   // trigger to complete, as the worker saw it
   LatencySummary trigger_gap;  // between consecutive triggers of a pipeline
+  // --group-size: per group round, its latest member's trigger arrival minus its earliest.
+  std::optional<LatencySummary> group_trigger_skew;
 };
 
 // Keys: pipelines, tasks, triggers, acks, declines, completes, aborts, duration_ms,
 // checkpoint_ms {p50, p99, max}, trigger_gap_ms {p50, p99, max}, connects, reconnects,
 // disconnects, dropped_sends, stale_messages, leader_redirects, restores, releases,
-// restore_files_missing, aligned_rounds, position_spread_max, positions_passed.
+// restore_files_missing, aligned_rounds, position_spread_max, positions_passed; with
+// --group-size, trigger_skew_ms {p50, p99, max, rounds}.
 nlohmann::ordered_json SummaryToJson(const SimSummary& summary);
 // A few human lines, newline-terminated.
 std::string SummaryToText(const SimSummary& summary);

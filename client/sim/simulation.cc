@@ -118,6 +118,12 @@ SimOutcome Simulation::Run(const sigset_t& signals) {
     config.ack_delay = milliseconds(options_.ack_delay_ms);
     config.decline_rate = options_.decline_rate;
     config.positions_rate = options_.positions_rate;
+    if (options_.group_size > 0) {
+      config.group = i / options_.group_size;
+      // The last group may be smaller.
+      config.group_size =
+          std::min(options_.group_size, options_.pipelines - config.group * options_.group_size);
+    }
     config.seed = seed + static_cast<uint64_t>(i) * 0x9E3779B97F4A7C15ULL;
     config.sample_from = sample_from;
     config.state_files = state_files ? &*state_files : nullptr;
@@ -205,6 +211,7 @@ SimOutcome Simulation::Run(const sigset_t& signals) {
   }
   summary.checkpoint = Summarize(std::move(checkpoint_micros));
   summary.trigger_gap = Summarize(std::move(gap_micros));
+  if (options_.group_size > 0) summary.group_trigger_skew = Summarize(counters.group_skew_micros());
   return outcome;
 }
 

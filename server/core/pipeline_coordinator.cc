@@ -375,13 +375,13 @@ Actions PipelineCoordinator::OnAck(SessionId session, int64_t checkpoint_id,
   checkpoint.task_states = pending_->acked;
   checkpoint.task_figures = pending_->figures;
   checkpoint.position = pending_->position;
-  if (group_) checkpoint.alignment_group = group_->name;
+  if (pending_->of_group) checkpoint.alignment_group = group_ ? group_->name : std::string();
   std::sort(checkpoint.task_figures.begin(), checkpoint.task_figures.end(),
             [](const TaskFigures& a, const TaskFigures& b) { return a.task_id < b.task_id; });
   if (options_.pins) pending_->keep = options_.pins->PinnedIds(spec_.key);
   CheckpointCommit commit{spec_.key, spec_.retained, ProjectedProgress(), std::move(checkpoint),
                           pending_->keep};
-  if (group_) {
+  if (pending_->of_group) {
     // The group commits every member's part at once (or none): its answer comes as OnCommitted
     // or EndGroupRound.
     out.push_back(MemberDone{pending_->id, std::move(commit)});
@@ -412,7 +412,7 @@ void PipelineCoordinator::FailRound(CheckpointStatus status, const std::string& 
                                     FailureCause cause, Actions& out, bool tell_group) {
   PendingRound round = std::move(*pending_);
   pending_.reset();
-  if (group_ && tell_group) {
+  if (round.of_group && tell_group) {
     MemberFailure failure = MemberFailure::kDeclined;
     if (cause == FailureCause::kAborted) {
       failure = MemberFailure::kAborted;
@@ -837,7 +837,7 @@ void PipelineCoordinator::BumpGeneration(const std::string& why, Actions& out) {
 
 void PipelineCoordinator::Persist(Actions& out) {
   if (deleted_) return;  // the caller deletes the record; writing it back would revive it
-  if (group_ && pending_ && pending_->completing) {
+  if (pending_ && pending_->of_group && pending_->completing) {
     // A member's part waits for the group's commit, which is not queued ahead of this write as
     // a round of its own would be: this state is written once the round ends (OnCommitted,
     // FailRound).

@@ -379,7 +379,8 @@ class PipelineCoordinator {
     bool stuck_noted = false;  // RoundStuck was sent (the timer now waits for the deadline)
     // The commit's CheckpointCommit::keep: what its trim spared (completing rounds only).
     std::vector<int64_t> keep;
-    int64_t position = 0;  // trigger.position; 0: none
+    int64_t position = 0;   // trigger.position; 0: none
+    bool of_group = false;  // its alignment group's round (StartGroupRound), not its own
   };
   struct QueuedSavepoint {
     std::string target;  // empty: the default location

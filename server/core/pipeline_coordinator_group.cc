@@ -14,12 +14,15 @@ Actions PipelineCoordinator::SetGroup(std::optional<AlignmentGroupSpec> group, i
   if (group) {
     group_ = std::make_unique<const AlignmentGroupSpec>(std::move(*group));
     SyncPositionGate();  // a member keeps its tasks' positions for the group's gate
-    Rearm(out);          // no periodic trigger of its own from now on
+    // Savepoints are the group's from now on; a round of its own already pending ends as its
+    // own (the runtime joins a pipeline before it starts, so there is none there).
+    FinishQueuedSavepoint("the pipeline joined alignment group " + group_->name, out);
+    Rearm(out);  // no periodic trigger of its own from now on
     return out;
   }
   if (!group_) return out;
   const std::string name = group_->name;
-  if (pending_ && !pending_->completing) {
+  if (pending_ && pending_->of_group && !pending_->completing) {
     FailRound(CheckpointStatus::kAborted, "left alignment group " + name, FailureCause::kAborted,
               out);
   }
@@ -97,6 +100,7 @@ Actions PipelineCoordinator::StartGroupRound(int64_t checkpoint_id, CheckpointKi
   round.deadline = now + Millis(group_->timeout_ms);  // the group's timer, not this pipeline's
   round.stuck_noted = true;                           // no timer here: no stuck notice either
   round.position = position;
+  round.of_group = true;
   last_trigger_at_ = now;
   out.push_back(SendTrigger{Sessions(), round.id, kind, round.triggered_at_ms, generation_,
                             round.target, round.position});
@@ -111,7 +115,8 @@ Actions PipelineCoordinator::StartGroupRound(int64_t checkpoint_id, CheckpointKi
 Actions PipelineCoordinator::EndGroupRound(int64_t checkpoint_id, MemberOutcome outcome,
                                            const std::string& reason) {
   Actions out;
-  if (!pending_ || pending_->id != checkpoint_id) return out;  // it failed here first
+  // Not pending here: it failed here first (or it is a round of its own).
+  if (!pending_ || pending_->id != checkpoint_id || !pending_->of_group) return out;
   const bool savepoint = pending_->kind != CheckpointKind::kCheckpoint;
   const FailureCause counted = savepoint ? FailureCause::kNotCounted : FailureCause::kCounted;
   const std::string why =

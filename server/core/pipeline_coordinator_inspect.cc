@@ -133,7 +133,7 @@ Explanation PipelineCoordinator::Explain(int64_t stuck_threshold_ms) const {
         if (!pending_->acked.count(task)) add_task(task, tasks_missing_since_ms_);
       }
     }
-    if (e.holdup == Holdup::kNone && group_ && pending_->completing) {
+    if (e.holdup == Holdup::kNone && pending_->of_group && pending_->completing) {
       e.holdup = Holdup::kWaitingForGroup;  // its part is done: the other members hold it
     } else if (e.holdup == Holdup::kNone) {
       e.holdup =

@@ -181,7 +181,7 @@ class Driver {
   // ---- events ---------------------------------------------------------------------------------
 
   void Event() {
-    const uint8_t op = in_.Byte() % 30;
+    const uint8_t op = in_.Byte() % 31;
     // After Delete the runtime drops every worker message, timer and id reservation and answers
     // operator calls with NOT_FOUND (runtime/pipeline_runner.cc); only the completion of a commit
     // handed to the store before the delete still arrives. Time still passes.
@@ -324,6 +324,11 @@ class Driver {
       case 29: {  // a heartbeat reports positions
         const uint8_t session = in_.Byte(), task = in_.Byte(), value = in_.Byte();
         ReportPositions(session, task, value);
+        break;
+      }
+      case 30: {  // the alignment group: join or leave, start a round, end one
+        const uint8_t what = in_.Byte(), b = in_.Byte();
+        GroupEvent(what, b);
         break;
       }
       case 24: {  // a burst of time passing with every timer firing on time
@@ -497,11 +502,61 @@ class Driver {
     }
   }
 
+  // The group's side (docs/ALIGNMENT.md), played by the fuzzer: membership, the group's rounds
+  // (ids above everything the member used, as the group hands out), and their ends, also for
+  // stale ids and for a member whose part is done.
+  void GroupEvent(uint8_t what, uint8_t b) {
+    switch (what % 4) {
+      case 0:
+        if (member_) {
+          const int64_t floor = std::max(c_->last_trigger_id(), c_->IdFloor()) + (b & 7);
+          Trace("leave the group (its ids above " + std::to_string(floor) + ")");
+          member_ = false;
+          c_->SetGroup(std::nullopt, floor);
+        } else {
+          AlignmentGroupSpec group;
+          group.name = "ledger";
+          group.timeout_ms = 1000;
+          Trace("join the group");
+          member_ = true;
+          c_->SetGroup(group);
+        }
+        break;
+      case 1: {
+        if (!member_) break;
+        const int64_t id = std::max(c_->last_trigger_id(), c_->IdFloor()) + 1 + (b & 3);
+        static constexpr CheckpointKind kKinds[] = {
+            CheckpointKind::kCheckpoint, CheckpointKind::kCheckpoint, CheckpointKind::kSavepoint,
+            CheckpointKind::kSavepointAndStop};
+        const int64_t position = (b & 0x10) ? 100 * (1 + (b >> 5)) : 0;
+        Trace("group round " + std::to_string(id) + " starts");
+        c_->StartGroupRound(id, kKinds[(b >> 2) & 3], position);
+        break;
+      }
+      case 2:
+      case 3: {
+        if (!member_) break;
+        static constexpr MemberOutcome kOutcomes[] = {
+            MemberOutcome::kAborted, MemberOutcome::kFailed, MemberOutcome::kExpired,
+            MemberOutcome::kStoreFailed};
+        const auto& open = c_->open_round();
+        const int64_t id = open && (b & 0x80) == 0 ? *open : PickCheckpointId(b);
+        Trace("group round " + std::to_string(id) + " ends");
+        c_->EndGroupRound(id, kOutcomes[b & 3], "fuzz");
+        break;
+      }
+    }
+  }
+
   void CompleteCommit(bool ok) {
     const int64_t id = *c_->commit_outstanding();
     if (ok) {
       Trace("store: checkpoint " + std::to_string(id) + " durable");
       c_->OnCommitted(id);
+    } else if (member_) {
+      // A member's commit is its group's: a failure comes back as the group's verdict.
+      Trace("group: commit of " + std::to_string(id) + " failed");
+      c_->EndGroupRound(id, MemberOutcome::kStoreFailed, "fuzz: the store failed the commit");
     } else {
       Trace("store: checkpoint " + std::to_string(id) + " failed");
       c_->OnCommitFailed(id, Status::Internal("fuzz"));
@@ -558,6 +613,7 @@ class Driver {
   FuzzClock clock_;
   std::optional<CheckedCoordinator> c_;
   bool auto_store_ = false;
+  bool member_ = false;  // the coordinator is a member of an alignment group (GroupEvent)
   int event_index_ = -1;
   std::vector<int64_t> timeout_ids_;  // recent armed ids, for stale fires
   SessionId next_session_ = 1;

@@ -459,7 +459,7 @@ Actions CheckedCoordinator::StartGroupRound(int64_t checkpoint_id, CheckpointKin
 
 Actions CheckedCoordinator::EndGroupRound(int64_t checkpoint_id, MemberOutcome outcome,
                                           const std::string& reason) {
-  if (commit_outstanding_ && *commit_outstanding_ == checkpoint_id) {
+  if (open_is_group_ && commit_outstanding_ && *commit_outstanding_ == checkpoint_id) {
     // The group never committed it: as a failed store write, counted for nobody by the store.
     commit_outstanding_.reset();
     if (outcome == MemberOutcome::kStoreFailed || outcome == MemberOutcome::kAborted) {
@@ -514,17 +514,18 @@ void CheckedCoordinator::Apply(Step step, const Actions& actions) {
                 "ReserveIds does not move the counter forward");
       reserve_outstanding_ = a->new_counter;
     } else if (auto* a = std::get_if<CommitCheckpoint>(&action)) {
-      INVARIANT(!member_, "a group's member committed a round by itself");
+      INVARIANT(!open_is_group_, "a group's round committed by its member alone");
       OnCommit(a->commit);
     } else if (auto* a = std::get_if<MemberDone>(&action)) {
-      INVARIANT(member_, "MemberDone from a pipeline in no group");
+      INVARIANT(open_is_group_, "MemberDone of a round that is not its group's");
       INVARIANT(a->checkpoint_id == a->commit.checkpoint.checkpoint_id,
                 "MemberDone names another id than its checkpoint");
       INVARIANT(!a->commit.checkpoint.alignment_group.empty(),
                 "a member's checkpoint without its group's name");
       OnCommit(a->commit);
     } else if (auto* a = std::get_if<MemberFailed>(&action)) {
-      INVARIANT(member_, "MemberFailed from a pipeline in no group");
+      INVARIANT(open_is_group_ || current_.call == CoordinatorCall::kStartGroupRound,
+                "MemberFailed of a round that is not its group's");
       INVARIANT(current_.call != CoordinatorCall::kEndGroupRound,
                 "a member told its group of a failure the group itself ended");
       INVARIANT((open_round_ && *open_round_ == a->checkpoint_id) ||
@@ -672,6 +673,7 @@ void CheckedCoordinator::OnTrigger(const SendTrigger& t, const PipelineStatus& s
     }
   }
   open_round_ = t.checkpoint_id;
+  open_is_group_ = current_.call == CoordinatorCall::kStartGroupRound;
   open_kind_ = t.kind;
   complete_sent_ = false;
   last_trigger_id_ = t.checkpoint_id;
@@ -759,7 +761,7 @@ void CheckedCoordinator::CheckState() {
     const bool with_store = commit_outstanding_ && *commit_outstanding_ == pending->checkpoint_id;
     INVARIANT(pending->completing == with_store,
               "the round is 'completing' exactly while the store holds its commit");
-    if (!pending->completing && !deleted_ && !member_) {  // a member's deadline is its group's
+    if (!pending->completing && !deleted_ && !open_is_group_) {  // the group keeps its deadline
       INVARIANT(timeout_ && timeout_->checkpoint_id == pending->checkpoint_id,
                 "a pending round without its timeout armed (it could hang forever)");
     }

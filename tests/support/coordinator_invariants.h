@@ -287,6 +287,7 @@ class CheckedCoordinator {
   // An alignment group's member: its ids and schedule are the group's, and its part of a round
   // goes to the group (MemberDone), which stands in for the store.
   bool member_ = false;
+  bool open_is_group_ = false;   // the open round is its group's (StartGroupRound)
   int64_t group_position_ = 0;   // the position StartGroupRound passed
   int64_t group_ids_floor_ = 0;  // the highest id a group round used here
 };

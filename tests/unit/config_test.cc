@@ -490,6 +490,20 @@ TEST(ConfigParse, AlignmentGroupsInheritTheDefaultsTheyLeaveOut) {
   EXPECT_EQ(blocks.position_interval, 0);
 }
 
+TEST(ConfigParse, APipelineNamesItsAlignmentGroup) {
+  DaemonConfig config = ParseOk(
+      "pipelines:\n"
+      "  - {job_id: j, pipeline_id: a, parallelism: 1, alignment_group: ledger}\n"
+      "  - {job_id: j, pipeline_id: b, parallelism: 1}\n");
+  ASSERT_EQ(config.pipelines.size(), 2u);
+  EXPECT_EQ(config.pipelines[0].alignment_group, "ledger");
+  EXPECT_EQ(config.pipelines[1].alignment_group, "") << "none unless named";
+  auto bad = ParseDaemonConfig(
+      "pipelines: [{job_id: j, pipeline_id: a, parallelism: 1, alignment_group: [x]}]\n",
+      "test.yaml");
+  EXPECT_FALSE(bad.ok());
+}
+
 TEST(ConfigParse, ParallelismNamesTasksFromZero) {
   DaemonConfig config = ParseOk("pipelines: [{job_id: j, pipeline_id: p, parallelism: 12}]\n");
   ASSERT_EQ(config.pipelines.size(), 1u);
