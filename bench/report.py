@@ -175,6 +175,27 @@ class Report:
                      if best else "none", "-", None,
                      bool(best) and best["pipelines"] >= 5000 and best["tasks"] >= 2,
                      f"tried {tried}")
+        grouped = [r for r in pick(self.ckptd, bench="e2e", label="groups") if ok(r)]
+        alone = [r for r in pick(self.ckptd, bench="e2e", label="alone") if ok(r)]
+        if grouped:
+            g = grouped[0]
+            self.add(f"alignment groups: {g['pipelines'] // g['group_size']:,} groups of "
+                     f"{g['group_size']} at 1 s, every round",
+                     f"{g['completed_per_s']:,.0f} member checkpoints/s, checkpoint p99 "
+                     f"{g['checkpoint_p99_ms']:.0f} ms", "-", None, g["every_round"])
+            self.add("alignment groups: trigger skew between a group's members (p99)",
+                     f"{g.get('group_skew_p99_ms', 0):.1f} ms (p50 {g.get('group_skew_p50_ms', 0):.2f},"
+                     f" max {g.get('group_skew_max_ms', 0):.1f}; "
+                     f"{g.get('group_rounds_sampled', 0):,} rounds)", "-", None, None,
+                     "stated, no bound")
+            if alone:
+                a = alone[0]
+                ratio = g["daemon_cpu_pct"] / a["daemon_cpu_pct"] if a["daemon_cpu_pct"] else None
+                self.add("alignment groups: a group round's cost beside 5 separate rounds",
+                         f"daemon CPU {g['daemon_cpu_pct']:.0f}% at "
+                         f"{g['completed_per_s']:,.0f} checkpoints/s",
+                         f"{a['daemon_cpu_pct']:.0f}% at {a['completed_per_s']:,.0f}/s alone",
+                         ratio, None, "ratio = grouped / alone, stated")
         group = one(self.ckptd, bench="store", mode="group")
         single = one(self.ckptd, bench="store", mode="single")
         if group:
@@ -222,7 +243,7 @@ class Report:
             ratio = f"{t['ratio']:.2f}" if t["ratio"] is not None else "-"
             note = f" ({t['note']})" if t["note"] else ""
             out.append(f"| {t['target']}{note} | {t['ckptd']} | {t['anchor']} | {ratio} | "
-                       f"{'yes' if t['met'] else '**no**'} |")
+                       f"{'-' if t['met'] is None else 'yes' if t['met'] else '**no**'} |")
         out += ["", "## Trigger delay, threads, memory (in process, 1 s interval, staggered)", "",
                 "Delay = actual trigger (timer handler on the strand) minus due time, in us. "
                 "RSS per pipeline = (RSS(P) - RSS(0)) / P.", "",

@@ -126,6 +126,17 @@ for p in 1000 5000 10000; do
     "$python" "$root/bench/e2e_bench.py" --build-dir "$build" --work-dir "$work" \
     --pipelines "$p" --tasks 2 --warmup-s 5 --window-s 10 --sim-channels 8
 done
+# Alignment groups (docs/ALIGNMENT.md): 1,000 groups of 5 pipelines at 1 s, and the same 5,000
+# pipelines alone: the trigger skew between a group's members, and what a group round costs beside
+# five rounds of pipelines on their own (daemon CPU at the same completions per second).
+step "end to end: 1,000 alignment groups of 5 at 1 s, and the same 5,000 pipelines alone"
+for cfg in "groups 5" "alone 0"; do
+  set -- $cfg
+  run_bench 180 "\"bench\":\"e2e\",\"label\":\"$1\",\"pipelines\":5000,\"tasks\":1" \
+    "$python" "$root/bench/e2e_bench.py" --build-dir "$build" --work-dir "$work" \
+    --pipelines 5000 --tasks 1 --group-size "$2" --warmup-s 5 --window-s 10 --sim-channels 8 \
+    --label "$1"
+done
 step "end to end: ack ingest at saturation (many tasks per pipeline, 10 ms interval)"
 for cfg in "16 500" "64 250"; do
   set -- $cfg

@@ -130,9 +130,19 @@ std::string ExplainSentence(const PipelineKey& key, const Explanation& e, int64_
     case Holdup::kWaitingForGroup: {
       std::string text = "waiting for alignment group " + e.alignment_group;
       if (e.group_holding.empty()) {
-        text += e.next_trigger_in_ms >= 0
-                    ? ": the next group round is due in " + ShortDuration(e.next_trigger_in_ms)
-                    : ": its round is with the store";
+        if (e.group_pending_checkpoint_id > 0) {
+          return text + ": group round " + std::to_string(e.group_pending_checkpoint_id) +
+                 " is with the store";
+        }
+        if (e.group_waiting_for_positions) {
+          return text +
+                 ": the next group round waits for the members' tasks to report positions "
+                 "one position_interval past the last round's";
+        }
+        if (e.group_waiting_for_ids) return text + ": the next group round waits for its id";
+        if (e.next_trigger_in_ms >= 0) {
+          return text + ": the next group round is due in " + ShortDuration(e.next_trigger_in_ms);
+        }
         return text;
       }
       const auto& [member, why] = e.group_holding.front();

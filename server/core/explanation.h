@@ -63,6 +63,8 @@ struct Explanation {
   std::string alignment_group;
   int64_t group_pending_checkpoint_id = 0;
   std::vector<std::pair<PipelineKey, std::string>> group_holding;
+  bool group_waiting_for_positions = false;  // the group's position gate is closed
+  bool group_waiting_for_ids = false;        // the group's next id is being reserved
 };
 
 inline constexpr size_t kMaxExplainedTasks = 1000;

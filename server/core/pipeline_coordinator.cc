@@ -731,25 +731,28 @@ PipelineCoordinator::Outcome PipelineCoordinator::UpdateSpec(const PipelineSpec&
   return o;
 }
 
+Status PipelineCoordinator::CheckDeletable() const {
+  if (!options_.pins) return Status::Ok();
+  // Its checkpoints that are another pipeline's restore point stay where they are, and so
+  // does the pipeline: refused, naming the holders.
+  const auto held = options_.pins->HeldByOthers(spec_.key);
+  if (held.empty()) return Status::Ok();
+  std::string whose;
+  for (size_t i = 0; i < held.size() && i < 3; ++i) {
+    whose += (i ? ", " : "") + std::to_string(held[i].first) + " of " + held[i].second.ToString();
+  }
+  if (held.size() > 3) whose += " and " + std::to_string(held.size() - 3) + " more";
+  return Status::FailedPrecondition(
+      "pipeline " + spec_.key.ToString() + " holds the restore point of other pipelines (" + whose +
+      "); restore those elsewhere or let them complete a checkpoint, then delete it");
+}
+
 PipelineCoordinator::Outcome PipelineCoordinator::Delete() {
   Outcome o;
   if (deleted_) return o;
-  if (options_.pins) {
-    // Its checkpoints that are another pipeline's restore point stay where they are, and so
-    // does the pipeline: refused, naming the holders.
-    const auto held = options_.pins->HeldByOthers(spec_.key);
-    if (!held.empty()) {
-      std::string whose;
-      for (size_t i = 0; i < held.size() && i < 3; ++i) {
-        whose +=
-            (i ? ", " : "") + std::to_string(held[i].first) + " of " + held[i].second.ToString();
-      }
-      if (held.size() > 3) whose += " and " + std::to_string(held.size() - 3) + " more";
-      o.status = Status::FailedPrecondition(
-          "pipeline " + spec_.key.ToString() + " holds the restore point of other pipelines (" +
-          whose + "); restore those elsewhere or let them complete a checkpoint, then delete it");
-      return o;
-    }
+  if (Status s = CheckDeletable(); !s.ok()) {
+    o.status = std::move(s);
+    return o;
   }
   Actions& out = o.actions;
   if (restore_ && restore_->operator_set && options_.pins) {

@@ -351,7 +351,10 @@ class PipelineCoordinator {
   std::vector<std::pair<SessionId, std::string>> SessionPrincipals() const;
   bool HasPendingRound() const { return pending_.has_value(); }
   // Every task acked the pending round: it is with the store (or, a member's, with its group).
-  bool RoundCompleting() const { return pending_ && pending_->completing; }
+  // A member: its part of the pending group round is done and waits for the group's verdict.
+  bool GroupPartDone() const { return pending_ && pending_->completing && pending_->of_group; }
+  // Delete's refusal, if it would refuse now (the restore points of others), without acting.
+  Status CheckDeletable() const;
   std::optional<SavepointView> CurrentSavepoint() const;
   const PipelineSpec& spec() const { return spec_; }
   bool from_config() const { return from_config_; }

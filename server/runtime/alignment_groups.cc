@@ -177,6 +177,10 @@ void AlignmentGroups::Put(const AlignmentGroupUpdate& update, const PipelineDefa
                  : " was created through the API: delete it to let the config file declare it")));
       }
       next = it->second;
+    } else if (static_cast<int64_t>(groups_.size() + writing_.size()) >= max_groups_) {
+      return done(Status::ResourceExhausted("alignment group " + update.name +
+                                            " not created: at most " + std::to_string(max_groups_) +
+                                            " groups (limits.max_pipelines); delete groups first"));
     } else {
       next.spec.name = update.name;
       next.spec.interval_ms = defaults.interval_ms;

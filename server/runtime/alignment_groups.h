@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <functional>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -48,8 +49,11 @@ class AlignmentGroups {
   using RunnerFactory = std::function<std::shared_ptr<GroupRunner>(const StoredGroup&)>;
 
   // `store` must outlive this object.
-  explicit AlignmentGroups(MetadataStore& store, RunnerFactory make_runner = nullptr)
-      : store_(store), make_runner_(std::move(make_runner)) {}
+  // At most `max_groups` groups (a group's members are pipelines: limits.max_pipelines bounds
+  // both); a Put creating one more is RESOURCE_EXHAUSTED.
+  explicit AlignmentGroups(MetadataStore& store, RunnerFactory make_runner = nullptr,
+                           int64_t max_groups = std::numeric_limits<int64_t>::max())
+      : store_(store), make_runner_(std::move(make_runner)), max_groups_(max_groups) {}
   ~AlignmentGroups();
 
   // Blocking: reads every group from the store (replacing what is held). At start and takeover.
@@ -111,6 +115,7 @@ class AlignmentGroups {
   // Names whose DeleteGroup is in the store: nobody joins them.
   std::set<std::string> deleting_ CKPT_GUARDED_BY(mu_);
   const RunnerFactory make_runner_;
+  const int64_t max_groups_;
   std::map<std::string, std::shared_ptr<GroupRunner>> runners_ CKPT_GUARDED_BY(mu_);
 };
 

@@ -160,11 +160,13 @@ class PipelineHost {
   StoreHealth store_health_;  // its probe timer is on shards_.control()
   Registry registry_;
   // Loaded with the pipelines (Load); each group's runner on the shard its name falls to.
-  AlignmentGroups groups_{store_, [this](const StoredGroup& group) {
+  AlignmentGroups groups_{store_,
+                          [this](const StoredGroup& group) {
                             return std::make_shared<GroupRunner>(
                                 shards_.For(PipelineKey{"", group.spec.name}), group, store_,
                                 clock_, metrics_);
-                          }};
+                          },
+                          options_.limits.max_pipelines};
   RestorePins pins_;  // the restore points operators set; every coordinator consults it
   std::atomic<bool> refusing_creates_{false};  // any thread; set once, by RefuseCreates
   // Keys whose Create is between its registry check and its registry Add (the store write in

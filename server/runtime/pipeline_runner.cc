@@ -212,32 +212,44 @@ void PipelineRunner::RequestSavepoint(std::string target, bool stop, Millis time
   PostOperator([target = std::move(target), stop, timeout,
                 observer = std::move(observer)](PipelineRunner& r) {
     if (r.group_ && !r.deleted_) {
+      auto refuse = [&r, &observer](std::string why) {
+        SavepointUpdate refused;
+        refused.key = r.key_;
+        refused.phase = SavepointPhase::kFailed;
+        refused.failure_reason = std::move(why);
+        observer->OnSavepointUpdate(refused);
+      };
       if (!target.empty()) {
-        SavepointUpdate refused;
-        refused.key = r.key_;
-        refused.phase = SavepointPhase::kFailed;
-        refused.failure_reason =
+        return refuse(
             "a savepoint of an alignment group's member is the whole group's, and goes to each "
-            "member's default location: leave out the target";
-        return observer->OnSavepointUpdate(refused);
+            "member's default location: leave out the target");
       }
+      // Its updates would be another savepoint's: one group savepoint at a time, asked or
+      // running.
       if (auto pending = r.coordinator_.CurrentSavepoint()) {
-        // Its updates would be that savepoint's: one group savepoint at a time.
-        SavepointUpdate refused;
-        refused.key = r.key_;
-        refused.phase = SavepointPhase::kFailed;
-        refused.failure_reason = "group savepoint " + std::to_string(pending->checkpoint_id) +
-                                 " is in progress; ask again once it finished";
-        return observer->OnSavepointUpdate(refused);
+        return refuse("group savepoint " + std::to_string(pending->checkpoint_id) +
+                      " is in progress; ask again once it finished");
       }
+      if (r.group_->savepoint_asked) {
+        return refuse(
+            "a savepoint of this member's group is already asked for and waits for "
+            "its round; ask again once it finished");
+      }
+      r.group_->savepoint_asked = true;
       r.savepoint_observers_.push_back(observer);
       if (r.last_savepoint_update_) observer->OnSavepointUpdate(*r.last_savepoint_update_);
       const CheckpointKind kind =
           stop ? CheckpointKind::kSavepointAndStop : CheckpointKind::kSavepoint;
-      return r.RequestGroupRound(kind, timeout, [kind](PipelineRunner& m, const Status& s) {
+      return r.RequestGroupRound(kind, timeout, [observer](PipelineRunner& m, const Status& s) {
+        if (m.group_) m.group_->savepoint_asked = false;
         if (s.ok()) return;  // its round started: its RoundFinished gives the final update
-        const RoundFinished refused{0, kind, CheckpointStatus::kFailed, {}, s.message(), false, ""};
-        m.NotifySavepointObservers(&refused);
+        // Refused or dropped: this caller's alone (others may wait for a running one).
+        std::erase(m.savepoint_observers_, observer);
+        SavepointUpdate refused;
+        refused.key = m.key_;
+        refused.phase = SavepointPhase::kFailed;
+        refused.failure_reason = s.message();
+        observer->OnSavepointUpdate(refused);
       });
     }
     auto outcome = r.deleted_ ? PipelineCoordinator::Outcome{r.DeletedStatus(), {}}
@@ -292,11 +304,13 @@ void PipelineRunner::DeleteNow(DeleteDone done, const std::string& declared_in) 
                                   " already waits for its alignment group's round"),
                   false);
     }
-    if (r.group_ && r.coordinator_.RoundCompleting()) {
+    if (r.group_ && r.coordinator_.GroupPartDone()) {
       // Its part of a group round is with the group, whose commit may be with the store: the
       // record goes only once that round ended (a commit landing after the delete would fail
       // the round for every member). Leaving aborts the round unless it is being committed.
+      if (Status s = r.coordinator_.CheckDeletable(); !s.ok()) return done(s, false);
       r.group_->runner->RemoveMember(r.key_, "pipeline deleted");
+      r.group_->left_for_delete = true;
       r.LogLine(LogLevel::kInfo, "delete waits for the outcome of its alignment group's round");
       r.group_->deferred_delete = [done = std::move(done),
                                    declared_in](PipelineRunner& self) mutable {
@@ -305,7 +319,17 @@ void PipelineRunner::DeleteNow(DeleteDone done, const std::string& declared_in) 
       return;
     }
     auto outcome = r.coordinator_.Delete();
-    if (!outcome.status.ok()) return done(outcome.status, false);
+    if (!outcome.status.ok()) {
+      if (r.group_ && r.group_->left_for_delete) {
+        // It left its group for this delete, which is refused after all (a restore point of
+        // another pipeline arrived meanwhile): it joins again, and reports afresh.
+        r.group_->left_for_delete = false;
+        r.group_->reported = false;
+        r.group_->runner->AddMember(r.key_, r.weak_from_this(), r.coordinator_.IdFloor());
+        r.ReportToGroup();
+      }
+      return done(outcome.status, false);
+    }
     std::shared_ptr<GroupRunner> group = r.group_ ? r.group_->runner : nullptr;
     r.group_.reset();  // its part of a round it is in goes (MemberFailed, then RemoveMember)
     // The release and the streams' end wait for the delete to be durable: a worker told to
@@ -530,6 +554,8 @@ void PipelineRunner::Explain(
       const GroupExplanation g = group.Explain();
       e.group_pending_checkpoint_id = g.pending_checkpoint_id;
       e.group_holding = g.holding;
+      e.group_waiting_for_positions = g.waiting_for_positions;
+      e.group_waiting_for_ids = g.waiting_for_ids;
       if (e.holdup == Holdup::kWaitingForGroup && e.pending_checkpoint_id == 0) {
         e.next_trigger_in_ms = g.next_trigger_in_ms;
       }

@@ -243,6 +243,8 @@ class PipelineRunner : public std::enable_shared_from_this<PipelineRunner> {
     uint64_t positions_version = 0;  // PositionGate::version() when `positions` was sent
     // A delete waiting for the outcome of the group round its part is in (null: none).
     std::function<void(PipelineRunner&)> deferred_delete;
+    bool left_for_delete = false;  // RemoveMember was sent for that delete
+    bool savepoint_asked = false;  // a savepoint asked of the group is not answered yet
   };
   std::unique_ptr<GroupLink> group_;
 };

@@ -141,6 +141,20 @@ TEST_F(AlignmentGroupApiTest, AMemberHoldsADeleteAndGroupsOutliveARestart) {
   EXPECT_TRUE(Names().empty());
 }
 
+TEST_F(AlignmentGroupApiTest, NoMoreGroupsThanPipelinesMayExist) {
+  config_.limits.max_pipelines = 2;
+  StartAdmin();
+  ASSERT_TRUE(Put(Spec("a")).ok());
+  ASSERT_TRUE(Put(Spec("b")).ok());
+  const grpc::Status refused = Put(Spec("c"));
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_NE(refused.error_message().find("limits.max_pipelines"), std::string::npos);
+  v1::AlignmentGroupSpec change = Spec("a");
+  change.set_interval_ms(4000);
+  EXPECT_TRUE(Put(change).ok()) << "a change of one that exists is no new group";
+  EXPECT_EQ(Names(), (std::vector<std::string>{"a", "b"}));
+}
+
 TEST_F(AlignmentGroupApiTest, APipelineNamingNoGroupThatExistsIsNotCreated) {
   StartAdmin();
   PipelineSpec spec = TestSpec("p", {"0"});

@@ -169,9 +169,12 @@ TEST_F(AlignmentGroupRoundsTest, WhyNamesTheMemberHoldingTheGroupAndAMemberCanBe
   StartMembers(names);
   ASSERT_TRUE(Eventually([&] { return AllCompletedAtLeast(1); }));
   workers_[2]->hold = true;
+  // The round in flight may have had its ack already: wait for one that starts held.
+  const size_t heard = workers_[2]->Triggered().size();
+  ASSERT_TRUE(Eventually([&] { return workers_[2]->Triggered().size() > heard; }));
   auto completing = [&](const std::string& name) {
     std::promise<bool> p;
-    Runner(name)->Inspect([&p](const PipelineCoordinator& c) { p.set_value(c.RoundCompleting()); });
+    Runner(name)->Inspect([&p](const PipelineCoordinator& c) { p.set_value(c.GroupPartDone()); });
     return p.get_future().get();
   };
   ASSERT_TRUE(Eventually([&] { return completing(names[0]); })) << "its part is done";

@@ -189,5 +189,34 @@ TEST(GroupMemberTest, ReportsTheLowestAndHighestPositionOfItsTasks) {
   EXPECT_EQ(p.max, 120);
 }
 
+TEST(GroupMemberTest, WhySaysWhatHoldsItsGroup) {
+  MemberHarness h;
+  Explanation e = h.c().Explain();
+  EXPECT_EQ(e.holdup, Holdup::kWaitingForGroup) << "nothing of its own holds it";
+  EXPECT_EQ(e.alignment_group, "ledger");
+  EXPECT_EQ(e.interval_ms, 1000) << "the group's policy";
+  // The runtime adds the group's side.
+  e.group_holding = {{PipelineKey{"job", "other"}, "has not acked group round 9"}};
+  e.group_pending_checkpoint_id = 9;
+  EXPECT_EQ(ExplainSentence(h.c().key(), e, 0),
+            "waiting for alignment group ledger: job/other has not acked group round 9");
+  e.group_holding.clear();
+  EXPECT_EQ(ExplainSentence(h.c().key(), e, 0),
+            "waiting for alignment group ledger: group round 9 is with the store");
+  e.group_pending_checkpoint_id = 0;
+  e.group_waiting_for_positions = true;
+  EXPECT_NE(ExplainSentence(h.c().key(), e, 0).find("report positions"), std::string::npos);
+  e.group_waiting_for_positions = false;
+  e.next_trigger_in_ms = 800;
+  EXPECT_EQ(ExplainSentence(h.c().key(), e, 0),
+            "waiting for alignment group ledger: the next group round is due in 800ms");
+
+  // Its part done, the others not: the group holds it, not a task of its own.
+  h.Apply(h.c().StartGroupRound(9, CheckpointKind::kCheckpoint, 0));
+  EXPECT_EQ(h.c().Explain().holdup, Holdup::kRoundPending) << "its own tasks have not acked";
+  h.AckAll(9);
+  EXPECT_EQ(h.c().Explain().holdup, Holdup::kWaitingForGroup);
+}
+
 }  // namespace
 }  // namespace ckpt::testing
