@@ -63,6 +63,11 @@ struct AckingWorker {
                                  std::move(handlers));
     worker->Start();
   }
+  // No handler runs once Stop() returned: what they write may go.
+  ~AckingWorker() { worker->Stop(); }
+  AckingWorker(const AckingWorker&) = delete;
+  AckingWorker& operator=(const AckingWorker&) = delete;
+
   std::vector<int64_t> Completed() const {
     std::lock_guard lock(mu);
     return completed_ids;

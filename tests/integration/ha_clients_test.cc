@@ -96,7 +96,7 @@ TEST(HaClients, CtlPassesOverADaemonThatIsDown) {
   // Every daemon down: the failure names them all.
   const std::string dead2 = DeadAddress();
   const CtlRun none = RunCtl(dead + "," + dead2, "pipeline list");
-  EXPECT_EQ(none.exit_code, 1);
+  EXPECT_EQ(none.exit_code, 1) << none.output;
   EXPECT_NE(none.output.find("(asked " + dead + ", " + dead2 + ")"), std::string::npos)
       << none.output;
 }
