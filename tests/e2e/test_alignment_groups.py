@@ -80,8 +80,8 @@ class AlignmentGroupsTest(unittest.TestCase):
         for cid in ids[0]:
             rounds = {stored[f"p{i}"][cid] for i in range(3)}
             self.assertEqual(len(rounds), 1, f"round {cid} differs between members: {rounds}")
-            position, group = rounds.pop()
-            self.assertEqual(group, "ledger")
+            position, group_name = rounds.pop()
+            self.assertEqual(group_name, "ledger")
             self.assertGreater(position, 0)
             self.assertEqual(position % POSITION_INTERVAL, 0)
 
