@@ -3,6 +3,7 @@
 Every process started here is killed and every temp dir removed when the test ends.
 """
 import argparse
+import collections
 import os
 import shutil
 import signal
@@ -167,6 +168,20 @@ def stop(proc, sig=signal.SIGTERM, timeout=20):
     """Sends `sig` and waits; returns the exit code."""
     proc.send_signal(sig)
     return proc.wait(timeout=timeout)
+
+
+def trigger_ids_by_pipeline(events):
+    """pipeline -> the ids of its triggers, in the order the simulator logged them."""
+    triggers = collections.defaultdict(list)
+    for e in events:
+        if e[0] == "trigger":
+            triggers[e[2]].append(e[3])
+    return triggers
+
+
+def ids_out_of_order(triggers):
+    """(pipeline, earlier id, later id) for each trigger id not above the one before it."""
+    return [(p, a, b) for p, seq in triggers.items() for a, b in zip(seq, seq[1:]) if a >= b]
 
 
 def read_events(path):

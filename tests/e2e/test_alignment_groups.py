@@ -119,13 +119,9 @@ class AlignmentGroupsTest(unittest.TestCase):
         heard = [(e[2], e[3]) for e in events if e[0] == "complete"]
         missing = [c for c in heard if c[1] not in stored[c[0]]]
         self.assertEqual(missing, [], "a worker heard complete of a round not in the store")
-        triggers = collections.defaultdict(list)
-        for e in events:
-            if e[0] == "trigger":
-                triggers[e[2]].append(e[3])
-        for pipeline, seq in triggers.items():
-            for a, b in zip(seq, seq[1:]):
-                self.assertLess(a, b, f"{pipeline}: id {b} after {a} (reused or reordered)")
+        triggers = e2e.trigger_ids_by_pipeline(events)
+        self.assertEqual(e2e.ids_out_of_order(triggers), [],
+                         "trigger ids reused or reordered (pipeline, id, the id after it)")
         print(f"e2e alignment groups: {KILLS} kill -9 rounds, {len(ids[0])} group rounds in "
               f"every member's store, {len(heard)} completes verified")
 

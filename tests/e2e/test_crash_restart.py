@@ -72,13 +72,9 @@ class CrashRestartTest(unittest.TestCase):
         missing = [c for c in completed if c[1] not in stored[c[0]]]
         self.assertEqual(missing, [], "told complete but not in the store")
 
-        triggers = collections.defaultdict(list)
-        for e in events:
-            if e[0] == "trigger":
-                triggers[e[2]].append(e[3])
-        for pipeline, ids in triggers.items():
-            for a, b in zip(ids, ids[1:]):
-                self.assertLess(a, b, f"{pipeline}: id {b} after {a} (reused or reordered)")
+        triggers = e2e.trigger_ids_by_pipeline(events)
+        self.assertEqual(e2e.ids_out_of_order(triggers), [],
+                         "trigger ids reused or reordered (pipeline, id, the id after it)")
         print(f"e2e crash/restart: {PIPELINES} pipelines, {ROUNDS} kill -9 rounds, "
               f"{len(completed)} completes verified in the store, "
               f"{sum(len(v) for v in triggers.values())} trigger ids strictly increasing")
