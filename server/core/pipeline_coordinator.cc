@@ -845,6 +845,16 @@ void PipelineCoordinator::Persist(Actions& out) {
     // a round of its own would be: this state is written once the round ends (OnCommitted,
     // FailRound).
     persist_owed_ = true;
+    if (spec_unsaved_) {
+      // A spec change is not held back for a whole round (the others' acks may take minutes):
+      // it is written now, with the progress as it was before the round, which claims nothing
+      // the group has not committed. The round's end writes the progress again.
+      PipelineRecord record;
+      static_cast<PipelineProgress&>(record) = ProgressBeforeRound();
+      record.spec = spec_;
+      out.push_back(PersistRecord{std::move(record), nullptr});
+      spec_unsaved_ = false;
+    }
     return;
   }
   if (spec_unsaved_) {
@@ -894,7 +904,7 @@ PipelineRecord PipelineCoordinator::ProjectedRecord() const {
   return r;
 }
 
-PipelineProgress PipelineCoordinator::ProjectedProgress() const {
+PipelineProgress PipelineCoordinator::ProgressBeforeRound() const {
   PipelineProgress r;
   r.generation = generation_;
   r.sticky = sticky_;
@@ -907,6 +917,11 @@ PipelineProgress PipelineCoordinator::ProjectedProgress() const {
     r.restore_from = CheckpointRef{restore_->source, restore_->checkpoint.checkpoint_id};
   }
   r.released_ids = last_released_;
+  return r;
+}
+
+PipelineProgress PipelineCoordinator::ProjectedProgress() const {
+  PipelineProgress r = ProgressBeforeRound();
   if (pending_ && pending_->completing) {
     r.restore_from.reset();  // a completion ends an operator-set restore point
     const int64_t plain_extra = pending_->kind == CheckpointKind::kCheckpoint ? pending_->id : 0;

@@ -480,6 +480,8 @@ class PipelineCoordinator {
   // The record as the store will hold it once every write already handed to it is applied.
   PipelineRecord ProjectedRecord() const;
   PipelineProgress ProjectedProgress() const;
+  // The progress without the round being completed (a member's, before the group's commit).
+  PipelineProgress ProgressBeforeRound() const;
   std::string SavepointLocation(const std::string& target, int64_t id) const;
   // What `welcome` says about restoring the tasks of a hello.
   RestorePoint RestorePointFor(const std::vector<std::string>& task_ids) const;

@@ -100,6 +100,12 @@ std::string DescribeAction(const Action& action) {
   if (auto* a = std::get_if<IgnoredMessage>(&action)) {
     return std::string("Ignored ") + IgnoredReasonLabel(a->reason);
   }
+  if (auto* a = std::get_if<MemberDone>(&action)) {
+    return "MemberDone id=" + std::to_string(a->checkpoint_id);
+  }
+  if (auto* a = std::get_if<MemberFailed>(&action)) {
+    return "MemberFailed id=" + std::to_string(a->checkpoint_id) + " (" + a->reason + ")";
+  }
   if (auto* a = std::get_if<Log>(&action)) return "Log " + a->text;
   return "?";
 }
@@ -465,6 +471,9 @@ Actions CheckedCoordinator::EndGroupRound(int64_t checkpoint_id, MemberOutcome o
     if (outcome == MemberOutcome::kStoreFailed || outcome == MemberOutcome::kAborted) {
       store_failed_id_ = checkpoint_id;
     }
+  }
+  if (outcome == MemberOutcome::kStoreFailed) {
+    store_failed_id_ = checkpoint_id;  // the daemon's failure, counted for no member
   }
   Actions out = c_.EndGroupRound(checkpoint_id, outcome, reason);
   Apply({CoordinatorCall::kEndGroupRound, checkpoint_id}, out);
