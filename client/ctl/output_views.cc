@@ -129,7 +129,11 @@ std::string PipelineDetail(const v1::Pipeline& p, int64_t now_ms) {
                                           ? std::to_string(spec.position_interval())
                                           : "none (time alone)"});
   if (!spec.alignment_group().empty()) {
-    table.AddRow({"Alignment group:", spec.alignment_group() + " (its policy applies)"});
+    // Who holds the group's round is the group's to say (GetAlignmentGroup).
+    table.AddRow({"Alignment group:", spec.alignment_group() +
+                                          " (its policy applies; who holds its round: ckptctl "
+                                          "group get " +
+                                          spec.alignment_group() + ")"});
   }
   table.AddRow({"From config:", p.from_config() ? "yes" : "no"});
   return table.Render();

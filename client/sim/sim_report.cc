@@ -34,6 +34,7 @@ nlohmann::ordered_json SummaryToJson(const SimSummary& s) {
       {"declines", s.declines},
       {"completes", s.completes},
       {"aborts", s.aborts},
+      {"aborts_at_goodbye", s.aborts_at_goodbye},
       {"duration_ms", s.duration_ms},
       {"checkpoint_ms", LatencyJson(s.checkpoint)},
       {"trigger_gap_ms", LatencyJson(s.trigger_gap)},

@@ -20,6 +20,9 @@ struct SimSummary {
   uint64_t declines = 0;
   uint64_t completes = 0;
   uint64_t aborts = 0;
+  // Of `aborts`, those that came after the run, while the streams said goodbye: a member's
+  // goodbye ends its group's pending round for the members still connected.
+  uint64_t aborts_at_goodbye = 0;
   uint64_t connects = 0;
   uint64_t reconnects = 0;
   uint64_t disconnects = 0;

@@ -133,6 +133,7 @@ SimOutcome Simulation::Run(const sigset_t& signals) {
   SimOutcome outcome;
   const Clock::time_point started = Clock::now();
   Clock::time_point ended;
+  uint64_t aborts_in_run = 0;
   {
     sdk::WorkerRuntime runtime(RuntimeOptions(options_));
     for (auto& pipeline : pipelines) pipeline->Start(runtime);
@@ -166,6 +167,7 @@ SimOutcome Simulation::Run(const sigset_t& signals) {
       }
     }
     ended = Clock::now();
+    aborts_in_run = counters.aborts.load();
 
     // Deregister cleanly, all streams at once, within one bounded wait.
     for (auto& pipeline : pipelines) pipeline->worker().Goodbye(kGoodbyeWait);
@@ -188,6 +190,7 @@ SimOutcome Simulation::Run(const sigset_t& signals) {
   summary.declines = counters.declines.load();
   summary.completes = counters.completes.load();
   summary.aborts = counters.aborts.load();
+  summary.aborts_at_goodbye = summary.aborts - aborts_in_run;
   summary.restores = counters.restores.load();
   summary.releases = counters.releases.load();
   summary.restore_files_missing = counters.restore_files_missing.load();
