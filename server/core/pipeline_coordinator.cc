@@ -341,6 +341,12 @@ Actions PipelineCoordinator::OnAck(SessionId session, int64_t checkpoint_id,
                                    const AckFigures& reported, int64_t position) {
   Actions out;
   if (!AcceptsRoundMessage(session, checkpoint_id, task_id, "ack", out)) return out;
+  // Not awaited (see PendingRound::acked): not expected, or acked already. Checked before the
+  // position: a repeated ack is ignored whatever position it names.
+  if (!expected_.count(task_id) || pending_->acked.count(task_id)) {
+    out.push_back(IgnoredMessage{IgnoredReason::kDuplicate});
+    return out;
+  }
   if (pending_->position > 0 && position != pending_->position) {
     // Snapshotted somewhere else: the round's states would not line up.
     NotePassedPosition(position);
@@ -352,11 +358,7 @@ Actions PipelineCoordinator::OnAck(SessionId session, int64_t checkpoint_id,
     Rearm(out);
     return out;
   }
-  // Not awaited (see PendingRound::acked): not expected, or acked already.
-  if (!expected_.count(task_id) || !pending_->acked.try_emplace(task_id, state).second) {
-    out.push_back(IgnoredMessage{IgnoredReason::kDuplicate});
-    return out;
-  }
+  pending_->acked.emplace(task_id, state);
   // AcceptsRoundMessage checked that the session holds the task.
   pending_->figures.push_back(
       TaskFigures{task_id, sessions_.at(session).worker_id, clock_.WallMs(), reported});

@@ -247,6 +247,10 @@ class PipelineCoordinator {
   // A worker's savepoint_request on `session`: the pipeline's timeout applies; a refusal is
   // answered on that stream (savepoint_refused) and logged.
   Actions OnWorkerSavepointRequest(SessionId session, const std::string& target, bool stop);
+  // A member's worker asks for a savepoint, which is its group's: the same checks as
+  // OnWorkerSavepointRequest (attribution, savepoint_requests_per_minute; a target is refused),
+  // the refusal sent in the actions. OK: the runtime asks the group for the round.
+  Outcome AdmitGroupSavepointRequest(SessionId session, const std::string& target, bool stop);
   // Every operator call that waited for the savepoint went away (cancelled): a savepoint still
   // queued is dropped, unless a worker asked for it too (a worker's request waits until its
   // timeout). One already triggered runs to its end.
@@ -411,6 +415,8 @@ class PipelineCoordinator {
   // within savepoint_requests_per_minute (an accepted request counts).
   // `*over_rate` tells a refusal for the rate apart (counted as a limit).
   Status AdmitWorkerSavepoint(const std::string& target, bool* over_rate);
+  Outcome AnswerWorkerSavepoint(SessionId session, const std::string& target, bool stop,
+                                bool for_group);
   // Whether a warning about `session` may be logged now (at most one per kSessionWarnInterval per
   // stream); the number held back since the last one is added to `text` when it may.
   bool AllowSessionWarning(SessionId session, std::string* text);

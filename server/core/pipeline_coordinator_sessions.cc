@@ -175,19 +175,43 @@ void PipelineCoordinator::LoseSession(SessionId session, const std::string& why,
 
 Actions PipelineCoordinator::OnWorkerSavepointRequest(SessionId session, const std::string& target,
                                                       bool stop) {
+  return AnswerWorkerSavepoint(session, target, stop, /*for_group=*/false).actions;
+}
+
+PipelineCoordinator::Outcome PipelineCoordinator::AdmitGroupSavepointRequest(
+    SessionId session, const std::string& target, bool stop) {
+  return AnswerWorkerSavepoint(session, target, stop, /*for_group=*/true);
+}
+
+PipelineCoordinator::Outcome PipelineCoordinator::AnswerWorkerSavepoint(SessionId session,
+                                                                        const std::string& target,
+                                                                        bool stop, bool for_group) {
+  Outcome outcome;
   auto it = sessions_.find(session);
-  if (it == sessions_.end()) return {};  // ended meanwhile: nobody to answer
+  if (it == sessions_.end()) {  // ended meanwhile: nobody to answer
+    outcome.status = Status::Aborted("the stream ended");
+    return outcome;
+  }
   const SessionInfo& asker = it->second;
   // Every worker request is attributed: who asked, for what.
   const std::string who = "worker " + asker.worker_id +
                           (asker.principal.empty() ? "" : " (principal " + asker.principal + ")");
   const std::string what = std::string(stop ? "savepoint-and-stop" : "savepoint") +
                            (target.empty() ? "" : " to " + target);
-  Outcome outcome;
   bool over_rate = false;
-  outcome.status = AdmitWorkerSavepoint(target, &over_rate);
+  if (for_group && !target.empty()) {
+    outcome.status = Status::FailedPrecondition(
+        "a savepoint of an alignment group's member is the whole group's, and goes to each "
+        "member's default location: leave out the target");
+  } else {
+    outcome.status = AdmitWorkerSavepoint(target, &over_rate);
+  }
   if (outcome.status.ok()) {
-    outcome.actions.push_back(Log{LogLevel::kInfo, what + " requested by " + who});
+    outcome.actions.push_back(
+        Log{LogLevel::kInfo,
+            what + " requested by " + who +
+                (for_group && group_ ? " for alignment group " + group_->name : std::string())});
+    if (for_group) return outcome;  // the runtime asks the group
     // A worker's request uses the pipeline's checkpoint timeout as the savepoint's.
     Outcome asked = RequestSavepoint(target, stop, Millis(spec_.timeout_ms), /*worker_asked=*/true);
     outcome.status = asked.status;
@@ -205,7 +229,7 @@ Actions PipelineCoordinator::OnWorkerSavepointRequest(SessionId session, const s
     }
     outcome.actions.push_back(SendSavepointRefused{session, outcome.status.message(), limit});
   }
-  return std::move(outcome.actions);
+  return outcome;
 }
 
 Status PipelineCoordinator::AdmitWorkerSavepoint(const std::string& target, bool* over_rate) {

@@ -448,6 +448,9 @@ void PipelineRunner::RequestSavepoint(SessionId session, std::string target, boo
   Post([=, target = std::move(target)](PipelineRunner& r) {
     if (r.group_) {
       // A savepoint of a member is its group's, taken to each member's default location.
+      auto admitted = r.coordinator_.AdmitGroupSavepointRequest(session, target, stop);
+      r.Run(std::move(admitted.actions));
+      if (!admitted.status.ok()) return;
       const CheckpointKind kind =
           stop ? CheckpointKind::kSavepointAndStop : CheckpointKind::kSavepoint;
       return r.RequestGroupRound(

@@ -340,6 +340,13 @@ Actions CheckedCoordinator::OnWorkerSavepointRequest(SessionId session, const st
   return out;
 }
 
+PipelineCoordinator::Outcome CheckedCoordinator::AdmitGroupSavepointRequest(
+    SessionId session, const std::string& target, bool stop) {
+  auto outcome = c_.AdmitGroupSavepointRequest(session, target, stop);
+  Apply({CoordinatorCall::kWorkerSavepoint, 0, session}, outcome.actions);
+  return outcome;
+}
+
 Actions CheckedCoordinator::OnSavepointCallersGone() {
   Actions out = c_.OnSavepointCallersGone();
   Apply({CoordinatorCall::kSavepointCallersGone}, out);

@@ -150,6 +150,8 @@ class CheckedCoordinator {
   PipelineCoordinator::Outcome RequestSavepoint(const std::string& target, bool stop,
                                                 Millis timeout);
   Actions OnWorkerSavepointRequest(SessionId session, const std::string& target, bool stop);
+  PipelineCoordinator::Outcome AdmitGroupSavepointRequest(SessionId session,
+                                                          const std::string& target, bool stop);
   Actions OnSavepointCallersGone();
   Actions BeginShutdown();
   Actions AbortForShutdown();

@@ -185,6 +185,32 @@ TEST(GroupMemberTest, ASpecChangeWhileItsPartWaitsIsWrittenAtOnceClaimingNoCompl
   EXPECT_EQ(h.persisted.back().spec, spec);
 }
 
+TEST(GroupMemberTest, AWorkersSavepointRequestIsCheckedHereBeforeItGoesToTheGroup) {
+  CoordinatorOptions options;
+  options.savepoint_requests_per_minute = 1;
+  Harness h(MakeSpec(), 0, options);
+  h.Apply(h.c().SetGroup(Ledger()));
+  h.Start();
+  h.RegisterAll();
+  auto targeted = h.c().AdmitGroupSavepointRequest(1, "/data/savepoints/x", false);
+  EXPECT_EQ(targeted.status.code(), StatusCode::kFailedPrecondition);
+  ASSERT_EQ(ActionsOf<SendSavepointRefused>(targeted.actions).size(), 1u);
+  auto first = h.c().AdmitGroupSavepointRequest(1, "", true);
+  EXPECT_TRUE(first.status.ok()) << first.status.ToString();
+  EXPECT_TRUE(ActionsOf<SendSavepointRefused>(first.actions).empty());
+  h.Apply(first.actions);
+  EXPECT_TRUE(h.triggers.empty()) << "the group starts the round, not the member";
+  auto second = h.c().AdmitGroupSavepointRequest(1, "", false);
+  EXPECT_EQ(second.status.code(), StatusCode::kResourceExhausted);
+  auto refused = ActionsOf<SendSavepointRefused>(second.actions);
+  ASSERT_EQ(refused.size(), 1u);
+  EXPECT_NE(refused[0].reason.find("limits.savepoint_requests_per_minute (1)"), std::string::npos)
+      << refused[0].reason;
+  auto gone = h.c().AdmitGroupSavepointRequest(9, "", false);
+  EXPECT_FALSE(gone.status.ok());
+  EXPECT_TRUE(gone.actions.empty()) << "nobody to answer";
+}
+
 TEST(GroupMemberTest, LeavingTheGroupContinuesAboveTheGroupsIds) {
   MemberHarness h;
   h.Apply(h.c().StartGroupRound(40, CheckpointKind::kCheckpoint, 0));

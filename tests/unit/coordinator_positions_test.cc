@@ -157,6 +157,24 @@ TEST(CoordinatorPositionsTest, AnAckAtAnotherPositionDeclinesAndAPassedOneStepsT
   EXPECT_EQ(h.triggers[2].position, 600) << "the step is not cumulative";
 }
 
+TEST(CoordinatorPositionsTest, ARepeatedAckIsIgnoredWhateverPositionItNames) {
+  PositionHarness h;
+  h.Report({{"a", 150}, {"b", 160}});
+  h.RunFor(Millis(0));
+  const int64_t id = h.LastTriggerId();
+  ASSERT_EQ(h.triggers[0].position, 200);
+  h.Apply(h.c().OnAck(1, id, "a", TaskState{"mem://a", 1, "c"}, {}, 200));
+  // Sent again (a worker's retry, or one that leaves the position out): a duplicate, not a
+  // snapshot somewhere else.
+  h.Apply(h.c().OnAck(1, id, "a", TaskState{"mem://a", 1, "c"}, {}, 0));
+  h.Apply(h.c().OnAck(1, id, "a", TaskState{"mem://a", 1, "c"}, {}, 250));
+  EXPECT_TRUE(h.aborts.empty());
+  EXPECT_EQ(h.c().Describe().counters.failed_count, 0);
+  h.Apply(h.c().OnAck(1, id, "b", TaskState{"mem://b", 1, "c"}, {}, 200));
+  ASSERT_EQ(h.commits.size(), 1u);
+  EXPECT_EQ(h.commits[0].commit.checkpoint.position, 200);
+}
+
 TEST(CoordinatorPositionsTest, ADeclineFromATaskPastThePositionStepsTheNextRound) {
   PipelineSpec spec = PositionSpec();
   spec.tolerable_failures = 5;
