@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs ckptd's benchmarks beside the performance anchors, in one invocation and one benchmark at a
 # time, and writes bench/results/<date>.{json,md,png}; docs/PERFORMANCE.md explains them.
-# Not part of CI. About 16 minutes on 2 cores (6 of them the HA benchmark on etcd), plus a first
+# Not part of CI. About 20 minutes on 2 cores (6 of them the HA benchmark on etcd), plus a first
 # Release build.
 #
 #   scripts/bench.sh
