@@ -1,0 +1,453 @@
+"""One pipeline's Connect stream, reconnected with backoff until stopped (docs/PROTOCOL.md).
+
+Threads: each PipelineWorker has one thread that opens its streams, reads the daemon's messages
+and calls the handlers, one at a time, and one that sends heartbeats. gRPC's own thread writes
+what the worker queues. Handlers must not block for long: the stream is not read meanwhile. They
+may call any method of their worker.
+"""
+import queue
+import threading
+import time
+import traceback
+
+import grpc
+
+from ckpt.v1 import common_pb2, worker_pb2, worker_pb2_grpc
+
+from . import retry
+from .connection import Channels, TokenSource, is_loopback, parse_servers
+from .types import (AckFigures, Counters, Disconnect, RestorePoint, TaskState, Trigger, Welcome)
+
+_KIND_NAMES = {
+    common_pb2.CHECKPOINT_KIND_CHECKPOINT: "CHECKPOINT",
+    common_pb2.CHECKPOINT_KIND_SAVEPOINT: "SAVEPOINT",
+    common_pb2.CHECKPOINT_KIND_SAVEPOINT_AND_STOP: "SAVEPOINT_AND_STOP",
+}
+# A session that stayed up this long starts the next backoff from the beginning.
+_STABLE_SESSION_S = 1.0
+# Every tenth heartbeat carries every task's position, not only the ones that changed.
+_FULL_POSITIONS_EVERY = 10
+# Ack positions defaulted from the trigger: the last few triggers are enough.
+_TRIGGERS_REMEMBERED = 16
+
+
+def kind_name(kind):
+    return _KIND_NAMES.get(kind, "UNSPECIFIED")
+
+
+def state_name(state):
+    name = common_pb2.PipelineState.Name(state) if state in common_pb2.PipelineState.values() \
+        else "PIPELINE_STATE_UNSPECIFIED"
+    return name[len("PIPELINE_STATE_"):]
+
+
+def _restore_point(r):
+    return RestorePoint(
+        checkpoint_id=r.checkpoint_id, kind=kind_name(r.kind), location=r.location,
+        task_states={t: TaskState(s.uri, s.size_bytes, s.checksum)
+                     for t, s in r.task_states.items()},
+        source_job_id=r.source_job_id, source_pipeline_id=r.source_pipeline_id,
+        rescaled=r.rescaled, operator_set=r.operator_set, position=r.position)
+
+
+class _Stream:
+    """One Connect call: its outgoing queue (None half-closes) and what it learnt."""
+
+    def __init__(self):
+        self.outgoing = queue.Queue()
+        self.call = None
+        self.welcomed_at = None  # time.monotonic() of its welcome
+        self.epoch = 0
+        self.heartbeat_s = None
+        self.goodbye_sent = False
+        self.closed = False
+
+    def requests(self):
+        while True:
+            message = self.outgoing.get()
+            if message is None:
+                return  # half-close
+            yield message
+
+    def send(self, message):
+        if not self.closed:
+            self.outgoing.put(message)
+
+    def close(self):
+        if not self.closed:
+            self.closed = True
+            self.outgoing.put(None)
+
+
+class PipelineWorker:
+    """Serves one pipeline's tasks from this process.
+
+    server: "host:port", or the daemons of an HA group as "host:port,host:port" (the leader is
+    followed). Handlers (all optional): on_welcome(Welcome), on_trigger(Trigger),
+    on_abort(checkpoint_id, reason), on_complete(checkpoint_id, kind), on_release([ids]),
+    on_state(state, reason), on_savepoint_refused(reason), on_disconnected(Disconnect).
+
+    Every hello after the first asks for takeover (takeover_on_reconnect): a live stream holding
+    our tasks is most likely our own previous one, not yet seen dead. ack, decline and
+    request_savepoint go out only on a welcomed stream; otherwise they are dropped and counted
+    (after a reconnect the daemon has aborted that round and triggers a new one).
+    """
+
+    def __init__(self, server, *, worker_id, job_id, pipeline_id, task_ids,
+                 on_welcome=None, on_trigger=None, on_abort=None, on_complete=None,
+                 on_release=None, on_state=None, on_savepoint_refused=None,
+                 on_disconnected=None, takeover_on_reconnect=True, backoff_initial=0.1,
+                 backoff_max=5.0, ca_file=None, cert_file=None, key_file=None, token_file=None,
+                 tls_server_name=None):
+        if not task_ids:
+            raise ValueError("task_ids: a worker serves at least one task")
+        self._servers = parse_servers(server)
+        self._channels = Channels(ca_file, cert_file, key_file, tls_server_name)
+        if token_file and not self._channels.tls and not all(map(is_loopback, self._servers)):
+            raise ValueError("token_file without TLS: a token is sent in the clear only to "
+                             "a loopback address")
+        self._token = TokenSource(token_file)
+        self._hello = worker_pb2.Hello(worker_id=worker_id, job_id=job_id,
+                                       pipeline_id=pipeline_id, task_ids=list(task_ids))
+        self._tasks = frozenset(task_ids)
+        self._handlers = dict(welcome=on_welcome, trigger=on_trigger, abort=on_abort,
+                              complete=on_complete, release=on_release, state=on_state,
+                              savepoint_refused=on_savepoint_refused,
+                              disconnected=on_disconnected)
+        self._takeover_on_reconnect = takeover_on_reconnect
+        self._backoff = retry.Backoff(backoff_initial, backoff_max)
+
+        # Guarded by _lock: everything below, read and written from any thread.
+        self._lock = threading.Lock()
+        self._stream = None          # the current _Stream
+        self._started = False
+        self._ending = False         # goodbye or stop asked: never reconnect
+        self._max_epoch = 0          # the newest leadership seen
+        self._positions = {}         # task -> the highest position set
+        self._changed = set()        # tasks whose position the next heartbeat carries
+        self._may_go_back = set()    # tasks whose first position after a welcome may be lower
+        self._trigger_positions = {}  # checkpoint id -> its trigger's position
+        self.counters = Counters()
+
+        self._stop_event = threading.Event()   # wakes the backoff
+        self._heartbeat_wake = threading.Event()  # a welcome or the end: the heartbeats look again
+        self._stopped_event = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True,
+                                        name=f"ckpt {job_id}/{pipeline_id}")
+        self._heartbeats = threading.Thread(target=self._heartbeat_loop, daemon=True,
+                                            name=f"ckpt heartbeat {job_id}/{pipeline_id}")
+
+    # ---- what the application calls ------------------------------------------------------------
+
+    def start(self):
+        """Connects. Only the first call has an effect."""
+        with self._lock:
+            if self._started or self._ending:
+                return
+            self._started = True
+        self._thread.start()
+        self._heartbeats.start()
+
+    def ack(self, checkpoint_id, task_id, state, figures=None, position=None):
+        """The task's snapshot for this round is done. `position`: where it snapshotted; left
+        out, the trigger's (an ack at another position than the trigger's fails the round)."""
+        if not isinstance(state, TaskState):
+            raise TypeError("state must be a TaskState")
+        figures = figures or AckFigures()
+        with self._lock:
+            if position is None:
+                position = self._trigger_positions.get(checkpoint_id, 0)
+        ack = worker_pb2.Ack(
+            checkpoint_id=checkpoint_id, task_id=task_id,
+            state=common_pb2.TaskState(uri=state.uri, size_bytes=state.size_bytes,
+                                       checksum=state.checksum),
+            sync_duration_ms=figures.sync_duration_ms,
+            async_duration_ms=figures.async_duration_ms,
+            alignment_duration_ms=figures.alignment_duration_ms,
+            bytes_processed_during_alignment=figures.bytes_processed_during_alignment,
+            position=position)
+        self._send_on_session(worker_pb2.WorkerMessage(ack=ack))
+
+    def decline(self, checkpoint_id, task_id, reason, expired=False, position=0):
+        """The task cannot take this round (expired: it gave up waiting); it fails at once."""
+        decline = worker_pb2.Decline(checkpoint_id=checkpoint_id, task_id=task_id,
+                                     reason=reason, expired=expired, position=position)
+        self._send_on_session(worker_pb2.WorkerMessage(decline=decline))
+
+    def request_savepoint(self, target="", stop=False):
+        """Asks the daemon for a savepoint of this pipeline (its answer: a trigger, or
+        on_savepoint_refused)."""
+        request = worker_pb2.SavepointRequest(target=target, stop=stop)
+        self._send_on_session(worker_pb2.WorkerMessage(savepoint_request=request))
+
+    def set_position(self, task_id, position):
+        """The highest position (>= 0) the task has committed, sent with the next heartbeat. A
+        lower one than the task's last is ignored, except the first after a welcome."""
+        if task_id not in self._tasks:
+            raise ValueError(f"task {task_id!r} is not one of this worker's")
+        if position < 0:
+            raise ValueError("a position is >= 0")
+        with self._lock:
+            last = self._positions.get(task_id)
+            if last is not None and position < last and task_id not in self._may_go_back:
+                return
+            self._may_go_back.discard(task_id)
+            if last != position:
+                self._positions[task_id] = position
+                self._changed.add(task_id)
+
+    def goodbye(self, timeout=5.0):
+        """Deregisters the tasks cleanly: goodbye, then half-close, then the daemon ends the
+        stream (cancelled if that takes longer than `timeout`). Never reconnects afterwards.
+        Blocks until the worker stopped, unless called from a handler."""
+        with self._lock:
+            self._ending = True
+            stream = self._stream
+            if stream is not None and stream.welcomed_at is not None:
+                stream.goodbye_sent = True
+                stream.send(worker_pb2.WorkerMessage(goodbye=worker_pb2.Goodbye()))
+                stream.close()
+                stream = None  # the daemon ends it
+        self._stop_event.set()
+        self._heartbeat_wake.set()
+        if stream is not None and stream.call is not None:
+            stream.call.cancel()  # not welcomed: nothing to say goodbye to
+        if not self._started:
+            self._stopped_event.set()
+            return
+        if threading.current_thread() is self._thread:
+            return
+        if not self._stopped_event.wait(timeout):
+            self.stop()
+
+    def stop(self):
+        """Cancels the stream (the daemon sees the tasks lost) and never reconnects."""
+        with self._lock:
+            self._ending = True
+            stream = self._stream
+        self._stop_event.set()
+        self._heartbeat_wake.set()
+        if stream is not None:
+            stream.close()
+            if stream.call is not None:
+                stream.call.cancel()
+        if not self._started:
+            self._stopped_event.set()
+            return
+        if threading.current_thread() is not self._thread:
+            self._thread.join()
+
+    def wait_until_stopped(self, timeout=None):
+        """True once the worker stopped for good (goodbye, stop, or a status not retried)."""
+        return self._stopped_event.wait(timeout)
+
+    def close(self):
+        """Stops the worker and closes its channels."""
+        self.stop()
+        self._channels.close()
+
+    def is_connected(self):
+        with self._lock:
+            return self._stream is not None and self._stream.welcomed_at is not None
+
+    def is_stopped(self):
+        return self._stopped_event.is_set()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # ---- the stream thread ---------------------------------------------------------------------
+
+    def _run(self):
+        index = 0             # the daemon of the list tried next
+        redirect = None       # the leader a standby named
+        redirects = 0
+        first = True
+        try:
+            while not self._stop_event.is_set():
+                target = redirect or self._servers[index]
+                redirect = None
+                stream = _Stream()
+                hello = worker_pb2.Hello()
+                hello.CopyFrom(self._hello)
+                hello.takeover = not first and self._takeover_on_reconnect
+                first = False
+                stream.send(worker_pb2.WorkerMessage(hello=hello))
+                with self._lock:
+                    if self._ending:
+                        break
+                    self._stream = stream
+                    self.counters.attempts += 1
+                code, details, trailers = self._serve(stream, target)
+                with self._lock:
+                    self._stream = None
+                    self._trigger_positions.clear()
+                    user_ended = self._ending
+                if user_ended:
+                    break
+                with self._lock:
+                    self.counters.disconnects += 1
+                was_connected = stream.welcomed_at is not None
+                if was_connected and time.monotonic() - stream.welcomed_at >= _STABLE_SESSION_S:
+                    self._backoff.reset()
+                leader = dict(trailers or ()).get(retry.LEADER_TRAILER)
+                if (code == grpc.StatusCode.UNAVAILABLE and leader
+                        and redirects < retry.MAX_REDIRECTS_IN_A_ROW):
+                    redirects += 1
+                    redirect = leader
+                    with self._lock:
+                        self.counters.leader_redirects += 1
+                    self._call("disconnected", Disconnect(code, details, was_connected, True,
+                                                          0.0, leader))
+                    continue
+                redirects = 0
+                if code == grpc.StatusCode.UNAVAILABLE and len(self._servers) > 1:
+                    index = (index + 1) % len(self._servers)
+                action = retry.classify(code, details)
+                if action == retry.GIVE_UP:
+                    self._call("disconnected", Disconnect(code, details, was_connected, False,
+                                                          0.0))
+                    break
+                if action == retry.RETRY and code == grpc.StatusCode.ABORTED:
+                    delay = 0.0  # restored by an operator: back at once for the new restore point
+                else:
+                    delay = self._backoff.next_delay(slowly=action == retry.RETRY_SLOWLY)
+                self._call("disconnected", Disconnect(code, details, was_connected, True, delay))
+                self._stop_event.wait(delay)
+        finally:
+            with self._lock:
+                self._ending = True
+                self._stream = None
+            self._stop_event.set()
+            self._heartbeat_wake.set()
+            self._stopped_event.set()
+
+    def _serve(self, stream, target):
+        """Runs one Connect call to its end: (status code, details, trailing metadata)."""
+        stub = worker_pb2_grpc.WorkerServiceStub(self._channels.get(target))
+        try:
+            stream.call = stub.Connect(stream.requests(), metadata=self._token.metadata())
+            with self._lock:
+                ending = self._ending
+            if ending:
+                stream.call.cancel()
+            for message in stream.call:
+                self._dispatch(stream, message)
+            return stream.call.code(), stream.call.details() or "", \
+                stream.call.trailing_metadata()
+        except grpc.RpcError as e:
+            return e.code(), e.details() or "", e.trailing_metadata()
+        finally:
+            with self._lock:
+                stream.close()  # ends gRPC's reader of the requests
+
+    def _dispatch(self, stream, message):
+        which = message.WhichOneof("msg")
+        if which == "welcome":
+            self._on_welcome(stream, message.welcome)
+        elif which == "trigger":
+            t = message.trigger
+            with self._lock:
+                stale = t.leader_epoch < self._max_epoch
+                if stale:
+                    self.counters.stale_messages += 1
+                else:
+                    self._trigger_positions[t.checkpoint_id] = t.position
+                    while len(self._trigger_positions) > _TRIGGERS_REMEMBERED:
+                        del self._trigger_positions[min(self._trigger_positions)]
+            if not stale:
+                self._call("trigger", Trigger(t.checkpoint_id, kind_name(t.kind), t.timestamp_ms,
+                                              t.generation, t.target, t.leader_epoch,
+                                              t.position))
+        elif which in ("abort", "complete"):
+            if self._stale_stream(stream):
+                return
+            if which == "abort":
+                self._call("abort", message.abort.checkpoint_id, message.abort.reason)
+            else:
+                self._call("complete", message.complete.checkpoint_id,
+                           kind_name(message.complete.kind))
+        elif which == "release":
+            self._call("release", list(message.release.checkpoint_ids))
+        elif which == "state":
+            self._call("state", state_name(message.state.state), message.state.reason)
+        elif which == "savepoint_refused":
+            self._call("savepoint_refused", message.savepoint_refused.reason)
+        # A message this SDK does not know: a newer daemon's; ignored.
+
+    def _on_welcome(self, stream, w):
+        with self._lock:
+            if w.leader_epoch < self._max_epoch:
+                self.counters.stale_messages += 1  # a deposed leader's
+                stream.epoch = w.leader_epoch
+                return
+            self._max_epoch = w.leader_epoch
+            stream.epoch = w.leader_epoch
+            stream.welcomed_at = time.monotonic()
+            stream.heartbeat_s = max(w.heartbeat_interval_ms, 10) / 1000.0
+            self.counters.connects += 1
+            if self.counters.connects > 1:
+                self.counters.reconnects += 1
+            # The daemon knows no position of a task that registered anew: each reports again,
+            # and may go back once (to where it restored).
+            self._changed = set(self._positions)
+            self._may_go_back = set(self._tasks)
+        self._heartbeat_wake.set()  # follow this session's interval from now
+        self._call("welcome", Welcome(
+            session_id=w.session_id, generation=w.generation, state=state_name(w.state),
+            last_completed_checkpoint_id=w.last_completed_checkpoint_id,
+            last_completed_kind=kind_name(w.last_completed_kind),
+            heartbeat_interval_ms=w.heartbeat_interval_ms, lease_ttl_ms=w.lease_ttl_ms,
+            leader_epoch=w.leader_epoch, restore=_restore_point(w.restore),
+            retained_checkpoint_ids=list(w.retained_checkpoint_ids)))
+
+    def _stale_stream(self, stream):
+        with self._lock:
+            if stream.epoch < self._max_epoch or stream.welcomed_at is None:
+                self.counters.stale_messages += 1
+                return True
+        return False
+
+    def _call(self, name, *args):
+        handler = self._handlers.get(name)
+        if handler is None:
+            return
+        try:
+            handler(*args)
+        except Exception as e:  # a handler's bug must not end the stream's thread
+            traceback.print_exception(type(e), e, e.__traceback__)
+
+    # ---- sends and heartbeats ------------------------------------------------------------------
+
+    def _send_on_session(self, message):
+        with self._lock:
+            stream = self._stream
+            if (stream is None or stream.welcomed_at is None or stream.goodbye_sent
+                    or stream.closed):
+                self.counters.dropped_sends += 1
+                return
+            stream.send(message)
+
+    def _heartbeat_loop(self):
+        sent = 0
+        while not self._stop_event.is_set():
+            with self._lock:
+                stream = self._stream
+                interval = stream.heartbeat_s if stream and stream.welcomed_at else None
+            woken = self._heartbeat_wake.wait(interval)  # None: until a welcome or the end
+            self._heartbeat_wake.clear()
+            if woken or interval is None:
+                continue
+            with self._lock:
+                if self._stream is not stream or stream.goodbye_sent or stream.closed:
+                    continue
+                sent += 1
+                tasks = self._positions if sent % _FULL_POSITIONS_EVERY == 0 else self._changed
+                heartbeat = worker_pb2.Heartbeat(
+                    positions={t: self._positions[t] for t in tasks if t in self._positions})
+                self._changed = set()
+                stream.send(worker_pb2.WorkerMessage(heartbeat=heartbeat))
+

@@ -1,0 +1,234 @@
+"""The Python worker SDK (client/python) against a real daemon: a full round with its state in the
+store, a decline that fails only its round, a savepoint asked by the worker, a trigger at a
+position, a reconnect with the restore point after the daemon restarted, goodbye, a refused hello;
+and the package the build assembles installs with pip.
+
+Runs on Debian's python3 (its python3-grpcio and python3-protobuf), with the stubs the build
+generated in <build>/python on PYTHONPATH (tests/CMakeLists.txt sets both).
+"""
+import json
+import os
+import queue
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import unittest
+
+import e2e_util as e2e
+
+BUILD_DIR = None
+JOB = "py"
+CONFIG = "lease_ttl_ms: 3000\nheartbeat_interval_ms: 200\n" + e2e.declared_pipelines(
+    JOB, 1, interval_ms=300, timeout_ms=5000, tolerable_failures=100) + e2e.declared_pipelines(
+    JOB + "pos", 1, interval_ms=300, timeout_ms=5000, tolerable_failures=100,
+    position_interval=100).replace("pipelines:\n", "")
+WAIT_S = 30
+
+
+class Recorder:
+    """Every handler call of one worker, in order, as (event, fields...) on a queue."""
+
+    def __init__(self):
+        self.events = queue.Queue()
+        self.seen = []
+        self.worker = None
+        self.decline_next = 0  # rounds to decline (task "0") before acking again
+
+    def handlers(self):
+        return dict(
+            on_welcome=lambda w: self.events.put(("welcome", w)),
+            on_trigger=self.on_trigger,
+            on_abort=lambda i, r: self.events.put(("abort", i, r)),
+            on_complete=lambda i, k: self.events.put(("complete", i, k)),
+            on_release=lambda ids: self.events.put(("release", ids)),
+            on_state=lambda s, r: self.events.put(("state", s, r)),
+            on_savepoint_refused=lambda r: self.events.put(("savepoint_refused", r)),
+            on_disconnected=lambda d: self.events.put(("disconnected", d)))
+
+    def on_trigger(self, t):
+        self.events.put(("trigger", t))
+        if self.decline_next > 0:
+            self.decline_next -= 1
+            self.worker.decline(t.checkpoint_id, "0", "the test declines")
+            return
+        for task in ("0", "1"):
+            self.worker.ack(t.checkpoint_id, task,
+                            TaskState(uri=f"mem://{task}/{t.checkpoint_id}", size_bytes=7,
+                                      checksum="c"))
+
+    def next(self, event, match=lambda e: True, timeout=WAIT_S):
+        """The next event named `event` for which match(e) holds; fails after `timeout`."""
+        for e in self.seen:
+            if e[0] == event and match(e):
+                self.seen.remove(e)
+                return e
+        deadline = threading.Event()
+        timer = threading.Timer(timeout, deadline.set)
+        timer.start()
+        try:
+            while not deadline.is_set():
+                try:
+                    e = self.events.get(timeout=0.1)
+                except queue.Empty:
+                    continue
+                if e[0] == event and match(e):
+                    return e
+                self.seen.append(e)
+        finally:
+            timer.cancel()
+        raise AssertionError(f"no {event} within {timeout} s; seen: {self.seen[-10:]}")
+
+
+class PythonSdkTest(unittest.TestCase):
+    def setUp(self):
+        self.ws = e2e.Workspace(BUILD_DIR)
+        self.config = self.ws.write_config(CONFIG)
+        self.daemon = self.ws.start_daemon(self.config)
+        self.workers = []
+
+    def tearDown(self):
+        for w in self.workers:
+            w.close()
+        self.ws.close()
+
+    def worker(self, pipeline="p0", job=JOB, **options):
+        rec = Recorder()
+        rec.worker = PipelineWorker(f"127.0.0.1:{self.ws.port}", worker_id="pyw", job_id=job,
+                                    pipeline_id=pipeline, task_ids=["0", "1"],
+                                    backoff_initial=0.05, backoff_max=0.5, **options,
+                                    **rec.handlers())
+        self.workers.append(rec.worker)
+        return rec
+
+    def stored(self, job, pipeline, checkpoint_id):
+        """task id -> state uri of a completed checkpoint in the daemon's store ({}: none)."""
+        with self.ws.db() as db:
+            row = db.execute(
+                "SELECT task_states FROM checkpoints WHERE job_id=? AND pipeline_id=? "
+                "AND checkpoint_id=?", (job, pipeline, checkpoint_id)).fetchone()
+        return {t: s["uri"] for t, s in json.loads(row[0]).items()} if row else {}
+
+    def test_a_full_round_completes_with_its_states_stored(self):
+        rec = self.worker()
+        rec.worker.start()
+        welcome = rec.next("welcome")[1]
+        self.assertEqual(welcome.restore.checkpoint_id, 0, "a fresh pipeline")
+        self.assertEqual(welcome.heartbeat_interval_ms, 200)
+        trigger = rec.next("trigger")[1]
+        self.assertEqual(trigger.kind, "CHECKPOINT")
+        done = rec.next("complete", lambda e: e[1] == trigger.checkpoint_id)
+        self.assertEqual(done[2], "CHECKPOINT")
+        self.assertEqual(self.stored(JOB, "p0", trigger.checkpoint_id),
+                         {"0": f"mem://0/{trigger.checkpoint_id}",
+                          "1": f"mem://1/{trigger.checkpoint_id}"})
+        self.assertTrue(rec.worker.is_connected())
+        self.assertEqual(rec.worker.counters.dropped_sends, 0)
+
+    def test_a_decline_fails_its_round_and_the_next_one_completes(self):
+        rec = self.worker()
+        rec.decline_next = 1
+        rec.worker.start()
+        declined = rec.next("trigger")[1].checkpoint_id
+        abort = rec.next("abort", lambda e: e[1] == declined)
+        self.assertIn("the test declines", abort[2])
+        later = rec.next("complete", lambda e: e[1] > declined)
+        self.assertNotIn(declined, [e[1] for e in rec.seen if e[0] == "complete"])
+        self.assertEqual(self.stored(JOB, "p0", declined), {}, "a declined round is not stored")
+        self.assertTrue(self.stored(JOB, "p0", later[1]))
+
+    def test_a_savepoint_the_worker_asks_for_completes(self):
+        rec = self.worker()
+        rec.worker.start()
+        rec.next("complete")  # running
+        rec.worker.request_savepoint()
+        savepoint = rec.next("trigger", lambda e: e[1].kind == "SAVEPOINT")[1]
+        self.assertTrue(savepoint.target, "a savepoint names where its state goes")
+        rec.next("complete", lambda e: e[1] == savepoint.checkpoint_id and e[2] == "SAVEPOINT")
+
+    def test_a_trigger_waits_for_positions_and_the_ack_carries_its_position(self):
+        rec = self.worker(pipeline="p0", job=JOB + "pos")
+        rec.worker.start()
+        rec.next("welcome")
+        with self.assertRaises(ValueError):
+            rec.worker.set_position("not-mine", 1)
+        rec.worker.set_position("0", 150)
+        rec.worker.set_position("1", 170)
+        trigger = rec.next("trigger")[1]
+        self.assertEqual(trigger.position, 200, "the next multiple of 100 above every report")
+        rec.next("complete", lambda e: e[1] == trigger.checkpoint_id)
+        with self.ws.db() as db:
+            (position,) = db.execute(
+                "SELECT position FROM checkpoints WHERE job_id=? AND checkpoint_id=?",
+                (JOB + "pos", trigger.checkpoint_id)).fetchone()
+        self.assertEqual(position, 200)
+
+    def test_after_a_daemon_restart_it_reconnects_with_its_restore_point(self):
+        rec = self.worker()
+        rec.worker.start()
+        first = rec.next("complete")[1]
+        e2e.stop(self.daemon, signal.SIGKILL)
+        gone = rec.next("disconnected")[1]
+        self.assertTrue(gone.was_connected)
+        self.assertTrue(gone.will_retry, f"{gone.code} is retried")
+        self.daemon = self.ws.start_daemon(self.config)
+        again = rec.next("welcome", lambda e: e[1].restore.checkpoint_id >= first)[1]
+        self.assertGreaterEqual(again.last_completed_checkpoint_id, first)
+        restored = again.restore.checkpoint_id
+        self.assertEqual(again.restore.task_states["0"].uri, f"mem://0/{restored}")
+        self.assertEqual(rec.worker.counters.reconnects, 1)
+        rec.next("complete", lambda e: e[1] > restored)
+
+    def test_goodbye_deregisters_at_once_and_stops_the_worker(self):
+        rec = self.worker()
+        rec.worker.start()
+        rec.next("complete")
+        rec.worker.goodbye(timeout=5)
+        self.assertTrue(rec.worker.wait_until_stopped(5))
+        self.assertFalse(rec.worker.is_connected())
+        # Released by goodbye within a moment, not lost (by a broken stream or the lease).
+        e2e.wait_until(lambda: "worker pyw said goodbye" in self.ws.read_log("ckptd.log"), 2,
+                       "the daemon to release the tasks on goodbye")
+        self.assertNotIn("lost task(s)", self.ws.read_log("ckptd.log"))
+        rec.worker.ack(1, "0", TaskState(uri="x"))  # after goodbye: dropped, not sent
+        self.assertEqual(rec.worker.counters.dropped_sends, 1)
+
+    def test_a_hello_the_daemon_refuses_stops_the_worker_for_good(self):
+        rec = self.worker()
+        rec.worker = PipelineWorker(f"127.0.0.1:{self.ws.port}", worker_id="pyw", job_id=JOB,
+                                    pipeline_id="p0", task_ids=["0", "9"], **rec.handlers())
+        self.workers.append(rec.worker)
+        rec.worker.start()
+        refused = rec.next("disconnected")[1]
+        self.assertEqual(refused.code.name, "INVALID_ARGUMENT")
+        self.assertFalse(refused.will_retry)
+        self.assertTrue(rec.worker.wait_until_stopped(5))
+        self.assertEqual(rec.worker.counters.connects, 0)
+
+
+class PythonSdkPackageTest(unittest.TestCase):
+    def test_the_built_package_installs_with_pip_and_imports_from_where_it_went(self):
+        target = tempfile.mkdtemp(prefix="ckpt-py-")
+        try:
+            install = subprocess.run(
+                [sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation",
+                 "--no-index", "--target", target, os.path.join(BUILD_DIR, "python")],
+                capture_output=True, text=True, timeout=120)
+            self.assertEqual(install.returncode, 0, install.stdout + install.stderr)
+            probe = subprocess.run(
+                [sys.executable, "-c", "import ckpt_worker, ckpt.v1.worker_pb2_grpc; "
+                 "print(ckpt_worker.__file__)"],
+                capture_output=True, text=True, timeout=60, cwd=target,
+                env={**os.environ, "PYTHONPATH": target})
+            self.assertEqual(probe.returncode, 0, probe.stderr)
+            self.assertTrue(probe.stdout.startswith(target), probe.stdout)
+        finally:
+            shutil.rmtree(target, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, os.path.join(sys.argv[sys.argv.index("--build-dir") + 1], "python"))
+    from ckpt_worker import PipelineWorker, TaskState  # noqa: E402 (the build's package)
+    e2e.main(globals())
