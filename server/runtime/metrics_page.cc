@@ -4,6 +4,7 @@
 
 #include "core/group_coordinator.h"
 #include "metrics/prometheus_text.h"
+#include "runtime/process_stats.h"
 
 namespace ckpt {
 namespace {
@@ -76,6 +77,32 @@ void RenderPerPipeline(const Registry& registry, PrometheusText& out) {
     out.Sample("ckptd_pipeline_last_completed_timestamp_seconds",
                {{"job_id", runner->key().job_id}, {"pipeline_id", runner->key().pipeline_id}},
                static_cast<double>(ms) / 1000.0);
+  }
+}
+
+// The standard process_* metrics (the names every Prometheus client library uses).
+void RenderProcessStats(const ProcessStats& p, PrometheusText& out) {
+  if (p.cpu_seconds) {
+    out.Counter("process_cpu_seconds_total", "User and system CPU time spent, in seconds.",
+                *p.cpu_seconds);
+  }
+  if (p.resident_bytes) {
+    out.Gauge("process_resident_memory_bytes", "Resident memory size in bytes.",
+              static_cast<double>(*p.resident_bytes));
+  }
+  if (p.virtual_bytes) {
+    out.Gauge("process_virtual_memory_bytes", "Virtual memory size in bytes.",
+              static_cast<double>(*p.virtual_bytes));
+  }
+  if (p.open_fds) {
+    out.Gauge("process_open_fds", "Open file descriptors.", static_cast<double>(*p.open_fds));
+  }
+  if (p.max_fds) {
+    out.Gauge("process_max_fds", "The limit of open file descriptors (soft RLIMIT_NOFILE).",
+              static_cast<double>(*p.max_fds));
+  }
+  if (p.threads) {
+    out.Gauge("process_threads", "OS threads of the process.", static_cast<double>(*p.threads));
   }
 }
 
@@ -211,6 +238,7 @@ std::string RenderMetricsPage(const DaemonMetrics& m, const Registry& registry,
   out.Sample("ckptd_build_info", {{"version", options.version}}, 1);
   out.Gauge("process_start_time_seconds", "When the process started (Unix time).",
             options.start_time_seconds);
+  RenderProcessStats(ReadProcessStats(), out);
 
   if (options.per_pipeline) RenderPerPipeline(registry, out);
   return out.Take();

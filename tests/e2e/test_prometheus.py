@@ -1,8 +1,11 @@
 """ckptd's /metrics as Prometheus sees it: `promtool check metrics` passes with no lint problem, and
 a real Prometheus server (Debian's `prometheus` package) scraping ckptd on loopback every second
-answers a query for the completed-checkpoints counter with a value above 0."""
+answers a query for the completed-checkpoints counter with a value above 0. The alert rules and
+the Grafana dashboard of deploy/ read only series the page has, and the rules pass `promtool check
+rules` and their unit tests (`promtool test rules`)."""
 import json
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -13,6 +16,10 @@ import urllib.request
 import e2e_util as e2e
 
 BUILD_DIR = None
+DEPLOY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "deploy")
+ALERTS = os.path.join(DEPLOY, "prometheus", "ckptd-alerts.yml")
+ALERTS_TEST = os.path.join(DEPLOY, "prometheus", "ckptd-alerts.test.yml")
+DASHBOARD = os.path.join(DEPLOY, "grafana", "ckptd-dashboard.json")
 
 
 http_get = e2e.http_get
@@ -55,6 +62,41 @@ class PrometheusTest(unittest.TestCase):
                                 "ckptd_build_info", "ckptd_acks_total",
                                 "ckptd_pipeline_checkpoints_completed_total")):
                 print(line)
+
+    def test_the_alerts_and_the_dashboard_read_only_series_the_page_has(self):
+        page = http_get(self.metrics_url)[2]
+        families = {line.split()[2] for line in page.splitlines() if line.startswith("# TYPE ")}
+        for name in ("process_cpu_seconds_total", "process_resident_memory_bytes",
+                     "process_open_fds", "process_threads"):
+            self.assertIn(name, families)
+        self.assertGreater(sample(page, "process_resident_memory_bytes"), 1 << 20)
+        self.assertGreaterEqual(sample(page, "process_threads"), 2)
+        read = set()
+        for part in (ALERTS, DASHBOARD):
+            with open(part) as f:
+                read |= set(re.findall(r"\b((?:ckptd|process)_[a-z_]+)", f.read()))
+        self.assertGreater(len(read), 10)
+
+        def family(name):
+            for suffix in ("_bucket", "_sum", "_count"):
+                if name.endswith(suffix) and name[:-len(suffix)] in families:
+                    return name[:-len(suffix)]
+            return name
+        self.assertEqual(sorted(n for n in read if family(n) not in families), [],
+                         "series the alerts or the dashboard read that ckptd does not export")
+
+    def test_promtool_checks_and_unit_tests_the_alert_rules(self):
+        promtool = shutil.which("promtool")
+        if not promtool:
+            self.skipTest("promtool is not installed (Debian package prometheus; "
+                          "scripts/setup.sh installs it)")
+        for args in (["check", "rules", ALERTS], ["test", "rules", ALERTS_TEST]):
+            r = subprocess.run([promtool, *args], capture_output=True, text=True, timeout=60,
+                               cwd=os.path.dirname(ALERTS))
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        with open(DASHBOARD) as f:
+            dashboard = json.load(f)
+        self.assertTrue(all(t["expr"] for p in dashboard["panels"] for t in p["targets"]))
 
     def test_a_real_prometheus_scrapes_and_answers_the_query(self):
         prometheus = shutil.which("prometheus")
