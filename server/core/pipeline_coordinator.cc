@@ -503,8 +503,9 @@ Actions PipelineCoordinator::OnCommitted(int64_t checkpoint_id) {
     out.push_back(Log{LogLevel::kInfo, "pipeline " + why});
     AnnounceState(why, out);
   }
-  if (persist_owed_ && store_writable_) {
-    // A member's writes held while the group commit was in flight (Persist).
+  if (persist_owed_) {
+    // A member's writes held while the group commit was in flight (Persist), or a write that
+    // failed: written now; if the store still fails writes, OnPersistFailed holds it again.
     persist_owed_ = false;
     Persist(out);
   }
@@ -846,17 +847,10 @@ void PipelineCoordinator::Persist(Actions& out) {
     // A member's part waits for the group's commit, which is not queued ahead of this write as
     // a round of its own would be: this state is written once the round ends (OnCommitted,
     // FailRound).
+    // A spec change waits too (spec_unsaved_ stays set): the whole record written now would
+    // carry progress from before the round, and, queued behind a group commit already with the
+    // store, it would take that commit's completion back until the round's end wrote it again.
     persist_owed_ = true;
-    if (spec_unsaved_) {
-      // A spec change is not held back for a whole round (the others' acks may take minutes):
-      // it is written now, with the progress as it was before the round, which claims nothing
-      // the group has not committed. The round's end writes the progress again.
-      PipelineRecord record;
-      static_cast<PipelineProgress&>(record) = ProgressBeforeRound();
-      record.spec = spec_;
-      out.push_back(PersistRecord{std::move(record), nullptr});
-      spec_unsaved_ = false;
-    }
     return;
   }
   if (spec_unsaved_) {

@@ -765,8 +765,10 @@ void CheckedCoordinator::OnRoundFinished(const RoundFinished& r, SteadyTime now)
 // After every call: the coordinator's view agrees with what its actions said.
 void CheckedCoordinator::CheckState() {
   const PipelineStatus status = c_.Describe();
-  // A spec change is written whole in the step that made it (progress writes carry no spec).
-  INVARIANT(deleted_ || written_spec_ == spec_, "a changed spec was not written");
+  // A spec change is written whole in the step that made it (progress writes carry no spec);
+  // a member's whose part waits for its group's commit, in the step that ends the round.
+  INVARIANT(deleted_ || written_spec_ == spec_ || (open_is_group_ && commit_outstanding_),
+            "a changed spec was not written");
   INVARIANT(status.generation >= generation_, "generation decreased");
   generation_ = status.generation;
   INVARIANT(c_.HasPendingRound() == open_round_.has_value(),
