@@ -39,6 +39,18 @@ class AdminTest : public DaemonTest {
     return ref;
   }
 
+  // TriggerCheckpoint of a pipeline whose tasks just registered: its first id block may still be
+  // on its way to the store (UNAVAILABLE, "retry shortly"), as under load it is.
+  grpc::Status TriggerOnceIdsAreReserved(const std::string& pipeline, v1::CheckpointInfo* info) {
+    grpc::Status s;
+    Eventually([&] {
+      grpc::ClientContext ctx;
+      s = admin_->TriggerCheckpoint(&ctx, Ref(pipeline), info);
+      return s.error_code() != grpc::StatusCode::UNAVAILABLE;
+    });
+    return s;
+  }
+
   v1::Pipeline Get(const std::string& pipeline) {
     grpc::ClientContext ctx;
     v1::Pipeline p;
@@ -511,8 +523,8 @@ TEST_F(AdminTest, GetCheckpointAndExplainPipelineShowEachTasksPart) {
   ASSERT_TRUE(w.WaitWelcome());
   v1::CheckpointInfo triggered;
   {
-    grpc::ClientContext ctx;
-    ASSERT_TRUE(admin_->TriggerCheckpoint(&ctx, Ref("inspect"), &triggered).ok());
+    auto s = TriggerOnceIdsAreReserved("inspect", &triggered);
+    ASSERT_TRUE(s.ok()) << s.error_code() << " " << s.error_message();
   }
   const int64_t id = triggered.checkpoint_id();
   ASSERT_TRUE(w.WaitTrigger());
@@ -590,8 +602,7 @@ TEST_F(AdminTest, ARoundPastTheStuckThresholdIsCountedOnce) {
   w.Hello("job", "stuck", {"a"});
   ASSERT_TRUE(w.WaitWelcome());
   v1::CheckpointInfo triggered;
-  grpc::ClientContext ctx;
-  ASSERT_TRUE(admin_->TriggerCheckpoint(&ctx, Ref("stuck"), &triggered).ok());
+  ASSERT_TRUE(TriggerOnceIdsAreReserved("stuck", &triggered).ok());
   ASSERT_TRUE(Eventually([&] { return daemon_->metrics().checkpoints_stuck_total.load() == 1; }));
   ASSERT_TRUE(w.Ack(triggered.checkpoint_id(), "a"));
   ASSERT_TRUE(w.WaitComplete());
