@@ -1,6 +1,7 @@
 """How a worker reaches the daemon: the server list, TLS, the bearer token (docs/SECURITY.md)."""
 import ipaddress
 import os
+import sys
 
 import grpc
 
@@ -61,14 +62,26 @@ class TokenSource:
             return
         try:
             st = os.stat(self.path)
-        except OSError:
+        except OSError as e:
+            if self.token is None:
+                raise ValueError(f"token_file: cannot read {self.path}: {e.strerror}") from None
             return  # keep the last good one
         stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
         if stamp == self.stamp:
             return
-        token = read_file("token_file", self.path).decode(errors="replace").rstrip("\r\n\t ")
+        self.stamp = stamp  # one warning per change of the file, not one per connect
+        try:
+            token = read_file("token_file", self.path).decode(errors="replace").rstrip("\r\n\t ")
+        except ValueError as e:
+            if self.token is None:
+                raise  # at construction: the file's own error
+            token, why = None, str(e)
+        else:
+            why = f"token_file: {self.path} holds no valid token"
         if token and all(33 <= ord(c) < 127 for c in token):
-            self.token, self.stamp = token, stamp
+            self.token = token
+        elif self.token is not None:
+            print(f"ckpt_worker: {why}; sending the last good one", file=sys.stderr)
 
     def metadata(self):
         self.refresh()

@@ -6,6 +6,7 @@ what the worker queues. Handlers must not block for long: the stream is not read
 may call any method of their worker.
 """
 import queue
+import sys
 import threading
 import time
 import traceback
@@ -29,6 +30,16 @@ _STABLE_SESSION_S = 1.0
 _FULL_POSITIONS_EVERY = 10
 # Ack positions defaulted from the trigger: the last few triggers are enough.
 _TRIGGERS_REMEMBERED = 16
+# A welcome that names no heartbeat interval: the daemon's default.
+_DEFAULT_HEARTBEAT_S = 3.0
+# The largest position a worker may report (the protocol's positions are int64; this leaves room
+# for the daemon's next multiple of position_interval above it).
+MAX_POSITION = 2 ** 60
+
+
+def _current_epoch(epoch, newest):
+    """Epoch 0 (a daemon with the embedded store) is never stale; others must not go back."""
+    return epoch == 0 or epoch >= newest
 
 
 def kind_name(kind):
@@ -145,8 +156,9 @@ class PipelineWorker:
             if self._started or self._ending:
                 return
             self._started = True
-        self._thread.start()
-        self._heartbeats.start()
+            # Under the lock: a stop() from another thread sees the threads started or not at all.
+            self._thread.start()
+            self._heartbeats.start()
 
     def ack(self, checkpoint_id, task_id, state, figures=None, position=None):
         """The task's snapshot for this round is done. `position`: where it snapshotted; left
@@ -185,8 +197,10 @@ class PipelineWorker:
         lower one than the task's last is ignored, except the first after a welcome."""
         if task_id not in self._tasks:
             raise ValueError(f"task {task_id!r} is not one of this worker's")
-        if position < 0:
-            raise ValueError("a position is >= 0")
+        if isinstance(position, bool) or not isinstance(position, int):
+            raise TypeError("a position is an int")
+        if not 0 <= position <= MAX_POSITION:
+            raise ValueError(f"a position is between 0 and {MAX_POSITION}")
         with self._lock:
             last = self._positions.get(task_id)
             if last is not None and position < last and task_id not in self._may_go_back:
@@ -216,6 +230,10 @@ class PipelineWorker:
             self._stopped_event.set()
             return
         if threading.current_thread() is self._thread:
+            # A handler cannot wait for its own thread: the timeout is enforced by a timer.
+            timer = threading.Timer(timeout, self.stop)
+            timer.daemon = True
+            timer.start()
             return
         if not self._stopped_event.wait(timeout):
             self.stop()
@@ -225,20 +243,24 @@ class PipelineWorker:
         with self._lock:
             self._ending = True
             stream = self._stream
+            started = self._started
         self._stop_event.set()
         self._heartbeat_wake.set()
         if stream is not None:
             stream.close()
             if stream.call is not None:
                 stream.call.cancel()
-        if not self._started:
+        if not started:
             self._stopped_event.set()
             return
         if threading.current_thread() is not self._thread:
             self._thread.join()
 
     def wait_until_stopped(self, timeout=None):
-        """True once the worker stopped for good (goodbye, stop, or a status not retried)."""
+        """True once the worker stopped for good (goodbye, stop, or a status not retried).
+        From a handler it cannot wait for its own thread: it says whether it is stopped."""
+        if threading.current_thread() is self._thread:
+            return self._stopped_event.is_set()
         return self._stopped_event.wait(timeout)
 
     def close(self):
@@ -293,8 +315,14 @@ class PipelineWorker:
                 was_connected = stream.welcomed_at is not None
                 if was_connected and time.monotonic() - stream.welcomed_at >= _STABLE_SESSION_S:
                     self._backoff.reset()
+                if was_connected:
+                    redirects = 0
                 leader = dict(trailers or ()).get(retry.LEADER_TRAILER)
-                if (code == grpc.StatusCode.UNAVAILABLE and leader
+                if leader and not self._may_connect_to(leader):
+                    print(f"ckpt_worker: not following the leader {leader}: the bearer token "
+                          "would go to it in the clear", file=sys.stderr)
+                    leader = None
+                if (code == grpc.StatusCode.UNAVAILABLE and leader and leader != target
                         and redirects < retry.MAX_REDIRECTS_IN_A_ROW):
                     redirects += 1
                     redirect = leader
@@ -325,6 +353,10 @@ class PipelineWorker:
             self._heartbeat_wake.set()
             self._stopped_event.set()
 
+    def _may_connect_to(self, target):
+        """A bearer token goes in the clear only to a loopback address."""
+        return self._channels.tls or not self._token.path or is_loopback(target)
+
     def _serve(self, stream, target):
         """Runs one Connect call to its end: (status code, details, trailing metadata)."""
         stub = worker_pb2_grpc.WorkerServiceStub(self._channels.get(target))
@@ -340,6 +372,11 @@ class PipelineWorker:
                 stream.call.trailing_metadata()
         except grpc.RpcError as e:
             return e.code(), e.details() or "", e.trailing_metadata()
+        except Exception as e:  # not gRPC's: retried as a broken stream, never the thread's end
+            traceback.print_exception(type(e), e, e.__traceback__)
+            if stream.call is not None:
+                stream.call.cancel()
+            return grpc.StatusCode.UNKNOWN, f"{type(e).__name__}: {e}", ()
         finally:
             with self._lock:
                 stream.close()  # ends gRPC's reader of the requests
@@ -351,7 +388,7 @@ class PipelineWorker:
         elif which == "trigger":
             t = message.trigger
             with self._lock:
-                stale = t.leader_epoch < self._max_epoch
+                stale = not _current_epoch(t.leader_epoch, self._max_epoch)
                 if stale:
                     self.counters.stale_messages += 1
                 else:
@@ -371,7 +408,8 @@ class PipelineWorker:
                 self._call("complete", message.complete.checkpoint_id,
                            kind_name(message.complete.kind))
         elif which == "release":
-            self._call("release", list(message.release.checkpoint_ids))
+            if not self._stale_stream(stream):  # a deposed leader's release deletes nothing
+                self._call("release", list(message.release.checkpoint_ids))
         elif which == "state":
             self._call("state", state_name(message.state.state), message.state.reason)
         elif which == "savepoint_refused":
@@ -380,20 +418,22 @@ class PipelineWorker:
 
     def _on_welcome(self, stream, w):
         with self._lock:
-            if w.leader_epoch < self._max_epoch:
-                self.counters.stale_messages += 1  # a deposed leader's
-                stream.epoch = w.leader_epoch
-                return
-            self._max_epoch = w.leader_epoch
             stream.epoch = w.leader_epoch
+            if not _current_epoch(w.leader_epoch, self._max_epoch):
+                self.counters.stale_messages += 1  # a deposed leader's
+                return
+            self._max_epoch = max(self._max_epoch, w.leader_epoch)
             stream.welcomed_at = time.monotonic()
-            stream.heartbeat_s = max(w.heartbeat_interval_ms, 10) / 1000.0
+            stream.heartbeat_s = (w.heartbeat_interval_ms / 1000.0
+                                  if w.heartbeat_interval_ms > 0 else _DEFAULT_HEARTBEAT_S)
             self.counters.connects += 1
             if self.counters.connects > 1:
                 self.counters.reconnects += 1
-            # The daemon knows no position of a task that registered anew: each reports again,
-            # and may go back once (to where it restored).
-            self._changed = set(self._positions)
+            # The daemon knows no position of a task that registered anew: each reports again
+            # with its next set_position, which may go back once (to where it restored). Until
+            # then nothing is sent for it: a position from before a restore would push the next
+            # rounds to where the task no longer is.
+            self._changed = set()
             self._may_go_back = set(self._tasks)
         self._heartbeat_wake.set()  # follow this session's interval from now
         self._call("welcome", Welcome(
@@ -406,7 +446,7 @@ class PipelineWorker:
 
     def _stale_stream(self, stream):
         with self._lock:
-            if stream.epoch < self._max_epoch or stream.welcomed_at is None:
+            if not _current_epoch(stream.epoch, self._max_epoch) or stream.welcomed_at is None:
                 self.counters.stale_messages += 1
                 return True
         return False
@@ -446,8 +486,9 @@ class PipelineWorker:
                     continue
                 sent += 1
                 tasks = self._positions if sent % _FULL_POSITIONS_EVERY == 0 else self._changed
-                heartbeat = worker_pb2.Heartbeat(
-                    positions={t: self._positions[t] for t in tasks if t in self._positions})
+                positions = {t: self._positions[t] for t in tasks
+                             if t in self._positions and t not in self._may_go_back}
                 self._changed = set()
-                stream.send(worker_pb2.WorkerMessage(heartbeat=heartbeat))
+                stream.send(worker_pb2.WorkerMessage(
+                    heartbeat=worker_pb2.Heartbeat(positions=positions)))
 
