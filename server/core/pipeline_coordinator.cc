@@ -900,7 +900,7 @@ PipelineRecord PipelineCoordinator::ProjectedRecord() const {
   return r;
 }
 
-PipelineProgress PipelineCoordinator::ProgressBeforeRound() const {
+PipelineProgress PipelineCoordinator::ProjectedProgress() const {
   PipelineProgress r;
   r.generation = generation_;
   r.sticky = sticky_;
@@ -913,11 +913,6 @@ PipelineProgress PipelineCoordinator::ProgressBeforeRound() const {
     r.restore_from = CheckpointRef{restore_->source, restore_->checkpoint.checkpoint_id};
   }
   r.released_ids = last_released_;
-  return r;
-}
-
-PipelineProgress PipelineCoordinator::ProjectedProgress() const {
-  PipelineProgress r = ProgressBeforeRound();
   if (pending_ && pending_->completing) {
     r.restore_from.reset();  // a completion ends an operator-set restore point
     const int64_t plain_extra = pending_->kind == CheckpointKind::kCheckpoint ? pending_->id : 0;

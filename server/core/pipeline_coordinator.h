@@ -486,8 +486,6 @@ class PipelineCoordinator {
   // The record as the store will hold it once every write already handed to it is applied.
   PipelineRecord ProjectedRecord() const;
   PipelineProgress ProjectedProgress() const;
-  // The progress as it stands, the pending round not counted (ProjectedProgress adds it).
-  PipelineProgress ProgressBeforeRound() const;
   std::string SavepointLocation(const std::string& target, int64_t id) const;
   // What `welcome` says about restoring the tasks of a hello.
   RestorePoint RestorePointFor(const std::vector<std::string>& task_ids) const;

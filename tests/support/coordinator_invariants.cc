@@ -475,9 +475,7 @@ Actions CheckedCoordinator::EndGroupRound(int64_t checkpoint_id, MemberOutcome o
   if (open_is_group_ && commit_outstanding_ && *commit_outstanding_ == checkpoint_id) {
     // The group never committed it: as a failed store write, counted for nobody by the store.
     commit_outstanding_.reset();
-    if (outcome == MemberOutcome::kStoreFailed || outcome == MemberOutcome::kAborted) {
-      store_failed_id_ = checkpoint_id;
-    }
+    if (outcome == MemberOutcome::kAborted) store_failed_id_ = checkpoint_id;
   }
   if (outcome == MemberOutcome::kStoreFailed) {
     store_failed_id_ = checkpoint_id;  // the daemon's failure, counted for no member

@@ -163,16 +163,25 @@ TEST(GroupMemberTest, ProgressWritesWaitWhileItsPartWaitsForTheGroupsCommit) {
   EXPECT_EQ(h.persisted.back().last_completed_id, 10);
 }
 
-TEST(GroupMemberTest, ASpecChangeWhileItsPartWaitsIsWrittenWhenTheRoundEnds) {
-  MemberHarness h;
+// Round 10's part done and waiting for the group's commit, the member's spec changes: its
+// interval, by `delta` ms. Returns the new spec; `*records` is the count of whole-record writes
+// before the change.
+PipelineSpec ChangeTheSpecWhileRoundTenWaits(MemberHarness& h, int64_t delta, size_t* records) {
   h.Apply(h.c().StartGroupRound(10, CheckpointKind::kCheckpoint, 0));
   h.AckAll(10);
-  const size_t records = h.persisted_records.size();
+  *records = h.persisted_records.size();
   PipelineSpec spec = h.c().spec();
-  spec.interval_ms += 500;
+  spec.interval_ms += delta;
   auto update = h.c().UpdateSpec(spec);
-  ASSERT_TRUE(update.status.ok()) << update.status.ToString();
+  EXPECT_TRUE(update.status.ok()) << update.status.ToString();
   h.Apply(update.actions);
+  return spec;
+}
+
+TEST(GroupMemberTest, ASpecChangeWhileItsPartWaitsIsWrittenWhenTheRoundEnds) {
+  MemberHarness h;
+  size_t records = 0;
+  const PipelineSpec spec = ChangeTheSpecWhileRoundTenWaits(h, 500, &records);
   // Written now, the record would carry the progress before round 10 and, behind a group commit
   // already with the store, take its completion back.
   EXPECT_EQ(h.persisted_records.size(), records) << "written before the group's commit";
@@ -185,12 +194,8 @@ TEST(GroupMemberTest, ASpecChangeWhileItsPartWaitsIsWrittenWhenTheRoundEnds) {
 
 TEST(GroupMemberTest, ASpecChangeWhileItsPartWaitsIsWrittenWhenTheGroupAbortsTheRound) {
   MemberHarness h;
-  h.Apply(h.c().StartGroupRound(10, CheckpointKind::kCheckpoint, 0));
-  h.AckAll(10);
-  const size_t records = h.persisted_records.size();
-  PipelineSpec spec = h.c().spec();
-  spec.retained += 1;
-  h.Apply(h.c().UpdateSpec(spec).actions);
+  size_t records = 0;
+  const PipelineSpec spec = ChangeTheSpecWhileRoundTenWaits(h, 700, &records);
   EXPECT_EQ(h.persisted_records.size(), records);
   h.Apply(h.c().EndGroupRound(10, MemberOutcome::kAborted, "another member lost a task"));
   ASSERT_EQ(h.persisted_records.size(), records + 1);
