@@ -12,7 +12,7 @@ packages=(
   etcd-server etcd-client spin
   libsystemd-dev grpc-proto prometheus
   clang libclang-rt-14-dev clang-format clang-tidy
-  help2man dpkg-dev file systemd
+  help2man dpkg-dev file systemd zsh fish
   chromium fonts-liberation
 )
 

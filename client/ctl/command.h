@@ -43,6 +43,9 @@ using Action = std::function<CommandResult()>;
 struct CommandContext {
   GlobalOptions global;
   Action action;  // set by the subcommand that was chosen
+  // Set by a command that never calls the daemon (completion): the --server list and the
+  // credential files are then not checked, so a stale $CKPTCTL_CA_FILE does not break it.
+  bool offline = false;
 };
 
 // Each adds its subcommand(s) to `app`; `context` must outlive the app.
@@ -51,6 +54,7 @@ void AddPipelineCommands(CLI::App& app, CommandContext& context);
 void AddCheckpointCommands(CLI::App& app, CommandContext& context);
 void AddSavepointCommand(CLI::App& app, CommandContext& context);
 void AddGroupCommands(CLI::App& app, CommandContext& context);
+void AddCompletionCommand(CLI::App& app, CommandContext& context);
 
 inline int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(

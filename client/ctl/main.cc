@@ -26,6 +26,7 @@ constexpr char kExamples[] = R"(Examples:
   CKPTCTL_SERVER=ckptd.internal:7070 ckptctl pipeline get etl p0
   ckptctl --server ckptd.internal:7070 --ca-file ca.pem --token-file ~/.ckpt/token status
   ckptctl --server ckptd-a:7070,ckptd-b:7070,ckptd-c:7070 pipeline list
+  source <(ckptctl completion bash)
 
 Global flags may come before or after the command.)";
 
@@ -89,6 +90,7 @@ int main(int argc, char** argv) {
   AddCheckpointCommands(app, context);
   AddGroupCommands(app, context);
   AddSavepointCommand(app, context);
+  AddCompletionCommand(app, context);
   AddGlobalFlagsNote(&app);
 
   try {
@@ -110,6 +112,8 @@ int main(int argc, char** argv) {
     std::fputs("ckptctl: no command given (see --help)\n", stderr);
     return 2;
   }
+
+  if (context.offline) return context.action().exit_code;
 
   std::string server_error;
   std::optional<std::vector<std::string>> servers =

@@ -1,5 +1,6 @@
-"""The Debian package, installed into this machine for real: built with scripts/package.sh from
-the tree under test, installed with `apt-get install ./ckptd_*.deb`, then checked: the service
+"""The Debian packages, installed into this machine for real: made with `scripts/package.sh
+--no-build` from the tree under test (which it must not rebuild), installed with `apt-get install
+./ckptd_*.deb ./libckpt-dev_*.deb`, then checked: each holds its own files and copyright; the service
 user exists, `ckptd --check-config /etc/ckptd/ckptd.yaml` passes, `systemd-analyze verify` passes
 on the installed unit, the installed daemon runs as that user on /var/lib/ckptd, and the
 package removes cleanly again. Everything it installed or created is removed at the end.
@@ -26,9 +27,11 @@ def skip_reason():
     for tool in ("apt-get", "dpkg-deb", "cpack", "systemd-analyze"):
         if shutil.which(tool) is None:
             return f"{tool} not found"
-    r = subprocess.run(["dpkg-query", "-W", "-f=${Status}", "ckptd"], capture_output=True, text=True)
-    if "install ok installed" in r.stdout or r.stdout.strip():
-        return "a ckptd package is (or was) installed here; not touching it"
+    for package in ("ckptd", "libckpt-dev"):
+        r = subprocess.run(["dpkg-query", "-W", "-f=${Status}", package], capture_output=True,
+                           text=True)
+        if r.stdout.strip():
+            return f"a {package} package is (or was) installed here; not touching it"
     if os.path.exists("/var/lib/ckptd"):
         return "/var/lib/ckptd exists here (someone's checkpoint history); not touching it"
     if subprocess.run(["id", "ckptd"], capture_output=True).returncode == 0:
@@ -56,7 +59,7 @@ class PackageTest(unittest.TestCase):
             self.daemon.kill()
             self.daemon.wait()
         if self.installed:
-            run("apt-get", "purge", "-y", "-qq", "ckptd", env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"))
+            run("apt-get", "purge", "-y", "-qq", "ckptd", "libckpt-dev", env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"))
         # Purge keeps history and the user by design; this test's own are removed here.
         shutil.rmtree("/var/lib/ckptd", ignore_errors=True)
         run("deluser", "--system", "--quiet", "ckptd")
@@ -64,16 +67,35 @@ class PackageTest(unittest.TestCase):
         shutil.rmtree(self.out, ignore_errors=True)
 
     def test_install_check_config_verify_run_and_remove(self):
-        built = run(os.path.join(ROOT, "scripts", "package.sh"), BUILD_DIR, self.out)
+        ckptd_binary = os.path.join(BUILD_DIR, "server", "ckptd")
+        built_at = os.stat(ckptd_binary).st_mtime_ns
+        built = run(os.path.join(ROOT, "scripts", "package.sh"), "--no-build", BUILD_DIR, self.out)
         self.assertEqual(built.returncode, 0, built.stdout + built.stderr)
-        deb = built.stdout.strip().splitlines()[-1]
-        self.assertTrue(os.path.basename(deb).startswith("ckptd_") and deb.endswith(".deb"), deb)
+        self.assertEqual(os.stat(ckptd_binary).st_mtime_ns, built_at, "--no-build rebuilt the tree")
+        debs = built.stdout.strip().splitlines()[-2:]
+        self.assertEqual([os.path.basename(d).split("_")[0] for d in debs], ["ckptd", "libckpt-dev"],
+                         built.stdout)
+        self.assertTrue(all(d.endswith(".deb") for d in debs), debs)
 
         env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-        inst = run("apt-get", "install", "-y", "-qq", "--no-install-recommends", deb, env=env)
+        inst = run("apt-get", "install", "-y", "-qq", "--no-install-recommends", *debs, env=env)
         self.installed = inst.returncode == 0
         self.assertEqual(inst.returncode, 0, inst.stdout + inst.stderr)
-        print(f"\ninstalled {os.path.basename(deb)}", flush=True)
+        print(f"\ninstalled {' and '.join(map(os.path.basename, debs))}", flush=True)
+
+        owner = {}
+        for package in ("ckptd", "libckpt-dev"):
+            for path in run("dpkg-query", "-L", package).stdout.split():
+                owner[path] = package
+        for path, package in (("/usr/bin/ckptd", "ckptd"), ("/usr/share/doc/ckptd/copyright", "ckptd"),
+                              ("/usr/include/ckpt/worker.h", "libckpt-dev"),
+                              ("/usr/share/ckpt/proto/ckpt/v1/worker.proto", "libckpt-dev"),
+                              ("/usr/share/doc/libckpt-dev/copyright", "libckpt-dev")):
+            self.assertEqual(owner.get(path), package, path)
+        self.assertTrue(any(p.endswith("/libckpt.so") for p, k in owner.items() if k == "libckpt-dev"))
+        self.assertTrue(any(p.endswith("/cmake/ckpt/ckptConfig.cmake") for p in owner))
+        pc = run("pkg-config", "--modversion", "ckpt")
+        self.assertEqual(pc.returncode, 0, pc.stderr)
 
         self.assertEqual(run("id", "ckptd").returncode, 0, "the package creates the service user")
         for path in ("/usr/bin/ckptd", "/usr/bin/ckptctl", "/usr/bin/ckpt-worker-sim",
@@ -96,7 +118,7 @@ class PackageTest(unittest.TestCase):
 
         self.run_installed_daemon_as_its_user()
 
-        removed = run("apt-get", "remove", "-y", "-qq", "ckptd", env=env)
+        removed = run("apt-get", "remove", "-y", "-qq", "ckptd", "libckpt-dev", env=env)
         self.assertEqual(removed.returncode, 0, removed.stdout + removed.stderr)
         self.assertFalse(os.path.exists("/usr/bin/ckptd"))
         self.assertTrue(os.path.exists("/var/lib/ckptd/ckptd.db"),
