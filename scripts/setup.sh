@@ -12,8 +12,10 @@ packages=(
   etcd-server etcd-client spin
   libsystemd-dev grpc-proto prometheus
   clang libclang-rt-14-dev clang-format clang-tidy
-  help2man dpkg-dev file systemd zsh fish
+  dpkg-dev file systemd zsh fish
   chromium fonts-liberation
+  openjdk-17-jdk-headless libgrpc-java libprotobuf-java protobuf-compiler-grpc-java-plugin
+  libnetty-java libperfmark-java libgoogle-gson-java libgeronimo-annotation-1.3-spec-java
 )
 
 missing=()

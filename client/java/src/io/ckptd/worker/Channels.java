@@ -1,0 +1,99 @@
+package io.ckptd.worker;
+
+import io.grpc.ManagedChannel;
+import io.grpc.netty.GrpcSslContexts;
+import io.grpc.netty.NettyChannelBuilder;
+import io.netty.handler.ssl.SslContext;
+import io.netty.handler.ssl.SslContextBuilder;
+import java.io.File;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import javax.net.ssl.SSLException;
+
+/**
+ * One gRPC channel per daemon address, made on first use, plaintext or TLS.
+ *
+ * <p>Thread-safe (synchronized): the stream thread gets channels, {@code close} may come from any
+ * thread.
+ */
+final class Channels {
+  /** A wide pipeline's welcome (its restore point) can pass gRPC's 4 MiB default. */
+  static final int MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
+
+  private final SslContext ssl; // null: plaintext
+  private final String serverNameOverride;
+  private final Map<String, ManagedChannel> channels = new HashMap<>();
+  private boolean closed;
+
+  Channels(File caFile, File certFile, File keyFile, String serverNameOverride) {
+    if ((certFile == null) != (keyFile == null)) {
+      throw new IllegalArgumentException("certFile and keyFile go together");
+    }
+    boolean tls = caFile != null || certFile != null;
+    if (serverNameOverride != null && !tls) {
+      throw new IllegalArgumentException("tlsServerName needs TLS (caFile, or certFile and keyFile)");
+    }
+    this.serverNameOverride = serverNameOverride;
+    if (!tls) {
+      ssl = null;
+      return;
+    }
+    try {
+      SslContextBuilder b = GrpcSslContexts.forClient();
+      if (caFile != null) {
+        b.trustManager(caFile); // else: the JDK's default trust store
+      }
+      if (certFile != null) {
+        b.keyManager(certFile, keyFile); // the key as unencrypted PKCS#8 PEM
+      }
+      ssl = b.build();
+    } catch (SSLException | IllegalArgumentException e) {
+      throw new IllegalArgumentException("TLS credentials: " + e.getMessage(), e);
+    }
+  }
+
+  boolean tls() {
+    return ssl != null;
+  }
+
+  synchronized ManagedChannel get(String target) {
+    if (closed) {
+      throw new IllegalStateException("channels closed");
+    }
+    return channels.computeIfAbsent(target, this::open);
+  }
+
+  private ManagedChannel open(String target) {
+    NettyChannelBuilder b =
+        NettyChannelBuilder.forTarget(target).maxInboundMessageSize(MAX_MESSAGE_BYTES);
+    if (ssl == null) {
+      b.usePlaintext();
+    } else {
+      b.sslContext(ssl);
+      if (serverNameOverride != null) {
+        b.overrideAuthority(serverNameOverride);
+      }
+    }
+    return b.build();
+  }
+
+  /** Shuts every channel down, waiting a moment for each. */
+  void close() {
+    Map<String, ManagedChannel> open;
+    synchronized (this) {
+      closed = true;
+      open = new HashMap<>(channels);
+      channels.clear();
+    }
+    for (ManagedChannel c : open.values()) {
+      c.shutdownNow();
+      try {
+        c.awaitTermination(2, TimeUnit.SECONDS);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return;
+      }
+    }
+  }
+}

@@ -1,0 +1,671 @@
+package io.ckptd.worker;
+
+import io.ckptd.v1.Ack;
+import io.ckptd.v1.CoordinatorMessage;
+import io.ckptd.v1.Decline;
+import io.ckptd.v1.Goodbye;
+import io.ckptd.v1.Heartbeat;
+import io.ckptd.v1.Hello;
+import io.ckptd.v1.SavepointRequest;
+import io.ckptd.v1.WorkerMessage;
+import io.ckptd.v1.WorkerServiceGrpc;
+import io.grpc.Metadata;
+import io.grpc.Status;
+import io.grpc.stub.MetadataUtils;
+import java.lang.System.Logger.Level;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
+
+/**
+ * Serves one pipeline's tasks from this process: one Connect stream to the daemon, reconnected
+ * with backoff until the worker is stopped (docs/PROTOCOL.md describes the protocol).
+ *
+ * <p>The first hello is sent without takeover, every later one (every reconnect) with it, unless
+ * {@link WorkerOptions#takeoverOnReconnect()} is off. With several daemons, UNAVAILABLE moves on to
+ * the next one, and a standby's {@code ckpt-leader} trailer is followed at once (three redirects
+ * in a row at most). Messages of a leadership older than the newest seen are dropped. Statuses
+ * that cannot succeed again (a bad hello, credentials, a takeover by another worker) stop the
+ * worker for good, reported through {@link Handler#onDisconnected}.
+ *
+ * <p>Threads: each worker has one stream thread, which opens the streams, reads them and calls the
+ * {@link Handler} one call at a time, and one thread for heartbeats. Every public method is
+ * thread-safe and may be called from a handler. {@code ack}, {@code decline} and
+ * {@code requestSavepoint} go out only on a welcomed stream; otherwise they are dropped and
+ * counted (a round of a stream that ended is aborted by the daemon, and a new one triggered).
+ */
+public final class PipelineWorker implements AutoCloseable {
+  /** The largest position a worker may report. */
+  public static final long MAX_POSITION = 1L << 60;
+
+  private static final System.Logger LOG = System.getLogger("io.ckptd.worker");
+  /** A session that stayed up this long starts the next backoff from the beginning. */
+  private static final long STABLE_SESSION_NANOS = TimeUnit.SECONDS.toNanos(1);
+  /** Every tenth heartbeat carries every task's position, not only the ones that changed. */
+  private static final int FULL_POSITIONS_EVERY = 10;
+  /** Ack positions default to the trigger's: the last few triggers are enough. */
+  private static final int TRIGGERS_REMEMBERED = 16;
+  /** A welcome that names no heartbeat interval: the daemon's default. */
+  private static final long DEFAULT_HEARTBEAT_MS = 3000;
+  private static final Metadata.Key<String> AUTHORIZATION =
+      Metadata.Key.of("authorization", Metadata.ASCII_STRING_MARSHALLER);
+  private static final Metadata.Key<String> LEADER =
+      Metadata.Key.of(RetryPolicy.LEADER_TRAILER, Metadata.ASCII_STRING_MARSHALLER);
+
+  private final WorkerOptions options;
+  private final Handler handler;
+  private final Set<String> tasks;
+  private final Channels channels;
+  private final TokenSource token;
+  private final Backoff backoff; // the stream thread's alone
+  private final Thread thread;
+  private final ScheduledExecutorService heartbeats;
+  private final CountDownLatch stopSignal = new CountDownLatch(1); // wakes a backoff wait
+  private final CountDownLatch stopped = new CountDownLatch(1);
+
+  private final Object lock = new Object();
+  // Guarded by lock: read and written from any thread.
+  private ConnectStream stream; // the current one
+  private boolean started;
+  private boolean ending; // goodbye or stop asked, or given up: never reconnect
+  private long maxEpoch; // the newest leadership seen
+  private final Map<String, Long> positions = new HashMap<>(); // task -> highest position set
+  private Set<String> changed = new HashSet<>(); // tasks the next heartbeat reports
+  private Set<String> mayGoBack = new HashSet<>(); // first position after a welcome may be lower
+  private final TreeMap<Long, Long> triggerPositions = new TreeMap<>(); // checkpoint -> position
+  private ScheduledFuture<?> heartbeat;
+  private long heartbeatsSent;
+  private long attempts, connects, reconnects, disconnects, droppedSends, staleMessages, redirects;
+
+  /**
+   * A worker for {@code options}, calling {@code handler}; nothing happens before {@link #start}.
+   *
+   * @throws IllegalArgumentException unusable TLS files or token file, or a token that would go in
+   *     the clear to an address that is not loopback
+   */
+  public PipelineWorker(WorkerOptions options, Handler handler) {
+    this.options = options;
+    this.handler = handler;
+    this.tasks = Set.copyOf(options.taskIds());
+    this.channels =
+        new Channels(options.caFile(), options.certFile(), options.keyFile(), options.tlsServerName());
+    this.token = new TokenSource(options.tokenFile() == null ? null : options.tokenFile().toPath());
+    if (token.present()
+        && !channels.tls()
+        && !options.servers().stream().allMatch(ServerList::isLoopback)) {
+      throw new IllegalArgumentException(
+          "tokenFile without TLS: a token is sent in the clear only to a loopback address");
+    }
+    this.backoff = new Backoff(options.backoffInitial(), options.backoffMax());
+    String name = options.jobId() + "/" + options.pipelineId();
+    this.thread = new Thread(this::run, "ckpt " + name);
+    this.thread.setDaemon(true);
+    ScheduledThreadPoolExecutor executor =
+        new ScheduledThreadPoolExecutor(
+            1,
+            r -> {
+              Thread t = new Thread(r, "ckpt heartbeat " + name);
+              t.setDaemon(true);
+              return t;
+            });
+    executor.setRemoveOnCancelPolicy(true);
+    this.heartbeats = executor;
+  }
+
+  // ---- what the application calls ---------------------------------------------------------------
+
+  /** Connects. Only the first call has an effect; none after {@link #stop} or {@link #goodbye}. */
+  public void start() {
+    synchronized (lock) {
+      if (started || ending) {
+        return;
+      }
+      started = true;
+      // Under the lock: a stop() from another thread sees the thread started or not at all.
+      thread.start();
+    }
+  }
+
+  /** The task's snapshot for this round is done; acked at the trigger's position. */
+  public void ack(long checkpointId, String taskId, TaskState state) {
+    ack(checkpointId, taskId, state, AckFigures.NONE);
+  }
+
+  /** As {@link #ack(long, String, TaskState)}, with figures for operators. */
+  public void ack(long checkpointId, String taskId, TaskState state, AckFigures figures) {
+    long position;
+    synchronized (lock) {
+      position = triggerPositions.getOrDefault(checkpointId, 0L);
+    }
+    ack(checkpointId, taskId, state, figures, position);
+  }
+
+  /**
+   * The task's snapshot for this round is done, taken at {@code position} (an ack at another
+   * position than the trigger's fails the round).
+   */
+  public void ack(
+      long checkpointId, String taskId, TaskState state, AckFigures figures, long position) {
+    Ack ack =
+        Ack.newBuilder()
+            .setCheckpointId(checkpointId)
+            .setTaskId(taskId)
+            .setState(Protos.taskState(state))
+            .setSyncDurationMs(figures.syncDurationMs())
+            .setAsyncDurationMs(figures.asyncDurationMs())
+            .setAlignmentDurationMs(figures.alignmentDurationMs())
+            .setBytesProcessedDuringAlignment(figures.bytesProcessedDuringAlignment())
+            .setPosition(position)
+            .build();
+    sendOnSession(WorkerMessage.newBuilder().setAck(ack).build());
+  }
+
+  /** The task cannot take this round: it fails at once, for the whole pipeline. */
+  public void decline(long checkpointId, String taskId, String reason) {
+    decline(checkpointId, taskId, reason, false, 0);
+  }
+
+  /**
+   * As {@link #decline(long, String, String)}. {@code expired}: the task gave up waiting (the
+   * round counts as expired); {@code position}: where the task is, when past the trigger's (0: not
+   * said).
+   */
+  public void decline(
+      long checkpointId, String taskId, String reason, boolean expired, long position) {
+    Decline decline =
+        Decline.newBuilder()
+            .setCheckpointId(checkpointId)
+            .setTaskId(taskId)
+            .setReason(reason)
+            .setExpired(expired)
+            .setPosition(position)
+            .build();
+    sendOnSession(WorkerMessage.newBuilder().setDecline(decline).build());
+  }
+
+  /** Asks for a savepoint to the default location; the answer is a trigger, or a refusal. */
+  public void requestSavepoint() {
+    requestSavepoint("", false);
+  }
+
+  /**
+   * Asks the daemon for a savepoint of this pipeline to {@code target} (empty: the default
+   * location); {@code stop}: SAVEPOINT_AND_STOP. The answer is a {@link Trigger} of that kind, or
+   * {@link Handler#onSavepointRefused}.
+   */
+  public void requestSavepoint(String target, boolean stop) {
+    SavepointRequest request = SavepointRequest.newBuilder().setTarget(target).setStop(stop).build();
+    sendOnSession(WorkerMessage.newBuilder().setSavepointRequest(request).build());
+  }
+
+  /**
+   * The highest position (0 to {@link #MAX_POSITION}) the task has committed, sent with the next
+   * heartbeat. A lower one than the task's last is ignored, except the first after a welcome (a
+   * task may have gone back to its restore point).
+   *
+   * @throws IllegalArgumentException a task not of this worker, or a position out of range
+   */
+  public void setPosition(String taskId, long position) {
+    if (!tasks.contains(taskId)) {
+      throw new IllegalArgumentException("task '" + taskId + "' is not one of this worker's");
+    }
+    if (position < 0 || position > MAX_POSITION) {
+      throw new IllegalArgumentException("a position is between 0 and " + MAX_POSITION);
+    }
+    synchronized (lock) {
+      Long last = positions.get(taskId);
+      if (last != null && position < last && !mayGoBack.contains(taskId)) {
+        return;
+      }
+      mayGoBack.remove(taskId);
+      if (last == null || last != position) {
+        positions.put(taskId, position);
+        changed.add(taskId);
+      }
+    }
+  }
+
+  /**
+   * Deregisters the tasks cleanly: goodbye, then half-close, then the daemon ends the stream
+   * (cancelled if that takes longer than {@code timeout}). Never reconnects afterwards. Blocks
+   * until the worker stopped, unless called from a handler.
+   */
+  public void goodbye(Duration timeout) {
+    ConnectStream unwelcomed = null;
+    boolean wasStarted;
+    synchronized (lock) {
+      ending = true;
+      wasStarted = started;
+      ConnectStream s = stream;
+      if (s != null && s.welcomed && !s.closed) {
+        s.goodbyeSent = true;
+        s.send(WorkerMessage.newBuilder().setGoodbye(Goodbye.getDefaultInstance()).build());
+        s.halfClose(); // the daemon answers with OK, which ends the stream thread
+      } else {
+        unwelcomed = s; // nothing to say goodbye to
+      }
+    }
+    stopSignal.countDown();
+    if (unwelcomed != null) {
+      unwelcomed.cancel("goodbye before the welcome");
+    }
+    if (!wasStarted) {
+      stopped.countDown();
+      return;
+    }
+    if (Thread.currentThread() == thread) {
+      // A handler cannot wait for its own thread: the heartbeat thread enforces the timeout
+      // (and goes away with the stream thread if the daemon ends the stream in time).
+      try {
+        heartbeats.schedule(this::stop, timeout.toNanos(), TimeUnit.NANOSECONDS);
+      } catch (RejectedExecutionException e) {
+        // already shutting down
+      }
+      return;
+    }
+    if (!awaitStopped(timeout)) {
+      stop();
+    }
+  }
+
+  /**
+   * Cancels the stream (the daemon sees the tasks lost, not a clean departure) and never
+   * reconnects. Waits for the stream thread, unless called from a handler.
+   */
+  public void stop() {
+    ConnectStream s;
+    boolean wasStarted;
+    synchronized (lock) {
+      ending = true;
+      s = stream;
+      wasStarted = started;
+    }
+    stopSignal.countDown();
+    if (s != null) {
+      s.cancel("worker stopped");
+    }
+    if (!wasStarted) {
+      stopped.countDown();
+      return;
+    }
+    if (Thread.currentThread() != thread) {
+      joinUninterruptibly();
+    }
+  }
+
+  /**
+   * True once the worker stopped for good (goodbye, stop, or a status not retried), waiting up to
+   * {@code timeout}. From a handler it does not wait: it says whether the worker is stopped.
+   */
+  public boolean awaitStopped(Duration timeout) {
+    if (Thread.currentThread() == thread) {
+      return stopped.getCount() == 0;
+    }
+    try {
+      return stopped.await(timeout.toNanos(), TimeUnit.NANOSECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return stopped.getCount() == 0;
+    }
+  }
+
+  /** Stops the worker (as {@link #stop}) and closes its channels. */
+  @Override
+  public void close() {
+    stop();
+    channels.close();
+  }
+
+  /** True while a welcomed stream is open. */
+  public boolean isConnected() {
+    synchronized (lock) {
+      return stream != null && stream.welcomed && !stream.closed;
+    }
+  }
+
+  /** True once the worker stopped for good. */
+  public boolean isStopped() {
+    return stopped.getCount() == 0;
+  }
+
+  /** The counters as they are now. */
+  public Counters counters() {
+    synchronized (lock) {
+      return new Counters(
+          attempts, connects, reconnects, disconnects, droppedSends, staleMessages, redirects);
+    }
+  }
+
+  /** The options this worker was made with. */
+  public WorkerOptions options() {
+    return options;
+  }
+
+  // ---- the stream thread ------------------------------------------------------------------------
+
+  private void run() {
+    List<String> servers = options.servers();
+    int index = 0; // the daemon of the list tried next
+    String redirect = null; // the leader a standby named
+    int redirectsInARow = 0;
+    boolean first = true;
+    try {
+      while (stopSignal.getCount() > 0) {
+        String target = redirect != null ? redirect : servers.get(index);
+        redirect = null;
+        boolean takeover = !first && options.takeoverOnReconnect();
+        first = false;
+        ConnectStream s = new ConnectStream();
+        synchronized (lock) {
+          if (ending) {
+            break;
+          }
+          stream = s;
+          attempts++;
+        }
+        call(h -> h.onConnecting(target, takeover));
+        ConnectStream.End end = serve(s, target, takeover);
+        boolean userEnded;
+        boolean wasConnected;
+        synchronized (lock) {
+          stream = null;
+          triggerPositions.clear();
+          stopHeartbeats();
+          userEnded = ending;
+          wasConnected = s.welcomed;
+          if (!userEnded) {
+            disconnects++;
+          }
+        }
+        if (userEnded) {
+          break;
+        }
+        Status.Code code = end.status().getCode();
+        String message = end.status().getDescription() == null ? "" : end.status().getDescription();
+        if (wasConnected && System.nanoTime() - s.welcomedAtNanos >= STABLE_SESSION_NANOS) {
+          backoff.reset();
+        }
+        if (wasConnected) {
+          redirectsInARow = 0;
+        }
+        String leader = end.trailers().get(LEADER);
+        if (leader != null && !leader.isEmpty() && !mayConnectTo(leader)) {
+          LOG.log(
+              Level.WARNING,
+              "not following the leader {0}: the bearer token would go to it in the clear",
+              leader);
+          leader = null;
+        }
+        if (code == Status.Code.UNAVAILABLE
+            && leader != null
+            && !leader.isEmpty()
+            && !leader.equals(target)
+            && redirectsInARow < RetryPolicy.MAX_REDIRECTS_IN_A_ROW) {
+          redirectsInARow++;
+          redirect = leader;
+          synchronized (lock) {
+            redirects++;
+          }
+          Disconnect d = new Disconnect(code, message, wasConnected, true, Duration.ZERO, leader);
+          call(h -> h.onDisconnected(d));
+          continue;
+        }
+        redirectsInARow = 0;
+        if (code == Status.Code.UNAVAILABLE && servers.size() > 1) {
+          index = (index + 1) % servers.size();
+        }
+        RetryPolicy.Action action = RetryPolicy.classify(code, message);
+        if (action == RetryPolicy.Action.GIVE_UP) {
+          Disconnect d = new Disconnect(code, message, wasConnected, false, Duration.ZERO, null);
+          call(h -> h.onDisconnected(d));
+          break;
+        }
+        Duration delay =
+            RetryPolicy.isRestore(code, message)
+                ? Duration.ZERO // restored by an operator: back at once for the new restore point
+                : backoff.nextDelay(action == RetryPolicy.Action.RETRY_SLOWLY);
+        Disconnect d = new Disconnect(code, message, wasConnected, true, delay, null);
+        call(h -> h.onDisconnected(d));
+        if (stopSignal.await(delay.toNanos(), TimeUnit.NANOSECONDS)) {
+          break;
+        }
+      }
+    } catch (InterruptedException e) {
+      // Nobody but stop() should interrupt this thread: treat it as one.
+    } catch (RuntimeException | Error e) {
+      // A missing class on the classpath, say: the worker cannot go on, and says so.
+      LOG.log(Level.ERROR, "the worker of " + options.jobId() + "/" + options.pipelineId() + " failed", e);
+      Disconnect d = new Disconnect(Status.Code.INTERNAL, e.toString(), false, false, Duration.ZERO, null);
+      call(h -> h.onDisconnected(d));
+    } finally {
+      synchronized (lock) {
+        ending = true;
+        stream = null;
+        stopHeartbeats();
+      }
+      stopSignal.countDown();
+      heartbeats.shutdownNow();
+      stopped.countDown();
+    }
+  }
+
+  /** A bearer token goes in the clear only to a loopback address. */
+  private boolean mayConnectTo(String target) {
+    return channels.tls() || !token.present() || ServerList.isLoopback(target);
+  }
+
+  /** Runs one Connect call to its end, dispatching what arrives. */
+  private ConnectStream.End serve(ConnectStream s, String target, boolean takeover)
+      throws InterruptedException {
+    try {
+      WorkerServiceGrpc.WorkerServiceStub stub = WorkerServiceGrpc.newStub(channels.get(target));
+      String bearer = token.current();
+      if (bearer != null) {
+        Metadata headers = new Metadata();
+        headers.put(AUTHORIZATION, "Bearer " + bearer);
+        stub = stub.withInterceptors(MetadataUtils.newAttachHeadersInterceptor(headers));
+      }
+      Hello hello =
+          Hello.newBuilder()
+              .setWorkerId(options.workerId())
+              .setJobId(options.jobId())
+              .setPipelineId(options.pipelineId())
+              .addAllTaskIds(options.taskIds())
+              .setTakeover(takeover)
+              .build();
+      s.start(stub, WorkerMessage.newBuilder().setHello(hello).build());
+      synchronized (lock) {
+        if (ending && !s.goodbyeSent) {
+          s.cancel("worker stopped"); // stop() came before the call existed
+        }
+      }
+      while (true) {
+        Object arrival = s.take();
+        if (arrival instanceof ConnectStream.End end) {
+          return end;
+        }
+        dispatch(s, (CoordinatorMessage) arrival);
+      }
+    } catch (RuntimeException e) {
+      // Not gRPC's status: retried as a broken stream, never the end of this thread.
+      LOG.log(Level.ERROR, "stream to " + target + " failed", e);
+      s.cancel("worker error");
+      return new ConnectStream.End(Status.UNKNOWN.withDescription(e.toString()), new Metadata());
+    } finally {
+      synchronized (lock) {
+        s.closed = true;
+      }
+      s.halfClose();
+    }
+  }
+
+  private void dispatch(ConnectStream s, CoordinatorMessage message) {
+    switch (message.getMsgCase()) {
+      case WELCOME:
+        onWelcome(s, message.getWelcome());
+        break;
+      case TRIGGER:
+        io.ckptd.v1.Trigger t = message.getTrigger();
+        synchronized (lock) {
+          if (!isCurrent(t.getLeaderEpoch(), maxEpoch)) {
+            staleMessages++;
+            return;
+          }
+          triggerPositions.put(t.getCheckpointId(), t.getPosition());
+          while (triggerPositions.size() > TRIGGERS_REMEMBERED) {
+            triggerPositions.pollFirstEntry();
+          }
+        }
+        Trigger trigger = Protos.trigger(t);
+        call(h -> h.onTrigger(trigger));
+        break;
+      case ABORT:
+        if (!staleStream(s)) {
+          call(h -> h.onAbort(message.getAbort().getCheckpointId(), message.getAbort().getReason()));
+        }
+        break;
+      case COMPLETE:
+        if (!staleStream(s)) {
+          CheckpointKind kind = CheckpointKind.fromProto(message.getComplete().getKind());
+          call(h -> h.onComplete(message.getComplete().getCheckpointId(), kind));
+        }
+        break;
+      case RELEASE:
+        if (!staleStream(s)) { // a deposed leader's release deletes nothing
+          List<Long> ids = List.copyOf(message.getRelease().getCheckpointIdsList());
+          call(h -> h.onRelease(ids));
+        }
+        break;
+      case STATE:
+        PipelineState state = PipelineState.fromProto(message.getState().getState());
+        call(h -> h.onStateChange(state, message.getState().getReason()));
+        break;
+      case SAVEPOINT_REFUSED:
+        call(h -> h.onSavepointRefused(message.getSavepointRefused().getReason()));
+        break;
+      default:
+        break; // a newer daemon's message: ignored
+    }
+  }
+
+  private void onWelcome(ConnectStream s, io.ckptd.v1.Welcome w) {
+    synchronized (lock) {
+      s.epoch = w.getLeaderEpoch();
+      if (!isCurrent(w.getLeaderEpoch(), maxEpoch)) {
+        staleMessages++; // a deposed leader's: this stream's other messages are dropped too
+        return;
+      }
+      maxEpoch = Math.max(maxEpoch, w.getLeaderEpoch());
+      s.welcomed = true;
+      s.welcomedAtNanos = System.nanoTime();
+      connects++;
+      if (connects > 1) {
+        reconnects++;
+      }
+      // The daemon knows no position of a task that registered anew: each reports again with its
+      // next setPosition, which may go back once (to where it restored). Until then nothing is
+      // sent for it: a position from before a restore would push rounds to where it is not.
+      changed = new HashSet<>();
+      mayGoBack = new HashSet<>(tasks);
+      long intervalMs =
+          w.getHeartbeatIntervalMs() > 0 ? w.getHeartbeatIntervalMs() : DEFAULT_HEARTBEAT_MS;
+      stopHeartbeats();
+      heartbeat =
+          heartbeats.scheduleAtFixedRate(
+              () -> sendHeartbeat(s), intervalMs, intervalMs, TimeUnit.MILLISECONDS);
+    }
+    Welcome welcome = Protos.welcome(w);
+    call(h -> h.onWelcome(welcome));
+  }
+
+  /** Epoch 0 (a daemon with the embedded store) is never stale; others must not go back. */
+  private static boolean isCurrent(long epoch, long newest) {
+    return epoch == 0 || epoch >= newest;
+  }
+
+  /** Abort, complete and release belong to their stream's welcome, and its epoch. */
+  private boolean staleStream(ConnectStream s) {
+    synchronized (lock) {
+      if (!s.welcomed || !isCurrent(s.epoch, maxEpoch)) {
+        staleMessages++;
+        return true;
+      }
+      return false;
+    }
+  }
+
+  private void call(Consumer<Handler> event) {
+    try {
+      event.accept(handler);
+    } catch (RuntimeException e) {
+      // A handler's bug must not end the stream thread.
+      LOG.log(Level.ERROR, "a handler of " + options.jobId() + "/" + options.pipelineId() + " threw", e);
+    }
+  }
+
+  // ---- sends and heartbeats ---------------------------------------------------------------------
+
+  private void sendOnSession(WorkerMessage message) {
+    synchronized (lock) {
+      ConnectStream s = stream;
+      if (s == null || !s.welcomed || s.goodbyeSent || s.closed) {
+        droppedSends++;
+        return;
+      }
+      s.send(message);
+    }
+  }
+
+  private void sendHeartbeat(ConnectStream s) {
+    synchronized (lock) {
+      if (stream != s || s.goodbyeSent || s.closed) {
+        return;
+      }
+      heartbeatsSent++;
+      Set<String> which = heartbeatsSent % FULL_POSITIONS_EVERY == 0 ? positions.keySet() : changed;
+      Heartbeat.Builder hb = Heartbeat.newBuilder();
+      for (String task : which) {
+        Long position = positions.get(task);
+        if (position != null && !mayGoBack.contains(task)) {
+          hb.putPositions(task, position);
+        }
+      }
+      changed = new HashSet<>();
+      s.send(WorkerMessage.newBuilder().setHeartbeat(hb).build());
+    }
+  }
+
+  /** Caller holds lock. */
+  private void stopHeartbeats() {
+    if (heartbeat != null) {
+      heartbeat.cancel(false);
+      heartbeat = null;
+    }
+  }
+
+  private void joinUninterruptibly() {
+    boolean interrupted = false;
+    while (true) {
+      try {
+        thread.join();
+        break;
+      } catch (InterruptedException e) {
+        interrupted = true;
+      }
+    }
+    if (interrupted) {
+      Thread.currentThread().interrupt();
+    }
+  }
+}

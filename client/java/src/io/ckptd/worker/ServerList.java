@@ -1,0 +1,54 @@
+package io.ckptd.worker;
+
+import java.net.InetAddress;
+import java.net.UnknownHostException;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+
+/** The daemons a worker may connect to: "host:port", or an HA group's "a:port,b:port,c:port". */
+final class ServerList {
+  private ServerList() {}
+
+  /** The addresses of {@code servers}, in order; IllegalArgumentException naming a bad one. */
+  static List<String> parse(String servers) {
+    List<String> out = new ArrayList<>();
+    for (String part : servers.split(",", -1)) {
+      String s = part.strip();
+      int colon = s.lastIndexOf(':');
+      String port = colon < 0 ? "" : s.substring(colon + 1);
+      if (colon <= 0 || port.isEmpty() || !port.chars().allMatch(Character::isDigit)) {
+        throw new IllegalArgumentException(
+            "server address '" + s + "' is not HOST:PORT (in '" + servers + "')");
+      }
+      out.add(s);
+    }
+    if (new HashSet<>(out).size() != out.size()) {
+      throw new IllegalArgumentException("a server address is named twice in '" + servers + "'");
+    }
+    return List.copyOf(out);
+  }
+
+  /**
+   * True for localhost and loopback IP literals. Names other than localhost are not resolved: a
+   * bearer token goes in the clear only where the address itself says loopback.
+   */
+  static boolean isLoopback(String target) {
+    int colon = target.lastIndexOf(':');
+    String host = colon < 0 ? target : target.substring(0, colon);
+    if (host.startsWith("[") && host.endsWith("]")) {
+      host = host.substring(1, host.length() - 1);
+    }
+    if (host.equals("localhost")) {
+      return true;
+    }
+    if (!host.matches("[0-9.]+|[0-9a-fA-F:]+")) {
+      return false; // a name: InetAddress would look it up
+    }
+    try {
+      return InetAddress.getByName(host).isLoopbackAddress();
+    } catch (UnknownHostException e) {
+      return false;
+    }
+  }
+}

@@ -1,0 +1,218 @@
+package io.ckptd.worker;
+
+import java.io.File;
+import java.time.Duration;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * What a {@link PipelineWorker} serves and how it reaches the daemon. Immutable; made with
+ * {@link #builder()}.
+ *
+ * <pre>{@code
+ * WorkerOptions options = WorkerOptions.builder()
+ *     .server("127.0.0.1:7070")           // or an HA group: "a:7070,b:7070,c:7070"
+ *     .workerId("w1").jobId("etl").pipelineId("p0")
+ *     .taskIds(List.of("0", "1"))
+ *     .build();
+ * }</pre>
+ */
+public final class WorkerOptions {
+  private final List<String> servers;
+  private final String workerId;
+  private final String jobId;
+  private final String pipelineId;
+  private final List<String> taskIds;
+  private final boolean takeoverOnReconnect;
+  private final Duration backoffInitial;
+  private final Duration backoffMax;
+  private final File caFile;
+  private final File certFile;
+  private final File keyFile;
+  private final File tokenFile;
+  private final String tlsServerName;
+
+  private WorkerOptions(Builder b) {
+    servers = ServerList.parse(Objects.requireNonNull(b.server, "server"));
+    workerId = Objects.requireNonNull(b.workerId, "workerId");
+    jobId = Objects.requireNonNull(b.jobId, "jobId");
+    pipelineId = Objects.requireNonNull(b.pipelineId, "pipelineId");
+    if (b.taskIds == null || b.taskIds.isEmpty()) {
+      throw new IllegalArgumentException("taskIds: a worker serves at least one task");
+    }
+    if (new LinkedHashSet<>(b.taskIds).size() != b.taskIds.size()) {
+      throw new IllegalArgumentException("taskIds: a task is named twice");
+    }
+    taskIds = List.copyOf(b.taskIds);
+    takeoverOnReconnect = b.takeoverOnReconnect;
+    backoffInitial = b.backoffInitial;
+    backoffMax = b.backoffMax;
+    new Backoff(backoffInitial, backoffMax); // checks them
+    caFile = b.caFile;
+    certFile = b.certFile;
+    keyFile = b.keyFile;
+    tokenFile = b.tokenFile;
+    tlsServerName = b.tlsServerName;
+  }
+
+  /** A builder with the defaults: takeover on reconnect, backoff from 100 ms to 5 s, plaintext. */
+  public static Builder builder() {
+    return new Builder();
+  }
+
+  /** The daemons, in the order they are tried. */
+  public List<String> servers() {
+    return servers;
+  }
+
+  public String workerId() {
+    return workerId;
+  }
+
+  public String jobId() {
+    return jobId;
+  }
+
+  public String pipelineId() {
+    return pipelineId;
+  }
+
+  /** The tasks every hello registers. */
+  public List<String> taskIds() {
+    return taskIds;
+  }
+
+  public boolean takeoverOnReconnect() {
+    return takeoverOnReconnect;
+  }
+
+  public Duration backoffInitial() {
+    return backoffInitial;
+  }
+
+  public Duration backoffMax() {
+    return backoffMax;
+  }
+
+  File caFile() {
+    return caFile;
+  }
+
+  File certFile() {
+    return certFile;
+  }
+
+  File keyFile() {
+    return keyFile;
+  }
+
+  File tokenFile() {
+    return tokenFile;
+  }
+
+  String tlsServerName() {
+    return tlsServerName;
+  }
+
+  /** Collects the options; {@link #build()} checks them. Not thread-safe. */
+  public static final class Builder {
+    private String server;
+    private String workerId;
+    private String jobId;
+    private String pipelineId;
+    private List<String> taskIds;
+    private boolean takeoverOnReconnect = true;
+    private Duration backoffInitial = Duration.ofMillis(100);
+    private Duration backoffMax = Duration.ofSeconds(5);
+    private File caFile;
+    private File certFile;
+    private File keyFile;
+    private File tokenFile;
+    private String tlsServerName;
+
+    private Builder() {}
+
+    /** "host:port", or the daemons of an HA group as "a:port,b:port" (the leader is followed). */
+    public Builder server(String server) {
+      this.server = server;
+      return this;
+    }
+
+    /** This process's name in the daemon's logs and in takeover messages. */
+    public Builder workerId(String workerId) {
+      this.workerId = workerId;
+      return this;
+    }
+
+    public Builder jobId(String jobId) {
+      this.jobId = jobId;
+      return this;
+    }
+
+    public Builder pipelineId(String pipelineId) {
+      this.pipelineId = pipelineId;
+      return this;
+    }
+
+    /** The tasks of the pipeline this worker runs (at least one, each once). */
+    public Builder taskIds(List<String> taskIds) {
+      this.taskIds = taskIds;
+      return this;
+    }
+
+    /**
+     * Whether every hello after the first asks for takeover (default true): a live stream holding
+     * our tasks is most likely our own previous one, not yet seen dead by the daemon.
+     */
+    public Builder takeoverOnReconnect(boolean takeoverOnReconnect) {
+      this.takeoverOnReconnect = takeoverOnReconnect;
+      return this;
+    }
+
+    /** The first reconnect delay (default 100 ms); it doubles up to {@link #backoffMax}. */
+    public Builder backoffInitial(Duration backoffInitial) {
+      this.backoffInitial = Objects.requireNonNull(backoffInitial);
+      return this;
+    }
+
+    /** The largest reconnect delay (default 5 s); also the delay after NOT_FOUND. */
+    public Builder backoffMax(Duration backoffMax) {
+      this.backoffMax = Objects.requireNonNull(backoffMax);
+      return this;
+    }
+
+    /** TLS: the CA certificates (PEM) that sign the daemon's certificate. */
+    public Builder caFile(File caFile) {
+      this.caFile = caFile;
+      return this;
+    }
+
+    /** Mutual TLS: this worker's certificate chain and key (PEM; the key unencrypted PKCS#8). */
+    public Builder clientCertificate(File certFile, File keyFile) {
+      this.certFile = certFile;
+      this.keyFile = keyFile;
+      return this;
+    }
+
+    /**
+     * A file holding a bearer token, sent as "authorization: Bearer ..." and read again when the
+     * file changes. Without TLS it is sent only to loopback addresses.
+     */
+    public Builder tokenFile(File tokenFile) {
+      this.tokenFile = tokenFile;
+      return this;
+    }
+
+    /** TLS: the name to check the daemon's certificate against, instead of the address's host. */
+    public Builder tlsServerName(String tlsServerName) {
+      this.tlsServerName = tlsServerName;
+      return this;
+    }
+
+    /** The options; IllegalArgumentException or NullPointerException naming what is wrong. */
+    public WorkerOptions build() {
+      return new WorkerOptions(this);
+    }
+  }
+}
