@@ -272,7 +272,8 @@ Examples:
   cmd->add_option("--pipeline", flags->pipeline,
                   "Only this pipeline (default: every one of the job)");
   cmd->add_option("--target", flags->target,
-                  "Where the state goes (default: <data_dir>/savepoints/<job>/<pipeline>/<id>)")
+                  "Where the state goes (default: <savepoint_root>/<job>/<pipeline>/<id>; the "
+                  "daemon's savepoint_root, <data_dir>/savepoints unless set)")
       ->type_name("URI");
   cmd->add_flag("--stop", flags->stop, "Leave each pipeline STOPPED once its savepoint completes");
   flags->timeout_option =
