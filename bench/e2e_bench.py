@@ -201,10 +201,10 @@ def run(args):
         "daemon_cpu_pct": 100 * (cpu1 - cpu0) / window,
         "sim_cpu_pct": 100 * (sim_cpu1 - sim_cpu0) / window,
         "daemon_threads": threads,
-        "sim_acks_per_s": summary["acks"] / (summary["duration_ms"] / 1000),
-        "checkpoint_p50_ms": summary["checkpoint_ms"]["p50"],
-        "checkpoint_p99_ms": summary["checkpoint_ms"]["p99"],
-        "checkpoint_max_ms": summary["checkpoint_ms"]["max"],
+        "sim_acks_per_s": summary["acks"] / (summary["run_ms"] / 1000),
+        "checkpoint_p50_ms": summary["duration_ms"]["p50"],
+        "checkpoint_p99_ms": summary["duration_ms"]["p99"],
+        "checkpoint_max_ms": summary["duration_ms"]["max"],
         # Aborts while the streams said goodbye (a member's goodbye ends its group's round for
         # the others) are not the run's.
         "sim_aborts": summary["aborts"] - summary.get("aborts_at_goodbye", 0),
@@ -221,7 +221,7 @@ def run(args):
         })
     every_round = (running == args.pipelines and behind == 0 and failed == 0)
     result["every_round"] = every_round
-    result["sustained"] = every_round and summary["checkpoint_ms"]["p99"] <= args.max_p99_ms
+    result["sustained"] = every_round and summary["duration_ms"]["p99"] <= args.max_p99_ms
     result["status"] = "ok"
     return result
 

@@ -174,10 +174,10 @@ def steady_phase(ws, etcd, args):
         report = json.loads(f.read().strip().splitlines()[-1])
     completed = sum(p["completed_count"] - before[p["pipeline_id"]]["completed_count"] for p in after)
     failed = sum(p["failed_count"] - before[p["pipeline_id"]]["failed_count"] for p in after)
-    seconds = report["duration_ms"] / 1000
+    seconds = report["run_ms"] / 1000
     cpu_share = {name: round((cpu[name] - cpu_before[name]) / elapsed, 2)
                  for name in pids if cpu[name] is not None and cpu_before[name] is not None}
-    return {"pipelines": args.steady_pipelines, "checkpoint_ms": report["checkpoint_ms"],
+    return {"pipelines": args.steady_pipelines, "checkpoint_ms": report["duration_ms"],
             "durable_completions_per_s": round(completed / seconds, 1),
             "failed": failed, "aborts_seen_by_workers": report["aborts"],
             "cpu_cores_used": cpu_share}

@@ -88,7 +88,7 @@ ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
                  "Fraction of triggers declined by one task, 0..1")
       ->capture_default_str();
   app.add_option("--duration", duration_text,
-                 "Run this long, e.g. 30s (0 or absent: until SIGINT)");
+                 "Run this long, e.g. 30s (0 or absent: until SIGINT or SIGTERM)");
   app.add_option("--warmup", warmup_text,
                  "Leave rounds triggered in the first part of the run, e.g. 5s, out of the "
                  "latency summary (counts still cover the whole run) [0]");

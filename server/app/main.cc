@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 
 #include "app/daemon.h"
@@ -27,8 +28,9 @@ constexpr const char* kDescription =
     "  ckptd                               run on defaults (127.0.0.1:7070, ./ckptd-data)\n"
     "  ckptd --config /etc/ckptd/ckptd.yaml\n"
     "  ckptd --check-config ckptd.yaml     validate a file and exit\n\n"
-    "Signals: SIGTERM/SIGINT shut down gracefully, SIGHUP reloads the config file.\n"
-    "Exit status: 0 after a clean shutdown or a valid --check-config; 78 for a config error\n"
+    "Signals: SIGTERM/SIGINT shut down gracefully, SIGHUP reloads the --config file.\n"
+    "Exit status: 0 after a clean shutdown or a valid --check-config; 2 for bad command-line\n"
+    "arguments; 78 for a config error\n"
     "and 65 for damaged or missing stored data (the unit restarts on neither); 75 when a\n"
     "store write's outcome is unknown (restarted: the restart reads what is durable); 1 when\n"
     "the daemon cannot start for another reason (a port in use, ...).";
@@ -68,14 +70,21 @@ int main(int argc, char** argv) {
   bool version = false;
   // Not CLI11's ExistingFile check: every config error, a missing file or a directory included,
   // is reported by the loader and exits 78.
-  app.add_option("-c,--config", config_path,
-                 "YAML configuration file (default: built-in defaults)");
-  app.add_option("--check-config", check_path, "validate FILE and exit (0 when valid)");
-  app.add_flag("--version", version, "print the version and exit");
+  app.add_option("-c,--config", config_path, "YAML configuration file (default: built-in defaults)")
+      ->type_name("FILE");
+  app.add_option("--check-config", check_path, "Validate FILE and exit (0 when valid)")
+      ->type_name("FILE");
+  app.add_flag("--version", version, "Print the version and exit");
   try {
     app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
+  } catch (const CLI::Success& e) {  // --help
     return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    // One line and exit 2, as ckptctl and ckpt-worker-sim do (CLI11's own codes are 100 and up).
+    std::string why = e.what();
+    std::replace(why.begin(), why.end(), '\n', ' ');
+    std::fprintf(stderr, "ckptd: %s (see --help)\n", why.c_str());
+    return 2;
   }
   if (version) {
     const std::string sanitizers = ckpt::kCkptSanitizers;
