@@ -1,6 +1,7 @@
 """The Java worker SDK (client/java) against a real daemon: a full round with its states in the
 store, a decline that aborts its round, a savepoint the worker asks for, a reconnect with takeover
-and the restore point after the daemon restarted, goodbye on SIGTERM, a refused hello.
+and the restore point after the daemon restarted, goodbye on SIGTERM, a refused hello, handlers
+that throw.
 
 Runs the example worker (io.ckptd.example.SmallWorker) the build put in <build>/java, with
 `java -cp ckpt-worker.jar:ckpt-worker-example.jar:$(cat classpath.txt)`, and reads the JSON lines
@@ -184,6 +185,18 @@ class JavaSdkTest(unittest.TestCase):
         self.assertEqual(w.terminate(), 128 + signal.SIGTERM, w.stderr())
         stopped = w.all("stopped")[-1]
         self.assertEqual((stopped["connects"], stopped["reconnects"]), (2, 1))
+
+    def test_handlers_that_throw_errors_do_not_stop_the_worker(self):
+        # An AssertionError (not a RuntimeException) and a leftover interrupt from onWelcome and
+        # onComplete: rounds go on, on the same stream, and the worker says goodbye at the end.
+        w = self.worker("--throwing-handlers", "--exit-after-completes", "2")
+        self.assertEqual(w.proc.wait(timeout=WAIT_S), 0, w.stderr())
+        self.assertEqual(len(w.all("complete")), 2)
+        self.assertEqual(w.all("disconnected"), [])
+        self.assertEqual(w.all("stopped")[-1]["connects"], 1)
+        self.assertIn("the example's complete handler throws", w.stderr())
+        e2e.wait_until(lambda: "worker javaw said goodbye" in self.ws.read_log("ckptd.log"), 5,
+                       "the daemon to release the tasks on goodbye")
 
     def test_a_hello_the_daemon_refuses_stops_the_worker_for_good(self):
         w = self.worker(tasks="0,9")

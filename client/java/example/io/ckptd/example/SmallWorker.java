@@ -35,12 +35,15 @@ import java.util.concurrent.atomic.AtomicInteger;
  * java -cp ckpt-worker.jar:ckpt-worker-example.jar:$(cat classpath.txt) io.ckptd.example.SmallWorker \
  *     --server 127.0.0.1:7070 --job etl --pipeline p0 --tasks 0,1 [--worker-id ID]
  *     [--decline-first N] [--savepoint] [--exit-after-completes N] [--events FILE]
- *     [--ca-file PEM] [--token-file FILE]
+ *     [--ca-file PEM] [--token-file FILE] [--throwing-handlers]
  * </pre>
  *
  * It runs until N completes with --exit-after-completes, then says goodbye and exits 0 (1 when
  * the daemon stopped it for good), or until SIGTERM or SIGINT, when it says goodbye and the JVM
  * exits with 143 or 130.
+ *
+ * <p>With --throwing-handlers, onWelcome and onComplete end by throwing an AssertionError and
+ * leave the thread interrupted, as a buggy handler might: the worker must go on regardless.
  */
 public final class SmallWorker {
   private final PrintStream out;
@@ -48,6 +51,7 @@ public final class SmallWorker {
   private final List<String> tasks;
   private final AtomicInteger declinesLeft;
   private final boolean savepoint;
+  private final boolean throwingHandlers;
   private final int exitAfterCompletes;
   private final AtomicInteger completes = new AtomicInteger();
   private final CountDownLatch done = new CountDownLatch(1);
@@ -58,6 +62,7 @@ public final class SmallWorker {
     this.tasks = Arrays.asList(args.getOrDefault("tasks", "0,1").split(","));
     this.declinesLeft = new AtomicInteger(Integer.parseInt(args.getOrDefault("decline-first", "0")));
     this.savepoint = args.containsKey("savepoint");
+    this.throwingHandlers = args.containsKey("throwing-handlers");
     this.exitAfterCompletes = Integer.parseInt(args.getOrDefault("exit-after-completes", "0"));
     WorkerOptions.Builder options =
         WorkerOptions.builder()
@@ -92,6 +97,7 @@ public final class SmallWorker {
           "state", w.state().name(), "last_completed", w.lastCompletedCheckpointId(),
           "heartbeat_interval_ms", w.heartbeatIntervalMs(),
           "restore_checkpoint_id", w.restore().checkpointId(), "restore_states", restored);
+      misbehave("welcome");
     }
 
     @Override
@@ -125,6 +131,15 @@ public final class SmallWorker {
       }
       if (exitAfterCompletes > 0 && n == exitAfterCompletes) {
         done.countDown();
+      }
+      misbehave("complete");
+    }
+
+    /** --throwing-handlers: what a buggy handler does, which must not stop the worker. */
+    private void misbehave(String where) {
+      if (throwingHandlers) {
+        Thread.currentThread().interrupt();
+        throw new AssertionError("the example's " + where + " handler throws");
       }
     }
 
@@ -243,7 +258,7 @@ public final class SmallWorker {
     return v;
   }
 
-  /** --name value pairs; --savepoint alone. */
+  /** --name value pairs; --savepoint and --throwing-handlers alone. */
   private static Map<String, String> parse(String[] argv) {
     Map<String, String> args = new LinkedHashMap<>();
     for (int i = 0; i < argv.length; i++) {
@@ -251,7 +266,7 @@ public final class SmallWorker {
         throw new IllegalArgumentException("unexpected argument: " + argv[i]);
       }
       String name = argv[i].substring(2);
-      if (name.equals("savepoint")) {
+      if (name.equals("savepoint") || name.equals("throwing-handlers")) {
         args.put(name, "");
       } else if (i + 1 < argv.length) {
         args.put(name, argv[++i]);

@@ -6,7 +6,9 @@ import io.grpc.netty.NettyChannelBuilder;
 import io.netty.handler.ssl.SslContext;
 import io.netty.handler.ssl.SslContextBuilder;
 import java.io.File;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import javax.net.ssl.SSLException;
@@ -78,16 +80,21 @@ final class Channels {
     return b.build();
   }
 
+  /** Shuts every channel down without waiting; none is made afterwards. */
+  void shutdown() {
+    for (ManagedChannel c : takeAll()) {
+      c.shutdownNow();
+    }
+  }
+
   /** Shuts every channel down, waiting a moment for each. */
   void close() {
-    Map<String, ManagedChannel> open;
-    synchronized (this) {
-      closed = true;
-      open = new HashMap<>(channels);
-      channels.clear();
-    }
-    for (ManagedChannel c : open.values()) {
+    List<ManagedChannel> open = takeAll();
+    // All shut down before any wait: an interrupted wait must not leave the rest open.
+    for (ManagedChannel c : open) {
       c.shutdownNow();
+    }
+    for (ManagedChannel c : open) {
       try {
         c.awaitTermination(2, TimeUnit.SECONDS);
       } catch (InterruptedException e) {
@@ -95,5 +102,12 @@ final class Channels {
         return;
       }
     }
+  }
+
+  private synchronized List<ManagedChannel> takeAll() {
+    closed = true;
+    List<ManagedChannel> open = new ArrayList<>(channels.values());
+    channels.clear();
+    return open;
   }
 }

@@ -7,10 +7,10 @@ import java.util.List;
  * implement those you need.
  *
  * <p>Threads: a worker calls its handler from its own stream thread, one call at a time, in the
- * order the daemon sent the messages. A handler must not block for long (the stream is not read
- * meanwhile, and the daemon ends a stream that does not drain); it may call any method of its
- * {@link PipelineWorker}, such as {@code ack} or {@code goodbye}. An exception a handler throws is
- * logged and does not end the stream.
+ * order the daemon sent the messages. A handler must not block for long (the daemon's next
+ * messages wait meanwhile; heartbeats go on from their own thread); it may call any method of its
+ * {@link PipelineWorker}, such as {@code ack} or {@code goodbye}. An exception a handler throws
+ * (an Error too, short of the JVM's own) is logged and does not end the stream.
  */
 public interface Handler {
   /** The worker is about to open a stream to {@code target}; {@code takeover}: its hello asks for it. */

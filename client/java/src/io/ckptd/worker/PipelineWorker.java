@@ -18,6 +18,7 @@ import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.CountDownLatch;
@@ -40,8 +41,9 @@ import java.util.function.Consumer;
  * worker for good, reported through {@link Handler#onDisconnected}.
  *
  * <p>Threads: each worker has one stream thread, which opens the streams, reads them and calls the
- * {@link Handler} one call at a time, and one thread for heartbeats. Every public method is
- * thread-safe and may be called from a handler. {@code ack}, {@code decline} and
+ * {@link Handler} one call at a time, and one thread for heartbeats. Both end, and the channels
+ * close, once the worker stopped for good. Every public method is thread-safe and may be called
+ * from a handler. {@code ack}, {@code decline} and
  * {@code requestSavepoint} go out only on a welcomed stream; otherwise they are dropped and
  * counted (a round of a stream that ended is aborted by the daemon, and a new one triggered).
  */
@@ -96,7 +98,7 @@ public final class PipelineWorker implements AutoCloseable {
    */
   public PipelineWorker(WorkerOptions options, Handler handler) {
     this.options = options;
-    this.handler = handler;
+    this.handler = Objects.requireNonNull(handler, "handler");
     this.tasks = Set.copyOf(options.taskIds());
     this.channels =
         new Channels(options.caFile(), options.certFile(), options.keyFile(), options.tlsServerName());
@@ -154,9 +156,14 @@ public final class PipelineWorker implements AutoCloseable {
   /**
    * The task's snapshot for this round is done, taken at {@code position} (an ack at another
    * position than the trigger's fails the round).
+   *
+   * @throws IllegalArgumentException a task not of this worker, or a state uri over 4096 bytes or
+   *     checksum over 1024 (the daemon would end the stream over it, and the worker stop)
    */
   public void ack(
       long checkpointId, String taskId, TaskState state, AckFigures figures, long position) {
+    checkTask(taskId);
+    Limits.checkState(state);
     Ack ack =
         Ack.newBuilder()
             .setCheckpointId(checkpointId)
@@ -180,9 +187,12 @@ public final class PipelineWorker implements AutoCloseable {
    * As {@link #decline(long, String, String)}. {@code expired}: the task gave up waiting (the
    * round counts as expired); {@code position}: where the task is, when past the trigger's (0: not
    * said).
+   *
+   * @throws IllegalArgumentException a task not of this worker
    */
   public void decline(
       long checkpointId, String taskId, String reason, boolean expired, long position) {
+    checkTask(taskId);
     Decline decline =
         Decline.newBuilder()
             .setCheckpointId(checkpointId)
@@ -203,8 +213,12 @@ public final class PipelineWorker implements AutoCloseable {
    * Asks the daemon for a savepoint of this pipeline to {@code target} (empty: the default
    * location); {@code stop}: SAVEPOINT_AND_STOP. The answer is a {@link Trigger} of that kind, or
    * {@link Handler#onSavepointRefused}.
+   *
+   * @throws IllegalArgumentException a target over 4096 bytes, with a control character, or "."
+   *     or ".." (the daemon would end the stream over it, and the worker stop)
    */
   public void requestSavepoint(String target, boolean stop) {
+    Limits.checkTarget(target);
     SavepointRequest request = SavepointRequest.newBuilder().setTarget(target).setStop(stop).build();
     sendOnSession(WorkerMessage.newBuilder().setSavepointRequest(request).build());
   }
@@ -212,27 +226,32 @@ public final class PipelineWorker implements AutoCloseable {
   /**
    * The highest position (0 to {@link #MAX_POSITION}) the task has committed, sent with the next
    * heartbeat. A lower one than the task's last is ignored, except the first after a welcome (a
-   * task may have gone back to its restore point).
+   * task may have gone back to its restore point). The first after a welcome is sent even when
+   * equal to the last: the daemon forgot every position of the previous stream.
    *
    * @throws IllegalArgumentException a task not of this worker, or a position out of range
    */
   public void setPosition(String taskId, long position) {
-    if (!tasks.contains(taskId)) {
-      throw new IllegalArgumentException("task '" + taskId + "' is not one of this worker's");
-    }
+    checkTask(taskId);
     if (position < 0 || position > MAX_POSITION) {
       throw new IllegalArgumentException("a position is between 0 and " + MAX_POSITION);
     }
     synchronized (lock) {
       Long last = positions.get(taskId);
-      if (last != null && position < last && !mayGoBack.contains(taskId)) {
+      boolean firstSinceWelcome = mayGoBack.remove(taskId);
+      if (last != null && position < last && !firstSinceWelcome) {
         return;
       }
-      mayGoBack.remove(taskId);
-      if (last == null || last != position) {
+      if (firstSinceWelcome || last == null || last != position) {
         positions.put(taskId, position);
         changed.add(taskId);
       }
+    }
+  }
+
+  private void checkTask(String taskId) {
+    if (!tasks.contains(taskId)) {
+      throw new IllegalArgumentException("task '" + taskId + "' is not one of this worker's");
     }
   }
 
@@ -242,6 +261,7 @@ public final class PipelineWorker implements AutoCloseable {
    * until the worker stopped, unless called from a handler.
    */
   public void goodbye(Duration timeout) {
+    Objects.requireNonNull(timeout, "timeout");
     ConnectStream unwelcomed = null;
     boolean wasStarted;
     synchronized (lock) {
@@ -249,9 +269,11 @@ public final class PipelineWorker implements AutoCloseable {
       wasStarted = started;
       ConnectStream s = stream;
       if (s != null && s.welcomed && !s.closed) {
-        s.goodbyeSent = true;
-        s.send(WorkerMessage.newBuilder().setGoodbye(Goodbye.getDefaultInstance()).build());
-        s.halfClose(); // the daemon answers with OK, which ends the stream thread
+        if (!s.goodbyeSent) { // a second goodbye() only waits
+          s.goodbyeSent = true;
+          s.send(WorkerMessage.newBuilder().setGoodbye(Goodbye.getDefaultInstance()).build());
+          s.halfClose(); // the daemon answers with OK, which ends the stream thread
+        }
       } else {
         unwelcomed = s; // nothing to say goodbye to
       }
@@ -261,7 +283,7 @@ public final class PipelineWorker implements AutoCloseable {
       unwelcomed.cancel("goodbye before the welcome");
     }
     if (!wasStarted) {
-      stopped.countDown();
+      neverStarted();
       return;
     }
     if (Thread.currentThread() == thread) {
@@ -296,12 +318,18 @@ public final class PipelineWorker implements AutoCloseable {
       s.cancel("worker stopped");
     }
     if (!wasStarted) {
-      stopped.countDown();
+      neverStarted();
       return;
     }
     if (Thread.currentThread() != thread) {
       joinUninterruptibly();
     }
+  }
+
+  /** Stopped before start(): no thread to end what the constructor made, so this does. */
+  private void neverStarted() {
+    heartbeats.shutdownNow();
+    stopped.countDown();
   }
 
   /**
@@ -442,20 +470,29 @@ public final class PipelineWorker implements AutoCloseable {
         }
       }
     } catch (InterruptedException e) {
-      // Nobody but stop() should interrupt this thread: treat it as one.
-    } catch (RuntimeException | Error e) {
+      // Only code of the application interrupts this thread (call() clears what a handler left):
+      // taken as a stop, and the finally below cancels the stream.
+    } catch (Throwable e) {
       // A missing class on the classpath, say: the worker cannot go on, and says so.
       LOG.log(Level.ERROR, "the worker of " + options.jobId() + "/" + options.pipelineId() + " failed", e);
       Disconnect d = new Disconnect(Status.Code.INTERNAL, e.toString(), false, false, Duration.ZERO, null);
       call(h -> h.onDisconnected(d));
     } finally {
+      ConnectStream s;
       synchronized (lock) {
         ending = true;
+        s = stream;
         stream = null;
         stopHeartbeats();
       }
+      if (s != null) {
+        s.cancel("worker stopped"); // left by an exception: the daemon must not keep the tasks
+      }
       stopSignal.countDown();
       heartbeats.shutdownNow();
+      // Nothing connects again (start() works once): a worker that stops by itself, say on a
+      // refused hello, holds no connection even if the application never calls close().
+      channels.shutdown();
       stopped.countDown();
     }
   }
@@ -468,6 +505,7 @@ public final class PipelineWorker implements AutoCloseable {
   /** Runs one Connect call to its end, dispatching what arrives. */
   private ConnectStream.End serve(ConnectStream s, String target, boolean takeover)
       throws InterruptedException {
+    boolean ended = false; // the call's End arrived: nothing is left to end
     try {
       WorkerServiceGrpc.WorkerServiceStub stub = WorkerServiceGrpc.newStub(channels.get(target));
       String bearer = token.current();
@@ -493,6 +531,7 @@ public final class PipelineWorker implements AutoCloseable {
       while (true) {
         Object arrival = s.take();
         if (arrival instanceof ConnectStream.End end) {
+          ended = true;
           return end;
         }
         dispatch(s, (CoordinatorMessage) arrival);
@@ -500,13 +539,16 @@ public final class PipelineWorker implements AutoCloseable {
     } catch (RuntimeException e) {
       // Not gRPC's status: retried as a broken stream, never the end of this thread.
       LOG.log(Level.ERROR, "stream to " + target + " failed", e);
-      s.cancel("worker error");
       return new ConnectStream.End(Status.UNKNOWN.withDescription(e.toString()), new Metadata());
     } finally {
       synchronized (lock) {
         s.closed = true;
       }
-      s.halfClose();
+      if (!ended) {
+        // Left early (an error, an interrupt): cancelled, not half-closed, which without a
+        // goodbye would only make the daemon end it INVALID_ARGUMENT later.
+        s.cancel("worker error");
+      }
     }
   }
 
@@ -522,6 +564,7 @@ public final class PipelineWorker implements AutoCloseable {
             staleMessages++;
             return;
           }
+          maxEpoch = Math.max(maxEpoch, t.getLeaderEpoch()); // the newest seen, as a welcome's
           triggerPositions.put(t.getCheckpointId(), t.getPosition());
           while (triggerPositions.size() > TRIGGERS_REMEMBERED) {
             triggerPositions.pollFirstEntry();
@@ -583,7 +626,7 @@ public final class PipelineWorker implements AutoCloseable {
       stopHeartbeats();
       heartbeat =
           heartbeats.scheduleAtFixedRate(
-              () -> sendHeartbeat(s), intervalMs, intervalMs, TimeUnit.MILLISECONDS);
+              () -> heartbeatSafely(s), intervalMs, intervalMs, TimeUnit.MILLISECONDS);
     }
     Welcome welcome = Protos.welcome(w);
     call(h -> h.onWelcome(welcome));
@@ -608,9 +651,18 @@ public final class PipelineWorker implements AutoCloseable {
   private void call(Consumer<Handler> event) {
     try {
       event.accept(handler);
-    } catch (RuntimeException e) {
-      // A handler's bug must not end the stream thread.
+    } catch (VirtualMachineError e) {
+      throw e; // out of memory, say: run() ends the worker and reports it
+    } catch (Throwable e) {
+      // A handler's bug must not end the stream thread: nor an AssertionError (a test's assert)
+      // or a checked exception thrown past javac (Kotlin, sneaky throws).
       LOG.log(Level.ERROR, "a handler of " + options.jobId() + "/" + options.pipelineId() + " threw", e);
+    }
+    if (Thread.interrupted()) {
+      // A handler that restored an interrupt it caught would make the next take() or backoff
+      // wait throw, and the worker end without a word.
+      LOG.log(Level.WARNING, "a handler of {0}/{1} left the stream thread interrupted; cleared",
+          options.jobId(), options.pipelineId());
     }
   }
 
@@ -624,6 +676,15 @@ public final class PipelineWorker implements AutoCloseable {
         return;
       }
       s.send(message);
+    }
+  }
+
+  /** A periodic task that throws is never run again: the lease would then expire unnoticed. */
+  private void heartbeatSafely(ConnectStream s) {
+    try {
+      sendHeartbeat(s);
+    } catch (RuntimeException e) {
+      LOG.log(Level.ERROR, "a heartbeat of " + options.jobId() + "/" + options.pipelineId() + " failed", e);
     }
   }
 

@@ -42,10 +42,23 @@ final class ServerList {
     if (host.equals("localhost")) {
       return true;
     }
-    if (!host.matches("[0-9.]+|[0-9a-fA-F:]+")) {
-      return false; // a name: InetAddress would look it up
+    if (host.matches("\\d{1,3}(\\.\\d{1,3}){3}")) {
+      // Parsed here: InetAddress looks up what it does not parse (999.0.0.1) in DNS.
+      String[] octets = host.split("\\.");
+      for (String octet : octets) {
+        if (Integer.parseInt(octet) > 255) {
+          return false;
+        }
+      }
+      return Integer.parseInt(octets[0]) == 127;
+    }
+    if (!host.contains(":") || !host.matches("[0-9a-fA-F:.]+")) {
+      // A name, which InetAddress would look up: also one of hex digits only ("cafe"), whose
+      // answer need not be the address the channel connects to later.
+      return false;
     }
     try {
+      // An IPv6 literal: InetAddress parses it, or refuses it without a lookup.
       return InetAddress.getByName(host).isLoopbackAddress();
     } catch (UnknownHostException e) {
       return false;

@@ -17,11 +17,18 @@ import java.util.Objects;
  */
 final class TokenSource {
   private static final long MAX_FILE_BYTES = 1024 * 1024;
+  /**
+   * A file modified this recently can change again within the same modification-time tick (a
+   * second on some file systems) and keep its size: its stamp proves nothing yet, so it is read
+   * again at each connect until it is older.
+   */
+  private static final long SETTLED_MILLIS = 2000;
   private static final System.Logger LOG = System.getLogger("io.ckptd.worker");
 
   private final Path path;
   private String token;
   private Object stamp;
+  private String lastWarning; // said once, until the file holds a valid token again
 
   /** {@code path} null: no token. Throws IllegalArgumentException when the file holds none. */
   TokenSource(Path path) {
@@ -59,7 +66,9 @@ final class TokenSource {
       if (Objects.equals(now, stamp)) {
         return null;
       }
-      stamp = now; // one warning per change of the file, not one per connect
+      boolean settled =
+          System.currentTimeMillis() - a.lastModifiedTime().toMillis() > SETTLED_MILLIS;
+      stamp = settled ? now : null;
       if (!a.isRegularFile() || a.size() > MAX_FILE_BYTES) {
         warn("is not a regular file of at most 1 MiB");
         return null;
@@ -69,6 +78,7 @@ final class TokenSource {
         warn("holds no valid token");
         return null;
       }
+      lastWarning = null;
       return t;
     } catch (IOException e) {
       warn("cannot be read: " + e.getMessage());
@@ -76,8 +86,10 @@ final class TokenSource {
     }
   }
 
+  /** Once per problem, not once per connect: a missing file has no stamp to tell it changed. */
   private void warn(String why) {
-    if (token != null) {
+    if (token != null && !why.equals(lastWarning)) {
+      lastWarning = why;
       LOG.log(Level.WARNING, "token file {0} {1}; sending the last good one", path, why);
     }
   }

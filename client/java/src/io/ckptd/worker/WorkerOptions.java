@@ -41,10 +41,17 @@ public final class WorkerOptions {
     if (b.taskIds == null || b.taskIds.isEmpty()) {
       throw new IllegalArgumentException("taskIds: a worker serves at least one task");
     }
-    if (new LinkedHashSet<>(b.taskIds).size() != b.taskIds.size()) {
+    taskIds = List.copyOf(b.taskIds);
+    if (new LinkedHashSet<>(taskIds).size() != taskIds.size()) {
       throw new IllegalArgumentException("taskIds: a task is named twice");
     }
-    taskIds = List.copyOf(b.taskIds);
+    // Here rather than as the daemon's INVALID_ARGUMENT, which would stop the worker after start.
+    Limits.checkId(workerId, "workerId");
+    Limits.checkId(jobId, "jobId");
+    Limits.checkId(pipelineId, "pipelineId");
+    for (String task : taskIds) {
+      Limits.checkId(task, "task id");
+    }
     takeoverOnReconnect = b.takeoverOnReconnect;
     backoffInitial = b.backoffInitial;
     backoffMax = b.backoffMax;
@@ -210,7 +217,10 @@ public final class WorkerOptions {
       return this;
     }
 
-    /** The options; IllegalArgumentException or NullPointerException naming what is wrong. */
+    /**
+     * The options; IllegalArgumentException or NullPointerException naming what is wrong (an id
+     * empty, with a control character, or "." or "..", say).
+     */
     public WorkerOptions build() {
       return new WorkerOptions(this);
     }
