@@ -65,8 +65,10 @@ void PipelineSession::SetPosition(const std::string& task_id, int64_t position) 
   std::lock_guard<std::mutex> lock(positions_mu_);
   auto [it, inserted] = positions_.try_emplace(task_id, position);
   if (!inserted) {
-    const bool rewind = rewindable_.erase(task_id) > 0;
-    if (position == it->second || (position < it->second && !rewind)) return;
+    // The first position after a welcome is sent whatever it is, the same as before included:
+    // the daemon knows none of this task's until it is.
+    const bool first_since_welcome = rewindable_.erase(task_id) > 0;
+    if (!first_since_welcome && position <= it->second) return;
     it->second = position;
   }
   unsent_positions_[task_id] = position;

@@ -203,10 +203,13 @@ class PipelineWorker:
             raise ValueError(f"a position is between 0 and {MAX_POSITION}")
         with self._lock:
             last = self._positions.get(task_id)
-            if last is not None and position < last and task_id not in self._may_go_back:
+            # The first position after a welcome is sent whatever it is, the same as before
+            # included: the daemon knows none of this task's until it is.
+            first_since_welcome = task_id in self._may_go_back
+            if last is not None and position < last and not first_since_welcome:
                 return
             self._may_go_back.discard(task_id)
-            if last != position:
+            if last != position or first_since_welcome:
                 self._positions[task_id] = position
                 self._changed.add(task_id)
 
