@@ -8,7 +8,6 @@ import os
 import re
 import shutil
 import subprocess
-import time
 import unittest
 import urllib.parse
 import urllib.request
