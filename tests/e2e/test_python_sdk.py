@@ -1,7 +1,8 @@
 """The Python worker SDK (client/python) against a real daemon: a full round with its state in the
 store, a decline that fails only its round, a savepoint asked by the worker, a trigger at a
 position, a reconnect with the restore point after the daemon restarted, goodbye, a refused hello;
-and the package the build assembles installs with pip.
+against a daemon with TLS and auth on, a round with a bearer token or a client certificate and a
+wrong token refused for good; and the package the build assembles installs with pip.
 
 Runs on Debian's python3 (its python3-grpcio and python3-protobuf), with the stubs the build
 generated in <build>/python on PYTHONPATH (tests/CMakeLists.txt sets both).
@@ -18,6 +19,7 @@ import threading
 import unittest
 
 import e2e_util as e2e
+from certs import CertFactory
 
 BUILD_DIR = None
 JOB = "py"
@@ -213,6 +215,81 @@ class PythonSdkTest(unittest.TestCase):
         self.assertFalse(refused.will_retry)
         self.assertTrue(rec.worker.wait_until_stopped(5))
         self.assertEqual(rec.worker.counters.connects, 0)
+
+
+class PythonSdkTlsTest(unittest.TestCase):
+    """TLS on the gRPC port and auth on: the worker's job is open to one token principal and one
+    certificate principal (a worker with the CA alone and no credentials would be refused)."""
+
+    def setUp(self):
+        self.ws = e2e.Workspace(BUILD_DIR)
+        self.workers = []
+        os.mkdir(self.ws.path("tls"))
+        self.certs = CertFactory(self.ws.path("tls"))
+        srv = self.certs.server()
+        self.client = self.certs.client("pyw", cn="py-worker")
+        token, digest = self.certs.token()
+        self.token_path = self.certs.token_file(token, "worker")
+        self.wrong_token_path = self.certs.token_file("not-the-token", "wrong")
+        self.config = self.ws.write_config(
+            "tls:\n"
+            f"  cert_file: {srv.cert}\n"
+            f"  key_file: {srv.key}\n"
+            f"  client_ca_file: {self.certs.ca.cert}\n"
+            "  client_auth: request\n"
+            "auth:\n"
+            "  principals:\n"
+            f"    - {{name: py-token, token_sha256: {digest}, role: worker, jobs: [{JOB}]}}\n"
+            f"    - {{name: py-cert, cert_identity: py-worker, role: worker, jobs: [{JOB}]}}\n"
+            + CONFIG)
+        self.daemon = self.ws.start_daemon(self.config)
+
+    def tearDown(self):
+        for w in self.workers:
+            w.close()
+        self.ws.close()
+
+    def worker(self, **options):
+        rec = Recorder()
+        rec.worker = PipelineWorker(f"127.0.0.1:{self.ws.port}", worker_id="pyw", job_id=JOB,
+                                    pipeline_id="p0", task_ids=["0", "1"],
+                                    backoff_initial=0.05, backoff_max=0.5,
+                                    ca_file=self.certs.ca.cert, **options, **rec.handlers())
+        self.workers.append(rec.worker)
+        return rec
+
+    def complete_a_round(self, rec, principal):
+        rec.worker.start()
+        self.assertEqual(rec.next("welcome")[1].restore.checkpoint_id, 0)
+        trigger = rec.next("trigger")[1]
+        rec.next("complete", lambda e: e[1] == trigger.checkpoint_id)
+        rec.worker.goodbye(timeout=5)
+        self.assertTrue(rec.worker.wait_until_stopped(5))
+        self.assertEqual((rec.worker.counters.connects, rec.worker.counters.disconnects), (1, 0))
+        self.assertIn(f"worker pyw registered 2 task(s) (session 1, principal {principal})",
+                      self.ws.read_log("ckptd.log"))
+
+    def test_a_round_completes_over_tls_with_a_bearer_token(self):
+        self.complete_a_round(self.worker(token_file=self.token_path), "py-token")
+
+    def test_a_round_completes_over_mutual_tls_with_a_client_certificate(self):
+        # Also tls_server_name: the server certificate names localhost (and 127.0.0.1).
+        self.complete_a_round(self.worker(cert_file=self.client.cert, key_file=self.client.key,
+                                          tls_server_name="localhost"), "py-cert")
+
+    def test_a_wrong_token_is_refused_and_not_retried(self):
+        rec = self.worker(token_file=self.wrong_token_path)
+        rec.worker.start()
+        refused = rec.next("disconnected")[1]
+        self.assertEqual(refused.code.name, "UNAUTHENTICATED", refused)
+        self.assertIn("token refused", refused.message)
+        self.assertFalse(refused.was_connected)
+        self.assertFalse(refused.will_retry)
+        self.assertTrue(rec.worker.wait_until_stopped(5))
+        counters = rec.worker.counters
+        self.assertEqual((counters.attempts, counters.connects), (1, 0), "one hello, no retry")
+        self.assertEqual(self.ws.metric('ckptd_auth_denied_total{reason="unknown_token"}'), 1)
+        self.assertNotIn("not-the-token", self.ws.read_log("ckptd.log"), "never the secret")
 
 
 class PythonSdkPackageTest(unittest.TestCase):

@@ -35,8 +35,12 @@ import java.util.concurrent.atomic.AtomicInteger;
  * java -cp ckpt-worker.jar:ckpt-worker-example.jar:$(cat classpath.txt) io.ckptd.example.SmallWorker \
  *     --server 127.0.0.1:7070 --job etl --pipeline p0 --tasks 0,1 [--worker-id ID]
  *     [--decline-first N] [--savepoint] [--exit-after-completes N] [--events FILE]
- *     [--ca-file PEM] [--token-file FILE] [--throwing-handlers]
+ *     [--ca-file PEM] [--cert-file PEM --key-file PEM] [--token-file FILE] [--throwing-handlers]
  * </pre>
+ *
+ * <p>TLS: --ca-file names the CAs that sign the daemon's certificate; --cert-file and --key-file
+ * (together; the key unencrypted PKCS#8 PEM) are the worker's own for mutual TLS; --token-file
+ * holds a bearer token (docs/SECURITY.md).
  *
  * It runs until N completes with --exit-after-completes, then says goodbye and exits 0 (1 when
  * the daemon stopped it for good), or until SIGTERM or SIGINT, when it says goodbye and the JVM
@@ -75,6 +79,12 @@ public final class SmallWorker {
             .backoffMax(Duration.ofMillis(500));
     if (args.containsKey("ca-file")) {
       options.caFile(new File(args.get("ca-file")));
+    }
+    if (args.containsKey("cert-file") != args.containsKey("key-file")) {
+      throw new IllegalArgumentException("--cert-file and --key-file go together");
+    }
+    if (args.containsKey("cert-file")) {
+      options.clientCertificate(new File(args.get("cert-file")), new File(args.get("key-file")));
     }
     if (args.containsKey("token-file")) {
       options.tokenFile(new File(args.get("token-file")));

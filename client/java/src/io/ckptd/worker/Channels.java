@@ -52,6 +52,11 @@ final class Channels {
       ssl = b.build();
     } catch (SSLException | IllegalArgumentException e) {
       throw new IllegalArgumentException("TLS credentials: " + e.getMessage(), e);
+    } catch (UnsupportedOperationException e) {
+      // A Netty without ALPN for the JDK provider (Debian's libnetty-java strips it) and no
+      // netty-tcnative: gRPC cannot use TLS at all. Said here, not as an unexpected exception.
+      throw new IllegalArgumentException("TLS: this Netty cannot negotiate ALPN, which gRPC "
+          + "needs (" + e.getMessage() + "); put netty-tcnative on the class path", e);
     }
   }
 
