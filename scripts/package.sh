@@ -20,6 +20,9 @@ fi
 case "${1:-}" in -h|--help) sed -n '2,12p' "$0" | cut -c3-; exit 0 ;; esac
 build_dir=${1:-$root/build-release}
 out_dir=${2:-$build_dir}
+# cpack runs in the build tree: both paths absolute from here on.
+mkdir -p "$out_dir"
+out_dir=$(cd "$out_dir" && pwd)
 
 if [ $build = 1 ]; then
   "$root/scripts/setup.sh"
@@ -27,12 +30,18 @@ if [ $build = 1 ]; then
     cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCKPT_BUILD_TESTS=OFF \
       >/dev/null
   fi
+  build_dir=$(cd "$build_dir" && pwd)
   export CCACHE_BASEDIR=$root
   cmake --build "$build_dir" -j"$(nproc)" \
     --target ckptd ckptctl ckpt-worker-sim man ckpt_sdk_shared ckpt_sdk_static >/dev/null
 else
-  for part in server/ckptd client/ckptctl client/ckpt-worker-sim; do
-    if [ ! -x "$build_dir/$part" ]; then
+  if [ ! -d "$build_dir" ]; then
+    echo "package.sh: no build tree $build_dir (run without --no-build)" >&2
+    exit 1
+  fi
+  build_dir=$(cd "$build_dir" && pwd)
+  for part in server/ckptd client/ckptctl client/ckpt-worker-sim deploy/man/ckptd.8.gz; do
+    if [ ! -e "$build_dir/$part" ]; then
       echo "package.sh: $build_dir/$part is not built (run without --no-build)" >&2
       exit 1
     fi
@@ -43,7 +52,6 @@ else
     exit 1
   fi
 fi
-mkdir -p "$out_dir"
 rm -f "$out_dir"/ckptd_*.deb "$out_dir"/libckpt-dev_*.deb
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT

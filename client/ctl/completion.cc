@@ -179,6 +179,7 @@ _@ROOT@() {
     if [[ -n $choices ]]; then
       mapfile -t COMPREPLY < <(compgen -W "$choices" -- "$cur")
     elif [[ " ${@P@paths[$cmdpath]} " == *" $prev "* ]]; then
+      compopt -o filenames 2>/dev/null  # a slash after directories, names quoted
       mapfile -t COMPREPLY < <(compgen -f -- "$cur")
     fi
     return 0
@@ -211,27 +212,28 @@ std::string ZshScript(const CompletionCommand& root) {
   out += Replace(R"(
 _@ROOT@() {
 )" + std::string(kWalk) +
-                     R"(  local prev=${words[CURRENT-1]} cur=${words[CURRENT]}
+                     R"(  local prev=${words[CURRENT-1]} cur=${words[CURRENT]} ret=1
   if [[ " ${@P@valued[$cmdpath]} " == *" $prev "* ]]; then
     local choices=${@P@choices[$cmdpath $prev]}
     if [[ -n $choices ]]; then
-      compadd -- ${=choices}
+      compadd -- ${=choices} && ret=0
     elif [[ " ${@P@paths[$cmdpath]} " == *" $prev "* ]]; then
-      _files
+      _files && ret=0
     fi
-    return
+    return ret
   fi
   if [[ $cur == -* ]]; then
-    compadd -- ${=@P@flags[$cmdpath]}
+    compadd -- ${=@P@flags[$cmdpath]} && ret=0
   else
     local -a described
     local s
     for s in ${=@P@subs[$cmdpath]}; do
       described+=("$s:${@P@descriptions[$cmdpath $s]//:/\\:}")
     done
-    _describe -t commands '@ROOT@ command' described
-    compadd -- ${=@P@args[$cmdpath]}
+    _describe -t commands '@ROOT@ command' described && ret=0
+    compadd -- ${=@P@args[$cmdpath]} && ret=0
   fi
+  return ret
 }
 
 if [[ $funcstack[1] == _@ROOT@ ]]; then

@@ -113,7 +113,16 @@ int main(int argc, char** argv) {
     return 2;
   }
 
-  if (context.offline) return context.action().exit_code;
+  if (context.offline) {  // completion: its output is a script a shell will source
+    const int code = context.action().exit_code;
+    if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+      // A full disk under `ckptctl completion bash > FILE` must not leave a truncated script
+      // behind looking like success.
+      std::fputs("ckptctl: cannot write the output\n", stderr);
+      return 1;
+    }
+    return code;
+  }
 
   std::string server_error;
   std::optional<std::vector<std::string>> servers =

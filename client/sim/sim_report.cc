@@ -35,8 +35,8 @@ nlohmann::ordered_json SummaryToJson(const SimSummary& s) {
       {"completes", s.completes},
       {"aborts", s.aborts},
       {"aborts_at_goodbye", s.aborts_at_goodbye},
-      // CONTRACT.md: duration_ms is trigger to complete as the worker saw it; run_ms how long
-      // the simulator ran.
+      // duration_ms: trigger to complete as the worker saw it, {p50, p99, max} like
+      // trigger_gap_ms (the documented summary, ckpt-worker-sim(1)); run_ms: how long it ran.
       {"duration_ms", LatencyJson(s.checkpoint)},
       {"run_ms", s.duration_ms},
       {"trigger_gap_ms", LatencyJson(s.trigger_gap)},

@@ -68,6 +68,15 @@ class CompletionTest(unittest.TestCase):
         self.assertEqual(self.bash("ckptctl", "pip"), ["pipeline"])
         self.assertEqual(self.bash("ckptctl", "--server", "a:1", "pipeline", "cr"), ["create"])
 
+    def test_a_script_that_cannot_be_written_is_an_error(self):
+        if not os.path.exists("/dev/full"):
+            self.skipTest("no /dev/full")
+        with open("/dev/full", "w") as full:
+            r = subprocess.run([ctl(), "completion", "bash"], stdout=full, stderr=subprocess.PIPE,
+                               text=True, timeout=30)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("cannot write", r.stderr)
+
     def test_bash_completes_flags_their_values_and_files(self):
         create = self.bash("ckptctl", "pipeline", "create", "--")
         for flag in ("--job", "--pipeline", "--interval", "--server", "--output", "--ca-file"):
@@ -93,6 +102,7 @@ words=(ckptctl completion ''); CURRENT=3; _ckptctl
 """
         r = subprocess.run(["zsh", "-f", "-c", script], capture_output=True, text=True, timeout=30)
         self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stderr, "", "the script does not load cleanly")
         self.assertIn("commands: create:Create a pipeline", r.stdout)
         self.assertIn("values: table json", r.stdout)
         self.assertIn("values: bash zsh fish", r.stdout)
@@ -104,6 +114,7 @@ words=(ckptctl completion ''); CURRENT=3; _ckptctl
         r = subprocess.run(["fish", "--no-config", "-c", script], capture_output=True, text=True,
                            timeout=30, env={**os.environ, "HOME": self.tmp})
         self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stderr, "", "the script does not load cleanly")
         group, output = r.stdout.split("---\n")
         self.assertEqual(sorted(line.split("\t")[0] for line in group.splitlines()),
                          sorted(help_subcommands("pipeline")))

@@ -100,6 +100,7 @@ class PackageTest(unittest.TestCase):
         self.assertTrue(any(p.endswith("/cmake/ckpt/ckptConfig.cmake") for p in owner))
         pc = run("pkg-config", "--modversion", "ckpt")
         self.assertEqual(pc.returncode, 0, pc.stderr)
+        self.build_a_program_on_the_installed_sdk()
 
         self.assertEqual(run("id", "ckptd").returncode, 0, "the package creates the service user")
         for path in ("/usr/bin/ckptd", "/usr/bin/ckptctl", "/usr/bin/ckpt-worker-sim",
@@ -127,6 +128,21 @@ class PackageTest(unittest.TestCase):
         self.assertFalse(os.path.exists("/usr/bin/ckptd"))
         self.assertTrue(os.path.exists("/var/lib/ckptd/ckptd.db"),
                         "removing the package keeps the checkpoint history")
+
+    def build_a_program_on_the_installed_sdk(self):
+        """tests/package_consumer against /usr, where the package put the SDK (multiarch
+        libdir): find_package finds it with no prefix given, and the program links libckpt.so."""
+        build = os.path.join(self.out, "consumer")
+        conf = run("cmake", "-S", os.path.join(ROOT, "tests", "package_consumer"), "-B", build,
+                   "-G", "Ninja")
+        self.assertEqual(conf.returncode, 0, conf.stdout + conf.stderr)
+        made = run("cmake", "--build", build)
+        self.assertEqual(made.returncode, 0, made.stdout + made.stderr)
+        ldd = [line for line in run("ldd", os.path.join(build, "consumer_shared")).stdout.splitlines()
+               if "libckpt" in line]
+        # /lib is /usr/lib on a merged-/usr system, as ld.so may say.
+        self.assertRegex("".join(ldd), r"libckpt\.so\.[0-9.]+ => (/usr)?/lib/")
+        print("tests/package_consumer built on the installed libckpt-dev", flush=True)
 
     def run_installed_daemon_as_its_user(self):
         """The packaged config with free ports (others may be taken here), run as `ckptd`."""

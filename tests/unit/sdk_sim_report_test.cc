@@ -64,7 +64,7 @@ TEST(SdkSimReport, JsonHasTheContractKeys) {
   EXPECT_EQ(json["acks"], 27);
   EXPECT_EQ(json["run_ms"], 3000);
   EXPECT_TRUE(json["run_ms"].is_number_integer());
-  // CONTRACT.md: duration_ms is {p50, p99, max}, trigger to complete.
+  // duration_ms is {p50, p99, max}, trigger to complete, as documented.
   EXPECT_DOUBLE_EQ(json["duration_ms"]["p50"].get<double>(), 1.234);
   EXPECT_DOUBLE_EQ(json["duration_ms"]["max"].get<double>(), 5.678);
   EXPECT_TRUE(json["duration_ms"].contains("p99"));
