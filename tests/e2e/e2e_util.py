@@ -4,6 +4,7 @@ Every process started here is killed and every temp dir removed when the test en
 """
 import argparse
 import collections
+import types
 import os
 import shutil
 import signal
@@ -162,6 +163,36 @@ class Workspace:
                 p.kill()
             p.wait()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def start_tls_auth_daemon(ws, job, name, body):
+    """Starts ckptd in `ws` with TLS on its gRPC port (client certificates requested, not
+    required) and auth on, `job` open to two worker principals: <name>-token (a bearer token)
+    and <name>-cert (the client certificate of <name>-worker), then the config `body`. Returns
+    what the workers of a test use: certs (a CertFactory; certs.ca.cert is the CA), client (that
+    certificate and key), token_path, wrong_token_path (a token no principal holds), and the
+    daemon's config and process."""
+    from certs import CertFactory
+    os.mkdir(ws.path("tls"))
+    certs = CertFactory(ws.path("tls"))
+    srv = certs.server()
+    client = certs.client(name + "w", cn=name + "-worker")
+    token, digest = certs.token()
+    config = ws.write_config(
+        "tls:\n"
+        f"  cert_file: {srv.cert}\n"
+        f"  key_file: {srv.key}\n"
+        f"  client_ca_file: {certs.ca.cert}\n"
+        "  client_auth: request\n"
+        "auth:\n"
+        "  principals:\n"
+        f"    - {{name: {name}-token, token_sha256: {digest}, role: worker, jobs: [{job}]}}\n"
+        f"    - {{name: {name}-cert, cert_identity: {name}-worker, role: worker, jobs: [{job}]}}\n"
+        + body)
+    return types.SimpleNamespace(
+        certs=certs, client=client, token_path=certs.token_file(token, "worker"),
+        wrong_token_path=certs.token_file("not-the-token", "wrong"), config=config,
+        daemon=ws.start_daemon(config))
 
 
 def stop(proc, sig=signal.SIGTERM, timeout=20):

@@ -19,7 +19,6 @@ import threading
 import unittest
 
 import e2e_util as e2e
-from certs import CertFactory
 
 BUILD_DIR = None
 JOB = "py"
@@ -224,25 +223,9 @@ class PythonSdkTlsTest(unittest.TestCase):
     def setUp(self):
         self.ws = e2e.Workspace(BUILD_DIR)
         self.workers = []
-        os.mkdir(self.ws.path("tls"))
-        self.certs = CertFactory(self.ws.path("tls"))
-        srv = self.certs.server()
-        self.client = self.certs.client("pyw", cn="py-worker")
-        token, digest = self.certs.token()
-        self.token_path = self.certs.token_file(token, "worker")
-        self.wrong_token_path = self.certs.token_file("not-the-token", "wrong")
-        self.config = self.ws.write_config(
-            "tls:\n"
-            f"  cert_file: {srv.cert}\n"
-            f"  key_file: {srv.key}\n"
-            f"  client_ca_file: {self.certs.ca.cert}\n"
-            "  client_auth: request\n"
-            "auth:\n"
-            "  principals:\n"
-            f"    - {{name: py-token, token_sha256: {digest}, role: worker, jobs: [{JOB}]}}\n"
-            f"    - {{name: py-cert, cert_identity: py-worker, role: worker, jobs: [{JOB}]}}\n"
-            + CONFIG)
-        self.daemon = self.ws.start_daemon(self.config)
+        tls = e2e.start_tls_auth_daemon(self.ws, JOB, "py", CONFIG)
+        self.certs, self.client = tls.certs, tls.client
+        self.token_path, self.wrong_token_path = tls.token_path, tls.wrong_token_path
 
     def tearDown(self):
         for w in self.workers:
