@@ -125,6 +125,19 @@ class Report:
                          f"{s['p99_us']:,} us", f"{a['lat_p99_us']:,.0f} us (asio ckpt, 2 threads)",
                          ratio, ratio is not None and ratio <= 3 and s["status"] == "ok",
                          "" if s["status"] == "ok" else f"run status {s['status']}")
+        for pairs in pick(self.ckptd, bench="scheduler_pairs"):
+            for series, beside in (("quiet", ""), ("load", ", beside a CPU hog")):
+                rows = pairs.get(series)
+                if not rows:
+                    continue
+                ratios = [r["ratio"] for r in rows if r.get("ratio") is not None]
+                within = pairs.get(f"{series}_within_3x", 0)
+                self.add(f"trigger delay p99 within 3x of bare Asio at {pairs['pipelines']:,} in "
+                         f">= 9 of 10 runs{beside}",
+                         f"{within} of {len(rows)} runs", "bare Asio ckpt pattern, each pair",
+                         sorted(ratios)[len(ratios) // 2] if ratios else None,
+                         len(rows) >= 10 and within * 10 >= 9 * len(rows),
+                         "ratio = median of the pairs' ckptd p99 / anchor p99")
         s10k, jvm = self.sched_row(10000), self.best_jvm_p99(10000)
         if s10k and jvm:
             ratio = jvm["lat_p99_us"] / s10k["p99_us"] if s10k["p99_us"] else None
@@ -281,6 +294,19 @@ class Report:
             out += ["", "OS wake-up floor (one thread, 1 ms period): " + "; ".join(
                 f"{r['via']} p50 {r['lat_p50_us']:.0f} us, p99 {r['lat_p99_us']:.0f} us"
                 for r in floor) + "."]
+        for pairs in pick(self.ckptd, bench="scheduler_pairs"):
+            out += ["", f"Run after run at {pairs['pipelines']:,} pipelines (`bench/scheduler_pairs.py`): "
+                    "each pair is ckptd's scheduler and then the bare Asio ckpt pattern, alone and "
+                    "then with one spinning process beside both for the whole series.", "",
+                    "| series | pair | ckptd p50 / p99 us | ckptd CPU % | anchor p50 / p99 us | "
+                    "anchor CPU % | ratio of p99 | within 3x |", "|---|---|---|---|---|---|---|---|"]
+            for series in ("quiet", "load"):
+                for i, r in enumerate(pairs.get(series) or [], 1):
+                    out.append(f"| {series} | {i} | {fmt(r['ckptd_p50_us'])} / "
+                               f"{fmt(r['ckptd_p99_us'])} | {fmt(r['ckptd_cpu_pct'])} | "
+                               f"{fmt(r['anchor_p50_us'])} / {fmt(r['anchor_p99_us'])} | "
+                               f"{fmt(r['anchor_cpu_pct'])} | {fmt(r['ratio'], 2)} | "
+                               f"{'yes' if r['within_3x'] else 'no'} |")
         out += ["", f"![trigger delay p99 and threads against pipelines]({plot_name})", ""]
         e2e = pick(self.ckptd, bench="e2e")
         if e2e:

@@ -15,6 +15,10 @@
 // pipelines cost. With --sessions 0 no worker connects: every pipeline waits for its tasks, which
 // measures what an idle pipeline costs (no session, no round).
 //
+// With --phases hash the phases are set the daemon's way instead (`start_spread_ms`): every session
+// registers at once and each pipeline holds its first trigger for a fraction of the interval fixed
+// by its key, so the phases are uniform at random rather than even.
+//
 // With --web-rps R the web view (server/web) is loaded through the window, as a browser left open
 // on it would be, only harder: R page requests a second, one after the other, alternating the
 // pipeline list sorted by last duration (every pipeline filtered and sorted, the most a list page
@@ -129,7 +133,8 @@ int main(int argc, char** argv) {
                   {"measure-s", "5"},
                   {"threads", "0"},
                   {"sessions", "1"},
-                  {"web-rps", "0"}});
+                  {"web-rps", "0"},
+                  {"phases", "paced"}});
   const int pipelines = static_cast<int>(args.Int("pipelines"));
   const int tasks = static_cast<int>(args.Int("tasks"));
   const int64_t interval_ms = args.Int("interval-ms");
@@ -137,6 +142,11 @@ int main(int argc, char** argv) {
   const double measure_s = args.Double("measure-s");
   const bool sessions = args.Int("sessions") != 0;
   const double web_rps = args.Double("web-rps");
+  const std::string phases = args.Str("phases");
+  if (phases != "paced" && phases != "hash") {
+    std::fprintf(stderr, "--phases: paced or hash, not '%s'\n", phases.c_str());
+    return 2;
+  }
   // The daemon's rule (Daemon::Start): `threads: 0` means one io thread per core.
   const unsigned threads = args.Int("threads") > 0
                                ? static_cast<unsigned>(args.Int("threads"))
@@ -157,7 +167,11 @@ int main(int argc, char** argv) {
   const auto setup_start = SteadyClock::now();
   std::vector<std::shared_ptr<PipelineRunner>> runners;
   runners.reserve(pipelines);
-  RunnerOptions options;  // start_spread 0: the paced registrations alone set each phase
+  // paced: start_spread 0, the paced registrations alone set each phase. hash: the daemon's own
+  // way (`start_spread_ms`): every session registers at once and each pipeline holds its first
+  // trigger for its start offset, a fraction of the interval fixed by its key.
+  RunnerOptions options;
+  if (phases == "hash") options.coordinator.start_spread = Millis(interval_ms);
   for (int i = 0; i < pipelines; ++i) {
     auto runner = std::make_shared<PipelineRunner>(
         shards.For(PipelineKeyOf(i)), MakePipeline(i, tasks, interval_ms),
@@ -173,8 +187,10 @@ int main(int argc, char** argv) {
     const std::chrono::duration<double, std::milli> spacing(static_cast<double>(interval_ms) /
                                                             std::max(pipelines, 1));
     for (int i = 0; i < pipelines; ++i) {
-      std::this_thread::sleep_until(first +
-                                    std::chrono::duration_cast<SteadyClock::duration>(spacing * i));
+      if (phases == "paced") {
+        std::this_thread::sleep_until(
+            first + std::chrono::duration_cast<SteadyClock::duration>(spacing * i));
+      }
       const SessionId session = static_cast<SessionId>(i) + 1;
       runners[i]->Register(session, std::make_shared<InstantAckSink>(runners[i], session, task_ids),
                            HelloInfo{"bench-worker", runners[i]->key(), task_ids,
@@ -222,6 +238,7 @@ int main(int argc, char** argv) {
   out["tasks"] = tasks;
   out["sessions"] = sessions;
   out["interval_ms"] = interval_ms;
+  out["phases"] = phases;
   out["io_threads"] = threads;
   out["os_threads"] = end_window.threads;
   out["rss_kb"] = before_window.rss_kb;

@@ -99,6 +99,17 @@ done
 step "scheduler: 100,000 pipelines with the web view's pages loaded (5 a second) beside them"
 run_bench 120 '"bench":"scheduler_web","pipelines":100000' \
   "$build/bench/ckpt-bench-scheduler" --pipelines 100000 --warmup-s 2 --measure-s 10 --web-rps 5
+# Target 4 of the second performance round: how often the tail holds, not one figure. Ten pairs
+# (ckptd, then the bare Asio pattern) alone and ten beside a spinning process, about 7 minutes.
+# CKPT_BENCH_PAIRS sets the count (0 skips it); it needs the anchors' asio_timers.
+pairs=${CKPT_BENCH_PAIRS:-10}
+asio_timers=$build/anchors/limits/build/asio_timers
+if [ "$pairs" -gt 0 ] && [ -x "$asio_timers" ]; then
+  step "scheduler: 100,000 pipelines, $pairs pairs beside the bare Asio pattern, alone and under load"
+  run_bench $((pairs * 80 + 120)) '"bench":"scheduler_pairs","pipelines":100000' \
+    "$python" "$root/bench/scheduler_pairs.py" --bench "$build/bench/ckpt-bench-scheduler" \
+    --asio "$asio_timers" --pairs "$pairs"
+fi
 step "scheduler: 100,000 idle pipelines (no worker connected), for memory"
 run_bench 60 '"bench":"scheduler","pipelines":100000,"sessions":false' \
   "$build/bench/ckpt-bench-scheduler" --pipelines 100000 --sessions 0 --warmup-s 1 --measure-s 1

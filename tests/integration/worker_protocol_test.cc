@@ -243,6 +243,39 @@ TEST_F(WorkerProtocolTest, ARoundUnansweredPastItsTimeoutExpires) {
   EXPECT_TRUE(Eventually([&] { return Describe("p").counters.expired_count == 1; }));
 }
 
+// The watchdog stays armed between rounds (PipelineRunner::timeout_timer_): when it fires for a
+// round long over, the round then pending keeps its own deadline, neither sooner nor never.
+TEST_F(WorkerProtocolTest, ARoundAfterACompletedOneExpiresAtItsOwnDeadline) {
+  config_.lease_ttl_ms = 3600000;
+  config_.heartbeat_interval_ms = 600000;
+  config_.pipelines = {TestSpec("p", {"a", "b"}, 50, 600000)};
+  config_.stuck_threshold_ms = 3600000;  // no stuck notice: the watchdog waits for the deadline
+  StartDaemon();
+  RawWorker w(channel_);
+  w.Hello("job", "p", {"a", "b"});
+  auto first = w.WaitTrigger();
+  ASSERT_TRUE(first);
+  w.Ack(first->trigger().checkpoint_id(), "a");
+  w.Ack(first->trigger().checkpoint_id(), "b");
+  ASSERT_TRUE(w.WaitComplete());
+  // The next round comes five minutes after the first: due long since, it triggers at once.
+  MoveDaemonClock(std::chrono::seconds(300));
+  auto second = w.WaitTrigger();
+  ASSERT_TRUE(second);
+  const int64_t id = second->trigger().checkpoint_id();
+  ASSERT_GT(id, first->trigger().checkpoint_id());
+  w.Ack(id, "a");  // b never answers
+  // Past the first round's deadline, half way to the second's.
+  MoveDaemonClock(std::chrono::seconds(301));
+  EXPECT_FALSE(w.WaitAbort(milliseconds(500))) << "expired at the previous round's deadline";
+  EXPECT_EQ(Describe("p").counters.expired_count, 0);
+  MoveDaemonClock(std::chrono::seconds(300));
+  auto abort = w.WaitAbort(milliseconds(5000));
+  ASSERT_TRUE(abort) << "the round did not expire when its own timeout had passed";
+  EXPECT_EQ(abort->abort().checkpoint_id(), id);
+  EXPECT_NE(abort->abort().reason().find("expired"), std::string::npos) << abort->abort().reason();
+}
+
 TEST_F(WorkerProtocolTest, AStreamThatSaysNoHelloIsEndedAfterTheHelloTimeout) {
   config_.lease_ttl_ms = 60000;
   config_.heartbeat_interval_ms = 20000;
