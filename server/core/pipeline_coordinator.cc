@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "common/mutex.h"
 #include "common/name_list.h"
 #include "core/path_segment.h"
 #include "core/printable.h"
@@ -31,9 +32,9 @@ Actions WithCapacity(size_t n) {
 }  // namespace
 
 PipelineCoordinator::PipelineCoordinator(const StoredPipeline& stored, const Clock& clock,
-                                         CoordinatorOptions options)
+                                         const CoordinatorOptions& options)
     : clock_(clock),
-      options_(std::move(options)),
+      options_(SharedCoordinatorOptions(options)),
       spec_(stored.record.spec),
       expected_(spec_.task_ids.begin(), spec_.task_ids.end()),
       generation_(std::max<int64_t>(1, stored.record.generation)),
@@ -64,7 +65,7 @@ PipelineCoordinator::PipelineCoordinator(const StoredPipeline& stored, const Clo
 Actions PipelineCoordinator::Start(bool restarted) {
   Actions out;
   const SteadyTime now = clock_.SteadyNow();
-  next_missing_warn_at_ = now + options_.missing_tasks_warn_interval;
+  next_missing_warn_at_ = now + options_->missing_tasks_warn_interval;
   if (restarted) {
     BumpGeneration("daemon start", out);
     if (last_completed_at_ms_ > 0) {
@@ -98,6 +99,30 @@ std::optional<SteadyTime> PipelineCoordinator::NextPeriodicDue() const {
   return due;
 }
 
+namespace {
+
+struct OptionsRegistry {
+  Mutex mu;
+  // Few at once: the daemon's options, a reload's, a test's.
+  std::vector<std::weak_ptr<const CoordinatorOptions>> alive CKPT_GUARDED_BY(mu);
+};
+
+}  // namespace
+
+std::shared_ptr<const CoordinatorOptions> SharedCoordinatorOptions(
+    const CoordinatorOptions& options) {
+  static OptionsRegistry registry;
+  MutexLock lock(registry.mu);
+  auto& alive = registry.alive;
+  std::erase_if(alive, [](const auto& weak) { return weak.expired(); });
+  for (const auto& weak : alive) {
+    if (auto shared = weak.lock(); shared && *shared == options) return shared;
+  }
+  auto made = std::make_shared<const CoordinatorOptions>(options);
+  alive.push_back(made);
+  return made;
+}
+
 std::chrono::microseconds StartOffset(const PipelineKey& key, Millis spread, int64_t interval_ms) {
   const int64_t span_ms = std::min<int64_t>(spread.count(), interval_ms);
   if (span_ms <= 0) return std::chrono::microseconds{0};
@@ -116,7 +141,7 @@ void PipelineCoordinator::HoldForStartOffset() {
   // A hold not yet over stays: a task set that keeps completing and breaking again (a worker in a
   // crash loop) must not push the trigger out each time.
   if (start_hold_until_ && *start_hold_until_ > now) return;
-  start_hold_until_ = now + StartOffset(spec_.key, options_.start_spread, spec_.interval_ms);
+  start_hold_until_ = now + StartOffset(spec_.key, options_->start_spread, spec_.interval_ms);
 }
 
 std::optional<SteadyTime> PipelineCoordinator::DesiredWakeup() const {
@@ -174,7 +199,7 @@ Actions PipelineCoordinator::OnWakeup() {
         out.push_back(Log{LogLevel::kWarn, "waiting for " + std::to_string(total) + " of " +
                                                std::to_string(expected_.size()) + " tasks: " +
                                                FirstNames(missing, static_cast<size_t>(total))});
-        next_missing_warn_at_ = now + options_.missing_tasks_warn_interval;
+        next_missing_warn_at_ = now + options_->missing_tasks_warn_interval;
       }
     } else if (!pending_ && !group_) {  // a member's rounds are its group's
       if (queued_savepoint_) {
@@ -198,8 +223,8 @@ Actions PipelineCoordinator::OnWakeup() {
 void PipelineCoordinator::MaybeReserveIds(Actions& out) {
   if (group_ || reserve_in_flight_ || reserve_retry_at_) return;  // a member's ids are the group's
   const int64_t left = reserved_end_ - next_id_ + 1;
-  if (left > options_.id_block / 2) return;
-  if (std::max(reserved_end_, next_id_ - 1) > kMaxCheckpointId - options_.id_block) {
+  if (left > options_->id_block / 2) return;
+  if (std::max(reserved_end_, next_id_ - 1) > kMaxCheckpointId - options_->id_block) {
     // Unreachable in practice (ValidateStored keeps loaded counters far below): never overflow.
     if (!ids_exhausted_logged_) {
       out.push_back(Log{LogLevel::kError, "checkpoint ids are exhausted (the counter reached " +
@@ -210,7 +235,7 @@ void PipelineCoordinator::MaybeReserveIds(Actions& out) {
     return;
   }
   reserve_in_flight_ = true;
-  out.push_back(ReserveIds{std::max(reserved_end_, next_id_ - 1) + options_.id_block});
+  out.push_back(ReserveIds{std::max(reserved_end_, next_id_ - 1) + options_->id_block});
 }
 
 Actions PipelineCoordinator::OnIdsReserved(int64_t counter) {
@@ -232,10 +257,10 @@ Actions PipelineCoordinator::OnIdsReserved(int64_t counter) {
 Actions PipelineCoordinator::OnIdsReserveFailed(const Status& error) {
   Actions out;
   reserve_in_flight_ = false;
-  reserve_retry_at_ = clock_.SteadyNow() + options_.reserve_retry;
+  reserve_retry_at_ = clock_.SteadyNow() + options_->reserve_retry;
   out.push_back(Log{LogLevel::kError, "reserving checkpoint ids failed (" + error.ToString() +
                                           "); retrying in " +
-                                          std::to_string(options_.reserve_retry.count()) + " ms"});
+                                          std::to_string(options_->reserve_retry.count()) + " ms"});
   Rearm(out);
   return out;
 }
@@ -283,7 +308,8 @@ bool PipelineCoordinator::TryTrigger(CheckpointKind kind, const std::string& tar
   out.push_back(SendTrigger{Sessions(), round.id, kind, round.triggered_at_ms, generation_,
                             round.target, round.position});
   // The timer first fires at the stuck threshold, when that comes before the deadline.
-  const int64_t stuck_ms = StuckThresholdMs(recent_durations_.P95Ms(), options_.stuck_threshold_ms);
+  const int64_t stuck_ms =
+      StuckThresholdMs(recent_durations_.P95Ms(), options_->stuck_threshold_ms);
   const SteadyTime stuck_at = now + Millis(stuck_ms);
   round.stuck_noted = stuck_at >= deadline;  // the deadline comes first: no notice
   out.push_back(ArmTimeout{round.stuck_noted ? deadline : stuck_at, round.id});
@@ -380,7 +406,7 @@ Actions PipelineCoordinator::OnAck(SessionId session, int64_t checkpoint_id,
   if (pending_->of_group) checkpoint.alignment_group = group_ ? group_->name : std::string();
   std::sort(checkpoint.task_figures.begin(), checkpoint.task_figures.end(),
             [](const TaskFigures& a, const TaskFigures& b) { return a.task_id < b.task_id; });
-  if (options_.pins) pending_->keep = options_.pins->PinnedIds(spec_.key);
+  if (options_->pins) pending_->keep = options_->pins->PinnedIds(spec_.key);
   CheckpointCommit commit{spec_.key, spec_.retained, ProjectedProgress(), std::move(checkpoint),
                           pending_->keep};
   if (pending_->of_group) {
@@ -735,10 +761,10 @@ PipelineCoordinator::Outcome PipelineCoordinator::UpdateSpec(const PipelineSpec&
 }
 
 Status PipelineCoordinator::CheckDeletable() const {
-  if (!options_.pins) return Status::Ok();
+  if (!options_->pins) return Status::Ok();
   // Its checkpoints that are another pipeline's restore point stay where they are, and so
   // does the pipeline: refused, naming the holders.
-  const auto held = options_.pins->HeldByOthers(spec_.key);
+  const auto held = options_->pins->HeldByOthers(spec_.key);
   if (held.empty()) return Status::Ok();
   std::string whose;
   for (size_t i = 0; i < held.size() && i < 3; ++i) {
@@ -758,10 +784,10 @@ PipelineCoordinator::Outcome PipelineCoordinator::Delete() {
     return o;
   }
   Actions& out = o.actions;
-  if (restore_ && restore_->operator_set && options_.pins) {
+  if (restore_ && restore_->operator_set && options_->pins) {
     // Its restore point no longer holds the source's checkpoint.
     const CheckpointRef was{restore_->source, restore_->checkpoint.checkpoint_id};
-    if (options_.pins->Remove(was, spec_.key)) out.push_back(PinDropped{was});
+    if (options_->pins->Remove(was, spec_.key)) out.push_back(PinDropped{was});
   }
   shutting_down_ = true;  // no trigger, no wakeup from now on
   deleted_ = true;        // and nothing written back: the caller deletes the record
@@ -1013,12 +1039,12 @@ std::vector<SessionId> PipelineCoordinator::Sessions() const {
 
 void PipelineCoordinator::RememberRound(RoundSummary summary) {
   recent_.insert(recent_.begin(), std::move(summary));
-  if (recent_.size() > options_.recent_rounds_kept) recent_.resize(options_.recent_rounds_kept);
+  if (recent_.size() > options_->recent_rounds_kept) recent_.resize(options_->recent_rounds_kept);
 }
 
 std::string PipelineCoordinator::SavepointLocation(const std::string& target, int64_t id) const {
   if (!target.empty()) return target;
-  return options_.savepoint_root + "/" + EncodePathSegment(spec_.key.job_id) + "/" +
+  return options_->savepoint_root + "/" + EncodePathSegment(spec_.key.job_id) + "/" +
          EncodePathSegment(spec_.key.pipeline_id) + "/" + std::to_string(id);
 }
 

@@ -46,11 +46,11 @@ struct CoordinatorOptions {
   // Savepoints the history may hold (limits.max_savepoints_per_pipeline): beyond it a new one is
   // refused (RESOURCE_EXHAUSTED) until one is deleted.
   int64_t max_savepoints = 100;
-  // The daemon's restore pins (restore_pins.h); null: none (a pipeline alone, as in most tests).
-  // Must outlive the coordinator.
   // A pending round older than this is stuck (RoundStuck, once); 0: automatic, max(3 x the
   // recent p95 duration, 30 s). No notice when that is not below the round's timeout.
   int64_t stuck_threshold_ms = 0;
+  // The daemon's restore pins (restore_pins.h); null: none (a pipeline alone, as in most tests).
+  // Must outlive the coordinator.
   RestorePins* pins = nullptr;
   // Pipelines whose workers connect together (a fleet starting, every worker reconnecting after
   // a daemon restart) would trigger together and stay together: rule 4 counts each interval from
@@ -63,7 +63,16 @@ struct CoordinatorOptions {
   // With a position_interval, tasks that never reported a position are named in a warning at most
   // this often (they hold every periodic trigger).
   Millis positions_warn_interval{60000};
+
+  bool operator==(const CoordinatorOptions&) const = default;
 };
+
+// One shared copy of each distinct CoordinatorOptions alive: a daemon's coordinators (up to
+// 100,000 of them) are made with the same options, and a copy each, its savepoint root on the
+// heap, cost about 150 bytes a pipeline. Equal options give the same object while any holder
+// lives. Threading: any thread (a mutex held for a comparison per distinct options alive).
+std::shared_ptr<const CoordinatorOptions> SharedCoordinatorOptions(
+    const CoordinatorOptions& options);
 
 // A pipeline's start offset (CoordinatorOptions::start_spread): in [0, min(spread, interval)),
 // the same for a key in every run.
@@ -171,7 +180,8 @@ struct PipelineStatus {
 class PipelineCoordinator {
  public:
   // `clock` must outlive the coordinator.
-  PipelineCoordinator(const StoredPipeline& stored, const Clock& clock, CoordinatorOptions options);
+  PipelineCoordinator(const StoredPipeline& stored, const Clock& clock,
+                      const CoordinatorOptions& options);
   PipelineCoordinator(const PipelineCoordinator&) = delete;
   PipelineCoordinator& operator=(const PipelineCoordinator&) = delete;
 
@@ -497,7 +507,7 @@ class PipelineCoordinator {
                       const std::vector<int64_t>& keep, Actions& out);
   // Whether the restore point's task set differs from the expected one.
   bool RestoreSetDiffers() const;
-  // RESOURCE_EXHAUSTED when the history holds options_.max_savepoints savepoints.
+  // RESOURCE_EXHAUSTED when the history holds options_->max_savepoints savepoints.
   Status CheckSavepointRoom() const;
   // The plain checkpoints a commit of plain checkpoint `extra` (0: a savepoint) keeping `keep`
   // pushes out of the history.
@@ -513,7 +523,7 @@ class PipelineCoordinator {
 
   // Constant after construction.
   const Clock& clock_;
-  const CoordinatorOptions options_;
+  const std::shared_ptr<const CoordinatorOptions> options_;  // shared by equal options
 
   // Everything below is accessed only on the pipeline's strand (see the class comment).
   PipelineSpec spec_;
@@ -600,7 +610,7 @@ class PipelineCoordinator {
   std::optional<PendingRound> pending_;
   std::optional<QueuedSavepoint> queued_savepoint_;
   // When the worker savepoint requests of the last minute were accepted, oldest first: at most
-  // options_.savepoint_requests_per_minute entries. A vector, not a deque (see recent_).
+  // options_->savepoint_requests_per_minute entries. A vector, not a deque (see recent_).
   std::vector<SteadyTime> worker_savepoint_times_;
 
   std::map<SessionId, SessionInfo> sessions_;
@@ -608,7 +618,7 @@ class PipelineCoordinator {
   std::map<std::string, SessionId> task_owner_;
   std::set<std::string> ever_registered_;  // in this process: a second registration is a return
 
-  // Newest first, at most options_.recent_rounds_kept. A vector, not a deque: libstdc++'s deque
+  // Newest first, at most options_->recent_rounds_kept. A vector, not a deque: libstdc++'s deque
   // allocates ~600 bytes even when empty, which is most of an idle pipeline's memory budget, and
   // this holds only failed rounds (few, and inserting at the front of ten is cheap).
   std::vector<RoundSummary> recent_;

@@ -88,7 +88,7 @@ Explanation PipelineCoordinator::Explain(int64_t stuck_threshold_ms) const {
   e.recent_p95_ms = recent_durations_.P95Ms();
   e.recent_rounds = recent_durations_.count();
   e.stuck_threshold_ms = StuckThresholdMs(
-      e.recent_p95_ms, stuck_threshold_ms > 0 ? stuck_threshold_ms : options_.stuck_threshold_ms);
+      e.recent_p95_ms, stuck_threshold_ms > 0 ? stuck_threshold_ms : options_->stuck_threshold_ms);
   e.last_completed_checkpoint_id = last_completed_id_;
   e.last_completed_at_ms = last_completed_at_ms_;
   auto add_task = [&](const std::string& task, int64_t missing_since_ms) {

@@ -16,7 +16,7 @@ void PipelineCoordinator::SyncPositionGate() {
   }
   if (!positions_) {
     positions_ = std::make_unique<PositionTracking>();
-    positions_->next_warn_at = clock_.SteadyNow() + options_.positions_warn_interval;
+    positions_->next_warn_at = clock_.SteadyNow() + options_->positions_warn_interval;
   }
   const bool was_open = positions_->gate.Open(expected_.size()) && positions_->gate.reported() > 0;
   positions_->gate.Retain(expected_);
@@ -54,7 +54,7 @@ void PipelineCoordinator::NotePassedPosition(int64_t position) {
 
 void PipelineCoordinator::WarnUnreportedPositions(SteadyTime now, Actions& out) {
   if (!positions_ || now < positions_->next_warn_at) return;
-  positions_->next_warn_at = now + options_.positions_warn_interval;
+  positions_->next_warn_at = now + options_->positions_warn_interval;
   if (positions_->gate.reported() >= expected_.size()) return;  // all report: only slow
   std::vector<std::string> unreported;
   size_t total = 0;

@@ -77,17 +77,17 @@ int64_t PipelineCoordinator::WindowStart(int64_t extra) const {
 }
 
 bool PipelineCoordinator::IsPinned(int64_t checkpoint_id) const {
-  return options_.pins && options_.pins->IsPinned(spec_.key, checkpoint_id);
+  return options_->pins && options_->pins->IsPinned(spec_.key, checkpoint_id);
 }
 
 void PipelineCoordinator::AdoptCompleted(int64_t checkpoint_id, CheckpointKind kind,
                                          std::string location, int64_t position,
                                          std::map<std::string, TaskState> task_states,
                                          const std::vector<int64_t>& keep, Actions& out) {
-  if (restore_ && restore_->operator_set && options_.pins) {
+  if (restore_ && restore_->operator_set && options_->pins) {
     // A completion ends an operator-set restore point, and its pin.
     const CheckpointRef was{restore_->source, restore_->checkpoint.checkpoint_id};
-    if (options_.pins->Remove(was, spec_.key)) out.push_back(PinDropped{was});
+    if (options_->pins->Remove(was, spec_.key)) out.push_back(PinDropped{was});
   }
   CompletedCheckpoint checkpoint;
   checkpoint.checkpoint_id = checkpoint_id;
@@ -158,7 +158,7 @@ Status PipelineCoordinator::AddPin(int64_t checkpoint_id, const PipelineKey& hol
       std::find(deleting_.begin(), deleting_.end(), checkpoint_id) != deleting_.end()) {
     return Status::NotFound(what + " is not in its history (ckptctl checkpoint list shows it)");
   }
-  if (!options_.pins) return Status::Internal("no restore pins in this daemon");
+  if (!options_->pins) return Status::Internal("no restore pins in this daemon");
   // A commit in flight may push a plain checkpoint out as it lands, with a trim decided before
   // this pin: refuse rather than race it.
   const int64_t plain_extra =
@@ -168,7 +168,7 @@ Status PipelineCoordinator::AddPin(int64_t checkpoint_id, const PipelineKey& hol
     return Status::NotFound(what + " is leaving its history (retained " +
                             std::to_string(spec_.retained) + "); pick a newer one");
   }
-  options_.pins->Add({spec_.key, checkpoint_id}, holder);
+  options_->pins->Add({spec_.key, checkpoint_id}, holder);
   return Status::Ok();
 }
 
@@ -194,9 +194,9 @@ PipelineCoordinator::Outcome PipelineCoordinator::Restore(const PipelineKey& sou
     return o;
   }
   const CheckpointRef ref{source, checkpoint.checkpoint_id};
-  if (restore_ && restore_->operator_set && options_.pins) {
+  if (restore_ && restore_->operator_set && options_->pins) {
     const CheckpointRef was{restore_->source, restore_->checkpoint.checkpoint_id};
-    if (options_.pins->Remove(was, spec_.key)) o.actions.push_back(PinDropped{was});
+    if (options_->pins->Remove(was, spec_.key)) o.actions.push_back(PinDropped{was});
   }
   restore_ = std::make_unique<const HeldRestorePoint>(source, true, std::move(checkpoint));
   restore_rescaled_ = RestoreSetDiffers();
@@ -224,10 +224,10 @@ PipelineCoordinator::Outcome PipelineCoordinator::Restore(const PipelineKey& sou
 Status PipelineCoordinator::CheckSavepointRoom() const {
   const auto held = std::count_if(history_.begin(), history_.end(),
                                   [](const HistoryEntry& e) { return !IsPlain(e); });
-  if (held < options_.max_savepoints) return Status::Ok();
+  if (held < options_->max_savepoints) return Status::Ok();
   return Status::ResourceExhausted(
       "pipeline " + spec_.key.ToString() + " holds " + std::to_string(held) + " savepoints, " +
-      NameLimit("max_savepoints_per_pipeline", options_.max_savepoints) +
+      NameLimit("max_savepoints_per_pipeline", options_->max_savepoints) +
       "; delete one first: ckptctl checkpoint delete " + spec_.key.job_id + " " +
       spec_.key.pipeline_id + " ID (ckptctl checkpoint list shows them)");
 }

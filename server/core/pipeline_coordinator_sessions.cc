@@ -88,7 +88,7 @@ PipelineCoordinator::Registration PipelineCoordinator::OnRegister(
     out.push_back(Log{LogLevel::kInfo, "all " + std::to_string(expected_.size()) +
                                            " tasks registered; pipeline " +
                                            PipelineStateName(State())});
-    next_missing_warn_at_ = clock_.SteadyNow() + options_.missing_tasks_warn_interval;
+    next_missing_warn_at_ = clock_.SteadyNow() + options_->missing_tasks_warn_interval;
     if (!all_before) HoldForStartOffset();
   }
   reg.welcome = WelcomeInfo{
@@ -147,7 +147,7 @@ void PipelineCoordinator::LoseSession(SessionId session, const std::string& why,
     out.push_back(Log{LogLevel::kWarn, "lost task(s) " + FirstNames(lost) + " of worker " + worker +
                                            " (" + why + "); waiting for tasks"});
   }
-  next_missing_warn_at_ = clock_.SteadyNow() + options_.missing_tasks_warn_interval;
+  next_missing_warn_at_ = clock_.SteadyNow() + options_->missing_tasks_warn_interval;
   BumpGeneration("task loss", out);
   if (pending_ && !pending_->completing) {
     // A round already with the store completes anyway; any other is aborted, and a savepoint is
@@ -233,9 +233,9 @@ PipelineCoordinator::Outcome PipelineCoordinator::AnswerWorkerSavepoint(SessionI
 }
 
 Status PipelineCoordinator::AdmitWorkerSavepoint(const std::string& target, bool* over_rate) {
-  if (!target.empty() && !PathIsUnder(target, options_.savepoint_root)) {
+  if (!target.empty() && !PathIsUnder(target, options_->savepoint_root)) {
     return Status::PermissionDenied("a worker's savepoint target must lie under savepoint_root (" +
-                                    options_.savepoint_root + ") or be empty; " + target +
+                                    options_->savepoint_root + ") or be empty; " + target +
                                     " does not");
   }
   const SteadyTime now = clock_.SteadyNow();
@@ -243,7 +243,7 @@ Status PipelineCoordinator::AdmitWorkerSavepoint(const std::string& target, bool
   times.erase(times.begin(), std::find_if(times.begin(), times.end(), [&](SteadyTime t) {
                 return now - t < std::chrono::minutes(1);
               }));
-  const int64_t limit = options_.savepoint_requests_per_minute;
+  const int64_t limit = options_->savepoint_requests_per_minute;
   if (static_cast<int64_t>(times.size()) >= limit) {
     *over_rate = true;
     return Status::ResourceExhausted("more than limits.savepoint_requests_per_minute (" +

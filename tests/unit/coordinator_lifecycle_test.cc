@@ -10,6 +10,31 @@ namespace {
 
 using std::chrono::milliseconds;
 
+// Every coordinator of a daemon is made with the same options: one copy serves them all while any
+// of them lives, and options that differ in any field get their own.
+TEST(CoordinatorOptionsSharing, EqualOptionsShareOneCopyWhileAnyHolderLives) {
+  CoordinatorOptions options;
+  options.savepoint_root = "/var/lib/ckptd/savepoints-shared-test";
+  auto first = SharedCoordinatorOptions(options);
+  auto second = SharedCoordinatorOptions(options);
+  EXPECT_EQ(first.get(), second.get());
+  EXPECT_EQ(first->savepoint_root, options.savepoint_root);
+
+  CoordinatorOptions other = options;
+  other.max_savepoints = options.max_savepoints + 1;
+  auto third = SharedCoordinatorOptions(other);
+  EXPECT_NE(third.get(), first.get());
+  EXPECT_EQ(third->max_savepoints, other.max_savepoints);
+
+  // Once no holder is left, the next caller gets a fresh copy of its own options, not a stale one.
+  first.reset();
+  second.reset();
+  options.start_spread = Millis(1234);
+  auto fourth = SharedCoordinatorOptions(options);
+  EXPECT_EQ(fourth->start_spread, Millis(1234));
+  EXPECT_NE(fourth.get(), third.get());
+}
+
 TEST(CoordinatorDelete, ARoundWithTheStoreEndsWhenItsCompletionArrives) {
   Harness h;
   h.auto_commit = false;
