@@ -718,7 +718,7 @@ PipelineCoordinator::Outcome PipelineCoordinator::UpdateSpec(const PipelineSpec&
         "an update cannot change alignment_group (it is set when the pipeline is created)");
     return o;
   }
-  const std::set<std::string> new_tasks(spec.task_ids.begin(), spec.task_ids.end());
+  const TaskIdSet new_tasks(spec.task_ids.begin(), spec.task_ids.end());
   const bool tasks_changed = new_tasks != expected_;
   const bool all_before = AllTasksRegistered();
   spec_ = spec;

@@ -24,6 +24,7 @@
 #include "core/position_gate.h"
 #include "core/recent_durations.h"
 #include "core/restore_pins.h"
+#include "core/task_id_set.h"
 #include "core/types.h"
 
 namespace ckpt {
@@ -527,7 +528,7 @@ class PipelineCoordinator {
 
   // Everything below is accessed only on the pipeline's strand (see the class comment).
   PipelineSpec spec_;
-  std::set<std::string> expected_;
+  TaskIdSet expected_;
   int64_t generation_ = 1;
   StickyState sticky_ = StickyState::kActive;
   int64_t sticky_since_ms_ = 0;  // wall clock of the last change of sticky_ (0: before this start)

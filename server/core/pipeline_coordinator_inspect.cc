@@ -58,7 +58,7 @@ std::optional<CheckpointDetail> PipelineCoordinator::DescribeCheckpoint(
   // Every task the round waits for (or waited for), acked or not: the ones that did not ack
   // name the worker that holds them now. A failed round's acked tasks come along even when the
   // task set changed since (its end may be that change).
-  std::set<std::string> tasks = expected_;
+  std::set<std::string> tasks(expected_.begin(), expected_.end());
   for (const auto& [task, unused] : done) tasks.insert(task);
   detail.tasks.reserve(tasks.size());
   for (const std::string& task : tasks) {

@@ -39,7 +39,7 @@ void PositionGate::Forget(const std::string& task) {
   ++version_;
 }
 
-void PositionGate::Retain(const std::set<std::string>& tasks) {
+void PositionGate::Retain(const TaskIdSet& tasks) {
   if (std::erase_if(positions_, [&](const auto& p) { return !tasks.count(p.first); }) > 0) {
     ++version_;
   }

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "core/task_id_set.h"
+
 namespace ckpt {
 
 // Positions above this are refused: a target one interval past it still fits in an int64.
@@ -35,7 +37,7 @@ class PositionGate {
   // reported before no longer counts.
   void Forget(const std::string& task);
   // Keeps only the tasks of `tasks` (a changed task set).
-  void Retain(const std::set<std::string>& tasks);
+  void Retain(const TaskIdSet& tasks);
 
   // Whether each of `expected` tasks reported a position at or past the threshold. The gate
   // holds only tasks the caller reported, which must be of the expected set.

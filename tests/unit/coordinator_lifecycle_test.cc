@@ -35,6 +35,20 @@ TEST(CoordinatorOptionsSharing, EqualOptionsShareOneCopyWhileAnyHolderLives) {
   EXPECT_NE(fourth.get(), third.get());
 }
 
+TEST(TaskIdSetTest, HoldsEachIdOnceInOrderAndComparesByContent) {
+  const std::vector<std::string> ids = {"c", "a", "b", "a"};
+  const TaskIdSet set(ids.begin(), ids.end());
+  EXPECT_EQ(set.size(), 3u);
+  EXPECT_EQ(std::vector<std::string>(set.begin(), set.end()),
+            (std::vector<std::string>{"a", "b", "c"}));
+  EXPECT_EQ(set.count("b"), 1u);
+  EXPECT_EQ(set.count("d"), 0u);
+  EXPECT_EQ(set.count(""), 0u);
+  EXPECT_TRUE(set == (TaskIdSet{"b", "c", "a"}));
+  EXPECT_FALSE(set == (TaskIdSet{"a", "b"}));
+  EXPECT_TRUE(TaskIdSet{}.empty());
+}
+
 TEST(CoordinatorDelete, ARoundWithTheStoreEndsWhenItsCompletionArrives) {
   Harness h;
   h.auto_commit = false;
