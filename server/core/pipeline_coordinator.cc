@@ -723,6 +723,20 @@ PipelineCoordinator::Outcome PipelineCoordinator::UpdateSpec(const PipelineSpec&
   const bool all_before = AllTasksRegistered();
   spec_ = spec;
   spec_unsaved_ = true;  // the next write is the whole record
+  if (tasks_changed && !ever_registered_.empty()) {
+    // Indexed by expected_: the tasks that stay keep their mark, the ones that left lose it.
+    std::vector<bool> kept(new_tasks.size());
+    size_t count = 0;
+    size_t i = 0;
+    for (const std::string& task : expected_) {
+      if (const size_t j = new_tasks.IndexOf(task); ever_registered_[i++] && j < kept.size()) {
+        kept[j] = true;
+        ++count;
+      }
+    }
+    ever_registered_ = std::move(kept);
+    ever_registered_count_ = count;
+  }
   expected_ = new_tasks;
   if (tasks_changed && restore_) restore_rescaled_ = RestoreSetDiffers();
   SyncPositionGate();

@@ -151,7 +151,7 @@ Explanation PipelineCoordinator::Explain(int64_t stuck_threshold_ms) const {
     return e;
   }
   if (!AllTasksRegistered()) {
-    e.holdup = last_completed_id_ == 0 && ever_registered_.size() < expected_.size()
+    e.holdup = last_completed_id_ == 0 && ever_registered_count_ < expected_.size()
                    ? Holdup::kNeverAllTasks
                    : Holdup::kTasksMissing;
     for (const std::string& task : spec_.task_ids) {

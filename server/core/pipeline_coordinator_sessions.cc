@@ -65,7 +65,10 @@ PipelineCoordinator::Registration PipelineCoordinator::OnRegister(
   Actions& out = reg.actions;
   const bool all_before = AllTasksRegistered();  // a takeover replaces tasks that were all there
   bool returning = false;
-  for (const auto& task : task_ids) returning = returning || ever_registered_.count(task) > 0;
+  for (const auto& task : task_ids) {
+    const size_t i = expected_.IndexOf(task);  // every task was checked against expected_ above
+    returning = returning || (i < ever_registered_.size() && ever_registered_[i]);
+  }
   for (SessionId old : holders) {
     // The newer stream wins: end the old one whole (its other tasks are lost with it).
     out.push_back(EndSession{old, Status::Aborted("tasks taken over by worker " + worker_id)});
@@ -74,7 +77,12 @@ PipelineCoordinator::Registration PipelineCoordinator::OnRegister(
   sessions_[session] = SessionInfo{worker_id, task_ids, {}, principal, clock_.WallMs()};
   for (const auto& task : task_ids) {
     task_owner_[task] = session;
-    ever_registered_.insert(task);
+    if (ever_registered_.empty()) ever_registered_.resize(expected_.size());
+    if (const size_t i = expected_.IndexOf(task);
+        i < ever_registered_.size() && !ever_registered_[i]) {
+      ever_registered_[i] = true;
+      ++ever_registered_count_;
+    }
   }
   ForgetPositions(task_ids);  // a task registered anew may resume from an older position
   if (!holders.empty()) {

@@ -31,6 +31,11 @@ class TaskIdSet {
   size_t count(const std::string& id) const {
     return std::binary_search(ids_.begin(), ids_.end(), id) ? 1 : 0;
   }
+  // Where `id` is in begin()..end(); size() when absent.
+  size_t IndexOf(const std::string& id) const {
+    auto it = std::lower_bound(ids_.begin(), ids_.end(), id);
+    return it != ids_.end() && *it == id ? static_cast<size_t>(it - ids_.begin()) : ids_.size();
+  }
   size_t size() const { return ids_.size(); }
   bool empty() const { return ids_.empty(); }
   // Ascending.

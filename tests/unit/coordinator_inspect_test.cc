@@ -99,6 +99,27 @@ std::string Sentence(Harness& h) {
   return ExplainSentence(h.c().key(), h.c().Explain(), h.clock.WallMs());
 }
 
+// Which tasks ever registered follows the task set: a task that joins it by an update has never
+// registered, even though as many tasks as the set holds once had.
+TEST(CoordinatorExplain, ATaskAddedByAnUpdateHasNeverRegistered) {
+  Harness h(MakeSpec({"a", "b"}));
+  h.Start();
+  h.RegisterAll();
+  h.Apply(h.c().OnSessionEnded(1, "gone"));  // before any round completed
+  EXPECT_EQ(h.c().Explain().holdup, Holdup::kTasksMissing) << "a and b both came once";
+
+  PipelineSpec spec = h.c().spec();
+  spec.task_ids = {"a", "c"};
+  ASSERT_TRUE(h.c().UpdateSpec(spec).status.ok());
+  EXPECT_EQ(h.c().Explain().holdup, Holdup::kNeverAllTasks) << "c never came";
+
+  auto reg = h.c().OnRegister(2, "w2", {"c"}, false);
+  ASSERT_TRUE(reg.status.ok()) << reg.status.ToString();
+  h.Apply(reg.actions);
+  h.Apply(h.c().OnSessionEnded(2, "gone"));
+  EXPECT_EQ(h.c().Explain().holdup, Holdup::kTasksMissing) << "a before the update, c after it";
+}
+
 TEST(CoordinatorExplain, TasksNeverAllThereThenMissingNameThemAndSinceWhen) {
   Harness h(MakeSpec({"a", "b"}));
   h.Start();
