@@ -4,7 +4,7 @@
 One figure per benchmark hides what matters most on a shared machine: how often the tail holds.
 This runs N pairs, each pair ckptd's scheduler (ckpt-bench-scheduler) and then the anchors' bare
 Asio ckpt pattern (asio_timers --pattern ckpt, 2 threads, strands), both at P pipelines and a 1 s
-interval; first on the machine as it is, then with a CPU hog beside both (one process spinning
+interval with the same warm-up and window; first on the machine as it is, then with a CPU hog beside both (one process spinning
 for the whole of its half, pinned to the last core when `taskset` is there). Every run's p50/p99
 and the pair's ratio are kept; the summary says in how many pairs ckptd's p99 was within 3x of
 the anchor's p99 of the same pair.
@@ -61,7 +61,8 @@ def one_pair(args):
                       str(args.warmup_s), "--measure-s", str(args.measure_s)], 180)
     time.sleep(1)
     asio = run_json([args.asio, "--timers", str(args.pipelines), "--threads", "2", "--strand",
-                     "1", "--pattern", "ckpt"], 180)
+                     "1", "--pattern", "ckpt", "--warmup-s", str(args.warmup_s), "--measure-s",
+                     str(args.measure_s)], 180)
     time.sleep(1)
     row = {"ckptd_p50_us": None, "ckptd_p99_us": None, "ckptd_cpu_pct": None,
            "anchor_p50_us": None, "anchor_p99_us": None, "anchor_cpu_pct": None,

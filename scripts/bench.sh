@@ -104,9 +104,12 @@ run_bench 120 '"bench":"scheduler_web","pipelines":100000' \
 # CKPT_BENCH_PAIRS sets the count (0 skips it); it needs the anchors' asio_timers.
 pairs=${CKPT_BENCH_PAIRS:-10}
 asio_timers=$build/anchors/limits/build/asio_timers
-if [ "$pairs" -gt 0 ] && [ -x "$asio_timers" ]; then
+if [ "$pairs" -gt 0 ] && [ ! -x "$asio_timers" ]; then
+  step "no $asio_timers (the anchors did not build): the scheduler pairs are skipped"
+elif [ "$pairs" -gt 0 ]; then
   step "scheduler: 100,000 pipelines, $pairs pairs beside the bare Asio pattern, alone and under load"
-  run_bench $((pairs * 80 + 120)) '"bench":"scheduler_pairs","pipelines":100000' \
+  # Each run has 180 s of its own (about 20 s when it is well); the JSON comes at the end.
+  run_bench $((pairs * 2 * 190 + 60)) '"bench":"scheduler_pairs","pipelines":100000' \
     "$python" "$root/bench/scheduler_pairs.py" --bench "$build/bench/ckpt-bench-scheduler" \
     --asio "$asio_timers" --pairs "$pairs"
 fi

@@ -243,12 +243,13 @@ TEST_F(WorkerProtocolTest, ARoundUnansweredPastItsTimeoutExpires) {
   EXPECT_TRUE(Eventually([&] { return Describe("p").counters.expired_count == 1; }));
 }
 
-// The watchdog stays armed between rounds (PipelineRunner::timeout_timer_): when it fires for a
-// round long over, the round then pending keeps its own deadline, neither sooner nor never.
+// A round's watchdog belongs to that round: the round after a completed one expires at its own
+// deadline, neither at the previous round's nor never, however the watchdog is kept between
+// rounds. (The interval, 250 s, lets the second round trigger only once the clock is moved.)
 TEST_F(WorkerProtocolTest, ARoundAfterACompletedOneExpiresAtItsOwnDeadline) {
   config_.lease_ttl_ms = 3600000;
   config_.heartbeat_interval_ms = 600000;
-  config_.pipelines = {TestSpec("p", {"a", "b"}, 50, 600000)};
+  config_.pipelines = {TestSpec("p", {"a", "b"}, 250000, 600000)};
   config_.stuck_threshold_ms = 3600000;  // no stuck notice: the watchdog waits for the deadline
   StartDaemon();
   RawWorker w(channel_);
@@ -258,7 +259,7 @@ TEST_F(WorkerProtocolTest, ARoundAfterACompletedOneExpiresAtItsOwnDeadline) {
   w.Ack(first->trigger().checkpoint_id(), "a");
   w.Ack(first->trigger().checkpoint_id(), "b");
   ASSERT_TRUE(w.WaitComplete());
-  // The next round comes five minutes after the first: due long since, it triggers at once.
+  // The next round comes five minutes after the first: due since 250 s, it triggers at once.
   MoveDaemonClock(std::chrono::seconds(300));
   auto second = w.WaitTrigger();
   ASSERT_TRUE(second);
