@@ -726,16 +726,13 @@ PipelineCoordinator::Outcome PipelineCoordinator::UpdateSpec(const PipelineSpec&
   if (tasks_changed && !ever_registered_.empty()) {
     // Indexed by expected_: the tasks that stay keep their mark, the ones that left lose it.
     std::vector<bool> kept(new_tasks.size());
-    size_t count = 0;
-    size_t i = 0;
+    size_t old_index = 0;
     for (const std::string& task : expected_) {
-      if (const size_t j = new_tasks.IndexOf(task); ever_registered_[i++] && j < kept.size()) {
-        kept[j] = true;
-        ++count;
-      }
+      const size_t new_index = new_tasks.IndexOf(task);
+      if (new_index < kept.size()) kept[new_index] = ever_registered_[old_index];
+      ++old_index;
     }
     ever_registered_ = std::move(kept);
-    ever_registered_count_ = count;
   }
   expected_ = new_tasks;
   if (tasks_changed && restore_) restore_rescaled_ = RestoreSetDiffers();

@@ -620,7 +620,6 @@ class PipelineCoordinator {
   // The tasks that registered in this process (a second registration is a return), by index into
   // expected_; empty until the first. Bits, not a set of ids: per pipeline, for its whole life.
   std::vector<bool> ever_registered_;
-  size_t ever_registered_count_ = 0;
 
   // Newest first, at most options_->recent_rounds_kept. A vector, not a deque: libstdc++'s deque
   // allocates ~600 bytes even when empty, which is most of an idle pipeline's memory budget, and

@@ -75,13 +75,11 @@ PipelineCoordinator::Registration PipelineCoordinator::OnRegister(
     LoseSession(old, "taken over by worker " + worker_id, out);
   }
   sessions_[session] = SessionInfo{worker_id, task_ids, {}, principal, clock_.WallMs()};
+  if (ever_registered_.empty()) ever_registered_.resize(expected_.size());
   for (const auto& task : task_ids) {
     task_owner_[task] = session;
-    if (ever_registered_.empty()) ever_registered_.resize(expected_.size());
-    if (const size_t i = expected_.IndexOf(task);
-        i < ever_registered_.size() && !ever_registered_[i]) {
+    if (const size_t i = expected_.IndexOf(task); i < ever_registered_.size()) {
       ever_registered_[i] = true;
-      ++ever_registered_count_;
     }
   }
   ForgetPositions(task_ids);  // a task registered anew may resume from an older position
