@@ -49,7 +49,7 @@ PipelineRunner::PipelineRunner(asio::io_context& io, const StoredPipeline& store
       restarted_(restarted),
       store_health_(options.store_health),
       on_pin_dropped_(std::move(options.on_pin_dropped)),
-      strand_(asio::make_strand(io)),
+      strand_(io.get_executor()),
       coordinator_(stored, clock, std::move(options.coordinator)),
       wakeup_timer_(strand_),
       timeout_timer_(strand_) {

@@ -6,10 +6,18 @@
 // Threading: public methods may be called from any thread; each posts its work to strand_ and
 // returns at once. Members under "strand_" are touched only by handlers running on strand_. Nothing
 // on the strand blocks: the store is asynchronous and sessions queue their writes.
+//
+// The strand is the shard's loop itself: an IoShards io_context is run by exactly one thread, so
+// its handlers never overlap, and an asio::strand on top of it would only add a queue, a lock and
+// a re-post (an allocation) to every handler (at 100,000 pipelines that was a tenth of the CPU
+// and most of the trigger delay's tail, docs/PERFORMANCE.md). Order: what one thread posts runs
+// in that order. Unlike an asio::strand, what a handler of this shard posts is queued when the
+// handler returns, so a post another thread makes meanwhile can run first; nothing here relies on
+// such a post coming second (the other threads' posts are their own events: acks, hellos, store
+// completions, operator calls).
 
 #include <boost/asio/basic_waitable_timer.hpp>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/strand.hpp>
 #include <functional>
 #include <map>
 #include <memory>
@@ -45,6 +53,7 @@ struct RunnerOptions {
 
 class PipelineRunner : public std::enable_shared_from_this<PipelineRunner> {
  public:
+  // `io` must be run by exactly one thread (an IoShards shard): it is the runner's strand.
   // `store`, `clock` and `metrics` must outlive the runner and every handler it posts.
   PipelineRunner(boost::asio::io_context& io, const StoredPipeline& stored, bool restarted,
                  MetadataStore& store, const Clock& clock, DaemonMetrics& metrics,
@@ -213,7 +222,7 @@ class PipelineRunner : public std::enable_shared_from_this<PipelineRunner> {
   // Timers typed on the strand rather than steady_timer's type-erased any_io_executor: every
   // wait then completes on the strand without the erased executor's heap copies, and each timer
   // is smaller (this is per pipeline, and there are up to 100,000 of them).
-  using Strand = boost::asio::strand<boost::asio::io_context::executor_type>;
+  using Strand = boost::asio::io_context::executor_type;
   using StrandTimer = boost::asio::basic_waitable_timer<DaemonClock, DaemonWaitTraits, Strand>;
 
   // strand_: every member below is touched only on it.
