@@ -5,7 +5,8 @@
 
 namespace ckpt::sdk::internal {
 
-std::shared_ptr<ConnectAttempt> ConnectAttempt::Start(v1::WorkerService::Stub& stub, uint64_t id,
+std::shared_ptr<ConnectAttempt> ConnectAttempt::Start(v1::WorkerService::Stub& stub,
+                                                      grpc::CompletionQueue& queue, uint64_t id,
                                                       v1::WorkerMessage hello,
                                                       const std::string& token,
                                                       std::shared_ptr<AttemptListener> listener) {
@@ -14,18 +15,38 @@ std::shared_ptr<ConnectAttempt> ConnectAttempt::Start(v1::WorkerService::Stub& s
   // Per call, not as CallCredentials: gRPC refuses those on a plaintext channel, and the daemon
   // accepts a token over plaintext from loopback.
   cli::AttachBearerToken(token, &attempt->context_);
-  stub.async()->Connect(&attempt->context_, attempt.get());
-  attempt->StartRead(&attempt->incoming_);
-  attempt->Send(std::move(hello));
-  // Writes start outside reactions (from the pipeline's strand): the hold keeps the call from
-  // finishing under a concurrent Send. It is removed once, when the read side ends.
-  attempt->AddHold();
-  attempt->StartCall();
+  ConnectAttempt& a = *attempt;
+  {
+    std::lock_guard<std::mutex> lock(a.ops_mu_);
+    a.stream_ = stub.PrepareAsyncConnect(&a.context_, &queue);
+  }
+  {
+    // StartCall sends the metadata with the stream's write operation: the first message waits
+    // for it as for a write in flight (OnStartDone).
+    std::lock_guard<std::mutex> lock(a.mu_);
+    a.writing_ = true;
+  }
+  a.StartOperation([&a](Stream& stream) {
+    a.start_op_.Arm(&Operation::Completed);
+    stream.StartCall(&a.start_op_);
+  });
+  a.StartOperation([&a](Stream& stream) {
+    a.read_op_.Arm(&Operation::Completed);
+    stream.Read(&a.incoming_, &a.read_op_);
+  });
+  a.Send(std::move(hello));
   return attempt;
 }
 
 ConnectAttempt::ConnectAttempt(uint64_t id, std::shared_ptr<AttemptListener> listener)
     : id_(id), listener_(std::move(listener)) {}
+
+template <typename Call>
+void ConnectAttempt::StartOperation(Call&& call) {
+  std::lock_guard<std::mutex> lock(ops_mu_);
+  ++outstanding_;
+  call(*stream_);
+}
 
 bool ConnectAttempt::Send(v1::WorkerMessage message) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -38,7 +59,10 @@ bool ConnectAttempt::Send(v1::WorkerMessage message) {
 void ConnectAttempt::MaybeStartWriteLocked() {
   if (writing_ || closed_ || outgoing_.empty()) return;
   writing_ = true;
-  StartWrite(&outgoing_.front());
+  StartOperation([this](Stream& stream) {
+    write_op_.Arm(&Operation::Completed);
+    stream.Write(outgoing_.front(), &write_op_);
+  });
 }
 
 void ConnectAttempt::Cancel() {
@@ -46,11 +70,28 @@ void ConnectAttempt::Cancel() {
   if (!done_.load(std::memory_order_acquire)) context_.TryCancel();
 }
 
+void ConnectAttempt::Completed(Kind kind, bool ok) {
+  // The reaction first: what it starts (the next read, the finish) is counted before this
+  // operation is counted out, so the call cannot look over meanwhile.
+  if (kind == Kind::kStart) OnStartDone(ok);
+  if (kind == Kind::kRead) OnReadDone(ok);
+  if (kind == Kind::kWrite) OnWriteDone(ok);
+  {
+    std::lock_guard<std::mutex> lock(ops_mu_);
+    if (kind == Kind::kFinish) finish_done_ = true;
+    if (--outstanding_ > 0 || !finish_done_) return;
+  }
+  OnDone();  // may destroy this attempt: nothing follows
+}
+
 void ConnectAttempt::OnReadDone(bool ok) {
   if (ok) {
     listener_->OnAttemptMessage(id_, std::move(incoming_));
     incoming_.Clear();
-    StartRead(&incoming_);
+    StartOperation([this](Stream& stream) {
+      read_op_.Arm(&Operation::Completed);
+      stream.Read(&incoming_, &read_op_);
+    });
     return;
   }
   {
@@ -59,9 +100,23 @@ void ConnectAttempt::OnReadDone(bool ok) {
     // Keep the message in flight alive until OnWriteDone; the rest will never be sent.
     while (outgoing_.size() > (writing_ ? 1u : 0u)) outgoing_.pop_back();
   }
-  // Outside the lock: with the hold gone OnDone may run (on another thread) as soon as the
-  // outstanding operations finish. Nothing here touches the call afterwards.
-  RemoveHold();
+  // The server is done (or the call broke): ask for the status. No write starts from here on.
+  StartOperation([this](Stream& stream) {
+    finish_op_.Arm(&Operation::Completed);
+    stream.Finish(&status_, &finish_op_);
+  });
+}
+
+void ConnectAttempt::OnStartDone(bool ok) {
+  std::lock_guard<std::mutex> lock(mu_);
+  writing_ = false;
+  if (!ok) {
+    // The call did not start; the read side sees the end and reports the status.
+    closed_ = true;
+    outgoing_.clear();
+    return;
+  }
+  MaybeStartWriteLocked();
 }
 
 void ConnectAttempt::OnWriteDone(bool ok) {
@@ -77,14 +132,14 @@ void ConnectAttempt::OnWriteDone(bool ok) {
   MaybeStartWriteLocked();
 }
 
-void ConnectAttempt::OnDone(const grpc::Status& status) {
+void ConnectAttempt::OnDone() {
   done_.store(true, std::memory_order_release);
   // Drop both references before returning: the listener may release its own reference to us on
   // another thread right after being told, and `this` may then be destroyed with `self`.
   std::shared_ptr<ConnectAttempt> self = std::move(self_);
   std::shared_ptr<AttemptListener> listener = std::move(listener_);
   // The trailers are complete once the call is done.
-  listener->OnAttemptDone(id_, status, cli::LeaderTrailer(context_));
+  listener->OnAttemptDone(id_, status_, cli::LeaderTrailer(context_));
 }
 
 }  // namespace ckpt::sdk::internal

@@ -169,9 +169,9 @@ void PipelineSession::StartAttempt() {
   // Not on the first hello (see PipelineWorkerOptions::takeover_on_reconnect).
   const bool takeover = options_.takeover_on_reconnect && attempt_id_ > 1;
   // Read at each attempt: a token rotated in its file is used from the next stream on.
-  attempt_ = ConnectAttempt::Start(core_->StubFor(follower_.current()), attempt_id_,
-                                   MakeHello(options_, takeover), core_->CurrentToken(),
-                                   shared_from_this());
+  attempt_ = ConnectAttempt::Start(core_->StubFor(follower_.current()), core_->NextQueue(),
+                                   attempt_id_, MakeHello(options_, takeover),
+                                   core_->CurrentToken(), shared_from_this());
 }
 
 void PipelineSession::Send(v1::WorkerMessage message) {

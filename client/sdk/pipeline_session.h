@@ -9,8 +9,8 @@
 //   any --Stop--> Stopping --stream ended--> Stopped   (or Stopped at once when no stream is up)
 //
 // Threading: public methods are thread-safe and post to strand_; all state below "strand_ only"
-// is touched only there. Attempt callbacks arrive on gRPC threads and are posted too. The user's
-// Post/RunAfter work runs on strand_ as well, but sees none of this state.
+// is touched only there. Attempt callbacks arrive on the runtime's stream-queue threads and are
+// posted too. The user's Post/RunAfter work runs on strand_ as well, but sees none of this state.
 
 #include <atomic>
 #include <boost/asio/steady_timer.hpp>

@@ -10,6 +10,7 @@
 
 #include "common/channel_security.h"
 #include "common/server_list.h"
+#include "sdk/connect_attempt.h"
 #include "sdk/pipeline_session.h"
 
 namespace ckpt::sdk::internal {
@@ -23,6 +24,18 @@ thread_local const RuntimeCore* tls_current_core = nullptr;
 constexpr int kChannelInitialReconnectMs = 100;
 constexpr int kChannelMinConnectTimeoutMs = 1000;
 constexpr int kChannelMaxReconnectMs = 2000;
+
+// Completion queues for the streams, a thread each: every completion scans the tags outstanding
+// on its queue (Debian's gRPC), about one per stream, so more queues mean shorter scans under
+// more locks. The threads mostly sleep.
+constexpr int kStreamQueues = 4;
+
+// Runs the reactions of one queue's streams until the queue is shut down and empty.
+void DrainQueue(grpc::CompletionQueue& queue) {
+  void* tag = nullptr;
+  bool ok = false;
+  while (queue.Next(&tag, &ok)) static_cast<QueuedOperation*>(tag)->Complete(ok);
+}
 // The largest message taken from the daemon (CONTRACT.md: up to 64 MiB): a welcome with a
 // 100,000-task restore point fits.
 constexpr int kMaxDaemonMessageBytes = 64 << 20;
@@ -86,6 +99,14 @@ RuntimeCore::RuntimeCore(Checked checked)
   StubFor(servers_.front());
   work_.emplace(io_.get_executor());
   for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { RunThread(); });
+  for (int i = 0; i < kStreamQueues; ++i) {
+    queues_.push_back(std::make_unique<grpc::CompletionQueue>());
+    queue_threads_.emplace_back([queue = queues_.back().get()] { DrainQueue(*queue); });
+  }
+}
+
+grpc::CompletionQueue& RuntimeCore::NextQueue() {
+  return *queues_[next_queue_.fetch_add(1, std::memory_order_relaxed) % queues_.size()];
 }
 
 RuntimeCore::~RuntimeCore() { Shutdown(); }
@@ -190,6 +211,10 @@ void RuntimeCore::Shutdown() {
   io_.stop();
   for (std::thread& thread : threads_) thread.join();
   threads_.clear();
+  // Every stream has ended (above): the queues hold nothing more for a pipeline.
+  for (auto& queue : queues_) queue->Shutdown();
+  for (std::thread& thread : queue_threads_) thread.join();
+  queue_threads_.clear();
   // Destroys what is still queued (user timers, late posts) while the services are alive: handlers
   // holding pipelines release them, and pipelines that still have handles keep valid strands.
   io_.shutdown();

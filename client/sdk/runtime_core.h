@@ -82,6 +82,10 @@ class RuntimeCore {
   // The stub of the next channel to `address`, round robin over `channels` channels made on its
   // first use. Stubs live as long as the core.
   v1::WorkerService::Stub& StubFor(const std::string& address);
+  // The completion queue for the next stream, round robin; each has a thread of the runtime
+  // that runs its streams' reactions (sdk/connect_attempt.h). Valid until Shutdown has joined
+  // them, which is after every pipeline's stream ended.
+  grpc::CompletionQueue& NextQueue();
   // True when a stream may go to `address` (a leader named by a daemon): a token is sent in clear
   // text only to loopback, as to the addresses of server_address. Says why not on stderr, once
   // per address.
@@ -125,7 +129,12 @@ class RuntimeCore {
   RuntimeIoContext io_;
   std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
   std::vector<std::thread> threads_;  // joined by Shutdown
-  bool shut_down_ = false;            // touched only by the constructor and Shutdown
+
+  // The streams' completion queues, a thread each draining it (joined by Shutdown).
+  std::vector<std::unique_ptr<grpc::CompletionQueue>> queues_;
+  std::vector<std::thread> queue_threads_;
+  std::atomic<uint64_t> next_queue_{0};
+  bool shut_down_ = false;  // touched only by the constructor and Shutdown
 
   std::atomic<uint64_t> next_seed_{0};
 

@@ -35,6 +35,7 @@ class Server;
 namespace ckpt {
 
 class WorkerServiceImpl;
+class StreamQueues;
 class AdminServiceImpl;
 class DaemonAdminBackend;
 class MetricsServer;
@@ -145,6 +146,9 @@ class Daemon {
   std::unique_ptr<WorkerServiceImpl> worker_service_;
   std::unique_ptr<AdminServiceImpl> admin_service_;
   const std::chrono::steady_clock::time_point started_at_ = std::chrono::steady_clock::now();
+  // The worker streams' completion queues and threads; before server_, so destroyed after it (a
+  // server's queues must outlive it).
+  std::unique_ptr<StreamQueues> stream_queues_;
   std::unique_ptr<grpc::Server> server_;
   // On shards_.control() and every loop; declared after shards_, so destroyed before them.
   std::unique_ptr<GrpcListener> grpc_listener_;

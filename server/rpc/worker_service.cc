@@ -4,13 +4,15 @@
 
 namespace ckpt {
 
-grpc::ServerBidiReactor<v1::WorkerMessage, v1::CoordinatorMessage>* WorkerServiceImpl::Connect(
-    grpc::CallbackServerContext* context) {
+void WorkerServiceImpl::Accept(std::unique_ptr<grpc::ServerContext> context,
+                               std::unique_ptr<StreamQueues::Stream> stream) {
   (void)constructed_.load(std::memory_order_acquire);  // see constructed_
-  return WorkerSession::Create(next_session_id_++, deps_, context, Admit(*context));
+  Admission admission = Admit(*context);
+  WorkerSession::Create(next_session_id_++, deps_, std::move(context), std::move(stream),
+                        std::move(admission));
 }
 
-Admission WorkerServiceImpl::Admit(grpc::CallbackServerContext& context) {
+Admission WorkerServiceImpl::Admit(grpc::ServerContext& context) {
   Admission admission;
   if (Status s = deps_.gatekeeper.CheckServing(context, "WorkerService.Connect"); !s.ok()) {
     admission.refused = s;

@@ -13,30 +13,29 @@ namespace ckpt {
 namespace asio = boost::asio;
 using Steady = DaemonClock;  // leases and the hello timeout: the clock tests may move
 
-WorkerSession* WorkerSession::Create(SessionId id, const SessionDeps& deps,
-                                     grpc::CallbackServerContext* context, Admission admission) {
+void WorkerSession::Create(SessionId id, const SessionDeps& deps,
+                           std::unique_ptr<grpc::ServerContext> context,
+                           std::unique_ptr<Stream> stream, Admission admission) {
   std::shared_ptr<WorkerSession> session(
-      new WorkerSession(id, deps, context, std::move(admission)));
+      new WorkerSession(id, deps, std::move(context), std::move(stream), std::move(admission)));
   session->self_ = session;
   ++session->metrics_.worker_sessions;
   session->last_activity_ = Steady::now().time_since_epoch().count();
   if (!session->admission_.refused.ok()) {
     // Refused before a byte was read: nothing to register, no lease; OnDone follows the Finish.
-    session->constructed_.store(true, std::memory_order_release);
     session->End(session->admission_.refused);
-    return session.get();
+    return;
   }
   // A stream that says no hello is ended once hello_timeout passes (the lease then takes over).
   session->ArmLease(session->created_at_ + session->hello_timeout_);
-  session->constructed_.store(true, std::memory_order_release);  // see constructed_
   session->StartRead(&session->in_);
-  return session.get();
 }
 
 WorkerSession::WorkerSession(SessionId id, const SessionDeps& deps,
-                             grpc::CallbackServerContext* context, Admission admission)
-    : id_(id),
-      context_(context),
+                             std::unique_ptr<grpc::ServerContext> context,
+                             std::unique_ptr<Stream> stream, Admission admission)
+    : AsyncBidiReactor(std::move(context), std::move(stream)),
+      id_(id),
       registry_(deps.registry),
       metrics_(deps.metrics),
       lease_ttl_(deps.lease_ttl_ms),
@@ -54,18 +53,17 @@ std::shared_ptr<PipelineRunner> WorkerSession::runner() {
 }
 
 void WorkerSession::OnReadDone(bool ok) {
-  Constructed();
-  (void)read_handoff_.load(std::memory_order_acquire);  // see read_handoff_
   if (!ok) {
-    // The worker closed its side without goodbye, or sent bytes that do not parse (gRPC reports
-    // both alike), or the call is going away: its tasks are gone. A clean end is a goodbye.
+    // The worker closed its side without goodbye, or sent bytes that do not parse, or the call
+    // was cancelled (the worker went away, or the daemon shuts down): gRPC reports them alike, and
+    // the tasks are gone either way. A clean end is a goodbye.
     ReportEnded("stream ended by the worker");
     End(Status::InvalidArgument(
         "the stream closed without goodbye, or a message could not be parsed"));
     return;
   }
   last_activity_ = Steady::now().time_since_epoch().count();
-  if (HandleMessage()) StartNextRead();
+  if (HandleMessage()) StartRead(&in_);
 }
 
 int64_t WorkerSession::LastMessageAtMs() const {
@@ -167,7 +165,7 @@ Status WorkerSession::CheckHello(const v1::Hello& hello, std::string* principal)
   }
   // Identified again under the policy of now: a reload since Connect may have narrowed or removed
   // this principal.
-  auto caller = gatekeeper_.Admit(*context_, Access::kWorkerStream, "WorkerService.Connect");
+  auto caller = gatekeeper_.Admit(*context(), Access::kWorkerStream, "WorkerService.Connect");
   if (!caller.ok()) return caller.status();
   if (Status s = gatekeeper_.CheckJob(*caller, hello.job_id()); !s.ok()) return s;
   *principal = caller->principal;
@@ -262,7 +260,7 @@ void WorkerSession::AbandonQueueLocked(Status status) {
   queued_bytes_ = writing_ ? out_queue_.front().GetCachedSize() : 0;
   finish_requested_ = true;
   finish_status_ = std::move(status);
-  context_->TryCancel();
+  context()->TryCancel();
   MaybeFinishLocked();  // nothing in flight: finish now; else when the failed write returns
 }
 
@@ -280,7 +278,6 @@ void WorkerSession::StartNextWriteLocked() {
 }
 
 void WorkerSession::OnWriteDone(bool ok) {
-  Constructed();
   MutexLock lock(mu_);
   queued_bytes_ -= out_queue_.front().GetCachedSize();
   if (out_queue_.front().has_welcome()) welcome_allowance_bytes_ = 0;  // written: the limit again
@@ -317,14 +314,7 @@ void WorkerSession::MaybeFinishLocked() {
   Finish(ToGrpcStatus(finish_status_));
 }
 
-void WorkerSession::OnCancel() {
-  Constructed();
-  ReportEnded("stream cancelled");
-  End(Status::Unavailable("stream cancelled"));
-}
-
 void WorkerSession::OnDone() {
-  Constructed();
   done_ = true;
   ReportEnded("stream ended");
   if (admission_.slots) admission_.slots->Remove(admission_.peer);

@@ -1,15 +1,17 @@
 #pragma once
-// WorkerSession is one worker's Connect stream: the gRPC callback reactor and, for the pipeline,
-// the SessionSink it writes to.
+// WorkerSession is one worker's Connect stream: its reactor on a stream queue
+// (rpc/async_bidi_reactor.h) and, for the pipeline, the SessionSink it writes to.
 //
-// Threading: gRPC runs reactions on its own threads, a read and a write completion possibly at
-// once. Write state is guarded by mu_; the runner pointer by runner_mu_; done_ and the activity
-// time are atomics. Reactions never block and never touch a coordinator: they post to the
-// pipeline's strand through its runner. The lease timer lives on its own strand (lease_strand_).
+// Threading: reactions run on the stream's queue thread, one at a time; Send and End come from
+// the pipeline's strand, the lease timer and shutdown. Write state is guarded by mu_; the runner
+// pointer by runner_mu_; done_ and the activity time are atomics. Reactions never block and never
+// touch a coordinator: they post to the pipeline's strand through its runner. The lease timer
+// lives on its own strand (lease_strand_).
 //
 // Lifetime: the session owns itself (self_) from Create until OnDone. Strand handlers and the lease
 // timer may hold more references, so every call after OnDone is a no-op. Finish is called exactly
-// once, every path (goodbye, errors, cancel, lease expiry, shutdown) going through End().
+// once, every path (goodbye, errors, cancel, lease expiry, shutdown) going through End(). A
+// cancelled call (the worker went away) fails the read that is always outstanding until End.
 
 #include <grpcpp/grpcpp.h>
 
@@ -24,6 +26,7 @@
 #include "common/daemon_clock.h"
 #include "common/mutex.h"
 #include "core/limits.h"
+#include "rpc/async_bidi_reactor.h"
 #include "rpc/gatekeeper.h"
 #include "rpc/stream_slots.h"
 #include "runtime/daemon_metrics.h"
@@ -54,15 +57,15 @@ struct Admission {
   std::string peer;
 };
 
-class WorkerSession final
-    : public grpc::ServerBidiReactor<v1::WorkerMessage, v1::CoordinatorMessage>,
-      public SessionSink,
-      public std::enable_shared_from_this<WorkerSession> {
+class WorkerSession final : public AsyncBidiReactor<v1::WorkerMessage, v1::CoordinatorMessage>,
+                            public SessionSink,
+                            public std::enable_shared_from_this<WorkerSession> {
  public:
-  // Returns the reactor for gRPC; it stays alive at least until OnDone.
-  // `context` is gRPC's, valid until OnDone.
-  static WorkerSession* Create(SessionId id, const SessionDeps& deps,
-                               grpc::CallbackServerContext* context, Admission admission);
+  // Takes over an accepted call (`context` and `stream` as the stream queue filled them) and
+  // starts it: the first read, or the refusal. The session keeps itself alive until OnDone.
+  static void Create(SessionId id, const SessionDeps& deps,
+                     std::unique_ptr<grpc::ServerContext> context, std::unique_ptr<Stream> stream,
+                     Admission admission);
 
   // SessionSink
   void Send(OutboundMessage message) override;
@@ -72,12 +75,11 @@ class WorkerSession final
   // Reactions
   void OnReadDone(bool ok) override;
   void OnWriteDone(bool ok) override;
-  void OnCancel() override;
   void OnDone() override;
 
  private:
-  WorkerSession(SessionId id, const SessionDeps& deps, grpc::CallbackServerContext* context,
-                Admission admission);
+  WorkerSession(SessionId id, const SessionDeps& deps, std::unique_ptr<grpc::ServerContext> context,
+                std::unique_ptr<Stream> stream, Admission admission);
   // The hello's ids within limits, its caller (identified again) allowed its job: OK with the
   // caller's principal in `*principal`, or the status to end the stream with.
   Status CheckHello(const v1::Hello& hello, std::string* principal) const;
@@ -95,7 +97,6 @@ class WorkerSession final
 
   // Constant after construction.
   const SessionId id_;
-  grpc::CallbackServerContext* const context_;  // gRPC's; valid until OnDone
   Registry& registry_;
   DaemonMetrics& metrics_;
   const std::chrono::milliseconds lease_ttl_;
@@ -106,27 +107,14 @@ class WorkerSession final
   const Admission admission_;
   const DaemonClock::time_point created_at_ = DaemonClock::now();
 
-  // Set (release) at the end of Create; every reaction reads it (acquire) first. gRPC hands the
-  // reactor to its threads through its own synchronisation, which ThreadSanitizer cannot see
-  // (Debian's gRPC is not instrumented): this makes the hand-over of the constructed state one
-  // that it does see. On x86 the load is a plain load.
-  std::atomic<bool> constructed_{false};
-  void Constructed() const { (void)constructed_.load(std::memory_order_acquire); }
   std::atomic<bool> done_{false};
   std::atomic<bool> hello_received_{false};  // the lease counts from activity only after hello
   bool end_reported_ CKPT_GUARDED_BY(runner_mu_) = false;  // ordered with the hello's Register
   std::atomic<std::chrono::steady_clock::rep> last_activity_{0};
 
-  // Touched only by read reactions, of which one is outstanding at a time. Consecutive ones may
-  // run on different gRPC threads, handed over as above, out of ThreadSanitizer's sight: each read
-  // hands this state on through read_handoff_ (release before StartRead, acquire in OnReadDone).
+  // Touched only by read reactions (on the queue's thread), of which one is outstanding at a time.
   v1::WorkerMessage in_;
   bool hello_seen_ = false;
-  std::atomic<bool> read_handoff_{false};
-  void StartNextRead() {
-    read_handoff_.store(true, std::memory_order_release);
-    StartRead(&in_);
-  }
 
   Mutex runner_mu_;
   std::shared_ptr<PipelineRunner> runner_ CKPT_GUARDED_BY(runner_mu_);  // set once, at hello

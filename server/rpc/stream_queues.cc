@@ -1,0 +1,93 @@
+#include "rpc/stream_queues.h"
+
+#include <algorithm>
+
+#include "rpc/async_bidi_reactor.h"
+
+namespace ckpt {
+
+namespace {
+
+// Connect calls requested ahead on each queue: a burst of new streams is accepted without waiting
+// for the queue's thread to request the next one.
+constexpr int kPendingConnectsPerQueue = 4;
+
+}  // namespace
+
+// One requested Connect call: the context and stream gRPC fills when a call arrives.
+class StreamQueues::PendingConnect final : public QueuedOperation {
+ public:
+  PendingConnect(StreamQueues& owner, grpc::ServerCompletionQueue& queue)
+      : owner_(owner),
+        queue_(queue),
+        context_(std::make_unique<grpc::ServerContext>()),
+        stream_(std::make_unique<Stream>(context_.get())) {}
+
+  void Request(v1::WorkerService::AsyncService& service) {
+    Arm(&Completed);
+    service.RequestConnect(context_.get(), stream_.get(), &queue_, &queue_, this);
+  }
+
+ private:
+  static void Completed(QueuedOperation& operation, bool ok) {
+    std::unique_ptr<PendingConnect> self(static_cast<PendingConnect*>(&operation));
+    if (!ok) return;                            // the server is shutting down
+    self->owner_.RequestConnect(self->queue_);  // the next caller first, then this one
+    self->owner_.accept_(std::move(self->context_), std::move(self->stream_));
+  }
+
+  StreamQueues& owner_;
+  grpc::ServerCompletionQueue& queue_;
+  std::unique_ptr<grpc::ServerContext> context_;
+  std::unique_ptr<Stream> stream_;
+};
+
+StreamQueues::StreamQueues(grpc::ServerBuilder& builder, size_t count) {
+  for (size_t i = 0; i < std::max<size_t>(1, count); ++i) {
+    queues_.push_back(builder.AddCompletionQueue());
+  }
+}
+
+StreamQueues::~StreamQueues() { Stop(); }
+
+void StreamQueues::Start(v1::WorkerService::AsyncService& service, Accept accept) {
+  service_ = &service;
+  accept_ = std::move(accept);
+  for (auto& queue : queues_) {
+    for (int i = 0; i < kPendingConnectsPerQueue; ++i) RequestConnect(*queue);
+  }
+  for (auto& queue : queues_) {
+    threads_.emplace_back([q = queue.get()] { Drain(*q); });
+  }
+}
+
+void StreamQueues::RequestConnect(grpc::ServerCompletionQueue& queue) {
+  MutexLock lock(mu_);
+  if (stopped_) return;
+  auto pending = std::make_unique<PendingConnect>(*this, queue);
+  pending->Request(*service_);
+  pending.release();  // the queue hands it back, and Completed deletes it
+}
+
+void StreamQueues::Drain(grpc::ServerCompletionQueue& queue) {
+  void* tag = nullptr;
+  bool ok = false;
+  while (queue.Next(&tag, &ok)) static_cast<QueuedOperation*>(tag)->Complete(ok);
+}
+
+void StreamQueues::Stop() {
+  {
+    MutexLock lock(mu_);
+    if (stopped_) return;
+    stopped_ = true;
+    for (auto& queue : queues_) queue->Shutdown();
+  }
+  if (threads_.empty()) {
+    // Never started: nothing was requested, but a queue must be drained before it is destroyed.
+    for (auto& queue : queues_) Drain(*queue);
+    return;
+  }
+  for (auto& thread : threads_) thread.join();
+}
+
+}  // namespace ckpt

@@ -1,0 +1,59 @@
+#pragma once
+// StreamQueues: the completion queues of the worker streams, each with one thread of its own that
+// runs its streams' reactions (rpc/async_bidi_reactor.h says why not gRPC's callback API). New
+// WorkerService.Connect calls are requested on every queue, and a call stays on the queue that
+// accepted it, so streams spread over the queues as they arrive.
+//
+// Threading: construct (before the server's BuildAndStart), Start (after it) and Stop (after the
+// server's Shutdown) on the controlling thread. `accept` runs on a queue's thread.
+
+#include <grpcpp/grpcpp.h>
+
+#include <functional>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "ckpt/v1/worker.grpc.pb.h"
+#include "common/mutex.h"
+
+namespace ckpt {
+
+class StreamQueues {
+ public:
+  using Stream = grpc::ServerAsyncReaderWriter<v1::CoordinatorMessage, v1::WorkerMessage>;
+  using Accept = std::function<void(std::unique_ptr<grpc::ServerContext>, std::unique_ptr<Stream>)>;
+
+  // Adds `count` queues (at least one) to `builder`.
+  StreamQueues(grpc::ServerBuilder& builder, size_t count);
+  // Stops (see Stop).
+  ~StreamQueues();
+  StreamQueues(const StreamQueues&) = delete;
+  StreamQueues& operator=(const StreamQueues&) = delete;
+
+  // Once the server is started: requests Connect calls on every queue and starts the threads.
+  // `service` must be registered with that server and outlive the queues.
+  void Start(v1::WorkerService::AsyncService& service, Accept accept);
+  // Once the server is shut down (its calls cancelled): shuts the queues down, lets each thread
+  // drain its queue (the reactions of the last completions run), and joins them. Idempotent.
+  void Stop();
+
+  size_t size() const { return queues_.size(); }
+
+ private:
+  class PendingConnect;
+  void RequestConnect(grpc::ServerCompletionQueue& queue) CKPT_EXCLUDES(mu_);
+  static void Drain(grpc::ServerCompletionQueue& queue);
+
+  std::vector<std::unique_ptr<grpc::ServerCompletionQueue>> queues_;
+  std::vector<std::thread> threads_;
+  // Set by Start before any thread runs; read by the threads.
+  v1::WorkerService::AsyncService* service_ = nullptr;
+  Accept accept_;
+  // Guards requesting against Stop: a request on a queue that is shut down aborts gRPC, and a
+  // call accepted just before the server's shutdown still asks for the next one.
+  Mutex mu_;
+  bool stopped_ CKPT_GUARDED_BY(mu_) = false;
+};
+
+}  // namespace ckpt
