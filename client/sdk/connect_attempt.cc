@@ -28,11 +28,11 @@ std::shared_ptr<ConnectAttempt> ConnectAttempt::Start(v1::WorkerService::Stub& s
   }
   a.StartOperation([&a](Stream& stream) {
     a.start_op_.Arm(&Operation::Completed);
-    stream.StartCall(&a.start_op_);
+    stream.StartCall(static_cast<QueuedOperation*>(&a.start_op_));
   });
   a.StartOperation([&a](Stream& stream) {
     a.read_op_.Arm(&Operation::Completed);
-    stream.Read(&a.incoming_, &a.read_op_);
+    stream.Read(&a.incoming_, static_cast<QueuedOperation*>(&a.read_op_));
   });
   a.Send(std::move(hello));
   return attempt;
@@ -61,7 +61,7 @@ void ConnectAttempt::MaybeStartWriteLocked() {
   writing_ = true;
   StartOperation([this](Stream& stream) {
     write_op_.Arm(&Operation::Completed);
-    stream.Write(outgoing_.front(), &write_op_);
+    stream.Write(outgoing_.front(), static_cast<QueuedOperation*>(&write_op_));
   });
 }
 
@@ -90,7 +90,7 @@ void ConnectAttempt::OnReadDone(bool ok) {
     incoming_.Clear();
     StartOperation([this](Stream& stream) {
       read_op_.Arm(&Operation::Completed);
-      stream.Read(&incoming_, &read_op_);
+      stream.Read(&incoming_, static_cast<QueuedOperation*>(&read_op_));
     });
     return;
   }
@@ -103,7 +103,7 @@ void ConnectAttempt::OnReadDone(bool ok) {
   // The server is done (or the call broke): ask for the status. No write starts from here on.
   StartOperation([this](Stream& stream) {
     finish_op_.Arm(&Operation::Completed);
-    stream.Finish(&status_, &finish_op_);
+    stream.Finish(&status_, static_cast<QueuedOperation*>(&finish_op_));
   });
 }
 

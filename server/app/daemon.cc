@@ -226,8 +226,9 @@ Status Daemon::StartServing() {
   if (!server_) return Status::Unavailable("the gRPC server did not start (see gRPC's log above)");
   stream_queues_->Start(*worker_service_, [service = worker_service_.get()](
                                               std::unique_ptr<grpc::ServerContext> context,
-                                              std::unique_ptr<StreamQueues::Stream> stream) {
-    service->Accept(std::move(context), std::move(stream));
+                                              std::unique_ptr<StreamQueues::Stream> stream,
+                                              std::shared_ptr<void> ticket) {
+    service->Accept(std::move(context), std::move(stream), std::move(ticket));
   });
   grpc_listener_->Start();
   loop_monitor_ = std::make_unique<LoopMonitor>(shards_.AllLoops(), kLoopProbeInterval);

@@ -61,9 +61,11 @@ class AsyncBidiReactor {
   virtual void OnDone() = 0;
 
  protected:
-  // Takes over an accepted call: `context` and `stream` as RequestConnect filled them.
-  AsyncBidiReactor(std::unique_ptr<grpc::ServerContext> context, std::unique_ptr<Stream> stream)
-      : context_(std::move(context)), stream_(std::move(stream)) {}
+  // Takes over an accepted call: `context` and `stream` as RequestConnect filled them; `ticket`
+  // (may be null) is released once OnDone has returned, after the call's own objects.
+  AsyncBidiReactor(std::unique_ptr<grpc::ServerContext> context, std::unique_ptr<Stream> stream,
+                   std::shared_ptr<void> ticket)
+      : ticket_(std::move(ticket)), context_(std::move(context)), stream_(std::move(stream)) {}
 
   // Null from OnDone on. Read by reactions and by calls that come before Finish.
   grpc::ServerContext* context() const { return context_.get(); }
@@ -72,19 +74,19 @@ class AsyncBidiReactor {
     MutexLock lock(ops_mu_);
     ++outstanding_;
     read_op_.Arm(&Operation::Completed);
-    stream_->Read(request, &read_op_);
+    stream_->Read(request, static_cast<QueuedOperation*>(&read_op_));
   }
   void StartWrite(const Response* response) CKPT_EXCLUDES(ops_mu_) {
     MutexLock lock(ops_mu_);
     ++outstanding_;
     write_op_.Arm(&Operation::Completed);
-    stream_->Write(*response, &write_op_);
+    stream_->Write(*response, static_cast<QueuedOperation*>(&write_op_));
   }
   void Finish(const grpc::Status& status) CKPT_EXCLUDES(ops_mu_) {
     MutexLock lock(ops_mu_);
     ++outstanding_;
     finish_op_.Arm(&Operation::Completed);
-    stream_->Finish(status, &finish_op_);
+    stream_->Finish(status, static_cast<QueuedOperation*>(&finish_op_));
   }
 
  private:
@@ -104,6 +106,7 @@ class AsyncBidiReactor {
   void Completed(Kind kind, bool ok) CKPT_EXCLUDES(ops_mu_) {
     if (kind == Kind::kRead) OnReadDone(ok);
     if (kind == Kind::kWrite) OnWriteDone(ok);
+    std::shared_ptr<void> ticket;  // declared first: released last
     std::unique_ptr<grpc::ServerContext> context;
     std::unique_ptr<Stream> stream;
     {
@@ -113,6 +116,7 @@ class AsyncBidiReactor {
       // Out of the members under the lock (a start call on another thread has returned), and
       // before OnDone, which may drop the last reference to this object. The stream goes before
       // the context it belongs to.
+      ticket = std::move(ticket_);
       context = std::move(context_);
       stream = std::move(stream_);
     }
@@ -123,7 +127,8 @@ class AsyncBidiReactor {
   // the queue's thread. gRPC hands completions over through its own locks, which
   // ThreadSanitizer cannot see; this lock it does see. Never held while a reaction runs.
   Mutex ops_mu_;
-  std::unique_ptr<grpc::ServerContext> context_;  // written under ops_mu_ once, at the end
+  std::shared_ptr<void> ticket_;                  // written under ops_mu_ once, at the end
+  std::unique_ptr<grpc::ServerContext> context_;  // likewise
   std::unique_ptr<Stream> stream_;                // likewise
   Operation read_op_{this, Kind::kRead};
   Operation write_op_{this, Kind::kWrite};

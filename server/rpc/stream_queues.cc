@@ -1,5 +1,7 @@
 #include "rpc/stream_queues.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 
 #include "rpc/async_bidi_reactor.h"
@@ -25,7 +27,8 @@ class StreamQueues::PendingConnect final : public QueuedOperation {
 
   void Request(v1::WorkerService::AsyncService& service) {
     Arm(&Completed);
-    service.RequestConnect(context_.get(), stream_.get(), &queue_, &queue_, this);
+    service.RequestConnect(context_.get(), stream_.get(), &queue_, &queue_,
+                           static_cast<QueuedOperation*>(this));
   }
 
  private:
@@ -33,7 +36,8 @@ class StreamQueues::PendingConnect final : public QueuedOperation {
     std::unique_ptr<PendingConnect> self(static_cast<PendingConnect*>(&operation));
     if (!ok) return;                            // the server is shutting down
     self->owner_.RequestConnect(self->queue_);  // the next caller first, then this one
-    self->owner_.accept_(std::move(self->context_), std::move(self->stream_));
+    self->owner_.accept_(std::move(self->context_), std::move(self->stream_),
+                         self->owner_.TakeTicket());
   }
 
   StreamQueues& owner_;
@@ -75,7 +79,28 @@ void StreamQueues::Drain(grpc::ServerCompletionQueue& queue) {
   while (queue.Next(&tag, &ok)) static_cast<QueuedOperation*>(tag)->Complete(ok);
 }
 
-void StreamQueues::Stop() {
+std::shared_ptr<void> StreamQueues::TakeTicket() {
+  MutexLock lock(live_mu_);
+  ++live_calls_;
+  // No object of its own: the deleter is the release. StreamQueues outlives every call (Stop
+  // waits for them).
+  return std::shared_ptr<void>(this, [this](void*) {
+    MutexLock lock(live_mu_);
+    if (--live_calls_ == 0) no_live_calls_.NotifyAll();
+  });
+}
+
+void StreamQueues::Stop(std::chrono::milliseconds wait) {
+  if (!threads_.empty()) {
+    MutexLock lock(live_mu_);
+    if (!no_live_calls_.WaitFor(lock, wait,
+                                [this]() CKPT_REQUIRES(live_mu_) { return live_calls_ == 0; })) {
+      spdlog::error(
+          "worker streams: {} call(s) still open {} ms after the server's shutdown; "
+          "shutting their queues down anyway",
+          live_calls_, wait.count());
+    }
+  }
   {
     MutexLock lock(mu_);
     if (stopped_) return;

@@ -9,6 +9,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <thread>
@@ -22,7 +23,10 @@ namespace ckpt {
 class StreamQueues {
  public:
   using Stream = grpc::ServerAsyncReaderWriter<v1::CoordinatorMessage, v1::WorkerMessage>;
-  using Accept = std::function<void(std::unique_ptr<grpc::ServerContext>, std::unique_ptr<Stream>)>;
+  // `ticket` counts the call as live until it is released (AsyncBidiReactor releases it once its
+  // OnDone has returned); Stop waits for every ticket.
+  using Accept = std::function<void(std::unique_ptr<grpc::ServerContext>, std::unique_ptr<Stream>,
+                                    std::shared_ptr<void> ticket)>;
 
   // Adds `count` queues (at least one) to `builder`.
   StreamQueues(grpc::ServerBuilder& builder, size_t count);
@@ -34,9 +38,11 @@ class StreamQueues {
   // Once the server is started: requests Connect calls on every queue and starts the threads.
   // `service` must be registered with that server and outlive the queues.
   void Start(v1::WorkerService::AsyncService& service, Accept accept);
-  // Once the server is shut down (its calls cancelled): shuts the queues down, lets each thread
-  // drain its queue (the reactions of the last completions run), and joins them. Idempotent.
-  void Stop();
+  // Once the server is shut down (its calls cancelled): waits until every accepted call is over
+  // (its reactions may still start operations, such as the Finish of a cancelled stream, and a
+  // queue must not be shut down under them), up to `wait`, saying so if that passes; then shuts
+  // the queues down, lets each thread drain its queue and joins them. Idempotent.
+  void Stop(std::chrono::milliseconds wait = std::chrono::seconds(10));
 
   size_t size() const { return queues_.size(); }
 
@@ -44,6 +50,7 @@ class StreamQueues {
   class PendingConnect;
   void RequestConnect(grpc::ServerCompletionQueue& queue) CKPT_EXCLUDES(mu_);
   static void Drain(grpc::ServerCompletionQueue& queue);
+  std::shared_ptr<void> TakeTicket() CKPT_EXCLUDES(live_mu_);
 
   std::vector<std::unique_ptr<grpc::ServerCompletionQueue>> queues_;
   std::vector<std::thread> threads_;
@@ -54,6 +61,10 @@ class StreamQueues {
   // call accepted just before the server's shutdown still asks for the next one.
   Mutex mu_;
   bool stopped_ CKPT_GUARDED_BY(mu_) = false;
+
+  Mutex live_mu_;
+  CondVar no_live_calls_;
+  size_t live_calls_ CKPT_GUARDED_BY(live_mu_) = 0;  // accepted, tickets not yet released
 };
 
 }  // namespace ckpt

@@ -5,11 +5,12 @@
 namespace ckpt {
 
 void WorkerServiceImpl::Accept(std::unique_ptr<grpc::ServerContext> context,
-                               std::unique_ptr<StreamQueues::Stream> stream) {
+                               std::unique_ptr<StreamQueues::Stream> stream,
+                               std::shared_ptr<void> ticket) {
   (void)constructed_.load(std::memory_order_acquire);  // see constructed_
   Admission admission = Admit(*context);
   WorkerSession::Create(next_session_id_++, deps_, std::move(context), std::move(stream),
-                        std::move(admission));
+                        std::move(ticket), std::move(admission));
 }
 
 Admission WorkerServiceImpl::Admit(grpc::ServerContext& context) {

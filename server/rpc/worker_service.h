@@ -23,7 +23,7 @@ class WorkerServiceImpl final : public v1::WorkerService::AsyncService {
 
   // A Connect call the queues accepted: its session, which owns the call from here.
   void Accept(std::unique_ptr<grpc::ServerContext> context,
-              std::unique_ptr<StreamQueues::Stream> stream);
+              std::unique_ptr<StreamQueues::Stream> stream, std::shared_ptr<void> ticket);
 
  private:
   Admission Admit(grpc::ServerContext& context);

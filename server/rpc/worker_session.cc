@@ -15,9 +15,10 @@ using Steady = DaemonClock;  // leases and the hello timeout: the clock tests ma
 
 void WorkerSession::Create(SessionId id, const SessionDeps& deps,
                            std::unique_ptr<grpc::ServerContext> context,
-                           std::unique_ptr<Stream> stream, Admission admission) {
-  std::shared_ptr<WorkerSession> session(
-      new WorkerSession(id, deps, std::move(context), std::move(stream), std::move(admission)));
+                           std::unique_ptr<Stream> stream, std::shared_ptr<void> ticket,
+                           Admission admission) {
+  std::shared_ptr<WorkerSession> session(new WorkerSession(
+      id, deps, std::move(context), std::move(stream), std::move(ticket), std::move(admission)));
   session->self_ = session;
   ++session->metrics_.worker_sessions;
   session->last_activity_ = Steady::now().time_since_epoch().count();
@@ -33,8 +34,9 @@ void WorkerSession::Create(SessionId id, const SessionDeps& deps,
 
 WorkerSession::WorkerSession(SessionId id, const SessionDeps& deps,
                              std::unique_ptr<grpc::ServerContext> context,
-                             std::unique_ptr<Stream> stream, Admission admission)
-    : AsyncBidiReactor(std::move(context), std::move(stream)),
+                             std::unique_ptr<Stream> stream, std::shared_ptr<void> ticket,
+                             Admission admission)
+    : AsyncBidiReactor(std::move(context), std::move(stream), std::move(ticket)),
       id_(id),
       registry_(deps.registry),
       metrics_(deps.metrics),
@@ -309,8 +311,8 @@ void WorkerSession::OnWriteDone(bool ok) {
 void WorkerSession::MaybeFinishLocked() {
   // Queued messages go out first (a welcome before an error cannot happen, but an abort before a
   // shutdown status can); Finish is called exactly once.
-  if (!finish_requested_ || writing_ || !out_queue_.empty() || finished_) return;
-  finished_ = true;
+  if (!finish_requested_ || writing_ || !out_queue_.empty() || finish_called_) return;
+  finish_called_ = true;
   Finish(ToGrpcStatus(finish_status_));
 }
 

@@ -61,11 +61,11 @@ class WorkerSession final : public AsyncBidiReactor<v1::WorkerMessage, v1::Coord
                             public SessionSink,
                             public std::enable_shared_from_this<WorkerSession> {
  public:
-  // Takes over an accepted call (`context` and `stream` as the stream queue filled them) and
-  // starts it: the first read, or the refusal. The session keeps itself alive until OnDone.
+  // Takes over an accepted call (`context`, `stream` and `ticket` as the stream queue gave them)
+  // and starts it: the first read, or the refusal. The session keeps itself alive until OnDone.
   static void Create(SessionId id, const SessionDeps& deps,
                      std::unique_ptr<grpc::ServerContext> context, std::unique_ptr<Stream> stream,
-                     Admission admission);
+                     std::shared_ptr<void> ticket, Admission admission);
 
   // SessionSink
   void Send(OutboundMessage message) override;
@@ -79,7 +79,7 @@ class WorkerSession final : public AsyncBidiReactor<v1::WorkerMessage, v1::Coord
 
  private:
   WorkerSession(SessionId id, const SessionDeps& deps, std::unique_ptr<grpc::ServerContext> context,
-                std::unique_ptr<Stream> stream, Admission admission);
+                std::unique_ptr<Stream> stream, std::shared_ptr<void> ticket, Admission admission);
   // The hello's ids within limits, its caller (identified again) allowed its job: OK with the
   // caller's principal in `*principal`, or the status to end the stream with.
   Status CheckHello(const v1::Hello& hello, std::string* principal) const;
@@ -129,7 +129,7 @@ class WorkerSession final : public AsyncBidiReactor<v1::WorkerMessage, v1::Coord
   int64_t welcome_allowance_bytes_ CKPT_GUARDED_BY(mu_) = 0;
   bool writing_ CKPT_GUARDED_BY(mu_) = false;
   bool finish_requested_ CKPT_GUARDED_BY(mu_) = false;
-  bool finished_ CKPT_GUARDED_BY(mu_) = false;
+  bool finish_called_ CKPT_GUARDED_BY(mu_) = false;
   Status finish_status_ CKPT_GUARDED_BY(mu_);
 
   boost::asio::strand<boost::asio::io_context::executor_type> lease_strand_;
