@@ -22,7 +22,7 @@ std::shared_ptr<ConnectAttempt> ConnectAttempt::Start(v1::WorkerService::Stub& s
   }
   {
     // StartCall sends the metadata with the stream's write operation: the first message waits
-    // for it as for a write in flight (OnStartDone).
+    // for it as for a write in flight (OnWriteOperationDone).
     std::lock_guard<std::mutex> lock(a.mu_);
     a.writing_ = true;
   }
@@ -73,9 +73,10 @@ void ConnectAttempt::Cancel() {
 void ConnectAttempt::Completed(Kind kind, bool ok) {
   // The reaction first: what it starts (the next read, the finish) is counted before this
   // operation is counted out, so the call cannot look over meanwhile.
-  if (kind == Kind::kStart) OnStartDone(ok);
   if (kind == Kind::kRead) OnReadDone(ok);
-  if (kind == Kind::kWrite) OnWriteDone(ok);
+  // The call's start sends its metadata with the write operation: done, it lets the first
+  // message go.
+  if (kind == Kind::kStart || kind == Kind::kWrite) OnWriteOperationDone(ok, kind == Kind::kWrite);
   {
     std::lock_guard<std::mutex> lock(ops_mu_);
     if (kind == Kind::kFinish) finish_done_ = true;
@@ -97,7 +98,7 @@ void ConnectAttempt::OnReadDone(bool ok) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     closed_ = true;
-    // Keep the message in flight alive until OnWriteDone; the rest will never be sent.
+    // Keep the message in flight alive until its write is done; the rest will never be sent.
     while (outgoing_.size() > (writing_ ? 1u : 0u)) outgoing_.pop_back();
   }
   // The server is done (or the call broke): ask for the status. No write starts from here on.
@@ -107,24 +108,13 @@ void ConnectAttempt::OnReadDone(bool ok) {
   });
 }
 
-void ConnectAttempt::OnStartDone(bool ok) {
+void ConnectAttempt::OnWriteOperationDone(bool ok, bool message_written) {
   std::lock_guard<std::mutex> lock(mu_);
+  if (message_written) outgoing_.pop_front();
   writing_ = false;
   if (!ok) {
-    // The call did not start; the read side sees the end and reports the status.
-    closed_ = true;
-    outgoing_.clear();
-    return;
-  }
-  MaybeStartWriteLocked();
-}
-
-void ConnectAttempt::OnWriteDone(bool ok) {
-  std::lock_guard<std::mutex> lock(mu_);
-  outgoing_.pop_front();
-  writing_ = false;
-  if (!ok) {
-    // The stream is broken; the read side sees the end and reports the status.
+    // The call did not start, or the stream broke; the read side sees the end and reports the
+    // status.
     closed_ = true;
     outgoing_.clear();
     return;

@@ -92,9 +92,10 @@ class ConnectAttempt final {
   ConnectAttempt(uint64_t id, std::shared_ptr<AttemptListener> listener);
   // On the queue's thread: the reaction, then the count; OnDone once the call is over.
   void Completed(Kind kind, bool ok);
-  void OnStartDone(bool ok);
   void OnReadDone(bool ok);
-  void OnWriteDone(bool ok);
+  // The write operation is free again: after the call's start (which uses it for the metadata),
+  // or after a message (`message_written`: the front of outgoing_).
+  void OnWriteOperationDone(bool ok, bool message_written);
   void OnDone();
   // Starts the write of outgoing_.front() if none is in flight.
   void MaybeStartWriteLocked();
@@ -127,8 +128,8 @@ class ConnectAttempt final {
   std::atomic<bool> done_{false};  // OnDone ran
 
   std::mutex mu_;
-  // The front is in flight while writing_ is true and must stay alive until OnWriteDone (or, at
-  // first, the call's start is: it uses the same operation).
+  // The front is in flight while writing_ is true and must stay alive until OnWriteOperationDone
+  // (or, at first, the call's start is: it uses the same operation).
   std::deque<v1::WorkerMessage> outgoing_;  // guarded by mu_
   bool writing_ = false;                    // guarded by mu_
   // The read side ended (the finish is asked for, OnDone may come) or a write failed: no more

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <chrono>
 
 #include "rpc/async_bidi_reactor.h"
 
@@ -13,6 +14,9 @@ namespace {
 // Connect calls requested ahead on each queue: a burst of new streams is accepted without waiting
 // for the queue's thread to request the next one.
 constexpr int kPendingConnectsPerQueue = 4;
+
+// While Stop waits for the accepted calls to end: how often it says it still waits.
+constexpr auto kLiveCallsReport = std::chrono::seconds(10);
 
 }  // namespace
 
@@ -90,20 +94,23 @@ std::shared_ptr<void> StreamQueues::TakeTicket() {
   });
 }
 
-void StreamQueues::Stop(std::chrono::milliseconds wait) {
+void StreamQueues::Stop() {
+  {
+    MutexLock lock(mu_);
+    if (stopped_) return;
+  }
   if (!threads_.empty()) {
+    // Without a bound: a ticket released after the queues are gone would touch freed memory,
+    // and the server's shutdown ends every call, so this is short; if it is not, it says so.
     MutexLock lock(live_mu_);
-    if (!no_live_calls_.WaitFor(lock, wait,
-                                [this]() CKPT_REQUIRES(live_mu_) { return live_calls_ == 0; })) {
-      spdlog::error(
-          "worker streams: {} call(s) still open {} ms after the server's shutdown; "
-          "shutting their queues down anyway",
-          live_calls_, wait.count());
+    while (!no_live_calls_.WaitFor(lock, kLiveCallsReport,
+                                   [this]() CKPT_REQUIRES(live_mu_) { return live_calls_ == 0; })) {
+      spdlog::error("worker streams: {} call(s) still open after the server's shutdown; waiting",
+                    live_calls_);
     }
   }
   {
     MutexLock lock(mu_);
-    if (stopped_) return;
     stopped_ = true;
     for (auto& queue : queues_) queue->Shutdown();
   }

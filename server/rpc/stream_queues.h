@@ -9,7 +9,6 @@
 
 #include <grpcpp/grpcpp.h>
 
-#include <chrono>
 #include <functional>
 #include <memory>
 #include <thread>
@@ -40,9 +39,9 @@ class StreamQueues {
   void Start(v1::WorkerService::AsyncService& service, Accept accept);
   // Once the server is shut down (its calls cancelled): waits until every accepted call is over
   // (its reactions may still start operations, such as the Finish of a cancelled stream, and a
-  // queue must not be shut down under them), up to `wait`, saying so if that passes; then shuts
-  // the queues down, lets each thread drain its queue and joins them. Idempotent.
-  void Stop(std::chrono::milliseconds wait = std::chrono::seconds(10));
+  // queue must not be shut down under them), logging while it waits; then shuts the queues down,
+  // lets each thread drain its queue and joins them. Idempotent.
+  void Stop();
 
   size_t size() const { return queues_.size(); }
 
