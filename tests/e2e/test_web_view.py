@@ -107,8 +107,10 @@ class WebViewBrowserTest(unittest.TestCase):
         artifacts = os.environ.get("CKPT_ARTIFACTS_DIR") or os.path.join(BUILD_DIR, "artifacts")
         self.artifacts = os.path.join(os.path.abspath(artifacts), "web_view")
         os.makedirs(self.artifacts, exist_ok=True)
-        # A round counts as stuck after 1 s, so the held one is named as such.
-        config = self.ws.write_config("stuck_threshold_ms: 1000\n")
+        # A round counts as stuck after 1 s, so the held one is named as such. Every round of
+        # the test stays retained: at a 300 ms interval the default 10 would release a linked
+        # checkpoint within 3 s, less than two browser launches take on a loaded machine.
+        config = self.ws.write_config("stuck_threshold_ms: 1000\ndefaults:\n  retained: 100000\n")
         self.ws.start_daemon(config)
         server = f"127.0.0.1:{self.ws.port}"
         common = ["--server", server, "--tasks-per-pipeline", "2", "--create", "--interval", "300ms",
@@ -204,6 +206,8 @@ class WebViewBrowserTest(unittest.TestCase):
         completed = [r for r in rows if r.attrs["data-status"] == "COMPLETED"][0]
         link = completed.find_all("a")[0].attrs["href"]
         checkpoint = self.dom(link)
+        title = checkpoint.find_all("title")[0].text()
+        self.assertIn("checkpoint", title, f"{link} answered with an error page: {title}")
         tasks = checkpoint.find_all("tr", class_="task")
         self.assertEqual(sorted(t.attrs["data-task-id"] for t in tasks), ["0", "1"])
 
