@@ -140,28 +140,34 @@ def run(args):
             if daemon.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError("ckptd did not start; see its log")
             time.sleep(0.1)
-        # The simulator outlives the window by enough for the listing at its end (seconds for
-        # thousands of pipelines on a busy daemon): read during its goodbye, pipelines would
-        # show WAITING_FOR_TASKS.
-        duration = args.warmup_s + args.window_s + 8
+        # The simulator runs until it is told to stop after the second listing: a listing of
+        # tens of thousands of pipelines from a busy daemon can take many seconds, and a window
+        # that outlived the simulator would measure an idle daemon.
         sim_out = open(os.path.join(work, "sim.json"), "w+")
         sim_proc = subprocess.Popen(
             [sim, "--server", f"127.0.0.1:{port}", *sim_flags, "--job", job, "--pipelines",
-             str(args.pipelines), "--tasks-per-pipeline", str(args.tasks), "--duration",
-             f"{int(duration * 1000)}ms", "--warmup", f"{int(args.warmup_s * 1000)}ms", "--json",
+             str(args.pipelines), "--tasks-per-pipeline", str(args.tasks),
+             "--warmup", f"{int(args.warmup_s * 1000)}ms", "--json",
              "--threads", str(args.sim_threads), "--channels", str(args.sim_channels),
              *(["--group-size", str(args.group_size)] if args.group_size > 0 else [])],
             stdout=sim_out, stderr=subprocess.DEVNULL)
         log(f"{args.label}: {args.pipelines} x {args.tasks} tasks, interval {args.interval_ms} ms; "
             f"warm-up {args.warmup_s} s, window {args.window_s} s")
         time.sleep(args.warmup_s)
+        listed = time.monotonic()
         before = list_pipelines(ckptctl, port, job, ctl_flags)
         cpu0, sim_cpu0, t0 = cpu_seconds(daemon.pid), cpu_seconds(sim_proc.pid), time.monotonic()
+        list_before_s = t0 - listed
         time.sleep(args.window_s)
         cpu1, sim_cpu1, t1 = cpu_seconds(daemon.pid), cpu_seconds(sim_proc.pid), time.monotonic()
         after = list_pipelines(ckptctl, port, job, ctl_flags)
+        list_after_s = time.monotonic() - t1
         threads = proc_threads(daemon.pid)
-        sim_proc.wait(timeout=duration + 30)
+        if sim_proc.poll() is not None:
+            raise RuntimeError(f"the simulator ended (exit {sim_proc.returncode}) before the "
+                               "window did")
+        sim_proc.send_signal(signal.SIGTERM)
+        sim_proc.wait(timeout=120)
         sim_out.seek(0)
         summary = json.loads(sim_out.read().strip().splitlines()[-1])
     finally:
@@ -201,6 +207,9 @@ def run(args):
         "daemon_cpu_pct": 100 * (cpu1 - cpu0) / window,
         "sim_cpu_pct": 100 * (sim_cpu1 - sim_cpu0) / window,
         "daemon_threads": threads,
+        # How long `ckptctl pipeline list` took before and after the window, under the load.
+        "list_before_s": round(list_before_s, 2),
+        "list_after_s": round(list_after_s, 2),
         "sim_acks_per_s": summary["acks"] / (summary["run_ms"] / 1000),
         "checkpoint_p50_ms": summary["duration_ms"]["p50"],
         "checkpoint_p99_ms": summary["duration_ms"]["p99"],

@@ -1,5 +1,6 @@
 #include "rpc/admin_service.h"
 
+#include <atomic>
 #include <charconv>
 #include <limits>
 #include <optional>
@@ -206,42 +207,57 @@ grpc::ServerUnaryReactor* AdminServiceImpl::ListPipelines(grpc::CallbackServerCo
   if (runners.size() > page) resp->set_next_page_token(PageToken(runners[page - 1]->key()));
   runners.resize(page);
   auto* reactor = ctx->DefaultReactor();
-  // The pipelines answer one after the other, each on its own strand, so that the reply is
-  // bounded as it grows: a pipeline's task ids are listed while it has at most 1000 of them and
-  // the reply stays under kMaxListReplyBytes; otherwise task_ids_omitted (GetPipeline has them),
-  // and past the budget its missing task names go too (missing_tasks_total stays).
+  if (runners.empty()) {
+    reactor->Finish(grpc::Status::OK);
+    return reactor;
+  }
+  // Every pipeline of the page is asked at once, each on its own loop: a page costs one wait
+  // behind the busiest loop, not a thousand waits in a row (under load, 10,000 pipelines asked
+  // one after the other took 9-14 s to list). The answer that comes last assembles the reply in
+  // key order, bounded as it grows: a pipeline's task ids are listed while it has at most 1000
+  // of them and the reply stays under kMaxListReplyBytes; otherwise task_ids_omitted
+  // (GetPipeline has them), and past the budget its missing task names go too
+  // (missing_tasks_total stays).
   struct Listing {
-    std::vector<std::shared_ptr<PipelineRunner>> runners;
-    size_t next = 0;
-    size_t bytes = 0;
+    // Slot i is written only by the loop of the page's i-th pipeline; `outstanding` (acq_rel)
+    // hands every slot to the one that assembles.
+    std::vector<v1::Pipeline> answers;
+    std::atomic<size_t> outstanding;
     grpc::ServerUnaryReactor* reactor;
     v1::ListPipelinesResponse* resp;
-    static void VisitNext(const std::shared_ptr<Listing>& self) {
-      if (self->next == self->runners.size()) return self->reactor->Finish(grpc::Status::OK);
-      self->runners[self->next++]->Inspect([self](const PipelineCoordinator& c) {
-        const bool few_tasks = c.spec().task_ids.size() <= kMaxListedTaskNames;
-        auto* pipeline = self->resp->add_pipelines();
-        ToProto(c.Describe(/*with_task_ids=*/few_tasks), pipeline);
-        size_t size = pipeline->ByteSizeLong();
-        if (self->bytes + size > kMaxListReplyBytes) {
+
+    void Assemble() {
+      size_t bytes = 0;
+      resp->mutable_pipelines()->Reserve(static_cast<int>(answers.size()));
+      for (v1::Pipeline& pipeline : answers) {
+        size_t size = pipeline.ByteSizeLong();
+        if (bytes + size > kMaxListReplyBytes) {
           // Over budget: the names go (GetPipeline has them), the counts stay.
-          if (pipeline->spec().task_ids_size() > 0) {
-            pipeline->mutable_spec()->clear_task_ids();
-            pipeline->set_task_ids_omitted(true);
+          if (pipeline.spec().task_ids_size() > 0) {
+            pipeline.mutable_spec()->clear_task_ids();
+            pipeline.set_task_ids_omitted(true);
           }
-          pipeline->clear_missing_tasks();
-          size = pipeline->ByteSizeLong();
+          pipeline.clear_missing_tasks();
+          size = pipeline.ByteSizeLong();
         }
-        self->bytes += size;
-        VisitNext(self);  // Inspect posts: no recursion on this stack
-      });
+        bytes += size;
+        *resp->add_pipelines() = std::move(pipeline);
+      }
+      reactor->Finish(grpc::Status::OK);
     }
   };
   auto listing = std::make_shared<Listing>();
-  listing->runners = std::move(runners);
+  listing->answers.resize(runners.size());
+  listing->outstanding.store(runners.size(), std::memory_order_relaxed);
   listing->reactor = reactor;
   listing->resp = resp;
-  Listing::VisitNext(listing);
+  for (size_t i = 0; i < runners.size(); ++i) {
+    runners[i]->Inspect([listing, i](const PipelineCoordinator& c) {
+      const bool few_tasks = c.spec().task_ids.size() <= kMaxListedTaskNames;
+      ToProto(c.Describe(/*with_task_ids=*/few_tasks), &listing->answers[i]);
+      if (listing->outstanding.fetch_sub(1, std::memory_order_acq_rel) == 1) listing->Assemble();
+    });
+  }
   return reactor;
 }
 
