@@ -3,8 +3,10 @@
 
 One run: ckptd with P pipelines of T tasks declared in its config (interval and timeout given
 here), the simulator serving all of them (acks at once), a warm-up, then a measurement window read
-from the daemon itself: `ckptctl pipeline list -o json` before and after the window gives every
-pipeline's completed/failed/expired counts, /proc/<pid>/stat the daemon's CPU. The simulator's
+from the daemon itself: its web API (`/api/v1/pipelines`, counters read without waiting on any
+pipeline's loop, so a snapshot takes milliseconds even under load) before and after the window
+gives every pipeline's completed/failed/expired counts, /proc/<pid>/stat the daemon's CPU.
+`ckptctl pipeline list` is timed after the window, under the same load. The simulator's
 JSON summary gives checkpoint duration (trigger to `complete` as the worker saw it, rounds
 triggered after the warm-up), the daemon's totals log line at shutdown its trigger delay (histogram
 bucket bounds, whole run).
@@ -28,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 import shutil
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -65,6 +68,52 @@ def list_pipelines(ckptctl, port, job, flags=()):
     return {p["pipeline_id"]: p for p in json.loads(out)}
 
 
+def snapshot(metrics_port):
+    """Every pipeline's counters from the web API, page by page (1,000 rows each)."""
+    rows, offset = {}, 0
+    while True:
+        url = f"http://127.0.0.1:{metrics_port}/api/v1/pipelines?limit=1000&offset={offset}"
+        with urllib.request.urlopen(url, timeout=60) as reply:
+            page = json.loads(reply.read())
+        for p in page["pipelines"]:
+            rows[p["pipeline_id"]] = {"completed_count": p["completed_since_start"],
+                                      "failed_count": p["failed_since_start"],
+                                      "expired_count": p["expired_since_start"],
+                                      "state": p["state"]}
+        offset += len(page["pipelines"])
+        if not page["pipelines"] or offset >= page["matching"]:
+            return rows
+
+
+METRICS_PORT = re.compile(r"metrics on port (\d+)")
+BUCKET = re.compile(r'^(ckptd_round_fan_(?:out|in)_seconds)_bucket\{le="([^"]+)"\} (\d+)$')
+
+
+def round_spans(metrics_port):
+    """The cumulative buckets of the daemon's own share of a round: {name: {le: count}}."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=60) as r:
+        text = r.read().decode()
+    spans = {}
+    for line in text.splitlines():
+        m = BUCKET.match(line)
+        if m:
+            spans.setdefault(m.group(1), {})[float(m.group(2))] = int(m.group(3))
+    return spans
+
+
+def window_quantile(before, after, q):
+    """The bucket bound (ms) under which fraction q of the window's observations fall."""
+    bounds = sorted(after)
+    counts = [after[b] - before.get(b, 0) for b in bounds]
+    total = counts[-1] if counts else 0
+    if total == 0:
+        return None
+    for bound, count in zip(bounds, counts):
+        if count >= q * total:
+            return bound * 1000 if bound != float("inf") else None
+    return None
+
+
 def make_tls(work):
     """Certificates for a TLS run (tests/e2e/certs.py): the daemon's YAML (mTLS, auth with a
     worker and an admin principal) and the client flags of the simulator and of ckptctl."""
@@ -94,6 +143,9 @@ def write_config(path, port, data_dir, job, pipelines, tasks, interval_ms, timeo
         f.write(extra)
         f.write(f"listen: 127.0.0.1:{port}\n")
         f.write("metrics_listen: 127.0.0.1:0\n")
+        # The counters are read from the web view, also when auth is on (it is off by default
+        # then); it is on loopback.
+        f.write("metrics:\n  web_view: true\n")
         f.write(f"data_dir: {data_dir}\n")
         f.write(f"threads: {os.environ.get('CKPT_E2E_THREADS', '0')}\n")
         f.write("log:\n  level: info\n")
@@ -129,13 +181,15 @@ def run(args):
                               stderr=subprocess.STDOUT)
     sim_proc = None
     result = {"bench": "e2e", "label": args.label, "pipelines": args.pipelines,
-              "tasks": args.tasks, "interval_ms": args.interval_ms, "tls": args.tls,
+              "tasks": args.tasks, "streams_per_pipeline": args.streams, "interval_ms": args.interval_ms, "tls": args.tls,
               "group_size": args.group_size}
     try:
         deadline = time.monotonic() + 120
         while True:
             daemon_log.seek(0)
-            if "serving on port" in daemon_log.read():
+            started = METRICS_PORT.search(daemon_log.read())
+            if started:
+                metrics_port = int(started.group(1))
                 break
             if daemon.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError("ckptd did not start; see its log")
@@ -147,6 +201,7 @@ def run(args):
         sim_proc = subprocess.Popen(
             [sim, "--server", f"127.0.0.1:{port}", *sim_flags, "--job", job, "--pipelines",
              str(args.pipelines), "--tasks-per-pipeline", str(args.tasks),
+             "--streams-per-pipeline", str(args.streams),
              "--warmup", f"{int(args.warmup_s * 1000)}ms", "--json",
              "--threads", str(args.sim_threads), "--channels", str(args.sim_channels),
              *(["--group-size", str(args.group_size)] if args.group_size > 0 else [])],
@@ -154,14 +209,16 @@ def run(args):
         log(f"{args.label}: {args.pipelines} x {args.tasks} tasks, interval {args.interval_ms} ms; "
             f"warm-up {args.warmup_s} s, window {args.window_s} s")
         time.sleep(args.warmup_s)
-        listed = time.monotonic()
-        before = list_pipelines(ckptctl, port, job, ctl_flags)
+        before = snapshot(metrics_port)
+        spans0 = round_spans(metrics_port)
         cpu0, sim_cpu0, t0 = cpu_seconds(daemon.pid), cpu_seconds(sim_proc.pid), time.monotonic()
-        list_before_s = t0 - listed
         time.sleep(args.window_s)
         cpu1, sim_cpu1, t1 = cpu_seconds(daemon.pid), cpu_seconds(sim_proc.pid), time.monotonic()
-        after = list_pipelines(ckptctl, port, job, ctl_flags)
-        list_after_s = time.monotonic() - t1
+        spans1 = round_spans(metrics_port)
+        after = snapshot(metrics_port)
+        listed = time.monotonic()
+        list_pipelines(ckptctl, port, job, ctl_flags)
+        ctl_list_s = time.monotonic() - listed
         threads = proc_threads(daemon.pid)
         if sim_proc.poll() is not None:
             raise RuntimeError(f"the simulator ended (exit {sim_proc.returncode}) before the "
@@ -207,9 +264,8 @@ def run(args):
         "daemon_cpu_pct": 100 * (cpu1 - cpu0) / window,
         "sim_cpu_pct": 100 * (sim_cpu1 - sim_cpu0) / window,
         "daemon_threads": threads,
-        # How long `ckptctl pipeline list` took before and after the window, under the load.
-        "list_before_s": round(list_before_s, 2),
-        "list_after_s": round(list_after_s, 2),
+        # How long `ckptctl pipeline list` of every pipeline took, under the load.
+        "ctl_list_s": round(ctl_list_s, 2),
         "sim_acks_per_s": summary["acks"] / (summary["run_ms"] / 1000),
         "checkpoint_p50_ms": summary["duration_ms"]["p50"],
         "checkpoint_p99_ms": summary["duration_ms"]["p99"],
@@ -221,6 +277,12 @@ def run(args):
         "trigger_delay_p99_le_us": int(totals.group(2)) if totals else None,
         "trigger_delay_max_us": int(totals.group(3)) if totals else None,
     })
+    # The daemon's own share of a round (bucket bounds; buckets are x2 apart).
+    for name, key in (("ckptd_round_fan_out_seconds", "fan_out"),
+                      ("ckptd_round_fan_in_seconds", "fan_in")):
+        for q, label in ((0.5, "p50"), (0.99, "p99")):
+            result[f"{key}_{label}_le_ms"] = window_quantile(spans0.get(name, {}),
+                                                             spans1.get(name, {}), q)
     if "trigger_skew_ms" in summary:
         result.update({
             "group_skew_p50_ms": summary["trigger_skew_ms"]["p50"],
@@ -241,6 +303,8 @@ def main():
     p.add_argument("--work-dir", default=None, help="where temp dirs go (default: system temp)")
     p.add_argument("--pipelines", type=int, default=1000)
     p.add_argument("--tasks", type=int, default=2)
+    p.add_argument("--streams", type=int, default=1,
+                   help="worker streams each pipeline's tasks are spread over")
     p.add_argument("--interval-ms", type=int, default=1000)
     p.add_argument("--timeout-ms", type=int, default=10000)
     p.add_argument("--warmup-s", type=float, default=5)

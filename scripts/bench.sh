@@ -158,6 +158,16 @@ for cfg in "16 500" "64 250"; do
     "$python" "$root/bench/e2e_bench.py" --build-dir "$build" --work-dir "$work" \
     --pipelines "$1" --tasks "$2" --interval-ms 10 --warmup-s 3 --window-s 5 --label ingest
 done
+# Wide pipelines: one of 2,000 tasks over 200 worker streams, and 100 of 200 tasks over 20 each;
+# the daemon's own share of a round (fan-out, fan-in) from its histograms.
+step "end to end: wide pipelines (1 x 2,000 tasks over 200 streams, 100 x 200 over 20 each)"
+for cfg in "1 2000 200" "100 200 20"; do
+  set -- $cfg
+  run_bench 120 "\"bench\":\"e2e\",\"label\":\"wide\",\"pipelines\":$1,\"tasks\":$2" \
+    "$python" "$root/bench/e2e_bench.py" --build-dir "$build" --work-dir "$work" \
+    --pipelines "$1" --tasks "$2" --streams "$3" --warmup-s 4 --window-s 10 --sim-channels 8 \
+    --label wide
+done
 # The price of TLS (mTLS with auth) on ack ingest: the first configuration again, over TLS, next to
 # its plaintext run above.
 run_bench 120 '"bench":"e2e","label":"ingest-tls","pipelines":16,"tasks":500' \

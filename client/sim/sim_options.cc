@@ -55,7 +55,13 @@ ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   app.add_option("--tasks-per-pipeline", options.tasks_per_pipeline,
-                 "Tasks 0..<M-1> per pipeline, all in one stream")
+                 "Tasks 0..<M-1> per pipeline, all in one stream unless --streams-per-pipeline")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--streams-per-pipeline", options.streams_per_pipeline,
+                 "Spread each pipeline's tasks over S streams, as S workers would (worker ids "
+                 "<worker-id>-s<k>, runs of consecutive task ids); at most --tasks-per-pipeline")
+      ->type_name("S")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   CLI::Option* create = app.add_flag("--create", options.create,
@@ -159,6 +165,17 @@ ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
   if (!(options.decline_rate >= 0 && options.decline_rate <= 1)) {
     return Error("--decline-rate must be between 0 and 1, got " +
                  std::to_string(options.decline_rate));
+  }
+  if (options.streams_per_pipeline > options.tasks_per_pipeline) {
+    return Error("--streams-per-pipeline (" + std::to_string(options.streams_per_pipeline) +
+                 ") must not exceed --tasks-per-pipeline (" +
+                 std::to_string(options.tasks_per_pipeline) +
+                 "): a stream serves at least one task");
+  }
+  if (options.streams_per_pipeline > 1 && options.group_size > 0) {
+    return Error(
+        "--streams-per-pipeline and --group-size do not go together (the group skew is "
+        "measured per pipeline stream)");
   }
   if (options.worker_id.empty()) options.worker_id = "sim-" + std::to_string(::getpid());
   if (seed_option->count() > 0) options.seed = seed;

@@ -27,7 +27,9 @@ struct SimOptions {
   std::string job;             // required
   int pipelines = 1;           // p0 .. p<N-1>
   int tasks_per_pipeline = 1;  // tasks "0" .. "<M-1>" of each pipeline
-  bool create = false;         // create the pipelines first (AdminService.CreatePipeline)
+  // Streams (workers) each pipeline's tasks are spread over, in contiguous runs of task ids.
+  int streams_per_pipeline = 1;
+  bool create = false;  // create the pipelines first (AdminService.CreatePipeline)
   std::optional<std::chrono::milliseconds> interval;  // with --create
   std::optional<std::chrono::milliseconds> timeout;   // with --create
   std::optional<int64_t> position_interval;           // with --create

@@ -79,7 +79,9 @@ std::string SimCounters::last_disconnect_pipeline() const {
 
 SimPipeline::SimPipeline(SimPipelineConfig config, SimCounters& counters, EventLog* event_log)
     : config_(std::move(config)), counters_(counters), event_log_(event_log), rng_(config_.seed) {
-  for (int i = 0; i < config_.tasks; ++i) task_ids_.push_back(std::to_string(i));
+  for (int i = 0; i < config_.tasks; ++i) {
+    task_ids_.push_back(std::to_string(config_.first_task + i));
+  }
 }
 
 void SimPipeline::Start(sdk::WorkerRuntime& runtime) {

@@ -83,6 +83,7 @@ struct SimPipelineConfig {
   std::string worker_id;
   std::string job_id;
   std::string pipeline_id;
+  int first_task = 0;  // this stream serves tasks first_task .. first_task + tasks - 1
   int tasks = 1;
   std::chrono::milliseconds ack_delay{0};
   double decline_rate = 0;

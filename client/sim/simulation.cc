@@ -109,25 +109,33 @@ SimOutcome Simulation::Run(const sigset_t& signals) {
   if (!options_.state_dir.empty()) state_files.emplace(options_.state_dir);
   std::vector<std::unique_ptr<SimPipeline>> pipelines;
   const Clock::time_point sample_from = Clock::now() + options_.warmup;
+  const int streams = options_.streams_per_pipeline;
   for (int i = 0; i < options_.pipelines; ++i) {
-    SimPipelineConfig config;
-    config.worker_id = options_.worker_id;
-    config.job_id = options_.job;
-    config.pipeline_id = "p" + std::to_string(i);
-    config.tasks = options_.tasks_per_pipeline;
-    config.ack_delay = milliseconds(options_.ack_delay_ms);
-    config.decline_rate = options_.decline_rate;
-    config.positions_rate = options_.positions_rate;
-    if (options_.group_size > 0) {
-      config.group = i / options_.group_size;
-      // The last group may be smaller.
-      config.group_size =
-          std::min(options_.group_size, options_.pipelines - config.group * options_.group_size);
+    for (int stream = 0; stream < streams; ++stream) {
+      SimPipelineConfig config;
+      config.worker_id =
+          streams > 1 ? options_.worker_id + "-s" + std::to_string(stream) : options_.worker_id;
+      config.job_id = options_.job;
+      config.pipeline_id = "p" + std::to_string(i);
+      // Stream k serves tasks [k*M/S, (k+1)*M/S): every task once, runs differing by at most 1.
+      const int64_t tasks = options_.tasks_per_pipeline;
+      config.first_task = static_cast<int>(stream * tasks / streams);
+      config.tasks = static_cast<int>((stream + 1) * tasks / streams) - config.first_task;
+      config.ack_delay = milliseconds(options_.ack_delay_ms);
+      config.decline_rate = options_.decline_rate;
+      config.positions_rate = options_.positions_rate;
+      if (options_.group_size > 0) {
+        config.group = i / options_.group_size;
+        // The last group may be smaller.
+        config.group_size =
+            std::min(options_.group_size, options_.pipelines - config.group * options_.group_size);
+      }
+      const uint64_t index = static_cast<uint64_t>(i) * streams + stream;
+      config.seed = seed + index * 0x9E3779B97F4A7C15ULL;
+      config.sample_from = sample_from;
+      config.state_files = state_files ? &*state_files : nullptr;
+      pipelines.push_back(std::make_unique<SimPipeline>(std::move(config), counters, event_log_));
     }
-    config.seed = seed + static_cast<uint64_t>(i) * 0x9E3779B97F4A7C15ULL;
-    config.sample_from = sample_from;
-    config.state_files = state_files ? &*state_files : nullptr;
-    pipelines.push_back(std::make_unique<SimPipeline>(std::move(config), counters, event_log_));
   }
 
   SimOutcome outcome;

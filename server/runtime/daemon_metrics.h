@@ -64,6 +64,11 @@ struct DaemonMetrics {
   LatencyHistogram trigger_delay;        // ckptd_trigger_delay_seconds: fire time minus due time
   LatencyHistogram checkpoint_duration;  // ckptd_checkpoint_duration_seconds: trigger to complete
   LatencyHistogram store_commit;         // ckptd_store_commit_seconds: queued to durable
+  // The daemon's own share of a round, for wide pipelines. ckptd_round_fan_out_seconds: the
+  // loop handing a trigger to every stream of its pipeline. ckptd_round_fan_in_seconds: the last
+  // ack read from its stream to the `complete` handed to every stream (durable commit included).
+  LatencyHistogram round_fan_out;
+  LatencyHistogram round_fan_in;
 
   // Empty (off) by default. The benchmarks set it to receive every periodic trigger's delay
   // exactly: the histogram's buckets are x2 apart, too coarse to compare with the anchors. It runs

@@ -182,6 +182,14 @@ std::string RenderMetricsPage(const DaemonMetrics& m, const Registry& registry,
              "Time from handing a completed checkpoint to the store to its commit (fsync "
              "included).");
   out.Histogram("ckptd_store_commit_seconds", {}, m.store_commit.Take());
+  out.Family("ckptd_round_fan_out_seconds", "histogram",
+             "Time the daemon takes to hand a round's trigger to every worker stream of its "
+             "pipeline.");
+  out.Histogram("ckptd_round_fan_out_seconds", {}, m.round_fan_out.Take());
+  out.Family("ckptd_round_fan_in_seconds", "histogram",
+             "Time from reading a round's last ack to handing its complete to every worker "
+             "stream (the durable commit included).");
+  out.Histogram("ckptd_round_fan_in_seconds", {}, m.round_fan_in.Take());
 
   out.Gauge("ckptd_pending_checkpoints",
             "Checkpoints and savepoints pending now (triggered, not "

@@ -80,6 +80,10 @@ void PipelineRunner::PostOperator(F&& f) {
   asio::post(strand_, [self = shared_from_this(), f = std::forward<F>(f)]() mutable { f(*self); });
 }
 
+int64_t PipelineRunner::MicrosSince(SteadyTime start) const {
+  return std::chrono::duration_cast<std::chrono::microseconds>(clock_.SteadyNow() - start).count();
+}
+
 Status PipelineRunner::DeletedStatus() const {
   return Status::NotFound("pipeline " + key_.ToString() + " was deleted");
 }
@@ -142,8 +146,15 @@ void PipelineRunner::Register(SessionId session, std::shared_ptr<SessionSink> si
 void PipelineRunner::Ack(SessionId session, int64_t checkpoint_id, std::string task_id,
                          TaskState state, AckFigures reported, int64_t position) {
   ++metrics_.acks_total;
+  const SteadyTime received = clock_.SteadyNow();
   Post([=, task_id = std::move(task_id), state = std::move(state)](PipelineRunner& r) {
-    r.Run(r.coordinator_.OnAck(session, checkpoint_id, task_id, state, reported, position));
+    Actions actions =
+        r.coordinator_.OnAck(session, checkpoint_id, task_id, state, reported, position);
+    // The round's last ack: its commit starts here, and its fan-in is timed from the read.
+    for (const Action& action : actions) {
+      if (std::holds_alternative<CommitCheckpoint>(action)) r.round_last_ack_at_ = received;
+    }
+    r.Run(std::move(actions));
   });
 }
 
@@ -650,11 +661,18 @@ void PipelineRunner::Execute(Action& action) {
   CKPT_ASSERT_ON_STRAND(strand_);
   if (auto* a = std::get_if<SendTrigger>(&action)) {
     ++metrics_.triggers_total;
+    const SteadyTime start = clock_.SteadyNow();
     SendToSessions(sessions_, *a);
+    metrics_.round_fan_out.ObserveMicros(MicrosSince(start));
+    round_last_ack_at_ = SteadyTime{};  // a round that failed after its last ack left it
   } else if (auto* a = std::get_if<SendAbort>(&action)) {
     SendToSessions(sessions_, *a);
   } else if (auto* a = std::get_if<SendComplete>(&action)) {
     SendToSessions(sessions_, *a);
+    if (round_last_ack_at_ != SteadyTime{}) {
+      metrics_.round_fan_in.ObserveMicros(MicrosSince(round_last_ack_at_));
+      round_last_ack_at_ = SteadyTime{};
+    }
   } else if (auto* a = std::get_if<SendRelease>(&action)) {
     SendToSessions(sessions_, *a);
   } else if (auto* a = std::get_if<SendState>(&action)) {

@@ -201,6 +201,7 @@ class PipelineRunner : public std::enable_shared_from_this<PipelineRunner> {
   template <typename F>
   void PostOperator(F&& f);
   Status DeletedStatus() const;
+  int64_t MicrosSince(SteadyTime start) const;
 
   // Constant after construction. Only what the runner itself reads is kept (the coordinator keeps
   // its own options): this object exists once per pipeline.
@@ -233,6 +234,9 @@ class PipelineRunner : public std::enable_shared_from_this<PipelineRunner> {
   std::unique_ptr<StrandTimer> persist_retry_timer_;  // made on the first failed persist
   bool retry_whole_record_ = false;                   // a failed write to retry was a whole record
   std::map<SessionId, std::shared_ptr<SessionSink>> sessions_;
+  // When the pending round's last ack was read from its stream (ckptd_round_fan_in_seconds);
+  // the epoch: none (its complete was sent, or a new round began)
+  SteadyTime round_last_ack_at_{};
   bool counted_pending_ = false;  // whether this pipeline adds one to metrics_.pending_checkpoints
   std::optional<PipelineState> counted_state_;  // where it adds one in pipelines_by_state
   bool deleted_ = false;                        // after Delete, every event is dropped

@@ -302,6 +302,22 @@ class CkptctlTest(unittest.TestCase):
         self.assertEqual(s["daemon"]["pipelines"], 1)
         self.assertEqual([p["pipeline_id"] for p in s["pipelines"]], ["p"])
 
+    def test_a_pipeline_spread_over_streams_completes_with_each_task_from_its_worker(self):
+        self.start_daemon()
+        self.start_sim("wide", 2, 7, "--streams-per-pipeline", "3", "--worker-id", "w",
+                       "--interval", "1h", "--timeout", "30s")
+        triggered = self.json_of("checkpoint", "trigger", "wide", "p1")
+        checkpoint_id = triggered["checkpoint_id"]
+
+        def completed():
+            c = self.json_of("checkpoint", "get", "wide", "p1", str(checkpoint_id))
+            return c if c["status"] == "COMPLETED" else None
+        e2e.wait_until(completed, 30, "the triggered checkpoint to complete")
+        tasks = {t["task_id"]: t["worker_id"] for t in completed()["tasks"]}
+        # Seven tasks over three streams: runs of 2, 2 and 3 consecutive ids.
+        self.assertEqual(tasks, {"0": "w-s0", "1": "w-s0", "2": "w-s1", "3": "w-s1",
+                                 "4": "w-s2", "5": "w-s2", "6": "w-s2"})
+
     def test_savepoint_of_a_served_job(self):
         self.start_daemon()
         self.start_sim("sj", 2, 2, "--interval", "1h", "--timeout", "30s")

@@ -40,6 +40,8 @@ TEST_F(DaemonHttpTest, EveryContractMetricHasHelpAndType) {
       {"ckptd_checkpoint_duration_seconds", "histogram"},
       {"ckptd_trigger_delay_seconds", "histogram"},
       {"ckptd_store_commit_seconds", "histogram"},
+      {"ckptd_round_fan_out_seconds", "histogram"},
+      {"ckptd_round_fan_in_seconds", "histogram"},
       {"ckptd_pending_checkpoints", "gauge"},
       {"ckptd_pipelines", "gauge"},
       {"ckptd_worker_sessions", "gauge"},
@@ -88,6 +90,10 @@ TEST_F(DaemonHttpTest, ValuesFollowCheckpoints) {
   EXPECT_EQ(SampleValue(page, "ckptd_pipelines{state=\"WAITING_FOR_TASKS\"}"), 0);
   EXPECT_GE(SampleValue(page, "ckptd_checkpoint_duration_seconds_count"), 2);
   EXPECT_GE(SampleValue(page, "ckptd_store_commit_seconds_count"), 2);
+  // Both rounds were handed out, and both were completed after a last ack; the stale ack after
+  // them started no commit, so no third fan-in.
+  EXPECT_GE(SampleValue(page, "ckptd_round_fan_out_seconds_count"), 2);
+  EXPECT_EQ(SampleValue(page, "ckptd_round_fan_in_seconds_count"), 2);
   EXPECT_GE(SampleValue(page, "ckptd_trigger_delay_seconds_count"), 1);
   EXPECT_EQ(SampleValue(page, "ckptd_checkpoint_duration_seconds_bucket{le=\"+Inf\"}"),
             SampleValue(page, "ckptd_checkpoint_duration_seconds_count"));

@@ -22,6 +22,7 @@ TEST(SdkSimOptions, Defaults) {
   EXPECT_EQ(o.job, "j");
   EXPECT_EQ(o.pipelines, 1);
   EXPECT_EQ(o.tasks_per_pipeline, 1);
+  EXPECT_EQ(o.streams_per_pipeline, 1);
   EXPECT_EQ(o.ack_delay_ms, 0);
   EXPECT_EQ(o.decline_rate, 0);
   EXPECT_EQ(o.duration, milliseconds(0));
@@ -53,6 +54,8 @@ TEST(SdkSimOptions, EveryFlag) {
                                     "5",
                                     "--tasks-per-pipeline",
                                     "3",
+                                    "--streams-per-pipeline",
+                                    "2",
                                     "--ack-delay-ms",
                                     "20",
                                     "--decline-rate",
@@ -78,6 +81,7 @@ TEST(SdkSimOptions, EveryFlag) {
   EXPECT_EQ(o.server, "h:1");
   EXPECT_EQ(o.pipelines, 5);
   EXPECT_EQ(o.tasks_per_pipeline, 3);
+  EXPECT_EQ(o.streams_per_pipeline, 2);
   EXPECT_EQ(o.ack_delay_ms, 20);
   EXPECT_DOUBLE_EQ(o.decline_rate, 0.25);
   EXPECT_EQ(o.duration, milliseconds(90'000));
@@ -97,6 +101,10 @@ TEST(SdkSimOptions, BadFlagsExitTwoWithOneLine) {
       {"--job", "j", "--bogus"},
       {"--job", "j", "--pipelines", "0"},
       {"--job", "j", "--tasks-per-pipeline", "-1"},
+      {"--job", "j", "--streams-per-pipeline", "0"},
+      {"--job", "j", "--tasks-per-pipeline", "2", "--streams-per-pipeline", "3"},
+      {"--job", "j", "--tasks-per-pipeline", "4", "--streams-per-pipeline", "2", "--group-size",
+       "2"},
       {"--job", "j", "--decline-rate", "1.5"},
       {"--job", "j", "--ack-delay-ms", "-3"},
       {"--job", "j", "--duration", "10"},
