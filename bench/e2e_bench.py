@@ -86,11 +86,13 @@ def snapshot(metrics_port):
 
 
 METRICS_PORT = re.compile(r"metrics on port (\d+)")
-BUCKET = re.compile(r'^(ckptd_round_fan_(?:out|in)_seconds)_bucket\{le="([^"]+)"\} (\d+)$')
+BUCKET = re.compile(r'^(ckptd_round_fan_(?:out|in)_seconds|ckptd_store_commit_seconds)_bucket'
+                    r'\{le="([^"]+)"\} (\d+)$')
 
 
 def round_spans(metrics_port):
-    """The cumulative buckets of the daemon's own share of a round: {name: {le: count}}."""
+    """The cumulative buckets of the daemon's own share of a round, and of its store commits
+    (part of the fan-in): {name: {le: count}}."""
     with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=60) as r:
         text = r.read().decode()
     spans = {}
@@ -279,7 +281,8 @@ def run(args):
     })
     # The daemon's own share of a round (bucket bounds; buckets are x2 apart).
     for name, key in (("ckptd_round_fan_out_seconds", "fan_out"),
-                      ("ckptd_round_fan_in_seconds", "fan_in")):
+                      ("ckptd_round_fan_in_seconds", "fan_in"),
+                      ("ckptd_store_commit_seconds", "store_commit")):
         for q, label in ((0.5, "p50"), (0.99, "p99")):
             result[f"{key}_{label}_le_ms"] = window_quantile(spans0.get(name, {}),
                                                              spans1.get(name, {}), q)

@@ -48,7 +48,7 @@ export CCACHE_BASEDIR=$root
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCKPT_BENCH=ON \
   -DCKPT_BUILD_TESTS=OFF >/dev/null
 cmake --build "$build" -j"$(nproc)" --target ckptd ckpt-worker-sim ckptctl \
-  ckpt-bench-scheduler ckpt-bench-store ckpt-bench-restart >/dev/null
+  ckpt-bench-scheduler ckpt-bench-store ckpt-bench-restart ckpt-bench-fanout-anchor >/dev/null
 rm -rf "$work"
 mkdir -p "$work" "$results"
 : > "$ckptd_jsonl"
@@ -167,6 +167,13 @@ for cfg in "1 2000 200" "100 200 20"; do
     "$python" "$root/bench/e2e_bench.py" --build-dir "$build" --work-dir "$work" \
     --pipelines "$1" --tasks "$2" --streams "$3" --warmup-s 4 --window-s 10 --sim-channels 8 \
     --label wide
+done
+# The anchor: bare gRPC writing one pipeline's triggers and completes to the same streams.
+for cfg in "2000 200" "200 20"; do
+  set -- $cfg
+  run_bench 120 "\"bench\":\"fanout-anchor\",\"tasks\":$1,\"streams\":$2" \
+    "$build/bench/ckpt-bench-fanout-anchor" --tasks "$1" --streams "$2" --interval-ms 100 \
+    --rounds 120 --warmup-rounds 20
 done
 # The price of TLS (mTLS with auth) on ack ingest: the first configuration again, over TLS, next to
 # its plaintext run above.
