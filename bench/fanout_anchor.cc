@@ -116,9 +116,10 @@ class FanoutServer final : public v1::WorkerService::Service {
 
  private:
   void OnAck(int64_t checkpoint_id) {
+    const auto read_at = SteadyClock::now();  // before the lock: its wait is part of the fan-in
     std::lock_guard<std::mutex> lock(mu_);
     if (checkpoint_id != round_ || ++acked_ != tasks_) return;
-    const auto last_ack = SteadyClock::now();
+    const auto last_ack = read_at;
     v1::CoordinatorMessage complete;
     complete.mutable_complete()->set_checkpoint_id(checkpoint_id);
     complete.mutable_complete()->set_kind(v1::CHECKPOINT_KIND_CHECKPOINT);

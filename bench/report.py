@@ -345,12 +345,14 @@ class Report:
             for r in e2e:
                 if not ok(r):
                     out.append(f"| {r['label']} | {r['pipelines']:,} x {r['tasks']} | "
-                               f"{r['interval_ms']} | failed: {r.get('error', '')} | | | | | | | |")
+                               f"{r.get('interval_ms', '-')} | failed: {r.get('error', '')} "
+                               "| | | | | | | |")
                     continue
                 every = "yes" if r["every_round"] else (
                     f"no ({r['pipelines_behind']:,} behind, min {r['min_rounds_per_pipeline']}"
                     f"/{r['rounds_expected_per_pipeline']})")
-                out.append(f"| {r['label']} | {r['pipelines']:,} x {r['tasks']} | {r['interval_ms']} | "
+                out.append(f"| {r['label']} | {r['pipelines']:,} x {r['tasks']} | "
+                           f"{r.get('interval_ms', '-')} | "
                            f"{r['completed_per_s']:,.0f} | {r['acks_per_s']:,.0f} | {every} | "
                            f"{r['checkpoint_p50_ms']:.1f} / {r['checkpoint_p99_ms']:.1f} | "
                            f"{fmt(r['trigger_delay_p99_le_us'])} | {r['daemon_cpu_pct']:.0f} | "

@@ -60,7 +60,8 @@ ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--streams-per-pipeline", options.streams_per_pipeline,
                  "Spread each pipeline's tasks over S streams, as S workers would (worker ids "
-                 "<worker-id>-s<k>, runs of consecutive task ids); at most --tasks-per-pipeline")
+                 "<worker-id>-s<k>, runs of consecutive task ids); at most --tasks-per-pipeline. "
+                 "Triggers, completes and aborts are then counted per stream")
       ->type_name("S")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
@@ -172,10 +173,13 @@ ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
                  std::to_string(options.tasks_per_pipeline) +
                  "): a stream serves at least one task");
   }
-  if (options.streams_per_pipeline > 1 && options.group_size > 0) {
+  if (options.streams_per_pipeline > 1 &&
+      (options.group_size > 0 || options.decline_rate > 0 || options.positions_rate > 0)) {
+    // Each is a pipeline's, and every stream would act on it alone: a round declined with
+    // probability 1-(1-r)^S, positions starting at each stream's own welcome, skews per stream.
     return Error(
-        "--streams-per-pipeline and --group-size do not go together (the group skew is "
-        "measured per pipeline stream)");
+        "--streams-per-pipeline does not go with --group-size, --decline-rate or --positions "
+        "(they act per pipeline, and each stream would apply them on its own)");
   }
   if (options.worker_id.empty()) options.worker_id = "sim-" + std::to_string(::getpid());
   if (seed_option->count() > 0) options.seed = seed;

@@ -315,7 +315,7 @@ bool PipelineCoordinator::TryTrigger(CheckpointKind kind, const std::string& tar
   out.push_back(ArmTimeout{round.stuck_noted ? deadline : stuck_at, round.id});
   out.push_back(Log{LogLevel::kDebug, std::string("triggered ") + CheckpointKindName(kind) + " " +
                                           std::to_string(round.id)});
-  pending_ = std::move(round);
+  pending_ = std::make_unique<PendingRound>(std::move(round));
   MaybeReserveIds(out);
   return true;
 }
@@ -677,7 +677,8 @@ PipelineCoordinator::Outcome PipelineCoordinator::RequestSavepoint(const std::st
     o.status = std::move(full);
     return o;
   }
-  queued_savepoint_ = QueuedSavepoint{target, stop, clock_.SteadyNow() + timeout, worker_asked};
+  queued_savepoint_ = std::make_unique<QueuedSavepoint>(
+      QueuedSavepoint{target, stop, clock_.SteadyNow() + timeout, worker_asked});
   if (!pending_) {
     Actions more = OnWakeup();
     o.actions.insert(o.actions.end(), more.begin(), more.end());

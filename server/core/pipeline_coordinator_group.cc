@@ -107,7 +107,7 @@ Actions PipelineCoordinator::StartGroupRound(int64_t checkpoint_id, CheckpointKi
   out.push_back(Log{LogLevel::kDebug, std::string("triggered ") + CheckpointKindName(kind) + " " +
                                           std::to_string(round.id) + " of alignment group " +
                                           group_->name});
-  pending_ = std::move(round);
+  pending_ = std::make_unique<PendingRound>(std::move(round));
   Rearm(out);
   return out;
 }

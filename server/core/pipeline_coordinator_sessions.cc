@@ -167,7 +167,7 @@ void PipelineCoordinator::LoseSession(SessionId session, const std::string& why,
               FailureCause::kAborted, out);
     if (savepoint && !shutting_down_ && sticky_ == StickyState::kActive &&
         clock_.SteadyNow() < requeue.deadline && !queued_savepoint_ && !group_) {
-      queued_savepoint_ = requeue;
+      queued_savepoint_ = std::make_unique<QueuedSavepoint>(requeue);
       for (auto it = out.rbegin(); it != out.rend(); ++it) {
         if (auto* finished = std::get_if<RoundFinished>(&*it)) {
           finished->requeued = true;  // not the savepoint's end: its callers keep waiting

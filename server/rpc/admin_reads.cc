@@ -10,16 +10,11 @@
 
 namespace ckpt {
 
-namespace {
-
-// What an embedded message of `bytes` adds to a repeated field: its tag and its length prefix.
 size_t RepeatedFieldBytes(size_t bytes) {
   size_t varint = 1;
   for (size_t rest = bytes >> 7; rest != 0; rest >>= 7) ++varint;
   return 1 + varint + bytes;
 }
-
-}  // namespace
 
 void ReadCheckpointHistory(AdminBackend& backend, const std::shared_ptr<PipelineRunner>& runner,
                            int limit, int64_t before_id, v1::ListCheckpointsResponse* out,

@@ -23,6 +23,9 @@ namespace ckpt {
 // Below gRPC's default 4 MiB receive limit, with room for the pending round.
 inline constexpr size_t kMaxListReplyBytes = 3 << 20;
 
+// What an embedded message of `bytes` adds to a repeated field: its tag and its length prefix.
+size_t RepeatedFieldBytes(size_t bytes);
+
 // Up to `limit` rounds, newest first: the pending one (on the first page, before_id 0), recent
 // failures and the store's completed checkpoints, merged by id, those with ids below `before_id`
 // (0: from the newest). Stops early rather than pass kMaxListReplyBytes (the newest always comes);

@@ -213,36 +213,42 @@ grpc::ServerUnaryReactor* AdminServiceImpl::ListPipelines(grpc::CallbackServerCo
   }
   // Every pipeline of the page is asked at once, each on its own loop: a page costs one wait
   // behind the busiest loop, not a thousand waits in a row (under load, 10,000 pipelines asked
-  // one after the other took 9-14 s to list). The answer that comes last assembles the reply in
-  // key order, bounded as it grows: a pipeline's task ids are listed while it has at most 1000
-  // of them and the reply stays under kMaxListReplyBytes; otherwise task_ids_omitted
-  // (GetPipeline has them), and past the budget its missing task names go too
-  // (missing_tasks_total stays).
+  // one after the other took 9-14 s to list). The reply stays bounded while the answers arrive:
+  // a pipeline's task ids are listed while it has at most 1000 of them and the answers so far
+  // stay under kMaxListReplyBytes; otherwise task_ids_omitted (GetPipeline has them) and its
+  // missing task names go too (missing_tasks_total stays). Which pipelines keep their names on
+  // a page over budget thus depends on the order their answers came in. The answer that comes
+  // last moves them into the reply in key order, on its loop. The countdown relies on Inspect
+  // running for every pipeline, a deleted one too (PipelineRunner::PostOperator).
   struct Listing {
     // Slot i is written only by the loop of the page's i-th pipeline; `outstanding` (acq_rel)
     // hands every slot to the one that assembles.
     std::vector<v1::Pipeline> answers;
     std::atomic<size_t> outstanding;
+    std::atomic<size_t> bytes{0};  // of the answers so far (as a repeated field's entries)
     grpc::ServerUnaryReactor* reactor;
     v1::ListPipelinesResponse* resp;
 
-    void Assemble() {
-      size_t bytes = 0;
-      resp->mutable_pipelines()->Reserve(static_cast<int>(answers.size()));
-      for (v1::Pipeline& pipeline : answers) {
-        size_t size = pipeline.ByteSizeLong();
-        if (bytes + size > kMaxListReplyBytes) {
-          // Over budget: the names go (GetPipeline has them), the counts stay.
-          if (pipeline.spec().task_ids_size() > 0) {
-            pipeline.mutable_spec()->clear_task_ids();
-            pipeline.set_task_ids_omitted(true);
-          }
-          pipeline.clear_missing_tasks();
-          size = pipeline.ByteSizeLong();
+    void Answer(size_t i, const PipelineCoordinator& c) {
+      v1::Pipeline& pipeline = answers[i];
+      ToProto(c.Describe(/*with_task_ids=*/c.spec().task_ids.size() <= kMaxListedTaskNames),
+              &pipeline);
+      size_t size = RepeatedFieldBytes(pipeline.ByteSizeLong());
+      if (bytes.load(std::memory_order_relaxed) + size > kMaxListReplyBytes) {
+        if (pipeline.spec().task_ids_size() > 0) {
+          pipeline.mutable_spec()->clear_task_ids();
+          pipeline.set_task_ids_omitted(true);
         }
-        bytes += size;
-        *resp->add_pipelines() = std::move(pipeline);
+        pipeline.clear_missing_tasks();
+        size = RepeatedFieldBytes(pipeline.ByteSizeLong());
       }
+      bytes.fetch_add(size, std::memory_order_relaxed);
+      if (outstanding.fetch_sub(1, std::memory_order_acq_rel) == 1) Assemble();
+    }
+
+    void Assemble() {
+      resp->mutable_pipelines()->Reserve(static_cast<int>(answers.size()));
+      for (v1::Pipeline& pipeline : answers) *resp->add_pipelines() = std::move(pipeline);
       reactor->Finish(grpc::Status::OK);
     }
   };
@@ -252,11 +258,7 @@ grpc::ServerUnaryReactor* AdminServiceImpl::ListPipelines(grpc::CallbackServerCo
   listing->reactor = reactor;
   listing->resp = resp;
   for (size_t i = 0; i < runners.size(); ++i) {
-    runners[i]->Inspect([listing, i](const PipelineCoordinator& c) {
-      const bool few_tasks = c.spec().task_ids.size() <= kMaxListedTaskNames;
-      ToProto(c.Describe(/*with_task_ids=*/few_tasks), &listing->answers[i]);
-      if (listing->outstanding.fetch_sub(1, std::memory_order_acq_rel) == 1) listing->Assemble();
-    });
+    runners[i]->Inspect([listing, i](const PipelineCoordinator& c) { listing->Answer(i, c); });
   }
   return reactor;
 }

@@ -188,7 +188,7 @@ std::string RenderMetricsPage(const DaemonMetrics& m, const Registry& registry,
   out.Histogram("ckptd_round_fan_out_seconds", {}, m.round_fan_out.Take());
   out.Family("ckptd_round_fan_in_seconds", "histogram",
              "Time from reading a round's last ack to handing its complete to every worker "
-             "stream (the durable commit included).");
+             "stream (the durable commit included); alignment group rounds are not counted.");
   out.Histogram("ckptd_round_fan_in_seconds", {}, m.round_fan_in.Take());
 
   out.Gauge("ckptd_pending_checkpoints",

@@ -207,6 +207,8 @@ class PipelineRunner : public std::enable_shared_from_this<PipelineRunner> {
   // its own options): this object exists once per pipeline.
   const PipelineKey key_;
   MetadataStore& store_;
+  // Read on the strand and also from other threads (an ack's arrival on its completion queue's
+  // thread, a store completion on the store's): the clock must be safe for concurrent use.
   const Clock& clock_;
   DaemonMetrics& metrics_;
   const int64_t heartbeat_interval_ms_;
@@ -232,14 +234,14 @@ class PipelineRunner : public std::enable_shared_from_this<PipelineRunner> {
   StrandTimer wakeup_timer_;
   StrandTimer timeout_timer_;
   std::unique_ptr<StrandTimer> persist_retry_timer_;  // made on the first failed persist
-  bool retry_whole_record_ = false;                   // a failed write to retry was a whole record
   std::map<SessionId, std::shared_ptr<SessionSink>> sessions_;
   // When the pending round's last ack was read from its stream (ckptd_round_fan_in_seconds);
-  // the epoch: none (its complete was sent, or a new round began)
+  // the epoch: none (its complete was sent, or a new round began).
   SteadyTime round_last_ack_at_{};
   bool counted_pending_ = false;  // whether this pipeline adds one to metrics_.pending_checkpoints
   std::optional<PipelineState> counted_state_;  // where it adds one in pipelines_by_state
   bool deleted_ = false;                        // after Delete, every event is dropped
+  bool retry_whole_record_ = false;             // a failed write to retry was a whole record
   std::vector<std::shared_ptr<SavepointObserver>> savepoint_observers_;
   std::unique_ptr<SavepointUpdate>
       last_savepoint_update_;  // null: none (most pipelines, most of the time)

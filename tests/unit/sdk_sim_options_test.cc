@@ -54,8 +54,6 @@ TEST(SdkSimOptions, EveryFlag) {
                                     "5",
                                     "--tasks-per-pipeline",
                                     "3",
-                                    "--streams-per-pipeline",
-                                    "2",
                                     "--ack-delay-ms",
                                     "20",
                                     "--decline-rate",
@@ -81,7 +79,6 @@ TEST(SdkSimOptions, EveryFlag) {
   EXPECT_EQ(o.server, "h:1");
   EXPECT_EQ(o.pipelines, 5);
   EXPECT_EQ(o.tasks_per_pipeline, 3);
-  EXPECT_EQ(o.streams_per_pipeline, 2);
   EXPECT_EQ(o.ack_delay_ms, 20);
   EXPECT_DOUBLE_EQ(o.decline_rate, 0.25);
   EXPECT_EQ(o.duration, milliseconds(90'000));
@@ -95,6 +92,13 @@ TEST(SdkSimOptions, EveryFlag) {
   EXPECT_EQ(o.seed, 9u);
 }
 
+TEST(SdkSimOptions, StreamsPerPipelineUpToTheTasks) {
+  ParsedCommandLine parsed =
+      Parse({"--job", "j", "--tasks-per-pipeline", "7", "--streams-per-pipeline", "7"});
+  ASSERT_TRUE(parsed.run) << parsed.message;
+  EXPECT_EQ(parsed.options.streams_per_pipeline, 7);
+}
+
 TEST(SdkSimOptions, BadFlagsExitTwoWithOneLine) {
   const std::vector<std::vector<const char*>> cases = {
       {},
@@ -105,6 +109,10 @@ TEST(SdkSimOptions, BadFlagsExitTwoWithOneLine) {
       {"--job", "j", "--tasks-per-pipeline", "2", "--streams-per-pipeline", "3"},
       {"--job", "j", "--tasks-per-pipeline", "4", "--streams-per-pipeline", "2", "--group-size",
        "2"},
+      {"--job", "j", "--tasks-per-pipeline", "4", "--streams-per-pipeline", "2", "--decline-rate",
+       "0.1"},
+      {"--job", "j", "--tasks-per-pipeline", "4", "--streams-per-pipeline", "2", "--positions",
+       "100"},
       {"--job", "j", "--decline-rate", "1.5"},
       {"--job", "j", "--ack-delay-ms", "-3"},
       {"--job", "j", "--duration", "10"},
