@@ -48,7 +48,8 @@ int64_t MicrosSince(SteadyClock::time_point t) {
 // the driver waits for the round's complete before the next trigger.
 class FanoutServer final : public v1::WorkerService::Service {
  public:
-  FanoutServer(int streams, int tasks) : streams_wanted_(streams), tasks_(tasks) {}
+  FanoutServer(int streams, int tasks, SampleRecorder& fan_out, SampleRecorder& fan_in)
+      : streams_wanted_(streams), tasks_(tasks), fan_out_(fan_out), fan_in_(fan_in) {}
 
   grpc::Status Connect(grpc::ServerContext* context, Stream* stream) override {
     v1::WorkerMessage in;
@@ -70,8 +71,7 @@ class FanoutServer final : public v1::WorkerService::Service {
   }
 
   // Runs `rounds` rounds; false if the workers did not all come, or a round did not complete.
-  bool Drive(int rounds, int warmup_rounds, std::chrono::milliseconds interval,
-             SampleRecorder& fan_out, SampleRecorder& fan_in) {
+  bool Drive(int rounds, int warmup_rounds, std::chrono::milliseconds interval) {
     std::unique_lock<std::mutex> lock(mu_);
     if (!changed_.wait_for(lock, std::chrono::seconds(60),
                            [&] { return static_cast<int>(streams_.size()) == streams_wanted_; })) {
@@ -82,8 +82,8 @@ class FanoutServer final : public v1::WorkerService::Service {
     auto next = SteadyClock::now();
     for (int round = 1; round <= rounds; ++round) {
       if (round == warmup_rounds + 1) {
-        fan_out.Arm();
-        fan_in.Arm();
+        fan_out_.Arm();
+        fan_in_.Arm();
       }
       next += interval;
       std::this_thread::sleep_until(next);
@@ -100,38 +100,36 @@ class FanoutServer final : public v1::WorkerService::Service {
               std::chrono::system_clock::now().time_since_epoch())
               .count());
       for (Stream* stream : streams_) stream->Write(trigger);
-      fan_out.Record(MicrosSince(start));
+      fan_out_.Record(MicrosSince(start));
       if (!changed_.wait_for(lock, std::chrono::seconds(10), [&] { return completed_ == round; })) {
         std::fprintf(stderr, "round %d: %d of %d acks within 10 s\n", round, acked_, tasks_);
         return false;
       }
       lock.unlock();
     }
-    fan_out.Disarm();
-    fan_in.Disarm();
+    fan_out_.Disarm();
+    fan_in_.Disarm();
     return true;
   }
-
-  void set_fan_in(SampleRecorder* fan_in) { fan_in_ = fan_in; }
 
  private:
   void OnAck(int64_t checkpoint_id) {
     const auto read_at = SteadyClock::now();  // before the lock: its wait is part of the fan-in
     std::lock_guard<std::mutex> lock(mu_);
     if (checkpoint_id != round_ || ++acked_ != tasks_) return;
-    const auto last_ack = read_at;
     v1::CoordinatorMessage complete;
     complete.mutable_complete()->set_checkpoint_id(checkpoint_id);
     complete.mutable_complete()->set_kind(v1::CHECKPOINT_KIND_CHECKPOINT);
     for (Stream* stream : streams_) stream->Write(complete);
-    fan_in_->Record(MicrosSince(last_ack));
+    fan_in_.Record(MicrosSince(read_at));
     completed_ = checkpoint_id;
     changed_.notify_all();
   }
 
   const int streams_wanted_;
   const int tasks_;
-  SampleRecorder* fan_in_ = nullptr;
+  SampleRecorder& fan_out_;
+  SampleRecorder& fan_in_;
   std::mutex mu_;
   std::condition_variable changed_;
   std::vector<Stream*> streams_;  // guarded by mu_; each written only under it
@@ -213,8 +211,7 @@ int main(int argc, char** argv) {
 
   const int rounds = static_cast<int>(args.Int("rounds"));
   SampleRecorder fan_out(rounds), fan_in(rounds);
-  FanoutServer service(streams, tasks);
-  service.set_fan_in(&fan_in);
+  FanoutServer service(streams, tasks, fan_out, fan_in);
   int port = 0;
   grpc::ServerBuilder builder;
   builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
@@ -250,9 +247,8 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  const bool ok =
-      service.Drive(rounds, static_cast<int>(args.Int("warmup-rounds")),
-                    std::chrono::milliseconds(args.Int("interval-ms")), fan_out, fan_in);
+  const bool ok = service.Drive(rounds, static_cast<int>(args.Int("warmup-rounds")),
+                                std::chrono::milliseconds(args.Int("interval-ms")));
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
   int status = 0;
   waitpid(workers, &status, 0);
