@@ -198,6 +198,7 @@ class Report:
                      if best else "none", "-", None,
                      bool(best) and best["pipelines"] >= 5000 and best["tasks"] >= 2,
                      f"tried {tried}")
+        self._evaluate_round_rate(scale)
         for w in (r for r in pick(self.ckptd, bench="e2e", label="wide") if ok(r)):
             spans = [w.get("fan_out_p99_le_ms"), w.get("fan_in_p99_le_ms")]
             streams = w.get("streams_per_pipeline", 1)
@@ -246,6 +247,45 @@ class Report:
             self.add(f"restart: {restart['pipelines']:,} stored pipelines scheduled within 2 s",
                      f"{restart['all_scheduled_s']:.2f} s", "-", None,
                      ok(restart) and restart["all_scheduled_s"] <= 2.0)
+
+    def _evaluate_round_rate(self, scale):
+        """10,000 rounds a second end to end (10,000 x 2 at 1 s, 20,000 x 2 at 2 s), and what the
+        simulator costs a round, projected to 20,000 x 2 at 1 s beside bare gRPC's cost of the
+        same messages (a worker receives two triggers and a complete a round and sends two acks)."""
+        runs = [r for r in scale if r["pipelines"] == 10000]
+        runs += [r for r in pick(self.ckptd, bench="e2e", label="scale-2s") if ok(r)]
+        for r in runs:
+            behind = "" if r["every_round"] else f", {r['pipelines_behind']:,} behind"
+            self.add(f"end to end {r['pipelines']:,} x {r['tasks']} at {r['interval_ms'] / 1000:g} s: "
+                     "every round, checkpoint p99 <= 100 ms",
+                     f"every round: {'yes' if r['every_round'] else 'no'}{behind}; "
+                     f"{r['completed_per_s']:,.0f} completed/s, p99 {r['checkpoint_p99_ms']:,.0f} ms; "
+                     f"daemon CPU {r['daemon_cpu_pct']:.0f}%, simulator {r['sim_cpu_pct']:.0f}%",
+                     "-", None, r["every_round"] and r["checkpoint_p99_ms"] <= 100)
+        sim = [r for r in scale if r["pipelines"] == 20000 and r["completed_per_s"] > 0]
+        if not sim:
+            return
+        r = sim[0]
+        us_per_round = r["sim_cpu_pct"] / 100 * 1e6 / r["completed_per_s"]
+        projected_pct = us_per_round * 20000 / 1e6 * 100
+        grpc = [g for g in pick(self.anchors, anchor="grpc-stream", test="ingest", streams=8,
+                                sink="inline") if ok(g)]
+        floor, ratio = "-", None
+        if grpc:
+            g = grpc[0]
+            send_us = g["client_cpu_pct"] / 100 * 1e6 / g["client_msgs_per_s"]
+            receive_us = g["server_cpu_pct"] / 100 * 1e6 / g["msgs_per_s"]
+            floor_pct = (2 * send_us + 3 * receive_us) * 20000 / 1e6 * 100
+            floor = (f"bare gRPC, the same messages: {floor_pct:.0f}% of a core "
+                     f"({send_us:.1f} us a send, {receive_us:.1f} us a receive)")
+            ratio = projected_pct / floor_pct if floor_pct else None
+        self.add("the simulator handles 20,000 x 2 at 1 s within one core",
+                 f"{r['sim_cpu_pct']:.0f}% at the {r['completed_per_s']:,.0f} rounds/s the daemon "
+                 f"completed ({us_per_round:.0f} us a round): {projected_pct:.0f}% of a core at "
+                 "20,000/s", floor, ratio,
+                 r["every_round"] and r["sim_cpu_pct"] <= 100,
+                 "met only when the run kept every round within one core; ratio = simulator / "
+                 "bare gRPC")
 
     def _jvm_threads_text(self):
         parts = []
