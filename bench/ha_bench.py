@@ -7,7 +7,9 @@ the simulator serving every pipeline with `--server A,B`.
      complete more checkpoints per second than this.
   2. Steady state on etcd: P pipelines of T tasks at the interval, a warm-up then a window; the
      simulator's checkpoint duration (trigger to `complete`, as the worker saw it) p50/p99 and
-     the durable completions per second.
+     the durable completions per second over the window. Then capacity: the same with more
+     pipelines (8,000 x 2 at 1 s) than the machine completes, so that the completions per second
+     are what daemon, simulator and etcd together do on it.
   3. Failover: K times, kill -9 of the leader; the time until the standby is ready, and until
      every pipeline has completed a checkpoint after the kill. The killed daemon is started again
      as the next standby.
@@ -145,26 +147,40 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def steady_phase(ws, etcd, args):
-    """Every round completes, and how long one takes, at args.steady_pipelines on etcd; and
-    where the machine's CPU went during the window (the leader, the simulator, etcd's members)."""
-    daemons = start_pair(ws, etcd, args, "steady", args.steady_pipelines)
-    log(f"steady: {args.steady_pipelines}x{args.tasks} @ {args.interval_ms} ms, "
+def completed_total(daemon):
+    """The daemon's ckptd_checkpoints_completed_total (durable completions), or None."""
+    try:
+        status, _, page = e2e.http_get(daemon.url("/metrics"), 10)
+    except OSError:
+        return None
+    return e2e.sample(page, "ckptd_checkpoints_completed_total") if status == 200 else None
+
+
+def steady_phase(ws, etcd, args, pipelines, job):
+    """At `pipelines` x args.tasks: whether every round completes, how long one takes (the
+    simulator's rounds after the warm-up), the durable completions per second over the window
+    (the leader's own counter, read at the window's two ends: the simulator's ramp-up is not in
+    it), and where the machine's CPU went during the window (the leader, the standby keeping its
+    copy warm, the simulator, etcd's members)."""
+    daemons = start_pair(ws, etcd, args, job, pipelines)
+    log(f"{job}: {pipelines}x{args.tasks} @ {args.interval_ms} ms, "
         f"{args.warmup_s:.0f} s warm-up + {args.window_s:.0f} s")
     before = {p["pipeline_id"]: p for p in daemons[0].pipelines()}
-    out = ws.path("sim-steady.json")
+    out = ws.path(f"sim-{job}.json")
     with open(out, "wb") as f:
         sim = subprocess.Popen(
-            sim_command(ws, daemons, "steady", args.steady_pipelines, args) +
+            sim_command(ws, daemons, job, pipelines, args) +
             ["--warmup", f"{int(args.warmup_s)}s",
              "--duration", f"{int(args.warmup_s + args.window_s)}s"],
             stdout=f, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
     time.sleep(args.warmup_s)
-    pids = {"leader": daemons[0].proc.pid, "simulator": sim.pid}
+    pids = {"leader": daemons[0].proc.pid, "standby": daemons[1].proc.pid, "simulator": sim.pid}
     pids.update({f"etcd{i}": p.pid for i, p in enumerate(etcd.procs)})
     cpu_before = {name: cpu_seconds(pid) for name, pid in pids.items()}
+    completed_before = completed_total(daemons[0])
     window_start = time.monotonic()
     time.sleep(args.window_s - 1)
+    completed_after = completed_total(daemons[0])
     cpu = {name: cpu_seconds(pid) for name, pid in pids.items()}
     elapsed = time.monotonic() - window_start
     sim.wait(timeout=args.window_s + 180)
@@ -172,13 +188,13 @@ def steady_phase(ws, etcd, args):
     stop_pair(daemons)
     with open(out) as f:
         report = json.loads(f.read().strip().splitlines()[-1])
-    completed = sum(p["completed_count"] - before[p["pipeline_id"]]["completed_count"] for p in after)
     failed = sum(p["failed_count"] - before[p["pipeline_id"]]["failed_count"] for p in after)
-    seconds = report["run_ms"] / 1000
     cpu_share = {name: round((cpu[name] - cpu_before[name]) / elapsed, 2)
                  for name in pids if cpu[name] is not None and cpu_before[name] is not None}
-    return {"pipelines": args.steady_pipelines, "checkpoint_ms": report["duration_ms"],
-            "durable_completions_per_s": round(completed / seconds, 1),
+    rate = (round((completed_after - completed_before) / elapsed, 1)
+            if completed_before is not None and completed_after is not None else None)
+    return {"pipelines": pipelines, "checkpoint_ms": report["duration_ms"],
+            "durable_completions_per_s": rate, "offered_per_s": pipelines * 1000 / args.interval_ms,
             "failed": failed, "aborts_seen_by_workers": report["aborts"],
             "cpu_cores_used": cpu_share}
 
@@ -263,6 +279,9 @@ def main():
     parser.add_argument("--build-dir", required=True)
     parser.add_argument("--pipelines", type=int, default=1000, help="failover phase")
     parser.add_argument("--steady-pipelines", type=int, default=5000)
+    parser.add_argument("--capacity-pipelines", type=int, default=8000,
+                        help="more rounds than the machine completes: the durable completions "
+                             "per second it does (0: skip)")
     parser.add_argument("--tasks", type=int, default=2)
     parser.add_argument("--interval-ms", type=int, default=1000)
     parser.add_argument("--ttl-ms", type=int, default=5000)
@@ -283,8 +302,11 @@ def main():
         result = {"bench": "ha", "etcd_members": args.members,
                   "etcd_sequential_puts_per_s": round(floor)}
         if not args.skip_steady:
-            result["steady"] = steady_phase(ws, etcd, args)
+            result["steady"] = steady_phase(ws, etcd, args, args.steady_pipelines, "steady")
             log(f"steady: {result['steady']}")
+        if args.capacity_pipelines > 0:
+            result["capacity"] = steady_phase(ws, etcd, args, args.capacity_pipelines, "capacity")
+            log(f"capacity: {result['capacity']}")
         if not args.skip_failover:
             result["failover"] = failover_phase(ws, etcd, args)
         print(json.dumps(result))

@@ -242,11 +242,55 @@ class Report:
                      f"{group['completions_per_s']:,.0f}/s",
                      f"{single['completions_per_s']:,.0f}/s one txn+fsync each" if single else "-",
                      ratio, group["completions_per_s"] >= 20000, "ratio = group / single")
+        self._evaluate_ha()
         restart = one(self.ckptd, bench="restart")
         if restart:
             self.add(f"restart: {restart['pipelines']:,} stored pipelines scheduled within 2 s",
                      f"{restart['all_scheduled_s']:.2f} s", "-", None,
                      ok(restart) and restart["all_scheduled_s"] <= 2.0)
+
+    def _evaluate_ha(self):
+        """High availability on etcd (bench/ha_bench.py): capacity beside etcd's own floor, the
+        steady state at 5,000 x 2, and failover against the election TTL."""
+        ha = one(self.ckptd, bench="ha")
+        if not ok(ha):
+            return
+        members, floor = ha.get("etcd_members"), ha.get("etcd_sequential_puts_per_s")
+        cap = ha.get("capacity")
+        if cap and cap.get("durable_completions_per_s") is not None:
+            rate = cap["durable_completions_per_s"]
+            self.add(f"etcd ({members} members): >= 5,000 durable completions/s, group-committed",
+                     f"{rate:,.0f}/s with {cap['offered_per_s']:,.0f}/s offered "
+                     f"({cap['pipelines']:,} x 2 at 1 s)",
+                     f"{floor:,}/s sequential single puts" if floor else "-",
+                     rate / floor if floor else None, rate >= 5000, "ratio = ckptd / etcd's floor")
+        steady = ha.get("steady")
+        if steady:
+            p99 = steady["checkpoint_ms"]["p99"]
+            clean = steady["failed"] == 0 and steady["aborts_seen_by_workers"] == 0
+            self.add(f"etcd: {steady['pipelines']:,} x 2 at 1 s, every round, checkpoint p99 "
+                     "<= 200 ms",
+                     f"{steady.get('durable_completions_per_s') or 0:,.0f} completed/s, p99 "
+                     f"{p99:,.0f} ms, {steady['failed']} failed", "-", None,
+                     clean and p99 <= 200)
+        fo = ha.get("failover")
+        if fo:
+            ttl_s = fo["election_ttl_ms"] / 1000
+            self.add(f"failover ({fo['pipelines']:,} x 2, {fo['kills']} x kill -9): the standby "
+                     f"serves within TTL + 2 s (p99)",
+                     f"p50 {fo['ready_s']['p50']:.2f} s, p99 {fo['ready_s']['p99']:.2f} s", "-",
+                     None, fo["ready_s"]["p99"] <= ttl_s + 2)
+            self.add("failover: every pipeline completed again within TTL + 5 s (p99)",
+                     f"p50 {fo['all_pipelines_completed_s']['p50']:.2f} s, p99 "
+                     f"{fo['all_pipelines_completed_s']['p99']:.2f} s", "-", None,
+                     fo["all_pipelines_completed_s"]["p99"] <= ttl_s + 5)
+            proof = fo.get("proof", {})
+            self.add("failover: no id reused, no complete lost, no task stopped",
+                     f"{proof.get('pipelines_with_reused_ids')} reused, "
+                     f"{proof.get('completes_never_triggered')} completes never triggered, "
+                     f"{proof.get('tasks_stopped')} stopped, "
+                     f"{proof.get('pipelines_behind_the_old_leader')} behind", "-", None,
+                     bool(proof.get("ok")))
 
     def _evaluate_round_rate(self, scale):
         """10,000 rounds a second end to end (10,000 x 2 at 1 s, 20,000 x 2 at 2 s), and what the

@@ -54,6 +54,7 @@ for i in 0 1 2; do
     --listen-peer-urls "http://127.0.0.1:${peer_ports[$i]}" \
     --initial-advertise-peer-urls "http://127.0.0.1:${peer_ports[$i]}" \
     --initial-cluster "$cluster" --initial-cluster-state new --log-level error \
+    --auto-compaction-mode periodic --auto-compaction-retention 5m \
     >"$work/etcd-$i.log" 2>&1 &
   pids+=($!)
 done
