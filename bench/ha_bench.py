@@ -309,8 +309,10 @@ def main():
             log(f"capacity: {result['capacity']}")
         if not args.skip_failover:
             result["failover"] = failover_phase(ws, etcd, args)
+        proved = args.skip_failover or result["failover"]["proof"]["ok"]
+        result["status"] = "ok" if proved else "failed"
         print(json.dumps(result))
-        return 0 if args.skip_failover or result["failover"]["proof"]["ok"] else 1
+        return 0 if proved else 1
     finally:
         ws.close()
         if etcd:
