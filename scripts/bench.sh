@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs ckptd's benchmarks beside the performance anchors, in one invocation and one benchmark at a
 # time, and writes bench/results/<date>.{json,md,png}; docs/PERFORMANCE.md explains them.
-# Not part of CI. About 30 minutes on 2 cores (6 of them the HA benchmark on etcd), plus a first
+# Not part of CI. About 20-25 minutes on 2 cores (8 of them the HA benchmark on etcd), plus a first
 # Release build.
 #
 #   scripts/bench.sh
@@ -189,8 +189,9 @@ run_bench 120 '"bench":"e2e","label":"ingest-tls","pipelines":16,"tasks":500' \
   --pipelines 16 --tasks 500 --interval-ms 10 --warmup-s 3 --window-s 5 --label ingest-tls --tls
 
 # High availability on a 3-member etcd: durable completions beside etcd's own sequential puts,
-# steady 5,000 x 2 at 1 s, and 10 kill -9 of the leader at 1,000 x 2 (docs/PERFORMANCE.md).
-step "high availability on etcd (bench/ha_bench.py, about 6 minutes)"
+# steady 5,000 x 2 at 1 s, capacity at 8,000 x 2, and 10 kill -9 of the leader at 1,000 x 2
+# (docs/PERFORMANCE.md).
+step "high availability on etcd (bench/ha_bench.py, about 8 minutes)"
 if command -v etcd >/dev/null; then
   run_bench 1200 '"bench":"ha"' "$python" "$root/bench/ha_bench.py" --build-dir "$build"
 else
