@@ -150,8 +150,6 @@ int RunWorkers(const std::string& address, int streams, int tasks, int channels)
   for (int s = 0; s < streams; ++s) {
     threads.emplace_back([&, s] {
       auto stub = v1::WorkerService::NewStub(pool[s % channels]);
-      grpc::ClientContext context;
-      auto stream = stub->Connect(&context);
       v1::WorkerMessage hello;
       hello.mutable_hello()->set_worker_id("anchor-s" + std::to_string(s));
       hello.mutable_hello()->set_job_id("anchor");
@@ -159,20 +157,41 @@ int RunWorkers(const std::string& address, int streams, int tasks, int channels)
       const int first = static_cast<int>(int64_t{s} * tasks / streams);
       const int last = static_cast<int>(int64_t{s + 1} * tasks / streams);
       for (int t = first; t < last; ++t) hello.mutable_hello()->add_task_ids(std::to_string(t));
-      if (!stream->Write(hello)) return;
-      v1::CoordinatorMessage in;
-      while (stream->Read(&in)) {
-        if (!in.has_trigger()) continue;
-        const int64_t id = in.trigger().checkpoint_id();
-        for (int t = first; t < last; ++t) {
-          v1::WorkerMessage ack;
-          ack.mutable_ack()->set_checkpoint_id(id);
-          ack.mutable_ack()->set_task_id(std::to_string(t));
-          ack.mutable_ack()->mutable_state()->set_uri("sim://anchor/p0/" + std::to_string(t) + "/" +
-                                                      std::to_string(id));
-          ack.mutable_ack()->mutable_state()->set_size_bytes(1024);
-          if (!stream->Write(ack)) return;
+      // Two hundred streams opened at once over fresh connections: a call can fail, or be ended
+      // by the server, before its first trigger (in one run 25 streams never came, and the run
+      // failed). Such a stream is opened again, a few times; one that ends later is done.
+      for (int attempt = 1;; ++attempt) {
+        grpc::ClientContext context;
+        context.set_wait_for_ready(true);
+        auto stream = stub->Connect(&context);
+        bool served = false;
+        if (stream->Write(hello)) {
+          v1::CoordinatorMessage in;
+          while (stream->Read(&in)) {
+            served = true;
+            if (!in.has_trigger()) continue;
+            const int64_t id = in.trigger().checkpoint_id();
+            bool written = true;
+            for (int t = first; t < last && written; ++t) {
+              v1::WorkerMessage ack;
+              ack.mutable_ack()->set_checkpoint_id(id);
+              ack.mutable_ack()->set_task_id(std::to_string(t));
+              ack.mutable_ack()->mutable_state()->set_uri("sim://anchor/p0/" + std::to_string(t) +
+                                                          "/" + std::to_string(id));
+              ack.mutable_ack()->mutable_state()->set_size_bytes(1024);
+              written = stream->Write(ack);
+            }
+            if (!written) break;
+          }
         }
+        const grpc::Status status = stream->Finish();
+        if (served) return;
+        if (attempt == 5) {
+          std::fprintf(stderr, "stream %d: ended before its first trigger, 5 times: %s\n", s,
+                       status.error_message().c_str());
+          return;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
       }
     });
   }
