@@ -6,10 +6,10 @@ here), the simulator serving all of them (acks at once), a warm-up, then a measu
 from the daemon itself: its web API (`/api/v1/pipelines`, counters read without waiting on any
 pipeline's loop, so a snapshot takes milliseconds even under load) before and after the window
 gives every pipeline's completed/failed/expired counts, /proc/<pid>/stat the daemon's CPU.
-With --time-listing, a `ckptctl pipeline list` is timed after the window, under the same load. The simulator's
-JSON summary gives checkpoint duration (trigger to `complete` as the worker saw it, rounds
-triggered after the warm-up), the daemon's totals log line at shutdown its trigger delay (histogram
-bucket bounds, whole run).
+With --time-listing, a `ckptctl pipeline list` is timed after the window, under the same load.
+The simulator's JSON summary gives checkpoint duration (trigger to `complete` as the worker saw
+it, rounds triggered after the warm-up), the daemon's totals log line at shutdown its trigger
+delay (histogram bucket bounds, whole run).
 
   e2e_bench.py --build-dir B --pipelines 5000 --tasks 2            a scale run (interval 1 s)
   e2e_bench.py --build-dir B --pipelines 16 --tasks 500 --interval-ms 10 --label ingest

@@ -138,6 +138,34 @@ class FanoutServer final : public v1::WorkerService::Service {
   int64_t completed_ = 0;         // guarded by mu_
 };
 
+// One worker stream: sends `hello`, then acks tasks [first, last) of every trigger until the
+// stream ends. Returns whether the server sent it anything (false: it ended before its first
+// trigger); `status` is how it ended.
+bool ServeStream(v1::WorkerService::Stub& stub, const v1::WorkerMessage& hello, int first, int last,
+                 grpc::Status* status) {
+  grpc::ClientContext context;
+  context.set_wait_for_ready(true);
+  auto stream = stub.Connect(&context);
+  bool served = false;
+  v1::CoordinatorMessage in;
+  bool open = stream->Write(hello);
+  while (open && stream->Read(&in)) {
+    served = true;
+    if (!in.has_trigger()) continue;
+    for (int t = first; t < last && open; ++t) {
+      v1::WorkerMessage ack;
+      ack.mutable_ack()->set_checkpoint_id(in.trigger().checkpoint_id());
+      ack.mutable_ack()->set_task_id(std::to_string(t));
+      ack.mutable_ack()->mutable_state()->set_uri("sim://anchor/p0/" + std::to_string(t) + "/" +
+                                                  std::to_string(in.trigger().checkpoint_id()));
+      ack.mutable_ack()->mutable_state()->set_size_bytes(1024);
+      open = stream->Write(ack);
+    }
+  }
+  *status = stream->Finish();
+  return served;
+}
+
 // The workers' side: a thread per stream, which acks each of its tasks on every trigger.
 int RunWorkers(const std::string& address, int streams, int tasks, int channels) {
   std::vector<std::shared_ptr<grpc::Channel>> pool;
@@ -160,32 +188,8 @@ int RunWorkers(const std::string& address, int streams, int tasks, int channels)
       // Two hundred streams opened at once over fresh connections: a call can fail, or be ended
       // by the server, before its first trigger (in one run 25 streams never came, and the run
       // failed). Such a stream is opened again, a few times; one that ends later is done.
-      for (int attempt = 1;; ++attempt) {
-        grpc::ClientContext context;
-        context.set_wait_for_ready(true);
-        auto stream = stub->Connect(&context);
-        bool served = false;
-        if (stream->Write(hello)) {
-          v1::CoordinatorMessage in;
-          while (stream->Read(&in)) {
-            served = true;
-            if (!in.has_trigger()) continue;
-            const int64_t id = in.trigger().checkpoint_id();
-            bool written = true;
-            for (int t = first; t < last && written; ++t) {
-              v1::WorkerMessage ack;
-              ack.mutable_ack()->set_checkpoint_id(id);
-              ack.mutable_ack()->set_task_id(std::to_string(t));
-              ack.mutable_ack()->mutable_state()->set_uri("sim://anchor/p0/" + std::to_string(t) +
-                                                          "/" + std::to_string(id));
-              ack.mutable_ack()->mutable_state()->set_size_bytes(1024);
-              written = stream->Write(ack);
-            }
-            if (!written) break;
-          }
-        }
-        const grpc::Status status = stream->Finish();
-        if (served) return;
+      grpc::Status status;
+      for (int attempt = 1; !ServeStream(*stub, hello, first, last, &status); ++attempt) {
         if (attempt == 5) {
           std::fprintf(stderr, "stream %d: ended before its first trigger, 5 times: %s\n", s,
                        status.error_message().c_str());
