@@ -30,6 +30,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "e2e"))
 import e2e_util as e2e  # noqa: E402
 import etcd_util  # noqa: E402
+from e2e_bench import round_spans, window_quantile  # noqa: E402
 
 
 def log(msg):
@@ -147,20 +148,29 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def completed_total(daemon):
-    """The daemon's ckptd_checkpoints_completed_total (durable completions), or None."""
+def leader_counters(daemon):
+    """The daemon's durable completions (ckptd_checkpoints_completed_total), etcd transactions
+    and store commit buckets so far, or None."""
     try:
         status, _, page = e2e.http_get(daemon.url("/metrics"), 10)
+        spans = round_spans(daemon.metrics_port)
     except OSError:
         return None
-    return e2e.sample(page, "ckptd_checkpoints_completed_total") if status == 200 else None
+    counters = {"completed": e2e.sample(page, "ckptd_checkpoints_completed_total"),
+                "txns": e2e.sample(page, "ckptd_etcd_transactions_total"),
+                "resent": e2e.sample(page, "ckptd_etcd_transactions_resent_total")}
+    if status != 200 or None in counters.values():
+        return None
+    counters["commit"] = spans.get("ckptd_store_commit_seconds", {})
+    return counters
 
 
 def steady_phase(ws, etcd, args, pipelines, job):
     """At `pipelines` x args.tasks: whether any round failed, how long one takes (the
     simulator's rounds after the warm-up), the durable completions per second over the window
     (the leader's own counter, read at the window's two ends: the simulator's ramp-up is not in
-    it), and where the machine's CPU went during the window (the leader, the standby keeping its
+    it) with the etcd txns behind them (committed a second, sent again, and the store commit's
+    p50/p99 as the bucket bounds they fall under), and where the machine's CPU went during the window (the leader, the standby keeping its
     copy warm, the simulator, etcd's members)."""
     daemons = start_pair(ws, etcd, args, job, pipelines)
     log(f"{job}: {pipelines}x{args.tasks} @ {args.interval_ms} ms, "
@@ -176,12 +186,12 @@ def steady_phase(ws, etcd, args, pipelines, job):
     time.sleep(args.warmup_s)
     pids = {"leader": daemons[0].proc.pid, "standby": daemons[1].proc.pid, "simulator": sim.pid}
     pids.update({f"etcd{i}": p.pid for i, p in enumerate(etcd.procs)})
-    completed_before = completed_total(daemons[0])
+    counters_before = leader_counters(daemons[0])
     cpu_before = {name: cpu_seconds(pid) for name, pid in pids.items()}
     window_start = time.monotonic()
     time.sleep(max(args.window_s - 1, 1))
     cpu = {name: cpu_seconds(pid) for name, pid in pids.items()}
-    completed_after = completed_total(daemons[0])
+    counters_after = leader_counters(daemons[0])
     elapsed = time.monotonic() - window_start
     sim.wait(timeout=args.window_s + 180)
     after = daemons[0].pipelines()
@@ -191,10 +201,18 @@ def steady_phase(ws, etcd, args, pipelines, job):
     failed = sum(p["failed_count"] - before[p["pipeline_id"]]["failed_count"] for p in after)
     cpu_share = {name: round((cpu[name] - cpu_before[name]) / elapsed, 2)
                  for name in pids if cpu[name] is not None and cpu_before[name] is not None}
-    rate = (round((completed_after - completed_before) / elapsed, 1)
-            if completed_before is not None and completed_after is not None else None)
+    rate = txns = resent = commit = None
+    if counters_before and counters_after:
+        rate = round((counters_after["completed"] - counters_before["completed"]) / elapsed, 1)
+        txns = round((counters_after["txns"] - counters_before["txns"]) / elapsed, 1)
+        resent = counters_after["resent"] - counters_before["resent"]
+        commit = {f"p{int(q * 100)}_le": window_quantile(counters_before["commit"],
+                                                          counters_after["commit"], q)
+                  for q in (0.5, 0.99)}
     return {"pipelines": pipelines, "checkpoint_ms": report["duration_ms"],
             "durable_completions_per_s": rate, "offered_per_s": pipelines * 1000 / args.interval_ms,
+            "etcd_transactions_per_s": txns, "etcd_transactions_resent": resent,
+            "store_commit_ms": commit,
             "failed": failed, "aborts_seen_by_workers": report["aborts"],
             "cpu_cores_used": cpu_share}
 
