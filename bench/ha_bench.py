@@ -170,8 +170,8 @@ def steady_phase(ws, etcd, args, pipelines, job):
     simulator's rounds after the warm-up), the durable completions per second over the window
     (the leader's own counter, read at the window's two ends: the simulator's ramp-up is not in
     it) with the etcd txns behind them (committed a second, sent again, and the store commit's
-    p50/p99 as the bucket bounds they fall under), and where the machine's CPU went during the window (the leader, the standby keeping its
-    copy warm, the simulator, etcd's members)."""
+    p50/p99 as the bucket bounds they fall under), and where the machine's CPU went during the
+    window (the leader, the standby keeping its copy warm, the simulator, etcd's members)."""
     daemons = start_pair(ws, etcd, args, job, pipelines)
     log(f"{job}: {pipelines}x{args.tasks} @ {args.interval_ms} ms, "
         f"{args.warmup_s:.0f} s warm-up + {args.window_s:.0f} s")
