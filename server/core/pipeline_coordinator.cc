@@ -343,8 +343,7 @@ Actions PipelineCoordinator::OnTimeout(int64_t checkpoint_id) {
 bool PipelineCoordinator::AcceptsRoundMessage(SessionId session, int64_t checkpoint_id,
                                               const std::string& task_id, const char* what,
                                               Actions& out) {
-  auto owner = task_owner_.find(task_id);
-  if (owner == task_owner_.end() || owner->second != session) {
+  if (OwnerOf(task_id) != session) {
     out.push_back(IgnoredMessage{IgnoredReason::kUnownedTask});
     // Counted always, logged at most once per kSessionWarnInterval per stream: a worker looping
     // on a bad ack must not fill the log. The id is a client's: printed escaped and cut.
@@ -735,18 +734,30 @@ PipelineCoordinator::Outcome PipelineCoordinator::UpdateSpec(const PipelineSpec&
     }
     ever_registered_ = std::move(kept);
   }
+  // The holders, indexed by expected_ too: a task that stays keeps its holder; a stream holding a
+  // task that left the set is ended whole below (its other tasks come back with its next hello).
+  std::set<SessionId> leaving;
+  if (tasks_changed) {
+    TaskOwners owners;
+    size_t old_index = 0;
+    for (const std::string& task : expected_) {
+      const SessionId holder = task_owner_.at(old_index++);
+      if (holder == TaskOwners::kNobody) continue;
+      const size_t new_index = new_tasks.IndexOf(task);
+      if (new_index < new_tasks.size()) {
+        owners.Set(new_index, holder);
+      } else {
+        leaving.insert(holder);
+      }
+    }
+    task_owner_ = std::move(owners);
+  }
   expected_ = new_tasks;
   if (tasks_changed && restore_) restore_rescaled_ = RestoreSetDiffers();
   SyncPositionGate();
   o.actions.push_back(Log{
       LogLevel::kInfo, "spec updated" + std::string(tasks_changed ? " (task set changed)" : "")});
   if (tasks_changed) {
-    // Streams holding tasks that left the set are ended whole; their other tasks come back with
-    // the worker's next hello.
-    std::set<SessionId> leaving;
-    for (const auto& [task, session] : task_owner_) {
-      if (!expected_.count(task)) leaving.insert(session);
-    }
     for (SessionId session : leaving) {
       o.actions.push_back(EndSession{
           session, Status::InvalidArgument("the pipeline's task set changed; register again")});
@@ -994,7 +1005,7 @@ PipelineStatus PipelineCoordinator::Describe(bool with_task_ids) const {
   s.expected_tasks = static_cast<int>(expected_.size());
   s.state = State();
   s.generation = generation_;
-  s.registered_tasks = static_cast<int>(task_owner_.size());
+  s.registered_tasks = static_cast<int>(task_owner_.held());
   s.missing_tasks = MissingTasks(kMaxListedTaskNames, &s.missing_tasks_total);
   s.pending_checkpoint_id = pending_ ? pending_->id : 0;
   s.last_completed_checkpoint_id = last_completed_id_;
@@ -1033,11 +1044,11 @@ std::optional<PendingSummary> PipelineCoordinator::Pending() const {
 
 std::vector<std::string> PipelineCoordinator::MissingTasks(size_t max_names, int* total) const {
   std::vector<std::string> missing;
-  const size_t count = expected_.size() - task_owner_.size();
+  const size_t count = expected_.size() - task_owner_.held();
   if (total) *total = static_cast<int>(count);
   for (const auto& task : spec_.task_ids) {
     if (missing.size() == std::min(max_names, count)) break;
-    if (!task_owner_.count(task)) missing.push_back(task);
+    if (OwnerOf(task) == TaskOwners::kNobody) missing.push_back(task);
   }
   return missing;
 }

@@ -25,6 +25,7 @@
 #include "core/recent_durations.h"
 #include "core/restore_pins.h"
 #include "core/task_id_set.h"
+#include "core/task_owners.h"
 #include "core/types.h"
 
 namespace ckpt {
@@ -485,7 +486,11 @@ class PipelineCoordinator {
   void LoseSession(SessionId session, const std::string& why, Actions& out,
                    SessionEnd end = SessionEnd::kLost);
 
-  bool AllTasksRegistered() const { return task_owner_.size() == expected_.size(); }
+  bool AllTasksRegistered() const { return task_owner_.held() == expected_.size(); }
+  // The session holding `task`; TaskOwners::kNobody when none does (or it is no task of ours).
+  SessionId OwnerOf(const std::string& task) const {
+    return task_owner_.at(expected_.IndexOf(task));
+  }
   // The first `max_names` tasks not registered, in spec order; `total` (if given) counts them all.
   std::vector<std::string> MissingTasks(size_t max_names = kMaxListedTaskNames,
                                         int* total = nullptr) const;
@@ -618,7 +623,7 @@ class PipelineCoordinator {
 
   std::map<SessionId, SessionInfo> sessions_;
   WarnBudget unknown_warn_budget_;  // for messages of streams no longer registered
-  std::map<std::string, SessionId> task_owner_;
+  TaskOwners task_owner_;           // by index into expected_
   // The tasks that registered in this process (a second registration is a return), by index into
   // expected_; empty until the first. Bits, not a set of ids: per pipeline, for its whole life.
   std::vector<bool> ever_registered_;

@@ -44,11 +44,11 @@ std::pair<bool, std::string> PipelineCoordinator::GroupReadiness() const {
   if (!AllTasksRegistered()) {
     // Asked after every event of a member: the count costs nothing, the names a walk that
     // stops at the third.
-    const size_t total = expected_.size() - task_owner_.size();
+    const size_t total = expected_.size() - task_owner_.held();
     std::vector<std::string> names;
     for (const std::string& task : spec_.task_ids) {
       if (names.size() == 3) break;
-      if (!task_owner_.count(task)) names.push_back(Printable(task));
+      if (OwnerOf(task) == TaskOwners::kNobody) names.push_back(Printable(task));
     }
     return {false, "waiting for " + std::to_string(total) + " of " +
                        std::to_string(expected_.size()) + " tasks: " + FirstNames(names, total)};

@@ -68,10 +68,8 @@ std::optional<CheckpointDetail> PipelineCoordinator::DescribeCheckpoint(
     }
     TaskDetail waiting;
     waiting.task_id = task;
-    if (auto owner = task_owner_.find(task); owner != task_owner_.end()) {
-      if (auto session = sessions_.find(owner->second); session != sessions_.end()) {
-        waiting.worker_id = session->second.worker_id;
-      }
+    if (auto session = sessions_.find(OwnerOf(task)); session != sessions_.end()) {
+      waiting.worker_id = session->second.worker_id;
     }
     detail.tasks.push_back(std::move(waiting));
   }
@@ -97,10 +95,10 @@ Explanation PipelineCoordinator::Explain(int64_t stuck_threshold_ms) const {
     TaskHoldup t;
     t.task_id = task;
     t.since_ms = missing_since_ms;
-    if (auto owner = task_owner_.find(task); owner != task_owner_.end()) {
-      if (auto s = sessions_.find(owner->second); s != sessions_.end()) {
+    if (const SessionId owner = OwnerOf(task); owner != TaskOwners::kNobody) {
+      if (auto s = sessions_.find(owner); s != sessions_.end()) {
         t.worker_id = s->second.worker_id;
-        t.session = owner->second;
+        t.session = owner;
         t.since_ms = s->second.registered_at_ms;
       }
     }
@@ -156,7 +154,7 @@ Explanation PipelineCoordinator::Explain(int64_t stuck_threshold_ms) const {
                    ? Holdup::kNeverAllTasks
                    : Holdup::kTasksMissing;
     for (const std::string& task : spec_.task_ids) {
-      if (!task_owner_.count(task)) add_task(task, tasks_missing_since_ms_);
+      if (OwnerOf(task) == TaskOwners::kNobody) add_task(task, tasks_missing_since_ms_);
     }
     return e;
   }

@@ -84,8 +84,7 @@ Actions PipelineCoordinator::OnPositions(
   bool changed = false;
   bool refused = false;
   for (const auto& [task, position] : positions) {
-    auto owner = task_owner_.find(task);
-    if (owner == task_owner_.end() || owner->second != session) {
+    if (OwnerOf(task) != session) {
       refused = true;
       continue;
     }

@@ -41,8 +41,8 @@ PipelineCoordinator::Registration PipelineCoordinator::OnRegister(
                                            spec_.key.ToString());
       return reg;
     }
-    if (auto owner = task_owner_.find(task); owner != task_owner_.end()) {
-      const SessionInfo& holder = sessions_.at(owner->second);
+    if (const SessionId owner = OwnerOf(task); owner != TaskOwners::kNobody) {
+      const SessionInfo& holder = sessions_.at(owner);
       if (!takeover) {
         reg.status = Status::AlreadyExists(
             "task " + task + " is held by worker " + holder.worker_id +
@@ -58,7 +58,7 @@ PipelineCoordinator::Registration PipelineCoordinator::OnRegister(
             "' may take over only tasks held by itself or by no one");
         return reg;
       }
-      holders.insert(owner->second);
+      holders.insert(owner);
     }
   }
 
@@ -77,10 +77,9 @@ PipelineCoordinator::Registration PipelineCoordinator::OnRegister(
   sessions_[session] = SessionInfo{worker_id, task_ids, {}, principal, clock_.WallMs()};
   if (ever_registered_.empty()) ever_registered_.resize(expected_.size());
   for (const auto& task : task_ids) {
-    task_owner_[task] = session;
-    if (const size_t i = expected_.IndexOf(task); i < ever_registered_.size()) {
-      ever_registered_[i] = true;
-    }
+    const size_t i = expected_.IndexOf(task);  // every task was checked against expected_ above
+    task_owner_.Set(i, session);
+    if (i < ever_registered_.size()) ever_registered_[i] = true;
   }
   ForgetPositions(task_ids);  // a task registered anew may resume from an older position
   if (!holders.empty()) {
@@ -133,9 +132,9 @@ void PipelineCoordinator::LoseSession(SessionId session, const std::string& why,
   if (it == sessions_.end()) return;
   std::vector<std::string> lost;
   for (const auto& task : it->second.task_ids) {
-    auto owner = task_owner_.find(task);
-    if (owner != task_owner_.end() && owner->second == session) {
-      task_owner_.erase(owner);
+    const size_t i = expected_.IndexOf(task);
+    if (task_owner_.at(i) == session) {
+      task_owner_.Release(i);
       lost.push_back(task);
     }
   }

@@ -213,6 +213,36 @@ TEST(CoordinatorRounds, ATaskSetUpdateAbortsThePendingRoundWithoutCountingIt) {
   EXPECT_EQ(h.c().RecentRounds().front().status, CheckpointStatus::kAborted);
 }
 
+TEST(CoordinatorSessions, ATaskSetUpdateKeepsTheHoldersOfTasksThatStayAndEndsTheOthers) {
+  Harness h;
+  h.Start();
+  h.Apply(h.c().OnRegister(1, "w1", {"a"}, false).actions);
+  h.Apply(h.c().OnRegister(2, "w2", {"b"}, false).actions);
+  ASSERT_EQ(h.c().Describe().registered_tasks, 2);
+  PipelineSpec spec = h.c().spec();
+  spec.task_ids = {"b", "c"};  // "a" leaves; "b" moves to the set's first place
+  auto updated = h.c().UpdateSpec(spec);
+  ASSERT_TRUE(updated.status.ok()) << updated.status.ToString();
+  h.Apply(updated.actions);
+  ASSERT_EQ(h.ended.size(), 1u);
+  EXPECT_EQ(h.ended[0].session, 1u) << "the stream holding the task that left is ended";
+  EXPECT_EQ(h.c().Describe().registered_tasks, 1) << "w2 still holds b";
+  // "b" is w2's, not anybody else's, under its new index.
+  auto taken = h.c().OnRegister(3, "w3", {"b"}, false);
+  EXPECT_EQ(taken.status.code(), StatusCode::kAlreadyExists) << taken.status.ToString();
+  h.Apply(h.c().OnRegister(3, "w3", {"c"}, false).actions);
+  EXPECT_EQ(h.c().Describe().registered_tasks, 2);
+  h.RunFor(Millis(0));
+  ASSERT_FALSE(h.triggers.empty()) << "the set is complete again: a round starts";
+  const int64_t id = h.LastTriggerId();
+  h.Apply(h.c().OnAck(2, id, "b", TaskState{"mem://b", 1, "c"}));
+  h.Apply(h.c().OnAck(3, id, "b", TaskState{"mem://b", 1, "c"}));  // not w3's task
+  EXPECT_EQ(h.ignored.size(), 1u);
+  h.Apply(h.c().OnAck(3, id, "c", TaskState{"mem://c", 1, "c"}));
+  ASSERT_EQ(h.completes.size(), 1u);
+  EXPECT_EQ(h.completes[0].checkpoint_id, id);
+}
+
 TEST(CoordinatorSessions, AGoodbyeIsLoggedAtInfoAndALossAtWarning) {
   Harness h;
   h.Start();
