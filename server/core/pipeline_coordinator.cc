@@ -52,10 +52,11 @@ PipelineCoordinator::PipelineCoordinator(const StoredPipeline& stored, const Clo
       horizon_(stored.retained_from),
       last_released_(stored.record.released_ids) {
   if (stored.record.restore_from && stored.restore_source) {
-    restore_ = std::make_unique<const HeldRestorePoint>(stored.record.restore_from->key, true,
-                                                        *stored.restore_source);
+    restore_ = std::make_unique<const HeldRestorePoint>(spec_.key, stored.record.restore_from->key,
+                                                        true, *stored.restore_source);
   } else if (stored.newest && stored.newest->checkpoint_id > 0) {
-    restore_ = std::make_unique<const HeldRestorePoint>(spec_.key, false, *stored.newest);
+    restore_ =
+        std::make_unique<const HeldRestorePoint>(spec_.key, spec_.key, false, *stored.newest);
   }
   restore_rescaled_ = RestoreSetDiffers();
   SyncPositionGate();
@@ -809,7 +810,7 @@ PipelineCoordinator::Outcome PipelineCoordinator::Delete() {
   Actions& out = o.actions;
   if (restore_ && restore_->operator_set && options_->pins) {
     // Its restore point no longer holds the source's checkpoint.
-    const CheckpointRef was{restore_->source, restore_->checkpoint.checkpoint_id};
+    const CheckpointRef was{restore_->source(spec_.key), restore_->checkpoint_id};
     if (options_->pins->Remove(was, spec_.key)) out.push_back(PinDropped{was});
   }
   shutting_down_ = true;  // no trigger, no wakeup from now on
@@ -959,7 +960,7 @@ PipelineProgress PipelineCoordinator::ProjectedProgress() const {
   r.last_completed_at_ms = last_completed_at_ms_;
   r.from_config = from_config_;
   if (restore_ && restore_->operator_set) {
-    r.restore_from = CheckpointRef{restore_->source, restore_->checkpoint.checkpoint_id};
+    r.restore_from = CheckpointRef{restore_->source(spec_.key), restore_->checkpoint_id};
   }
   r.released_ids = last_released_;
   if (pending_ && pending_->completing) {

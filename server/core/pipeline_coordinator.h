@@ -572,15 +572,30 @@ class PipelineCoordinator {
   // first). Its states are the pending round's acks, moved here once durable, so a pipeline holds
   // one set of states between rounds. `restore_rescaled_` caches RestoreSetDiffers() (a hello
   // must not compare 100,000 task names): kept in step by AdoptCompleted and UpdateSpec.
+  // Only what a welcome needs: not the checkpoint's times, its tasks' figures (the store keeps
+  // those) or its group, and its source only when it is another pipeline's (a key is 64 bytes;
+  // a pipeline holds one of these all its life).
   struct HeldRestorePoint {
-    // Held without the tasks' figures (the store keeps those; a welcome needs the states).
-    HeldRestorePoint(PipelineKey source, bool operator_set, CompletedCheckpoint checkpoint)
-        : source(std::move(source)), operator_set(operator_set), checkpoint(std::move(checkpoint)) {
-      std::vector<TaskFigures>().swap(this->checkpoint.task_figures);  // memory too
+    HeldRestorePoint(const PipelineKey& own, const PipelineKey& source, bool operator_set,
+                     CompletedCheckpoint checkpoint)
+        : other_source(source == own ? nullptr : std::make_unique<const PipelineKey>(source)),
+          checkpoint_id(checkpoint.checkpoint_id),
+          position(checkpoint.position),
+          kind(checkpoint.kind),
+          operator_set(operator_set),
+          location(std::move(checkpoint.location)),
+          task_states(std::move(checkpoint.task_states)) {}
+    // The pipeline whose checkpoint it is, `own` unless another's.
+    const PipelineKey& source(const PipelineKey& own) const {
+      return other_source ? *other_source : own;
     }
-    PipelineKey source;
+    std::unique_ptr<const PipelineKey> other_source;  // null: this pipeline's own
+    int64_t checkpoint_id = 0;
+    int64_t position = 0;
+    CheckpointKind kind = CheckpointKind::kCheckpoint;
     bool operator_set = false;  // RestorePipeline or restore_from: pinned; a completion ends it
-    CompletedCheckpoint checkpoint;
+    std::string location;
+    std::map<std::string, TaskState> task_states;
   };
   std::unique_ptr<const HeldRestorePoint> restore_;
   bool restore_rescaled_ = false;

@@ -30,9 +30,7 @@ SteadyTime PipelineCoordinator::PeriodicDueWithPositions(SteadyTime due) const {
   return positions_ ? std::max(due, positions_->opened_at) : due;
 }
 
-int64_t PipelineCoordinator::BasePosition() const {
-  return restore_ ? restore_->checkpoint.position : 0;
-}
+int64_t PipelineCoordinator::BasePosition() const { return restore_ ? restore_->position : 0; }
 
 bool PipelineCoordinator::PositionsOpen() const {
   return !positions_ || positions_->gate.Open(expected_.size());

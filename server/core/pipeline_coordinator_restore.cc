@@ -15,7 +15,7 @@ bool IsPlain(const HistoryEntry& e) { return e.kind == CheckpointKind::kCheckpoi
 
 bool PipelineCoordinator::RestoreSetDiffers() const {
   if (!restore_) return false;
-  const auto& states = restore_->checkpoint.task_states;
+  const auto& states = restore_->task_states;
   if (states.size() != expected_.size()) return true;
   // Both sorted: one pass.
   return !std::equal(
@@ -26,20 +26,20 @@ bool PipelineCoordinator::RestoreSetDiffers() const {
 RestorePoint PipelineCoordinator::RestorePointFor(const std::vector<std::string>& task_ids) const {
   RestorePoint point;
   if (!restore_) return point;
-  const CompletedCheckpoint& cp = restore_->checkpoint;
-  point.checkpoint_id = cp.checkpoint_id;
-  point.kind = cp.kind;
-  point.location = cp.location;
-  point.source = restore_->source;
+  const HeldRestorePoint& held = *restore_;
+  point.checkpoint_id = held.checkpoint_id;
+  point.kind = held.kind;
+  point.location = held.location;
+  point.source = held.source(spec_.key);
   point.rescaled = restore_rescaled_;
-  point.operator_set = restore_->operator_set;
-  point.position = cp.position;
+  point.operator_set = held.operator_set;
+  point.position = held.position;
   if (point.rescaled) {
-    point.task_states = cp.task_states;
+    point.task_states = held.task_states;
     return point;
   }
   for (const auto& task : task_ids) {
-    if (auto state = cp.task_states.find(task); state != cp.task_states.end()) {
+    if (auto state = held.task_states.find(task); state != held.task_states.end()) {
       point.task_states.emplace(state->first, state->second);
     }
   }
@@ -48,7 +48,7 @@ RestorePoint PipelineCoordinator::RestorePointFor(const std::vector<std::string>
 
 RestorePoint PipelineCoordinator::CurrentRestorePoint() const {
   RestorePoint point = RestorePointFor({});
-  if (restore_ && !point.rescaled) point.task_states = restore_->checkpoint.task_states;
+  if (restore_ && !point.rescaled) point.task_states = restore_->task_states;
   return point;
 }
 
@@ -86,7 +86,7 @@ void PipelineCoordinator::AdoptCompleted(int64_t checkpoint_id, CheckpointKind k
                                          const std::vector<int64_t>& keep, Actions& out) {
   if (restore_ && restore_->operator_set && options_->pins) {
     // A completion ends an operator-set restore point, and its pin.
-    const CheckpointRef was{restore_->source, restore_->checkpoint.checkpoint_id};
+    const CheckpointRef was{restore_->source(spec_.key), restore_->checkpoint_id};
     if (options_->pins->Remove(was, spec_.key)) out.push_back(PinDropped{was});
   }
   CompletedCheckpoint checkpoint;
@@ -95,7 +95,8 @@ void PipelineCoordinator::AdoptCompleted(int64_t checkpoint_id, CheckpointKind k
   checkpoint.location = std::move(location);
   checkpoint.position = position;
   checkpoint.task_states = std::move(task_states);
-  restore_ = std::make_unique<const HeldRestorePoint>(spec_.key, false, std::move(checkpoint));
+  restore_ =
+      std::make_unique<const HeldRestorePoint>(spec_.key, spec_.key, false, std::move(checkpoint));
   restore_rescaled_ = RestoreSetDiffers();
   SyncPositionGate();  // the next round's positions count from this one's
 
@@ -134,8 +135,7 @@ void PipelineCoordinator::DeleteUnpinnedOutsideWindow(Actions& out) {
   for (const HistoryEntry& entry : history_) {
     if (!IsPlain(entry) || entry.checkpoint_id >= window_start) continue;
     if (IsPinned(entry.checkpoint_id)) continue;
-    if (restore_ && restore_->checkpoint.checkpoint_id == entry.checkpoint_id &&
-        restore_->source == spec_.key) {
+    if (restore_ && restore_->checkpoint_id == entry.checkpoint_id && !restore_->other_source) {
       continue;
     }
     if (std::find(deleting_.begin(), deleting_.end(), entry.checkpoint_id) != deleting_.end()) {
@@ -195,10 +195,11 @@ PipelineCoordinator::Outcome PipelineCoordinator::Restore(const PipelineKey& sou
   }
   const CheckpointRef ref{source, checkpoint.checkpoint_id};
   if (restore_ && restore_->operator_set && options_->pins) {
-    const CheckpointRef was{restore_->source, restore_->checkpoint.checkpoint_id};
+    const CheckpointRef was{restore_->source(spec_.key), restore_->checkpoint_id};
     if (options_->pins->Remove(was, spec_.key)) o.actions.push_back(PinDropped{was});
   }
-  restore_ = std::make_unique<const HeldRestorePoint>(source, true, std::move(checkpoint));
+  restore_ =
+      std::make_unique<const HeldRestorePoint>(spec_.key, source, true, std::move(checkpoint));
   restore_rescaled_ = RestoreSetDiffers();
   SyncPositionGate();
   const std::string why = "restored to checkpoint " + ref.ToString();
@@ -250,8 +251,7 @@ PipelineCoordinator::Outcome PipelineCoordinator::DeleteCheckpoint(int64_t check
         "one completes");
     return o;
   }
-  if ((restore_ && restore_->source == spec_.key &&
-       restore_->checkpoint.checkpoint_id == checkpoint_id) ||
+  if ((restore_ && !restore_->other_source && restore_->checkpoint_id == checkpoint_id) ||
       IsPinned(checkpoint_id)) {
     o.status = Status::FailedPrecondition(
         what + " of pipeline " + spec_.key.ToString() +
