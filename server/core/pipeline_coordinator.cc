@@ -724,34 +724,17 @@ PipelineCoordinator::Outcome PipelineCoordinator::UpdateSpec(const PipelineSpec&
   const bool all_before = AllTasksRegistered();
   spec_ = spec;
   spec_unsaved_ = true;  // the next write is the whole record
-  if (tasks_changed && !ever_registered_.empty()) {
-    // Indexed by expected_: the tasks that stay keep their mark, the ones that left lose it.
-    std::vector<bool> kept(new_tasks.size());
-    size_t old_index = 0;
-    for (const std::string& task : expected_) {
-      const size_t new_index = new_tasks.IndexOf(task);
-      if (new_index < kept.size()) kept[new_index] = ever_registered_[old_index];
-      ++old_index;
-    }
-    ever_registered_ = std::move(kept);
-  }
-  // The holders, indexed by expected_ too: a task that stays keeps its holder; a stream holding a
-  // task that left the set is ended whole below (its other tasks come back with its next hello).
+  // The holders, indexed by expected_ too: a task that stays keeps its holder and its mark; a
+  // stream holding a task that left the set is ended whole below (its other tasks come back
+  // with its next hello).
   std::set<SessionId> leaving;
   if (tasks_changed) {
-    TaskOwners owners;
-    size_t old_index = 0;
-    for (const std::string& task : expected_) {
-      const SessionId holder = task_owner_.at(old_index++);
-      if (holder == TaskOwners::kNobody) continue;
-      const size_t new_index = new_tasks.IndexOf(task);
-      if (new_index < new_tasks.size()) {
-        owners.Set(new_index, holder);
-      } else {
-        leaving.insert(holder);
-      }
+    const auto old_begin = expected_.begin();
+    for (SessionId session : task_owner_.Remap(new_tasks.size(), [&](size_t i) {
+           return new_tasks.IndexOf(*(old_begin + static_cast<std::ptrdiff_t>(i)));
+         })) {
+      leaving.insert(session);
     }
-    task_owner_ = std::move(owners);
   }
   expected_ = new_tasks;
   if (tasks_changed && restore_) restore_rescaled_ = RestoreSetDiffers();
@@ -838,7 +821,7 @@ PipelineCoordinator::Outcome PipelineCoordinator::Delete() {
         EndSession{session, Status::NotFound("pipeline " + spec_.key.ToString() + " was deleted")});
   }
   sessions_.clear();
-  task_owner_.clear();
+  task_owner_.ReleaseAll();
   out.push_back(CancelTimeout{});
   armed_wakeup_.reset();
   out.push_back(CancelWakeup{});

@@ -413,9 +413,9 @@ class PipelineCoordinator {
     SteadyTime next_at{};
     uint64_t held_back = 0;
   };
+  // A registered stream. Its tasks are those task_owner_ says it holds.
   struct SessionInfo {
     std::string worker_id;
-    std::vector<std::string> task_ids;
     WarnBudget warn_budget;
     std::string principal;
     int64_t registered_at_ms = 0;  // wall clock: since when it holds its tasks
@@ -638,10 +638,9 @@ class PipelineCoordinator {
 
   std::map<SessionId, SessionInfo> sessions_;
   WarnBudget unknown_warn_budget_;  // for messages of streams no longer registered
-  TaskOwners task_owner_;           // by index into expected_
-  // The tasks that registered in this process (a second registration is a return), by index into
-  // expected_; empty until the first. Bits, not a set of ids: per pipeline, for its whole life.
-  std::vector<bool> ever_registered_;
+  // Who holds each task, and which registered in this process (a second registration is a
+  // return), by index into expected_.
+  TaskOwners task_owner_;
 
   // Newest first, at most options_->recent_rounds_kept. A vector, not a deque: libstdc++'s deque
   // allocates ~600 bytes even when empty, which is most of an idle pipeline's memory budget, and

@@ -149,8 +149,7 @@ Explanation PipelineCoordinator::Explain(int64_t stuck_threshold_ms) const {
     return e;
   }
   if (!AllTasksRegistered()) {
-    const auto ever = std::count(ever_registered_.begin(), ever_registered_.end(), true);
-    e.holdup = last_completed_id_ == 0 && static_cast<size_t>(ever) < expected_.size()
+    e.holdup = last_completed_id_ == 0 && task_owner_.ever_count() < expected_.size()
                    ? Holdup::kNeverAllTasks
                    : Holdup::kTasksMissing;
     for (const std::string& task : spec_.task_ids) {

@@ -66,20 +66,17 @@ PipelineCoordinator::Registration PipelineCoordinator::OnRegister(
   const bool all_before = AllTasksRegistered();  // a takeover replaces tasks that were all there
   bool returning = false;
   for (const auto& task : task_ids) {
-    const size_t i = expected_.IndexOf(task);  // every task was checked against expected_ above
-    returning = returning || (i < ever_registered_.size() && ever_registered_[i]);
+    // Every task was checked against expected_ above.
+    returning = returning || task_owner_.ever(expected_.IndexOf(task));
   }
   for (SessionId old : holders) {
     // The newer stream wins: end the old one whole (its other tasks are lost with it).
     out.push_back(EndSession{old, Status::Aborted("tasks taken over by worker " + worker_id)});
     LoseSession(old, "taken over by worker " + worker_id, out);
   }
-  sessions_[session] = SessionInfo{worker_id, task_ids, {}, principal, clock_.WallMs()};
-  if (ever_registered_.empty()) ever_registered_.resize(expected_.size());
+  sessions_[session] = SessionInfo{worker_id, {}, principal, clock_.WallMs()};
   for (const auto& task : task_ids) {
-    const size_t i = expected_.IndexOf(task);  // every task was checked against expected_ above
-    task_owner_.Set(i, session);
-    if (i < ever_registered_.size()) ever_registered_[i] = true;
+    task_owner_.Hold(expected_.IndexOf(task), expected_.size(), session);
   }
   ForgetPositions(task_ids);  // a task registered anew may resume from an older position
   if (!holders.empty()) {
@@ -131,12 +128,13 @@ void PipelineCoordinator::LoseSession(SessionId session, const std::string& why,
   auto it = sessions_.find(session);
   if (it == sessions_.end()) return;
   std::vector<std::string> lost;
-  for (const auto& task : it->second.task_ids) {
-    const size_t i = expected_.IndexOf(task);
+  size_t i = 0;
+  for (const std::string& task : expected_) {  // a scan of session ids: no list of its own
     if (task_owner_.at(i) == session) {
       task_owner_.Release(i);
       lost.push_back(task);
     }
+    ++i;
   }
   const std::string worker = it->second.worker_id;
   sessions_.erase(it);
