@@ -727,13 +727,21 @@ PipelineCoordinator::Outcome PipelineCoordinator::UpdateSpec(const PipelineSpec&
   // The holders, indexed by expected_ too: a task that stays keeps its holder and its mark; a
   // stream holding a task that left the set is ended whole below (its other tasks come back
   // with its next hello).
-  std::set<SessionId> leaving;
+  std::map<SessionId, std::vector<std::string>> leaving;  // with the tasks of theirs that left
   if (tasks_changed) {
     const auto old_begin = expected_.begin();
-    for (SessionId session : task_owner_.Remap(new_tasks.size(), [&](size_t i) {
-           return new_tasks.IndexOf(*(old_begin + static_cast<std::ptrdiff_t>(i)));
-         })) {
-      leaving.insert(session);
+    auto old_name = [&](size_t i) -> const std::string& {
+      return *(old_begin + static_cast<std::ptrdiff_t>(i));
+    };
+    for (const auto& [session, old_index] : task_owner_.Remap(
+             new_tasks.size(), [&](size_t i) { return new_tasks.IndexOf(old_name(i)); })) {
+      leaving[session].push_back(old_name(old_index));
+    }
+    // Indices moved: every stream's tasks may now be anywhere in the set.
+    const auto last = static_cast<uint32_t>(new_tasks.empty() ? 0 : new_tasks.size() - 1);
+    for (auto& [id, info] : sessions_) {
+      info.first_task = 0;
+      info.last_task = last;
     }
   }
   expected_ = new_tasks;
@@ -742,10 +750,10 @@ PipelineCoordinator::Outcome PipelineCoordinator::UpdateSpec(const PipelineSpec&
   o.actions.push_back(Log{
       LogLevel::kInfo, "spec updated" + std::string(tasks_changed ? " (task set changed)" : "")});
   if (tasks_changed) {
-    for (SessionId session : leaving) {
+    for (auto& [session, departed] : leaving) {
       o.actions.push_back(EndSession{
           session, Status::InvalidArgument("the pipeline's task set changed; register again")});
-      LoseSession(session, "task set updated", o.actions);
+      LoseSession(session, "task set updated", o.actions, SessionEnd::kLost, std::move(departed));
     }
     if (pending_ && !pending_->completing) {
       FailRound(CheckpointStatus::kAborted, "the pipeline's task set changed",

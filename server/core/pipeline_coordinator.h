@@ -413,9 +413,13 @@ class PipelineCoordinator {
     SteadyTime next_at{};
     uint64_t held_back = 0;
   };
-  // A registered stream. Its tasks are those task_owner_ says it holds.
+  // A registered stream. Its tasks are those task_owner_ says it holds, all of them within
+  // [first_task, last_task] (indices into expected_; the whole set after a change of the set),
+  // so that its loss scans only that range.
   struct SessionInfo {
     std::string worker_id;
+    uint32_t first_task = 0;
+    uint32_t last_task = 0;
     WarnBudget warn_budget;
     std::string principal;
     int64_t registered_at_ms = 0;  // wall clock: since when it holds its tasks
@@ -483,8 +487,9 @@ class PipelineCoordinator {
   void AnnounceState(const std::string& reason, Actions& out, bool deleted = false) const;
   void Rearm(Actions& out);
   void RememberRound(RoundSummary summary);
+  // `departed`: tasks it held that have just left the set (UpdateSpec), lost with it.
   void LoseSession(SessionId session, const std::string& why, Actions& out,
-                   SessionEnd end = SessionEnd::kLost);
+                   SessionEnd end = SessionEnd::kLost, std::vector<std::string> departed = {});
 
   bool AllTasksRegistered() const { return task_owner_.held() == expected_.size(); }
   // The session holding `task`; TaskOwners::kNobody when none does (or it is no task of ours).

@@ -25,6 +25,10 @@ PipelineCoordinator::Registration PipelineCoordinator::OnRegister(
     reg.status = Status::InvalidArgument("hello names no task_ids");
     return reg;
   }
+  if (!TaskOwners::Holdable(session)) {  // the runtime's ids never are (task_owners.h)
+    reg.status = Status::Internal("stream id " + std::to_string(session) + " is reserved");
+    return reg;
+  }
   std::set<std::string> seen;
   std::set<SessionId> holders;  // other live streams holding any of these tasks
   for (const auto& task : task_ids) {
@@ -74,10 +78,14 @@ PipelineCoordinator::Registration PipelineCoordinator::OnRegister(
     out.push_back(EndSession{old, Status::Aborted("tasks taken over by worker " + worker_id)});
     LoseSession(old, "taken over by worker " + worker_id, out);
   }
-  sessions_[session] = SessionInfo{worker_id, {}, principal, clock_.WallMs()};
+  SessionInfo info{worker_id, UINT32_MAX, 0, {}, principal, clock_.WallMs()};
   for (const auto& task : task_ids) {
-    task_owner_.Hold(expected_.IndexOf(task), expected_.size(), session);
+    const size_t i = expected_.IndexOf(task);
+    task_owner_.Hold(i, expected_.size(), session);
+    info.first_task = std::min(info.first_task, static_cast<uint32_t>(i));
+    info.last_task = std::max(info.last_task, static_cast<uint32_t>(i));
   }
+  sessions_[session] = std::move(info);
   ForgetPositions(task_ids);  // a task registered anew may resume from an older position
   if (!holders.empty()) {
     // LoseSession bumped the generation for the tasks the old stream held.
@@ -124,17 +132,17 @@ Actions PipelineCoordinator::OnSessionEnded(SessionId session, const std::string
 }
 
 void PipelineCoordinator::LoseSession(SessionId session, const std::string& why, Actions& out,
-                                      SessionEnd end) {
+                                      SessionEnd end, std::vector<std::string> departed) {
   auto it = sessions_.find(session);
   if (it == sessions_.end()) return;
-  std::vector<std::string> lost;
-  size_t i = 0;
-  for (const std::string& task : expected_) {  // a scan of session ids: no list of its own
+  std::vector<std::string> lost = std::move(departed);
+  // A session keeps no list of its tasks: the holders within its range are scanned.
+  const size_t past = std::min<size_t>(size_t{it->second.last_task} + 1, expected_.size());
+  for (size_t i = it->second.first_task; i < past; ++i) {
     if (task_owner_.at(i) == session) {
       task_owner_.Release(i);
-      lost.push_back(task);
+      lost.push_back(*(expected_.begin() + static_cast<std::ptrdiff_t>(i)));
     }
-    ++i;
   }
   const std::string worker = it->second.worker_id;
   sessions_.erase(it);

@@ -16,17 +16,20 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
-#include "core/actions.h"
+#include "core/actions.h"  // SessionId
 
 namespace ckpt {
 
 class TaskOwners {
  public:
   // Session ids start at 1 (WorkerService) and stay far below 2^63, so 0 means nobody and the
-  // top bit is free for the "ever registered" mark.
+  // top bit is free for the "ever registered" mark (PipelineCoordinator::OnRegister refuses
+  // any other).
   static constexpr SessionId kNobody = 0;
+  static bool Holdable(SessionId session) { return session != kNobody && !(session & kEverBit); }
 
   // Who holds task `index`; kNobody when nobody does (or `index` is out of range, as
   // TaskIdSet::IndexOf answers for an unknown id).
@@ -39,6 +42,7 @@ class TaskOwners {
   }
   // Task `index` of a set of `tasks` is held by `session` from now on (and has registered).
   void Hold(size_t index, size_t tasks, SessionId session) {
+    if (!Holdable(session)) return;
     if (entries_.empty()) entries_.assign(tasks, kNobody);
     if (index >= entries_.size()) return;
     if (at(index) == kNobody) ++held_;
@@ -57,6 +61,7 @@ class TaskOwners {
     for (SessionId entry : entries_) n += (entry & kEverBit) ? 1 : 0;
     return n;
   }
+  // Whether nobody holds any task.
   bool empty() const { return held_ == 0; }
   // Nobody holds anything (what registered stays marked).
   void ReleaseAll() {
@@ -64,10 +69,11 @@ class TaskOwners {
     held_ = 0;
   }
   // The same tasks under a new set: `new_index(i)` is task i's index among `new_size` (or
-  // new_size when it left). Returns the sessions that held a task that left.
+  // new_size when it left). Returns the tasks that left while held: (holder, old index), a
+  // holder once per such task.
   template <typename NewIndex>
-  std::vector<SessionId> Remap(size_t new_size, NewIndex new_index) {
-    std::vector<SessionId> left;
+  std::vector<std::pair<SessionId, size_t>> Remap(size_t new_size, NewIndex new_index) {
+    std::vector<std::pair<SessionId, size_t>> left;
     if (entries_.empty()) return left;
     std::vector<SessionId> remapped(new_size, kNobody);
     size_t held = 0;
@@ -77,7 +83,7 @@ class TaskOwners {
         remapped[j] = entries_[i];
         held += (entries_[i] & ~kEverBit) != kNobody ? 1 : 0;
       } else if (at(i) != kNobody) {
-        left.push_back(at(i));
+        left.emplace_back(at(i), i);
       }
     }
     entries_ = std::move(remapped);

@@ -243,6 +243,34 @@ TEST(CoordinatorSessions, ATaskSetUpdateKeepsTheHoldersOfTasksThatStayAndEndsThe
   EXPECT_EQ(h.completes[0].checkpoint_id, id);
 }
 
+TEST(CoordinatorSessions, AStreamWhoseTasksAllLeftTheSetIsATaskLossAndASavepointIsQueuedAgain) {
+  Harness h;
+  h.Start();
+  h.Apply(h.c().OnRegister(1, "w1", {"a"}, false).actions);
+  h.Apply(h.c().OnRegister(2, "w2", {"b"}, false).actions);
+  h.RunFor(Millis(0));
+  const size_t periodic = h.triggers.size();
+  auto asked = h.c().RequestSavepoint("", false, milliseconds(60000));
+  ASSERT_TRUE(asked.status.ok()) << asked.status.ToString();
+  h.Apply(asked.actions);
+  if (h.triggers.size() == periodic) {  // behind the periodic round: let that one finish
+    h.Apply(h.c().OnAck(1, h.LastTriggerId(), "a", TaskState{"mem://a", 1, "c"}));
+    h.Apply(h.c().OnAck(2, h.LastTriggerId(), "b", TaskState{"mem://b", 1, "c"}));
+    h.RunFor(Millis(0));
+  }
+  ASSERT_NE(h.triggers.back().kind, CheckpointKind::kCheckpoint) << "the savepoint is pending";
+  const size_t finished_before = h.finished.size();
+  PipelineSpec spec = h.c().spec();
+  spec.task_ids = {"b"};  // w1's only task leaves
+  auto updated = h.c().UpdateSpec(spec);
+  ASSERT_TRUE(updated.status.ok()) << updated.status.ToString();
+  h.Apply(updated.actions);
+  EXPECT_TRUE(h.LoggedContaining(LogLevel::kWarn, "lost task(s) a of worker w1"));
+  ASSERT_GT(h.finished.size(), finished_before);
+  EXPECT_TRUE(h.finished[finished_before].requeued)
+      << "the savepoint's callers keep waiting: it goes again with the tasks that are left";
+}
+
 TEST(CoordinatorSessions, AGoodbyeIsLoggedAtInfoAndALossAtWarning) {
   Harness h;
   h.Start();
