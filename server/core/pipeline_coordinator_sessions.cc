@@ -79,6 +79,11 @@ PipelineCoordinator::Registration PipelineCoordinator::OnRegister(
     LoseSession(old, "taken over by worker " + worker_id, out);
   }
   SessionInfo info{worker_id, UINT32_MAX, 0, {}, principal, clock_.WallMs()};
+  if (auto again = sessions_.find(session); again != sessions_.end()) {
+    // A second hello on the same stream: what it held before stays within its range.
+    info.first_task = again->second.first_task;
+    info.last_task = again->second.last_task;
+  }
   for (const auto& task : task_ids) {
     const size_t i = expected_.IndexOf(task);
     task_owner_.Hold(i, expected_.size(), session);
