@@ -94,9 +94,13 @@ def round_spans(metrics_port):
     """The cumulative buckets of the daemon's own share of a round, and of its store commits
     (part of the fan-in): {name: {le: count}}."""
     with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=60) as r:
-        text = r.read().decode()
+        return spans_of(r.read().decode())
+
+
+def spans_of(page):
+    """round_spans' buckets from a Prometheus page already read."""
     spans = {}
-    for line in text.splitlines():
+    for line in page.splitlines():
         m = BUCKET.match(line)
         if m:
             spans.setdefault(m.group(1), {})[float(m.group(2))] = int(m.group(3))

@@ -30,7 +30,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "e2e"))
 import e2e_util as e2e  # noqa: E402
 import etcd_util  # noqa: E402
-from e2e_bench import round_spans, window_quantile  # noqa: E402
+from e2e_bench import spans_of, window_quantile  # noqa: E402
 
 
 def log(msg):
@@ -153,7 +153,6 @@ def leader_counters(daemon):
     and store commit buckets so far, or None."""
     try:
         status, _, page = e2e.http_get(daemon.url("/metrics"), 10)
-        spans = round_spans(daemon.metrics_port)
     except OSError:
         return None
     counters = {"completed": e2e.sample(page, "ckptd_checkpoints_completed_total"),
@@ -161,7 +160,7 @@ def leader_counters(daemon):
                 "resent": e2e.sample(page, "ckptd_etcd_transactions_resent_total")}
     if status != 200 or None in counters.values():
         return None
-    counters["commit"] = spans.get("ckptd_store_commit_seconds", {})
+    counters["commit"] = spans_of(page).get("ckptd_store_commit_seconds", {})
     return counters
 
 
