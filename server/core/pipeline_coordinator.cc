@@ -12,6 +12,9 @@
 
 namespace ckpt {
 
+// Every id a history may hold (ValidateStored, the id blocks handed out) fits one.
+static_assert(kMaxCheckpointId <= PackedHistoryEntry::kMaxId);
+
 namespace {
 
 std::chrono::microseconds Since(SteadyTime from, SteadyTime now) {
@@ -48,7 +51,7 @@ PipelineCoordinator::PipelineCoordinator(const StoredPipeline& stored, const Clo
       // A member's ids come from its group, above its own counter: the newest it completed.
       next_id_(std::max(stored.id_counter, stored.record.last_completed_id) + 1),
       reserved_end_(stored.id_counter),
-      history_(stored.history),
+      history_(stored.history.begin(), stored.history.end()),
       horizon_(stored.retained_from),
       last_released_(stored.record.released_ids) {
   if (stored.record.restore_from && stored.restore_source) {
@@ -810,7 +813,7 @@ PipelineCoordinator::Outcome PipelineCoordinator::Delete() {
   // Every checkpoint and savepoint goes with the record, and the one with the store too (the
   // store's delete comes after its commit).
   std::vector<int64_t> released;
-  for (const HistoryEntry& e : history_) released.push_back(e.checkpoint_id);
+  for (const PackedHistoryEntry& e : history_) released.push_back(e.checkpoint_id());
   if (pending_ && pending_->completing) released.push_back(pending_->id);
   std::sort(released.begin(), released.end());
   released.erase(std::unique(released.begin(), released.end()), released.end());

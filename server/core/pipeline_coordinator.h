@@ -21,11 +21,13 @@
 #include "core/actions.h"
 #include "core/clock.h"
 #include "core/explanation.h"
+#include "core/packed_history_entry.h"
 #include "core/position_gate.h"
 #include "core/recent_durations.h"
 #include "core/restore_pins.h"
 #include "core/task_id_set.h"
 #include "core/task_owners.h"
+#include "core/task_state_list.h"
 #include "core/types.h"
 
 namespace ckpt {
@@ -589,7 +591,7 @@ class PipelineCoordinator {
           kind(checkpoint.kind),
           operator_set(operator_set),
           location(std::move(checkpoint.location)),
-          task_states(std::move(checkpoint.task_states)) {}
+          task_states(ToTaskStateList(std::move(checkpoint.task_states))) {}
     // The pipeline whose checkpoint it is, `own` unless another's.
     const PipelineKey& source(const PipelineKey& own) const {
       return other_source ? *other_source : own;
@@ -600,12 +602,13 @@ class PipelineCoordinator {
     CheckpointKind kind = CheckpointKind::kCheckpoint;
     bool operator_set = false;  // RestorePipeline or restore_from: pinned; a completion ends it
     std::string location;
-    std::map<std::string, TaskState> task_states;
+    TaskStateList task_states;
   };
   std::unique_ptr<const HeldRestorePoint> restore_;
   bool restore_rescaled_ = false;
-  // The history as the store keeps it (ids and kinds, oldest first).
-  std::vector<HistoryEntry> history_;
+  // The history as the store keeps it (ids and kinds, oldest first). Its capacity grows to the
+  // window and one more (the commit landing before the trim), not to the next power of two.
+  std::vector<PackedHistoryEntry> history_;
   // The highest window start any commit had (StoredPipeline::retained_from at load): plain ids
   // below it held only for a pin leave once unpinned, even when the window has grown back down
   // over them since (a larger `retained`, a deleted checkpoint), as the etcd backend hides them.

@@ -7,12 +7,6 @@
 
 namespace ckpt {
 
-namespace {
-
-bool IsPlain(const HistoryEntry& e) { return e.kind == CheckpointKind::kCheckpoint; }
-
-}  // namespace
-
 bool PipelineCoordinator::RestoreSetDiffers() const {
   if (!restore_) return false;
   const auto& states = restore_->task_states;
@@ -35,12 +29,12 @@ RestorePoint PipelineCoordinator::RestorePointFor(const std::vector<std::string>
   point.operator_set = held.operator_set;
   point.position = held.position;
   if (point.rescaled) {
-    point.task_states = held.task_states;
+    point.task_states.insert(held.task_states.begin(), held.task_states.end());
     return point;
   }
   for (const auto& task : task_ids) {
-    if (auto state = held.task_states.find(task); state != held.task_states.end()) {
-      point.task_states.emplace(state->first, state->second);
+    if (const TaskState* state = FindTaskState(held.task_states, task)) {
+      point.task_states.emplace(task, *state);
     }
   }
   return point;
@@ -48,7 +42,9 @@ RestorePoint PipelineCoordinator::RestorePointFor(const std::vector<std::string>
 
 RestorePoint PipelineCoordinator::CurrentRestorePoint() const {
   RestorePoint point = RestorePointFor({});
-  if (restore_ && !point.rescaled) point.task_states = restore_->task_states;
+  if (restore_ && !point.rescaled) {
+    point.task_states.insert(restore_->task_states.begin(), restore_->task_states.end());
+  }
   return point;
 }
 
@@ -56,10 +52,10 @@ std::vector<int64_t> PipelineCoordinator::ReleasedBy(int64_t extra,
                                                      const std::vector<int64_t>& keep) const {
   const int64_t window_start = WindowStart(extra);
   std::vector<int64_t> released;
-  for (const HistoryEntry& entry : history_) {
-    if (IsPlain(entry) && entry.checkpoint_id < window_start &&
-        !std::binary_search(keep.begin(), keep.end(), entry.checkpoint_id)) {
-      released.push_back(entry.checkpoint_id);
+  for (const PackedHistoryEntry& entry : history_) {
+    if (entry.plain() && entry.checkpoint_id() < window_start &&
+        !std::binary_search(keep.begin(), keep.end(), entry.checkpoint_id())) {
+      released.push_back(entry.checkpoint_id());
     }
   }
   return released;
@@ -70,8 +66,8 @@ int64_t PipelineCoordinator::WindowStart(int64_t extra) const {
   int64_t counted = extra > 0 ? 1 : 0;
   if (counted == keep) return extra;
   for (auto it = history_.rbegin(); it != history_.rend(); ++it) {
-    if (!IsPlain(*it)) continue;
-    if (++counted == keep) return it->checkpoint_id;
+    if (!it->plain()) continue;
+    if (++counted == keep) return it->checkpoint_id();
   }
   return 0;
 }
@@ -100,25 +96,32 @@ void PipelineCoordinator::AdoptCompleted(int64_t checkpoint_id, CheckpointKind k
   restore_rescaled_ = RestoreSetDiffers();
   SyncPositionGate();  // the next round's positions count from this one's
 
-  history_.push_back({checkpoint_id, kind});
+  if (history_.size() == history_.capacity()) {
+    // Doubling up to the window and the commit landing now, then exactly that: the history lives
+    // as long as the pipeline. Beyond the window (savepoints, pinned ids) doubling again.
+    const size_t window = static_cast<size_t>(std::max<int32_t>(spec_.retained, 1)) + 1;
+    size_t room = std::max<size_t>(2 * history_.size(), 1);
+    if (history_.size() < window) room = std::min(room, window);
+    history_.reserve(room);
+  }
+  history_.emplace_back(checkpoint_id, kind);
   // The store's commit kept the max(retained, 1) newest plain checkpoints, every savepoint and
   // the pinned ones it was told to keep; the same ones stay here. Ids are committed in
-  // increasing order, so the history stays sorted.
+  // increasing order, so the history stays sorted. Trimmed in place: no allocation a commit.
   const int64_t window_start = WindowStart();
   horizon_ = std::max(horizon_, window_start);
   std::vector<int64_t> released;
-  std::vector<HistoryEntry> kept;
-  kept.reserve(history_.size());
-  for (const HistoryEntry& entry : history_) {
-    const bool out_of_window = IsPlain(entry) && entry.checkpoint_id < window_start &&
-                               !std::binary_search(keep.begin(), keep.end(), entry.checkpoint_id);
+  size_t kept = 0;
+  for (const PackedHistoryEntry entry : history_) {
+    const bool out_of_window = entry.plain() && entry.checkpoint_id() < window_start &&
+                               !std::binary_search(keep.begin(), keep.end(), entry.checkpoint_id());
     if (out_of_window) {
-      released.push_back(entry.checkpoint_id);
+      released.push_back(entry.checkpoint_id());
     } else {
-      kept.push_back(entry);
+      history_[kept++] = entry;
     }
   }
-  history_ = std::move(kept);
+  history_.erase(history_.begin() + static_cast<std::ptrdiff_t>(kept), history_.end());
   if (!released.empty()) {
     // The commit recorded them (ProjectedProgress): after a restart they are sent again.
     last_released_ = released;
@@ -132,16 +135,16 @@ void PipelineCoordinator::AdoptCompleted(int64_t checkpoint_id, CheckpointKind k
 void PipelineCoordinator::DeleteUnpinnedOutsideWindow(Actions& out) {
   const int64_t window_start = std::max(WindowStart(), horizon_);
   std::vector<int64_t> ids;
-  for (const HistoryEntry& entry : history_) {
-    if (!IsPlain(entry) || entry.checkpoint_id >= window_start) continue;
-    if (IsPinned(entry.checkpoint_id)) continue;
-    if (restore_ && restore_->checkpoint_id == entry.checkpoint_id && !restore_->other_source) {
+  for (const PackedHistoryEntry& entry : history_) {
+    if (!entry.plain() || entry.checkpoint_id() >= window_start) continue;
+    if (IsPinned(entry.checkpoint_id())) continue;
+    if (restore_ && restore_->checkpoint_id == entry.checkpoint_id() && !restore_->other_source) {
       continue;
     }
-    if (std::find(deleting_.begin(), deleting_.end(), entry.checkpoint_id) != deleting_.end()) {
+    if (std::find(deleting_.begin(), deleting_.end(), entry.checkpoint_id()) != deleting_.end()) {
       continue;
     }
-    ids.push_back(entry.checkpoint_id);
+    ids.push_back(entry.checkpoint_id());
   }
   if (ids.empty()) return;
   deleting_.insert(deleting_.end(), ids.begin(), ids.end());
@@ -149,9 +152,9 @@ void PipelineCoordinator::DeleteUnpinnedOutsideWindow(Actions& out) {
 }
 
 Status PipelineCoordinator::AddPin(int64_t checkpoint_id, const PipelineKey& holder) {
-  const auto entry = std::find_if(history_.begin(), history_.end(), [&](const HistoryEntry& e) {
-    return e.checkpoint_id == checkpoint_id;
-  });
+  const auto entry =
+      std::find_if(history_.begin(), history_.end(),
+                   [&](const PackedHistoryEntry& e) { return e.checkpoint_id() == checkpoint_id; });
   const std::string what =
       "checkpoint " + std::to_string(checkpoint_id) + " of pipeline " + spec_.key.ToString();
   if (entry == history_.end() ||
@@ -163,7 +166,7 @@ Status PipelineCoordinator::AddPin(int64_t checkpoint_id, const PipelineKey& hol
   // this pin: refuse rather than race it.
   const int64_t plain_extra =
       pending_ && pending_->kind == CheckpointKind::kCheckpoint ? pending_->id : 0;
-  if (IsPlain(*entry) && pending_ && pending_->completing && !IsPinned(checkpoint_id) &&
+  if (entry->plain() && pending_ && pending_->completing && !IsPinned(checkpoint_id) &&
       checkpoint_id < std::max(WindowStart(plain_extra), horizon_)) {
     return Status::NotFound(what + " is leaving its history (retained " +
                             std::to_string(spec_.retained) + "); pick a newer one");
@@ -224,7 +227,7 @@ PipelineCoordinator::Outcome PipelineCoordinator::Restore(const PipelineKey& sou
 
 Status PipelineCoordinator::CheckSavepointRoom() const {
   const auto held = std::count_if(history_.begin(), history_.end(),
-                                  [](const HistoryEntry& e) { return !IsPlain(e); });
+                                  [](const PackedHistoryEntry& e) { return !e.plain(); });
   if (held < options_->max_savepoints) return Status::Ok();
   return Status::ResourceExhausted(
       "pipeline " + spec_.key.ToString() + " holds " + std::to_string(held) + " savepoints, " +
@@ -235,9 +238,9 @@ Status PipelineCoordinator::CheckSavepointRoom() const {
 
 PipelineCoordinator::Outcome PipelineCoordinator::DeleteCheckpoint(int64_t checkpoint_id) {
   Outcome o;
-  const auto entry = std::find_if(history_.begin(), history_.end(), [&](const HistoryEntry& e) {
-    return e.checkpoint_id == checkpoint_id;
-  });
+  const auto entry =
+      std::find_if(history_.begin(), history_.end(),
+                   [&](const PackedHistoryEntry& e) { return e.checkpoint_id() == checkpoint_id; });
   const std::string what = "checkpoint " + std::to_string(checkpoint_id);
   if (entry == history_.end()) {
     o.status = Status::NotFound(what + " of pipeline " + spec_.key.ToString() +
@@ -261,7 +264,7 @@ PipelineCoordinator::Outcome PipelineCoordinator::DeleteCheckpoint(int64_t check
   }
   if (std::find(deleting_.begin(), deleting_.end(), checkpoint_id) != deleting_.end()) return o;
   deleting_.push_back(checkpoint_id);
-  o.actions.push_back(Log{LogLevel::kInfo, std::string(CheckpointKindName(entry->kind)) + " " +
+  o.actions.push_back(Log{LogLevel::kInfo, std::string(CheckpointKindName(entry->kind())) + " " +
                                                std::to_string(checkpoint_id) +
                                                " deleted by an operator"});
   o.actions.push_back(DeleteCheckpoints{{checkpoint_id}});
@@ -273,8 +276,8 @@ Actions PipelineCoordinator::OnCheckpointsDeleted(const std::vector<int64_t>& ch
   std::vector<int64_t> released;
   for (int64_t id : checkpoint_ids) {
     std::erase(deleting_, id);
-    const auto removed =
-        std::erase_if(history_, [id](const HistoryEntry& e) { return e.checkpoint_id == id; });
+    const auto removed = std::erase_if(
+        history_, [id](const PackedHistoryEntry& e) { return e.checkpoint_id() == id; });
     if (removed > 0) released.push_back(id);
   }
   if (!released.empty() && !deleted_) {

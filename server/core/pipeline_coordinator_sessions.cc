@@ -110,8 +110,8 @@ PipelineCoordinator::Registration PipelineCoordinator::OnRegister(
       generation_, State(), last_completed_id_, last_completed_kind_, RestorePointFor(task_ids),
       {}};
   reg.welcome.retained_checkpoint_ids.reserve(history_.size());
-  for (const HistoryEntry& entry : history_) {
-    reg.welcome.retained_checkpoint_ids.push_back(entry.checkpoint_id);
+  for (const PackedHistoryEntry& entry : history_) {
+    reg.welcome.retained_checkpoint_ids.push_back(entry.checkpoint_id());
   }
   // After the welcome (the actions run after it is sent): a release the daemon may have died
   // before sending, again.

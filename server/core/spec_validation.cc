@@ -131,6 +131,13 @@ Status ValidateSpec(const PipelineSpec& spec, bool stored) {
   return CheckPositionInterval(spec.position_interval);
 }
 
+Status ValidateHistoryId(int64_t checkpoint_id) {
+  if (checkpoint_id >= 1 && checkpoint_id <= kMaxCheckpointId) return Status::Ok();
+  return Status::InvalidArgument("the history holds checkpoint id " +
+                                 std::to_string(checkpoint_id) + ", outside 1.." +
+                                 std::to_string(kMaxCheckpointId));
+}
+
 Status ValidateStored(const StoredPipeline& stored) {
   const PipelineRecord& r = stored.record;
   if (auto s = ValidateSpec(r.spec, /*stored=*/true); !s.ok()) return s;
@@ -151,6 +158,9 @@ Status ValidateStored(const StoredPipeline& stored) {
     }
   }
   if (r.generation < 1) return Status::InvalidArgument("generation is 0; generations start at 1");
+  for (const HistoryEntry& entry : stored.history) {
+    if (Status s = ValidateHistoryId(entry.checkpoint_id); !s.ok()) return s;
+  }
   if (r.last_completed_id > stored.id_counter) {
     return Status::InvalidArgument("last_completed_id " + std::to_string(r.last_completed_id) +
                                    " is above the id counter " + std::to_string(stored.id_counter) +

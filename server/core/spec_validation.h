@@ -40,14 +40,18 @@ Status ValidateSpec(const PipelineSpec& spec, bool stored = false);
 // [0, kMaxPosition].
 Status ValidateGroupSpec(const AlignmentGroupSpec& spec);
 
-// Checkpoint ids, generations and counters stay below this: far beyond any real use (a checkpoint
-// a millisecond for a hundred million years), and far enough below INT64_MAX that adding an id
-// block or one more never overflows.
-inline constexpr int64_t kMaxCheckpointId = int64_t{1} << 62;
+// Checkpoint ids, generations and counters stay at or below this: far beyond any real use (a
+// checkpoint a millisecond for a hundred million years), far enough below INT64_MAX that adding an
+// id block or one more never overflows, and an id leaves two bits of an int64 free
+// (PackedHistoryEntry).
+inline constexpr int64_t kMaxCheckpointId = (int64_t{1} << 62) - 1;
 
 // A pipeline read back from the store, held to the rules of API input: a valid spec, and ids,
 // generation and counters in range. INVALID_ARGUMENT naming the field otherwise (the store reports
 // it as damaged data).
 Status ValidateStored(const StoredPipeline& stored);
+// A checkpoint id of a stored history: in 1..kMaxCheckpointId. For a store that reads the
+// histories after the records (ValidateStored checks those it is given).
+Status ValidateHistoryId(int64_t checkpoint_id);
 
 }  // namespace ckpt

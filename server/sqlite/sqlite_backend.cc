@@ -573,6 +573,10 @@ Status SqliteBackend::LoadHistories(std::vector<StoredPipeline>* pipelines) {
         "checkpoint " + std::to_string(id) + " of " + key.ToString() + " in " + path_;
     auto kind = KindFromInt(stmt.ColumnInt(3));
     if (!kind) return Status::DataLoss("unknown kind of " + where + "; refusing to start on it");
+    if (Status s = ValidateHistoryId(id); !s.ok()) {
+      return Status::DataLoss(where + " is not valid: " + s.message() +
+                              "; refusing to start on it");
+    }
     current->history.push_back({id, *kind});
     if (stmt.ColumnInt(4) == 0) continue;
     CompletedCheckpoint& newest = current->newest.emplace();

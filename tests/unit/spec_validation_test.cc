@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "core/packed_history_entry.h"
+
 namespace ckpt {
 namespace {
 
@@ -70,6 +72,37 @@ TEST(SpecValidation, RejectsNonsenseWithAReason) {
     EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << c.name;
     EXPECT_NE(status.message().find(c.expected_fragment), std::string::npos)
         << c.name << ": " << status.message();
+  }
+}
+
+TEST(SpecValidation, AStoredHistoryHoldsOnlyIdsAPipelineCanHave) {
+  StoredPipeline stored;
+  stored.record.spec = ValidSpec();
+  stored.id_counter = kMaxCheckpointId;
+  stored.history = {{1, CheckpointKind::kCheckpoint},
+                    {kMaxCheckpointId, CheckpointKind::kSavepoint}};
+  EXPECT_TRUE(ValidateStored(stored).ok()) << ValidateStored(stored).ToString();
+  for (int64_t id : {int64_t{0}, int64_t{-3}, kMaxCheckpointId + 1, INT64_MAX}) {
+    stored.history = {{id, CheckpointKind::kCheckpoint}};
+    const Status status = ValidateStored(stored);
+    EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << id;
+    EXPECT_NE(status.message().find("checkpoint id " + std::to_string(id)), std::string::npos)
+        << status.message();
+  }
+}
+
+TEST(PackedHistoryEntry, KeepsEveryIdAndKindAHistoryMayHold) {
+  static_assert(sizeof(PackedHistoryEntry) == 8);
+  const CheckpointKind kinds[] = {CheckpointKind::kCheckpoint, CheckpointKind::kSavepoint,
+                                  CheckpointKind::kSavepointAndStop};
+  for (int64_t id :
+       {int64_t{0}, int64_t{1}, int64_t{12345}, kMaxCheckpointId - 1, kMaxCheckpointId}) {
+    for (CheckpointKind kind : kinds) {
+      const PackedHistoryEntry packed(HistoryEntry{id, kind});
+      EXPECT_EQ(packed.checkpoint_id(), id);
+      EXPECT_EQ(packed.kind(), kind) << id;
+      EXPECT_EQ(packed.plain(), kind == CheckpointKind::kCheckpoint) << id;
+    }
   }
 }
 

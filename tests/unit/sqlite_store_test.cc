@@ -17,6 +17,7 @@
 #include <set>
 #include <thread>
 
+#include "core/spec_validation.h"
 #include "store_test_util.h"
 #include "support/scoped_temp_dir.h"
 
@@ -291,6 +292,36 @@ TEST_F(SqliteStoreTest, ReopenAfterCloseKeepsEverything) {
   auto listed = store->ListCompleted(r.spec.key, 0);
   ASSERT_TRUE(listed.ok());
   EXPECT_EQ(*listed, expected);
+}
+
+TEST_F(SqliteStoreTest, AHistoryIdOutOfRangeIsRefusedAtLoad) {
+  PipelineRecord r = MakeRecord("j", "p");
+  {
+    auto store = OpenStore();
+    ASSERT_TRUE(store);
+    store->PutPipeline(r, nullptr);
+    store->ReserveIds(r.spec.key, 1000, nullptr);
+    r.last_completed_id = 1;
+    store->CommitCheckpoint(CommitOf(r, MakeCheckpoint(1, CheckpointKind::kSavepoint)), nullptr);
+  }
+  {
+    // A damaged row: an id no pipeline can hand out (the coordinator holds ids in 62 bits).
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(db_path().c_str(), &db), SQLITE_OK);
+    const std::string sql =
+        "UPDATE checkpoints SET checkpoint_id = " + std::to_string(kMaxCheckpointId + 1) +
+        " WHERE checkpoint_id = 1";
+    ASSERT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(db);
+  }
+  auto store = OpenStore();
+  ASSERT_TRUE(store);
+  auto loaded = store->LoadPipelines();
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_EQ(loaded.status().code(), StatusCode::kDataLoss);
+  EXPECT_NE(loaded.status().message().find("outside 1.." + std::to_string(kMaxCheckpointId)),
+            std::string::npos)
+      << loaded.status().message();
 }
 
 TEST_F(SqliteStoreTest, ReadsAnswerWhileTheWriterIsBusy) {
