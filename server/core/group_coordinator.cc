@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "core/spec_validation.h"
+
 namespace ckpt {
 
 namespace {
@@ -357,6 +359,14 @@ bool GroupCoordinator::EnsureIds(GroupActions& out) {
   // The id: above every id a member used before it joined.
   next_id_ = std::max(next_id_, IdFloor() + 1);
   if (next_id_ <= progress_.id_counter) return true;
+  if (next_id_ - 1 > kMaxCheckpointId - options_.id_block) {
+    // Unreachable in practice (counters are at most kMaxCheckpointId at load): no id above the
+    // bound, which a member's history could not hold. No round starts; said at each attempt.
+    out.push_back(Log{LogLevel::kError, "group " + spec_.name +
+                                            ": checkpoint ids are exhausted (the next would be " +
+                                            std::to_string(next_id_) + "); no round starts"});
+    return false;
+  }
   if (!reserving_) {
     reserving_ = true;
     out.push_back(ReserveGroupIds{next_id_ - 1 + options_.id_block});
@@ -402,7 +412,8 @@ GroupActions GroupCoordinator::TryStart(bool forced, std::optional<CheckpointKin
   last_trigger_at_ = round.triggered_at;
   pending_ = std::move(round);
   // Keep a block ahead: the next round should not wait on the store.
-  if (!reserving_ && progress_.id_counter - next_id_ < options_.id_block / 2) {
+  if (!reserving_ && progress_.id_counter - next_id_ < options_.id_block / 2 &&
+      progress_.id_counter <= kMaxCheckpointId - options_.id_block) {
     reserving_ = true;
     out.push_back(ReserveGroupIds{progress_.id_counter + options_.id_block});
   }

@@ -12,7 +12,9 @@
 
 namespace ckpt {
 
-// Every id a history may hold (ValidateStored, the id blocks handed out) fits one.
+// Every id a history may hold fits one: ValidateStored and ValidateStoredGroup bound the loaded
+// counters, no id block is reserved beyond kMaxCheckpointId, and a member refuses a group's id
+// above it (StartGroupRound).
 static_assert(kMaxCheckpointId <= PackedHistoryEntry::kMaxId);
 
 namespace {

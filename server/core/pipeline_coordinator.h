@@ -606,8 +606,9 @@ class PipelineCoordinator {
   };
   std::unique_ptr<const HeldRestorePoint> restore_;
   bool restore_rescaled_ = false;
-  // The history as the store keeps it (ids and kinds, oldest first). Its capacity grows to the
-  // window and one more (the commit landing before the trim), not to the next power of two.
+  // The history as the store keeps it (ids and kinds, oldest first). Its capacity is the window
+  // and one more (the commit landing before the trim): trimmed in place, it allocates nothing a
+  // commit.
   std::vector<PackedHistoryEntry> history_;
   // The highest window start any commit had (StoredPipeline::retained_from at load): plain ids
   // below it held only for a pin leave once unpinned, even when the window has grown back down

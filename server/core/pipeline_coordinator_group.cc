@@ -6,6 +6,7 @@
 #include "common/name_list.h"
 #include "core/pipeline_coordinator.h"
 #include "core/printable.h"
+#include "core/spec_validation.h"
 
 namespace ckpt {
 
@@ -83,6 +84,12 @@ int64_t PipelineCoordinator::IdFloor() const {
 Actions PipelineCoordinator::StartGroupRound(int64_t checkpoint_id, CheckpointKind kind,
                                              int64_t position) {
   Actions out;
+  if (checkpoint_id < 1 || checkpoint_id > kMaxCheckpointId) {
+    out.push_back(MemberFailed{checkpoint_id, MemberFailure::kAborted,
+                               "checkpoint id " + std::to_string(checkpoint_id) + " outside 1.." +
+                                   std::to_string(kMaxCheckpointId)});
+    return out;
+  }
   auto [ready, holdup] = GroupReadiness();
   if (!ready) {
     // The group saw it ready a moment ago: messages crossed. It aborts the round for everyone.

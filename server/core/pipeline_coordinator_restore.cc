@@ -96,10 +96,11 @@ void PipelineCoordinator::AdoptCompleted(int64_t checkpoint_id, CheckpointKind k
   restore_rescaled_ = RestoreSetDiffers();
   SyncPositionGate();  // the next round's positions count from this one's
 
+  // The window and the commit landing now: what the history usually holds just before its trim.
+  const size_t window = static_cast<size_t>(std::max<int32_t>(spec_.retained, 1)) + 1;
   if (history_.size() == history_.capacity()) {
-    // Doubling up to the window and the commit landing now, then exactly that: the history lives
-    // as long as the pipeline. Beyond the window (savepoints, pinned ids) doubling again.
-    const size_t window = static_cast<size_t>(std::max<int32_t>(spec_.retained, 1)) + 1;
+    // Doubling up to the window, then exactly that: the history lives as long as the pipeline.
+    // Beyond the window (savepoints, pinned ids) doubling again.
     size_t room = std::max<size_t>(2 * history_.size(), 1);
     if (history_.size() < window) room = std::min(room, window);
     history_.reserve(room);
@@ -122,6 +123,8 @@ void PipelineCoordinator::AdoptCompleted(int64_t checkpoint_id, CheckpointKind k
     }
   }
   history_.erase(history_.begin() + static_cast<std::ptrdiff_t>(kept), history_.end());
+  // Savepoints or pins held once made it grow: it shrinks when they have gone.
+  if (history_.capacity() > 2 * window && history_.size() < window) history_.shrink_to_fit();
   if (!released.empty()) {
     // The commit recorded them (ProjectedProgress): after a restart they are sent again.
     last_released_ = released;

@@ -131,6 +131,21 @@ Status ValidateSpec(const PipelineSpec& spec, bool stored) {
   return CheckPositionInterval(spec.position_interval);
 }
 
+Status ValidateStoredGroup(const StoredGroup& group) {
+  if (auto s = ValidateGroupSpec(group.spec); !s.ok()) return s;
+  const std::pair<const char*, int64_t> numbers[] = {
+      {"id counter", group.progress.id_counter},
+      {"last_round_id", group.progress.last_round_id},
+  };
+  for (const auto& [name, value] : numbers) {
+    if (value < 0 || value > kMaxCheckpointId) {
+      return Status::InvalidArgument(std::string(name) + " is " + std::to_string(value) +
+                                     ", outside 0.." + std::to_string(kMaxCheckpointId));
+    }
+  }
+  return Status::Ok();
+}
+
 Status ValidateHistoryId(int64_t checkpoint_id) {
   if (checkpoint_id >= 1 && checkpoint_id <= kMaxCheckpointId) return Status::Ok();
   return Status::InvalidArgument("the history holds checkpoint id " +

@@ -39,6 +39,9 @@ Status ValidateSpec(const PipelineSpec& spec, bool stored = false);
 // An alignment group's: its name as a job id, its durations as a pipeline's, position_interval in
 // [0, kMaxPosition].
 Status ValidateGroupSpec(const AlignmentGroupSpec& spec);
+// A group read back from the store: its spec, and its id counter and last round's id in
+// 0..kMaxCheckpointId (a member's history could not hold an id above it).
+Status ValidateStoredGroup(const StoredGroup& group);
 
 // Checkpoint ids, generations and counters stay at or below this: far beyond any real use (a
 // checkpoint a millisecond for a hundred million years), far enough below INT64_MAX that adding an

@@ -22,7 +22,7 @@ Status AlignmentGroups::Load() {
   for (auto& [name, runner] : runners_) runner->Stop();
   runners_.clear();
   for (StoredGroup& group : *loaded) {
-    if (Status s = ValidateGroupSpec(group.spec); !s.ok()) {
+    if (Status s = ValidateStoredGroup(group); !s.ok()) {
       return Status::DataLoss("alignment group \"" + group.spec.name +
                               "\" in the store: " + s.message());
     }

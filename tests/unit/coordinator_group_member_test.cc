@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "coordinator_harness.h"
+#include "core/spec_validation.h"
 
 namespace ckpt::testing {
 namespace {
@@ -66,6 +67,20 @@ TEST(GroupMemberTest, TheLastAckGoesToTheGroupAndOnlyItsCommitCompletesTheRound)
   EXPECT_EQ(h.c().Describe().counters.completed_count, 1);
   EXPECT_EQ(h.c().CurrentRestorePoint().checkpoint_id, 700);
   EXPECT_TRUE(h.c().GroupReadiness().first);
+}
+
+TEST(GroupMemberTest, AnIdItsHistoryCouldNotHoldIsRefused) {
+  MemberHarness h;
+  h.Apply(h.c().StartGroupRound(kMaxCheckpointId + 1, CheckpointKind::kCheckpoint, 0));
+  EXPECT_TRUE(h.triggers.empty()) << "no trigger with an id outside 1..kMaxCheckpointId";
+  auto failed = h.All<MemberFailed>();
+  ASSERT_EQ(failed.size(), 1u);
+  EXPECT_EQ(failed[0].failure, MemberFailure::kAborted);
+  EXPECT_NE(failed[0].reason.find("outside 1.."), std::string::npos) << failed[0].reason;
+  EXPECT_TRUE(h.c().GroupReadiness().first) << "no round pending here";
+  h.Apply(h.c().StartGroupRound(kMaxCheckpointId, CheckpointKind::kCheckpoint, 0));
+  ASSERT_EQ(h.triggers.size(), 1u) << "the bound itself is an id";
+  EXPECT_EQ(h.triggers[0].checkpoint_id, kMaxCheckpointId);
 }
 
 TEST(GroupMemberTest, ADeclineHereFailsItHereAndTellsTheGroup) {

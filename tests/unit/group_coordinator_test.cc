@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "core/spec_validation.h"
+
 namespace ckpt {
 namespace {
 
@@ -237,6 +239,20 @@ TEST_F(GroupTest, TheIdsGoAboveEveryIdAnyMemberUsedAndAboveTheStoredCounter) {
   ASSERT_EQ(Of<StartMemberRound>(out).size(), 1u);
   EXPECT_EQ(Of<StartMemberRound>(out)[0].checkpoint_id, 201)
       << "ids up to the stored counter may have been handed out before the restart";
+}
+
+TEST_F(GroupTest, NoIdAboveTheBoundIsHandedOutOrReserved) {
+  Make();
+  Take();                                            // the start's first block
+  Run(group_->AddMember(kA, kMaxCheckpointId - 1));  // a member whose own ids reached the bound
+  Run(group_->OnMemberState(kA, true, ""));
+  GroupActions out = Take();
+  EXPECT_EQ(Started(), 0) << "no round with an id its members' histories could not hold";
+  EXPECT_TRUE(Of<ReserveGroupIds>(out).empty());
+  auto logs = Of<Log>(out);
+  ASSERT_FALSE(logs.empty());
+  EXPECT_EQ(logs.back().level, LogLevel::kError);
+  EXPECT_NE(logs.back().text.find("exhausted"), std::string::npos) << logs.back().text;
 }
 
 TEST_F(GroupTest, TheFirstRoundWaitsForItsIdsAndLaterOnesFindThemReserved) {

@@ -91,6 +91,22 @@ TEST(SpecValidation, AStoredHistoryHoldsOnlyIdsAPipelineCanHave) {
   }
 }
 
+TEST(SpecValidation, AStoredGroupsCountersStayInRange) {
+  StoredGroup group;
+  group.spec.name = "ledger";
+  group.progress.id_counter = kMaxCheckpointId;
+  group.progress.last_round_id = kMaxCheckpointId;
+  EXPECT_TRUE(ValidateStoredGroup(group).ok()) << ValidateStoredGroup(group).ToString();
+  group.progress.id_counter = kMaxCheckpointId + 1;
+  EXPECT_NE(ValidateStoredGroup(group).message().find("id counter is"), std::string::npos);
+  group.progress.id_counter = 5;
+  group.progress.last_round_id = -1;
+  EXPECT_NE(ValidateStoredGroup(group).message().find("last_round_id is -1"), std::string::npos);
+  group.progress.last_round_id = 0;
+  group.spec.name = "";
+  EXPECT_EQ(ValidateStoredGroup(group).code(), StatusCode::kInvalidArgument) << "its spec too";
+}
+
 TEST(PackedHistoryEntry, KeepsEveryIdAndKindAHistoryMayHold) {
   static_assert(sizeof(PackedHistoryEntry) == 8);
   const CheckpointKind kinds[] = {CheckpointKind::kCheckpoint, CheckpointKind::kSavepoint,
