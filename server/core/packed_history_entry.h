@@ -11,8 +11,9 @@ namespace ckpt {
 
 class PackedHistoryEntry {
  public:
-  // Ids above this do not fit; the stores refuse them at load (ValidateStoredHistory) and the
-  // coordinator hands out none near it (kMaxCheckpointId is 2^62 - 1).
+  // Ids above this do not fit. kMaxCheckpointId is no larger (a static_assert in
+  // pipeline_coordinator.cc): the stores refuse ids above it at load (ValidateStored,
+  // ValidateHistoryId), and none is handed out.
   static constexpr int64_t kMaxId = (int64_t{1} << 62) - 1;
 
   PackedHistoryEntry(int64_t checkpoint_id, CheckpointKind kind)
