@@ -1,5 +1,6 @@
 #include "core/spec_validation.h"
 
+#include <initializer_list>
 #include <set>
 
 #include "core/position_gate.h"
@@ -80,6 +81,17 @@ Status CheckDuration(int64_t value, int64_t min, const char* name) {
   return Status::Ok();
 }
 
+// Each named counter in 0..kMaxCheckpointId, as the store must hold them.
+Status CheckCounters(std::initializer_list<std::pair<const char*, int64_t>> numbers) {
+  for (const auto& [name, value] : numbers) {
+    if (value < 0 || value > kMaxCheckpointId) {
+      return Status::InvalidArgument(std::string(name) + " is " + std::to_string(value) +
+                                     ", outside 0.." + std::to_string(kMaxCheckpointId));
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 // position_interval, of a pipeline or a group: 0 (none) up to kMaxPosition.
@@ -133,17 +145,8 @@ Status ValidateSpec(const PipelineSpec& spec, bool stored) {
 
 Status ValidateStoredGroup(const StoredGroup& group) {
   if (auto s = ValidateGroupSpec(group.spec); !s.ok()) return s;
-  const std::pair<const char*, int64_t> numbers[] = {
-      {"id counter", group.progress.id_counter},
-      {"last_round_id", group.progress.last_round_id},
-  };
-  for (const auto& [name, value] : numbers) {
-    if (value < 0 || value > kMaxCheckpointId) {
-      return Status::InvalidArgument(std::string(name) + " is " + std::to_string(value) +
-                                     ", outside 0.." + std::to_string(kMaxCheckpointId));
-    }
-  }
-  return Status::Ok();
+  return CheckCounters(
+      {{"id counter", group.progress.id_counter}, {"last_round_id", group.progress.last_round_id}});
 }
 
 Status ValidateHistoryId(int64_t checkpoint_id) {
@@ -156,21 +159,18 @@ Status ValidateHistoryId(int64_t checkpoint_id) {
 Status ValidateStored(const StoredPipeline& stored) {
   const PipelineRecord& r = stored.record;
   if (auto s = ValidateSpec(r.spec, /*stored=*/true); !s.ok()) return s;
-  const std::pair<const char*, int64_t> numbers[] = {
-      {"id counter", stored.id_counter},
-      {"generation", r.generation},
-      {"completed_count", r.counters.completed_count},
-      {"failed_count", r.counters.failed_count},
-      {"expired_count", r.counters.expired_count},
-      {"consecutive_failures", r.counters.consecutive_failures},
-      {"last_completed_id", r.last_completed_id},
-      {"last_completed_at_ms", r.last_completed_at_ms},
-  };
-  for (const auto& [name, value] : numbers) {
-    if (value < 0 || value > kMaxCheckpointId) {
-      return Status::InvalidArgument(std::string(name) + " is " + std::to_string(value) +
-                                     ", outside 0.." + std::to_string(kMaxCheckpointId));
-    }
+  if (auto s = CheckCounters({
+          {"id counter", stored.id_counter},
+          {"generation", r.generation},
+          {"completed_count", r.counters.completed_count},
+          {"failed_count", r.counters.failed_count},
+          {"expired_count", r.counters.expired_count},
+          {"consecutive_failures", r.counters.consecutive_failures},
+          {"last_completed_id", r.last_completed_id},
+          {"last_completed_at_ms", r.last_completed_at_ms},
+      });
+      !s.ok()) {
+    return s;
   }
   if (r.generation < 1) return Status::InvalidArgument("generation is 0; generations start at 1");
   for (const HistoryEntry& entry : stored.history) {
