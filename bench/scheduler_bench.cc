@@ -194,7 +194,7 @@ int main(int argc, char** argv) {
       const SessionId session = static_cast<SessionId>(i) + 1;
       runners[i]->Register(session, std::make_shared<InstantAckSink>(runners[i], session, task_ids),
                            HelloInfo{"bench-worker", runners[i]->key(), task_ids,
-                                     /*takeover=*/false});
+                                     /*takeover=*/false, /*principal=*/""});
     }
   }
 

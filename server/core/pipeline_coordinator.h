@@ -22,12 +22,12 @@
 #include "core/clock.h"
 #include "core/explanation.h"
 #include "core/packed_history_entry.h"
+#include "core/packed_task_states.h"
 #include "core/position_gate.h"
 #include "core/recent_durations.h"
 #include "core/restore_pins.h"
 #include "core/task_id_set.h"
 #include "core/task_owners.h"
-#include "core/task_state_list.h"
 #include "core/types.h"
 
 namespace ckpt {
@@ -591,7 +591,7 @@ class PipelineCoordinator {
           kind(checkpoint.kind),
           operator_set(operator_set),
           location(std::move(checkpoint.location)),
-          task_states(ToTaskStateList(std::move(checkpoint.task_states))) {}
+          task_states(checkpoint.task_states) {}
     // The pipeline whose checkpoint it is, `own` unless another's.
     const PipelineKey& source(const PipelineKey& own) const {
       return other_source ? *other_source : own;
@@ -602,7 +602,7 @@ class PipelineCoordinator {
     CheckpointKind kind = CheckpointKind::kCheckpoint;
     bool operator_set = false;  // RestorePipeline or restore_from: pinned; a completion ends it
     std::string location;
-    TaskStateList task_states;
+    PackedTaskStates task_states;
   };
   std::unique_ptr<const HeldRestorePoint> restore_;
   bool restore_rescaled_ = false;

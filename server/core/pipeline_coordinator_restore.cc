@@ -9,12 +9,14 @@ namespace ckpt {
 
 bool PipelineCoordinator::RestoreSetDiffers() const {
   if (!restore_) return false;
-  const auto& states = restore_->task_states;
+  const PackedTaskStates& states = restore_->task_states;
   if (states.size() != expected_.size()) return true;
   // Both sorted: one pass.
-  return !std::equal(
-      states.begin(), states.end(), expected_.begin(),
-      [](const auto& state, const std::string& task) { return state.first == task; });
+  size_t i = 0;
+  for (const std::string& task : expected_) {
+    if (states.at(i++).task != task) return true;
+  }
+  return false;
 }
 
 RestorePoint PipelineCoordinator::RestorePointFor(const std::vector<std::string>& task_ids) const {
@@ -29,12 +31,12 @@ RestorePoint PipelineCoordinator::RestorePointFor(const std::vector<std::string>
   point.operator_set = held.operator_set;
   point.position = held.position;
   if (point.rescaled) {
-    point.task_states.insert(held.task_states.begin(), held.task_states.end());
+    point.task_states = held.task_states.ToMap();
     return point;
   }
   for (const auto& task : task_ids) {
-    if (const TaskState* state = FindTaskState(held.task_states, task)) {
-      point.task_states.emplace(task, *state);
+    if (const auto state = held.task_states.Find(task)) {
+      point.task_states.emplace(task, state->ToTaskState());
     }
   }
   return point;
@@ -43,7 +45,7 @@ RestorePoint PipelineCoordinator::RestorePointFor(const std::vector<std::string>
 RestorePoint PipelineCoordinator::CurrentRestorePoint() const {
   RestorePoint point = RestorePointFor({});
   if (restore_ && !point.rescaled) {
-    point.task_states.insert(restore_->task_states.begin(), restore_->task_states.end());
+    point.task_states = restore_->task_states.ToMap();
   }
   return point;
 }
