@@ -170,12 +170,14 @@ int main(int argc, char** argv) {
   // paced: start_spread 0, the paced registrations alone set each phase. hash: the daemon's own
   // way (`start_spread_ms`): every session registers at once and each pipeline holds its first
   // trigger for its start offset, a fraction of the interval fixed by its key.
-  RunnerOptions options;
-  if (phases == "hash") options.coordinator.start_spread = Millis(interval_ms);
+  const auto context = std::make_shared<const RunnerContext>(
+      RunnerContext{.store = store, .clock = clock, .metrics = metrics});
+  CoordinatorOptions options;
+  if (phases == "hash") options.start_spread = Millis(interval_ms);
   for (int i = 0; i < pipelines; ++i) {
-    auto runner = std::make_shared<PipelineRunner>(
-        shards.For(PipelineKeyOf(i)), MakePipeline(i, tasks, interval_ms),
-        /*restarted=*/false, store, clock, metrics, options);
+    auto runner = std::make_shared<PipelineRunner>(shards.For(PipelineKeyOf(i)),
+                                                   MakePipeline(i, tasks, interval_ms),
+                                                   /*restarted=*/false, context, options);
     runner->Start();
     runners.push_back(std::move(runner));
   }
@@ -183,6 +185,7 @@ int main(int argc, char** argv) {
   if (sessions) {
     std::vector<std::string> task_ids;
     for (int t = 0; t < tasks; ++t) task_ids.push_back(std::to_string(t));
+    const auto shared_task_ids = std::make_shared<const std::vector<std::string>>(task_ids);
     const auto first = SteadyClock::now() + std::chrono::milliseconds(interval_ms / 10);
     const std::chrono::duration<double, std::milli> spacing(static_cast<double>(interval_ms) /
                                                             std::max(pipelines, 1));
@@ -192,7 +195,8 @@ int main(int argc, char** argv) {
             first + std::chrono::duration_cast<SteadyClock::duration>(spacing * i));
       }
       const SessionId session = static_cast<SessionId>(i) + 1;
-      runners[i]->Register(session, std::make_shared<InstantAckSink>(runners[i], session, task_ids),
+      runners[i]->Register(session,
+                           std::make_shared<InstantAckSink>(runners[i], session, shared_task_ids),
                            HelloInfo{"bench-worker", runners[i]->key(), task_ids,
                                      /*takeover=*/false, /*principal=*/""});
     }

@@ -5,7 +5,9 @@
 //
 // Threading: Send and End are called on the pipeline's strand (as SessionSink allows any thread);
 // they only post. Holds the runner weakly: the runner holds its sinks, and a strong reference back
-// would keep both alive forever.
+// would keep both alive forever. The task ids are shared (every session of a benchmark names the
+// same ones): the sink stands in for a worker's stream, whose memory is not the daemon's, and
+// keeps out of the per-pipeline figures what it can.
 
 #include <memory>
 #include <string>
@@ -19,7 +21,7 @@ namespace ckpt::bench {
 class InstantAckSink final : public SessionSink {
  public:
   InstantAckSink(std::weak_ptr<PipelineRunner> runner, SessionId session,
-                 std::vector<std::string> task_ids)
+                 std::shared_ptr<const std::vector<std::string>> task_ids)
       : runner_(std::move(runner)), session_(session), task_ids_(std::move(task_ids)) {}
 
   void Send(OutboundMessage message) override {
@@ -27,7 +29,7 @@ class InstantAckSink final : public SessionSink {
     if (!trigger) return;  // welcome, complete, abort: nothing to answer
     auto runner = runner_.lock();
     if (!runner) return;
-    for (const std::string& task : task_ids_) {
+    for (const std::string& task : *task_ids_) {
       // A short state, as a real worker's ack carries a URI.
       runner->Ack(session_, trigger->checkpoint_id, task,
                   TaskState{"mem://chk-" + std::to_string(trigger->checkpoint_id), 0, ""});
@@ -38,7 +40,7 @@ class InstantAckSink final : public SessionSink {
  private:
   const std::weak_ptr<PipelineRunner> runner_;
   const SessionId session_;
-  const std::vector<std::string> task_ids_;
+  const std::shared_ptr<const std::vector<std::string>> task_ids_;
 };
 
 }  // namespace ckpt::bench

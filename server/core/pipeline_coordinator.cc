@@ -46,8 +46,8 @@ PipelineCoordinator::PipelineCoordinator(const StoredPipeline& stored, const Clo
       sticky_(stored.record.sticky),
       counters_(stored.record.counters),
       last_completed_id_(stored.record.last_completed_id),
-      last_completed_kind_(stored.record.last_completed_kind),
       last_completed_at_ms_(stored.record.last_completed_at_ms),
+      last_completed_kind_(stored.record.last_completed_kind),
       from_config_(stored.record.from_config),
       spec_unsaved_(stored.spec_unsaved),
       // A member's ids come from its group, above its own counter: the newest it completed.
@@ -472,7 +472,7 @@ void PipelineCoordinator::FailRound(CheckpointStatus status, const std::string& 
   RememberRound({round.id, round.kind, status, round.triggered_at_ms, clock_.WallMs(),
                  static_cast<int>(round.acked.size()), static_cast<int>(expected_.size()), reason,
                  round.position});
-  last_failed_tasks_ = std::make_unique<const FailedRoundTasks>(
+  occasional().last_failed_tasks = std::make_unique<const FailedRoundTasks>(
       FailedRoundTasks{round.id, std::move(round.acked), std::move(round.figures)});
   out.push_back(RoundFinished{round.id, round.kind, status, Since(round.triggered_at, now), reason,
                               false, round.target});
@@ -1058,14 +1058,30 @@ std::vector<SessionId> PipelineCoordinator::Sessions() const {
 }
 
 void PipelineCoordinator::RememberRound(RoundSummary summary) {
-  recent_.insert(recent_.begin(), std::move(summary));
-  if (recent_.size() > options_->recent_rounds_kept) recent_.resize(options_->recent_rounds_kept);
+  std::vector<RoundSummary>& recent = occasional().recent;
+  recent.insert(recent.begin(), std::move(summary));
+  if (recent.size() > options_->recent_rounds_kept) recent.resize(options_->recent_rounds_kept);
 }
 
 std::string PipelineCoordinator::SavepointLocation(const std::string& target, int64_t id) const {
   if (!target.empty()) return target;
   return options_->savepoint_root + "/" + EncodePathSegment(spec_.key.job_id) + "/" +
          EncodePathSegment(spec_.key.pipeline_id) + "/" + std::to_string(id);
+}
+
+PipelineCoordinator::Occasional& PipelineCoordinator::occasional() {
+  if (!occasional_) occasional_ = std::make_unique<Occasional>();
+  return *occasional_;
+}
+
+const PipelineCoordinator::Occasional& PipelineCoordinator::occasional_or_none() const {
+  static const Occasional kNone;
+  return occasional_ ? *occasional_ : kNone;
+}
+
+bool PipelineCoordinator::BeingDeleted(int64_t checkpoint_id) const {
+  return occasional_ && std::find(occasional_->deleting.begin(), occasional_->deleting.end(),
+                                  checkpoint_id) != occasional_->deleting.end();
 }
 
 }  // namespace ckpt

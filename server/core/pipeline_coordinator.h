@@ -21,6 +21,7 @@
 #include "core/actions.h"
 #include "core/clock.h"
 #include "core/explanation.h"
+#include "core/maybe_time.h"
 #include "core/packed_history_entry.h"
 #include "core/packed_task_states.h"
 #include "core/position_gate.h"
@@ -363,7 +364,7 @@ class PipelineCoordinator {
   // times are left for the runtime, whose streams know them. `stuck_threshold_ms` 0: automatic.
   Explanation Explain(int64_t stuck_threshold_ms = 0) const;
   // Newest first.
-  const std::vector<RoundSummary>& RecentRounds() const { return recent_; }
+  const std::vector<RoundSummary>& RecentRounds() const { return occasional_or_none().recent; }
   std::vector<SessionId> Sessions() const;
   // The principal each live session authenticated as ("" without auth).
   std::vector<std::pair<SessionId, std::string>> SessionPrincipals() const;
@@ -539,18 +540,20 @@ class PipelineCoordinator {
   const std::shared_ptr<const CoordinatorOptions> options_;  // shared by equal options
 
   // Everything below is accessed only on the pipeline's strand (see the class comment).
+  // Declared so that the small members fill what alignment would leave empty: this object exists
+  // once per pipeline.
   PipelineSpec spec_;
   TaskIdSet expected_;
   int64_t generation_ = 1;
-  StickyState sticky_ = StickyState::kActive;
   int64_t sticky_since_ms_ = 0;  // wall clock of the last change of sticky_ (0: before this start)
   // Wall clock since when a task of the set has had no stream (0: all held). At start, the start.
   int64_t tasks_missing_since_ms_ = 0;
   RecentDurations recent_durations_;  // of the last completed rounds
+  StickyState sticky_ = StickyState::kActive;
   PipelineCounters counters_;
   int64_t last_completed_id_ = 0;
-  CheckpointKind last_completed_kind_ = CheckpointKind::kCheckpoint;
   int64_t last_completed_at_ms_ = 0;
+  CheckpointKind last_completed_kind_ = CheckpointKind::kCheckpoint;
   bool from_config_ = false;
   bool spec_unsaved_ = false;  // the spec changed since the last whole-record write
   bool shutting_down_ = false;
@@ -559,20 +562,20 @@ class PipelineCoordinator {
   // Ids: next_id_ .. reserved_end_ are durably reserved and free to hand out.
   int64_t next_id_ = 1;
   int64_t reserved_end_ = 0;
+  MaybeTime reserve_retry_at_;
   bool reserve_in_flight_ = false;
-  std::optional<SteadyTime> reserve_retry_at_;
   bool trigger_waits_for_ids_ = false;
   bool ids_exhausted_logged_ = false;
   bool store_writable_ = true;
   bool persist_owed_ = false;  // a failed write waits for the store to take writes again
 
   // Schedule.
-  std::optional<SteadyTime> last_trigger_at_;
-  std::optional<SteadyTime> last_finished_at_;
-  std::optional<SteadyTime> armed_wakeup_;
+  MaybeTime last_trigger_at_;
+  MaybeTime last_finished_at_;
+  MaybeTime armed_wakeup_;
   // No periodic trigger before this: when the last hold began (the task set completed, or a
   // resume), plus the start offset.
-  std::optional<SteadyTime> start_hold_until_;
+  MaybeTime start_hold_until_;
   SteadyTime next_missing_warn_at_;
 
   // Where workers restore from: the newest completed round with its task states (null before the
@@ -605,7 +608,6 @@ class PipelineCoordinator {
     PackedTaskStates task_states;
   };
   std::unique_ptr<const HeldRestorePoint> restore_;
-  bool restore_rescaled_ = false;
   // The history as the store keeps it (ids and kinds, oldest first). Its capacity is the window
   // and one more (the commit landing before the trim): trimmed in place, it allocates nothing a
   // commit.
@@ -617,10 +619,8 @@ class PipelineCoordinator {
   // What the last releasing write released (PipelineProgress::released_ids), and whether a
   // session registering now gets it again (after a restart, until the next release).
   std::vector<int64_t> last_released_;
-  bool resend_release_ = false;
-  // Ids of history_ the store is deleting (DeleteCheckpoint); they stay in history_ until it is
-  // durable. A vector: usually empty, and an empty std::set costs 48 bytes a pipeline.
-  std::vector<int64_t> deleting_;
+  bool restore_rescaled_ = false;  // RestoreSetDiffers(), for restore_ (see there)
+  bool resend_release_ = false;    // last_released_ goes to a session registering now (see there)
 
   // Only with a position_interval (null otherwise: an ungrouped pipeline without positions pays
   // one pointer).
@@ -641,27 +641,40 @@ class PipelineCoordinator {
   // the time, at 100,000 pipelines) then pays a pointer instead of the round's 230 bytes.
   std::unique_ptr<PendingRound> pending_;
   std::unique_ptr<QueuedSavepoint> queued_savepoint_;
-  // When the worker savepoint requests of the last minute were accepted, oldest first: at most
-  // options_->savepoint_requests_per_minute entries. A vector, not a deque (see recent_).
-  std::vector<SteadyTime> worker_savepoint_times_;
 
   std::map<SessionId, SessionInfo> sessions_;
-  WarnBudget unknown_warn_budget_;  // for messages of streams no longer registered
   // Who holds each task, and which registered in this process (a second registration is a
   // return), by index into expected_.
   TaskOwners task_owner_;
 
-  // Newest first, at most options_->recent_rounds_kept. A vector, not a deque: libstdc++'s deque
-  // allocates ~600 bytes even when empty, which is most of an idle pipeline's memory budget, and
-  // this holds only failed rounds (few, and inserting at the front of ten is cheap).
-  std::vector<RoundSummary> recent_;
-  // The tasks of the newest failed round (recent_'s first, when ids match), for GetCheckpoint.
+  // A failed round's tasks, as GetCheckpoint shows them (Occasional::last_failed_tasks).
   struct FailedRoundTasks {
     int64_t checkpoint_id = 0;
     std::map<std::string, TaskState> acked;
     std::vector<TaskFigures> figures;
   };
-  std::unique_ptr<const FailedRoundTasks> last_failed_tasks_;
+
+  // What most pipelines never need, made on first use (occasional()): the others pay a pointer.
+  struct Occasional {
+    // Ids of history_ the store is deleting (DeleteCheckpoint); they stay in history_ until it
+    // is durable.
+    std::vector<int64_t> deleting;
+    // When the worker savepoint requests of the last minute were accepted, oldest first: at most
+    // options_->savepoint_requests_per_minute entries. A vector, not a deque (see `recent`).
+    std::vector<SteadyTime> worker_savepoint_times;
+    WarnBudget unknown_warn_budget;  // for messages of streams no longer registered
+    // The failed rounds, newest first, at most options_->recent_rounds_kept. A vector, not a
+    // deque: libstdc++'s deque allocates ~600 bytes even when empty (and inserting at the front
+    // of ten is cheap).
+    std::vector<RoundSummary> recent;
+    // The tasks of the newest failed round (recent's first, when ids match), for GetCheckpoint.
+    std::unique_ptr<const FailedRoundTasks> last_failed_tasks;
+  };
+  std::unique_ptr<Occasional> occasional_;
+  Occasional& occasional();
+  // What is held, or an empty one: for reading without making it.
+  const Occasional& occasional_or_none() const;
+  bool BeingDeleted(int64_t checkpoint_id) const;
 };
 
 }  // namespace ckpt

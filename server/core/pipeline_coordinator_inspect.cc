@@ -41,16 +41,17 @@ std::optional<CheckpointDetail> PipelineCoordinator::DescribeCheckpoint(
     detail.location = pending_->target;
     acked = &pending_->acked;
     figures = &pending_->figures;
-  } else if (last_failed_tasks_ && last_failed_tasks_->checkpoint_id == checkpoint_id &&
-             !recent_.empty() && recent_.front().checkpoint_id == checkpoint_id) {
-    detail.round = recent_.front();
-    acked = &last_failed_tasks_->acked;
-    figures = &last_failed_tasks_->figures;
+  } else if (const Occasional& o = occasional_or_none();
+             o.last_failed_tasks && o.last_failed_tasks->checkpoint_id == checkpoint_id &&
+             !o.recent.empty() && o.recent.front().checkpoint_id == checkpoint_id) {
+    detail.round = o.recent.front();
+    acked = &o.last_failed_tasks->acked;
+    figures = &o.last_failed_tasks->figures;
   } else {
-    auto recent = std::find_if(recent_.begin(), recent_.end(), [&](const RoundSummary& r) {
+    auto recent = std::find_if(o.recent.begin(), o.recent.end(), [&](const RoundSummary& r) {
       return r.checkpoint_id == checkpoint_id;
     });
-    if (recent == recent_.end()) return std::nullopt;
+    if (recent == o.recent.end()) return std::nullopt;
     detail.round = *recent;  // an older failed round: its tasks are no longer kept
     return detail;
   }
@@ -113,9 +114,10 @@ Explanation PipelineCoordinator::Explain(int64_t stuck_threshold_ms) const {
     e.state_reason = "after " + std::to_string(counters_.consecutive_failures) +
                      " consecutive failed checkpoints (tolerable_failures " +
                      std::to_string(spec_.tolerable_failures) + ")";
-    if (!recent_.empty() && !recent_.front().failure_reason.empty()) {
-      e.state_reason += "; the last, " + std::to_string(recent_.front().checkpoint_id) + ": " +
-                        recent_.front().failure_reason;
+    if (const auto& recent = occasional_or_none().recent;
+        !recent.empty() && !recent.front().failure_reason.empty()) {
+      e.state_reason += "; the last, " + std::to_string(recent.front().checkpoint_id) + ": " +
+                        recent.front().failure_reason;
     }
   } else if (sticky_ == StickyState::kStopped) {
     e.holdup = Holdup::kStopped;

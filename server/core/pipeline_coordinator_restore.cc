@@ -146,13 +146,12 @@ void PipelineCoordinator::DeleteUnpinnedOutsideWindow(Actions& out) {
     if (restore_ && restore_->checkpoint_id == entry.checkpoint_id() && !restore_->other_source) {
       continue;
     }
-    if (std::find(deleting_.begin(), deleting_.end(), entry.checkpoint_id()) != deleting_.end()) {
-      continue;
-    }
+    if (BeingDeleted(entry.checkpoint_id())) continue;
     ids.push_back(entry.checkpoint_id());
   }
   if (ids.empty()) return;
-  deleting_.insert(deleting_.end(), ids.begin(), ids.end());
+  std::vector<int64_t>& deleting = occasional().deleting;
+  deleting.insert(deleting.end(), ids.begin(), ids.end());
   out.push_back(DeleteCheckpoints{std::move(ids)});
 }
 
@@ -162,8 +161,7 @@ Status PipelineCoordinator::AddPin(int64_t checkpoint_id, const PipelineKey& hol
                    [&](const PackedHistoryEntry& e) { return e.checkpoint_id() == checkpoint_id; });
   const std::string what =
       "checkpoint " + std::to_string(checkpoint_id) + " of pipeline " + spec_.key.ToString();
-  if (entry == history_.end() ||
-      std::find(deleting_.begin(), deleting_.end(), checkpoint_id) != deleting_.end()) {
+  if (entry == history_.end() || BeingDeleted(checkpoint_id)) {
     return Status::NotFound(what + " is not in its history (ckptctl checkpoint list shows it)");
   }
   if (!options_->pins) return Status::Internal("no restore pins in this daemon");
@@ -267,8 +265,8 @@ PipelineCoordinator::Outcome PipelineCoordinator::DeleteCheckpoint(int64_t check
         "elsewhere, or let it complete a checkpoint, first");
     return o;
   }
-  if (std::find(deleting_.begin(), deleting_.end(), checkpoint_id) != deleting_.end()) return o;
-  deleting_.push_back(checkpoint_id);
+  if (BeingDeleted(checkpoint_id)) return o;
+  occasional().deleting.push_back(checkpoint_id);
   o.actions.push_back(Log{LogLevel::kInfo, std::string(CheckpointKindName(entry->kind())) + " " +
                                                std::to_string(checkpoint_id) +
                                                " deleted by an operator"});
@@ -280,7 +278,7 @@ Actions PipelineCoordinator::OnCheckpointsDeleted(const std::vector<int64_t>& ch
   Actions out;
   std::vector<int64_t> released;
   for (int64_t id : checkpoint_ids) {
-    std::erase(deleting_, id);
+    if (occasional_) std::erase(occasional_->deleting, id);
     const auto removed = std::erase_if(
         history_, [id](const PackedHistoryEntry& e) { return e.checkpoint_id() == id; });
     if (removed > 0) released.push_back(id);
@@ -297,7 +295,9 @@ Actions PipelineCoordinator::OnCheckpointsDeleted(const std::vector<int64_t>& ch
 Actions PipelineCoordinator::OnCheckpointsDeleteFailed(const std::vector<int64_t>& checkpoint_ids,
                                                        const Status& error) {
   Actions out;
-  for (int64_t id : checkpoint_ids) std::erase(deleting_, id);
+  if (occasional_) {
+    for (int64_t id : checkpoint_ids) std::erase(occasional_->deleting, id);
+  }
   out.push_back(
       Log{LogLevel::kWarn, "deleting checkpoint(s) failed, they stay: " + error.ToString()});
   return out;

@@ -255,7 +255,7 @@ Status PipelineCoordinator::AdmitWorkerSavepoint(const std::string& target, bool
                                     " does not");
   }
   const SteadyTime now = clock_.SteadyNow();
-  auto& times = worker_savepoint_times_;
+  std::vector<SteadyTime>& times = occasional().worker_savepoint_times;
   times.erase(times.begin(), std::find_if(times.begin(), times.end(), [&](SteadyTime t) {
                 return now - t < std::chrono::minutes(1);
               }));
@@ -272,7 +272,8 @@ Status PipelineCoordinator::AdmitWorkerSavepoint(const std::string& target, bool
 
 bool PipelineCoordinator::AllowSessionWarning(SessionId session, std::string* text) {
   auto info = sessions_.find(session);
-  WarnBudget& budget = info != sessions_.end() ? info->second.warn_budget : unknown_warn_budget_;
+  WarnBudget& budget =
+      info != sessions_.end() ? info->second.warn_budget : occasional().unknown_warn_budget;
   const SteadyTime now = clock_.SteadyNow();
   if (now < budget.next_at) {
     ++budget.held_back;

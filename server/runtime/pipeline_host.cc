@@ -23,6 +23,9 @@ PipelineHost::PipelineHost(IoShards& shards, MetadataStore& store, const Clock& 
       store_health_(
           store, shards.control(), [this](bool writable) { OnStoreWritable(writable); },
           options_.store_probe_interval),
+      runner_context_(std::make_shared<const RunnerContext>(RunnerContext{
+          store_, clock_, metrics_, options_.heartbeat_interval_ms, options_.lease_ttl_ms,
+          &store_health_, [this](const CheckpointRef& ref) { PinDropped(ref); }})),
       defaults_(defaults) {}
 
 PipelineHost::~PipelineHost() {
@@ -33,19 +36,15 @@ PipelineHost::~PipelineHost() {
 
 std::shared_ptr<PipelineRunner> PipelineHost::MakeRunner(const StoredPipeline& stored,
                                                          bool restarted) {
-  RunnerOptions options;
-  options.heartbeat_interval_ms = options_.heartbeat_interval_ms;
-  options.lease_ttl_ms = options_.lease_ttl_ms;
-  options.coordinator.start_spread = Millis(options_.start_spread_ms);
-  options.coordinator.stuck_threshold_ms = options_.stuck_threshold_ms;
-  options.coordinator.savepoint_root = options_.savepoint_root;
-  options.coordinator.savepoint_requests_per_minute = options_.limits.savepoint_requests_per_minute;
-  options.coordinator.max_savepoints = options_.limits.max_savepoints_per_pipeline;
-  options.coordinator.pins = &pins_;
-  options.store_health = &store_health_;
-  options.on_pin_dropped = [this](const CheckpointRef& ref) { PinDropped(ref); };
+  CoordinatorOptions options;
+  options.start_spread = Millis(options_.start_spread_ms);
+  options.stuck_threshold_ms = options_.stuck_threshold_ms;
+  options.savepoint_root = options_.savepoint_root;
+  options.savepoint_requests_per_minute = options_.limits.savepoint_requests_per_minute;
+  options.max_savepoints = options_.limits.max_savepoints_per_pipeline;
+  options.pins = &pins_;
   auto runner = std::make_shared<PipelineRunner>(shards_.For(stored.record.spec.key), stored,
-                                                 restarted, store_, clock_, metrics_, options);
+                                                 restarted, runner_context_, std::move(options));
   if (const std::string& group = stored.record.spec.alignment_group; !group.empty()) {
     // Joined before it starts (both are posts to its strand): it never schedules on its own.
     auto joined = groups_.Join(group, stored.record.spec.key);

@@ -158,6 +158,8 @@ class PipelineHost {
   const PipelineHostOptions options_;
   const std::function<void(bool)> on_store_writable_;
   StoreHealth store_health_;  // its probe timer is on shards_.control()
+  // Shared by every runner; it points at the members above, and at this host (PinDropped).
+  const std::shared_ptr<const RunnerContext> runner_context_;
   Registry registry_;
   // Loaded with the pipelines (Load); each group's runner on the shard its name falls to.
   AlignmentGroups groups_{store_,

@@ -38,21 +38,14 @@ void SendToSessions(const std::map<SessionId, std::shared_ptr<SessionSink>>& ses
 }  // namespace
 
 PipelineRunner::PipelineRunner(asio::io_context& io, const StoredPipeline& stored, bool restarted,
-                               MetadataStore& store, const Clock& clock, DaemonMetrics& metrics,
-                               RunnerOptions options)
+                               std::shared_ptr<const RunnerContext> context,
+                               CoordinatorOptions coordinator)
     : key_(stored.record.spec.key),
-      store_(store),
-      clock_(clock),
-      metrics_(metrics),
-      heartbeat_interval_ms_(options.heartbeat_interval_ms),
-      lease_ttl_ms_(options.lease_ttl_ms),
-      restarted_(restarted),
-      store_health_(options.store_health),
-      on_pin_dropped_(std::move(options.on_pin_dropped)),
+      context_(std::move(context)),
       strand_(io.get_executor()),
-      coordinator_(stored, clock, std::move(options.coordinator)),
-      wakeup_timer_(strand_),
-      timeout_timer_(strand_) {
+      coordinator_(stored, context_->clock, std::move(coordinator)),
+      timer_(strand_),
+      restarted_(restarted) {
   pipeline_metrics_.last_completed_at_ms.store(stored.record.last_completed_at_ms,
                                                std::memory_order_relaxed);
   pipeline_metrics_.last_completed_id.store(stored.record.last_completed_id,
@@ -81,7 +74,8 @@ void PipelineRunner::PostOperator(F&& f) {
 }
 
 int64_t PipelineRunner::MicrosSince(SteadyTime start) const {
-  return std::chrono::duration_cast<std::chrono::microseconds>(clock_.SteadyNow() - start).count();
+  return std::chrono::duration_cast<std::chrono::microseconds>(context_->clock.SteadyNow() - start)
+      .count();
 }
 
 Status PipelineRunner::DeletedStatus() const {
@@ -92,7 +86,7 @@ void PipelineRunner::Start() {
   Post([](PipelineRunner& r) {
     // Read on the strand, after the registry holds this runner: a change from now on reaches it
     // through SetStoreWritable.
-    if (r.store_health_ && !r.store_health_->writable()) {
+    if (r.context_->store_health && !r.context_->store_health->writable()) {
       r.Run(r.coordinator_.OnStoreWritable(false));
     }
     r.Run(r.coordinator_.Start(r.restarted_));
@@ -100,11 +94,11 @@ void PipelineRunner::Start() {
 }
 
 void PipelineRunner::ReportWrite(const Status& result) {
-  if (!store_health_) return;
+  if (!context_->store_health) return;
   if (result.code() == StatusCode::kUnavailable) {
     Post([](PipelineRunner& r) { r.Run(r.coordinator_.OnStoreWritable(false)); });
   }
-  store_health_->Report(result);
+  context_->store_health->Report(result);
 }
 
 void PipelineRunner::SetStoreWritable(bool writable) {
@@ -119,11 +113,11 @@ void PipelineRunner::Register(SessionId session, std::shared_ptr<SessionSink> si
                                          hello.principal);
     if (!reg.status.ok()) {
       if (reg.status.code() == StatusCode::kPermissionDenied) {
-        ++r.metrics_.auth_denied_total[static_cast<size_t>(DenyReason::kTakeover)];
+        ++r.context_->metrics.auth_denied_total[static_cast<size_t>(DenyReason::kTakeover)];
       }
       // Rate-limited: a worker in a loop of bad hellos (or an attacker) must not fill the log.
       uint64_t held_back = 0;
-      if (r.refused_hello_log_.Allow(std::chrono::steady_clock::now(), &held_back)) {
+      if (r.occasional().refused_hello_log.Allow(std::chrono::steady_clock::now(), &held_back)) {
         r.LogLine(LogLevel::kWarn,
                   "refused hello from worker " + Printable(hello.worker_id) + ": " +
                       reg.status.ToString() +
@@ -138,15 +132,16 @@ void PipelineRunner::Register(SessionId session, std::shared_ptr<SessionSink> si
                   " task(s) (session " + std::to_string(session) +
                   (hello.principal.empty() ? "" : ", principal " + hello.principal) + ")");
     // Welcome first: the actions may hold a trigger for this very session.
-    sink->Send(WelcomeMessage{session, reg.welcome, r.heartbeat_interval_ms_, r.lease_ttl_ms_});
+    sink->Send(WelcomeMessage{session, reg.welcome, r.context_->heartbeat_interval_ms,
+                              r.context_->lease_ttl_ms});
     r.Run(std::move(reg.actions));
   });
 }
 
 void PipelineRunner::Ack(SessionId session, int64_t checkpoint_id, std::string task_id,
                          TaskState state, AckFigures reported, int64_t position) {
-  ++metrics_.acks_total;
-  const SteadyTime received = clock_.SteadyNow();
+  ++context_->metrics.acks_total;
+  const SteadyTime received = context_->clock.SteadyNow();
   Post([=, task_id = std::move(task_id), state = std::move(state)](PipelineRunner& r) {
     Actions actions =
         r.coordinator_.OnAck(session, checkpoint_id, task_id, state, reported, position);
@@ -247,15 +242,14 @@ void PipelineRunner::RequestSavepoint(std::string target, bool stop, Millis time
             "its round; ask again once it finished");
       }
       r.group_->savepoint_asked = true;
-      r.savepoint_observers_.push_back(observer);
-      if (r.last_savepoint_update_) observer->OnSavepointUpdate(*r.last_savepoint_update_);
+      r.AddSavepointObserver(observer);
       const CheckpointKind kind =
           stop ? CheckpointKind::kSavepointAndStop : CheckpointKind::kSavepoint;
       return r.RequestGroupRound(kind, timeout, [observer](PipelineRunner& m, const Status& s) {
         if (m.group_) m.group_->savepoint_asked = false;
         if (s.ok()) return;  // its round started: its RoundFinished gives the final update
         // Refused or dropped: this caller's alone (others may wait for a running one).
-        std::erase(m.savepoint_observers_, observer);
+        std::erase(m.occasional().savepoint_observers, observer);
         SavepointUpdate refused;
         refused.key = m.key_;
         refused.phase = SavepointPhase::kFailed;
@@ -273,19 +267,20 @@ void PipelineRunner::RequestSavepoint(std::string target, bool stop, Millis time
       observer->OnSavepointUpdate(refused);
       return;
     }
-    r.savepoint_observers_.push_back(observer);
-    if (r.last_savepoint_update_) observer->OnSavepointUpdate(*r.last_savepoint_update_);
+    r.AddSavepointObserver(observer);
     r.Run(std::move(outcome.actions));
   });
 }
 
 void PipelineRunner::ForgetSavepointObserver(const SavepointObserver* observer) {
   PostOperator([observer](PipelineRunner& r) {
-    const size_t before = r.savepoint_observers_.size();
-    std::erase_if(r.savepoint_observers_,
+    if (!r.occasional_) return;
+    Occasional& o = *r.occasional_;
+    const size_t before = o.savepoint_observers.size();
+    std::erase_if(o.savepoint_observers,
                   [observer](const auto& held) { return held.get() == observer; });
-    if (r.savepoint_observers_.size() == before || !r.savepoint_observers_.empty()) return;
-    r.last_savepoint_update_.reset();
+    if (o.savepoint_observers.size() == before || !o.savepoint_observers.empty()) return;
+    o.last_savepoint_update.reset();
     if (!r.deleted_) r.Run(r.coordinator_.OnSavepointCallersGone());
   });
 }
@@ -364,20 +359,23 @@ void PipelineRunner::DeleteNow(DeleteDone done, const std::string& declared_in) 
     auto leaving =
         std::make_shared<std::map<SessionId, std::shared_ptr<SessionSink>>>(std::move(r.sessions_));
     r.sessions_.clear();
-    r.wakeup_timer_.cancel();
-    r.timeout_timer_.cancel();
-    if (r.persist_retry_timer_) r.persist_retry_timer_->cancel();
+    r.wakeup_at_ = r.timeout_at_ = kNoDeadline;
+    r.ArmTimer();
+    if (r.occasional_ && r.occasional_->persist_retry_timer) {
+      r.occasional_->persist_retry_timer->cancel();
+    }
     r.deleted_ = true;
     r.CountState(std::nullopt);
     if (group) {
       // Its id counter outlives the delete: a pipeline created again under this name continues
       // above every id the group handed out (also those of rounds that never completed).
-      r.store_.ReserveIds(r.key_, std::max(group->durable_id_counter(), r.coordinator_.IdFloor()),
-                          [self = r.shared_from_this()](Status s) { self->ReportWrite(s); });
+      r.context_->store.ReserveIds(
+          r.key_, std::max(group->durable_id_counter(), r.coordinator_.IdFloor()),
+          [self = r.shared_from_this()](Status s) { self->ReportWrite(s); });
     }
     // On the store's writer (sinks take any thread): the operator's answer comes after these.
-    r.store_.DeletePipeline(r.key_, [self = r.shared_from_this(), leaving, release,
-                                     done = std::move(done)](const Status& s) {
+    r.context_->store.DeletePipeline(r.key_, [self = r.shared_from_this(), leaving, release,
+                                              done = std::move(done)](const Status& s) {
       if (s.ok() && *release) SendToSessions(*leaving, **release);
       for (auto& [id, sink] : *leaving) sink->End(self->DeletedStatus());
       self->LogLine(s.ok() ? LogLevel::kInfo : LogLevel::kError,
@@ -395,7 +393,7 @@ void PipelineRunner::DeleteCheckpoint(int64_t checkpoint_id, std::function<void(
     auto outcome = r.coordinator_.DeleteCheckpoint(checkpoint_id);
     if (!outcome.status.ok()) return done(outcome.status);
     // Answered when the delete is durable (this one, or the one already under way it joined).
-    r.delete_waiters_.emplace_back(checkpoint_id, std::move(done));
+    r.occasional().delete_waiters.emplace_back(checkpoint_id, std::move(done));
     r.Run(std::move(outcome.actions));
   });
 }
@@ -543,7 +541,7 @@ void PipelineRunner::ApplyDeclaredSpec(PipelineSpec spec, std::function<void(Res
 
 void PipelineRunner::ReleaseAfterStop() {
   sessions_.clear();
-  savepoint_observers_.clear();
+  if (occasional_) occasional_->savepoint_observers.clear();
 }
 
 void PipelineRunner::Inspect(std::function<void(const PipelineCoordinator&)> fn) {
@@ -561,7 +559,8 @@ void PipelineRunner::Explain(
         t.last_message_at_ms = it->second->LastMessageAtMs();
       }
     }
-    if (!r.group_) return done(Status::Ok(), e, ExplainSentence(r.key_, e, r.clock_.WallMs()));
+    if (!r.group_)
+      return done(Status::Ok(), e, ExplainSentence(r.key_, e, r.context_->clock.WallMs()));
     // A member: what holds its group, asked on the group's strand (answered from there).
     r.group_->runner->Inspect([self = r.shared_from_this(), e = std::move(e),
                                done = std::move(done)](const GroupCoordinator& group) mutable {
@@ -573,32 +572,32 @@ void PipelineRunner::Explain(
       if (e.holdup == Holdup::kWaitingForGroup && e.pending_checkpoint_id == 0) {
         e.next_trigger_in_ms = g.next_trigger_in_ms;
       }
-      done(Status::Ok(), e, ExplainSentence(self->key(), e, self->clock_.WallMs()));
+      done(Status::Ok(), e, ExplainSentence(self->key(), e, self->context_->clock.WallMs()));
     });
   });
 }
 
 void PipelineRunner::NoteStuck(int64_t checkpoint_id) {
   CKPT_ASSERT_ON_STRAND(strand_);
-  ++metrics_.checkpoints_stuck_total;
+  ++context_->metrics.checkpoints_stuck_total;
   // At most kStuckLogsPerSecond lines a second for the whole daemon: 100,000 pipelines stuck on
   // one store outage must not flood the log. The others are counted, and said once.
   constexpr int64_t kStuckLogsPerSecond = 10;
-  const int64_t second = clock_.WallMs() / 1000;
-  int64_t seen = metrics_.stuck_log_second.load(std::memory_order_relaxed);
-  if (seen != second &&
-      metrics_.stuck_log_second.compare_exchange_strong(seen, second, std::memory_order_relaxed)) {
-    metrics_.stuck_logged_this_second.store(0, std::memory_order_relaxed);
-    if (const uint64_t held = metrics_.stuck_logs_held_back.exchange(0); held > 0) {
+  const int64_t second = context_->clock.WallMs() / 1000;
+  int64_t seen = context_->metrics.stuck_log_second.load(std::memory_order_relaxed);
+  if (seen != second && context_->metrics.stuck_log_second.compare_exchange_strong(
+                            seen, second, std::memory_order_relaxed)) {
+    context_->metrics.stuck_logged_this_second.store(0, std::memory_order_relaxed);
+    if (const uint64_t held = context_->metrics.stuck_logs_held_back.exchange(0); held > 0) {
       spdlog::warn(
           "{} more stuck checkpoint notice(s) not logged (at most {} a second; "
           "ckptd_checkpoints_stuck_total counts them all)",
           held, kStuckLogsPerSecond);
     }
   }
-  if (metrics_.stuck_logged_this_second.fetch_add(1, std::memory_order_relaxed) >=
+  if (context_->metrics.stuck_logged_this_second.fetch_add(1, std::memory_order_relaxed) >=
       kStuckLogsPerSecond) {
-    metrics_.stuck_logs_held_back.fetch_add(1, std::memory_order_relaxed);
+    context_->metrics.stuck_logs_held_back.fetch_add(1, std::memory_order_relaxed);
     return;
   }
   Explanation e = coordinator_.Explain();
@@ -608,7 +607,7 @@ void PipelineRunner::NoteStuck(int64_t checkpoint_id) {
     }
   }
   // Ids are client input: printed escaped.
-  std::string sentence = ExplainSentence(key_, e, clock_.WallMs());
+  std::string sentence = ExplainSentence(key_, e, context_->clock.WallMs());
   if (e.holdup != Holdup::kRoundSlow) {  // paused meanwhile, say: the round is still the news
     sentence = "stuck: checkpoint " + std::to_string(checkpoint_id) + " pending; " + sentence;
   }
@@ -628,10 +627,10 @@ void PipelineRunner::Run(Actions actions) {
       // job and pipeline and re-arm the wakeup, which re-evaluates everything.
       LogLine(LogLevel::kError,
               std::string("action failed: ") + e.what() + "; schedule re-armed in 1 s");
-      ArmWakeupAt(clock_.SteadyNow() + Millis(1000));
+      ArmWakeupAt(context_->clock.SteadyNow() + Millis(1000));
     }
   }
-  if (!savepoint_observers_.empty()) NotifySavepointObservers(nullptr);
+  if (occasional_ && !occasional_->savepoint_observers.empty()) NotifySavepointObservers(nullptr);
   UpdatePendingGauge();
   if (!deleted_) CountState(coordinator_.State());
   if (group_) ReportToGroup();
@@ -641,7 +640,7 @@ void PipelineRunner::UpdatePendingGauge() {
   CKPT_ASSERT_ON_STRAND(strand_);
   const bool pending = coordinator_.HasPendingRound();
   if (pending == counted_pending_) return;
-  metrics_.pending_checkpoints += pending ? 1 : -1;
+  context_->metrics.pending_checkpoints += pending ? 1 : -1;
   counted_pending_ = pending;
   pipeline_metrics_.pending.store(pending, std::memory_order_relaxed);
 }
@@ -649,9 +648,9 @@ void PipelineRunner::UpdatePendingGauge() {
 void PipelineRunner::CountState(std::optional<PipelineState> state) {
   CKPT_ASSERT_ON_STRAND(strand_);
   if (state == counted_state_) return;
-  if (counted_state_) --metrics_.pipelines_by_state[static_cast<size_t>(*counted_state_)];
+  if (counted_state_) --context_->metrics.pipelines_by_state[static_cast<size_t>(*counted_state_)];
   if (state) {
-    ++metrics_.pipelines_by_state[static_cast<size_t>(*state)];
+    ++context_->metrics.pipelines_by_state[static_cast<size_t>(*state)];
     pipeline_metrics_.state.store(static_cast<int>(*state), std::memory_order_relaxed);
   }
   counted_state_ = state;
@@ -660,17 +659,17 @@ void PipelineRunner::CountState(std::optional<PipelineState> state) {
 void PipelineRunner::Execute(Action& action) {
   CKPT_ASSERT_ON_STRAND(strand_);
   if (auto* a = std::get_if<SendTrigger>(&action)) {
-    ++metrics_.triggers_total;
-    const SteadyTime start = clock_.SteadyNow();
+    ++context_->metrics.triggers_total;
+    const SteadyTime start = context_->clock.SteadyNow();
     SendToSessions(sessions_, *a);
-    metrics_.round_fan_out.ObserveMicros(MicrosSince(start));
+    context_->metrics.round_fan_out.ObserveMicros(MicrosSince(start));
     round_last_ack_at_ = SteadyTime{};  // a round that failed after its last ack left it
   } else if (auto* a = std::get_if<SendAbort>(&action)) {
     SendToSessions(sessions_, *a);
   } else if (auto* a = std::get_if<SendComplete>(&action)) {
     SendToSessions(sessions_, *a);
     if (round_last_ack_at_ != SteadyTime{}) {
-      metrics_.round_fan_in.ObserveMicros(MicrosSince(round_last_ack_at_));
+      context_->metrics.round_fan_in.ObserveMicros(MicrosSince(round_last_ack_at_));
       round_last_ack_at_ = SteadyTime{};
     }
   } else if (auto* a = std::get_if<SendRelease>(&action)) {
@@ -678,7 +677,7 @@ void PipelineRunner::Execute(Action& action) {
   } else if (auto* a = std::get_if<SendState>(&action)) {
     SendToSessions(sessions_, *a);
   } else if (auto* a = std::get_if<SendSavepointRefused>(&action)) {
-    if (a->limit) metrics_.CountLimit(*a->limit);
+    if (a->limit) context_->metrics.CountLimit(*a->limit);
     if (auto it = sessions_.find(a->session); it != sessions_.end())
       it->second->Send(std::move(*a));
   } else if (auto* a = std::get_if<EndSession>(&action)) {
@@ -689,14 +688,16 @@ void PipelineRunner::Execute(Action& action) {
   } else if (auto* a = std::get_if<ArmWakeup>(&action)) {
     ArmWakeupAt(a->at);
   } else if (std::holds_alternative<CancelWakeup>(action)) {
-    wakeup_timer_.cancel();
+    wakeup_at_ = kNoDeadline;
+    ArmTimer();
   } else if (auto* a = std::get_if<ArmTimeout>(&action)) {
     ArmTimeoutAt(a->at, a->checkpoint_id);
   } else if (std::holds_alternative<CancelTimeout>(action)) {
-    timeout_timer_.cancel();
+    timeout_at_ = kNoDeadline;
+    ArmTimer();
   } else if (auto* a = std::get_if<ReserveIds>(&action)) {
     const int64_t counter = a->new_counter;
-    store_.ReserveIds(key_, counter, [self = shared_from_this(), counter](Status s) {
+    context_->store.ReserveIds(key_, counter, [self = shared_from_this(), counter](Status s) {
       self->ReportWrite(s);
       self->Post([counter, s = std::move(s)](PipelineRunner& r) {  // a deleted one needs none
         r.Run(s.ok() ? r.coordinator_.OnIdsReserved(counter)
@@ -704,14 +705,14 @@ void PipelineRunner::Execute(Action& action) {
       });
     });
   } else if (auto* a = std::get_if<PersistRecord>(&action)) {
-    store_.PutPipeline(a->record, PersistDone(/*whole_record=*/true, std::move(a->then)));
+    context_->store.PutPipeline(a->record, PersistDone(/*whole_record=*/true, std::move(a->then)));
   } else if (auto* a = std::get_if<PersistProgress>(&action)) {
-    store_.PutProgress(a->key, a->progress,
-                       PersistDone(/*whole_record=*/false, std::move(a->then)));
+    context_->store.PutProgress(a->key, a->progress,
+                                PersistDone(/*whole_record=*/false, std::move(a->then)));
   } else if (auto* a = std::get_if<PinDropped>(&action)) {
-    if (on_pin_dropped_) on_pin_dropped_(a->ref);
+    if (context_->on_pin_dropped) context_->on_pin_dropped(a->ref);
   } else if (auto* a = std::get_if<DeleteCheckpoints>(&action)) {
-    store_.DeleteCheckpoints(
+    context_->store.DeleteCheckpoints(
         key_, a->checkpoint_ids,
         [self = shared_from_this(), ids = a->checkpoint_ids](Status s) mutable {
           self->ReportWrite(s);
@@ -721,7 +722,9 @@ void PipelineRunner::Execute(Action& action) {
             // Their callers learn the outcome, whatever happened to the pipeline meanwhile.
             std::vector<std::function<void(Status)>> answer;
             std::vector<std::pair<int64_t, std::function<void(Status)>>> still;
-            for (auto& [id, done] : r.delete_waiters_) {
+            std::vector<std::pair<int64_t, std::function<void(Status)>>> waiting;
+            if (r.occasional_) waiting = std::move(r.occasional_->delete_waiters);
+            for (auto& [id, done] : waiting) {
               const bool mine = std::find(ids.begin(), ids.end(), id) != ids.end();
               if (mine) {
                 answer.push_back(std::move(done));
@@ -729,30 +732,31 @@ void PipelineRunner::Execute(Action& action) {
                 still.emplace_back(id, std::move(done));
               }
             }
-            r.delete_waiters_ = std::move(still);
+            if (!still.empty()) r.occasional().delete_waiters = std::move(still);
             for (auto& done : answer) done(s);
           });
         });
   } else if (auto* a = std::get_if<CommitCheckpoint>(&action)) {
     const int64_t id = a->commit.checkpoint.checkpoint_id;
-    const SteadyTime queued_at = clock_.SteadyNow();
-    store_.CommitCheckpoint(a->commit, [self = shared_from_this(), id, queued_at](Status s) {
-      self->ReportWrite(s);
-      self->metrics_.store_commit.ObserveMicros(
-          std::chrono::duration_cast<std::chrono::microseconds>(self->clock_.SteadyNow() -
-                                                                queued_at)
-              .count());
-      // Never dropped: what is durable is complete (the coordinator checks the id and phase).
-      // The usual success posts a handler without the Status: smaller, and nothing to move.
-      if (s.ok()) {
-        self->PostStoreCompletion(
-            [id](PipelineRunner& r) { r.Run(r.coordinator_.OnCommitted(id)); });
-      } else {
-        self->PostStoreCompletion([id, s = std::move(s)](PipelineRunner& r) {
-          r.Run(r.coordinator_.OnCommitFailed(id, s));
+    const SteadyTime queued_at = context_->clock.SteadyNow();
+    context_->store.CommitCheckpoint(
+        a->commit, [self = shared_from_this(), id, queued_at](Status s) {
+          self->ReportWrite(s);
+          self->context_->metrics.store_commit.ObserveMicros(
+              std::chrono::duration_cast<std::chrono::microseconds>(
+                  self->context_->clock.SteadyNow() - queued_at)
+                  .count());
+          // Never dropped: what is durable is complete (the coordinator checks the id and phase).
+          // The usual success posts a handler without the Status: smaller, and nothing to move.
+          if (s.ok()) {
+            self->PostStoreCompletion(
+                [id](PipelineRunner& r) { r.Run(r.coordinator_.OnCommitted(id)); });
+          } else {
+            self->PostStoreCompletion([id, s = std::move(s)](PipelineRunner& r) {
+              r.Run(r.coordinator_.OnCommitFailed(id, s));
+            });
+          }
         });
-      }
-    });
   } else if (auto* a = std::get_if<MemberDone>(&action)) {
     if (group_) group_->runner->MemberDone(key_, a->checkpoint_id, std::move(a->commit));
   } else if (auto* a = std::get_if<MemberFailed>(&action)) {
@@ -760,37 +764,39 @@ void PipelineRunner::Execute(Action& action) {
       group_->runner->MemberFailed(key_, a->checkpoint_id, a->failure, std::move(a->reason));
     }
   } else if (auto* a = std::get_if<RecordTriggerDelay>(&action)) {
-    metrics_.trigger_delay.ObserveMicros(a->delay.count());
-    if (metrics_.trigger_delay_sample) metrics_.trigger_delay_sample(a->delay.count());
+    context_->metrics.trigger_delay.ObserveMicros(a->delay.count());
+    if (context_->metrics.trigger_delay_sample)
+      context_->metrics.trigger_delay_sample(a->delay.count());
   } else if (auto* a = std::get_if<RoundStuck>(&action)) {
     NoteStuck(a->checkpoint_id);
   } else if (auto* a = std::get_if<RoundFinished>(&action)) {
     if (a->kind != CheckpointKind::kCheckpoint && !a->requeued) NotifySavepointObservers(a);
     if (a->checkpoint_id == 0) return;  // a savepoint that never started: no checkpoint failed
     switch (a->status) {
-      case CheckpointStatus::kAborted: ++metrics_.checkpoints_aborted_total; break;
+      case CheckpointStatus::kAborted: ++context_->metrics.checkpoints_aborted_total; break;
       case CheckpointStatus::kCompleted:
-        ++metrics_.checkpoints_completed_total;
+        ++context_->metrics.checkpoints_completed_total;
         ++pipeline_metrics_.checkpoints_completed_total;
-        pipeline_metrics_.last_completed_at_ms.store(clock_.WallMs(), std::memory_order_relaxed);
+        pipeline_metrics_.last_completed_at_ms.store(context_->clock.WallMs(),
+                                                     std::memory_order_relaxed);
         pipeline_metrics_.last_completed_id.store(a->checkpoint_id, std::memory_order_relaxed);
         pipeline_metrics_.last_duration_ms.store(
             static_cast<uint32_t>(std::clamp<int64_t>(a->duration.count() / 1000, 0, UINT32_MAX)),
             std::memory_order_relaxed);
-        metrics_.checkpoint_duration.ObserveMicros(a->duration.count());
+        context_->metrics.checkpoint_duration.ObserveMicros(a->duration.count());
         break;
       case CheckpointStatus::kExpired:
-        ++metrics_.checkpoints_expired_total;
+        ++context_->metrics.checkpoints_expired_total;
         ++pipeline_metrics_.checkpoints_expired_total;
         break;
       case CheckpointStatus::kPending:  // not a finished round; cannot happen
       case CheckpointStatus::kFailed:
-        ++metrics_.checkpoints_failed_total;
+        ++context_->metrics.checkpoints_failed_total;
         ++pipeline_metrics_.checkpoints_failed_total;
         break;
     }
   } else if (auto* a = std::get_if<IgnoredMessage>(&action)) {
-    metrics_.CountIgnored(a->reason);
+    context_->metrics.CountIgnored(a->reason);
   } else if (auto* a = std::get_if<Log>(&action)) {
     LogLine(a->level, a->text);
   }
@@ -808,16 +814,15 @@ MetadataStore::Done PipelineRunner::PersistDone(bool whole_record,
       // One retry for every failure of the second: sticky, so that a record's failure is not
       // forgotten when a progress write fails after it.
       r.retry_whole_record_ = r.retry_whole_record_ || whole_record;
-      if (!r.persist_retry_timer_)
-        r.persist_retry_timer_ = std::make_unique<StrandTimer>(r.strand_);
-      r.persist_retry_timer_->expires_after(std::chrono::seconds(1));
-      r.persist_retry_timer_->async_wait(
-          [self = r.shared_from_this()](const boost::system::error_code& ec) {
-            // A retry armed before a Delete must not write the record back.
-            if (ec || self->deleted_) return;
-            const bool whole = std::exchange(self->retry_whole_record_, false);
-            self->Run(self->coordinator_.OnPersistFailed(whole));
-          });
+      std::unique_ptr<StrandTimer>& timer = r.occasional().persist_retry_timer;
+      if (!timer) timer = std::make_unique<StrandTimer>(r.strand_);
+      timer->expires_after(std::chrono::seconds(1));
+      timer->async_wait([self = r.shared_from_this()](const boost::system::error_code& ec) {
+        // A retry armed before a Delete must not write the record back.
+        if (ec || self->deleted_) return;
+        const bool whole = std::exchange(self->retry_whole_record_, false);
+        self->Run(self->coordinator_.OnPersistFailed(whole));
+      });
     });
   };
 }
@@ -921,33 +926,83 @@ void PipelineRunner::NotifySavepointObservers(const RoundFinished* finished) {
   } else {
     return;  // between a round's end and the next step: the final update comes with RoundFinished
   }
-  if (last_savepoint_update_ && *last_savepoint_update_ == update) return;
-  last_savepoint_update_ = std::make_unique<SavepointUpdate>(update);
-  for (const auto& observer : savepoint_observers_) observer->OnSavepointUpdate(update);
+  // Without observers nothing is kept: a round's update is final, and an observer added later
+  // learns of the next one.
+  if (!occasional_ || occasional_->savepoint_observers.empty()) return;
+  Occasional& o = *occasional_;
+  if (o.last_savepoint_update && *o.last_savepoint_update == update) return;
+  o.last_savepoint_update = std::make_unique<SavepointUpdate>(update);
+  for (const auto& observer : o.savepoint_observers) observer->OnSavepointUpdate(update);
   if (update.final()) {
-    savepoint_observers_.clear();
-    last_savepoint_update_.reset();
+    o.savepoint_observers.clear();
+    o.last_savepoint_update.reset();
   }
+}
+
+PipelineRunner::Occasional& PipelineRunner::occasional() {
+  CKPT_ASSERT_ON_STRAND(strand_);
+  if (!occasional_) occasional_ = std::make_unique<Occasional>();
+  return *occasional_;
+}
+
+void PipelineRunner::AddSavepointObserver(const std::shared_ptr<SavepointObserver>& observer) {
+  Occasional& o = occasional();
+  o.savepoint_observers.push_back(observer);
+  if (o.last_savepoint_update) observer->OnSavepointUpdate(*o.last_savepoint_update);
 }
 
 void PipelineRunner::ArmWakeupAt(SteadyTime at) {
   CKPT_ASSERT_ON_STRAND(strand_);
-  wakeup_timer_.expires_at(at);  // cancels an earlier wait; its handler sees operation_aborted
-  wakeup_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
-    // A wait already completed when Delete cancelled the timer still runs: deleted_ fences it.
-    if (ec || self->deleted_) return;
-    self->Run(self->coordinator_.OnWakeup());
-  });
+  wakeup_at_ = at;
+  ArmTimer();
 }
 
 void PipelineRunner::ArmTimeoutAt(SteadyTime at, int64_t checkpoint_id) {
   CKPT_ASSERT_ON_STRAND(strand_);
-  timeout_timer_.expires_at(at);
-  timeout_timer_.async_wait(
-      [self = shared_from_this(), checkpoint_id](const boost::system::error_code& ec) {
-        if (ec || self->deleted_) return;
-        self->Run(self->coordinator_.OnTimeout(checkpoint_id));
-      });
+  timeout_at_ = at;
+  timeout_checkpoint_id_ = checkpoint_id;
+  ArmTimer();
+}
+
+void PipelineRunner::ArmTimer() {
+  CKPT_ASSERT_ON_STRAND(strand_);
+  if (timer_firing_) return;  // OnTimer arms once, at its end
+  const SteadyTime at = std::min(wakeup_at_, timeout_at_);
+  if (at == kNoDeadline) {
+    // Cancelled rather than left to end as stale: its handler holds the runner (and after a
+    // Delete nothing else may).
+    if (timer_armed_) timer_.cancel();
+    timer_armed_ = false;
+    return;
+  }
+  if (timer_armed_ && timer_.expiry() == at) return;  // a round's timeout, well after its wakeup
+  timer_armed_ = true;
+  timer_.expires_at(at);  // cancels an earlier wait; its handler sees operation_aborted
+  timer_.async_wait([self = shared_from_this(), at](const boost::system::error_code& ec) {
+    // A wait already completed when the timer was re-armed or Delete ran still comes here.
+    if (ec || self->deleted_) return;
+    self->OnTimer(at);
+  });
+}
+
+void PipelineRunner::OnTimer(SteadyTime at) {
+  CKPT_ASSERT_ON_STRAND(strand_);
+  // Stale: the deadlines moved since this wait began, and a newer wait (or none) stands for them.
+  if (!timer_armed_ || timer_.expiry() != at) return;
+  timer_armed_ = false;
+  timer_firing_ = true;
+  if (timeout_at_ <= at) {
+    timeout_at_ = kNoDeadline;
+    // The coordinator fences it by id and phase: a round that ended meanwhile is not failed.
+    Run(coordinator_.OnTimeout(timeout_checkpoint_id_));
+  }
+  // A stale wakeup only makes the coordinator look again, which is harmless.
+  if (wakeup_at_ <= at && !deleted_) {
+    wakeup_at_ = kNoDeadline;
+    Run(coordinator_.OnWakeup());
+  }
+  timer_firing_ = false;
+  if (!deleted_) ArmTimer();
 }
 
 void PipelineRunner::LogLine(LogLevel level, const std::string& text) const {

@@ -39,25 +39,32 @@ namespace ckpt {
 
 class GroupRunner;
 
-struct RunnerOptions {
+// What every runner of a host shares, made once (PipelineHost) and held by each runner through
+// one pointer instead of a copy of each field: a runner exists once per pipeline, up to 100,000
+// of them. Constant once made.
+struct RunnerContext {
+  // Must outlive every runner and every handler a runner posts.
+  MetadataStore& store;
+  // Read on the strands and also from other threads (an ack's arrival on its completion queue's
+  // thread, a store completion on the store's): safe for concurrent use.
+  const Clock& clock;
+  DaemonMetrics& metrics;
   int64_t heartbeat_interval_ms = 3000;
   int64_t lease_ttl_ms = 10000;
-  CoordinatorOptions coordinator;
-  // Told the outcome of every store write; may be null (tests, benchmarks). Must outlive the
-  // runner and every handler it posts.
+  // Told the outcome of every store write; may be null (tests, benchmarks). Reached from store
+  // callbacks on the store's writer, so its owner (the host) must outlive the store's last
+  // callback: the daemon closes the store before the host.
   StoreHealth* store_health = nullptr;
   // A pin on another pipeline's checkpoint went away (PinDropped): tells that pipeline. Any
-  // thread; must not block.
-  std::function<void(const CheckpointRef&)> on_pin_dropped;
+  // thread; must not block. May be empty.
+  std::function<void(const CheckpointRef&)> on_pin_dropped{};
 };
 
 class PipelineRunner : public std::enable_shared_from_this<PipelineRunner> {
  public:
   // `io` must be run by exactly one thread (an IoShards shard): it is the runner's strand.
-  // `store`, `clock` and `metrics` must outlive the runner and every handler it posts.
   PipelineRunner(boost::asio::io_context& io, const StoredPipeline& stored, bool restarted,
-                 MetadataStore& store, const Clock& clock, DaemonMetrics& metrics,
-                 RunnerOptions options);
+                 std::shared_ptr<const RunnerContext> context, CoordinatorOptions coordinator);
   PipelineRunner(const PipelineRunner&) = delete;
   PipelineRunner& operator=(const PipelineRunner&) = delete;
 
@@ -170,6 +177,8 @@ class PipelineRunner : public std::enable_shared_from_this<PipelineRunner> {
   void RequestGroupRound(CheckpointKind kind, Millis timeout,
                          std::function<void(PipelineRunner&, const Status&)> answer);
   void NotifySavepointObservers(const RoundFinished* finished);
+  // Adds `observer` and gives it the update it missed, if any.
+  void AddSavepointObserver(const std::shared_ptr<SavepointObserver>& observer);
   // May move out of `action` (a message goes to the last of its sessions without a copy).
   void Execute(Action& action);
   // Tells StoreHealth how a store write went. Called on the store's thread before the write's
@@ -182,14 +191,19 @@ class PipelineRunner : public std::enable_shared_from_this<PipelineRunner> {
   // written again after a second.
   // `then`, if any, is told the outcome too (an operator waiting for it).
   MetadataStore::Done PersistDone(bool whole_record, std::function<void(Status)> then = nullptr);
+  static constexpr SteadyTime kNoDeadline = SteadyTime::max();
   void ArmWakeupAt(SteadyTime at);
   void ArmTimeoutAt(SteadyTime at, int64_t checkpoint_id);
+  // Makes timer_ wait for the earlier deadline, or for none.
+  void ArmTimer();
+  // A wait that ended at `at`: runs the deadlines due by then.
+  void OnTimer(SteadyTime at);
   void LogLine(LogLevel level, const std::string& text) const;
   // RoundStuck: counted, and logged with the explanation within a daemon-wide budget.
   void NoteStuck(int64_t checkpoint_id);
-  // Moves this pipeline's count in metrics_.pipelines_by_state to `state` (nullopt: out of all).
+  // Moves this pipeline's count in metrics.pipelines_by_state to `state` (nullopt: out of all).
   void CountState(std::optional<PipelineState> state);
-  // Moves metrics_.pending_checkpoints and this pipeline's gauge to the coordinator's state.
+  // Moves metrics.pending_checkpoints and this pipeline's gauge to the coordinator's state.
   void UpdatePendingGauge();
   // Every event a runner receives goes through one of these. Post: worker events (dropped once
   // deleted); timers check deleted_ themselves. PostStoreCompletion: never dropped.
@@ -206,18 +220,7 @@ class PipelineRunner : public std::enable_shared_from_this<PipelineRunner> {
   // Constant after construction. Only what the runner itself reads is kept (the coordinator keeps
   // its own options): this object exists once per pipeline.
   const PipelineKey key_;
-  MetadataStore& store_;
-  // Read on the strand and also from other threads (an ack's arrival on its completion queue's
-  // thread, a store completion on the store's): the clock must be safe for concurrent use.
-  const Clock& clock_;
-  DaemonMetrics& metrics_;
-  const int64_t heartbeat_interval_ms_;
-  const int64_t lease_ttl_ms_;
-  const bool restarted_;
-  // May be null. Reached from store callbacks on the store's writer, so its owner (the host) must
-  // outlive the store's last callback: the daemon closes the store before the host.
-  StoreHealth* const store_health_;
-  const std::function<void(const CheckpointRef&)> on_pin_dropped_;
+  const std::shared_ptr<const RunnerContext> context_;
 
   // Atomics: written on strand_, read by scrapes from any thread.
   PipelineMetrics pipeline_metrics_;
@@ -231,23 +234,36 @@ class PipelineRunner : public std::enable_shared_from_this<PipelineRunner> {
   // strand_: every member below is touched only on it.
   Strand strand_;
   PipelineCoordinator coordinator_;
-  StrandTimer wakeup_timer_;
-  StrandTimer timeout_timer_;
-  std::unique_ptr<StrandTimer> persist_retry_timer_;  // made on the first failed persist
+  // One timer for the coordinator's two deadlines, its next wakeup and the pending round's
+  // timeout: armed at the earlier (ArmTimer), a fire runs each that is due (OnTimer). One rather
+  // than two: this is per pipeline, and each is 80 bytes and an entry in the shard's timer heap.
+  StrandTimer timer_;
+  SteadyTime wakeup_at_ = kNoDeadline;
+  SteadyTime timeout_at_ = kNoDeadline;
+  int64_t timeout_checkpoint_id_ = 0;  // the round timeout_at_ is for
   std::map<SessionId, std::shared_ptr<SessionSink>> sessions_;
   // When the pending round's last ack was read from its stream (ckptd_round_fan_in_seconds);
   // the epoch: none (its complete was sent, or a new round began).
   SteadyTime round_last_ack_at_{};
-  bool counted_pending_ = false;  // whether this pipeline adds one to metrics_.pending_checkpoints
   std::optional<PipelineState> counted_state_;  // where it adds one in pipelines_by_state
-  bool deleted_ = false;                        // after Delete, every event is dropped
-  bool retry_whole_record_ = false;             // a failed write to retry was a whole record
-  std::vector<std::shared_ptr<SavepointObserver>> savepoint_observers_;
-  std::unique_ptr<SavepointUpdate>
-      last_savepoint_update_;  // null: none (most pipelines, most of the time)
-  // Operators waiting for a DeleteCheckpoint to be durable, by checkpoint id.
-  std::vector<std::pair<int64_t, std::function<void(Status)>>> delete_waiters_;
-  LogThrottle refused_hello_log_{std::chrono::seconds(10)};
+  bool counted_pending_ = false;  // whether this pipeline adds one to metrics.pending_checkpoints
+  bool deleted_ = false;          // after Delete, every event is dropped
+  bool retry_whole_record_ = false;  // a failed write to retry was a whole record
+  bool timer_armed_ = false;         // a wait on timer_ is outstanding, at timer_.expiry()
+  bool timer_firing_ = false;        // within OnTimer: its runs re-arm once, when it ends
+  const bool restarted_;             // constant: the daemon restarted with it
+  // What most pipelines never need: made on first use (occasional()), so that the others pay one
+  // pointer for it.
+  struct Occasional {
+    std::vector<std::shared_ptr<SavepointObserver>> savepoint_observers;
+    std::unique_ptr<SavepointUpdate> last_savepoint_update;  // null: none
+    // Operators waiting for a DeleteCheckpoint to be durable, by checkpoint id.
+    std::vector<std::pair<int64_t, std::function<void(Status)>>> delete_waiters;
+    LogThrottle refused_hello_log{std::chrono::seconds(10)};
+    std::unique_ptr<StrandTimer> persist_retry_timer;  // made on the first failed persist
+  };
+  std::unique_ptr<Occasional> occasional_;
+  Occasional& occasional();  // made on first use
   // A member's link to its group (null otherwise: an ungrouped pipeline pays one pointer).
   struct GroupLink {
     std::shared_ptr<GroupRunner> runner;
