@@ -727,7 +727,7 @@ PipelineCoordinator::Outcome PipelineCoordinator::UpdateSpec(const PipelineSpec&
   const TaskIdSet new_tasks(spec.task_ids.begin(), spec.task_ids.end());
   const bool tasks_changed = new_tasks != expected_;
   const bool all_before = AllTasksRegistered();
-  spec_ = spec;
+  AdoptSpecKeepingKey(spec);
   spec_unsaved_ = true;  // the next write is the whole record
   // The holders, indexed by expected_ too: a task that stays keeps its holder and its mark; a
   // stream holding a task that left the set is ended whole below (its other tasks come back
@@ -1067,6 +1067,18 @@ std::string PipelineCoordinator::SavepointLocation(const std::string& target, in
   if (!target.empty()) return target;
   return options_->savepoint_root + "/" + EncodePathSegment(spec_.key.job_id) + "/" +
          EncodePathSegment(spec_.key.pipeline_id) + "/" + std::to_string(id);
+}
+
+void PipelineCoordinator::AdoptSpecKeepingKey(const PipelineSpec& spec) {
+  static_assert(sizeof(PipelineSpec) == 160, "PipelineSpec changed: adopt its new fields here");
+  spec_.task_ids = spec.task_ids;
+  spec_.interval_ms = spec.interval_ms;
+  spec_.timeout_ms = spec.timeout_ms;
+  spec_.min_pause_ms = spec.min_pause_ms;
+  spec_.tolerable_failures = spec.tolerable_failures;
+  spec_.retained = spec.retained;
+  spec_.position_interval = spec.position_interval;
+  // alignment_group: equal as well (checked).
 }
 
 PipelineCoordinator::Occasional& PipelineCoordinator::occasional() {

@@ -354,6 +354,8 @@ class PipelineCoordinator {
   // 100,000 names of each).
   PipelineStatus Describe(bool with_task_ids = true) const;
   PipelineState State() const;
+  // The one query safe from any thread, while the strand works: spec_.key never changes after
+  // construction (UpdateSpec refuses another key, and assigns the spec's other fields only).
   const PipelineKey& key() const { return spec_.key; }
   std::optional<PendingSummary> Pending() const;
   // GetCheckpoint of the pending round or of the newest failed one (the only failed round whose
@@ -430,6 +432,9 @@ class PipelineCoordinator {
   enum class TriggerCause { kPeriodic, kManual, kSavepoint };
 
   Outcome RequestSavepoint(const std::string& target, bool stop, Millis timeout, bool worker_asked);
+  // spec_ = spec but for the key, which is equal (checked) and which other threads read (key()):
+  // even assigning an equal string writes to it.
+  void AdoptSpecKeepingKey(const PipelineSpec& spec);
   // A worker's savepoint request within the rules: a target under savepoint_root (or none), and
   // within savepoint_requests_per_minute (an accepted request counts).
   // `*over_rate` tells a refusal for the rate apart (counted as a limit).

@@ -40,8 +40,7 @@ void SendToSessions(const std::map<SessionId, std::shared_ptr<SessionSink>>& ses
 PipelineRunner::PipelineRunner(asio::io_context& io, const StoredPipeline& stored, bool restarted,
                                std::shared_ptr<const RunnerContext> context,
                                CoordinatorOptions coordinator)
-    : key_(stored.record.spec.key),
-      context_(std::move(context)),
+    : context_(std::move(context)),
       strand_(io.get_executor()),
       coordinator_(stored, context_->clock, std::move(coordinator)),
       timer_(strand_),
@@ -79,7 +78,7 @@ int64_t PipelineRunner::MicrosSince(SteadyTime start) const {
 }
 
 Status PipelineRunner::DeletedStatus() const {
-  return Status::NotFound("pipeline " + key_.ToString() + " was deleted");
+  return Status::NotFound("pipeline " + key().ToString() + " was deleted");
 }
 
 void PipelineRunner::Start() {
@@ -220,7 +219,7 @@ void PipelineRunner::RequestSavepoint(std::string target, bool stop, Millis time
     if (r.group_ && !r.deleted_) {
       auto refuse = [&r, &observer](std::string why) {
         SavepointUpdate refused;
-        refused.key = r.key_;
+        refused.key = r.key();
         refused.phase = SavepointPhase::kFailed;
         refused.failure_reason = std::move(why);
         observer->OnSavepointUpdate(refused);
@@ -251,7 +250,7 @@ void PipelineRunner::RequestSavepoint(std::string target, bool stop, Millis time
         // Refused or dropped: this caller's alone (others may wait for a running one).
         std::erase(m.occasional().savepoint_observers, observer);
         SavepointUpdate refused;
-        refused.key = m.key_;
+        refused.key = m.key();
         refused.phase = SavepointPhase::kFailed;
         refused.failure_reason = s.message();
         observer->OnSavepointUpdate(refused);
@@ -261,7 +260,7 @@ void PipelineRunner::RequestSavepoint(std::string target, bool stop, Millis time
                               : r.coordinator_.RequestSavepoint(target, stop, timeout);
     if (!outcome.status.ok()) {
       SavepointUpdate refused;
-      refused.key = r.key_;
+      refused.key = r.key();
       refused.phase = SavepointPhase::kFailed;
       refused.failure_reason = outcome.status.message();
       observer->OnSavepointUpdate(refused);
@@ -301,12 +300,12 @@ void PipelineRunner::DeleteNow(DeleteDone done, const std::string& declared_in) 
     if (r.coordinator_.from_config()) {
       return done(
           Status::FailedPrecondition(
-              "pipeline " + r.key_.ToString() + " is declared in the config file " + declared_in +
+              "pipeline " + r.key().ToString() + " is declared in the config file " + declared_in +
               "; remove it from that file and reload (SIGHUP), then delete it"),
           false);
     }
     if (r.group_ && r.group_->deferred_delete) {
-      return done(Status::Aborted("a delete of " + r.key_.ToString() +
+      return done(Status::Aborted("a delete of " + r.key().ToString() +
                                   " already waits for its alignment group's round"),
                   false);
     }
@@ -315,7 +314,7 @@ void PipelineRunner::DeleteNow(DeleteDone done, const std::string& declared_in) 
       // record goes only once that round ended (a commit landing after the delete would fail
       // the round for every member). Leaving aborts the round unless it is being committed.
       if (Status s = r.coordinator_.CheckDeletable(); !s.ok()) return done(s, false);
-      r.group_->runner->RemoveMember(r.key_, "pipeline deleted");
+      r.group_->runner->RemoveMember(r.key(), "pipeline deleted");
       r.group_->left_for_delete = true;
       r.LogLine(LogLevel::kInfo, "delete waits for the outcome of its alignment group's round");
       r.group_->deferred_delete = [done = std::move(done),
@@ -331,7 +330,7 @@ void PipelineRunner::DeleteNow(DeleteDone done, const std::string& declared_in) 
         // another pipeline arrived meanwhile): it joins again, and reports afresh.
         r.group_->left_for_delete = false;
         r.group_->reported = false;
-        r.group_->runner->AddMember(r.key_, r.weak_from_this(), r.coordinator_.IdFloor());
+        r.group_->runner->AddMember(r.key(), r.weak_from_this(), r.coordinator_.IdFloor());
         r.ReportToGroup();
       }
       return done(outcome.status, false);
@@ -351,10 +350,10 @@ void PipelineRunner::DeleteNow(DeleteDone done, const std::string& declared_in) 
     }
     for (Action& action : now) {
       if (auto* failed = std::get_if<MemberFailed>(&action); failed && group) {
-        group->MemberFailed(r.key_, failed->checkpoint_id, failed->failure, failed->reason);
+        group->MemberFailed(r.key(), failed->checkpoint_id, failed->failure, failed->reason);
       }
     }
-    if (group) group->RemoveMember(r.key_, "pipeline deleted");
+    if (group) group->RemoveMember(r.key(), "pipeline deleted");
     r.Run(std::move(now));
     auto leaving =
         std::make_shared<std::map<SessionId, std::shared_ptr<SessionSink>>>(std::move(r.sessions_));
@@ -370,12 +369,12 @@ void PipelineRunner::DeleteNow(DeleteDone done, const std::string& declared_in) 
       // Its id counter outlives the delete: a pipeline created again under this name continues
       // above every id the group handed out (also those of rounds that never completed).
       r.context_->store.ReserveIds(
-          r.key_, std::max(group->durable_id_counter(), r.coordinator_.IdFloor()),
+          r.key(), std::max(group->durable_id_counter(), r.coordinator_.IdFloor()),
           [self = r.shared_from_this()](Status s) { self->ReportWrite(s); });
     }
     // On the store's writer (sinks take any thread): the operator's answer comes after these.
-    r.context_->store.DeletePipeline(r.key_, [self = r.shared_from_this(), leaving, release,
-                                              done = std::move(done)](const Status& s) {
+    r.context_->store.DeletePipeline(r.key(), [self = r.shared_from_this(), leaving, release,
+                                               done = std::move(done)](const Status& s) {
       if (s.ok() && *release) SendToSessions(*leaving, **release);
       for (auto& [id, sink] : *leaving) sink->End(self->DeletedStatus());
       self->LogLine(s.ok() ? LogLevel::kInfo : LogLevel::kError,
@@ -560,7 +559,7 @@ void PipelineRunner::Explain(
       }
     }
     if (!r.group_)
-      return done(Status::Ok(), e, ExplainSentence(r.key_, e, r.context_->clock.WallMs()));
+      return done(Status::Ok(), e, ExplainSentence(r.key(), e, r.context_->clock.WallMs()));
     // A member: what holds its group, asked on the group's strand (answered from there).
     r.group_->runner->Inspect([self = r.shared_from_this(), e = std::move(e),
                                done = std::move(done)](const GroupCoordinator& group) mutable {
@@ -607,7 +606,7 @@ void PipelineRunner::NoteStuck(int64_t checkpoint_id) {
     }
   }
   // Ids are client input: printed escaped.
-  std::string sentence = ExplainSentence(key_, e, context_->clock.WallMs());
+  std::string sentence = ExplainSentence(key(), e, context_->clock.WallMs());
   if (e.holdup != Holdup::kRoundSlow) {  // paused meanwhile, say: the round is still the news
     sentence = "stuck: checkpoint " + std::to_string(checkpoint_id) + " pending; " + sentence;
   }
@@ -678,8 +677,9 @@ void PipelineRunner::Execute(Action& action) {
     SendToSessions(sessions_, *a);
   } else if (auto* a = std::get_if<SendSavepointRefused>(&action)) {
     if (a->limit) context_->metrics.CountLimit(*a->limit);
-    if (auto it = sessions_.find(a->session); it != sessions_.end())
+    if (auto it = sessions_.find(a->session); it != sessions_.end()) {
       it->second->Send(std::move(*a));
+    }
   } else if (auto* a = std::get_if<EndSession>(&action)) {
     if (auto it = sessions_.find(a->session); it != sessions_.end()) {
       it->second->End(a->status);
@@ -697,7 +697,7 @@ void PipelineRunner::Execute(Action& action) {
     ArmTimer();
   } else if (auto* a = std::get_if<ReserveIds>(&action)) {
     const int64_t counter = a->new_counter;
-    context_->store.ReserveIds(key_, counter, [self = shared_from_this(), counter](Status s) {
+    context_->store.ReserveIds(key(), counter, [self = shared_from_this(), counter](Status s) {
       self->ReportWrite(s);
       self->Post([counter, s = std::move(s)](PipelineRunner& r) {  // a deleted one needs none
         r.Run(s.ok() ? r.coordinator_.OnIdsReserved(counter)
@@ -713,7 +713,7 @@ void PipelineRunner::Execute(Action& action) {
     if (context_->on_pin_dropped) context_->on_pin_dropped(a->ref);
   } else if (auto* a = std::get_if<DeleteCheckpoints>(&action)) {
     context_->store.DeleteCheckpoints(
-        key_, a->checkpoint_ids,
+        key(), a->checkpoint_ids,
         [self = shared_from_this(), ids = a->checkpoint_ids](Status s) mutable {
           self->ReportWrite(s);
           self->PostStoreCompletion([ids = std::move(ids), s = std::move(s)](PipelineRunner& r) {
@@ -758,10 +758,10 @@ void PipelineRunner::Execute(Action& action) {
           }
         });
   } else if (auto* a = std::get_if<MemberDone>(&action)) {
-    if (group_) group_->runner->MemberDone(key_, a->checkpoint_id, std::move(a->commit));
+    if (group_) group_->runner->MemberDone(key(), a->checkpoint_id, std::move(a->commit));
   } else if (auto* a = std::get_if<MemberFailed>(&action)) {
     if (group_) {
-      group_->runner->MemberFailed(key_, a->checkpoint_id, a->failure, std::move(a->reason));
+      group_->runner->MemberFailed(key(), a->checkpoint_id, a->failure, std::move(a->reason));
     }
   } else if (auto* a = std::get_if<RecordTriggerDelay>(&action)) {
     context_->metrics.trigger_delay.ObserveMicros(a->delay.count());
@@ -833,7 +833,7 @@ void PipelineRunner::JoinGroup(std::shared_ptr<GroupRunner> group, AlignmentGrou
     r.group_->runner = group;
     Actions actions = r.coordinator_.SetGroup(std::move(spec));
     // Its ids so far: the group's go above them.
-    group->AddMember(r.key_, r.weak_from_this(), r.coordinator_.IdFloor());
+    group->AddMember(r.key(), r.weak_from_this(), r.coordinator_.IdFloor());
     r.LogLine(LogLevel::kInfo, "member of alignment group " + group->name());
     r.Run(std::move(actions));  // and its first report
   });
@@ -890,7 +890,7 @@ void PipelineRunner::ReportToGroup() {
   if (!g.reported || ready != g.ready || holdup != g.holdup) {
     g.ready = ready;
     g.holdup = holdup;
-    g.runner->MemberState(key_, ready, std::move(holdup));
+    g.runner->MemberState(key(), ready, std::move(holdup));
   }
   // The positions are a scan of the tasks: only when the gate changed.
   const uint64_t version = coordinator_.PositionsVersion();
@@ -899,7 +899,7 @@ void PipelineRunner::ReportToGroup() {
     MemberPositions positions = coordinator_.GroupPositions();
     if (!g.reported || !(positions == g.positions)) {
       g.positions = positions;
-      g.runner->MemberPositions(key_, positions);
+      g.runner->MemberPositions(key(), positions);
     }
   }
   g.reported = true;
@@ -908,7 +908,7 @@ void PipelineRunner::ReportToGroup() {
 void PipelineRunner::NotifySavepointObservers(const RoundFinished* finished) {
   CKPT_ASSERT_ON_STRAND(strand_);
   SavepointUpdate update;
-  update.key = key_;
+  update.key = key();
   if (finished) {
     update.savepoint_id = finished->checkpoint_id;
     update.phase = finished->status == CheckpointStatus::kCompleted ? SavepointPhase::kCompleted
@@ -1011,12 +1011,16 @@ void PipelineRunner::LogLine(LogLevel level, const std::string& text) const {
   static constexpr spdlog::level::level_enum kSpdlogLevel[] = {
       spdlog::level::debug, spdlog::level::info, spdlog::level::warn, spdlog::level::err};
   if (!spdlog::should_log(kSpdlogLevel[static_cast<size_t>(level)])) return;
-  const ScopedLogPipeline about(key_);  // log.format json gives job and pipeline fields
+  const ScopedLogPipeline about(key());  // log.format json gives job and pipeline fields
   switch (level) {
-    case LogLevel::kDebug: spdlog::debug("[{}/{}] {}", key_.job_id, key_.pipeline_id, text); break;
-    case LogLevel::kInfo: spdlog::info("[{}/{}] {}", key_.job_id, key_.pipeline_id, text); break;
-    case LogLevel::kWarn: spdlog::warn("[{}/{}] {}", key_.job_id, key_.pipeline_id, text); break;
-    case LogLevel::kError: spdlog::error("[{}/{}] {}", key_.job_id, key_.pipeline_id, text); break;
+    case LogLevel::kDebug:
+      spdlog::debug("[{}/{}] {}", key().job_id, key().pipeline_id, text);
+      break;
+    case LogLevel::kInfo: spdlog::info("[{}/{}] {}", key().job_id, key().pipeline_id, text); break;
+    case LogLevel::kWarn: spdlog::warn("[{}/{}] {}", key().job_id, key().pipeline_id, text); break;
+    case LogLevel::kError:
+      spdlog::error("[{}/{}] {}", key().job_id, key().pipeline_id, text);
+      break;
   }
 }
 

@@ -68,7 +68,8 @@ class PipelineRunner : public std::enable_shared_from_this<PipelineRunner> {
   PipelineRunner(const PipelineRunner&) = delete;
   PipelineRunner& operator=(const PipelineRunner&) = delete;
 
-  const PipelineKey& key() const { return key_; }
+  // Any thread: the coordinator's key is constant (PipelineCoordinator::key).
+  const PipelineKey& key() const { return coordinator_.key(); }
 
   void Start();
 
@@ -219,7 +220,6 @@ class PipelineRunner : public std::enable_shared_from_this<PipelineRunner> {
 
   // Constant after construction. Only what the runner itself reads is kept (the coordinator keeps
   // its own options): this object exists once per pipeline.
-  const PipelineKey key_;
   const std::shared_ptr<const RunnerContext> context_;
 
   // Atomics: written on strand_, read by scrapes from any thread.

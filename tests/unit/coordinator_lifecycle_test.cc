@@ -213,6 +213,25 @@ TEST(CoordinatorRounds, ATaskSetUpdateAbortsThePendingRoundWithoutCountingIt) {
   EXPECT_EQ(h.c().RecentRounds().front().status, CheckpointStatus::kAborted);
 }
 
+TEST(CoordinatorRounds, AnUpdateTakesEveryFieldOfTheNewSpec) {
+  // UpdateSpec assigns the fields one by one (the key is left in place for other threads): none
+  // may be forgotten.
+  Harness h;
+  h.Start();
+  PipelineSpec spec = h.c().spec();
+  spec.task_ids = {"x", "y"};
+  spec.interval_ms += 1;
+  spec.timeout_ms += 2;
+  spec.min_pause_ms += 3;
+  spec.tolerable_failures += 4;
+  spec.retained += 5;
+  spec.position_interval += 6;
+  const std::string* const job_id = &h.c().key().job_id;
+  ASSERT_TRUE(h.c().UpdateSpec(spec).status.ok());
+  EXPECT_EQ(h.c().spec(), spec);
+  EXPECT_EQ(&h.c().key().job_id, job_id);
+}
+
 TEST(CoordinatorSessions, ATaskSetUpdateKeepsTheHoldersOfTasksThatStayAndEndsTheOthers) {
   Harness h;
   h.Start();
