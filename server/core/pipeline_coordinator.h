@@ -27,6 +27,7 @@
 #include "core/position_gate.h"
 #include "core/recent_durations.h"
 #include "core/restore_pins.h"
+#include "core/session_table.h"
 #include "core/task_id_set.h"
 #include "core/task_owners.h"
 #include "core/types.h"
@@ -647,7 +648,7 @@ class PipelineCoordinator {
   std::unique_ptr<PendingRound> pending_;
   std::unique_ptr<QueuedSavepoint> queued_savepoint_;
 
-  std::map<SessionId, SessionInfo> sessions_;
+  SessionTable<SessionInfo> sessions_;
   // Who holds each task, and which registered in this process (a second registration is a
   // return), by index into expected_.
   TaskOwners task_owner_;

@@ -18,13 +18,14 @@ namespace asio = boost::asio;
 
 namespace {
 
+using Sinks = SessionTable<std::shared_ptr<SessionSink>>;
+
 // Sends `message` to each session of message.to that is still registered, in order: a copy to
 // each but the last, which gets the message itself (a pipeline mostly has one session, so mostly
-// nothing is copied). Runs on the strand; `sessions` is the runner's map, which only strand
+// nothing is copied). Runs on the strand; `sessions` is the runner's table, which only strand
 // handlers change, and a sink's Send only queues or posts, so no entry goes away during the loop.
 template <typename Message>
-void SendToSessions(const std::map<SessionId, std::shared_ptr<SessionSink>>& sessions,
-                    Message& message) {
+void SendToSessions(const Sinks& sessions, Message& message) {
   SessionSink* held = nullptr;  // the latest recipient found, not yet sent to
   for (SessionId id : message.to) {
     auto it = sessions.find(id);
@@ -355,8 +356,7 @@ void PipelineRunner::DeleteNow(DeleteDone done, const std::string& declared_in) 
     }
     if (group) group->RemoveMember(r.key(), "pipeline deleted");
     r.Run(std::move(now));
-    auto leaving =
-        std::make_shared<std::map<SessionId, std::shared_ptr<SessionSink>>>(std::move(r.sessions_));
+    auto leaving = std::make_shared<Sinks>(std::move(r.sessions_));
     r.sessions_.clear();
     r.wakeup_at_ = r.timeout_at_ = kNoDeadline;
     r.ArmTimer();

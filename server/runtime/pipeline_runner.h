@@ -19,7 +19,6 @@
 #include <boost/asio/basic_waitable_timer.hpp>
 #include <boost/asio/io_context.hpp>
 #include <functional>
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -27,6 +26,7 @@
 
 #include "common/daemon_clock.h"
 #include "core/pipeline_coordinator.h"
+#include "core/session_table.h"
 #include "logging/log_throttle.h"
 #include "runtime/daemon_metrics.h"
 #include "runtime/pipeline_metrics.h"
@@ -241,7 +241,7 @@ class PipelineRunner : public std::enable_shared_from_this<PipelineRunner> {
   SteadyTime wakeup_at_ = kNoDeadline;
   SteadyTime timeout_at_ = kNoDeadline;
   int64_t timeout_checkpoint_id_ = 0;  // the round timeout_at_ is for
-  std::map<SessionId, std::shared_ptr<SessionSink>> sessions_;
+  SessionTable<std::shared_ptr<SessionSink>> sessions_;
   // When the pending round's last ack was read from its stream (ckptd_round_fan_in_seconds);
   // the epoch: none (its complete was sent, or a new round began).
   SteadyTime round_last_ack_at_{};
