@@ -299,6 +299,63 @@ TEST(CoordinatorSessions, AGoodbyeIsLoggedAtInfoAndALossAtWarning) {
   EXPECT_TRUE(h.LoggedContaining(LogLevel::kWarn, "lost task(s) b of worker w2 (lease expired)"));
 }
 
+// A wide pipeline with one stream a task, registered out of order, half of them ending and coming
+// back on new streams: every task stays routed to the stream that holds it now (session_table.h
+// keeps the streams in one vector with marked erases).
+TEST(CoordinatorSessions, OneStreamATaskRegisteredOutOfOrderEndingAndComingBackStaysRouted) {
+  constexpr int kTasks = 300;
+  std::vector<std::string> tasks;
+  for (int i = 0; i < kTasks; ++i) tasks.push_back("t" + std::to_string(i));
+  Harness h(MakeSpec(tasks));
+  h.Start();
+  // Streams 1..kTasks: the even ones first, then the odd ones from the top down.
+  auto stream_of = [](int task) { return static_cast<SessionId>(task + 1); };
+  for (int i = 0; i < kTasks; i += 2) {
+    h.Apply(h.c().OnRegister(stream_of(i), "w" + std::to_string(i), {tasks[i]}, false).actions);
+  }
+  for (int i = kTasks - 1; i > 0; i -= 2) {
+    h.Apply(h.c().OnRegister(stream_of(i), "w" + std::to_string(i), {tasks[i]}, false).actions);
+  }
+  ASSERT_EQ(h.c().Describe().registered_tasks, kTasks);
+  h.RunFor(Millis(0));
+  int64_t id = h.LastTriggerId();
+  ASSERT_GT(id, 0);
+  for (int i = 0; i < kTasks; ++i) {
+    h.Apply(h.c().OnAck(stream_of(i), id, tasks[i], TaskState{"mem://" + tasks[i], 1, "c"}));
+  }
+  ASSERT_EQ(h.completes.size(), 1u);
+
+  // Two streams of every three end (more ended than live: the table compacts); their tasks come
+  // back on streams numbered above all the others.
+  auto ends = [](int task) { return task % 3 != 2; };
+  constexpr int kEnded = kTasks - kTasks / 3;
+  std::vector<SessionId> holder(kTasks);
+  for (int i = 0; i < kTasks; ++i) holder[i] = stream_of(i);
+  for (int i = 0; i < kTasks; ++i) {
+    if (ends(i)) h.Apply(h.c().OnSessionEnded(stream_of(i), "gone"));
+  }
+  EXPECT_EQ(h.c().Describe().registered_tasks, kTasks - kEnded);
+  EXPECT_EQ(h.c().Describe().sessions, kTasks - kEnded);
+  for (int i = 0; i < kTasks; ++i) {
+    if (!ends(i)) continue;
+    holder[i] = static_cast<SessionId>(kTasks + 1 + i);
+    h.Apply(h.c().OnRegister(holder[i], "again" + std::to_string(i), {tasks[i]}, false).actions);
+  }
+  ASSERT_EQ(h.c().Describe().registered_tasks, kTasks);
+  EXPECT_EQ(h.c().Describe().sessions, kTasks);
+  h.RunFor(Millis(1000));
+  ASSERT_GT(h.LastTriggerId(), id) << "the set is complete again: a round starts";
+  id = h.LastTriggerId();
+  const size_t ignored_before = h.ignored.size();
+  h.Apply(h.c().OnAck(stream_of(0), id, tasks[0], TaskState{"mem://old", 1, "c"}));
+  EXPECT_EQ(h.ignored.size(), ignored_before + 1) << "the ended stream no longer holds t0";
+  for (int i = 0; i < kTasks; ++i) {
+    h.Apply(h.c().OnAck(holder[i], id, tasks[i], TaskState{"mem://" + tasks[i], 2, "c"}));
+  }
+  ASSERT_EQ(h.completes.size(), 2u);
+  EXPECT_EQ(h.completes[1].checkpoint_id, id);
+}
+
 TEST(CoordinatorStore, WhileTheStoreFailsWritesNoRoundStartsAndTheScheduleResumesAfter) {
   Harness h;
   h.StartToFirstTrigger();
