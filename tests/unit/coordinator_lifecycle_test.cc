@@ -299,9 +299,9 @@ TEST(CoordinatorSessions, AGoodbyeIsLoggedAtInfoAndALossAtWarning) {
   EXPECT_TRUE(h.LoggedContaining(LogLevel::kWarn, "lost task(s) b of worker w2 (lease expired)"));
 }
 
-// A wide pipeline with one stream a task, registered out of order, half of them ending and coming
-// back on new streams: every task stays routed to the stream that holds it now (session_table.h
-// keeps the streams in one vector with marked erases).
+// A wide pipeline with one stream a task, registered out of order, two of every three ending and
+// coming back on new streams: every task stays routed to the stream that holds it now
+// (session_table.h keeps the streams in one vector with marked erases).
 TEST(CoordinatorSessions, OneStreamATaskRegisteredOutOfOrderEndingAndComingBackStaysRouted) {
   constexpr int kTasks = 300;
   std::vector<std::string> tasks;

@@ -75,7 +75,7 @@ TEST(SessionTable, AnErasedValueIsReleasedAtOnce) {
   EXPECT_EQ(held.use_count(), 1) << "a sink must not outlive its session's end";
 }
 
-TEST(SessionTable, ErasingTheLastEntryFreesTheMemory) {
+TEST(SessionTable, ErasingEveryEntryLeavesAnEmptyTableThatTakesNewOnes) {
   SessionTable<std::string> table;
   for (SessionId id = 1; id <= 100; ++id) table[id] = std::to_string(id);
   for (SessionId id = 1; id <= 100; ++id) table.erase(id);
