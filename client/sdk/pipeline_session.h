@@ -94,6 +94,14 @@ class PipelineSession final : public PipelineWorker,
   bool PostToStrand(Fn&& fn) {
     return core_->Post(strand_, std::forward<Fn>(fn));
   }
+  // Runs fn now when already on strand_ (a handler acking its trigger: no second trip through
+  // the queue), else posts it. False if the runtime has shut down (fn is dropped).
+  template <class Fn>
+  bool RunOnStrand(Fn&& fn) {
+    if (!strand_.running_in_this_thread()) return PostToStrand(std::forward<Fn>(fn));
+    fn();
+    return true;
+  }
 
   // All on strand_.
   void StartAttempt();
@@ -108,7 +116,12 @@ class PipelineSession final : public PipelineWorker,
   bool Believe(bool current);
   void HandleGoodbye(std::chrono::milliseconds timeout);
   void HandleStop();
-  void ArmHeartbeat();
+  // The next heartbeat is due `after` from now; one is skipped while other messages keep the
+  // lease renewed (see there).
+  void ArmHeartbeat(std::chrono::steady_clock::duration after);
+  // Whether SetPosition was ever called; what the next heartbeat carries (taken out).
+  bool PositionsInUse();
+  std::map<std::string, int64_t> TakeHeartbeatPositions();
   // The trigger's position for an ack that named none (0: unknown or none).
   int64_t TriggerPosition(int64_t checkpoint_id) const;
   void CancelTimers();
@@ -139,6 +152,8 @@ class PipelineSession final : public PipelineWorker,
   bool ever_welcomed_ = false;
   std::chrono::steady_clock::time_point welcomed_at_;
   std::chrono::milliseconds heartbeat_interval_ = kDefaultHeartbeatInterval;
+  // When the current stream last took a message to send: every message renews the lease.
+  std::chrono::steady_clock::time_point last_sent_at_;
   Backoff backoff_;
   Backoff standby_backoff_;                       // backoff_ capped at kStandbyPollMax
   StandbyPoll standby_poll_{kStandbyPollWindow};  // when standby_backoff_ is the one

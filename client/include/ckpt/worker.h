@@ -237,9 +237,11 @@ struct PipelineWorkerCounters {
 // Threading: every method is safe to call from any thread, including from handlers; none blocks
 // except WaitUntilStopped. Requests are carried out in order on the pipeline's serialized context.
 //
-// Connection: Start() opens a stream and sends hello; after welcome the worker heartbeats at the
-// daemon's heartbeat_interval_ms. When the stream ends without the user asking, on_disconnected
-// reports the status, then:
+// Connection: Start() opens a stream and sends hello; after welcome the worker heartbeats once the
+// stream has sent nothing for the daemon's heartbeat_interval_ms (every message renews the lease),
+// and every interval once SetPosition was called (the positions ride on heartbeats). Acks,
+// declines and savepoint requests made in a handler are sent from it, ahead of work it posted. When
+// the stream ends without the user asking, on_disconnected reports the status, then:
 //   - INVALID_ARGUMENT, PERMISSION_DENIED, UNAUTHENTICATED, UNIMPLEMENTED: stop for good (retrying
 //     the same hello cannot succeed);
 //   - ABORTED (another stream took our tasks over): stop for good, do not fight back; but ABORTED
