@@ -63,6 +63,9 @@ void ConnectAttempt::MaybeStartWriteLocked() {
     write_op_.Arm(&Operation::Completed);
     stream.Write(outgoing_.front(), static_cast<QueuedOperation*>(&write_op_));
   });
+  // Write serialized the message before it returned: freed here, on the thread that most often
+  // made it (a handler's ack), not later on the queue's thread, which costs malloc more.
+  outgoing_.pop_front();
 }
 
 void ConnectAttempt::Cancel() {
@@ -76,7 +79,7 @@ void ConnectAttempt::Completed(Kind kind, bool ok) {
   if (kind == Kind::kRead) OnReadDone(ok);
   // The call's start sends its metadata with the write operation: done, it lets the first
   // message go.
-  if (kind == Kind::kStart || kind == Kind::kWrite) OnWriteOperationDone(ok, kind == Kind::kWrite);
+  if (kind == Kind::kStart || kind == Kind::kWrite) OnWriteOperationDone(ok);
   {
     std::lock_guard<std::mutex> lock(ops_mu_);
     if (kind == Kind::kFinish) finish_done_ = true;
@@ -98,8 +101,7 @@ void ConnectAttempt::OnReadDone(bool ok) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     closed_ = true;
-    // Keep the message in flight alive until its write is done; the rest will never be sent.
-    while (outgoing_.size() > (writing_ ? 1u : 0u)) outgoing_.pop_back();
+    outgoing_.clear();  // never sent (the one in flight, if any, is serialized already)
   }
   // The server is done (or the call broke): ask for the status. No write starts from here on.
   StartOperation([this](Stream& stream) {
@@ -108,9 +110,8 @@ void ConnectAttempt::OnReadDone(bool ok) {
   });
 }
 
-void ConnectAttempt::OnWriteOperationDone(bool ok, bool message_written) {
+void ConnectAttempt::OnWriteOperationDone(bool ok) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (message_written) outgoing_.pop_front();
   writing_ = false;
   if (!ok) {
     // The call did not start, or the stream broke; the read side sees the end and reports the

@@ -94,8 +94,8 @@ class ConnectAttempt final {
   void Completed(Kind kind, bool ok);
   void OnReadDone(bool ok);
   // The write operation is free again: after the call's start (which uses it for the metadata),
-  // or after a message (`message_written`: the front of outgoing_).
-  void OnWriteOperationDone(bool ok, bool message_written);
+  // or after a message.
+  void OnWriteOperationDone(bool ok);
   void OnDone();
   // Starts the write of outgoing_.front() if none is in flight.
   void MaybeStartWriteLocked();
@@ -128,8 +128,9 @@ class ConnectAttempt final {
   std::atomic<bool> done_{false};  // OnDone ran
 
   std::mutex mu_;
-  // The front is in flight while writing_ is true and must stay alive until OnWriteOperationDone
-  // (or, at first, the call's start is: it uses the same operation).
+  // Messages not yet handed to gRPC (a write serializes its message at once, so the one in
+  // flight is not here). writing_: a write is in flight (or, at first, the call's start: it uses
+  // the same operation).
   std::deque<v1::WorkerMessage> outgoing_;  // guarded by mu_
   bool writing_ = false;                    // guarded by mu_
   // The read side ended (the finish is asked for, OnDone may come) or a write failed: no more
