@@ -313,11 +313,28 @@ class Report:
                      f"{r['completed_per_s']:,.0f} completed/s, p99 {r['checkpoint_p99_ms']:,.0f} ms; "
                      f"daemon CPU {r['daemon_cpu_pct']:.0f}%, simulator {r['sim_cpu_pct']:.0f}%",
                      "-", None, r["every_round"] and r["checkpoint_p99_ms"] <= 100)
-        sim = [r for r in scale if r["pipelines"] == 20000 and r["completed_per_s"] > 0]
-        if not sim:
+        # The simulator's cost a round: driven by the stand-in daemon (bench/sim_bench.py) at
+        # about the target's rate when that run is there, else at what ckptd completed.
+        driven = [r for r in pick(self.ckptd, bench="sim", pipelines=20000)
+                  if ok(r) and r["rounds_per_s"] > 0]
+        driven.sort(key=lambda r: r["sim_us_per_round"])
+        end_to_end = [r for r in scale if r["pipelines"] == 20000 and r["completed_per_s"] > 0]
+        if driven:
+            r = driven[0]
+            us_per_round, rate = r["sim_us_per_round"], r["rounds_per_s"]
+            where = (f"{r['sim_cpu_pct']:.0f}% at {rate:,.0f} rounds/s from the stand-in daemon "
+                     f"({r['sim_channels']} connections; {us_per_round:.0f} us a round")
+            others = [f"{o['sim_us_per_round']:.0f} us over {o['sim_channels']}"
+                      for o in driven[1:]]
+            where += (", " + ", ".join(others) if others else "") + ")"
+        elif end_to_end:
+            r = end_to_end[0]
+            rate = r["completed_per_s"]
+            us_per_round = r["sim_cpu_pct"] / 100 * 1e6 / rate
+            where = (f"{r['sim_cpu_pct']:.0f}% at the {rate:,.0f} rounds/s the daemon completed "
+                     f"({us_per_round:.0f} us a round)")
+        else:
             return
-        r = sim[0]
-        us_per_round = r["sim_cpu_pct"] / 100 * 1e6 / r["completed_per_s"]
         projected_pct = us_per_round * 20000 / 1e6 * 100
         grpc = [g for g in pick(self.anchors, anchor="grpc-stream", test="ingest", streams=8,
                                 sink="inline") if ok(g)]
@@ -331,12 +348,10 @@ class Report:
                      f"({send_us:.1f} us a send, {receive_us:.1f} us a receive)")
             ratio = projected_pct / floor_pct if floor_pct else None
         self.add("the simulator handles 20,000 x 2 at 1 s within one core",
-                 f"{r['sim_cpu_pct']:.0f}% at the {r['completed_per_s']:,.0f} rounds/s the daemon "
-                 f"completed ({us_per_round:.0f} us a round): {projected_pct:.0f}% of a core at "
-                 "20,000/s", floor, ratio,
-                 r["every_round"] and r["sim_cpu_pct"] <= 100,
-                 "met only when the run kept every round within one core; ratio = simulator / "
-                 "bare gRPC")
+                 f"{where}: {projected_pct:.0f}% of a core at 20,000/s", floor, ratio,
+                 rate >= 0.95 * 20000 and projected_pct <= 100,
+                 "met when measured at >= 95% of 20,000 rounds/s and within one core there; "
+                 "ratio = simulator / bare gRPC")
 
     def _jvm_threads_text(self):
         parts = []

@@ -86,7 +86,8 @@ def run(args):
     wanted = args.pipelines * 1000 / args.interval_ms
     return {
         "bench": "sim", "pipelines": args.pipelines, "tasks": args.tasks,
-        "interval_ms": args.interval_ms, "window_s": round(window, 3),
+        "interval_ms": args.interval_ms, "sim_threads": args.sim_threads,
+        "sim_channels": args.sim_channels, "window_s": round(window, 3),
         "streams": last["streams"], "rounds_per_s": round(rounds_per_s, 1),
         "rounds_wanted_per_s": wanted, "sim_cpu_pct": round(sim_cpu, 1),
         "sim_us_per_round": round(sim_cpu * 1e4 / rounds_per_s, 1) if rounds_per_s else None,
@@ -94,6 +95,7 @@ def run(args):
         "sim_rounds_per_core_s": round(rounds_per_s * 100 / sim_cpu) if sim_cpu else None,
         "stand_in_cpu_pct": round(100 * (std1 - std0) / window, 1),
         "every_round": rounds_per_s >= 0.99 * wanted,
+        "status": "ok",
     }
 
 
@@ -107,7 +109,7 @@ def main():
     p.add_argument("--window-s", type=float, default=10)
     p.add_argument("--sim-threads", type=int, default=2)
     p.add_argument("--sim-channels", type=int, default=8)
-    p.add_argument("--stand-in-threads", type=int, default=2)
+    p.add_argument("--stand-in-threads", type=int, default=4)
     print(json.dumps(run(p.parse_args())), flush=True)
 
 

@@ -48,7 +48,8 @@ export CCACHE_BASEDIR=$root
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCKPT_BENCH=ON \
   -DCKPT_BUILD_TESTS=OFF >/dev/null
 cmake --build "$build" -j"$(nproc)" --target ckptd ckpt-worker-sim ckptctl \
-  ckpt-bench-scheduler ckpt-bench-store ckpt-bench-restart ckpt-bench-fanout-anchor >/dev/null
+  ckpt-bench-scheduler ckpt-bench-store ckpt-bench-restart ckpt-bench-fanout-anchor \
+  ckpt-bench-sim-stand-in >/dev/null
 rm -rf "$work"
 mkdir -p "$work" "$results"
 : > "$ckptd_jsonl"
@@ -149,6 +150,15 @@ run_bench 180 '"bench":"e2e","label":"scale-2s","pipelines":20000,"tasks":2' \
   "$python" "$root/bench/e2e_bench.py" --build-dir "$build" --work-dir "$work" \
   --pipelines 20000 --tasks 2 --interval-ms 2000 --warmup-s 6 --window-s 12 --sim-channels 8 \
   --label scale-2s
+# The simulator alone, driven by a stand-in daemon (no coordinator, no store) at the 20,000
+# rounds a second that ckptd does not complete on these 2 cores: its own cost a round (target 6).
+# Over 2 connections and over the 8 the runs above use (fewer, fuller reads: less a round).
+step "the simulator alone: 20,000 x 2 at 1 s from a stand-in daemon, over 2 and 8 connections"
+for ch in 2 8; do
+  run_bench 120 "\"bench\":\"sim\",\"pipelines\":20000,\"sim_channels\":$ch" \
+    "$python" "$root/bench/sim_bench.py" --build-dir "$build" --pipelines 20000 --tasks 2 \
+    --sim-channels "$ch"
+done
 # Alignment groups (docs/ALIGNMENT.md): 1,000 groups of 5 pipelines at 1 s, and the same 5,000
 # pipelines alone: the trigger skew between a group's members, and what a group round costs beside
 # five rounds of pipelines on their own (daemon CPU at the same completions per second).
