@@ -89,14 +89,14 @@ class SessionTable {
   // The source is left empty, as a moved-from std::map is in practice (callers clear it anyway).
   SessionTable(SessionTable&& other) noexcept
       : entries_(std::move(other.entries_)), live_(other.live_), dead_(other.dead_) {
-    other.Reset();
+    other.clear();
   }
   SessionTable& operator=(SessionTable&& other) noexcept {
     if (this != &other) {
       entries_ = std::move(other.entries_);
       live_ = other.live_;
       dead_ = other.dead_;
-      other.Reset();
+      other.clear();
     }
     return *this;
   }
@@ -186,11 +186,6 @@ class SessionTable {
                    entries_.end());
     dead_ = 0;
     if (entries_.capacity() > 4 * entries_.size()) entries_.shrink_to_fit();
-  }
-
-  void Reset() {
-    entries_.clear();
-    live_ = dead_ = 0;
   }
 
   std::vector<value_type> entries_;
