@@ -19,18 +19,11 @@ import subprocess
 import sys
 import time
 
-CLK_TCK = os.sysconf("SC_CLK_TCK")
+from e2e_bench import cpu_seconds
 
 
 def log(msg):
     print(f"  [sim] {msg}", file=sys.stderr, flush=True)
-
-
-def cpu_seconds(pid):
-    """User + system CPU seconds of a process so far (fields 14 and 15 of /proc/<pid>/stat)."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 
 def read_line(proc, deadline):

@@ -35,8 +35,6 @@ using Clock = std::chrono::steady_clock;
 
 constexpr std::chrono::milliseconds kTick{10};
 
-class Shard;
-
 // What a completion queue hands back: the operation's owner and what it was.
 struct Tag {
   enum class Kind { kAccept, kRead, kWrite, kFinish, kTick };
@@ -46,9 +44,6 @@ struct Tag {
 
 // One Connect stream. Threading: its shard's thread only.
 struct Stream {
-  explicit Stream(Shard* shard) : shard(shard) {}
-
-  Shard* const shard;
   grpc::ServerContext context;
   grpc::ServerAsyncReaderWriter<v1::CoordinatorMessage, v1::WorkerMessage> rw{&context};
   v1::WorkerMessage in;
@@ -99,14 +94,13 @@ class Shard {
       if (s.finished && !s.in_slot) delete &s;
     }
   }
-  void Shutdown() { cq_->Shutdown(); }
 
   uint64_t rounds() const { return rounds_.load(std::memory_order_relaxed); }
   uint64_t streams() const { return streams_.load(std::memory_order_relaxed); }
 
  private:
   void Accept() {
-    auto* s = new Stream(this);
+    auto* s = new Stream;
     service_.RequestConnect(&s->context, &s->rw, cq_.get(), cq_.get(), &s->accept_tag);
   }
 
