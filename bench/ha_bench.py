@@ -13,6 +13,9 @@ the simulator serving every pipeline with `--server A,B`.
   3. Failover: K times, kill -9 of the leader; the time until the standby is ready, and until
      every pipeline has completed a checkpoint after the kill. The killed daemon is started again
      as the next standby.
+  4. The store alone (ckpt-bench-store --etcd: no daemon, simulator or standby beside it), last
+     because what it writes slows etcd for what follows: 2,000 pipelines each keeping one commit
+     in flight. What etcd and the store complete when the machine's cores are theirs.
 
   ha_bench.py --build-dir B [--pipelines 1000] [--tasks 2] [--kills 10] [--members 3]
 Prints one JSON object on stdout; progress on stderr. Not part of CI (minutes per run).
@@ -54,6 +57,32 @@ def etcd_sequential_puts(endpoint, count):
         if reply.status != 200:
             raise RuntimeError(f"etcd put answered {reply.status}")
     return count / (time.monotonic() - start)
+
+
+def store_phase(args, etcd, inflight, runs=3):
+    """ckpt-bench-store against the cluster: the store alone, in durable completions per second."""
+    binary = os.path.join(args.build_dir, "bench", "ckpt-bench-store")
+    endpoints = ",".join(etcd.endpoints)
+    # Not counted: a fresh cluster is much faster for its first seconds of load than after.
+    subprocess.run([binary, "--etcd", endpoints, "--inflight", str(inflight), "--warmup-s", "1",
+                    "--measure-s", "8"], capture_output=True, text=True, timeout=300, check=True)
+    rows = []
+    for _ in range(runs):
+        out = subprocess.run([binary, "--etcd", endpoints, "--inflight", str(inflight),
+                              "--warmup-s", "3", "--measure-s", "15"],
+                             capture_output=True, text=True, timeout=300)
+        if out.returncode != 0:
+            raise RuntimeError(f"ckpt-bench-store failed: {out.stderr.strip()[-500:]}")
+        rows.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    rates = [r["completions_per_s"] for r in rows]
+    return {
+        "inflight": inflight,
+        "completions_per_s": [round(r) for r in rates],
+        "completions_per_s_median": round(statistics.median(rates)),
+        "latency_p99_ms": [round(r["latency_p99_us"] / 1000) for r in rows],
+        "store_cpu_us_per_completion": [round(r["cpu_us_per_completion"], 1) for r in rows],
+        "failed": sum(r["failed"] for r in rows),
+    }
 
 
 class Daemon:
@@ -307,6 +336,9 @@ def main():
     parser.add_argument("--kills", type=int, default=10)
     parser.add_argument("--warmup-s", type=float, default=10)
     parser.add_argument("--window-s", type=float, default=30)
+    parser.add_argument("--skip-store", action="store_true")
+    parser.add_argument("--store-inflight", type=int, default=2000,
+                        help="the store alone: pipelines with a commit in flight")
     parser.add_argument("--skip-steady", action="store_true")
     parser.add_argument("--skip-failover", action="store_true")
     args = parser.parse_args()
@@ -327,6 +359,9 @@ def main():
             log(f"capacity: {result['capacity']}")
         if not args.skip_failover:
             result["failover"] = failover_phase(ws, etcd, args)
+        if not args.skip_store:
+            result["store_alone"] = store_phase(args, etcd, args.store_inflight)
+            log(f"store alone: {result['store_alone']}")
         proved = args.skip_failover or result["failover"]["proof"]["ok"]
         result["status"] = "ok" if proved else "failed"
         print(json.dumps(result))

@@ -267,7 +267,8 @@ class Report:
                      f"{rate:,.0f}/s with {cap['offered_per_s']:,.0f}/s offered "
                      f"({cap['pipelines']:,} x 2 at 1 s)",
                      f"{floor:,}/s sequential single puts" if floor else "-",
-                     rate / floor if floor else None, rate >= 5000, "ratio = ckptd / etcd's floor")
+                     rate / floor if floor else None, rate >= 5000,
+                     "ratio = ckptd / etcd's floor" + self._store_alone_text(ha))
         steady = ha.get("steady")
         if steady:
             p99 = steady["checkpoint_ms"]["p99"]
@@ -296,6 +297,14 @@ class Report:
                      f"{proof.get('tasks_stopped')} stopped, "
                      f"{proof.get('pipelines_behind_the_old_leader')} behind", "-", None,
                      bool(proof.get("ok")))
+
+    @staticmethod
+    def _store_alone_text(ha):
+        alone = ha.get("store_alone")
+        if not alone:
+            return ""
+        return (f"; the store alone on the same etcd (no daemon, simulator or standby beside it): "
+                f"{alone['completions_per_s_median']:,}/s")
 
     def _evaluate_round_rate(self, scale):
         """10,000 rounds a second end to end (10,000 x 2 at 1 s, 20,000 x 2 at 2 s), and what the

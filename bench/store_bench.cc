@@ -14,6 +14,9 @@
 //   --batch-spacing-us N
 //                     the writer's group commit pacing (SqliteStoreOptions::min_batch_spacing;
 //                     default: the daemon's)
+//   --etcd URL[,URL...]
+//                     the etcd backend instead (store.backend etcd), under a prefix of its own
+//                     (removed afterwards), fenced as a leader's store is
 // Latency is last ack to complete as the store contributes to it: CommitCheckpoint called to its
 // durable callback. The file is in --dir (removed first), on the disk the daemon would use.
 // Prints one JSON object on stdout.
@@ -29,9 +32,12 @@
 #include <thread>
 #include <vector>
 
+#include <unistd.h>
+
 #include "common/bench_args.h"
 #include "common/proc_stats.h"
 #include "common/sample_recorder.h"
+#include "etcd/etcd_store.h"
 #include "sqlite/sqlite_store.h"
 
 namespace {
@@ -53,7 +59,7 @@ struct PipelineSlot {
 
 class StoreLoad {
  public:
-  StoreLoad(SqliteStore& store, int pipelines, int tasks, SampleRecorder& latencies)
+  StoreLoad(GroupCommitStore& store, int pipelines, int tasks, SampleRecorder& latencies)
       : store_(store), latencies_(latencies), slots_(pipelines) {
     for (int i = 0; i < pipelines; ++i) {
       PipelineSpec& spec = slots_[i].record.spec;
@@ -112,7 +118,7 @@ class StoreLoad {
   size_t pipelines() const { return slots_.size(); }
 
  private:
-  SqliteStore& store_;
+  GroupCommitStore& store_;
   SampleRecorder& latencies_;
   std::vector<PipelineSlot> slots_;
   std::atomic<bool> running_{true};
@@ -120,6 +126,57 @@ class StoreLoad {
   std::atomic<uint64_t> failed_{0};
   std::atomic<int64_t> in_flight_{0};
 };
+
+std::vector<std::string> SplitComma(const std::string& text) {
+  std::vector<std::string> parts;
+  size_t from = 0;
+  while (from <= text.size()) {
+    const size_t comma = std::min(text.find(',', from), text.size());
+    if (comma > from) parts.push_back(text.substr(from, comma - from));
+    from = comma + 1;
+  }
+  return parts;
+}
+
+// The etcd store under `prefix`, fenced by a key of its own (as a leader's is by its election
+// key); an error when etcd cannot be reached.
+Result<std::unique_ptr<EtcdStore>> OpenEtcd(const std::string& endpoints, const std::string& prefix,
+                                            std::chrono::microseconds spacing) {
+  EtcdSettings settings;
+  settings.endpoints = SplitComma(endpoints);
+  settings.prefix = prefix;
+  auto client = EtcdClient::Create(settings);
+  if (!client.ok()) return client.status();
+  std::shared_ptr<EtcdClient> shared = std::move(*client);
+  etcdserverpb::TxnRequest txn;
+  auto* put = txn.add_success()->mutable_request_put();
+  put->set_key(prefix + "/election/bench");
+  put->set_value("ckpt-bench-store");
+  etcdserverpb::TxnResponse response;
+  EtcdError error;
+  if (!shared->Txn(txn, &response, &error)) return error.status;
+  GroupCommitOptions options;
+  options.min_batch_spacing = spacing;
+  auto store = EtcdStore::Create(shared, nullptr, std::move(options));
+  store->backend().SetFence(prefix + "/election/bench", response.header().revision());
+  return store;
+}
+
+// Deletes everything under `prefix` (the run's keys).
+void RemoveEtcdPrefix(const std::string& endpoints, const std::string& prefix) {
+  EtcdSettings settings;
+  settings.endpoints = SplitComma(endpoints);
+  settings.prefix = prefix;
+  auto client = EtcdClient::Create(settings);
+  if (!client.ok()) return;
+  etcdserverpb::TxnRequest txn;
+  auto* del = txn.add_success()->mutable_request_delete_range();
+  del->set_key(prefix + "/");
+  del->set_range_end(PrefixEnd(prefix + "/"));
+  etcdserverpb::TxnResponse response;
+  EtcdError error;
+  (*client)->Txn(txn, &response, &error);
+}
 
 }  // namespace
 
@@ -132,22 +189,37 @@ int main(int argc, char** argv) {
        {"tasks", "2"},
        {"warmup-s", "1"},
        {"measure-s", "3"},
-       {"batch-spacing-us", std::to_string(SqliteStoreOptions{}.min_batch_spacing.count())}});
+       {"batch-spacing-us", std::to_string(SqliteStoreOptions{}.min_batch_spacing.count())},
+       {"etcd", ""}});
   const int inflight = static_cast<int>(args.Int("inflight"));
   const double rate = args.Double("rate");
   const double warmup_s = args.Double("warmup-s");
   const double measure_s = args.Double("measure-s");
   spdlog::set_level(spdlog::level::warn);
 
-  std::filesystem::remove_all(args.Str("dir"));
-  SqliteStoreOptions options;
-  options.min_batch_spacing = std::chrono::microseconds(args.Int("batch-spacing-us"));
-  auto opened = SqliteStore::Open(args.Str("dir"), options);
-  if (!opened.ok()) {
-    std::fprintf(stderr, "ckpt-bench-store: %s\n", opened.status().ToString().c_str());
-    return 1;
+  const std::string etcd = args.Str("etcd");
+  const std::string etcd_prefix = "/ckpt-bench-store/" + std::to_string(getpid());
+  const auto spacing = std::chrono::microseconds(args.Int("batch-spacing-us"));
+  std::unique_ptr<GroupCommitStore> opened;
+  if (etcd.empty()) {
+    std::filesystem::remove_all(args.Str("dir"));
+    SqliteStoreOptions options;
+    options.min_batch_spacing = spacing;
+    auto sqlite = SqliteStore::Open(args.Str("dir"), options);
+    if (!sqlite.ok()) {
+      std::fprintf(stderr, "ckpt-bench-store: %s\n", sqlite.status().ToString().c_str());
+      return 1;
+    }
+    opened = std::move(*sqlite);
+  } else {
+    auto etcd_store = OpenEtcd(etcd, etcd_prefix, spacing);
+    if (!etcd_store.ok()) {
+      std::fprintf(stderr, "ckpt-bench-store: %s\n", etcd_store.status().ToString().c_str());
+      return 1;
+    }
+    opened = std::move(*etcd_store);
   }
-  SqliteStore& store = **opened;
+  GroupCommitStore& store = *opened;
   SampleRecorder latencies(static_cast<size_t>(4'000'000));
   StoreLoad load(store, inflight, static_cast<int>(args.Int("tasks")), latencies);
   load.Populate();
@@ -202,7 +274,8 @@ int main(int argc, char** argv) {
   out["completions_per_s"] = completions / window_s;
   out["batches_per_s"] = batches / window_s;
   out["mean_batch"] = batches > 0 ? completions / batches : 0.0;
-  out["batch_spacing_us"] = options.min_batch_spacing.count();
+  out["batch_spacing_us"] = spacing.count();
+  out["backend"] = etcd.empty() ? "sqlite" : "etcd";
   // The whole process (the writer thread and this benchmark's load), per durable completion.
   out["cpu_pct"] = 100.0 * cpu_s / window_s;
   out["cpu_us_per_completion"] = completions > 0 ? 1e6 * cpu_s / completions : 0.0;
@@ -213,7 +286,11 @@ int main(int argc, char** argv) {
   out["latency_max_us"] = samples.empty() ? 0 : samples.back();
   out["status"] = load.failed() == 0 ? "ok" : "failed";
   std::printf("%s\n", out.dump().c_str());
-  opened->reset();
-  std::filesystem::remove_all(args.Str("dir"));
+  opened.reset();
+  if (etcd.empty()) {
+    std::filesystem::remove_all(args.Str("dir"));
+  } else {
+    RemoveEtcdPrefix(etcd, etcd_prefix);
+  }
   return 0;
 }
