@@ -138,44 +138,46 @@ std::vector<std::string> SplitComma(const std::string& text) {
   return parts;
 }
 
-// The etcd store under `prefix`, fenced by a key of its own (as a leader's is by its election
-// key); an error when etcd cannot be reached.
-Result<std::unique_ptr<EtcdStore>> OpenEtcd(const std::string& endpoints, const std::string& prefix,
-                                            std::chrono::microseconds spacing) {
+// A client of the etcd cluster at `endpoints` (comma-separated), for keys under `prefix`.
+Result<std::shared_ptr<EtcdClient>> ConnectEtcd(const std::string& endpoints,
+                                                const std::string& prefix) {
   EtcdSettings settings;
   settings.endpoints = SplitComma(endpoints);
   settings.prefix = prefix;
   auto client = EtcdClient::Create(settings);
   if (!client.ok()) return client.status();
-  std::shared_ptr<EtcdClient> shared = std::move(*client);
+  return std::shared_ptr<EtcdClient>(std::move(*client));
+}
+
+// The etcd store under the client's prefix, fenced by a key of its own (as a leader's is by its
+// election key); an error when etcd cannot be reached.
+Result<std::unique_ptr<EtcdStore>> OpenEtcd(std::shared_ptr<EtcdClient> client,
+                                            std::chrono::microseconds spacing) {
+  const std::string fence_key = client->settings().prefix + "/election/bench";
   etcdserverpb::TxnRequest txn;
   auto* put = txn.add_success()->mutable_request_put();
-  put->set_key(prefix + "/election/bench");
+  put->set_key(fence_key);
   put->set_value("ckpt-bench-store");
   etcdserverpb::TxnResponse response;
   EtcdError error;
-  if (!shared->Txn(txn, &response, &error)) return error.status;
+  if (!client->Txn(txn, &response, &error)) return error.status;
   GroupCommitOptions options;
   options.min_batch_spacing = spacing;
-  auto store = EtcdStore::Create(shared, nullptr, std::move(options));
-  store->backend().SetFence(prefix + "/election/bench", response.header().revision());
+  auto store = EtcdStore::Create(std::move(client), nullptr, std::move(options));
+  store->backend().SetFence(fence_key, response.header().revision());
   return store;
 }
 
-// Deletes everything under `prefix` (the run's keys).
-void RemoveEtcdPrefix(const std::string& endpoints, const std::string& prefix) {
-  EtcdSettings settings;
-  settings.endpoints = SplitComma(endpoints);
-  settings.prefix = prefix;
-  auto client = EtcdClient::Create(settings);
-  if (!client.ok()) return;
+// Deletes everything under the client's prefix (the run's keys).
+void RemoveEtcdPrefix(EtcdClient& client) {
+  const std::string root = client.settings().prefix + "/";
   etcdserverpb::TxnRequest txn;
   auto* del = txn.add_success()->mutable_request_delete_range();
-  del->set_key(prefix + "/");
-  del->set_range_end(PrefixEnd(prefix + "/"));
+  del->set_key(root);
+  del->set_range_end(PrefixEnd(root));
   etcdserverpb::TxnResponse response;
   EtcdError error;
-  (*client)->Txn(txn, &response, &error);
+  client.Txn(txn, &response, &error);
 }
 
 }  // namespace
@@ -198,7 +200,7 @@ int main(int argc, char** argv) {
   spdlog::set_level(spdlog::level::warn);
 
   const std::string etcd = args.Str("etcd");
-  const std::string etcd_prefix = "/ckpt-bench-store/" + std::to_string(getpid());
+  std::shared_ptr<EtcdClient> etcd_client;
   const auto spacing = std::chrono::microseconds(args.Int("batch-spacing-us"));
   std::unique_ptr<GroupCommitStore> opened;
   if (etcd.empty()) {
@@ -212,11 +214,14 @@ int main(int argc, char** argv) {
     }
     opened = std::move(*sqlite);
   } else {
-    auto etcd_store = OpenEtcd(etcd, etcd_prefix, spacing);
+    auto client = ConnectEtcd(etcd, "/ckpt-bench-store/" + std::to_string(getpid()));
+    auto etcd_store = client.ok() ? OpenEtcd(*client, spacing)
+                                  : Result<std::unique_ptr<EtcdStore>>(client.status());
     if (!etcd_store.ok()) {
       std::fprintf(stderr, "ckpt-bench-store: %s\n", etcd_store.status().ToString().c_str());
       return 1;
     }
+    etcd_client = *client;
     opened = std::move(*etcd_store);
   }
   GroupCommitStore& store = *opened;
@@ -287,10 +292,10 @@ int main(int argc, char** argv) {
   out["status"] = load.failed() == 0 ? "ok" : "failed";
   std::printf("%s\n", out.dump().c_str());
   opened.reset();
-  if (etcd.empty()) {
-    std::filesystem::remove_all(args.Str("dir"));
+  if (etcd_client) {
+    RemoveEtcdPrefix(*etcd_client);
   } else {
-    RemoveEtcdPrefix(etcd, etcd_prefix);
+    std::filesystem::remove_all(args.Str("dir"));
   }
   return 0;
 }
