@@ -173,7 +173,21 @@ class Report:
             self.add("ack ingest at saturation >= 90% of bare gRPC ingest",
                      f"{best['acks_per_s']:,.0f} acks/s ({best['pipelines']} x {best['tasks']})",
                      f"{grpc['msgs_per_s']:,} msgs/s (grpc {grpc['streams']} stream(s), "
-                     f"{grpc['sink']})", ratio, ratio >= 0.9)
+                     f"{grpc['sink']})", ratio, ratio >= 0.9,
+                     "the anchor's row is from the start of the run; the pairs compare at the "
+                     "same minute")
+        for pairs in (p for p in pick(self.ckptd, bench="ingest_pairs")
+                      if p.get("status") in ("ok", "partial")):
+            ratios = [r["ratio"] for r in pairs["rows"] if r.get("ratio") is not None]
+            acks = [r["ckptd_acks_per_s"] for r in pairs["rows"] if r.get("ckptd_acks_per_s")]
+            ratio = pairs.get("median_ratio")
+            self.add("ack ingest at saturation >= 90% of bare gRPC ingest, pair by pair",
+                     f"{min(acks):,}-{max(acks):,} acks/s ({pairs['pipelines']} x "
+                     f"{pairs['tasks']}) in {len(acks)} of {pairs['pairs']} pairs" if acks else "-",
+                     f"bare gRPC, {pairs['streams']} streams, inline and asio sinks, each pair",
+                     ratio, ratio is not None and ratio >= 0.9 and len(ratios) == pairs["pairs"],
+                     "ratio = median of the pairs' ckptd / better bare row; ratios "
+                     + ", ".join(f"{r:.2f}" for r in ratios))
         tls = [r for r in pick(self.ckptd, bench="e2e", label="ingest-tls") if ok(r)]
         for r in tls:
             plain = [p for p in ingest
@@ -477,6 +491,15 @@ class Report:
                 out += ["", "Bare gRPC ingest of the same run (anchors): " + "; ".join(
                     f"{r['streams']} stream(s)/{r['channels']} conn/{r['sink']}: "
                     f"{r['msgs_per_s']:,} msgs/s" for r in grpc) + "."]
+            for pairs in pick(self.ckptd, bench="ingest_pairs"):
+                out += ["", "Ingest pair by pair (`bench/ingest_pairs.py`): bare gRPC (8 streams, "
+                        "one connection) and then ckptd's 64 x 250, at the same minute.", "",
+                        "| pair | bare gRPC inline / asio msgs/s | ckptd acks/s | daemon CPU % | "
+                        "ratio |", "|---|---|---|---|---|"]
+                for i, r in enumerate(pairs.get("rows") or [], 1):
+                    out.append(f"| {i} | {fmt(r['grpc_inline_msgs_per_s'])} / "
+                               f"{fmt(r['grpc_asio_msgs_per_s'])} | {fmt(r['ckptd_acks_per_s'])} | "
+                               f"{fmt(r['ckptd_cpu_pct'])} | {fmt(r['ratio'], 2)} |")
         store = pick(self.ckptd, bench="store")
         if store:
             out += ["", "## Store (SQLite, WAL, synchronous=FULL)", "",

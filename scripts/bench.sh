@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs ckptd's benchmarks beside the performance anchors, in one invocation and one benchmark at a
 # time, and writes bench/results/<date>.{json,md,png}; docs/PERFORMANCE.md explains them.
-# Not part of CI. About 20-25 minutes on 2 cores (8 of them the HA benchmark on etcd), plus a first
+# Not part of CI. About 25-30 minutes on 2 cores (8 of them the HA benchmark on etcd), plus a first
 # Release build.
 #
 #   scripts/bench.sh
@@ -9,6 +9,8 @@
 #   CKPT_BENCH_SKIP_ANCHORS=1  ckptd's benchmarks only (the report then has no ratios)
 #   CKPT_BENCH_BUILD_DIR=DIR   the Release tree (default: build-bench)
 #   CKPT_BENCH_DATE=NAME       the results' file name (default: today, UTC)
+#   CKPT_BENCH_PAIRS=N         scheduler pairs beside bare Asio at 100,000 (default 10; 0 skips)
+#   CKPT_BENCH_INGEST_PAIRS=N  ack ingest pairs beside bare gRPC (default 3; 0 skips)
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -177,6 +179,19 @@ for cfg in "16 500" "64 250"; do
     "$python" "$root/bench/e2e_bench.py" --build-dir "$build" --work-dir "$work" \
     --pipelines "$1" --tasks "$2" --interval-ms 10 --warmup-s 3 --window-s 5 --label ingest
 done
+# The same ingest beside bare gRPC at the same minute, pair by pair (about 1 minute a pair): the
+# anchors ran some twenty minutes earlier, and the machine's speed moves by more than the target's
+# margin in that time. The target's ratio is the pairs' median (report.py).
+ingest_pairs=${CKPT_BENCH_INGEST_PAIRS:-3}
+grpc_anchor=$build/anchors/limits/build
+if [ "$ingest_pairs" -gt 0 ] && [ ! -x "$grpc_anchor/grpc_ack_server" ]; then
+  step "no $grpc_anchor/grpc_ack_server (the anchors did not build): the ingest pairs are skipped"
+elif [ "$ingest_pairs" -gt 0 ]; then
+  step "end to end: ack ingest, $ingest_pairs pairs beside bare gRPC"
+  run_bench $((ingest_pairs * 120 + 30)) '"bench":"ingest_pairs"' \
+    "$python" "$root/bench/ingest_pairs.py" --build-dir "$build" --anchors-build "$grpc_anchor" \
+    --work-dir "$work" --pairs "$ingest_pairs"
+fi
 # Wide pipelines: one of 2,000 tasks over 200 worker streams, and 100 of 200 tasks over 20 each;
 # the daemon's own share of a round (fan-out, fan-in) from its histograms.
 step "end to end: wide pipelines (1 x 2,000 tasks over 200 streams, 100 x 200 over 20 each)"
