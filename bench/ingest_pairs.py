@@ -22,21 +22,13 @@ import subprocess
 import sys
 import time
 
+from scheduler_pairs import run_json  # the last JSON line a command prints
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def log(msg):
     print(f"  [ingest pairs] {msg}", file=sys.stderr, flush=True)
-
-
-def last_json(text):
-    for line in reversed(text.splitlines()):
-        if line.startswith("{"):
-            try:
-                return json.loads(line)
-            except json.JSONDecodeError:
-                return None
-    return None
 
 
 def bare_grpc(anchors_build, work_dir, warmup_s, measure_s):
@@ -58,16 +50,10 @@ def bare_grpc(anchors_build, work_dir, warmup_s, measure_s):
         if port is None:
             return rates
         for sink in ("inline", "asio"):
-            try:
-                out = subprocess.run(
-                    [os.path.join(anchors_build, "grpc_ack_client"), "--target",
-                     f"127.0.0.1:{port}", "--test", "ingest", "--streams", "8", "--channels", "1",
-                     "--sink", sink, "--rate", "1000", "--warmup-s", str(warmup_s), "--measure-s", str(measure_s)],
-                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                    timeout=60, check=False).stdout
-            except subprocess.TimeoutExpired:
-                continue
-            row = last_json(out)
+            row = run_json([os.path.join(anchors_build, "grpc_ack_client"), "--target",
+                            f"127.0.0.1:{port}", "--test", "ingest", "--streams", "8",
+                            "--channels", "1", "--sink", sink, "--rate", "1000", "--warmup-s",
+                            str(warmup_s), "--measure-s", str(measure_s)], 60)
             if row and row.get("msgs_per_s"):
                 rates[sink] = row["msgs_per_s"]
     finally:
@@ -80,12 +66,7 @@ def ckptd_ingest(args):
     cmd = [sys.executable, os.path.join(HERE, "e2e_bench.py"), "--build-dir", args.build_dir,
            "--work-dir", args.work_dir, "--pipelines", "64", "--tasks", "250", "--interval-ms",
            "10", "--warmup-s", "3", "--window-s", "5", "--label", "ingest"]
-    try:
-        out = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                             timeout=180, check=False).stdout
-    except subprocess.TimeoutExpired:
-        return None
-    row = last_json(out)
+    row = run_json(cmd, 180)
     return row if row and row.get("status", "ok") == "ok" and row.get("acks_per_s") else None
 
 
