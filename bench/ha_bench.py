@@ -18,6 +18,9 @@ the simulator serving every pipeline with `--server A,B`.
      in flight. What etcd and the store complete when the machine's cores are theirs.
 
   ha_bench.py --build-dir B [--pipelines 1000] [--tasks 2] [--kills 10] [--members 3]
+              [--max-txn-ops 128]
+--max-txn-ops runs every member with etcd's --max-txn-ops and the daemons (and the store alone)
+with store.etcd.max_txn_ops at it: a larger transaction per raft round.
 Prints one JSON object on stdout; progress on stderr. Not part of CI (minutes per run).
 """
 import argparse
@@ -64,12 +67,14 @@ def store_phase(args, etcd, inflight, runs=3):
     binary = os.path.join(args.build_dir, "bench", "ckpt-bench-store")
     endpoints = ",".join(etcd.endpoints)
     # Not counted: a fresh cluster is much faster for its first seconds of load than after.
+    limit = ["--etcd-max-txn-ops", str(args.max_txn_ops)]
     subprocess.run([binary, "--etcd", endpoints, "--inflight", str(inflight), "--warmup-s", "1",
-                    "--measure-s", "8"], capture_output=True, text=True, timeout=300, check=True)
+                    "--measure-s", "8", *limit], capture_output=True, text=True, timeout=300,
+                   check=True)
     rows = []
     for _ in range(runs):
         out = subprocess.run([binary, "--etcd", endpoints, "--inflight", str(inflight),
-                              "--warmup-s", "3", "--measure-s", "15"],
+                              "--warmup-s", "3", "--measure-s", "15", *limit],
                              capture_output=True, text=True, timeout=300)
         if out.returncode != 0:
             raise RuntimeError(f"ckpt-bench-store failed: {out.stderr.strip()[-500:]}")
@@ -98,7 +103,8 @@ class Daemon:
                     f"data_dir: {ws.path(name + '-' + job)}\nadvertise: 127.0.0.1:{self.port}\n"
                     "log: {level: info}\nlimits: {max_streams_per_peer: 100000}\n"
                     f"store:\n  backend: etcd\n  etcd: {{endpoints: {etcd.yaml_endpoints()}, "
-                    f"prefix: /ckptd-{job}, election_ttl_ms: {args.ttl_ms}}}\n"
+                    f"prefix: /ckptd-{job}, election_ttl_ms: {args.ttl_ms}, "
+                    f"max_txn_ops: {args.max_txn_ops}}}\n"
                     f"pipelines:\n{declared}")
         self.proc = None
 
@@ -341,15 +347,18 @@ def main():
                         help="the store alone: pipelines with a commit in flight")
     parser.add_argument("--skip-steady", action="store_true")
     parser.add_argument("--skip-failover", action="store_true")
+    parser.add_argument("--max-txn-ops", type=int, default=128,
+                        help="etcd's --max-txn-ops on every member and store.etcd.max_txn_ops "
+                             "(128: etcd's default)")
     args = parser.parse_args()
 
     ws = e2e.Workspace(args.build_dir)
     etcd = None
     try:
-        etcd = etcd_util.EtcdCluster(args.members)
+        etcd = etcd_util.EtcdCluster(args.members, ["--max-txn-ops", str(args.max_txn_ops)])
         floor = etcd_sequential_puts(etcd.endpoints[0], 2000)
         log(f"etcd sequential puts: {floor:.0f}/s")
-        result = {"bench": "ha", "etcd_members": args.members,
+        result = {"bench": "ha", "etcd_members": args.members, "max_txn_ops": args.max_txn_ops,
                   "etcd_sequential_puts_per_s": round(floor)}
         if not args.skip_steady:
             result["steady"] = steady_phase(ws, etcd, args, args.steady_pipelines, "steady")

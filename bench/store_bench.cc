@@ -17,6 +17,9 @@
 //   --etcd URL[,URL...]
 //                     the etcd backend instead (store.backend etcd), under a prefix of its own
 //                     (removed afterwards), fenced as a leader's store is
+//   --etcd-max-txn-ops N
+//                     store.etcd.max_txn_ops (default 128, etcd's own default): the members
+//                     must run with --max-txn-ops N or more, which is checked first
 // Latency is last ack to complete as the store contributes to it: CommitCheckpoint called to its
 // durable callback. The file is in --dir (removed first), on the disk the daemon would use.
 // Prints one JSON object on stdout.
@@ -140,10 +143,11 @@ std::vector<std::string> SplitComma(const std::string& text) {
 
 // A client of the etcd cluster at `endpoints` (comma-separated), for keys under `prefix`.
 Result<std::shared_ptr<EtcdClient>> ConnectEtcd(const std::string& endpoints,
-                                                const std::string& prefix) {
+                                                const std::string& prefix, int64_t max_txn_ops) {
   EtcdSettings settings;
   settings.endpoints = SplitComma(endpoints);
   settings.prefix = prefix;
+  settings.max_txn_ops = max_txn_ops;
   auto client = EtcdClient::Create(settings);
   if (!client.ok()) return client.status();
   return std::shared_ptr<EtcdClient>(std::move(*client));
@@ -165,6 +169,7 @@ Result<std::unique_ptr<EtcdStore>> OpenEtcd(std::shared_ptr<EtcdClient> client,
   options.min_batch_spacing = spacing;
   auto store = EtcdStore::Create(std::move(client), nullptr, std::move(options));
   store->backend().SetFence(fence_key, response.header().revision());
+  if (Status s = store->backend().CheckTxnLimit(); !s.ok()) return s;
   return store;
 }
 
@@ -192,7 +197,8 @@ int main(int argc, char** argv) {
        {"warmup-s", "1"},
        {"measure-s", "3"},
        {"batch-spacing-us", std::to_string(SqliteStoreOptions{}.min_batch_spacing.count())},
-       {"etcd", ""}});
+       {"etcd", ""},
+       {"etcd-max-txn-ops", std::to_string(EtcdSettings{}.max_txn_ops)}});
   const int inflight = static_cast<int>(args.Int("inflight"));
   const double rate = args.Double("rate");
   const double warmup_s = args.Double("warmup-s");
@@ -214,7 +220,8 @@ int main(int argc, char** argv) {
     }
     opened = std::move(*sqlite);
   } else {
-    auto client = ConnectEtcd(etcd, "/ckpt-bench-store/" + std::to_string(getpid()));
+    auto client = ConnectEtcd(etcd, "/ckpt-bench-store/" + std::to_string(getpid()),
+                              args.Int("etcd-max-txn-ops"));
     auto etcd_store = client.ok() ? OpenEtcd(*client, spacing)
                                   : Result<std::unique_ptr<EtcdStore>>(client.status());
     if (!etcd_store.ok()) {
@@ -281,6 +288,7 @@ int main(int argc, char** argv) {
   out["mean_batch"] = batches > 0 ? completions / batches : 0.0;
   out["batch_spacing_us"] = spacing.count();
   out["backend"] = etcd.empty() ? "sqlite" : "etcd";
+  if (!etcd.empty()) out["etcd_max_txn_ops"] = args.Int("etcd-max-txn-ops");
   // The whole process (the writer thread and this benchmark's load), per durable completion.
   out["cpu_pct"] = 100.0 * cpu_s / window_s;
   out["cpu_us_per_completion"] = completions > 0 ? 1e6 * cpu_s / completions : 0.0;

@@ -317,6 +317,15 @@ void Daemon::TakeOver(const std::string& leader_key, int64_t epoch) {
   // Every write from here on carries the fence; the load below reads at a revision after the
   // leader key's creation (a linearizable range), so it sees every write of earlier leaders.
   etcd_store_->backend().SetFence(leader_key, epoch);
+  // A setting above what the members take would have etcd refuse the first full batch, which
+  // stops the store mid-leadership; found here it is a configuration error, said before serving.
+  if (Status s = etcd_store_->backend().CheckTxnLimit(); !s.ok()) {
+    const int code =
+        s.code() == StatusCode::kFailedPrecondition ? kExitConfig : kExitUnknownOutcome;
+    spdlog::critical("takeover failed: {}; exiting ({})", s.ToString(), code);
+    spdlog::default_logger()->flush();
+    std::_Exit(code);
+  }
   MutexLock declared_lock(declared_mu_);  // a reload meanwhile waits, then applies to these
   if (Status s = host_->Load(declared_, declared_restore_from_, declared_groups_, kReloadWait);
       !s.ok()) {

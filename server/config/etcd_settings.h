@@ -30,6 +30,12 @@ struct EtcdSettings {
   // The deadline of one etcd request. A write that passes it has an unknown outcome: the leader
   // stops (exit 75) and a standby takes over.
   int64_t request_timeout_ms = 5000;
+  // The most operations one etcd transaction may carry: etcd's own --max-txn-ops, whose default
+  // is 128. A batch of completions goes to etcd in transactions of up to this many puts, so a
+  // cluster whose members run with a higher --max-txn-ops takes more completions a second (each
+  // transaction costs etcd a raft round whatever it holds). Never above the members' flag: the
+  // leader checks it at takeover and exits (78) when etcd refuses a transaction this large.
+  int64_t max_txn_ops = 128;
   EtcdTlsSettings tls;
   bool operator==(const EtcdSettings&) const = default;
 };

@@ -9,7 +9,8 @@ namespace {
 
 constexpr std::string_view kStoreKeys[] = {"backend", "etcd"};
 constexpr std::string_view kEtcdKeys[] = {
-    "endpoints", "prefix", "election_ttl_ms", "dial_timeout_ms", "request_timeout_ms", "tls"};
+    "endpoints",   "prefix", "election_ttl_ms", "dial_timeout_ms", "request_timeout_ms",
+    "max_txn_ops", "tls"};
 constexpr std::string_view kEtcdTlsKeys[] = {"ca_file", "cert_file", "key_file"};
 constexpr std::string_view kBackends[] = {kSqliteBackend, kEtcdBackend};
 
@@ -62,6 +63,9 @@ MaybeYamlError ReadEtcdSection(const YamlField& field, EtcdSettings* etcd) {
     if (f.name == "election_ttl_ms") return ReadInt(f, 2000, 3600000, &etcd->election_ttl_ms);
     if (f.name == "dial_timeout_ms") return ReadInt(f, 100, 600000, &etcd->dial_timeout_ms);
     if (f.name == "request_timeout_ms") return ReadInt(f, 100, 600000, &etcd->request_timeout_ms);
+    // etcd's default is the floor (a commit's trims and a group round are sized to fit it); past
+    // 10,000 a transaction is bound by its bytes (about 1 MiB) long before its operations.
+    if (f.name == "max_txn_ops") return ReadInt(f, 128, 10000, &etcd->max_txn_ops);
     etcd->tls.enabled = true;
     auto tls_visit = [&](const YamlField& t) -> MaybeYamlError {
       if (t.name == "ca_file") return ReadFile(t, &etcd->tls.ca_file);

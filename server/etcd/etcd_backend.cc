@@ -49,7 +49,7 @@ size_t BytesOf(const RequestOp& op) { return op.ByteSizeLong() + 8; }
 constexpr int kResolveWindowPerTimeout = 3;
 constexpr auto kResolvePause = std::chrono::milliseconds(100);
 // Range deletes one commit may carry (a run between two savepoints, and its chunks): with the
-// commit's own two puts, far below kMaxTxnOps.
+// commit's own two puts, far below the least max_txn_ops (128).
 constexpr int kMaxTrimsPerCommit = 32;
 
 // A counter as the layout stores it: decimal, not negative.
@@ -80,7 +80,7 @@ class EtcdBackend::BatchWriter {
     for (const auto& r : requests) bytes += BytesOf(r);
     if (!txn_.success().empty() &&
         (alone || alone_in_txn_ || Overlaps(requests) ||
-         txn_.success_size() + static_cast<int>(requests.size()) > kMaxTxnOps - 2 ||
+         txn_.success_size() + static_cast<int>(requests.size()) > b_.max_txn_ops_ - 2 ||
          bytes_ + bytes > kMaxTxnBytes)) {
       if (!Send()) return false;
     }
@@ -314,7 +314,8 @@ EtcdBackend::EtcdBackend(std::shared_ptr<EtcdClient> client, std::function<bool(
     : client_(std::move(client)),
       layout_(client_->settings().prefix),
       name_("etcd " + client_->endpoints_text() + " prefix " + client_->settings().prefix),
-      may_write_(std::move(may_write)) {}
+      may_write_(std::move(may_write)),
+      max_txn_ops_(static_cast<int>(client_->settings().max_txn_ops)) {}
 
 void EtcdBackend::StartWarming() {
   MutexLock lock(view_mu_);
@@ -354,6 +355,31 @@ void EtcdBackend::SetFence(std::string leader_key, int64_t leader_revision) {
   fence_key_ = std::move(leader_key);
   fence_revision_ = leader_revision;
   writer_known_ = false;  // read afresh before this leadership's first txn
+}
+
+Status EtcdBackend::CheckTxnLimit() {
+  // As many reads of one key as a full batch's txn carries operations (etcd counts each branch of
+  // a txn against --max-txn-ops alike): refused for its size or taken, nothing written.
+  TxnRequest txn;
+  for (int i = 0; i < max_txn_ops_; ++i) {
+    RangeRequest* read = txn.add_success()->mutable_request_range();
+    read->set_key(layout_.LayoutKey());
+    read->set_count_only(true);
+  }
+  TxnResponse response;
+  EtcdError error;
+  if (client_->Txn(txn, &response, &error)) return Status::Ok();
+  if (error.failure == EtcdFailure::kNotApplied &&
+      error.status.code() == StatusCode::kInvalidArgument) {
+    return Status::FailedPrecondition(
+        "etcd refused a transaction of " + std::to_string(max_txn_ops_) +
+        " operations (store.etcd.max_txn_ops): " + error.status.message() +
+        ". Start every etcd member with --max-txn-ops " + std::to_string(max_txn_ops_) +
+        " or more, or lower store.etcd.max_txn_ops to the members' value (etcd's default: 128)");
+  }
+  return Status::Unavailable("checking that etcd takes transactions of " +
+                             std::to_string(max_txn_ops_) +
+                             " operations: " + error.status.message());
 }
 
 std::chrono::milliseconds EtcdBackend::request_timeout() const {
@@ -758,7 +784,7 @@ bool EtcdBackend::PlanGroupRound(BatchWriter& writer, size_t i, const GroupRound
     const CheckpointCommit& member = commit.members[m];
     // Trims only while the txn has room for every member's two puts and the group's.
     const bool may_trim = requests.size() + 2 * (prepared.size() - m) + kMaxTrimsPerCommit + 8 <
-                          static_cast<size_t>(kMaxTxnOps);
+                          static_cast<size_t>(max_txn_ops_);
     FinishCommit(pipelines_.at(member.key), member, std::move(prepared[m]), may_trim, &requests);
   }
   StoredGroup& stored = group->second;

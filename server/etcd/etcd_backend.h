@@ -1,11 +1,12 @@
 #pragma once
 // EtcdBackend: the StoreBackend of store.backend etcd (layout in etcd_layout.h). GroupCommitStore
 // (store/group_commit_store.h) hands it batches; it turns each into as few etcd transactions as
-// etcd's limits allow (kMaxTxnOps operations, about kMaxTxnBytes a request, no key written twice
-// in one txn), each fenced: its compares are CreateRevision(leader key) == the revision this
-// daemon won its leadership at, so that a deposed leader's write cannot land (DESIGN.md), and
-// ModRevision(P/writer) == the write cursor's last revision, which the txn rewrites, so that a
-// txn whose answer was lost can be told landed or not and sent again without landing twice.
+// etcd's limits allow (store.etcd.max_txn_ops operations, about kMaxTxnBytes a request, no key
+// written twice in one txn), each fenced: its compares are CreateRevision(leader key) == the
+// revision this daemon won its leadership at, so that a deposed leader's write cannot land
+// (DESIGN.md), and ModRevision(P/writer) == the write cursor's last revision, which the txn
+// rewrites, so that a txn whose answer was lost can be told landed or not and sent again without
+// landing twice.
 //
 // Outcomes (BatchResult):
 // - Every txn committed: kCommitted, each op its own status. An op that cannot apply on its own
@@ -50,9 +51,9 @@ namespace ckpt {
 
 class EtcdBackend final : public StoreBackend {
  public:
-  // etcd's default limits (--max-txn-ops, --max-request-bytes 1.5 MiB), with room for the fence
-  // and the request's framing.
-  static constexpr int kMaxTxnOps = 128;
+  // etcd's default request limit (--max-request-bytes 1.5 MiB), with room for the fence and the
+  // request's framing. The operations a txn may carry are store.etcd.max_txn_ops
+  // (EtcdSettings), etcd's --max-txn-ops.
   static constexpr size_t kMaxTxnBytes = 1024 * 1024;
   // A checkpoint value above this is written as chunks with a manifest (etcd_layout.h).
   static constexpr size_t kMaxValueBytes = 512 * 1024;
@@ -71,6 +72,12 @@ class EtcdBackend final : public StoreBackend {
   // The fence every write carries: set once, at takeover, before the first write and the load.
   // Writes before it fail FAILED_PRECONDITION (a standby writes nothing).
   void SetFence(std::string leader_key, int64_t leader_revision);
+
+  // Whether etcd takes a transaction of max_txn_ops operations (a read-only one: nothing is
+  // written). FAILED_PRECONDITION, naming both settings, when etcd refuses it (its members' own
+  // --max-txn-ops is lower: every full batch would be refused, and a refused txn stops the
+  // store); UNAVAILABLE when etcd does not answer. Called at takeover, before the first write.
+  Status CheckTxnLimit();
 
   const std::string& name() const override { return name_; }
   BatchResult ApplyBatch(const std::vector<WriteOp>& ops) override;
@@ -179,6 +186,7 @@ class EtcdBackend final : public StoreBackend {
   const etcd::Layout layout_;
   const std::string name_;
   const std::function<bool()> may_write_;
+  const int max_txn_ops_;  // store.etcd.max_txn_ops
   std::atomic<uint64_t> txns_committed_{0};
   std::atomic<uint64_t> txns_resent_{0};
   std::atomic<bool> last_load_warm_{false};

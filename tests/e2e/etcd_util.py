@@ -30,7 +30,8 @@ class EtcdCluster:
     """`members` etcd members on loopback, their data and logs in a temp dir of their own
     (removed by close())."""
 
-    def __init__(self, members=1):
+    def __init__(self, members=1, extra_args=()):
+        self.extra_args = list(extra_args)  # more etcd flags for every member
         self.base_dir = tempfile.mkdtemp(prefix="ckptd-etcd-")
         self.client_ports = [free_port() for _ in range(members)]
         self.peer_ports = [free_port() for _ in range(members)]
@@ -68,7 +69,8 @@ class EtcdCluster:
              "--initial-cluster-token", self.token, "--heartbeat-interval", "50",
              "--election-timeout", "500", "--log-level", "error",
              # As README asks of a production cluster: etcd keeps every revision until compacted.
-             "--auto-compaction-mode", "periodic", "--auto-compaction-retention", "5m"],
+             "--auto-compaction-mode", "periodic", "--auto-compaction-retention", "5m",
+             *self.extra_args],
             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             preexec_fn=_die_with_parent)
         log.close()

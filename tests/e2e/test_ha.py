@@ -49,7 +49,7 @@ class HaTest(unittest.TestCase):
         ws.daemon = ws.start_daemon(self.write_config(ws))
         return ws.daemon
 
-    def write_config(self, ws, more_pipelines=""):
+    def write_config(self, ws, more_pipelines="", more_etcd=""):
         return ws.write_config(
             "store:\n"
             "  backend: etcd\n"
@@ -57,7 +57,7 @@ class HaTest(unittest.TestCase):
             f"    endpoints: {self.etcd.yaml_endpoints()}\n"
             f"    prefix: {PREFIX}\n"
             f"    election_ttl_ms: {int(TTL_S * 1000)}\n"
-            "    dial_timeout_ms: 1000\n"
+            "    dial_timeout_ms: 1000\n" + more_etcd +
             f"advertise: 127.0.0.1:{ws.port}\n"
             "pipelines:\n"
             "  - {job_id: etl, pipeline_id: p0, parallelism: 2, interval_ms: 200}\n" +
@@ -176,6 +176,30 @@ class HaTest(unittest.TestCase):
         self.assert_etcd_holds_what_workers_saw()
         report = self.sim_report()
         self.assertEqual(report["stale_messages"], 0, report)
+
+    def test_a_daemon_set_for_larger_txns_than_etcd_takes_exits_78_and_another_leads(self):
+        # etcd's members take 128 operations a txn (their default): a leader set for 1,024
+        # would have its first full batch refused mid-leadership. It says so at takeover
+        # instead, before it serves, and exits as a configuration error (no systemd restart);
+        # a daemon set right leads in its place.
+        self.start_etcd(1)
+        # Not start_daemon: it may be gone before its ports are seen open.
+        self.a.daemon = self.a.start(
+            "ckptd", "--config", self.write_config(self.a, more_etcd="    max_txn_ops: 1024\n"))
+        code = self.a.daemon.wait(timeout=30)
+        log = self.a.read_log("ckptd.log")
+        self.assertEqual(code, 78, log[-3000:])
+        self.assertIn("store.etcd.max_txn_ops", log)
+        self.assertIn("--max-txn-ops 1024", log)
+        self.assertNotIn("leading as epoch", log)
+        self.start_daemon(self.b)
+        e2e.wait_until(lambda: self.leading(self.b), TTL_S + 10, "daemon B to lead")
+        self.events = self.b.path("events.log")
+        self.sim = self.b.start("ckpt-worker-sim", "--server", f"127.0.0.1:{self.b.port}",
+                                "--job", "etl", "--pipelines", "1", "--tasks-per-pipeline", "2",
+                                "--event-log", self.events, "--json", log="sim.log")
+        self.wait_completions(2)
+        self.assert_ids_never_reused()
 
     def test_a_leader_paused_past_its_lease_exits_when_it_resumes(self):
         self.start_pair()

@@ -598,6 +598,56 @@ TEST_F(EtcdStoreTest, ABatchLargerThanOneTransactionIsSplitAndEveryOpLands) {
   EXPECT_EQ(loaded->size(), static_cast<size_t>(kPipelines));
 }
 
+// store.etcd.max_txn_ops above what the members take (the shared cluster runs etcd's default,
+// 128) is found by the takeover's check, before a write: etcd would refuse the first full batch,
+// and a refused txn stops the store.
+TEST_F(EtcdStoreTest, MaxTxnOpsAboveWhatTheMembersTakeIsRefusedByTheCheck) {
+  EtcdSettings settings;
+  settings.endpoints = SharedCluster().endpoints();
+  settings.prefix = prefix_;
+  settings.max_txn_ops = 512;
+  auto client = EtcdClient::Create(settings);
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+  EtcdBackend too_large(std::move(*client), [] { return true; });
+  const Status refused = too_large.CheckTxnLimit();
+  EXPECT_EQ(refused.code(), StatusCode::kFailedPrecondition) << refused.ToString();
+  EXPECT_NE(refused.message().find("store.etcd.max_txn_ops"), std::string::npos)
+      << refused.ToString();
+  EXPECT_NE(refused.message().find("--max-txn-ops 512"), std::string::npos) << refused.ToString();
+  EtcdBackend fits(client_, [] { return true; });  // the default: 128
+  EXPECT_TRUE(fits.CheckTxnLimit().ok());
+}
+
+// Members started with a higher --max-txn-ops, and the setting raised to it: one batch of 600
+// puts goes in two txns (at the default 128 it takes five, above), and every op lands.
+TEST(EtcdLargeTxnTest, ABatchGoesInTxnsOfMaxTxnOpsWhenTheMembersTakeThem) {
+  if (!testing::EtcdCluster::Installed()) GTEST_SKIP() << "etcd is not installed";
+  testing::EtcdCluster cluster(1, {"--max-txn-ops", "512"});
+  EtcdSettings settings;
+  settings.endpoints = cluster.endpoints();
+  settings.prefix = "/large-txns";
+  settings.max_txn_ops = 512;
+  auto created = EtcdClient::Create(settings);
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  std::shared_ptr<EtcdClient> client = std::move(*created);
+  EtcdBackend backend(client, [] { return true; });
+  const std::string fence = settings.prefix + "/election/test";
+  backend.SetFence(fence, MakeFence(*client, fence));
+  ASSERT_TRUE(backend.CheckTxnLimit().ok());
+  constexpr int kPipelines = 300;  // a spec and a progress put each
+  std::vector<WriteOp> ops;
+  for (int i = 0; i < kPipelines; ++i) {
+    ops.push_back(PutPipelineOp{MakeRecord("job", "p" + std::to_string(i))});
+  }
+  const BatchResult result = backend.ApplyBatch(ops);
+  ASSERT_EQ(result.outcome, BatchResult::Outcome::kCommitted) << result.status.ToString();
+  for (const Status& s : result.results) EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(backend.txns_committed(), 2u);
+  auto loaded = backend.LoadPipelines();
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  EXPECT_EQ(loaded->size(), static_cast<size_t>(kPipelines));
+}
+
 // A pipeline's progress is its keys' last write (etcd_layout.h), so a batch's txns must land in
 // order: two rounds of commits of 200 pipelines in one batch (one put each, their ids reserved:
 // several txns) land round after round, and a reload finds every pipeline at its second. (Txns

@@ -55,7 +55,8 @@ std::string Url(int port) { return "http://127.0.0.1:" + std::to_string(port); }
 
 bool EtcdCluster::Installed() { return access(kEtcd, X_OK) == 0; }
 
-EtcdCluster::EtcdCluster(int members) {
+EtcdCluster::EtcdCluster(int members, std::vector<std::string> extra_args)
+    : extra_args_(std::move(extra_args)) {
   for (int i = 0; i < members; ++i) {
     Member m;
     m.name = "m" + std::to_string(i);
@@ -92,6 +93,7 @@ void EtcdCluster::Spawn(Member& m, bool fresh) {
       // Short elections: a member lost is replaced fast.
       "--heartbeat-interval", "50", "--election-timeout", "500", "--auto-compaction-mode",
       "revision", "--auto-compaction-retention", "10000"};
+  args.insert(args.end(), extra_args_.begin(), extra_args_.end());
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);

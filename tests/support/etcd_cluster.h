@@ -15,9 +15,9 @@ namespace ckpt::testing {
 
 class EtcdCluster {
  public:
-  // Starts `members` members and waits until the cluster answers a write (or throws
-  // std::runtime_error naming the log to read).
-  explicit EtcdCluster(int members = 1);
+  // Starts `members` members, each also given `extra_args` (etcd flags), and waits until the
+  // cluster answers a write (or throws std::runtime_error naming the log to read).
+  explicit EtcdCluster(int members = 1, std::vector<std::string> extra_args = {});
   ~EtcdCluster();
   EtcdCluster(const EtcdCluster&) = delete;
   EtcdCluster& operator=(const EtcdCluster&) = delete;
@@ -45,6 +45,7 @@ class EtcdCluster {
   ScopedTempDir dir_{"ckptd-etcd"};
   std::vector<Member> members_;
   std::string initial_cluster_;
+  std::vector<std::string> extra_args_;
 };
 
 }  // namespace ckpt::testing

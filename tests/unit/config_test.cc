@@ -160,6 +160,10 @@ const BrokenCase kBrokenCases[] = {
      "start_spread_ms is -5, must be between 0 and"},
     {"bad backend", "store:\n  backend: postgres\n", "2:12",
      "store.backend 'postgres' is not one of sqlite"},
+    {"etcd transactions below etcd's default",
+     "store:\n  backend: etcd\n  etcd:\n    endpoints: [http://127.0.0.1:2379]\n"
+     "    max_txn_ops: 64\nadvertise: 127.0.0.1:7070\n",
+     "5:18", "store.etcd.max_txn_ops is 64, must be between 128 and 10000"},
     {"bad log level", "log:\n  level: verbose\n", "2:10",
      "log.level 'verbose' is not one of trace, debug, info, warn, error, critical, off"},
     {"log level typo", "log: {level: inf}\n", "1:14", "did you mean 'info'?"},
@@ -388,6 +392,30 @@ TEST(ConfigParse, ReadsEveryTopLevelKey) {
   EXPECT_EQ(config.log_level, "debug");
   EXPECT_EQ(config.log_format, "json");
   EXPECT_TRUE(config.metrics_per_pipeline);
+}
+
+TEST(ConfigParse, ReadsTheEtcdSection) {
+  const std::string head =
+      "advertise: 10.0.0.5:7070\n"
+      "store:\n"
+      "  backend: etcd\n"
+      "  etcd:\n"
+      "    endpoints: [http://10.0.0.1:2379, http://10.0.0.2:2379]\n";
+  DaemonConfig defaults = ParseOk(head);
+  EXPECT_EQ(defaults.etcd.max_txn_ops, 128);  // etcd's own default
+  EXPECT_EQ(defaults.etcd.prefix, "/ckptd");
+  DaemonConfig config = ParseOk(head +
+                                "    prefix: /ckptd/prod\n"
+                                "    election_ttl_ms: 3000\n"
+                                "    request_timeout_ms: 2000\n"
+                                "    max_txn_ops: 1024\n");
+  EXPECT_EQ(config.store_backend, "etcd");
+  EXPECT_EQ(config.etcd.endpoints,
+            (std::vector<std::string>{"http://10.0.0.1:2379", "http://10.0.0.2:2379"}));
+  EXPECT_EQ(config.etcd.prefix, "/ckptd/prod");
+  EXPECT_EQ(config.etcd.election_ttl_ms, 3000);
+  EXPECT_EQ(config.etcd.request_timeout_ms, 2000);
+  EXPECT_EQ(config.etcd.max_txn_ops, 1024);
 }
 
 TEST(ConfigParse, EmptyMetricsListenTurnsTheHttpServerOff) {
