@@ -317,22 +317,23 @@ void Daemon::TakeOver(const std::string& leader_key, int64_t epoch) {
   // Every write from here on carries the fence; the load below reads at a revision after the
   // leader key's creation (a linearizable range), so it sees every write of earlier leaders.
   etcd_store_->backend().SetFence(leader_key, epoch);
+  // Nothing has been served yet: a takeover that cannot finish ends the process, and the lease
+  // it leaves lets a standby try.
+  auto give_up = [](const std::string& what, const Status& s, int code) {
+    spdlog::critical("takeover failed {}: {}; exiting ({})", what, s.ToString(), code);
+    spdlog::default_logger()->flush();
+    std::_Exit(code);
+  };
   // A setting above what the members take would have etcd refuse the first full batch, which
   // stops the store mid-leadership; found here it is a configuration error, said before serving.
   if (Status s = etcd_store_->backend().CheckTxnLimit(); !s.ok()) {
-    const int code =
-        s.code() == StatusCode::kFailedPrecondition ? kExitConfig : kExitUnknownOutcome;
-    spdlog::critical("takeover failed: {}; exiting ({})", s.ToString(), code);
-    spdlog::default_logger()->flush();
-    std::_Exit(code);
+    give_up("checking store.etcd.max_txn_ops", s,
+            s.code() == StatusCode::kFailedPrecondition ? kExitConfig : kExitUnknownOutcome);
   }
   MutexLock declared_lock(declared_mu_);  // a reload meanwhile waits, then applies to these
   if (Status s = host_->Load(declared_, declared_restore_from_, declared_groups_, kReloadWait);
       !s.ok()) {
-    spdlog::critical("takeover failed loading the pipelines from etcd: {}; exiting ({})",
-                     s.ToString(), kExitUnknownOutcome);
-    spdlog::default_logger()->flush();
-    std::_Exit(kExitUnknownOutcome);
+    give_up("loading the pipelines from etcd", s, kExitUnknownOutcome);
   }
   // Loaded runners bumped their generations and reserve fresh id blocks before their first
   // trigger (restart semantics): from now on this daemon serves.

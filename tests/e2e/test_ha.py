@@ -194,10 +194,7 @@ class HaTest(unittest.TestCase):
         self.assertNotIn("leading as epoch", log)
         self.start_daemon(self.b)
         e2e.wait_until(lambda: self.leading(self.b), TTL_S + 10, "daemon B to lead")
-        self.events = self.b.path("events.log")
-        self.sim = self.b.start("ckpt-worker-sim", "--server", f"127.0.0.1:{self.b.port}",
-                                "--job", "etl", "--pipelines", "1", "--tasks-per-pipeline", "2",
-                                "--event-log", self.events, "--json", log="sim.log")
+        self.start_sim()  # told of both daemons, as the others are: it follows B
         self.wait_completions(2)
         self.assert_ids_never_reused()
 

@@ -34,12 +34,13 @@ testing::EtcdCluster& SharedCluster() {
 }
 
 std::shared_ptr<EtcdClient> ClientFor(const std::vector<std::string>& endpoints,
-                                      const std::string& prefix,
-                                      int64_t request_timeout_ms = 5000) {
+                                      const std::string& prefix, int64_t request_timeout_ms = 5000,
+                                      int64_t max_txn_ops = EtcdSettings{}.max_txn_ops) {
   EtcdSettings settings;
   settings.endpoints = endpoints;
   settings.prefix = prefix;
   settings.request_timeout_ms = request_timeout_ms;
+  settings.max_txn_ops = max_txn_ops;
   auto client = EtcdClient::Create(settings);
   EXPECT_TRUE(client.ok()) << client.status().ToString();
   return std::move(*client);
@@ -602,13 +603,8 @@ TEST_F(EtcdStoreTest, ABatchLargerThanOneTransactionIsSplitAndEveryOpLands) {
 // 128) is found by the takeover's check, before a write: etcd would refuse the first full batch,
 // and a refused txn stops the store.
 TEST_F(EtcdStoreTest, MaxTxnOpsAboveWhatTheMembersTakeIsRefusedByTheCheck) {
-  EtcdSettings settings;
-  settings.endpoints = SharedCluster().endpoints();
-  settings.prefix = prefix_;
-  settings.max_txn_ops = 512;
-  auto client = EtcdClient::Create(settings);
-  ASSERT_TRUE(client.ok()) << client.status().ToString();
-  EtcdBackend too_large(std::move(*client), [] { return true; });
+  EtcdBackend too_large(ClientFor(SharedCluster().endpoints(), prefix_, 5000, 512),
+                        [] { return true; });
   const Status refused = too_large.CheckTxnLimit();
   EXPECT_EQ(refused.code(), StatusCode::kFailedPrecondition) << refused.ToString();
   EXPECT_NE(refused.message().find("store.etcd.max_txn_ops"), std::string::npos)
@@ -623,15 +619,9 @@ TEST_F(EtcdStoreTest, MaxTxnOpsAboveWhatTheMembersTakeIsRefusedByTheCheck) {
 TEST(EtcdLargeTxnTest, ABatchGoesInTxnsOfMaxTxnOpsWhenTheMembersTakeThem) {
   if (!testing::EtcdCluster::Installed()) GTEST_SKIP() << "etcd is not installed";
   testing::EtcdCluster cluster(1, {"--max-txn-ops", "512"});
-  EtcdSettings settings;
-  settings.endpoints = cluster.endpoints();
-  settings.prefix = "/large-txns";
-  settings.max_txn_ops = 512;
-  auto created = EtcdClient::Create(settings);
-  ASSERT_TRUE(created.ok()) << created.status().ToString();
-  std::shared_ptr<EtcdClient> client = std::move(*created);
+  auto client = ClientFor(cluster.endpoints(), "/large-txns", 5000, 512);
   EtcdBackend backend(client, [] { return true; });
-  const std::string fence = settings.prefix + "/election/test";
+  const std::string fence = "/large-txns/election/test";
   backend.SetFence(fence, MakeFence(*client, fence));
   ASSERT_TRUE(backend.CheckTxnLimit().ok());
   constexpr int kPipelines = 300;  // a spec and a progress put each
