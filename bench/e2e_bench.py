@@ -86,7 +86,8 @@ def snapshot(metrics_port):
 
 
 METRICS_PORT = re.compile(r"metrics on port (\d+)")
-BUCKET = re.compile(r'^(ckptd_round_fan_(?:out|in)_seconds|ckptd_store_commit_seconds)_bucket'
+BUCKET = re.compile(r'^(ckptd_round_fan_(?:out|in)_seconds|ckptd_store_commit_seconds|'
+                    r'ckptd_checkpoint_duration_seconds|ckptd_trigger_delay_seconds)_bucket'
                     r'\{le="([^"]+)"\} (\d+)$')
 
 

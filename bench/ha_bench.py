@@ -18,7 +18,7 @@ the simulator serving every pipeline with `--server A,B`.
      in flight. What etcd and the store complete when the machine's cores are theirs.
 
   ha_bench.py --build-dir B [--pipelines 1000] [--tasks 2] [--kills 10] [--members 3]
-              [--max-txn-ops 128]
+              [--max-txn-ops 128] [--writer-nice -10] [--etcd-arg=FLAG ...] [--keep-etcd-logs DIR]
 --max-txn-ops runs every member with etcd's --max-txn-ops and the daemons (and the store alone)
 with store.etcd.max_txn_ops at it: a larger transaction per raft round.
 Prints one JSON object on stdout; progress on stderr. Not part of CI (minutes per run).
@@ -28,6 +28,7 @@ import http.client
 import json
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -102,7 +103,8 @@ class Daemon:
             f.write(f"listen: 127.0.0.1:{self.port}\nmetrics_listen: 127.0.0.1:{self.metrics_port}\n"
                     f"data_dir: {ws.path(name + '-' + job)}\nadvertise: 127.0.0.1:{self.port}\n"
                     "log: {level: info}\nlimits: {max_streams_per_peer: 100000}\n"
-                    f"store:\n  backend: etcd\n  etcd: {{endpoints: {etcd.yaml_endpoints()}, "
+                    f"store:\n  backend: etcd\n  writer_nice: {args.writer_nice}\n"
+                    f"  etcd: {{endpoints: {etcd.yaml_endpoints()}, "
                     f"prefix: /ckptd-{job}, election_ttl_ms: {args.ttl_ms}, "
                     f"max_txn_ops: {args.max_txn_ops}}}\n"
                     f"pipelines:\n{declared}")
@@ -195,7 +197,7 @@ def leader_counters(daemon):
                 "resent": e2e.sample(page, "ckptd_etcd_transactions_resent_total")}
     if status != 200 or None in counters.values():
         return None
-    counters["commit"] = spans_of(page).get("ckptd_store_commit_seconds", {})
+    counters["spans"] = spans_of(page)
     return counters
 
 
@@ -203,9 +205,11 @@ def steady_phase(ws, etcd, args, pipelines, job):
     """At `pipelines` x args.tasks: whether any round failed, how long one takes (the
     simulator's rounds after the warm-up), the durable completions per second over the window
     (the leader's own counter, read at the window's two ends: the simulator's ramp-up is not in
-    it) with the etcd txns behind them (committed a second, sent again, and the store commit's
-    p50/p99 as the bucket bounds they fall under), and where the machine's CPU went during the
-    window (the leader, the standby keeping its copy warm, the simulator, etcd's members)."""
+    it) with the etcd txns behind them (committed a second, sent again), where a round's time
+    went as the leader saw it (p50/p99 of its trigger delay, fan-out, store commit, fan-in and
+    checkpoint duration, as the bucket bounds they fall under), and where the machine's CPU went
+    during the window (the leader, the standby keeping its copy warm, the simulator, etcd's
+    members)."""
     daemons = start_pair(ws, etcd, args, job, pipelines)
     log(f"{job}: {pipelines}x{args.tasks} @ {args.interval_ms} ms, "
         f"{args.warmup_s:.0f} s warm-up + {args.window_s:.0f} s")
@@ -240,13 +244,17 @@ def steady_phase(ws, etcd, args, pipelines, job):
         rate = round((counters_after["completed"] - counters_before["completed"]) / elapsed, 1)
         txns = round((counters_after["txns"] - counters_before["txns"]) / elapsed, 1)
         resent = counters_after["resent"] - counters_before["resent"]
-        commit = {f"p{int(q * 100)}_le": window_quantile(counters_before["commit"],
-                                                          counters_after["commit"], q)
-                  for q in (0.5, 0.99)}
+        # Where a round's time goes, as the leader saw it: each span's p50/p99 over the window
+        # (bucket bounds, ms).
+        commit = {name[len("ckptd_"):-len("_seconds")]:
+                  {f"p{int(q * 100)}_le": window_quantile(counters_before["spans"].get(name, {}),
+                                                          buckets, q)
+                   for q in (0.5, 0.99)}
+                  for name, buckets in sorted(counters_after["spans"].items())}
     return {"pipelines": pipelines, "checkpoint_ms": report["duration_ms"],
             "durable_completions_per_s": rate, "offered_per_s": pipelines * 1000 / args.interval_ms,
             "etcd_transactions_per_s": txns, "etcd_transactions_resent": resent,
-            "store_commit_ms": commit,
+            "leader_spans_ms": commit,
             "failed": failed, "aborts_seen_by_workers": report["aborts"],
             "cpu_cores_used": cpu_share}
 
@@ -350,15 +358,25 @@ def main():
     parser.add_argument("--max-txn-ops", type=int, default=128,
                         help="etcd's --max-txn-ops on every member and store.etcd.max_txn_ops "
                              "(128: etcd's default)")
+    parser.add_argument("--writer-nice", type=int, default=-10,
+                        help="store.writer_nice of both daemons (-10: the daemon's default; 0 "
+                             "leaves the writer at the daemon's priority)")
+    parser.add_argument("--etcd-arg", action="append", default=[], metavar="FLAG",
+                        help="one more flag for every etcd member (repeatable), e.g. "
+                             "--etcd-arg=--log-level=warn")
+    parser.add_argument("--keep-etcd-logs", metavar="DIR",
+                        help="copy the members' logs here before the cluster is removed")
     args = parser.parse_args()
 
     ws = e2e.Workspace(args.build_dir)
     etcd = None
     try:
-        etcd = etcd_util.EtcdCluster(args.members, ["--max-txn-ops", str(args.max_txn_ops)])
+        etcd = etcd_util.EtcdCluster(args.members,
+                                     ["--max-txn-ops", str(args.max_txn_ops), *args.etcd_arg])
         floor = etcd_sequential_puts(etcd.endpoints[0], 2000)
         log(f"etcd sequential puts: {floor:.0f}/s")
         result = {"bench": "ha", "etcd_members": args.members, "max_txn_ops": args.max_txn_ops,
+                  "writer_nice": args.writer_nice,
                   "etcd_sequential_puts_per_s": round(floor)}
         if not args.skip_steady:
             result["steady"] = steady_phase(ws, etcd, args, args.steady_pipelines, "steady")
@@ -378,6 +396,11 @@ def main():
     finally:
         ws.close()
         if etcd:
+            if args.keep_etcd_logs:
+                os.makedirs(args.keep_etcd_logs, exist_ok=True)
+                for name in sorted(os.listdir(etcd.base_dir)):
+                    if name.endswith(".log"):
+                        shutil.copy(os.path.join(etcd.base_dir, name), args.keep_etcd_logs)
             etcd.close()
 
 

@@ -304,7 +304,10 @@ Status Daemon::StartCampaign() {
   };
   election_ = std::make_unique<EtcdElection>(etcd, config_.advertise, std::move(callbacks));
   EtcdElection* election = election_.get();
-  auto store = EtcdStore::Create(etcd, [election] { return election->LeaseConfirmed(); });
+  GroupCommitOptions store_options;
+  store_options.writer_nice = static_cast<int>(config_.store_writer_nice);
+  auto store = EtcdStore::Create(
+      etcd, [election] { return election->LeaseConfirmed(); }, std::move(store_options));
   // Until it leads: a copy of the prefix kept warm by a watch, for a quick takeover.
   store->backend().StartWarming();
   etcd_store_ = store.get();
@@ -425,6 +428,7 @@ ReloadResult Daemon::Reload(const DaemonConfig& next) {
   restart_only("data_dir", config_.data_dir, next.data_dir);
   restart_only("savepoint_root", config_.savepoint_root, next.savepoint_root);
   restart_only("store.backend", config_.store_backend, next.store_backend);
+  restart_only("store.writer_nice", config_.store_writer_nice, next.store_writer_nice);
   restart_only("advertise", config_.advertise, next.advertise);
   if (config_.etcd != next.etcd) {  // endpoints, prefix, TTL, TLS: the campaign is built on them
     spdlog::warn("reload: store.etcd changed; needs a restart, keeping the running settings");

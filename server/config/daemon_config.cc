@@ -222,7 +222,8 @@ MaybeYamlError ConfigReader::ReadTopLevelField(const YamlField& field) {
   }
   if (name == "store") {
     store_ = field;
-    return ReadStoreSection(field, &config_.store_backend, &config_.etcd);
+    return ReadStoreSection(field, &config_.store_backend, &config_.store_writer_nice,
+                            &config_.etcd);
   }
   if (name == "advertise") {
     return ReadAddress(field, &config_.advertise);

@@ -34,7 +34,10 @@ struct DaemonConfig {
   // can reach (e.g. a shared file system or s3://bucket/savepoints).
   std::string savepoint_root;
   std::string store_backend = "sqlite";  // store.backend: sqlite (embedded) or etcd (HA)
-  EtcdSettings etcd;                     // store.etcd, with the etcd backend
+  // store.writer_nice: the nice value of the store's writer thread, through which every durable
+  // completion passes (GroupCommitOptions::writer_nice). 0 leaves it as the daemon's.
+  int64_t store_writer_nice = -10;
+  EtcdSettings etcd;  // store.etcd, with the etcd backend
   // HOST:PORT clients reach this daemon at when it leads (the etcd backend): standbys name it in
   // `ckpt-leader` and GetDaemonStatus. Required with etcd; unused with sqlite.
   std::string advertise;

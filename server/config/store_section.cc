@@ -7,7 +7,7 @@
 namespace ckpt {
 namespace {
 
-constexpr std::string_view kStoreKeys[] = {"backend", "etcd"};
+constexpr std::string_view kStoreKeys[] = {"backend", "writer_nice", "etcd"};
 constexpr std::string_view kEtcdKeys[] = {
     "endpoints",   "prefix", "election_ttl_ms", "dial_timeout_ms", "request_timeout_ms",
     "max_txn_ops", "tls"};
@@ -92,7 +92,8 @@ MaybeYamlError ReadEtcdSection(const YamlField& field, EtcdSettings* etcd) {
 
 }  // namespace
 
-MaybeYamlError ReadStoreSection(const YamlField& field, std::string* backend, EtcdSettings* etcd) {
+MaybeYamlError ReadStoreSection(const YamlField& field, std::string* backend, int64_t* writer_nice,
+                                EtcdSettings* etcd) {
   std::optional<YamlField> etcd_field;
   std::optional<YamlField> backend_field;
   auto visit = [&](const YamlField& f) -> MaybeYamlError {
@@ -100,6 +101,7 @@ MaybeYamlError ReadStoreSection(const YamlField& field, std::string* backend, Et
       etcd_field = f;
       return ReadEtcdSection(f, etcd);
     }
+    if (f.name == "writer_nice") return ReadInt(f, -20, 19, writer_nice);
     backend_field = f;
     std::string value;
     if (auto error = ReadString(f, &value)) return error;

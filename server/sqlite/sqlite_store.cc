@@ -101,6 +101,7 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& data_d
   GroupCommitOptions group;
   group.on_fatal = std::move(options.on_fatal);
   group.min_batch_spacing = options.min_batch_spacing;
+  group.writer_nice = options.writer_nice;
   return std::unique_ptr<SqliteStore>(new SqliteStore(std::move(*backend), std::move(group)));
 }
 

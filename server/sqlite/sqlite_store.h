@@ -25,6 +25,8 @@ struct SqliteStoreOptions {
   std::function<void(const Status&)> on_fatal;
   // GroupCommitOptions::min_batch_spacing.
   std::chrono::microseconds min_batch_spacing{std::chrono::milliseconds(2)};
+  // GroupCommitOptions::writer_nice (store.writer_nice).
+  int writer_nice = 0;
 };
 
 class SqliteStore final : public GroupCommitStore {

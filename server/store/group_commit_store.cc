@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "common/exit_codes.h"
+#include "common/thread_priority.h"
 
 namespace ckpt {
 
@@ -94,6 +95,15 @@ void GroupCommitStore::Flush() {
 
 void GroupCommitStore::WriterLoop() {
   pthread_setname_np(pthread_self(), options_.thread_name.substr(0, 15).c_str());
+  if (options_.writer_nice != 0) {
+    if (Status s = SetCallingThreadNice(options_.writer_nice); !s.ok()) {
+      spdlog::warn(
+          "store {}: the writer thread keeps its priority ({}); under a full CPU its commits "
+          "wait longer. Allow it with CAP_SYS_NICE or systemd's LimitNICE={} (the packaged "
+          "unit sets it), or set store.writer_nice: 0",
+          path(), s.message(), options_.writer_nice);
+    }
+  }
   std::vector<Pending> batch;
   std::optional<PacingClock::TimePoint> last_begin;
   for (;;) {

@@ -75,6 +75,41 @@ class DaemonCliTest(unittest.TestCase):
         self.assertEqual(e2e.stop(daemon, signal.SIGTERM), 0)
         self.assertIn("shutdown complete", self.ws.read_log("ckptd.log"))
 
+    def test_the_store_writer_thread_runs_at_store_writer_nice(self):
+        # Every durable completion passes the writer: it runs at store.writer_nice (-10 by
+        # default), the daemon's other threads at the daemon's own value.
+        allowed = subprocess.run(
+            ["python3", "-c", "import os; os.setpriority(os.PRIO_PROCESS, 0, -10)"],
+            capture_output=True, timeout=30).returncode == 0
+        for body, wanted in (("", -10), ("store: {writer_nice: 0}\n", 0)):
+            daemon = self.ws.start_daemon(self.ws.write_config(body))
+            nice = thread_nice(daemon.pid)
+            own = nice[daemon.pid]
+            writers = [tid for tid in nice if thread_name(daemon.pid, tid) == "ckpt-store"]
+            self.assertEqual(len(writers), 1, "one store writer thread")
+            refused = wanted != 0 and not allowed  # no CAP_SYS_NICE: a warning, not an error
+            self.assertEqual(nice[writers[0]], own if refused or wanted == 0 else wanted)
+            if refused:
+                self.assertIn("the writer thread keeps its priority", self.ws.read_log("ckptd.log"))
+            others = {tid: n for tid, n in nice.items() if tid != writers[0]}
+            self.assertEqual(set(others.values()), {own}, "only the writer's priority is raised")
+            self.assertEqual(e2e.stop(daemon, signal.SIGTERM), 0)
+
+
+def thread_name(pid, tid):
+    with open(f"/proc/{pid}/task/{tid}/comm") as f:
+        return f.read().strip()
+
+
+def thread_nice(pid):
+    """Each thread's nice value: field 19 of /proc/PID/task/TID/stat (after the name's ')')."""
+    nice = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{tid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        nice[int(tid)] = int(fields[16])
+    return nice
+
 
 if __name__ == "__main__":
     e2e.main(globals())

@@ -164,6 +164,8 @@ const BrokenCase kBrokenCases[] = {
      "store:\n  backend: etcd\n  etcd:\n    endpoints: [http://127.0.0.1:2379]\n"
      "    max_txn_ops: 64\nadvertise: 127.0.0.1:7070\n",
      "5:18", "store.etcd.max_txn_ops is 64, must be between 128 and 10000"},
+    {"store writer nice below -20", "store:\n  writer_nice: -21\n", "2:16",
+     "store.writer_nice is -21, must be between -20 and 19"},
     {"bad log level", "log:\n  level: verbose\n", "2:10",
      "log.level 'verbose' is not one of trace, debug, info, warn, error, critical, off"},
     {"log level typo", "log: {level: inf}\n", "1:14", "did you mean 'info'?"},
@@ -416,6 +418,13 @@ TEST(ConfigParse, ReadsTheEtcdSection) {
   EXPECT_EQ(config.etcd.election_ttl_ms, 3000);
   EXPECT_EQ(config.etcd.request_timeout_ms, 2000);
   EXPECT_EQ(config.etcd.max_txn_ops, 1024);
+}
+
+TEST(ConfigParse, ReadsTheStoreWriterNiceValue) {
+  EXPECT_EQ(ParseOk("").store_writer_nice, -10);
+  EXPECT_EQ(ParseOk("store:\n  writer_nice: 0\n").store_writer_nice, 0);
+  EXPECT_EQ(ParseOk("store:\n  backend: sqlite\n  writer_nice: -20\n").store_writer_nice, -20);
+  EXPECT_EQ(ParseOk("store: {writer_nice: 19}\n").store_writer_nice, 19);
 }
 
 TEST(ConfigParse, EmptyMetricsListenTurnsTheHttpServerOff) {

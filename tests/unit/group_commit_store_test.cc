@@ -4,6 +4,9 @@
 #include "store/group_commit_store.h"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <future>
@@ -26,11 +29,12 @@ constexpr auto kDeadline = std::chrono::duration_cast<milliseconds>(kStoreTestDe
 class GroupCommitStoreTest : public ::testing::Test {
  protected:
   // A store over a fresh MemoryBackend (backend_ points at it), paced by clock_.
-  void Open(std::chrono::microseconds spacing = std::chrono::microseconds(0)) {
+  void Open(std::chrono::microseconds spacing = std::chrono::microseconds(0), int writer_nice = 0) {
     auto backend = std::make_unique<MemoryBackend>();
     backend_ = backend.get();
     GroupCommitOptions options;
     options.min_batch_spacing = spacing;
+    options.writer_nice = writer_nice;
     options.clock = &clock_;
     options.on_fatal = [this](const Status& s) {
       std::lock_guard lock(mu_);
@@ -247,6 +251,35 @@ TEST_F(GroupCommitStoreTest, CommitLatencyIsReportedOncePerCommittedBatch) {
   std::lock_guard lock(mu);
   EXPECT_EQ(latencies.size(), 2u) << "the refused batch is not a commit";
   for (int64_t micros : latencies) EXPECT_GE(micros, 0);
+}
+
+// A nice value belongs to one thread on Linux: the writer's, not the caller's.
+int CallingThreadNice() {
+  return getpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)));
+}
+
+TEST_F(GroupCommitStoreTest, TheWriterThreadRunsAtItsNiceValueAndNoOtherThreadDoes) {
+  const int own = CallingThreadNice();
+  if (own >= 19) GTEST_SKIP() << "this test already runs at the lowest priority";
+  // Raising one's own nice value needs no privilege, so the test holds wherever it runs.
+  const int wanted = own + 1;
+  Open(std::chrono::microseconds(0), wanted);
+  std::promise<int> writer_nice;
+  store_->ReserveIds({"j", "p"}, 1, [&](Status) { writer_nice.set_value(CallingThreadNice()); });
+  auto answer = writer_nice.get_future();
+  ASSERT_EQ(answer.wait_for(kDeadline), std::future_status::ready);
+  EXPECT_EQ(answer.get(), wanted);
+  EXPECT_EQ(CallingThreadNice(), own);
+}
+
+TEST_F(GroupCommitStoreTest, AWriterNiceValueOfZeroLeavesTheInheritedOne) {
+  const int own = CallingThreadNice();
+  Open();
+  std::promise<int> writer_nice;
+  store_->ReserveIds({"j", "p"}, 1, [&](Status) { writer_nice.set_value(CallingThreadNice()); });
+  auto answer = writer_nice.get_future();
+  ASSERT_EQ(answer.wait_for(kDeadline), std::future_status::ready);
+  EXPECT_EQ(answer.get(), own);
 }
 
 }  // namespace
