@@ -180,9 +180,11 @@ def run(args):
     job = "e2e"
     port = free_port()
     config = os.path.join(work, "ckptd.yaml")
-    tls_yaml, sim_flags, ctl_flags = make_tls(work) if args.tls else ("", [], [])
+    extra_yaml, sim_flags, ctl_flags = make_tls(work) if args.tls else ("", [], [])
+    if args.writer_nice is not None:
+        extra_yaml += f"store: {{writer_nice: {args.writer_nice}}}\n"
     write_config(config, port, os.path.join(work, "data"), job, args.pipelines, args.tasks,
-                 args.interval_ms, args.timeout_ms, extra=tls_yaml, group_size=args.group_size)
+                 args.interval_ms, args.timeout_ms, extra=extra_yaml, group_size=args.group_size)
     daemon_log = open(os.path.join(work, "ckptd.log"), "w+")
     daemon = subprocess.Popen([server, "--config", config], stdout=daemon_log,
                               stderr=subprocess.STDOUT)
@@ -331,6 +333,8 @@ def main():
                    help="after the window, time a `ckptctl pipeline list` of every pipeline under "
                         "the same load (the simulator's checkpoint figures then include it)")
     p.add_argument("--keep", action="store_true", help="keep the temp dir (logs, data)")
+    p.add_argument("--writer-nice", type=int, default=None,
+                   help="store.writer_nice of the daemon (default: the daemon's, -10)")
     args = p.parse_args()
     try:
         result = run(args)
