@@ -92,8 +92,8 @@ BUCKET = re.compile(r'^(ckptd_round_fan_(?:out|in)_seconds|ckptd_store_commit_se
 
 
 def round_spans(metrics_port):
-    """The cumulative buckets of the daemon's own share of a round, and of its store commits
-    (part of the fan-in): {name: {le: count}}."""
+    """The cumulative buckets of the daemon's own share of a round, of its store commits (part
+    of the fan-in), of its trigger delay and of whole checkpoints: {name: {le: count}}."""
     with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=60) as r:
         return spans_of(r.read().decode())
 
@@ -192,6 +192,8 @@ def run(args):
     result = {"bench": "e2e", "label": args.label, "pipelines": args.pipelines,
               "tasks": args.tasks, "streams_per_pipeline": args.streams,
               "interval_ms": args.interval_ms, "tls": args.tls, "group_size": args.group_size}
+    if args.writer_nice is not None:
+        result["writer_nice"] = args.writer_nice
     try:
         deadline = time.monotonic() + 120
         while True:

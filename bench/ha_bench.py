@@ -187,7 +187,7 @@ def cpu_seconds(pid):
 
 def leader_counters(daemon):
     """The daemon's durable completions (ckptd_checkpoints_completed_total), etcd transactions
-    and store commit buckets so far, or None."""
+    and round span buckets (e2e_bench.spans_of) so far, or None."""
     try:
         status, _, page = e2e.http_get(daemon.url("/metrics"), 10)
     except OSError:
@@ -239,14 +239,14 @@ def steady_phase(ws, etcd, args, pipelines, job):
     failed = sum(p["failed_count"] - before[p["pipeline_id"]]["failed_count"] for p in after)
     cpu_share = {name: round((cpu[name] - cpu_before[name]) / elapsed, 2)
                  for name in pids if cpu[name] is not None and cpu_before[name] is not None}
-    rate = txns = resent = commit = None
+    rate = txns = resent = spans = None
     if counters_before and counters_after:
         rate = round((counters_after["completed"] - counters_before["completed"]) / elapsed, 1)
         txns = round((counters_after["txns"] - counters_before["txns"]) / elapsed, 1)
         resent = counters_after["resent"] - counters_before["resent"]
         # Where a round's time goes, as the leader saw it: each span's p50/p99 over the window
         # (bucket bounds, ms).
-        commit = {name[len("ckptd_"):-len("_seconds")]:
+        spans = {name[len("ckptd_"):-len("_seconds")]:
                   {f"p{int(q * 100)}_le": window_quantile(counters_before["spans"].get(name, {}),
                                                           buckets, q)
                    for q in (0.5, 0.99)}
@@ -254,7 +254,7 @@ def steady_phase(ws, etcd, args, pipelines, job):
     return {"pipelines": pipelines, "checkpoint_ms": report["duration_ms"],
             "durable_completions_per_s": rate, "offered_per_s": pipelines * 1000 / args.interval_ms,
             "etcd_transactions_per_s": txns, "etcd_transactions_resent": resent,
-            "leader_spans_ms": commit,
+            "leader_spans_ms": spans,
             "failed": failed, "aborts_seen_by_workers": report["aborts"],
             "cpu_cores_used": cpu_share}
 

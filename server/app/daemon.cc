@@ -305,7 +305,7 @@ Status Daemon::StartCampaign() {
   election_ = std::make_unique<EtcdElection>(etcd, config_.advertise, std::move(callbacks));
   EtcdElection* election = election_.get();
   GroupCommitOptions store_options;
-  store_options.writer_nice = static_cast<int>(config_.store_writer_nice);
+  store_options.writer_nice = config_.store_writer_nice;
   auto store = EtcdStore::Create(
       etcd, [election] { return election->LeaseConfirmed(); }, std::move(store_options));
   // Until it leads: a copy of the prefix kept warm by a watch, for a quick takeover.

@@ -10,12 +10,15 @@
 
 namespace ckpt {
 
-Status SetCallingThreadNice(int nice) {
-  if (setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), nice) == 0)
-    return Status::Ok();
+Status LowerCallingThreadNice(int nice) {
+  const auto thread = static_cast<id_t>(syscall(SYS_gettid));
+  errno = 0;  // -1 is a valid nice value: only errno tells a failure
+  const int current = getpriority(PRIO_PROCESS, thread);
+  if (errno == 0 && current <= nice) return Status::Ok();
+  if (setpriority(PRIO_PROCESS, thread, nice) == 0) return Status::Ok();
   const int error = errno;
   const std::string why = "nice " + std::to_string(nice) + ": " + std::strerror(error);
-  if (error == EACCES || error == EPERM) return Status(StatusCode::kPermissionDenied, why);
+  if (error == EACCES || error == EPERM) return Status::PermissionDenied(why);
   return Status::Internal(why);
 }
 

@@ -6,9 +6,15 @@
 
 namespace ckpt {
 
-// Sets the calling thread's nice value (-20 highest .. 19 lowest). Lowering it below what the
-// thread has needs CAP_SYS_NICE or an RLIMIT_NICE that allows it (systemd's LimitNICE=); without
-// either it fails with PERMISSION_DENIED and the thread keeps its priority.
-Status SetCallingThreadNice(int nice);
+// Lowers the calling thread's nice value (-20 highest .. 19 lowest) to `nice`; a thread already
+// at it or below is left as it is (a daemon started with a lower Nice= keeps it). Lowering needs
+// CAP_SYS_NICE or an RLIMIT_NICE that allows it (systemd's LimitNICE=); without either it fails
+// with PERMISSION_DENIED and the thread keeps its priority.
+//
+// A nice value ranks threads within one scheduling group (a cgroup with the cpu controller, or a
+// session's autogroup): under systemd the thread is ranked ahead of its own daemon's threads,
+// while other services compete by their groups' weights (CPUWeight=). Threads the thread starts
+// inherit the value.
+Status LowerCallingThreadNice(int nice);
 
 }  // namespace ckpt

@@ -35,8 +35,8 @@ struct DaemonConfig {
   std::string savepoint_root;
   std::string store_backend = "sqlite";  // store.backend: sqlite (embedded) or etcd (HA)
   // store.writer_nice: the nice value of the store's writer thread, through which every durable
-  // completion passes (GroupCommitOptions::writer_nice). 0 leaves it as the daemon's.
-  int64_t store_writer_nice = -10;
+  // completion passes (GroupCommitOptions::writer_nice): lowered to it, never raised. 0 leaves it.
+  int store_writer_nice = -10;
   EtcdSettings etcd;  // store.etcd, with the etcd backend
   // HOST:PORT clients reach this daemon at when it leads (the etcd backend): standbys name it in
   // `ckpt-leader` and GetDaemonStatus. Required with etcd; unused with sqlite.

@@ -92,7 +92,7 @@ MaybeYamlError ReadEtcdSection(const YamlField& field, EtcdSettings* etcd) {
 
 }  // namespace
 
-MaybeYamlError ReadStoreSection(const YamlField& field, std::string* backend, int64_t* writer_nice,
+MaybeYamlError ReadStoreSection(const YamlField& field, std::string* backend, int* writer_nice,
                                 EtcdSettings* etcd) {
   std::optional<YamlField> etcd_field;
   std::optional<YamlField> backend_field;
@@ -101,7 +101,7 @@ MaybeYamlError ReadStoreSection(const YamlField& field, std::string* backend, in
       etcd_field = f;
       return ReadEtcdSection(f, etcd);
     }
-    if (f.name == "writer_nice") return ReadInt(f, -20, 19, writer_nice);
+    if (f.name == "writer_nice") return ReadIntAs(f, writer_nice, -20, 19);
     backend_field = f;
     std::string value;
     if (auto error = ReadString(f, &value)) return error;

@@ -15,7 +15,7 @@ inline constexpr const char* kEtcdBackend = "etcd";
 // Reads `store { backend, writer_nice, etcd {...} }`. A backend of etcd needs
 // store.etcd.endpoints; an etcd section with the sqlite backend is refused (it would be ignored,
 // which hides a mistake). writer_nice: -20..19.
-MaybeYamlError ReadStoreSection(const YamlField& field, std::string* backend, int64_t* writer_nice,
+MaybeYamlError ReadStoreSection(const YamlField& field, std::string* backend, int* writer_nice,
                                 EtcdSettings* etcd);
 
 // The rule between the keys, checked once the whole file is read: with the etcd backend,

@@ -96,7 +96,7 @@ void GroupCommitStore::Flush() {
 void GroupCommitStore::WriterLoop() {
   pthread_setname_np(pthread_self(), options_.thread_name.substr(0, 15).c_str());
   if (options_.writer_nice != 0) {
-    if (Status s = SetCallingThreadNice(options_.writer_nice); !s.ok()) {
+    if (Status s = LowerCallingThreadNice(options_.writer_nice); !s.ok()) {
       spdlog::warn(
           "store {}: the writer thread keeps its priority ({}); under a full CPU its commits "
           "wait longer. Allow it with CAP_SYS_NICE or systemd's LimitNICE={} (the packaged "

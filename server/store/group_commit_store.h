@@ -54,11 +54,13 @@ struct GroupCommitOptions {
   PacingClock* clock = nullptr;
   // The writer thread's name (at most 15 characters).
   std::string thread_name = "ckpt-store";
-  // The writer thread's nice value; 0 leaves the one it inherits. Every durable completion of
-  // every pipeline passes this one thread, which works in short bursts between commits: on a
-  // machine whose cores are all busy it waits for a core after each wake-up, and while it waits
-  // every commit queues behind it. A lower value lets it run first. Not allowed (no
-  // CAP_SYS_NICE, an RLIMIT_NICE short of it): one warning, and it runs as it is.
+  // The nice value the writer thread lowers itself to (LowerCallingThreadNice: never raised);
+  // 0 leaves the one it inherits. Every durable completion of every pipeline passes this one
+  // thread, which works in short bursts between commits: on a machine whose cores are all busy
+  // it waits for a core after each wake-up, and while it waits every commit queues behind it.
+  // A lower value lets it run first. Not allowed (no CAP_SYS_NICE, an RLIMIT_NICE short of it):
+  // one warning, and it runs as it is. The `done` callbacks run on it, at this priority: they
+  // must stay short and start no threads.
   int writer_nice = 0;
 };
 

@@ -86,6 +86,9 @@ class DaemonTest : public ::testing::Test {
     config_.lease_ttl_ms = 3000;
     config_.heartbeat_interval_ms = 1000;
     config_.shutdown_grace_ms = 1000;
+    // The writer's priority is the end-to-end tests' (test_daemon_cli.py): here it stays the
+    // test's, whatever this process may do.
+    config_.store_writer_nice = 0;
   }
   void TearDown() override {
     daemon_.reset();

@@ -211,9 +211,10 @@ TEST_F(ReloadTest, RestartOnlyKeysAreReportedAndKept) {
   next.log_format = "json";
   next.advertise = "ckptd-b.internal:7070";
   next.etcd.prefix = "/elsewhere";
+  next.store_writer_nice = -5;
   ReloadResult result = daemon_->Reload(next);
   for (const char* key : {"listen", "metrics_listen", "data_dir", "threads", "lease_ttl_ms",
-                          "log.format", "advertise", "store.etcd"}) {
+                          "log.format", "advertise", "store.etcd", "store.writer_nice"}) {
     EXPECT_TRUE(Has(result.needs_restart, key)) << key;
   }
   EXPECT_FALSE(Has(result.needs_restart, "heartbeat_interval_ms"));

@@ -166,6 +166,8 @@ const BrokenCase kBrokenCases[] = {
      "5:18", "store.etcd.max_txn_ops is 64, must be between 128 and 10000"},
     {"store writer nice below -20", "store:\n  writer_nice: -21\n", "2:16",
      "store.writer_nice is -21, must be between -20 and 19"},
+    {"store writer nice above 19", "store: {writer_nice: 20}\n", "1:22",
+     "store.writer_nice is 20, must be between -20 and 19"},
     {"bad log level", "log:\n  level: verbose\n", "2:10",
      "log.level 'verbose' is not one of trace, debug, info, warn, error, critical, off"},
     {"log level typo", "log: {level: inf}\n", "1:14", "did you mean 'info'?"},
@@ -673,6 +675,7 @@ TEST(ConfigLoad, ShippedExampleHoldsTheDefaults) {
   EXPECT_EQ(result->data_dir, defaults.data_dir);
   EXPECT_EQ(result->savepoint_root, defaults.savepoint_root);
   EXPECT_EQ(result->store_backend, defaults.store_backend);
+  EXPECT_EQ(result->store_writer_nice, defaults.store_writer_nice);
   EXPECT_EQ(result->threads, defaults.threads);
   EXPECT_EQ(result->lease_ttl_ms, defaults.lease_ttl_ms);
   EXPECT_EQ(result->heartbeat_interval_ms, defaults.heartbeat_interval_ms);

@@ -254,32 +254,52 @@ TEST_F(GroupCommitStoreTest, CommitLatencyIsReportedOncePerCommittedBatch) {
 }
 
 // A nice value belongs to one thread on Linux: the writer's, not the caller's.
-int CallingThreadNice() {
-  return getpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)));
+int ThreadNice() { return getpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid))); }
+bool SetThreadNice(int nice) {
+  return setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), nice) == 0;
 }
 
-TEST_F(GroupCommitStoreTest, TheWriterThreadRunsAtItsNiceValueAndNoOtherThreadDoes) {
-  const int own = CallingThreadNice();
-  if (own >= 19) GTEST_SKIP() << "this test already runs at the lowest priority";
-  // Raising one's own nice value needs no privilege, so the test holds wherever it runs.
-  const int wanted = own + 1;
-  Open(std::chrono::microseconds(0), wanted);
-  std::promise<int> writer_nice;
-  store_->ReserveIds({"j", "p"}, 1, [&](Status) { writer_nice.set_value(CallingThreadNice()); });
-  auto answer = writer_nice.get_future();
-  ASSERT_EQ(answer.wait_for(kDeadline), std::future_status::ready);
-  EXPECT_EQ(answer.get(), wanted);
-  EXPECT_EQ(CallingThreadNice(), own);
+class WriterNiceTest : public GroupCommitStoreTest {
+ protected:
+  // The nice value the writer runs at, when the store is opened (and the writer started, which
+  // inherits its opener's value) from a thread at `opener_nice`, with `writer_nice`.
+  int WriterNiceOpenedAt(int opener_nice, int writer_nice) {
+    std::thread opener([&] {
+      ASSERT_TRUE(SetThreadNice(opener_nice));
+      Open(std::chrono::microseconds(0), writer_nice);
+    });
+    opener.join();
+    if (!store_) return 1000;  // the opener failed, and said why
+    std::promise<int> nice;
+    store_->ReserveIds({"j", "p"}, 1, [&](Status) { nice.set_value(ThreadNice()); });
+    auto answer = nice.get_future();
+    if (answer.wait_for(kDeadline) != std::future_status::ready) return 2000;
+    return answer.get();
+  }
+};
+
+TEST_F(WriterNiceTest, TheWriterLowersItsNiceValueWhereThatIsAllowed) {
+  const int own = ThreadNice();
+  if (own > 17) GTEST_SKIP() << "this test runs at too low a priority to move it";
+  // Raising a nice value needs no privilege; lowering it back does (CAP_SYS_NICE, RLIMIT_NICE).
+  bool allowed = false;
+  std::thread probe([&] { allowed = SetThreadNice(own + 2) && SetThreadNice(own + 1); });
+  probe.join();
+  if (!allowed) GTEST_SKIP() << "lowering a nice value is not allowed here";
+  EXPECT_EQ(WriterNiceOpenedAt(own + 2, own + 1), own + 1);
+  EXPECT_EQ(ThreadNice(), own) << "only the writer's value moves";
 }
 
-TEST_F(GroupCommitStoreTest, AWriterNiceValueOfZeroLeavesTheInheritedOne) {
-  const int own = CallingThreadNice();
-  Open();
-  std::promise<int> writer_nice;
-  store_->ReserveIds({"j", "p"}, 1, [&](Status) { writer_nice.set_value(CallingThreadNice()); });
-  auto answer = writer_nice.get_future();
-  ASSERT_EQ(answer.wait_for(kDeadline), std::future_status::ready);
-  EXPECT_EQ(answer.get(), own);
+TEST_F(WriterNiceTest, AWriterNiceValueAboveTheInheritedOneLeavesIt) {
+  const int own = ThreadNice();
+  if (own > 17) GTEST_SKIP() << "this test runs at too low a priority to move it";
+  EXPECT_EQ(WriterNiceOpenedAt(own + 1, own + 2), own + 1) << "lowered to it, never raised";
+}
+
+TEST_F(WriterNiceTest, AWriterNiceValueOfZeroLeavesTheInheritedOne) {
+  const int own = ThreadNice();
+  if (own > 17) GTEST_SKIP() << "this test runs at too low a priority to move it";
+  EXPECT_EQ(WriterNiceOpenedAt(own + 1, 0), own + 1) << "0 is not a value to set";
 }
 
 }  // namespace
