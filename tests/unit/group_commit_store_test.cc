@@ -261,6 +261,12 @@ bool SetThreadNice(int nice) {
 
 class WriterNiceTest : public GroupCommitStoreTest {
  protected:
+  // Each test moves threads up to two steps above the test's own value.
+  void SetUp() override {
+    own_ = ThreadNice();
+    if (own_ > 17) GTEST_SKIP() << "this test runs at too low a priority to move it";
+  }
+
   // The nice value the writer runs at, when the store is opened (and the writer started, which
   // inherits its opener's value) from a thread at `opener_nice`, with `writer_nice`.
   int WriterNiceOpenedAt(int opener_nice, int writer_nice) {
@@ -276,11 +282,12 @@ class WriterNiceTest : public GroupCommitStoreTest {
     if (answer.wait_for(kDeadline) != std::future_status::ready) return 2000;
     return answer.get();
   }
+
+  int own_ = 0;  // the test thread's nice value
 };
 
 TEST_F(WriterNiceTest, TheWriterLowersItsNiceValueWhereThatIsAllowed) {
-  const int own = ThreadNice();
-  if (own > 17) GTEST_SKIP() << "this test runs at too low a priority to move it";
+  const int own = own_;
   // Raising a nice value needs no privilege; lowering it back does (CAP_SYS_NICE, RLIMIT_NICE).
   bool allowed = false;
   std::thread probe([&] { allowed = SetThreadNice(own + 2) && SetThreadNice(own + 1); });
@@ -291,15 +298,11 @@ TEST_F(WriterNiceTest, TheWriterLowersItsNiceValueWhereThatIsAllowed) {
 }
 
 TEST_F(WriterNiceTest, AWriterNiceValueAboveTheInheritedOneLeavesIt) {
-  const int own = ThreadNice();
-  if (own > 17) GTEST_SKIP() << "this test runs at too low a priority to move it";
-  EXPECT_EQ(WriterNiceOpenedAt(own + 1, own + 2), own + 1) << "lowered to it, never raised";
+  EXPECT_EQ(WriterNiceOpenedAt(own_ + 1, own_ + 2), own_ + 1) << "lowered to it, never raised";
 }
 
 TEST_F(WriterNiceTest, AWriterNiceValueOfZeroLeavesTheInheritedOne) {
-  const int own = ThreadNice();
-  if (own > 17) GTEST_SKIP() << "this test runs at too low a priority to move it";
-  EXPECT_EQ(WriterNiceOpenedAt(own + 1, 0), own + 1) << "0 is not a value to set";
+  EXPECT_EQ(WriterNiceOpenedAt(own_ + 1, 0), own_ + 1) << "0 is not a value to set";
 }
 
 }  // namespace
