@@ -201,13 +201,55 @@ def leader_counters(daemon):
     return counters
 
 
+ETCD_BUCKET = re.compile(r'^etcd_disk_(wal_fsync|backend_commit)_duration_seconds_bucket'
+                         r'\{le="([^"]+)"\} (\d+)$')
+
+
+def etcd_member_counters(etcd):
+    """The members' disk latencies so far, their buckets summed over the members ({"wal_fsync":
+    {le: count}, "backend_commit": ...}), and their applies etcd itself calls slow
+    (etcd_server_slow_apply_total, over 100 ms), or None if a member did not answer."""
+    buckets, slow = {}, 0
+    for endpoint in etcd.endpoints:
+        try:
+            host, port = endpoint.replace("http://", "").split(":")
+            conn = http.client.HTTPConnection(host, int(port), timeout=10)
+            conn.request("GET", "/metrics")
+            page = conn.getresponse().read().decode()
+            conn.close()
+        except OSError:
+            return None
+        for line in page.splitlines():
+            m = ETCD_BUCKET.match(line)
+            if m:
+                series = buckets.setdefault(m.group(1), {})
+                bound = float(m.group(2))
+                series[bound] = series.get(bound, 0) + int(m.group(3))
+        slow += e2e.sample(page, "etcd_server_slow_apply_total") or 0
+    return {"buckets": buckets, "slow_applies": slow}
+
+
+def etcd_window(before, after):
+    """etcd_member_counters over a window: each disk latency's p50/p99 (bucket bounds, ms) and
+    the slow applies."""
+    if not before or not after:
+        return None
+    window = {f"{name}_ms": {f"p{int(q * 100)}_le": window_quantile(before["buckets"].get(name, {}),
+                                                                 series, q)
+                             for q in (0.5, 0.99)}
+              for name, series in sorted(after["buckets"].items())}
+    window["slow_applies"] = int(after["slow_applies"] - before["slow_applies"])
+    return window
+
+
 def steady_phase(ws, etcd, args, pipelines, job):
     """At `pipelines` x args.tasks: whether any round failed, how long one takes (the
     simulator's rounds after the warm-up), the durable completions per second over the window
     (the leader's own counter, read at the window's two ends: the simulator's ramp-up is not in
     it) with the etcd txns behind them (committed a second, sent again), where a round's time
     went as the leader saw it (p50/p99 of its trigger delay, fan-out, store commit, fan-in and
-    checkpoint duration, as the bucket bounds they fall under), and where the machine's CPU went
+    checkpoint duration, as the bucket bounds they fall under), the etcd members' own disk
+    latencies (WAL fsync, backend commit) and slow applies, and where the machine's CPU went
     during the window (the leader, the standby keeping its copy warm, the simulator, etcd's
     members)."""
     daemons = start_pair(ws, etcd, args, job, pipelines)
@@ -225,11 +267,13 @@ def steady_phase(ws, etcd, args, pipelines, job):
     pids = {"leader": daemons[0].proc.pid, "standby": daemons[1].proc.pid, "simulator": sim.pid}
     pids.update({f"etcd{i}": p.pid for i, p in enumerate(etcd.procs)})
     counters_before = leader_counters(daemons[0])
+    etcd_before = etcd_member_counters(etcd)
     cpu_before = {name: cpu_seconds(pid) for name, pid in pids.items()}
     window_start = time.monotonic()
     time.sleep(max(args.window_s - 1, 1))
     cpu = {name: cpu_seconds(pid) for name, pid in pids.items()}
     counters_after = leader_counters(daemons[0])
+    etcd_after = etcd_member_counters(etcd)
     elapsed = time.monotonic() - window_start
     sim.wait(timeout=args.window_s + 180)
     after = daemons[0].pipelines()
@@ -254,7 +298,7 @@ def steady_phase(ws, etcd, args, pipelines, job):
     return {"pipelines": pipelines, "checkpoint_ms": report["duration_ms"],
             "durable_completions_per_s": rate, "offered_per_s": pipelines * 1000 / args.interval_ms,
             "etcd_transactions_per_s": txns, "etcd_transactions_resent": resent,
-            "leader_spans_ms": spans,
+            "leader_spans_ms": spans, "etcd_members": etcd_window(etcd_before, etcd_after),
             "failed": failed, "aborts_seen_by_workers": report["aborts"],
             "cpu_cores_used": cpu_share}
 
@@ -364,6 +408,9 @@ def main():
     parser.add_argument("--etcd-arg", action="append", default=[], metavar="FLAG",
                         help="one more flag for every etcd member (repeatable), e.g. "
                              "--etcd-arg=--log-level=warn")
+    parser.add_argument("--etcd-gogc", type=int, default=0, metavar="PERCENT",
+                        help="GOGC of every etcd member (0: Go's default, 100); README advises "
+                             "400 for members that take thousands of commits a second")
     parser.add_argument("--keep-etcd-logs", metavar="DIR",
                         help="copy the members' logs here before the cluster is removed")
     args = parser.parse_args()
@@ -371,12 +418,16 @@ def main():
     ws = e2e.Workspace(args.build_dir)
     etcd = None
     try:
+        gogc = {"GOGC": str(args.etcd_gogc)} if args.etcd_gogc > 0 else {}
         etcd = etcd_util.EtcdCluster(args.members,
-                                     ["--max-txn-ops", str(args.max_txn_ops), *args.etcd_arg])
+                                     ["--max-txn-ops", str(args.max_txn_ops), *args.etcd_arg],
+                                     extra_env=gogc)
         floor = etcd_sequential_puts(etcd.endpoints[0], 2000)
         log(f"etcd sequential puts: {floor:.0f}/s")
         result = {"bench": "ha", "etcd_members": args.members, "max_txn_ops": args.max_txn_ops,
                   "writer_nice": args.writer_nice,
+                  "etcd_gogc": str(args.etcd_gogc or os.environ.get("GOGC", "100")),
+                  "etcd_args": args.etcd_arg,
                   "etcd_sequential_puts_per_s": round(floor)}
         if not args.skip_steady:
             result["steady"] = steady_phase(ws, etcd, args, args.steady_pipelines, "steady")

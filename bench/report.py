@@ -283,6 +283,8 @@ class Report:
     def _evaluate_ha_run(self, ha, limit):
         members, floor = ha.get("etcd_members", 3), ha.get("etcd_sequential_puts_per_s")
         cluster = f"{members} member{'s' if members != 1 else ''}{limit}"
+        if str(ha.get("etcd_gogc", "100")) != "100":
+            cluster += f", GOGC={ha['etcd_gogc']}"
         if ha.get("status") != "ok" and not (ha.get("steady") or ha.get("failover")):
             self.add(f"high availability on etcd ({cluster})", "-", "-", None, False,
                      f"run status {ha.get('status')}")

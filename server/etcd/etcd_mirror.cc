@@ -131,7 +131,7 @@ void EtcdMirror::Run() {
         }
         {
           MutexLock lock(mu_);
-          for (const Event& event : response.events()) Apply(event);
+          for (Event& event : *response.mutable_events()) Apply(event);
         }
         changed_.NotifyAll();
         failures = 0;  // the watch works
@@ -176,15 +176,15 @@ void EtcdMirror::Install(StoreImage image) {
   ++loads_;
 }
 
-void EtcdMirror::Apply(const Event& event) {
-  const KeyValue& kv = event.kv();
+void EtcdMirror::Apply(Event& event) {
+  KeyValue& kv = *event.mutable_kv();
   const std::string& key = kv.key();
   const bool put = event.type() == Event::PUT;
   ++events_;
   revision_ = std::max(revision_, kv.mod_revision());
   auto keep = [&](std::map<std::string, KeyValue>& map) {
     if (put) {
-      map[key] = kv;
+      map[key] = std::move(kv);  // map[key] copies the key before the value moves
     } else {
       map.erase(key);
     }
@@ -200,15 +200,16 @@ void EtcdMirror::Apply(const Event& event) {
   } else if (StartsWith(key, layout_.CheckpointsPrefix())) {
     auto ref = layout_.ParseCheckpointKey(key);
     if (put) {
-      KeyValue bare = kv;
-      bare.clear_value();
-      history_[key] = std::move(bare);
+      // As a load reads the history: keys only (the value is kept below while it is the newest).
+      std::string value = std::move(*kv.mutable_value());
+      kv.clear_value();
+      history_[key] = kv;
       if (ref) {
         Newest& newest = newest_[ref->key];
         if (WrittenAfter(kv, newest.mod_revision, newest.key)) {
           if (!newest.key.empty()) newest_values_.erase(newest.key);
           newest = Newest{key, kv.mod_revision()};
-          newest_values_[key] = kv.value();
+          newest_values_[key] = std::move(value);
         }
       }
     } else {

@@ -81,7 +81,8 @@ class EtcdMirror {
   void Run();
   // Replaces the copy with `image`.
   void Install(StoreImage image) CKPT_REQUIRES(mu_);
-  void Apply(const etcdserverpb::Event& event) CKPT_REQUIRES(mu_);
+  // Takes what it keeps out of `event` (the values move, nothing is copied).
+  void Apply(etcdserverpb::Event& event) CKPT_REQUIRES(mu_);
   void Stop();
   StoreImage Snapshot() const CKPT_REQUIRES(mu_);
 

@@ -34,6 +34,31 @@ def rss_kb(pid):
     return 0
 
 
+def threads_of(pid):
+    """Each live thread of a process: {tid: (name, nice value)} (field 19 of
+    /proc/PID/task/TID/stat, counted after the name's ')'); a thread that ends meanwhile is left
+    out."""
+    found = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/comm") as f:
+                name = f.read().strip()
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except FileNotFoundError:
+            continue
+        found[int(tid)] = (name, int(fields[16]))
+    return found
+
+
+def may_lower_nice(nice):
+    """Whether a process started from here may lower its nice value to `nice` (CAP_SYS_NICE or
+    RLIMIT_NICE), asked of a child so that this process keeps its own."""
+    return subprocess.run(
+        [sys.executable, "-c", f"import os; os.setpriority(os.PRIO_PROCESS, 0, {nice})"],
+        capture_output=True, timeout=30).returncode == 0
+
+
 def is_sanitized_build(ckptd_binary):
     """True when `ckptd --version` says it was built with sanitizers, whose allocator keeps freed
     memory in quarantine by design: resident-memory bounds do not hold there."""

@@ -30,8 +30,9 @@ class EtcdCluster:
     """`members` etcd members on loopback, their data and logs in a temp dir of their own
     (removed by close())."""
 
-    def __init__(self, members=1, extra_args=()):
+    def __init__(self, members=1, extra_args=(), extra_env=None):
         self.extra_args = list(extra_args)  # more etcd flags for every member
+        self.extra_env = dict(extra_env or {})  # more environment for every member (GOGC)
         self.base_dir = tempfile.mkdtemp(prefix="ckptd-etcd-")
         self.client_ports = [free_port() for _ in range(members)]
         self.peer_ports = [free_port() for _ in range(members)]
@@ -72,7 +73,7 @@ class EtcdCluster:
              "--auto-compaction-mode", "periodic", "--auto-compaction-retention", "5m",
              *self.extra_args],
             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            preexec_fn=_die_with_parent)
+            env={**os.environ, **self.extra_env}, preexec_fn=_die_with_parent)
         log.close()
 
     def healthy(self, member=None):

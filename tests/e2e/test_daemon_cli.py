@@ -78,9 +78,7 @@ class DaemonCliTest(unittest.TestCase):
     def test_the_store_writer_thread_runs_at_store_writer_nice(self):
         # Every durable completion passes the writer: it runs at store.writer_nice (-10 by
         # default), the daemon's other threads at the daemon's own value.
-        allowed = subprocess.run(
-            ["python3", "-c", "import os; os.setpriority(os.PRIO_PROCESS, 0, -10)"],
-            capture_output=True, timeout=30).returncode == 0
+        allowed = e2e.may_lower_nice(-10)
         warning = "the writer thread keeps its priority"
         for body, wanted in (("", -10), ("store: {writer_nice: 0}\n", 0)):
             daemon = self.ws.start_daemon(self.ws.write_config(body))
@@ -91,7 +89,8 @@ class DaemonCliTest(unittest.TestCase):
             # after the port accepts.
             e2e.wait_until(lambda: writer_nice(daemon.pid) == expected, 10,
                            f"the store writer at nice {expected}")
-            others = set(n for name, n in threads(daemon.pid).values() if name != "ckpt-store")
+            others = set(n for name, n in e2e.threads_of(daemon.pid).values()
+                         if name != "ckpt-store")
             self.assertEqual(others, {own}, "only the writer's priority moves")
             log = self.ws.read_log("ckptd.log")
             if refused:
@@ -101,25 +100,9 @@ class DaemonCliTest(unittest.TestCase):
             self.assertEqual(e2e.stop(daemon, signal.SIGTERM), 0)
 
 
-def threads(pid):
-    """Each live thread's name and nice value (field 19 of /proc/PID/task/TID/stat, counted
-    after the name's ')'); a thread that ends meanwhile is left out."""
-    found = {}
-    for tid in os.listdir(f"/proc/{pid}/task"):
-        try:
-            with open(f"/proc/{pid}/task/{tid}/comm") as f:
-                name = f.read().strip()
-            with open(f"/proc/{pid}/task/{tid}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except FileNotFoundError:
-            continue
-        found[int(tid)] = (name, int(fields[16]))
-    return found
-
-
 def writer_nice(pid):
     """The nice value of the one store writer thread, or None while there is not exactly one."""
-    writers = [n for name, n in threads(pid).values() if name == "ckpt-store"]
+    writers = [n for name, n in e2e.threads_of(pid).values() if name == "ckpt-store"]
     return writers[0] if len(writers) == 1 else None
 
 
