@@ -208,9 +208,10 @@ ETCD_BUCKET = re.compile(r'^etcd_disk_(wal_fsync|backend_commit)_duration_second
 def etcd_member_counters(etcd):
     """The members' disk latencies so far, their buckets summed over the members ({"wal_fsync":
     {le: count}, "backend_commit": ...}), and their applies etcd itself calls slow
-    (etcd_server_slow_apply_total, over 100 ms), or None if a member did not answer."""
-    buckets, slow = {}, 0
-    for endpoint in etcd.endpoints:
+    (etcd_server_slow_apply_total, over 100 ms), and which member leads raft (its index), or None
+    if a member did not answer."""
+    buckets, slow, leader = {}, 0, None
+    for i, endpoint in enumerate(etcd.endpoints):
         try:
             host, port = endpoint.replace("http://", "").split(":")
             conn = http.client.HTTPConnection(host, int(port), timeout=10)
@@ -226,12 +227,15 @@ def etcd_member_counters(etcd):
                 bound = float(m.group(2))
                 series[bound] = series.get(bound, 0) + int(m.group(3))
         slow += e2e.sample(page, "etcd_server_slow_apply_total") or 0
-    return {"buckets": buckets, "slow_applies": slow}
+        if e2e.sample(page, "etcd_server_is_leader") == 1:
+            leader = i
+    return {"buckets": buckets, "slow_applies": slow, "raft_leader": leader}
 
 
 def etcd_window(before, after):
     """etcd_member_counters over a window: each disk latency's p50/p99 (bucket bounds, ms) and
-    the slow applies."""
+    the slow applies; the member that led raft at the window's end (etcd0, etcd1, ...: as in
+    cpu_cores_used)."""
     if not before or not after:
         return None
     window = {f"{name}_ms": {f"p{int(q * 100)}_le": window_quantile(before["buckets"].get(name, {}),
@@ -239,6 +243,7 @@ def etcd_window(before, after):
                              for q in (0.5, 0.99)}
               for name, series in sorted(after["buckets"].items())}
     window["slow_applies"] = int(after["slow_applies"] - before["slow_applies"])
+    window["raft_leader"] = None if after["raft_leader"] is None else f"etcd{after['raft_leader']}"
     return window
 
 

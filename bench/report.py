@@ -304,11 +304,15 @@ class Report:
             p99 = steady["checkpoint_ms"]["p99"]
             clean = steady["failed"] == 0 and steady["aborts_seen_by_workers"] == 0
             rate = steady.get("durable_completions_per_s")
+            members_view = steady.get("etcd_members") or {}
+            slow = members_view.get("slow_applies")
             self.add(f"etcd ({cluster}): {steady['pipelines']:,} pipelines at 1 s, nothing failed, "
                      "checkpoint p99 <= 200 ms",
                      f"{'-' if rate is None else f'{rate:,.0f}'} completed/s of "
                      f"{steady['offered_per_s']:,.0f} offered, p99 {p99:,.0f} ms, "
-                     f"{steady['failed']} failed", "-", None, clean and p99 <= 200)
+                     f"{steady['failed']} failed", "-", None, clean and p99 <= 200,
+                     "" if slow is None else f"etcd's own slow applies (> 100 ms) in the window: "
+                                             f"{slow}")
         fo = ha.get("failover")
         if fo:
             ttl_s = fo["election_ttl_ms"] / 1000
