@@ -414,8 +414,8 @@ def main():
                         help="one more flag for every etcd member (repeatable), e.g. "
                              "--etcd-arg=--log-level=warn")
     parser.add_argument("--etcd-gogc", type=int, default=0, metavar="PERCENT",
-                        help="GOGC of every etcd member (0: Go's default, 100); README advises "
-                             "400 for members that take thousands of commits a second")
+                        help="GOGC of every etcd member (0: what this environment's GOGC says, "
+                             "else Go's default, 100)")
     parser.add_argument("--keep-etcd-logs", metavar="DIR",
                         help="copy the members' logs here before the cluster is removed")
     args = parser.parse_args()
