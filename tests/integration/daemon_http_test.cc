@@ -79,9 +79,14 @@ TEST_F(DaemonHttpTest, ValuesFollowCheckpoints) {
   }
   ASSERT_TRUE(worker.Ack(1, "0"));  // an old round: ignored as not pending
   std::string page;
+  // A round's counters move on the pipeline's strand after its `complete` went to the stream,
+  // so the worker may read that `complete` first: wait for them too.
   ASSERT_TRUE(Eventually([&] {
     page = Metrics();
-    return SampleValue(page, "ckptd_ignored_messages_total{reason=\"not_pending\"}") >= 1;
+    return SampleValue(page, "ckptd_ignored_messages_total{reason=\"not_pending\"}") >= 1 &&
+           SampleValue(page, "ckptd_checkpoints_completed_total") >= 2 &&
+           SampleValue(page, "ckptd_checkpoint_duration_seconds_count") >= 2 &&
+           SampleValue(page, "ckptd_round_fan_in_seconds_count") >= 2;
   })) << page;
   EXPECT_GE(SampleValue(page, "ckptd_checkpoints_completed_total"), 2);
   EXPECT_GE(SampleValue(page, "ckptd_acks_total"), 3);
