@@ -213,12 +213,10 @@ def etcd_member_counters(etcd):
     buckets, slow, leader = {}, 0, None
     for i, endpoint in enumerate(etcd.endpoints):
         try:
-            host, port = endpoint.replace("http://", "").split(":")
-            conn = http.client.HTTPConnection(host, int(port), timeout=10)
-            conn.request("GET", "/metrics")
-            page = conn.getresponse().read().decode()
-            conn.close()
+            status, _, page = e2e.http_get(endpoint + "/metrics", 10)
         except OSError:
+            return None
+        if status != 200:
             return None
         for line in page.splitlines():
             m = ETCD_BUCKET.match(line)
