@@ -19,8 +19,11 @@ the simulator serving every pipeline with `--server A,B`.
 
   ha_bench.py --build-dir B [--pipelines 1000] [--tasks 2] [--kills 10] [--members 3]
               [--max-txn-ops 128] [--writer-nice -10] [--etcd-arg=FLAG ...] [--keep-etcd-logs DIR]
+              [--etcd-gogc PERCENT] [--etcd-nice INCREMENT] [--sim-nice INCREMENT]
 --max-txn-ops runs every member with etcd's --max-txn-ops and the daemons (and the store alone)
-with store.etcd.max_txn_ops at it: a larger transaction per raft round.
+with store.etcd.max_txn_ops at it: a larger transaction per raft round. --etcd-nice and
+--sim-nice choose who waits for a core when the machine is full (the members, or the steady
+phase's simulator; recorded as etcd_nice and sim_nice).
 Prints one JSON object on stdout; progress on stderr. Not part of CI (minutes per run).
 """
 import argparse
@@ -265,7 +268,8 @@ def steady_phase(ws, etcd, args, pipelines, job):
             sim_command(ws, daemons, job, pipelines, args) +
             ["--warmup", f"{int(args.warmup_s)}s",
              "--duration", f"{int(args.warmup_s + args.window_s)}s"],
-            stdout=f, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+            stdout=f, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
+            preexec_fn=(lambda: os.nice(args.sim_nice)) if args.sim_nice else None)
     time.sleep(args.warmup_s)
     pids = {"leader": daemons[0].proc.pid, "standby": daemons[1].proc.pid, "simulator": sim.pid}
     pids.update({f"etcd{i}": p.pid for i, p in enumerate(etcd.procs)})
@@ -414,6 +418,12 @@ def main():
     parser.add_argument("--etcd-gogc", type=int, default=0, metavar="PERCENT",
                         help="GOGC of every etcd member (0: what this environment's GOGC says, "
                              "else Go's default, 100)")
+    parser.add_argument("--etcd-nice", type=int, default=0, metavar="INCREMENT",
+                        help="nice increment of every etcd member and all its threads (negative: "
+                             "ahead of the daemons and the simulator, as on machines of its own)")
+    parser.add_argument("--sim-nice", type=int, default=0, metavar="INCREMENT",
+                        help="nice increment of the steady phase's simulator (positive: behind the "
+                             "daemons and etcd, as workers on machines of their own would be)")
     parser.add_argument("--keep-etcd-logs", metavar="DIR",
                         help="copy the members' logs here before the cluster is removed")
     args = parser.parse_args()
@@ -424,13 +434,14 @@ def main():
         gogc = {"GOGC": str(args.etcd_gogc)} if args.etcd_gogc > 0 else {}
         etcd = etcd_util.EtcdCluster(args.members,
                                      ["--max-txn-ops", str(args.max_txn_ops), *args.etcd_arg],
-                                     extra_env=gogc)
+                                     extra_env=gogc, nice=args.etcd_nice)
         floor = etcd_sequential_puts(etcd.endpoints[0], 2000)
         log(f"etcd sequential puts: {floor:.0f}/s")
         result = {"bench": "ha", "etcd_members": args.members, "max_txn_ops": args.max_txn_ops,
                   "writer_nice": args.writer_nice,
                   "etcd_gogc": str(args.etcd_gogc or os.environ.get("GOGC", "100")),
-                  "etcd_args": args.etcd_arg,
+                  "etcd_args": args.etcd_arg, "etcd_nice": args.etcd_nice,
+                  "sim_nice": args.sim_nice,
                   "etcd_sequential_puts_per_s": round(floor)}
         if not args.skip_steady:
             result["steady"] = steady_phase(ws, etcd, args, args.steady_pipelines, "steady")

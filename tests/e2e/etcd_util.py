@@ -30,9 +30,10 @@ class EtcdCluster:
     """`members` etcd members on loopback, their data and logs in a temp dir of their own
     (removed by close())."""
 
-    def __init__(self, members=1, extra_args=(), extra_env=None):
+    def __init__(self, members=1, extra_args=(), extra_env=None, nice=0):
         self.extra_args = list(extra_args)  # more etcd flags for every member
         self.extra_env = dict(extra_env or {})  # more environment for every member (GOGC)
+        self.nice = nice  # every member's (and so every one of its threads') nice increment
         self.base_dir = tempfile.mkdtemp(prefix="ckptd-etcd-")
         self.client_ports = [free_port() for _ in range(members)]
         self.peer_ports = [free_port() for _ in range(members)]
@@ -73,8 +74,14 @@ class EtcdCluster:
              "--auto-compaction-mode", "periodic", "--auto-compaction-retention", "5m",
              *self.extra_args],
             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            env={**os.environ, **self.extra_env}, preexec_fn=_die_with_parent)
+            env={**os.environ, **self.extra_env}, preexec_fn=self._preexec)
         log.close()
+
+    def _preexec(self):
+        _die_with_parent()
+        if self.nice:
+            # Before exec, so that every thread the Go runtime starts inherits it.
+            os.nice(self.nice)
 
     def healthy(self, member=None):
         """True when a write through `member` (default: any) is committed by a quorum."""
