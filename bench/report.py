@@ -329,7 +329,10 @@ class Report:
                      f"{proof.get('pipelines_with_reused_ids')} reused, "
                      f"{proof.get('completes_never_triggered')} completes never triggered, "
                      f"{proof.get('tasks_stopped')} stopped, "
-                     f"{proof.get('pipelines_behind_the_old_leader')} behind", "-", None,
+                     f"{proof.get('pipelines_behind_the_old_leader')} behind; etcd's final dump: "
+                     f"{proof.get('etcd_counters_below_an_id_sent', '-')} counters below an id "
+                     f"sent, {proof.get('etcd_checkpoints_behind_a_complete_heard', '-')} "
+                     f"behind a complete heard", "-", None,
                      bool(proof.get("ok")))
 
     @staticmethod

@@ -2,6 +2,7 @@
 
 Each member is a child process that dies with the test (PR_SET_PDEATHSIG) even when the test
 itself is killed; its data dir is under the workspace."""
+import base64
 import ctypes
 import json
 import os
@@ -9,6 +10,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 
 from e2e_util import free_port, wait_until
@@ -130,9 +132,47 @@ class EtcdCluster:
         """The keys under `prefix`, as etcdctl lists them."""
         return [k for k in self._get("--prefix", "--keys-only", prefix).splitlines() if k]
 
+    def get_prefix(self, prefix):
+        """Keys and values under `prefix`, alternating, as etcdctl prints them."""
+        return self._get("--prefix", prefix).splitlines()
+
     def value(self, key):
         """The value of `key` ("" when absent)."""
         return self._get("--print-value-only", key).strip()
+
+    def history(self, key, timeout=20):
+        """Every version of `key` etcd still holds (none is compacted this soon in a test),
+        oldest first, as (mod revision, value): a watch from revision 1, read up to the version
+        a read just saw."""
+        now = json.loads(self._get("-w", "json", key))
+        if not now.get("kvs"):
+            return []
+        newest = int(now["kvs"][0]["mod_revision"])
+        proc = subprocess.Popen([ETCDCTL, "--endpoints", ",".join(self.endpoints), "watch",
+                                 "--rev=1", "-w", "json", key], stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, text=True,
+                                env={**os.environ, "ETCDCTL_API": "3"})
+        watchdog = threading.Timer(timeout, proc.kill)  # a watch that stalls ends the read
+        watchdog.start()
+        versions = []
+        try:
+            for line in proc.stdout:
+                response = json.loads(line)
+                for event in response.get("Events") or []:
+                    kv = event["kv"]
+                    value = base64.b64decode(kv.get("value", "")).decode()
+                    versions.append((int(kv["mod_revision"]), value))
+                if response.get("Canceled") or (versions and versions[-1][0] >= newest):
+                    break
+        finally:
+            watchdog.cancel()
+            proc.kill()
+            proc.wait()
+            proc.stdout.close()
+        if not versions or versions[-1][0] < newest:
+            raise AssertionError(f"the watch of {key} ended at {versions[-1:]} before revision "
+                                 f"{newest}")
+        return versions
 
     def close(self):
         for p in self.procs:

@@ -4,8 +4,11 @@ prefix, and a simulator that knows both (`--server A,B`). The lease TTL is etcd'
 
 Checked: a kill -9 of the leader is survived (the standby serves within TTL + 2 s, the workers
 keep running and reconnect, ids are never reused, nothing completed is lost); a leader paused
-past its lease exits non-zero when it resumes and sends nothing; one etcd member of three lost
-changes nothing; a quorum lost makes the leader not ready, and it resumes once it is back."""
+past its lease exits non-zero when it resumes, sends nothing, and etcd holds none of its
+transactions after the new leader's first; a standby answers status itself and sends ckptctl and
+workers told only of it to the leader; etcd unreachable at start leaves the daemon standing by
+until it answers; one etcd member of three lost changes nothing; a quorum lost makes the leader
+not ready, and it resumes once it is back."""
 import json
 import os
 import signal
@@ -66,9 +69,10 @@ class HaTest(unittest.TestCase):
     def servers(self):
         return f"127.0.0.1:{self.a.port},127.0.0.1:{self.b.port}"
 
-    def start_sim(self):
+    def start_sim(self, servers=None):
         self.events = self.a.path("events.log")
-        self.sim = self.a.start("ckpt-worker-sim", "--server", self.servers(), "--job", "etl",
+        self.sim = self.a.start("ckpt-worker-sim", "--server", servers or self.servers(),
+                                "--job", "etl",
                                 "--pipelines", "1", "--tasks-per-pipeline", "2",
                                 "--event-log", self.events, "--json", log="sim.log")
 
@@ -97,12 +101,20 @@ class HaTest(unittest.TestCase):
     def leading(self, ws):
         return ws.daemon.poll() is None and self.role(ws) == "leader" and self.ready(ws)
 
-    def pipeline(self, ws, pipeline="p0"):
-        r = subprocess.run([ws.binary("ckptctl"), "--server", f"127.0.0.1:{ws.port}", "pipeline",
-                            "get", "etl", pipeline, "-o", "json"], capture_output=True,
-                           text=True, timeout=30)
+    def ctl(self, ws, *args):
+        """ckptctl told of `ws`'s daemon only; its JSON output."""
+        r = subprocess.run([ws.binary("ckptctl"), "--server", f"127.0.0.1:{ws.port}", *args,
+                            "-o", "json"], capture_output=True, text=True, timeout=30)
         self.assertEqual(r.returncode, 0, r.stderr)
         return json.loads(r.stdout)
+
+    def pipeline(self, ws, pipeline="p0"):
+        return self.ctl(ws, "pipeline", "get", "etl", pipeline)
+
+    def writer_epochs(self):
+        """The leadership (epoch) of every transaction etcd still holds, in commit order: each
+        one rewrites P/writer with "<epoch>:<n>"."""
+        return [int(v.split(":")[0]) for _, v in self.etcd.history(f"{PREFIX}/writer")]
 
     def events_of(self, kind):
         return [e[3] for e in e2e.read_events(self.events) if e[0] == kind]
@@ -200,6 +212,7 @@ class HaTest(unittest.TestCase):
 
     def test_a_leader_paused_past_its_lease_exits_when_it_resumes(self):
         self.start_pair()
+        epoch_a = self.a.metric("ckptd_leader_epoch")
         self.a.daemon.send_signal(signal.SIGSTOP)
         try:
             e2e.wait_until(lambda: self.leading(self.b), TTL_S + 10, "daemon B to take over")
@@ -211,9 +224,59 @@ class HaTest(unittest.TestCase):
         self.assertEqual(code, 75, self.a.read_log("ckptd.log")[-3000:])
         self.assertIn("leadership", self.a.read_log("ckptd.log"))
         self.wait_completions(3, after=last_b)
+        # etcd's own record: once B's first transaction landed, none of A's did.
+        epochs = self.writer_epochs()
+        epoch_b = self.b.metric("ckptd_leader_epoch")
+        self.assertGreater(epoch_b, epoch_a)
+        self.assertIn(epoch_b, epochs)
+        first_b = epochs.index(epoch_b)
+        self.assertEqual(set(epochs[:first_b]), {epoch_a}, epochs)
+        self.assertEqual(set(epochs[first_b:]), {epoch_b}, epochs)
         self.assert_ids_never_reused()
         self.assert_tasks_never_stopped()
         self.assertEqual(self.sim_report()["stale_messages"], 0)
+
+    def test_a_standby_answers_status_and_sends_every_other_call_to_the_leader(self):
+        self.start_etcd(1)
+        self.start_daemon(self.a)
+        e2e.wait_until(lambda: self.leading(self.a), 20, "daemon A to lead")
+        self.start_daemon(self.b)
+        e2e.wait_until(lambda: self.role(self.b) == "standby", 20, "daemon B to stand by")
+        epoch = self.a.metric("ckptd_leader_epoch")
+        self.assertGreater(epoch, 0)
+        # GetDaemonStatus is the one call a standby answers itself.
+        status = self.ctl(self.b, "status")
+        daemon = status.get("daemon", status)
+        self.assertEqual(daemon["role"], "standby", status)
+        self.assertEqual(daemon["leader_address"], f"127.0.0.1:{self.a.port}", status)
+        self.assertEqual(int(daemon["leader_epoch"]), epoch, status)
+        self.assertEqual(e2e.http_status(self.b.metrics_url("/healthz"), timeout=2), 200)
+        self.assertEqual(e2e.http_status(self.b.metrics_url("/readyz"), timeout=2), 503)
+        # Everything else gets UNAVAILABLE with ckpt-leader; clients told of the standby alone
+        # can only have reached the leader through that trailer.
+        self.assertEqual(self.pipeline(self.b)["pipeline_id"], "p0")
+        self.start_sim(servers=f"127.0.0.1:{self.b.port}")
+        self.wait_completions(3)
+        self.assertEqual(self.role(self.b), "standby")
+        self.assertEqual(self.a.metric("ckptd_leader_epoch"), epoch)
+        self.assert_ids_never_reused()
+        self.assertEqual(self.sim_report()["stale_messages"], 0)
+
+    def test_etcd_unreachable_at_start_the_daemon_stands_by_until_it_answers(self):
+        self.start_etcd(1)
+        self.etcd.kill(0)
+        self.start_daemon(self.a)
+        e2e.wait_until(lambda: "not reachable within dial_timeout_ms" in
+                       self.a.read_log("ckptd.log"), 20, "the daemon to say etcd is unreachable")
+        self.assertIn(self.etcd.endpoints[0], self.a.read_log("ckptd.log"))
+        self.assertIsNone(self.a.daemon.poll())
+        self.assertEqual(self.role(self.a), "standby")
+        self.assertFalse(self.ready(self.a))
+        self.etcd.restart(0)
+        e2e.wait_until(lambda: self.leading(self.a), 30, "daemon A to lead once etcd answers")
+        self.start_sim()
+        self.wait_completions(2)
+        self.assert_ids_never_reused()
 
     def test_one_etcd_member_of_three_lost_changes_nothing_a_quorum_lost_pauses(self):
         self.start_pair(members=3)
@@ -246,6 +309,7 @@ class HaTest(unittest.TestCase):
         self.wait_completions(3, after=last)
         self.assert_ids_never_reused()
         self.assert_tasks_never_stopped()
+        self.assert_etcd_holds_what_workers_saw()  # the outage failed nothing already durable
 
 
 if __name__ == "__main__":
