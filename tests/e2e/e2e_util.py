@@ -128,6 +128,18 @@ class Workspace:
         """The value of one sample of the daemon's /metrics page, or None."""
         return sample(http_get(self.metrics_url())[2], series)
 
+    def role(self):
+        """The daemon's HA role from /metrics (leader, standby or single), or None when it does
+        not answer."""
+        try:
+            page = http_get(self.metrics_url(), timeout=2)[2]
+        except OSError:
+            return None
+        for role in ("leader", "standby", "single"):
+            if sample(page, f'ckptd_role{{role="{role}"}}') == 1:
+                return role
+        return None
+
     def path(self, name):
         return os.path.join(self.dir, name)
 

@@ -13,7 +13,7 @@ import tempfile
 import threading
 import time
 
-from e2e_util import free_port, wait_until
+from e2e_util import Workspace, free_port, http_status, wait_until
 
 ETCD = "/usr/bin/etcd"
 ETCDCTL = "/usr/bin/etcdctl"
@@ -55,6 +55,18 @@ class EtcdCluster:
 
     def yaml_endpoints(self):
         return "[" + ", ".join(self.endpoints) + "]"
+
+    def daemon_yaml(self, port, prefix, election_ttl_ms, more_etcd=""):
+        """The store and `advertise` of a ckptd config on this cluster: a daemon on loopback
+        `port` sharing `prefix` with the others (`more_etcd`: more store.etcd lines)."""
+        return ("store:\n"
+                "  backend: etcd\n"
+                "  etcd:\n"
+                f"    endpoints: {self.yaml_endpoints()}\n"
+                f"    prefix: {prefix}\n"
+                f"    election_ttl_ms: {election_ttl_ms}\n"
+                "    dial_timeout_ms: 1000\n" + more_etcd +
+                f"advertise: 127.0.0.1:{port}\n")
 
     def _name(self, i):
         return f"m{i}"
@@ -181,3 +193,27 @@ class EtcdCluster:
                 p.wait()
         shutil.rmtree(self.base_dir, ignore_errors=True)
 
+
+
+def start_pair(test, build_dir, prefix, election_ttl_ms, pipelines_yaml, members=1):
+    """For an SDK's HA test: etcd (`members` members), then daemon A, which leads, then daemon
+    B, standing by, each in a Workspace of its own declaring `pipelines_yaml` and sharing
+    `prefix`. `test`'s cleanups stop them (the daemons before etcd). Returns (etcd, a, b), each
+    workspace's daemon process as its `daemon`."""
+    if not installed():
+        test.fail("etcd is not installed (scripts/setup.sh installs etcd-server and etcd-client)")
+    etcd = EtcdCluster(members)
+    test.addCleanup(etcd.close)  # cleanups run last-added first: this one after the daemons
+    daemons = []
+    for name in ("A", "B"):
+        ws = Workspace(build_dir)
+        test.addCleanup(ws.close)
+        ws.daemon = ws.start_daemon(ws.write_config(
+            etcd.daemon_yaml(ws.port, prefix, election_ttl_ms) + pipelines_yaml))
+        if name == "A":
+            wait_until(lambda: ws.role() == "leader" and http_status(
+                ws.metrics_url("/readyz"), timeout=2) == 200, 20, "daemon A to lead")
+        else:
+            wait_until(lambda: ws.role() == "standby", 20, "daemon B to stand by")
+        daemons.append(ws)
+    return (etcd, *daemons)

@@ -54,14 +54,7 @@ class HaTest(unittest.TestCase):
 
     def write_config(self, ws, more_pipelines="", more_etcd=""):
         return ws.write_config(
-            "store:\n"
-            "  backend: etcd\n"
-            "  etcd:\n"
-            f"    endpoints: {self.etcd.yaml_endpoints()}\n"
-            f"    prefix: {PREFIX}\n"
-            f"    election_ttl_ms: {int(TTL_S * 1000)}\n"
-            "    dial_timeout_ms: 1000\n" + more_etcd +
-            f"advertise: 127.0.0.1:{ws.port}\n"
+            self.etcd.daemon_yaml(ws.port, PREFIX, int(TTL_S * 1000), more_etcd) +
             "pipelines:\n"
             "  - {job_id: etl, pipeline_id: p0, parallelism: 2, interval_ms: 200}\n" +
             more_pipelines)
@@ -86,14 +79,7 @@ class HaTest(unittest.TestCase):
         return json.loads(next(line for line in reversed(lines) if line.startswith("{")))
 
     def role(self, ws):
-        try:
-            page = e2e.http_get(ws.metrics_url(), timeout=2)[2]
-        except OSError:
-            return None
-        for role in ("leader", "standby", "single"):
-            if e2e.sample(page, f'ckptd_role{{role="{role}"}}') == 1:
-                return role
-        return None
+        return ws.role()
 
     def ready(self, ws):
         return e2e.http_status(ws.metrics_url("/readyz"), timeout=2) == 200

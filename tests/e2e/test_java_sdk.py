@@ -1,7 +1,8 @@
 """The Java worker SDK (client/java) against a real daemon: a full round with its states in the
 store, a decline that aborts its round, a savepoint the worker asks for, a reconnect with takeover
 and the restore point after the daemon restarted, goodbye on SIGTERM, a refused hello, handlers
-that throw; against a daemon with TLS and auth on, a round with a bearer token or a client
+that throw; with two daemons on etcd, a worker following the leader from the standby and through
+a takeover; against a daemon with TLS and auth on, a round with a bearer token or a client
 certificate, and a wrong token refused for good.
 
 Runs the example worker (io.ckptd.example.SmallWorker) the build put in <build>/java, with
@@ -17,6 +18,7 @@ import time
 import unittest
 
 import e2e_util as e2e
+import etcd_util
 
 BUILD_DIR = None
 JOB = "jv"
@@ -206,6 +208,41 @@ class JavaSdkTest(unittest.TestCase):
         self.assertFalse(refused["will_retry"])
         self.assertEqual(w.proc.wait(timeout=WAIT_S), 1)
         self.assertEqual(w.all("welcome"), [])
+
+
+class JavaSdkHaTest(unittest.TestCase):
+    """Two daemons sharing one etcd: a worker told of the standby alone reaches the leader
+    through the standby's ckpt-leader trailer, and after a kill -9 of the leader it goes on with
+    the daemon that takes over, with its tasks, under a higher leader_epoch."""
+    TTL_MS = 2000  # etcd's floor: a quick takeover
+
+    def setUp(self):
+        self.etcd, self.a, self.b = etcd_util.start_pair(
+            self, BUILD_DIR, "/ckptd-java", self.TTL_MS,
+            e2e.declared_pipelines(JOB, 1, interval_ms=300, timeout_ms=5000,
+                                   tolerable_failures=100))
+
+    def test_a_worker_told_of_the_standby_follows_the_leader_and_then_the_takeover(self):
+        # Told of B only (JavaWorker gives it its workspace's daemon): A only through B's trailer.
+        w = JavaWorker(self.b, "worker", "--pipeline", "p0", "--tasks", "0,1",
+                       "--worker-id", "javaw")
+        redirected = w.next("disconnected")
+        self.assertEqual(redirected["code"], "UNAVAILABLE", redirected)
+        self.assertEqual(redirected["leader"], f"127.0.0.1:{self.a.port}", redirected)
+        first = w.next("welcome")
+        self.assertEqual(first["leader_epoch"], self.a.metric("ckptd_leader_epoch"))
+        done = w.next("complete")["checkpoint_id"]
+        self.a.daemon.kill()
+        self.a.daemon.wait()
+        again = w.next("welcome", lambda e: e["leader_epoch"] > first["leader_epoch"],
+                       timeout=self.TTL_MS / 1000 + WAIT_S)
+        self.assertEqual(self.b.role(), "leader")
+        self.assertEqual(again["leader_epoch"], self.b.metric("ckptd_leader_epoch"))
+        self.assertGreaterEqual(again["last_completed"], done)
+        w.next("complete", lambda e: e["checkpoint_id"] > again["last_completed"])
+        hellos = w.all("connecting")
+        self.assertTrue(all(h["takeover"] for h in hellos[1:]), "every reconnect takes over")
+        self.assertFalse([e for e in w.all("state") if e.get("state") in ("STOPPED", "FAILED")])
 
 
 class JavaSdkTlsTest(unittest.TestCase):

@@ -1,8 +1,10 @@
 """The Python worker SDK (client/python) against a real daemon: a full round with its state in the
 store, a decline that fails only its round, a savepoint asked by the worker, a trigger at a
-position, a reconnect with the restore point after the daemon restarted, goodbye, a refused hello;
-against a daemon with TLS and auth on, a round with a bearer token or a client certificate and a
-wrong token refused for good; and the package the build assembles installs with pip.
+position, a reconnect with the restore point after the daemon restarted, goodbye, a refused
+hello; with two daemons on etcd, a worker following the leader from the standby and through a
+takeover; against a daemon with TLS and auth on, a round with a bearer token or a client
+certificate and a wrong token refused for good; and the package the build assembles installs
+with pip.
 
 Runs on Debian's python3 (its python3-grpcio and python3-protobuf), with the stubs the build
 generated in <build>/python on PYTHONPATH (tests/CMakeLists.txt sets both).
@@ -19,6 +21,7 @@ import threading
 import unittest
 
 import e2e_util as e2e
+import etcd_util
 
 BUILD_DIR = None
 JOB = "py"
@@ -214,6 +217,44 @@ class PythonSdkTest(unittest.TestCase):
         self.assertFalse(refused.will_retry)
         self.assertTrue(rec.worker.wait_until_stopped(5))
         self.assertEqual(rec.worker.counters.connects, 0)
+
+
+class PythonSdkHaTest(unittest.TestCase):
+    """Two daemons sharing one etcd: a worker told of the standby alone reaches the leader
+    through the standby's ckpt-leader trailer, and after a kill -9 of the leader it goes on with
+    the daemon that takes over, its tasks kept, under a higher leader_epoch."""
+    TTL_MS = 2000  # etcd's floor: a quick takeover
+
+    def setUp(self):
+        self.workers = []
+        self.etcd, self.a, self.b = etcd_util.start_pair(
+            self, BUILD_DIR, "/ckptd-py", self.TTL_MS,
+            e2e.declared_pipelines(JOB, 1, interval_ms=300, timeout_ms=5000,
+                                   tolerable_failures=100))
+        self.addCleanup(lambda: [w.close() for w in self.workers])  # first: before the daemons
+
+    def test_a_worker_told_of_the_standby_follows_the_leader_and_then_the_takeover(self):
+        rec = Recorder()
+        rec.worker = PipelineWorker(f"127.0.0.1:{self.b.port}", worker_id="pyw", job_id=JOB,
+                                    pipeline_id="p0", task_ids=["0", "1"],
+                                    backoff_initial=0.05, backoff_max=0.5, **rec.handlers())
+        self.workers.append(rec.worker)
+        rec.worker.start()
+        first = rec.next("welcome")[1]
+        self.assertEqual(first.leader_epoch, self.a.metric("ckptd_leader_epoch"))
+        self.assertGreaterEqual(rec.worker.counters.leader_redirects, 1)
+        done = rec.next("complete")[1]
+        self.a.daemon.kill()
+        self.a.daemon.wait()
+        again = rec.next("welcome", lambda e: e[1].leader_epoch > first.leader_epoch,
+                         timeout=self.TTL_MS / 1000 + WAIT_S)[1]
+        self.assertEqual(self.b.role(), "leader")
+        self.assertEqual(again.leader_epoch, self.b.metric("ckptd_leader_epoch"))
+        self.assertGreaterEqual(again.last_completed_checkpoint_id, done)
+        rec.next("complete", lambda e: e[1] > again.last_completed_checkpoint_id)
+        # Reconnected with its tasks: never told to stop or fail them.
+        states = [e[1] for e in rec.seen if e[0] == "state"]
+        self.assertFalse([s for s in states if str(s).endswith(("STOPPED", "FAILED"))], states)
 
 
 class PythonSdkTlsTest(unittest.TestCase):

@@ -105,7 +105,7 @@ public final class SmallWorker {
       w.restore().taskStates().forEach((task, s) -> restored.put(task, s.uri()));
       emit("welcome", "session_id", w.sessionId(), "generation", w.generation(),
           "state", w.state().name(), "last_completed", w.lastCompletedCheckpointId(),
-          "heartbeat_interval_ms", w.heartbeatIntervalMs(),
+          "heartbeat_interval_ms", w.heartbeatIntervalMs(), "leader_epoch", w.leaderEpoch(),
           "restore_checkpoint_id", w.restore().checkpointId(), "restore_states", restored);
       misbehave("welcome");
     }
