@@ -4,7 +4,8 @@ the simulator serving every pipeline with `--server A,B`.
 
   1. etcd's own floor: sequential single-put round trips through one connection (etcd's JSON
      gateway, measurement only), in ops/s. A daemon that wrote each completion alone could not
-     complete more checkpoints per second than this.
+     complete more checkpoints per second than this. With --check-perf-load, also etcd's own
+     `etcdctl check perf`: single-put txns from many clients at once, what etcd does unbatched.
   2. Steady state on etcd: P pipelines of T tasks at the interval, a warm-up then a window; the
      simulator's checkpoint duration (trigger to `complete`, as the worker saw it) p50/p99 and
      the durable completions per second over the window. Then capacity: the same with more
@@ -20,6 +21,7 @@ the simulator serving every pipeline with `--server A,B`.
   ha_bench.py --build-dir B [--pipelines 1000] [--tasks 2] [--kills 10] [--members 3]
               [--max-txn-ops 128] [--writer-nice -10] [--etcd-arg=FLAG ...] [--keep-etcd-logs DIR]
               [--etcd-gogc PERCENT] [--etcd-nice INCREMENT] [--sim-nice INCREMENT]
+              [--check-perf-load s|m|l|xl]
 --max-txn-ops runs every member with etcd's --max-txn-ops and the daemons (and the store alone)
 with store.etcd.max_txn_ops at it: a larger transaction per raft round. --etcd-nice and
 --sim-nice choose who waits for a core when the machine is full (the members, or the steady
@@ -64,6 +66,19 @@ def etcd_sequential_puts(endpoint, count):
         if reply.status != 200:
             raise RuntimeError(f"etcd put answered {reply.status}")
     return count / (time.monotonic() - start)
+
+
+def etcd_check_perf(endpoints, load):
+    """`etcdctl check perf --load LOAD` against the cluster (60 s of single-put txns from many
+    clients at once: xl is 1,000 clients asking 8,000 writes/s): the writes a second etcd did, or
+    None if it printed none. Compacts and defragments after, so that what follows starts clean."""
+    r = subprocess.run([etcd_util.ETCDCTL, "--endpoints", ",".join(endpoints), "check", "perf",
+                        "--load", load, "--auto-compact", "--auto-defrag"],
+                       capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "ETCDCTL_API": "3"})
+    # e.g. "FAIL: Throughput too low: 3042 writes/s" or "PASS: Throughput is 151 writes/s"
+    found = re.search(r"Throughput[^0-9]*([0-9]+) writes/s", r.stdout + r.stderr)
+    return int(found.group(1)) if found else None
 
 
 def store_phase(args, etcd, inflight, runs=3):
@@ -468,6 +483,10 @@ def main():
     parser.add_argument("--sim-nice", type=int, default=0, metavar="INCREMENT",
                         help="nice increment of the steady phase's simulator (positive: behind the "
                              "daemons and etcd, as workers on machines of their own would be)")
+    parser.add_argument("--check-perf-load", metavar="LOAD", default="",
+                        help="also run `etcdctl check perf --load LOAD` (s, m, l or xl; about a "
+                             "minute) first: etcd's throughput of single-put txns from many "
+                             "clients at once [empty: skip]")
     parser.add_argument("--keep-etcd-logs", metavar="DIR",
                         help="copy the members' logs here before the cluster is removed")
     args = parser.parse_args()
@@ -481,12 +500,19 @@ def main():
                                      extra_env=gogc, nice=args.etcd_nice)
         floor = etcd_sequential_puts(etcd.endpoints[0], 2000)
         log(f"etcd sequential puts: {floor:.0f}/s")
+        check_perf = None
+        if args.check_perf_load:
+            check_perf = etcd_check_perf(etcd.endpoints, args.check_perf_load)
+            log(f"etcdctl check perf --load {args.check_perf_load}: {check_perf} writes/s")
         result = {"bench": "ha", "etcd_members": args.members, "max_txn_ops": args.max_txn_ops,
                   "writer_nice": args.writer_nice,
                   "etcd_gogc": str(args.etcd_gogc or os.environ.get("GOGC", "100")),
                   "etcd_args": args.etcd_arg, "etcd_nice": args.etcd_nice,
                   "sim_nice": args.sim_nice,
                   "etcd_sequential_puts_per_s": round(floor)}
+        if args.check_perf_load:
+            result["etcd_check_perf"] = {"load": args.check_perf_load,
+                                         "writes_per_s": check_perf}
         if not args.skip_steady:
             result["steady"] = steady_phase(ws, etcd, args, args.steady_pipelines, "steady")
             log(f"steady: {result['steady']}")

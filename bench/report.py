@@ -298,7 +298,8 @@ class Report:
                      f"({cap['pipelines']:,} x 2 at 1 s)",
                      f"{floor:,}/s sequential single puts" if floor else "-",
                      rate / floor if floor else None, rate >= 5000,
-                     "ratio = ckptd / etcd's floor" + self._store_alone_text(ha))
+                     "ratio = ckptd / etcd's floor" + self._check_perf_text(ha, rate) +
+                     self._store_alone_text(ha))
         steady = ha.get("steady")
         if steady:
             p99 = steady["checkpoint_ms"]["p99"]
@@ -334,6 +335,16 @@ class Report:
                      f"sent, {proof.get('etcd_checkpoints_behind_a_complete_heard', '-')} "
                      f"behind a complete heard", "-", None,
                      bool(proof.get("ok")))
+
+    @staticmethod
+    def _check_perf_text(ha, rate):
+        """`etcdctl check perf` beside the capacity: what batching buys over many clients'
+        single-put txns."""
+        perf = ha.get("etcd_check_perf") or {}
+        if not perf.get("writes_per_s"):
+            return ""
+        return (f"; etcdctl check perf --load {perf['load']}: {perf['writes_per_s']:,} "
+                f"writes/s (ckptd x{rate / perf['writes_per_s']:.1f})")
 
     @staticmethod
     def _store_alone_text(ha):
