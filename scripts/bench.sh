@@ -217,7 +217,7 @@ run_bench 120 '"bench":"e2e","label":"ingest-tls","pipelines":16,"tasks":500' \
 
 # High availability on a 3-member etcd: durable completions beside etcd's own sequential puts,
 # steady 5,000 x 2 at 1 s, capacity at 8,000 x 2, and 10 kill -9 of the leader at 1,000 x 2
-# (docs/PERFORMANCE.md); first, etcdctl check perf --load xl: etcd's own throughput of single-put
+# (docs/PERFORMANCE.md); last, etcdctl check perf --load xl: etcd's own throughput of single-put
 # txns from 1,000 clients, beside which the capacity shows what group commit buys.
 step "high availability on etcd (bench/ha_bench.py, about 9 minutes)"
 if command -v etcd >/dev/null; then
