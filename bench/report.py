@@ -333,7 +333,10 @@ class Report:
                      f"{proof.get('pipelines_behind_the_old_leader')} behind; etcd's final dump: "
                      f"{proof.get('etcd_counters_below_an_id_sent', '-')} counters below an id "
                      f"sent, {proof.get('etcd_checkpoints_behind_a_complete_heard', '-')} "
-                     f"behind a complete heard", "-", None,
+                     f"behind a complete heard; "
+                     f"{proof.get('takeovers_over_ttl_plus_2s', '-')} takeovers over TTL + 2 s; "
+                     f"simulator ran throughout: {proof.get('simulator_kept_running', '-')}",
+                     "-", None,
                      bool(proof.get("ok")))
 
     @staticmethod
@@ -341,8 +344,10 @@ class Report:
         """`etcdctl check perf` beside the capacity: what batching buys over many clients'
         single-put txns."""
         perf = ha.get("etcd_check_perf") or {}
-        if not perf.get("writes_per_s"):
+        if not perf:
             return ""
+        if not perf.get("writes_per_s"):
+            return f"; etcdctl check perf --load {perf.get('load')}: none printed"
         return (f"; etcdctl check perf --load {perf['load']}: {perf['writes_per_s']:,} "
                 f"writes/s (ckptd x{rate / perf['writes_per_s']:.1f})")
 

@@ -252,13 +252,15 @@ def ids_out_of_order(triggers):
     return [(p, a, b) for p, seq in triggers.items() for a, b in zip(seq, seq[1:]) if a >= b]
 
 
-def read_events(path):
-    """The simulator's --event-log: a list of (event, job, pipeline, checkpoint_id, kind)."""
+def read_events(path, limit_bytes=None):
+    """The simulator's --event-log: a list of (event, job, pipeline, checkpoint_id, kind); with
+    `limit_bytes`, only what the file held when it was that long."""
     events = []
     if not os.path.exists(path):
         return events
     with open(path) as f:
-        for line in f:
+        lines = f if limit_bytes is None else f.read(limit_bytes).splitlines()
+        for line in lines:
             parts = line.split()
             if len(parts) >= 4 and parts[-1] != "":
                 kind = parts[4] if len(parts) > 4 else ""

@@ -240,8 +240,6 @@ class JavaSdkHaTest(unittest.TestCase):
         self.assertEqual(again["leader_epoch"], self.b.metric("ckptd_leader_epoch"))
         self.assertGreaterEqual(again["last_completed"], done)
         w.next("complete", lambda e: e["checkpoint_id"] > again["last_completed"])
-        hellos = w.all("connecting")
-        self.assertTrue(all(h["takeover"] for h in hellos[1:]), "every reconnect takes over")
         self.assertFalse([e for e in w.all("state") if e.get("state") in ("STOPPED", "FAILED")])
 
 

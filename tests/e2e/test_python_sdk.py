@@ -253,6 +253,8 @@ class PythonSdkHaTest(unittest.TestCase):
         self.assertGreaterEqual(again.last_completed_checkpoint_id, done)
         rec.next("complete", lambda e: e[1] > again.last_completed_checkpoint_id)
         # Reconnected with its tasks: never told to stop or fail them.
+        while not rec.events.empty():
+            rec.seen.append(rec.events.get())
         states = [e[1] for e in rec.seen if e[0] == "state"]
         self.assertFalse([s for s in states if str(s).endswith(("STOPPED", "FAILED"))], states)
 
