@@ -351,33 +351,18 @@ def check_events(path, pipelines):
             "ok": len(triggers) == pipelines and reused == 0 and untriggered == 0 and stopped == 0}
 
 
-def newest_heard(path, limit_bytes=None):
-    """Per pipeline, the newest checkpoint id the workers were told `complete` of (in the first
-    `limit_bytes` of the log, if given)."""
-    heard = {}
-    for event, _, pipeline, checkpoint_id, _ in e2e.read_events(path, limit_bytes):
-        if event == "complete":
-            heard[pipeline] = max(heard.get(pipeline, 0), checkpoint_id)
-    return heard
-
-
 def check_etcd_dump(etcd, job, path):
     """A final dump of etcd against the workers' event log, per pipeline: the stored id counter
     is at or above every id a worker was sent (none can be handed out again), and the newest
     stored checkpoint at or above the newest `complete` a worker heard (the last one they were
     told of is durable; the takeovers' checks cover the ones before)."""
     prefix = f"/ckptd-{job}"
-    sent = {}
-    for event, _, pipeline, checkpoint_id, _ in e2e.read_events(path):
-        if event == "trigger":
-            sent[pipeline] = max(sent.get(pipeline, 0), checkpoint_id)
+    events = e2e.read_events(path)
+    sent = e2e.newest_id_by_pipeline(events, "trigger")
+    heard = e2e.newest_id_by_pipeline(events, "complete")
     lines = etcd.get_prefix(f"{prefix}/counters/{job}/")
     counters = {key.rsplit("/", 1)[1]: int(value) for key, value in zip(lines[::2], lines[1::2])}
-    stored = {}
-    for key in etcd.keys(f"{prefix}/checkpoints/{job}/"):
-        pipeline, name = key.rsplit("/", 2)[1:]
-        stored[pipeline] = max(stored.get(pipeline, 0), int(name.split("-")[0]))
-    heard = newest_heard(path)
+    stored = {p: max(ids) for p, ids in etcd.checkpoint_ids(prefix, job).items()}
     below_sent = sorted(p for p, i in sent.items() if counters.get(p, 0) < i)
     lost = sorted(p for p, i in heard.items() if stored.get(p, 0) < i)
     return {"etcd_counters_below_an_id_sent": len(below_sent),
@@ -411,7 +396,8 @@ def failover_phase(ws, etcd, args):
         ready_s.append(time.monotonic() - killed)
         # Nothing durable lost: before any new round completes, the new leader knows at least
         # what the old one had completed, as its admin API said and as the workers heard.
-        heard_before = newest_heard(events, heard_upto)
+        heard_before = e2e.newest_id_by_pipeline(e2e.read_events(events, heard_upto),
+                                                 "complete")
         lost += sum(1 for p in standby.pipelines() or []
                     if p["last_completed_checkpoint_id"] < max(
                         last_before.get(p["pipeline_id"], 0),

@@ -247,6 +247,15 @@ def trigger_ids_by_pipeline(events):
     return triggers
 
 
+def newest_id_by_pipeline(events, kind):
+    """pipeline -> the highest checkpoint id of its `kind` events ("trigger", "complete")."""
+    newest = {}
+    for e in events:
+        if e[0] == kind:
+            newest[e[2]] = max(newest.get(e[2], 0), e[3])
+    return newest
+
+
 def ids_out_of_order(triggers):
     """(pipeline, earlier id, later id) for each trigger id not above the one before it."""
     return [(p, a, b) for p, seq in triggers.items() for a, b in zip(seq, seq[1:]) if a >= b]

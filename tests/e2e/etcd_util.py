@@ -148,6 +148,15 @@ class EtcdCluster:
         """Keys and values under `prefix`, alternating, as etcdctl prints them."""
         return self._get("--prefix", prefix).splitlines()
 
+    def checkpoint_ids(self, prefix, job):
+        """pipeline -> the ids of the checkpoints stored for it under ckptd's `prefix`
+        (P/checkpoints/<job>/<pipeline>/<id>-<kind>, server/etcd/etcd_layout.h)."""
+        ids = {}
+        for key in self.keys(f"{prefix}/checkpoints/{job}/"):
+            pipeline, name = key.rsplit("/", 2)[1:]
+            ids.setdefault(pipeline, set()).add(int(name.split("-")[0]))
+        return ids
+
     def value(self, key):
         """The value of `key` ("" when absent)."""
         return self._get("--print-value-only", key).strip()

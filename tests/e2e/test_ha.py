@@ -78,14 +78,11 @@ class HaTest(unittest.TestCase):
         lines = self.a.read_log("sim.log").strip().splitlines()
         return json.loads(next(line for line in reversed(lines) if line.startswith("{")))
 
-    def role(self, ws):
-        return ws.role()
-
     def ready(self, ws):
         return e2e.http_status(ws.metrics_url("/readyz"), timeout=2) == 200
 
     def leading(self, ws):
-        return ws.daemon.poll() is None and self.role(ws) == "leader" and self.ready(ws)
+        return ws.daemon.poll() is None and ws.role() == "leader" and self.ready(ws)
 
     def ctl(self, ws, *args):
         """ckptctl told of `ws`'s daemon only; its JSON output."""
@@ -115,6 +112,10 @@ class HaTest(unittest.TestCase):
                          "a checkpoint id was triggered twice, or went backwards")
         self.assertTrue(set(self.events_of("complete")) <= set(triggers))
 
+    def stored_ids(self):
+        """The ids of p0's checkpoints stored in etcd."""
+        return self.etcd.checkpoint_ids(PREFIX, "etl").get("p0", set())
+
     def assert_etcd_holds_what_workers_saw(self):
         """A dump of etcd: the id counter is above every id a worker was sent (no id can be
         handed out again), and the newest stored checkpoint is at least the newest `complete`
@@ -123,9 +124,7 @@ class HaTest(unittest.TestCase):
         sent, heard = max(self.events_of("trigger")), max(self.events_of("complete"))
         counter = int(self.etcd.value(f"{PREFIX}/counters/etl/p0"))
         self.assertGreaterEqual(counter, sent)
-        stored = [int(k.rsplit("/", 1)[1].split("-")[0])
-                  for k in self.etcd.keys(f"{PREFIX}/checkpoints/etl/p0/")]
-        self.assertGreaterEqual(max(stored), heard)
+        self.assertGreaterEqual(max(self.stored_ids()), heard)
 
     def assert_tasks_never_stopped(self):
         states = [e[4] for e in e2e.read_events(self.events) if e[0] == "state"]
@@ -138,7 +137,7 @@ class HaTest(unittest.TestCase):
         self.start_daemon(self.a)
         e2e.wait_until(lambda: self.leading(self.a), 20, "daemon A to lead")
         self.start_daemon(self.b)
-        e2e.wait_until(lambda: self.role(self.b) == "standby", 20, "daemon B to stand by")
+        e2e.wait_until(lambda: self.b.role() == "standby", 20, "daemon B to stand by")
         self.assertFalse(self.ready(self.b))
         self.start_sim()
         self.wait_completions(3)
@@ -227,12 +226,12 @@ class HaTest(unittest.TestCase):
         self.start_daemon(self.a)
         e2e.wait_until(lambda: self.leading(self.a), 20, "daemon A to lead")
         self.start_daemon(self.b)
-        e2e.wait_until(lambda: self.role(self.b) == "standby", 20, "daemon B to stand by")
+        e2e.wait_until(lambda: self.b.role() == "standby", 20, "daemon B to stand by")
         epoch = self.a.metric("ckptd_leader_epoch")
         self.assertGreater(epoch, 0)
         # GetDaemonStatus is the one call a standby answers itself.
         status = self.ctl(self.b, "status")
-        daemon = status.get("daemon", status)
+        daemon = status["daemon"]
         self.assertEqual(daemon["role"], "standby", status)
         self.assertEqual(daemon["leader_address"], f"127.0.0.1:{self.a.port}", status)
         self.assertEqual(int(daemon["leader_epoch"]), epoch, status)
@@ -244,7 +243,7 @@ class HaTest(unittest.TestCase):
         self.assertEqual(self.pipeline(self.b)["pipeline_id"], "p0")
         self.start_sim(servers=f"127.0.0.1:{self.b.port}")
         self.wait_completions(3)
-        self.assertEqual(self.role(self.b), "standby")
+        self.assertEqual(self.b.role(), "standby")
         self.assertEqual(self.a.metric("ckptd_leader_epoch"), epoch)
         self.assert_ids_never_reused()
         self.assertEqual(self.sim_report()["stale_messages"], 0)
@@ -257,7 +256,7 @@ class HaTest(unittest.TestCase):
                        self.a.read_log("ckptd.log"), 20, "the daemon to say etcd is unreachable")
         self.assertIn(self.etcd.endpoints[0], self.a.read_log("ckptd.log"))
         self.assertIsNone(self.a.daemon.poll())
-        self.assertEqual(self.role(self.a), "standby")
+        self.assertEqual(self.a.role(), "standby")
         self.assertFalse(self.ready(self.a))
         self.etcd.restart(0)
         e2e.wait_until(lambda: self.leading(self.a), 30, "daemon A to lead once etcd answers")
@@ -280,7 +279,7 @@ class HaTest(unittest.TestCase):
         self.assertEqual(self.a.metric("ckptd_leader_epoch"), epoch)
         self.assertGreater(self.a.metric("ckptd_etcd_transactions_total"), txns)
         self.assertIsNotNone(self.a.metric("ckptd_etcd_transactions_resent_total"))
-        self.assertEqual(self.role(self.b), "standby")
+        self.assertEqual(self.b.role(), "standby")
         # Two of three gone: no quorum, so no lease can be confirmed and nothing written.
         second = next(i for i in range(3) if i != raft_leader)
         self.etcd.kill(second)
@@ -300,9 +299,7 @@ class HaTest(unittest.TestCase):
         self.assert_etcd_holds_what_workers_saw()
         # The outage failed nothing already durable: the last checkpoint the workers were told
         # of before it is still stored (a few rounds later, well inside the retained history).
-        stored = {int(k.rsplit("/", 1)[1].split("-")[0])
-                  for k in self.etcd.keys(f"{PREFIX}/checkpoints/etl/p0/")}
-        self.assertIn(durable, stored)
+        self.assertIn(durable, self.stored_ids())
 
 
 if __name__ == "__main__":

@@ -22,8 +22,9 @@ import etcd_util
 
 BUILD_DIR = None
 JOB = "jv"
-CONFIG = "lease_ttl_ms: 3000\nheartbeat_interval_ms: 200\n" + e2e.declared_pipelines(
-    JOB, 1, interval_ms=300, timeout_ms=5000, tolerable_failures=100)
+PIPELINES = e2e.declared_pipelines(JOB, 1, interval_ms=300, timeout_ms=5000,
+                                   tolerable_failures=100)
+CONFIG = "lease_ttl_ms: 3000\nheartbeat_interval_ms: 200\n" + PIPELINES
 WAIT_S = 30  # the JVM's start counts in it
 
 
@@ -217,10 +218,8 @@ class JavaSdkHaTest(unittest.TestCase):
     TTL_MS = 2000  # etcd's floor: a quick takeover
 
     def setUp(self):
-        self.etcd, self.a, self.b = etcd_util.start_pair(
-            self, BUILD_DIR, "/ckptd-java", self.TTL_MS,
-            e2e.declared_pipelines(JOB, 1, interval_ms=300, timeout_ms=5000,
-                                   tolerable_failures=100))
+        self.etcd, self.a, self.b = etcd_util.start_pair(self, BUILD_DIR, "/ckptd-java",
+                                                         self.TTL_MS, PIPELINES)
 
     def test_a_worker_told_of_the_standby_follows_the_leader_and_then_the_takeover(self):
         # Told of B only (JavaWorker gives it its workspace's daemon): A only through B's trailer.

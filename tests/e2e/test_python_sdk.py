@@ -25,8 +25,9 @@ import etcd_util
 
 BUILD_DIR = None
 JOB = "py"
-CONFIG = "lease_ttl_ms: 3000\nheartbeat_interval_ms: 200\n" + e2e.declared_pipelines(
-    JOB, 1, interval_ms=300, timeout_ms=5000, tolerable_failures=100) + e2e.declared_pipelines(
+PIPELINES = e2e.declared_pipelines(JOB, 1, interval_ms=300, timeout_ms=5000,
+                                   tolerable_failures=100)
+CONFIG = "lease_ttl_ms: 3000\nheartbeat_interval_ms: 200\n" + PIPELINES + e2e.declared_pipelines(
     JOB + "pos", 1, interval_ms=300, timeout_ms=5000, tolerable_failures=100,
     position_interval=100).replace("pipelines:\n", "")
 WAIT_S = 30
@@ -62,6 +63,12 @@ class Recorder:
             self.worker.ack(t.checkpoint_id, task,
                             TaskState(uri=f"mem://{task}/{t.checkpoint_id}", size_bytes=7,
                                       checksum="c"))
+
+    def all(self, event):
+        """Every `event` so far, whether or not next() has looked at it."""
+        while not self.events.empty():
+            self.seen.append(self.events.get())
+        return [e for e in self.seen if e[0] == event]
 
     def next(self, event, match=lambda e: True, timeout=WAIT_S):
         """The next event named `event` for which match(e) holds; fails after `timeout`."""
@@ -227,10 +234,8 @@ class PythonSdkHaTest(unittest.TestCase):
 
     def setUp(self):
         self.workers = []
-        self.etcd, self.a, self.b = etcd_util.start_pair(
-            self, BUILD_DIR, "/ckptd-py", self.TTL_MS,
-            e2e.declared_pipelines(JOB, 1, interval_ms=300, timeout_ms=5000,
-                                   tolerable_failures=100))
+        self.etcd, self.a, self.b = etcd_util.start_pair(self, BUILD_DIR, "/ckptd-py",
+                                                         self.TTL_MS, PIPELINES)
         self.addCleanup(lambda: [w.close() for w in self.workers])  # first: before the daemons
 
     def test_a_worker_told_of_the_standby_follows_the_leader_and_then_the_takeover(self):
@@ -253,9 +258,7 @@ class PythonSdkHaTest(unittest.TestCase):
         self.assertGreaterEqual(again.last_completed_checkpoint_id, done)
         rec.next("complete", lambda e: e[1] > again.last_completed_checkpoint_id)
         # Reconnected with its tasks: never told to stop or fail them.
-        while not rec.events.empty():
-            rec.seen.append(rec.events.get())
-        states = [e[1] for e in rec.seen if e[0] == "state"]
+        states = [e[1] for e in rec.all("state")]
         self.assertFalse([s for s in states if str(s).endswith(("STOPPED", "FAILED"))], states)
 
 
