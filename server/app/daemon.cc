@@ -236,8 +236,12 @@ Status Daemon::StartServing() {
     return metrics_.worker_sessions_ended_total.load() +
            metrics_.savepoint_calls_ended_total.load();
   });
-  // Until every port accepts; the default service starts SERVING and would say so too early.
-  if (auto* health = server_->GetHealthCheckService()) health->SetServingStatus(false);
+  // Until every port accepts (and on a standby, until it leads): NOT_SERVING, by name too. The
+  // default service starts SERVING and would say so too early; a name never set is NOT_FOUND.
+  if (auto* health = server_->GetHealthCheckService()) {
+    health->SetServingStatus(false);
+    for (const char* service : kHealthServices) health->SetServingStatus(service, false);
+  }
   if (!config_.metrics_listen.empty()) {
     HttpEndpoints endpoints;
     endpoints.metrics = [this] { return MetricsText(); };

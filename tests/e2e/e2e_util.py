@@ -6,6 +6,7 @@ import argparse
 import collections
 import types
 import os
+import random
 import shutil
 import signal
 import socket
@@ -20,9 +21,60 @@ import urllib.request
 
 
 def free_port():
+    """A loopback port free now, for a process started later to listen on. Picked below the
+    kernel's ephemeral range, where a port asked of bind(0) would come from: there every
+    outgoing connection of every process on the machine takes its local port, so one of them
+    (another test's client) may hold it by the time the process binds it."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            ephemeral_low = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        ephemeral_low = 32768
+    if ephemeral_low > _FIXED_PORTS_LOW + 1000:
+        for _ in range(100):
+            port = random.randrange(_FIXED_PORTS_LOW, ephemeral_low)
+            with socket.socket() as s:
+                try:
+                    s.bind(("127.0.0.1", port))
+                    return port
+                except OSError:
+                    continue
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+# The lowest port free_port() picks: above the well-known and most registered services' ports.
+_FIXED_PORTS_LOW = 20000
+
+
+def listens(pid, port):
+    """Whether process `pid` holds a socket listening on TCP `port` (any address), from /proc."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as f:
+                next(f)  # the header
+                for line in f:
+                    fields = line.split()
+                    # local_address is HEX_IP:HEX_PORT; state 0A is LISTEN.
+                    if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                        inodes.add(f"socket:[{fields[9]}]")
+        except FileNotFoundError:
+            continue
+    if not inodes:
+        return False
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:  # exited meanwhile
+        return False
+    for fd in fds:
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{fd}") in inodes:
+                return True
+        except OSError:  # closed meanwhile
+            continue
+    return False
 
 
 def rss_kb(pid):
@@ -167,22 +219,20 @@ class Workspace:
         return proc
 
     def start_daemon(self, config):
-        """Starts ckptd and waits until its gRPC port accepts, and its HTTP port too when the
-        config is this workspace's (the HTTP port opens a moment later, once it is ready)."""
+        """Starts ckptd and waits until it listens on its gRPC port, and on its HTTP port too when
+        the config is this workspace's (the HTTP port opens a moment later, once it is ready).
+        The listening sockets must be ckptd's own: another process that took a port picked by
+        free_port() answers a connect just as well, while ckptd exits failing to bind it."""
         proc = self.start("ckptd", "--config", config)
         with open(config) as f:
             ports = [self.port]
             if f"metrics_listen: 127.0.0.1:{self.metrics_port}" in f.read():
                 ports.append(self.metrics_port)
-        wait_until(lambda: all(map(self._listening, ports)) or proc.poll() is not None, 30,
-                   "ckptd to listen")
+        wait_until(lambda: all(listens(proc.pid, p) for p in ports) or proc.poll() is not None,
+                   30, "ckptd to listen")
         if proc.poll() is not None:
             raise AssertionError("ckptd exited at start:\n" + self.read_log("ckptd.log"))
         return proc
-
-    def _listening(self, port=None):
-        with socket.socket() as s:
-            return s.connect_ex(("127.0.0.1", port or self.port)) == 0
 
     def read_log(self, name):
         try:

@@ -74,8 +74,8 @@ class HostileTest(unittest.TestCase):
                                            stdin=subprocess.DEVNULL, preexec_fn=low_limit)
         self.ws.procs.append(self.daemon)
         # Both ports: the HTTP one opens a moment after the gRPC one (once the daemon is ready).
-        e2e.wait_until(lambda: self.ws._listening() and self.ws._listening(self.ws.metrics_port),
-                       30, "ckptd to listen")
+        e2e.wait_until(lambda: e2e.listens(self.daemon.pid, self.ws.port)
+                       and e2e.listens(self.daemon.pid, self.ws.metrics_port), 30, "ckptd to listen")
         # A probe connection made before the flood, kept alive by asking every 200 ms.
         probe = http.client.HTTPConnection("127.0.0.1", self.ws.metrics_port, timeout=5)
         probe.request("GET", "/healthz")

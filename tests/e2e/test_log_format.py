@@ -27,7 +27,8 @@ class LogFormatTest(unittest.TestCase):
                                     stdout=subprocess.DEVNULL, stderr=err,
                                     stdin=subprocess.DEVNULL, env=env or os.environ.copy())
         self.ws.procs.append(proc)
-        e2e.wait_until(lambda: self.ws._listening() or proc.poll() is not None, 30, "ckptd")
+        e2e.wait_until(lambda: e2e.listens(proc.pid, self.ws.port) or proc.poll() is not None, 30,
+                       "ckptd")
         self.assertIsNone(proc.poll(), self.ws.read_log("stderr.log"))
         return proc, log_path
 

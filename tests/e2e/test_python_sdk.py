@@ -2,7 +2,7 @@
 store, a decline that fails only its round, a savepoint asked by the worker, a trigger at a
 position, a reconnect with the restore point after the daemon restarted, goodbye, a refused
 hello; with two daemons on etcd, a worker following the leader from the standby and through a
-takeover; against a daemon with TLS and auth on, a round with a bearer token or a client
+takeover, and gRPC health NOT_SERVING on the standby until it leads; against a daemon with TLS and auth on, a round with a bearer token or a client
 certificate and a wrong token refused for good; and the package the build assembles installs
 with pip.
 
@@ -226,6 +226,23 @@ class PythonSdkTest(unittest.TestCase):
         self.assertEqual(rec.worker.counters.connects, 0)
 
 
+def grpc_health(address, service=""):
+    """grpc.health.v1.Health/Check of `service` at `address`: UNKNOWN, SERVING, NOT_SERVING or
+    SERVICE_UNKNOWN. Messages coded here by hand (one field each), so that no health stubs are
+    needed: the request's field 1 is the service name, the response's field 1 the status."""
+    import grpc
+    name = service.encode()
+    assert len(name) < 128  # a one-byte length
+    request = (b"\x0a" + bytes([len(name)]) + name) if name else b""
+    with grpc.insecure_channel(address) as channel:
+        check = channel.unary_unary("/grpc.health.v1.Health/Check",
+                                    request_serializer=lambda b: b,
+                                    response_deserializer=lambda b: b)
+        response = check(request, timeout=10)
+    status = response[1] if response[:1] == b"\x08" else 0  # absent: the default, UNKNOWN
+    return ["UNKNOWN", "SERVING", "NOT_SERVING", "SERVICE_UNKNOWN"][status]
+
+
 class PythonSdkHaTest(unittest.TestCase):
     """Two daemons sharing one etcd: a worker told of the standby alone reaches the leader
     through the standby's ckpt-leader trailer, and after a kill -9 of the leader it goes on with
@@ -237,6 +254,18 @@ class PythonSdkHaTest(unittest.TestCase):
         self.etcd, self.a, self.b = etcd_util.start_pair(self, BUILD_DIR, "/ckptd-py",
                                                          self.TTL_MS, PIPELINES)
         self.addCleanup(lambda: [w.close() for w in self.workers])  # first: before the daemons
+
+    def test_grpc_health_is_not_serving_on_the_standby_until_it_takes_over(self):
+        leader, standby = f"127.0.0.1:{self.a.port}", f"127.0.0.1:{self.b.port}"
+        for service in ("", "ckpt.v1.WorkerService", "ckpt.v1.AdminService"):
+            self.assertEqual(grpc_health(leader, service), "SERVING", service)
+            self.assertEqual(grpc_health(standby, service), "NOT_SERVING", service)
+        self.a.daemon.kill()
+        self.a.daemon.wait()
+        e2e.wait_until(lambda: grpc_health(standby) == "SERVING", self.TTL_MS / 1000 + WAIT_S,
+                       "the standby's health to turn SERVING once it leads")
+        self.assertEqual(self.b.role(), "leader")
+        self.assertEqual(grpc_health(standby, "ckpt.v1.WorkerService"), "SERVING")
 
     def test_a_worker_told_of_the_standby_follows_the_leader_and_then_the_takeover(self):
         rec = Recorder()
