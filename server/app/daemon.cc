@@ -627,8 +627,14 @@ void Daemon::Shutdown() {
   store_->Flush();
   host_->JoinBlockingPool();
   // Last: the flush above still needed the lease. Resigning lets a standby take over now
-  // rather than after the lease's TTL.
-  if (election_) election_->Stop(/*resign=*/leadership_.role() == Leadership::Role::kLeader);
+  // rather than after the lease's TTL. A write queued since (a runner's last handlers run until
+  // the shards stop) is not sent once the lease is unconfirmed; one already sent lands before
+  // the second flush returns. After the resign it would fail its fence and stop the daemon.
+  if (election_) {
+    election_->StopConfirming();
+    store_->Flush();
+    election_->Stop(/*resign=*/leadership_.role() == Leadership::Role::kLeader);
+  }
   shards_.Stop();
   for (auto& r : runners) r->ReleaseAfterStop();
   LogStats("totals");

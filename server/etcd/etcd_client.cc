@@ -1,5 +1,6 @@
 #include "etcd/etcd_client.h"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -64,9 +65,9 @@ std::string PrefixEnd(const std::string& prefix) {
 
 Result<std::unique_ptr<EtcdClient>> EtcdClient::Create(const EtcdSettings& settings) {
   if (settings.endpoints.empty()) return Status::InvalidArgument("store.etcd.endpoints is empty");
-  // "ipv4:" / "ipv6:" targets take a list of addresses; gRPC's pick_first moves to the next one
-  // when the member it uses fails. Names are resolved by the dns resolver, one at a time.
-  std::string addresses;
+  // "ipv4:" targets take a list of addresses; gRPC's pick_first moves to the next one when the
+  // member it uses fails. Names are resolved by the dns resolver, one at a time.
+  std::vector<std::string> addresses;
   bool all_ipv4 = true;
   for (const std::string& url : settings.endpoints) {
     const size_t scheme_end = url.find("://");
@@ -79,15 +80,7 @@ Result<std::unique_ptr<EtcdClient>> EtcdClient::Create(const EtcdSettings& setti
         hp->host.find_first_not_of("0123456789.") != std::string::npos) {
       all_ipv4 = false;
     }
-    addresses += (addresses.empty() ? "" : ",") + hp->host + ":" + hp->port;
-  }
-  std::string target;
-  if (all_ipv4) {
-    target = "ipv4:" + addresses;
-  } else {
-    // Host names (or IPv6): the first endpoint only through DNS; a cluster behind a name that
-    // resolves to every member fails over the same way.
-    target = addresses.substr(0, addresses.find(','));
+    addresses.push_back(hp->host + ":" + hp->port);
   }
   std::shared_ptr<grpc::ChannelCredentials> credentials;
   if (settings.tls.enabled) {
@@ -108,21 +101,38 @@ Result<std::unique_ptr<EtcdClient>> EtcdClient::Create(const EtcdSettings& setti
     credentials = grpc::InsecureChannelCredentials();
   }
   return std::unique_ptr<EtcdClient>(
-      new EtcdClient(settings, std::move(target), std::move(credentials)));
+      new EtcdClient(settings, std::move(addresses), all_ipv4, std::move(credentials)));
 }
 
-EtcdClient::EtcdClient(EtcdSettings settings, std::string target,
+EtcdClient::EtcdClient(EtcdSettings settings, std::vector<std::string> addresses, bool all_ipv4,
                        std::shared_ptr<grpc::ChannelCredentials> credentials)
     : settings_(std::move(settings)),
       endpoints_text_(JoinEndpoints(settings_.endpoints)),
-      target_(std::move(target)),
+      addresses_(std::move(addresses)),
+      all_ipv4_(all_ipv4),
       credentials_(std::move(credentials)) {
-  auto first = MakeStubs();
+  auto first = MakeStubs(0);
   MutexLock lock(mu_);
   stubs_ = std::move(first);
 }
 
-std::shared_ptr<const EtcdClient::Stubs> EtcdClient::MakeStubs() const {
+size_t EtcdClient::first_endpoint() const {
+  MutexLock lock(mu_);
+  return first_;
+}
+
+std::shared_ptr<const EtcdClient::Stubs> EtcdClient::MakeStubs(size_t first) const {
+  std::string target;
+  if (all_ipv4_) {
+    target = "ipv4:";
+    for (size_t i = 0; i < addresses_.size(); ++i) {
+      target += (i == 0 ? "" : ",") + addresses_[(first + i) % addresses_.size()];
+    }
+  } else {
+    // Host names (or IPv6): one endpoint through DNS; a cluster behind a name that resolves to
+    // every member fails over the same way.
+    target = addresses_[first % addresses_.size()];
+  }
   grpc::ChannelArguments args;
   // A txn may carry up to etcd's request limit (1.5 MiB); a range answers at most a page of
   // values (etcd_backend.cc), well under this.
@@ -139,7 +149,7 @@ std::shared_ptr<const EtcdClient::Stubs> EtcdClient::MakeStubs() const {
   args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
   args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
   auto stubs = std::make_shared<Stubs>();
-  stubs->channel = grpc::CreateCustomChannel(target_, credentials_, args);
+  stubs->channel = grpc::CreateCustomChannel(target, credentials_, args);
   stubs->kv = etcdserverpb::KV::NewStub(stubs->channel);
   stubs->lease = etcdserverpb::Lease::NewStub(stubs->channel);
   stubs->maintenance = etcdserverpb::Maintenance::NewStub(stubs->channel);
@@ -157,28 +167,36 @@ bool EtcdClient::WaitConnected(std::chrono::milliseconds timeout) {
   return stubs()->channel->WaitForConnected(std::chrono::system_clock::now() + timeout);
 }
 
-void EtcdClient::SetDeadline(grpc::ClientContext& context) const {
+void EtcdClient::Prepare(grpc::ClientContext& context, std::chrono::milliseconds timeout) const {
   context.set_deadline(std::chrono::system_clock::now() +
-                       std::chrono::milliseconds(settings_.request_timeout_ms));
+                       std::min(timeout, std::chrono::milliseconds(settings_.request_timeout_ms)));
+  // A member cut off from its cluster's leader refuses at once (UNAVAILABLE, "no leader") instead
+  // of holding the call until its deadline.
+  context.AddMetadata("hasleader", "true");
 }
 
 Status EtcdClient::Failed(const grpc::Status& status, const char* what,
                           const std::shared_ptr<const Stubs>& used) {
-  if (status.error_code() == grpc::StatusCode::UNAVAILABLE &&
-      std::chrono::steady_clock::now() - used->made >= kMinChannelAge) {
-    auto fresh = MakeStubs();
+  const bool no_member_answered = status.error_code() == grpc::StatusCode::UNAVAILABLE ||
+                                  status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
+  if (no_member_answered && std::chrono::steady_clock::now() - used->made >= kMinChannelAge) {
     MutexLock lock(mu_);
-    if (stubs_ == used) stubs_ = std::move(fresh);  // unless another call replaced it already
+    if (stubs_ == used) {  // unless another call replaced it already
+      first_ = (first_ + 1) % addresses_.size();
+      // Making a channel does not connect (nor block): it is fine under the lock.
+      stubs_ = MakeStubs(first_);
+    }
   }
   return Status(CodeOf(status.error_code()),
                 std::string("etcd ") + endpoints_text_ + ": " + what + ": " +
                     (status.error_message().empty() ? "no answer" : status.error_message()));
 }
 
-Result<etcdserverpb::RangeResponse> EtcdClient::Range(const etcdserverpb::RangeRequest& request) {
+Result<etcdserverpb::RangeResponse> EtcdClient::Range(const etcdserverpb::RangeRequest& request,
+                                                      std::chrono::milliseconds timeout) {
   auto used = stubs();
   grpc::ClientContext context;
-  SetDeadline(context);
+  Prepare(context, timeout);
   etcdserverpb::RangeResponse response;
   grpc::Status status = used->kv->Range(&context, request, &response);
   if (!status.ok()) return Failed(status, "range", used);
@@ -189,7 +207,7 @@ bool EtcdClient::Txn(const etcdserverpb::TxnRequest& request, etcdserverpb::TxnR
                      EtcdError* error) {
   auto used = stubs();
   grpc::ClientContext context;
-  SetDeadline(context);
+  Prepare(context);
   grpc::Status status = used->kv->Txn(&context, request, response);
   if (status.ok()) return true;
   error->status = Failed(status, "txn", used);
@@ -209,7 +227,7 @@ bool EtcdClient::Txn(const etcdserverpb::TxnRequest& request, etcdserverpb::TxnR
 Result<etcdserverpb::LeaseGrantResponse> EtcdClient::LeaseGrant(int64_t ttl_seconds) {
   auto used = stubs();
   grpc::ClientContext context;
-  SetDeadline(context);
+  Prepare(context);
   etcdserverpb::LeaseGrantRequest request;
   request.set_ttl(ttl_seconds);
   etcdserverpb::LeaseGrantResponse response;
@@ -224,7 +242,7 @@ Result<etcdserverpb::LeaseGrantResponse> EtcdClient::LeaseGrant(int64_t ttl_seco
 Status EtcdClient::LeaseRevoke(int64_t lease_id) {
   auto used = stubs();
   grpc::ClientContext context;
-  SetDeadline(context);
+  Prepare(context);
   etcdserverpb::LeaseRevokeRequest request;
   request.set_id(lease_id);
   etcdserverpb::LeaseRevokeResponse response;
@@ -233,10 +251,11 @@ Status EtcdClient::LeaseRevoke(int64_t lease_id) {
   return Status::Ok();
 }
 
-Result<int64_t> EtcdClient::LeaseKeepAliveOnce(int64_t lease_id) {
+Result<int64_t> EtcdClient::LeaseKeepAliveOnce(int64_t lease_id,
+                                               std::chrono::milliseconds timeout) {
   auto used = stubs();
   grpc::ClientContext context;
-  SetDeadline(context);
+  Prepare(context, timeout);
   auto stream = used->lease->LeaseKeepAlive(&context);
   etcdserverpb::LeaseKeepAliveRequest request;
   request.set_id(lease_id);
@@ -259,7 +278,7 @@ Result<int64_t> EtcdClient::LeaseKeepAliveOnce(int64_t lease_id) {
 Result<etcdserverpb::StatusResponse> EtcdClient::MemberStatus() {
   auto used = stubs();
   grpc::ClientContext context;
-  SetDeadline(context);
+  Prepare(context);
   etcdserverpb::StatusResponse response;
   grpc::Status status =
       used->maintenance->Status(&context, etcdserverpb::StatusRequest{}, &response);

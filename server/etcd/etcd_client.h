@@ -9,14 +9,20 @@
 //
 // Reconnecting: a gRPC channel that met a refused connection backs off for seconds (more with
 // each failure) before it tries again, which would cost a leader its lease after an etcd member
-// restarted. So a call that fails to connect replaces the channel (at most every
-// kMinChannelAge): the next call connects at once.
+// restarted. And gRPC's pick_first stays on a member for as long as its connection stands, even
+// when the member no longer answers (its process hung, its host paused: the kernel still takes
+// the connection) or has lost its cluster. So a call that could not reach a member that answers
+// (UNAVAILABLE, which a member cut off from its cluster's leader gives at once: every call asks
+// for one with etcd's `hasleader`; or DEADLINE_EXCEEDED) replaces the channel, at most every
+// kMinChannelAge, with one that tries the endpoints starting at the next: the next call goes to
+// another member, at once.
 
 #include <grpcpp/grpcpp.h>
 
 #include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/mutex.h"
 #include "common/status.h"
@@ -44,17 +50,20 @@ class EtcdClient {
   // Blocks until the channel is connected to a member, or `timeout` passes: false then.
   bool WaitConnected(std::chrono::milliseconds timeout);
 
-  // The calls. A failed one returns the gRPC status as ours, with etcd's message and which
+  // The calls, each bounded by store.etcd.request_timeout_ms, or by `timeout` where one is given
+  // (and shorter). A failed one returns the gRPC status as ours, with etcd's message and which
   // members were asked ("etcd http://127.0.0.1:2379,...: ...").
-  Result<etcdserverpb::RangeResponse> Range(const etcdserverpb::RangeRequest& request);
+  Result<etcdserverpb::RangeResponse> Range(
+      const etcdserverpb::RangeRequest& request,
+      std::chrono::milliseconds timeout = std::chrono::milliseconds::max());
   // A txn's failure also says whether it may have been applied (EtcdFailure).
   bool Txn(const etcdserverpb::TxnRequest& request, etcdserverpb::TxnResponse* response,
            EtcdError* error);
   Result<etcdserverpb::LeaseGrantResponse> LeaseGrant(int64_t ttl_seconds);
   Status LeaseRevoke(int64_t lease_id);
-  // One keepalive on a stream of its own, bounded by the request deadline: the lease's TTL left
-  // (0 or less: the lease is gone).
-  Result<int64_t> LeaseKeepAliveOnce(int64_t lease_id);
+  // One keepalive on a stream of its own: the lease's TTL left (0 or less: the lease is gone).
+  Result<int64_t> LeaseKeepAliveOnce(
+      int64_t lease_id, std::chrono::milliseconds timeout = std::chrono::milliseconds::max());
   Result<etcdserverpb::StatusResponse> MemberStatus();
 
   // One stream of etcd's Watch service: no deadline, it lasts until it fails or is cancelled.
@@ -81,6 +90,9 @@ class EtcdClient {
   const EtcdSettings& settings() const { return settings_; }
   // "http://a:2379,http://b:2379": for messages.
   const std::string& endpoints_text() const { return endpoints_text_; }
+  // The endpoint the channel in use tries first: how many times a channel was replaced, modulo
+  // the endpoints (tests).
+  size_t first_endpoint() const;
 
  private:
   static constexpr auto kMinChannelAge = std::chrono::milliseconds(250);
@@ -95,21 +107,30 @@ class EtcdClient {
     std::chrono::steady_clock::time_point made;
   };
 
-  EtcdClient(EtcdSettings settings, std::string target,
+  EtcdClient(EtcdSettings settings, std::vector<std::string> addresses, bool all_ipv4,
              std::shared_ptr<grpc::ChannelCredentials> credentials);
-  std::shared_ptr<const Stubs> MakeStubs() const;
+  // A channel that tries the endpoints from addresses_[first] on.
+  std::shared_ptr<const Stubs> MakeStubs(size_t first) const;
   std::shared_ptr<const Stubs> stubs() const;
-  void SetDeadline(grpc::ClientContext& context) const;
-  // Ours for a failed call; a failure to connect also replaces `used` (see Reconnecting).
+  // The call's deadline (the shorter of the setting and `timeout`) and etcd's `hasleader`.
+  void Prepare(grpc::ClientContext& context,
+               std::chrono::milliseconds timeout = std::chrono::milliseconds::max()) const;
+  // Ours for a failed call; one that reached no member that answers also replaces `used` (see
+  // Reconnecting).
   Status Failed(const grpc::Status& status, const char* what,
                 const std::shared_ptr<const Stubs>& used);
 
   const EtcdSettings settings_;
   const std::string endpoints_text_;
-  const std::string target_;
+  // "host:port" of each endpoint, in the configured order.
+  const std::vector<std::string> addresses_;
+  // Every host an IPv4 address: a channel takes them all ("ipv4:a,b,c"); else one at a time,
+  // each through DNS.
+  const bool all_ipv4_;
   const std::shared_ptr<grpc::ChannelCredentials> credentials_;
   mutable Mutex mu_;
   std::shared_ptr<const Stubs> stubs_ CKPT_GUARDED_BY(mu_);
+  size_t first_ CKPT_GUARDED_BY(mu_) = 0;  // the endpoint stubs_ tries first
 };
 
 // The end of the range of every key starting with `prefix` (etcd's "prefix + 1").

@@ -30,7 +30,13 @@ EtcdElection::EtcdElection(std::shared_ptr<EtcdClient> client, std::string adver
       observe_every_(milliseconds(200)),
       // The local deadline ends this much before etcd's expiry could: clocks run at slightly
       // different rates, and etcd counts from when it received the keepalive (after we sent it).
-      margin_(std::max<int64_t>(200, ttl_seconds_ * 1000 / 10)) {}
+      margin_(std::max<int64_t>(200, ttl_seconds_ * 1000 / 10)),
+      // A keepalive or a look at the leader key gives up after this (or store.etcd.
+      // request_timeout_ms, if shorter): the member asked may have stopped answering, and the
+      // client then asks another (etcd_client.h, Reconnecting). A keepalive that hung for the
+      // request timeout (5 s by default, the default TTL) would cost the lease; this leaves a
+      // retry through another member well inside the local deadline.
+      call_timeout_(std::max<int64_t>(200, ttl_seconds_ * 1000 / 6)) {}
 
 EtcdElection::~EtcdElection() { Stop(false); }
 
@@ -38,14 +44,19 @@ void EtcdElection::Start() {
   thread_ = std::thread([this] { Run(); });
 }
 
-void EtcdElection::Stop(bool resign) {
+void EtcdElection::StopConfirming() {
   {
     MutexLock lock(mu_);
-    if (stopping_ && !thread_.joinable()) return;
     stopping_ = true;
   }
   cv_.NotifyAll();
   if (thread_.joinable()) thread_.join();
+  deadline_ns_.store(0);
+}
+
+void EtcdElection::Stop(bool resign) {
+  StopConfirming();
+  // The election thread has ended: its members are this thread's now.
   if (resign && lease_id_ != 0) {
     // The key goes with the lease: a standby sees it at its next look and takes over now
     // instead of after the TTL.
@@ -84,7 +95,7 @@ milliseconds EtcdElection::Step() {
   if (lost_) return milliseconds(1000);  // the daemon is exiting
   if (lease_id_ == 0 && !Campaign()) {
     ++failures_in_a_row_;
-    const milliseconds retry(std::min<int64_t>(5000, 250 * failures_in_a_row_));
+    const milliseconds retry(std::min<int64_t>(5000, int64_t{250} * failures_in_a_row_));
     return retry;
   }
   if (Clock::now() >= next_keepalive_) KeepAlive();
@@ -145,7 +156,7 @@ bool EtcdElection::Campaign() {
 
 void EtcdElection::KeepAlive() {
   const auto sent = Clock::now();
-  auto ttl = client_->LeaseKeepAliveOnce(lease_id_);
+  auto ttl = client_->LeaseKeepAliveOnce(lease_id_, call_timeout_);
   if (!ttl.ok()) {
     ++failures_in_a_row_;
     next_keepalive_ = Clock::now() + milliseconds(250);  // retry soon: the lease is running out
@@ -193,7 +204,7 @@ void EtcdElection::Observe() {
   request.set_sort_target(etcdserverpb::RangeRequest::CREATE);
   request.set_sort_order(etcdserverpb::RangeRequest::ASCEND);
   request.set_limit(1);
-  auto response = client_->Range(request);
+  auto response = client_->Range(request, call_timeout_);
   if (!response.ok()) return;  // the keepalive's failures say it; the last view stands
   std::string address;
   int64_t epoch = 0;

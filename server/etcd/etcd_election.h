@@ -49,7 +49,12 @@ class EtcdElection {
   EtcdElection& operator=(const EtcdElection&) = delete;
 
   void Start();
-  // Ends the thread; with `resign`, revokes the lease (its key goes, a standby leads next).
+  // Ends the thread, and the lease is no longer confirmed (LeaseConfirmed: false from now on, so
+  // the store sends nothing more); the lease itself still stands in etcd until it expires.
+  void StopConfirming();
+  // StopConfirming; with `resign`, also revokes the lease (its key goes, a standby leads next).
+  // A write still in flight then would fail its fence and stop the daemon: let the store finish
+  // its batches between StopConfirming and this.
   void Stop(bool resign);
 
   // Whether the lease is confirmed now: the local deadline has not passed. Any thread.
@@ -75,6 +80,7 @@ class EtcdElection {
   const std::chrono::milliseconds keepalive_every_;
   const std::chrono::milliseconds observe_every_;
   const std::chrono::milliseconds margin_;
+  const std::chrono::milliseconds call_timeout_;
 
   // The election thread's own (no other thread reads them).
   int64_t lease_id_ = 0;

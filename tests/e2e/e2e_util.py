@@ -48,33 +48,50 @@ def free_port():
 _FIXED_PORTS_LOW = 20000
 
 
-def listens(pid, port):
-    """Whether process `pid` holds a socket listening on TCP `port` (any address), from /proc."""
-    inodes = set()
+def _tcp_sockets(state):
+    """{socket inode: (local port, remote port)} of every TCP socket in `state` (hex, as
+    /proc/net/tcp writes it: 0A listening, 01 established), IPv4 and IPv6."""
+    found = {}
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         try:
             with open(table) as f:
                 next(f)  # the header
                 for line in f:
+                    # sl, local HEX_IP:HEX_PORT, remote HEX_IP:HEX_PORT, state, ..., inode
                     fields = line.split()
-                    # local_address is HEX_IP:HEX_PORT; state 0A is LISTEN.
-                    if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
-                        inodes.add(f"socket:[{fields[9]}]")
+                    if fields[3] == state:
+                        found[f"socket:[{fields[9]}]"] = (int(fields[1].rsplit(":", 1)[1], 16),
+                                                          int(fields[2].rsplit(":", 1)[1], 16))
         except FileNotFoundError:
             continue
-    if not inodes:
-        return False
+    return found
+
+
+def _sockets_of(pid, sockets):
+    """The values of `sockets` (from _tcp_sockets) that process `pid` holds."""
+    held = []
     try:
         fds = os.listdir(f"/proc/{pid}/fd")
     except OSError:  # exited meanwhile
-        return False
+        return held
     for fd in fds:
         try:
-            if os.readlink(f"/proc/{pid}/fd/{fd}") in inodes:
-                return True
+            link = os.readlink(f"/proc/{pid}/fd/{fd}")
         except OSError:  # closed meanwhile
             continue
-    return False
+        if link in sockets:
+            held.append(sockets[link])
+    return held
+
+
+def listens(pid, port):
+    """Whether process `pid` holds a socket listening on TCP `port` (any address), from /proc."""
+    return any(local == port for local, _ in _sockets_of(pid, _tcp_sockets("0A")))
+
+
+def connected_ports(pid):
+    """The remote ports of the TCP connections process `pid` holds open now, from /proc."""
+    return {remote for _, remote in _sockets_of(pid, _tcp_sockets("01"))}
 
 
 def rss_kb(pid):

@@ -13,7 +13,7 @@ import tempfile
 import threading
 import time
 
-from e2e_util import Workspace, free_port, http_status, wait_until
+from e2e_util import Workspace, connected_ports, free_port, http_status, wait_until
 
 ETCD = "/usr/bin/etcd"
 ETCDCTL = "/usr/bin/etcdctl"
@@ -130,6 +130,20 @@ class EtcdCluster:
 
     def restart(self, i):
         self._start(i, "existing")
+
+    def members_used_by(self, pid):
+        """The members process `pid` has a connection to now (indices, ascending)."""
+        ports = connected_ports(pid)
+        return [i for i, port in enumerate(self.client_ports) if port in ports]
+
+    def pause(self, i):
+        """SIGSTOPs member `i`: it keeps its connections (the kernel even takes new ones) and
+        answers nothing, like a hung process or a paused host."""
+        self.procs[i].send_signal(signal.SIGSTOP)
+
+    def resume(self, i):
+        if self.procs[i].poll() is None:
+            self.procs[i].send_signal(signal.SIGCONT)
 
     def _get(self, *args):
         r = subprocess.run([ETCDCTL, "--endpoints", ",".join(self.endpoints),

@@ -1,18 +1,20 @@
 """High availability on etcd with real processes: etcd members, two ckptd daemons sharing one
 prefix, and a simulator that knows both (`--server A,B`). The lease TTL is etcd's floor here
-(election_ttl_ms 2000) so that takeovers are quick.
+(election_ttl_ms 2000) so that takeovers are quick, except where a test says.
 
 Checked: a kill -9 of the leader is survived (the standby serves within TTL + 2 s, the workers
 keep running and reconnect, ids are never reused, nothing completed is lost); a leader paused
 past its lease exits non-zero when it resumes, sends nothing, and etcd holds none of its
 transactions after the new leader's first; a standby answers status itself and sends ckptctl and
 workers told only of it to the leader; etcd unreachable at start leaves the daemon standing by
-until it answers; one etcd member of three lost changes nothing; a quorum lost makes the leader
-not ready, and it resumes once it is back."""
+until it answers; one etcd member of three lost changes nothing, nor one that hangs (the first
+endpoint of both daemons, with the default lease); a quorum lost makes the leader not ready, and
+it resumes once it is back."""
 import json
 import os
 import signal
 import subprocess
+import threading
 import time
 import unittest
 
@@ -33,6 +35,7 @@ class HaTest(unittest.TestCase):
         self.b = e2e.Workspace(BUILD_DIR)
         self.etcd = None
         self.sim = None
+        self.ttl_s = TTL_S
 
     def tearDown(self):
         if os.environ.get("CKPT_E2E_SHOW_LOG"):
@@ -54,7 +57,7 @@ class HaTest(unittest.TestCase):
 
     def write_config(self, ws, more_pipelines="", more_etcd=""):
         return ws.write_config(
-            self.etcd.daemon_yaml(ws.port, PREFIX, int(TTL_S * 1000), more_etcd) +
+            self.etcd.daemon_yaml(ws.port, PREFIX, int(self.ttl_s * 1000), more_etcd) +
             "pipelines:\n"
             "  - {job_id: etl, pipeline_id: p0, parallelism: 2, interval_ms: 200}\n" +
             more_pipelines)
@@ -300,6 +303,57 @@ class HaTest(unittest.TestCase):
         # The outage failed nothing already durable: the last checkpoint the workers were told
         # of before it is still stored (a few rounds later, well inside the retained history).
         self.assertIn(durable, self.stored_ids())
+
+    def test_an_etcd_member_that_hangs_changes_nothing(self):
+        # A member that stops answering and keeps its connections (a hung process, a paused
+        # host): the one the leader asks. The default lease (5 s), as long as the default
+        # request timeout: a keepalive left to hang for that would cost the lease.
+        self.ttl_s = 5.0
+        self.start_pair(members=3)
+        epoch = self.a.metric("ckptd_leader_epoch")
+        used = self.etcd.members_used_by(self.a.daemon.pid)
+        self.assertEqual(len(used), 1, f"the leader is connected to members {used}")
+        self.etcd.pause(used[0])
+        paused_at = time.monotonic()
+        # The leader stays ready throughout: its lease confirmed in time (/readyz says 503 past
+        # the local deadline), the store taking writes.
+        readiness, sampling = [], threading.Event()
+
+        def sample():
+            while not sampling.is_set():
+                readiness.append(e2e.http_status(self.a.metrics_url("/readyz")))
+                time.sleep(0.1)
+        sampler = threading.Thread(target=sample)
+        sampler.start()
+        self.addCleanup(sampler.join)
+        self.addCleanup(sampling.set)
+        last = max(self.events_of("complete"))
+        # Checkpoints go on through the other members while it hangs (a write sent to it waits
+        # for its request timeout, then is resolved through another).
+        self.wait_completions(3, after=last, timeout=self.ttl_s + 10)
+        # Two TTLs: past them, a lease that no keepalive renewed would have expired in etcd.
+        time.sleep(max(0.0, paused_at + 2 * self.ttl_s - time.monotonic()))
+        self.assertLess(time.monotonic() - paused_at, 4 * self.ttl_s, "the completions came late")
+        last = max(self.events_of("complete"))
+        self.wait_completions(3, after=last, timeout=10)
+        sampling.set()
+        sampler.join()
+        self.assertGreater(readiness.count(200), 20, readiness)
+        self.assertEqual(readiness.count(503), 0, f"the leader said not ready: {readiness}")
+        now_used = self.etcd.members_used_by(self.a.daemon.pid)
+        self.assertTrue(set(now_used) - {used[0]}, f"the leader asks only members {now_used}")
+        self.etcd.resume(used[0])
+        self.assertIsNone(self.a.daemon.poll(), self.a.read_log("ckptd.log")[-3000:])
+        self.assertTrue(self.leading(self.a))
+        self.assertEqual(self.a.metric("ckptd_leader_epoch"), epoch)
+        self.assertEqual(self.b.role(), "standby")
+        # Nothing withheld from the workers (the local lease deadline never passed), so none had
+        # to connect again.
+        self.assertEqual(self.a.metric("ckptd_worker_messages_withheld_total"), 0)
+        report = self.sim_report()
+        self.assertEqual((report["disconnects"], report["reconnects"]), (0, 0), report)
+        self.assert_ids_never_reused()
+        self.assert_tasks_never_stopped()
 
 
 if __name__ == "__main__":

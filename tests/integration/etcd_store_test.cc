@@ -899,6 +899,11 @@ TEST_F(EtcdStoreTest, TheFirstCandidateLeadsAndTheStandbyTakesOverWhenItResigns)
   EXPECT_EQ(b.elected_epoch, 0);
   EXPECT_TRUE(first.LeaseConfirmed());
 
+  // The daemon's shutdown: the store sends nothing more, and the lease still stands (no standby
+  // leads) until the resignation.
+  first.StopConfirming();
+  EXPECT_FALSE(first.LeaseConfirmed());
+  EXPECT_FALSE(b.WaitFor([&] { return b.elected_epoch > 0; }, milliseconds(500)));
   const auto resigned = std::chrono::steady_clock::now();
   first.Stop(/*resign=*/true);
   ASSERT_TRUE(b.WaitFor([&] { return b.elected_epoch > 0; }, seconds(10)));
@@ -956,6 +961,52 @@ TEST(EtcdElectionOutageTest, ALeaderStopsActingWhileEtcdIsDownAndResumesWhenItIs
     std::this_thread::sleep_for(milliseconds(50));
   }
   EXPECT_TRUE(election.LeaseConfirmed());
+  std::lock_guard lock(a.mu);
+  EXPECT_TRUE(a.lost.empty()) << a.lost;
+}
+
+TEST(EtcdElectionOutageTest, ALeaderKeepsItsLeaseWhileTheMemberItAsksHangs) {
+  // One member of three that stops answering without closing its connections (a hung process, a
+  // paused host): the leader asks another in time, and nothing stops. Defaults for the TTL and
+  // the request timeout, which are equal: a keepalive left to hang for the request timeout alone
+  // would outlast the local deadline.
+  if (!testing::EtcdCluster::Installed()) GTEST_SKIP() << "etcd is not installed";
+  testing::EtcdCluster cluster(3, {"--heartbeat-interval=50", "--election-timeout=500"});
+  EtcdSettings settings;
+  settings.endpoints = cluster.endpoints();
+  settings.prefix = "/hung";
+  ASSERT_EQ(settings.election_ttl_ms, 5000);
+  ASSERT_EQ(settings.request_timeout_ms, 5000);
+  auto client = EtcdClient::Create(settings);
+  ASSERT_TRUE(client.ok());
+  std::shared_ptr<EtcdClient> shared = std::move(*client);
+  Seen a;
+  EtcdElection election(shared, "a:1", a.Callbacks());
+  election.Start();
+  ASSERT_TRUE(a.WaitFor([&] { return a.elected_epoch > 0; }, seconds(10)));
+  ASSERT_EQ(shared->first_endpoint(), 0u);  // asking the member about to hang
+
+  cluster.Pause(0);
+  // Two TTLs: the lease would have expired in etcd, and the local deadline passed, had no
+  // keepalive got through.
+  int unconfirmed = 0;
+  int samples = 0;
+  const auto until = std::chrono::steady_clock::now() + seconds(10);
+  while (std::chrono::steady_clock::now() < until) {
+    unconfirmed += election.LeaseConfirmed() ? 0 : 1;
+    ++samples;
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  EXPECT_EQ(unconfirmed, 0) << "of " << samples << " samples, the lease was unconfirmed in "
+                            << unconfirmed;
+  EXPECT_NE(shared->first_endpoint(), 0u);
+  etcdserverpb::RangeRequest read;
+  read.set_key(etcd::Layout(settings.prefix).ElectionPrefix());
+  read.set_range_end(PrefixEnd(read.key()));
+  auto candidates = shared->Range(read);  // the data path too, while the member still hangs
+  ASSERT_TRUE(candidates.ok()) << candidates.status().ToString();
+  EXPECT_EQ(candidates->kvs_size(), 1);
+  cluster.Resume(0);
   std::lock_guard lock(a.mu);
   EXPECT_TRUE(a.lost.empty()) << a.lost;
 }

@@ -129,6 +129,16 @@ void EtcdCluster::Kill(int i) {
   m.pid = -1;
 }
 
+void EtcdCluster::Pause(int i) {
+  const Member& m = members_.at(static_cast<size_t>(i));
+  if (m.pid > 0) kill(m.pid, SIGSTOP);
+}
+
+void EtcdCluster::Resume(int i) {
+  const Member& m = members_.at(static_cast<size_t>(i));
+  if (m.pid > 0) kill(m.pid, SIGCONT);
+}
+
 void EtcdCluster::Restart(int i) {
   Member& m = members_.at(static_cast<size_t>(i));
   if (m.pid > 0) return;

@@ -28,6 +28,10 @@ class EtcdCluster {
   void Kill(int i);
   // Starts member `i` again on its data dir; returns at once.
   void Restart(int i);
+  // SIGSTOPs member `i`: it keeps its connections (the kernel even takes new ones) and answers
+  // nothing, like a hung process or a paused host. Resume (SIGCONT) lets it go on.
+  void Pause(int i);
+  void Resume(int i);
   // Whether a write through every running member's endpoints succeeds within `timeout`.
   bool WaitWritable(std::chrono::milliseconds timeout) const;
 
