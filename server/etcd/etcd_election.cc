@@ -34,9 +34,12 @@ EtcdElection::EtcdElection(std::shared_ptr<EtcdClient> client, std::string adver
       // A keepalive or a look at the leader key gives up after this (or store.etcd.
       // request_timeout_ms, if shorter): the member asked may have stopped answering, and the
       // client then asks another (etcd_client.h, Reconnecting). A keepalive that hung for the
-      // request timeout (5 s by default, the default TTL) would cost the lease; this leaves a
-      // retry through another member well inside the local deadline.
-      call_timeout_(std::max<int64_t>(200, ttl_seconds_ * 1000 / 6)) {}
+      // request timeout (5 s by default, the default TTL) would cost the lease. A quarter of the
+      // TTL: a keepalive sent a third of the TTL after the last answer, given up, and asked again
+      // 250 ms later still leaves its retry at least a quarter of the TTL less the margin to be
+      // answered before the local deadline; and a slow but live member (a loaded machine) has
+      // this long to answer.
+      call_timeout_(std::max<int64_t>(200, ttl_seconds_ * 1000 / 4)) {}
 
 EtcdElection::~EtcdElection() { Stop(false); }
 
