@@ -287,7 +287,7 @@ Status Daemon::StartCampaign() {
       spdlog::info("etcd: {} leads (epoch {}); standing by", address, epoch);
     }
   };
-  callbacks.on_deadline = [this](std::chrono::steady_clock::time_point until) {
+  callbacks.on_deadline = [this](LeaseClock::time_point until) {
     leadership_.ExtendSendDeadline(until);
     metrics_.lease_deadline_ns = until.time_since_epoch().count();
   };

@@ -6,7 +6,7 @@
 
 namespace ckpt {
 
-using Clock = std::chrono::steady_clock;
+using Clock = LeaseClock;  // the lease's deadline goes on through a suspend (common/lease_clock.h)
 using std::chrono::milliseconds;
 
 namespace {

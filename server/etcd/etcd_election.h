@@ -27,6 +27,7 @@
 #include <string>
 #include <thread>
 
+#include "common/lease_clock.h"
 #include "common/mutex.h"
 #include "etcd/etcd_client.h"
 #include "etcd/etcd_layout.h"
@@ -37,7 +38,7 @@ struct ElectionCallbacks {
   std::function<void(const std::string& address, int64_t epoch)> on_leader_seen;
   std::function<void(const std::string& leader_key, int64_t epoch)> on_elected;
   std::function<void(const std::string& why)> on_lost;
-  std::function<void(std::chrono::steady_clock::time_point)> on_deadline;
+  std::function<void(LeaseClock::time_point)> on_deadline;
 };
 
 class EtcdElection {
@@ -88,7 +89,7 @@ class EtcdElection {
   int64_t my_revision_ = 0;
   bool leading_ = false;
   bool lost_ = false;
-  std::chrono::steady_clock::time_point next_keepalive_;
+  LeaseClock::time_point next_keepalive_;
   std::string last_seen_address_;
   int64_t last_seen_epoch_ = -1;
   int failures_in_a_row_ = 0;

@@ -45,7 +45,7 @@ struct DaemonMetrics {
   // High availability (store.backend etcd). ckptd_role{role}: 0 single, 1 leader, 2 standby.
   std::atomic<int> role{0};
   std::atomic<int64_t> leader_epoch{0};  // ckptd_leader_epoch
-  // The local lease deadline (steady clock, ns): ckptd_etcd_lease_remaining_seconds.
+  // The local lease deadline (LeaseClock, ns): ckptd_etcd_lease_remaining_seconds.
   std::atomic<int64_t> lease_deadline_ns{0};
   // ckptd_worker_messages_withheld_total: not sent because the leader was past its lease deadline.
   std::atomic<uint64_t> messages_withheld_total{0};

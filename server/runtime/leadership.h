@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <string>
 
+#include "common/lease_clock.h"
 #include "common/mutex.h"
 
 namespace ckpt {
@@ -48,8 +49,9 @@ class Leadership {
     role_.store(Role::kLeader);
   }
   // The local lease deadline: the last keepalive's send time plus the lease's TTL, less a margin
-  // (etcd_election.h). Only ever moved forward by the election's thread.
-  void ExtendSendDeadline(std::chrono::steady_clock::time_point until) {
+  // (etcd_election.h), on the clock that counts a suspend. Only ever moved forward by the
+  // election's thread.
+  void ExtendSendDeadline(LeaseClock::time_point until) {
     send_deadline_ns_.store(until.time_since_epoch().count());
   }
 
@@ -71,8 +73,7 @@ class Leadership {
       case Role::kSingle: return true;
       case Role::kStandby: return false;
       case Role::kLeader:
-        return std::chrono::steady_clock::now().time_since_epoch().count() <
-               send_deadline_ns_.load();
+        return LeaseClock::now().time_since_epoch().count() < send_deadline_ns_.load();
     }
     return false;
   }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/lease_clock.h"
 #include "core/group_coordinator.h"
 #include "metrics/prometheus_text.h"
 #include "runtime/process_stats.h"
@@ -221,7 +222,7 @@ std::string RenderMetricsPage(const DaemonMetrics& m, const Registry& registry,
             Load(m.leader_epoch));
   if (m.role.load() == 1) {
     const int64_t left_ns =
-        m.lease_deadline_ns.load() - std::chrono::steady_clock::now().time_since_epoch().count();
+        m.lease_deadline_ns.load() - LeaseClock::now().time_since_epoch().count();
     out.Gauge("ckptd_etcd_lease_remaining_seconds",
               "Time left before the leader's local lease deadline; below 0 the leader sends "
               "workers nothing and writes nothing until etcd confirms its lease.",
