@@ -90,8 +90,7 @@ class EtcdClient {
   const EtcdSettings& settings() const { return settings_; }
   // "http://a:2379,http://b:2379": for messages.
   const std::string& endpoints_text() const { return endpoints_text_; }
-  // The endpoint the channel in use tries first: how many times a channel was replaced, modulo
-  // the endpoints (tests).
+  // The index (in store.etcd.endpoints) of the endpoint the channel in use tries first (tests).
   size_t first_endpoint() const;
 
  private:
