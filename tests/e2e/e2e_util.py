@@ -48,9 +48,9 @@ def free_port():
 _FIXED_PORTS_LOW = 20000
 
 
-def _tcp_sockets(state):
+def _tcp_sockets(state=None):
     """{socket inode: (local port, remote port)} of every TCP socket in `state` (hex, as
-    /proc/net/tcp writes it: 0A listening, 01 established), IPv4 and IPv6."""
+    /proc/net/tcp writes it: 0A listening, 01 established; None: any), IPv4 and IPv6."""
     found = {}
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         try:
@@ -59,7 +59,7 @@ def _tcp_sockets(state):
                 for line in f:
                     # sl, local HEX_IP:HEX_PORT, remote HEX_IP:HEX_PORT, state, ..., inode
                     fields = line.split()
-                    if fields[3] == state:
+                    if state is None or fields[3] == state:
                         found[f"socket:[{fields[9]}]"] = (int(fields[1].rsplit(":", 1)[1], 16),
                                                           int(fields[2].rsplit(":", 1)[1], 16))
         except FileNotFoundError:
@@ -92,6 +92,12 @@ def listens(pid, port):
 def connected_ports(pid):
     """The remote ports of the TCP connections process `pid` holds open now, from /proc."""
     return {remote for _, remote in _sockets_of(pid, _tcp_sockets("01"))}
+
+
+def peer_ports(pid):
+    """The remote ports of every TCP socket process `pid` holds, whatever its state (one whose
+    peer has closed stays until the process closes it too)."""
+    return {remote for _, remote in _sockets_of(pid, _tcp_sockets())}
 
 
 def rss_kb(pid):
