@@ -7,9 +7,9 @@ keep running and reconnect, ids are never reused, nothing completed is lost); a 
 past its lease exits non-zero when it resumes, sends nothing, and etcd holds none of its
 transactions after the new leader's first; a standby answers status itself and sends ckptctl and
 workers told only of it to the leader; etcd unreachable at start leaves the daemon standing by
-until it answers; one etcd member of three lost changes nothing, nor one that hangs (the first
-endpoint of both daemons, with the default lease); a quorum lost makes the leader not ready, and
-it resumes once it is back."""
+until it answers; one etcd member of three lost changes nothing, nor one that hangs (the one the
+leader asks, with the default lease); a quorum lost makes the leader not ready, and it resumes
+once it is back."""
 import json
 import os
 import signal

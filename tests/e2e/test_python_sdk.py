@@ -2,9 +2,9 @@
 store, a decline that fails only its round, a savepoint asked by the worker, a trigger at a
 position, a reconnect with the restore point after the daemon restarted, goodbye, a refused
 hello; with two daemons on etcd, a worker following the leader from the standby and through a
-takeover, and gRPC health NOT_SERVING on the standby until it leads; against a daemon with TLS and auth on, a round with a bearer token or a client
-certificate and a wrong token refused for good; and the package the build assembles installs
-with pip.
+takeover, and gRPC health NOT_SERVING on the standby until it leads; against a daemon with TLS
+and auth on, a round with a bearer token or a client certificate and a wrong token refused for
+good; and the package the build assembles installs with pip.
 
 Runs on Debian's python3 (its python3-grpcio and python3-protobuf), with the stubs the build
 generated in <build>/python on PYTHONPATH (tests/CMakeLists.txt sets both).

@@ -33,6 +33,12 @@ testing::EtcdCluster& SharedCluster() {
   return cluster;
 }
 
+std::shared_ptr<EtcdClient> ClientFor(const EtcdSettings& settings) {
+  auto client = EtcdClient::Create(settings);
+  EXPECT_TRUE(client.ok()) << client.status().ToString();
+  return std::move(*client);
+}
+
 std::shared_ptr<EtcdClient> ClientFor(const std::vector<std::string>& endpoints,
                                       const std::string& prefix, int64_t request_timeout_ms = 5000,
                                       int64_t max_txn_ops = EtcdSettings{}.max_txn_ops) {
@@ -41,9 +47,7 @@ std::shared_ptr<EtcdClient> ClientFor(const std::vector<std::string>& endpoints,
   settings.prefix = prefix;
   settings.request_timeout_ms = request_timeout_ms;
   settings.max_txn_ops = max_txn_ops;
-  auto client = EtcdClient::Create(settings);
-  EXPECT_TRUE(client.ok()) << client.status().ToString();
-  return std::move(*client);
+  return ClientFor(settings);
 }
 
 // A fence key of our own making, as a leader's candidate key would be: its create revision.
@@ -940,9 +944,7 @@ TEST(EtcdElectionOutageTest, ALeaderStopsActingWhileEtcdIsDownAndResumesWhenItIs
   settings.prefix = "/outage";
   settings.election_ttl_ms = 3000;
   settings.request_timeout_ms = 500;
-  auto client = EtcdClient::Create(settings);
-  ASSERT_TRUE(client.ok());
-  std::shared_ptr<EtcdClient> shared = std::move(*client);
+  auto shared = ClientFor(settings);
   Seen a;
   EtcdElection election(shared, "a:1", a.Callbacks());
   election.Start();
@@ -977,9 +979,7 @@ TEST(EtcdElectionOutageTest, ALeaderKeepsItsLeaseWhileTheMemberItAsksHangs) {
   settings.prefix = "/hung";
   ASSERT_EQ(settings.election_ttl_ms, 5000);
   ASSERT_EQ(settings.request_timeout_ms, 5000);
-  auto client = EtcdClient::Create(settings);
-  ASSERT_TRUE(client.ok());
-  std::shared_ptr<EtcdClient> shared = std::move(*client);
+  auto shared = ClientFor(settings);
   Seen a;
   EtcdElection election(shared, "a:1", a.Callbacks());
   election.Start();
