@@ -14,13 +14,17 @@
 #include "common/host_port.h"
 #include "config/security_sections.h"
 #include "config/store_section.h"
+#include "core/printable.h"
 #include "etcd/etcd_election.h"
 #include "etcd/etcd_store.h"
+#include "ha/exit_policy.h"
+#include "ha/takeover.h"
 #include "http/metrics_server.h"
 #include "rpc/admin_service.h"
 #include "rpc/audit_interceptor.h"
 #include "rpc/gatekeeper.h"
 #include "rpc/grpc_listener.h"
+#include "rpc/grpc_log_bridge.h"
 #include "rpc/tls_credentials.h"
 #include "rpc/worker_service.h"
 #include "runtime/heap_trimmer.h"
@@ -166,8 +170,11 @@ Status Daemon::Start() {
 }
 
 Status Daemon::StartServing() {
-  auto credentials = MakeListenCredentials(config_.tls);
+  // The copies of the TLS files gRPC reads live in data_dir (rpc/tls_credentials.h).
+  auto credentials = MakeListenCredentials(config_.tls, config_.data_dir + "/tls",
+                                           metrics_.tls_reload_failures_total);
   if (!credentials.ok()) return credentials.status();
+  tls_reloader_ = std::move(credentials->reloader);
   if (config_.insecure) {
     const std::string exposure = ExposureProblem(config_.listen, config_.tls, config_.auth, false);
     if (!exposure.empty()) {
@@ -212,7 +219,8 @@ Status Daemon::StartServing() {
   grpc_listener_ = std::make_unique<GrpcListener>(
       shards_.control(),
       builder.experimental().AddExternalConnectionAcceptor(
-          grpc::ServerBuilder::experimental_type::ExternalConnectionType::FROM_FD, *credentials));
+          grpc::ServerBuilder::experimental_type::ExternalConnectionType::FROM_FD,
+          credentials->credentials));
   if (Status s = grpc_listener_->Listen(config_.listen); !s.ok()) return s;
   grpc_port_ = grpc_listener_->port();
   builder.SetMaxReceiveMessageSize(static_cast<int>(config_.limits.max_message_bytes));
@@ -231,6 +239,7 @@ Status Daemon::StartServing() {
     service->Accept(std::move(context), std::move(stream), std::move(ticket));
   });
   grpc_listener_->Start();
+  if (tls_reloader_) tls_reloader_->Start();
   loop_monitor_ = std::make_unique<LoopMonitor>(shards_.AllLoops(), kLoopProbeInterval);
   heap_trimmer_ = std::make_unique<HeapTrimmer>(shards_.control(), [this] {
     return metrics_.worker_sessions_ended_total.load() +
@@ -279,17 +288,22 @@ Status Daemon::StartCampaign() {
   ElectionCallbacks callbacks;
   callbacks.on_leader_seen = [this](const std::string& address, int64_t epoch) {
     if (leadership_.role() != Leadership::Role::kStandby) return;
-    leadership_.SetLeaderSeen(address, epoch);
     metrics_.leader_epoch = epoch;
-    if (address.empty()) {
+    if (!leadership_.SetLeaderSeen(address, epoch)) {
+      // The election rule passes such keys over, so this is a belt to its braces: no client is
+      // sent there, and the trailer is left out (ha/leadership.h).
+      spdlog::warn(
+          "etcd: the leader (epoch {}) advertises {}, which is no address a client can be "
+          "sent to; clients are told no leader until it changes",
+          epoch, Printable(address));
+    } else if (address.empty()) {
       spdlog::info("etcd: no leader now; campaigning");
     } else {
       spdlog::info("etcd: {} leads (epoch {}); standing by", address, epoch);
     }
   };
   callbacks.on_deadline = [this](LeaseClock::time_point until) {
-    leadership_.ExtendSendDeadline(until);
-    metrics_.lease_deadline_ns = until.time_since_epoch().count();
+    metrics_.lease_deadline_ns = until.time_since_epoch().count();  // the deadline is the lease's
   };
   callbacks.on_elected = [this](const std::string& key, int64_t epoch) {
     // Off the election's thread, which must keep the lease alive while the load runs.
@@ -297,21 +311,14 @@ Status Daemon::StartCampaign() {
     if (shutting_down_) return;
     takeover_thread_ = std::thread([this, key, epoch] { TakeOver(key, epoch); });
   };
-  callbacks.on_lost = [](const std::string& why) {
-    // Never back to standby in-process (DESIGN.md): stop at once; systemd starts a standby.
-    spdlog::critical(
-        "leadership lost: {}; exiting now ({}) so that nothing more is sent or "
-        "written under it",
-        why, kExitUnknownOutcome);
-    spdlog::default_logger()->flush();
-    std::_Exit(kExitUnknownOutcome);
-  };
-  election_ = std::make_unique<EtcdElection>(etcd, config_.advertise, std::move(callbacks));
-  EtcdElection* election = election_.get();
+  // Never back to standby in-process: stop at once; systemd starts a standby.
+  callbacks.on_lost = [](const std::string& why) { ExitFor(EtcdOutcome::kFencedOut, why); };
+  election_ = std::make_unique<EtcdElection>(etcd, config_.advertise, std::move(callbacks),
+                                             &leadership_.lease());
   GroupCommitOptions store_options;
   store_options.writer_nice = config_.store_writer_nice;
   auto store = EtcdStore::Create(
-      etcd, [election] { return election->LeaseConfirmed(); }, std::move(store_options));
+      etcd, [this] { return leadership_.lease().Confirmed(); }, std::move(store_options));
   // Until it leads: a copy of the prefix kept warm by a watch, for a quick takeover.
   store->backend().StartWarming();
   etcd_store_ = store.get();
@@ -321,34 +328,28 @@ Status Daemon::StartCampaign() {
 
 void Daemon::TakeOver(const std::string& leader_key, int64_t epoch) {
   const auto began = std::chrono::steady_clock::now();
-  // Every write from here on carries the fence; the load below reads at a revision after the
-  // leader key's creation (a linearizable range), so it sees every write of earlier leaders.
-  etcd_store_->backend().SetFence(leader_key, epoch);
-  // Nothing has been served yet: a takeover that cannot finish ends the process, and the lease
-  // it leaves lets a standby try.
-  auto give_up = [](const std::string& what, const Status& s, int code) {
-    spdlog::critical("takeover failed {}: {}; exiting ({})", what, s.ToString(), code);
-    spdlog::default_logger()->flush();
-    std::_Exit(code);
-  };
-  // A setting above what the members take would have etcd refuse the first full batch, which
-  // stops the store mid-leadership; found here it is a configuration error, said before serving.
-  if (Status s = etcd_store_->backend().CheckTxnLimit(); !s.ok()) {
-    give_up("checking store.etcd.max_txn_ops", s,
-            s.code() == StatusCode::kFailedPrecondition ? kExitConfig : kExitUnknownOutcome);
-  }
   MutexLock declared_lock(declared_mu_);  // a reload meanwhile waits, then applies to these
-  if (Status s = host_->Load(declared_, declared_restore_from_, declared_groups_, kReloadWait);
-      !s.ok()) {
-    give_up("loading the pipelines from etcd", s, kExitUnknownOutcome);
-  }
+  TakeoverSteps steps;
+  // Every write from here on carries the fence; the load reads at a revision after the leader
+  // key's creation (a linearizable range), so it sees every write of earlier leaders.
+  steps.fence = [&] { etcd_store_->backend().SetFence(leader_key, epoch); };
+  // A setting above what the members take would have etcd refuse every full batch; found here
+  // it is a configuration error, said before serving.
+  steps.check = [&] { return etcd_store_->backend().CheckTxnLimit(); };
+  steps.load = [&] {
+    declared_mu_.AssertHeld();  // taken above, for the whole sequence
+    return host_->Load(declared_, declared_restore_from_, declared_groups_, kReloadWait);
+  };
   // Loaded runners bumped their generations and reserve fresh id blocks before their first
   // trigger (restart semantics): from now on this daemon serves.
-  leadership_.BecomeLeader(config_.advertise, epoch);
-  metrics_.role = 1;
-  metrics_.leader_epoch = epoch;
-  ready_ = true;
-  UpdateHealthService();
+  steps.serve = [&] {
+    leadership_.BecomeLeader(config_.advertise, epoch);
+    metrics_.role = 1;
+    metrics_.leader_epoch = epoch;
+    ready_ = true;
+    UpdateHealthService();
+  };
+  RunTakeover(steps);
   spdlog::info("leading as epoch {}: {} pipeline(s) loaded in {} ms; serving on port {}", epoch,
                host_->registry().size(),
                std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -398,6 +399,8 @@ void Daemon::UpdateHealthService() {
 
 std::string Daemon::MetricsText() const {
   MetricsPageOptions options;
+  // gRPC reports failed handshakes only in its log (rpc/grpc_log_bridge.h): this process's.
+  options.tls_handshake_failures = TlsHandshakeFailures();
   options.version = kCkptVersion;
   options.per_pipeline = per_pipeline_metrics_.load();
   options.start_time_seconds = kProcessStart;
@@ -618,6 +621,7 @@ void Daemon::Shutdown() {
         std::chrono::steady_clock::now() + kSavepointStreamsFinish,
         Status::Unavailable("ckptd is shutting down before the savepoint's outcome was sent"));
   }
+  if (tls_reloader_) tls_reloader_->Stop();
   if (grpc_listener_) grpc_listener_->Stop();
   if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   // After the server: its shutdown cancels the streams, whose last completions the queues'

@@ -21,9 +21,9 @@
 #include "common/mutex.h"
 #include "config/daemon_config.h"
 #include "core/clock.h"
+#include "ha/leadership.h"
 #include "runtime/daemon_metrics.h"
 #include "runtime/io_shards.h"
-#include "runtime/leadership.h"
 #include "runtime/pipeline_host.h"
 #include "store/data_dir_lock.h"
 #include "store/metadata_store.h"
@@ -46,6 +46,7 @@ class LoopMonitor;
 class HeapTrimmer;
 class EtcdStore;
 class EtcdElection;
+class TlsReloader;
 
 class Daemon {
  public:
@@ -150,6 +151,8 @@ class Daemon {
   // server's queues must outlive it).
   std::unique_ptr<StreamQueues> stream_queues_;
   std::unique_ptr<grpc::Server> server_;
+  // Rewrites the TLS copies gRPC reads with each good set of files (null without TLS).
+  std::unique_ptr<TlsReloader> tls_reloader_;
   // On shards_.control() and every loop; declared after shards_, so destroyed before them.
   std::unique_ptr<GrpcListener> grpc_listener_;
   std::unique_ptr<LoopMonitor> loop_monitor_;

@@ -1,6 +1,6 @@
 #pragma once
 // LeaseClock: what a leadership's local lease deadline is measured on (etcd/etcd_election.h,
-// runtime/leadership.h). CLOCK_BOOTTIME, which, unlike steady_clock (CLOCK_MONOTONIC), goes on
+// ha/leadership.h). CLOCK_BOOTTIME, which, unlike steady_clock (CLOCK_MONOTONIC), goes on
 // counting while the machine is suspended: a leader suspended past its lease must find its
 // deadline passed when it wakes, because etcd's clocks went on and a standby may lead by then.
 // Monotonic otherwise, and cheap (a vDSO call, like steady_clock's).

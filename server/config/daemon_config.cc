@@ -226,7 +226,12 @@ MaybeYamlError ConfigReader::ReadTopLevelField(const YamlField& field) {
                             &config_.etcd);
   }
   if (name == "advertise") {
-    return ReadAddress(field, &config_.advertise);
+    // Standbys send clients here in a gRPC trailer: a header value, dialable by any client.
+    if (auto error = ReadString(field, &config_.advertise)) return error;
+    if (Status s = CheckLeaderAddress(config_.advertise); !s.ok()) {
+      return field.ValueError(field.path + ": " + s.message());
+    }
+    return std::nullopt;
   }
   if (name == "log") {
     return ForEachField(field.value, field.path, kLogKeys, [this](const YamlField& f) {

@@ -12,6 +12,7 @@
 #include <variant>
 
 #include "core/spec_validation.h"
+#include "ha/etcd_outcomes.h"
 #include "store/group_rules.h"
 
 namespace ckpt {
@@ -154,11 +155,12 @@ class EtcdBackend::BatchWriter {
         // Refused: by the cursor because an earlier copy landed, else by the fence (deposed).
         outcome = AwaitOutcome(token, give_up_at, &landed_at);
         if (outcome == Outcome::kNotLanded) outcome = Outcome::kLost;
-      } else if (error.failure == EtcdFailure::kNotApplied) {
-        stop_ = Status(error.status.code(), "a transaction of " + std::to_string(ops) +
-                                                " etcd operations was refused, and the store's "
-                                                "view of etcd is no longer sure: " +
-                                                error.status.message());
+      } else if (const HaAction action = ActionFor(ClassifyEtcdFailure(error.status));
+                 action == HaAction::kFailRequest || action == HaAction::kFailNotWritable) {
+        // Certainly not applied (ha/etcd_outcomes.h): etcd refused this request's shape (only
+        // its rounds fail), or every write for now (space, rate: the rounds fail as "store not
+        // writable", StoreHealth probes until etcd takes writes again). The store goes on.
+        Refuse(action, error.status, ops);
         return false;
       } else {
         if (attempt == 1 || attempt % 10 == 0) {  // a bounded few lines, however long it takes
@@ -273,7 +275,46 @@ class EtcdBackend::BatchWriter {
   std::vector<Status>& results() { return results_; }
   const Status& stop() const { return stop_; }
 
+  // The last refusal (Send returned false, stop() OK): its status, whether it was the store's
+  // (every write refused for now) or the request's own, and the ops of the refused txn. The
+  // refused txn is dropped; the batch may go on with the next ops. Clears it.
+  struct Refusal {
+    Status status;
+    bool store_wide = false;
+    std::vector<size_t> ops;
+  };
+  std::optional<Refusal> TakeRefusal() { return std::exchange(refusal_, std::nullopt); }
+
  private:
+  void Refuse(HaAction action, const Status& etcd_said, size_t ops) {
+    b_.view_mu_.AssertHeld();
+    Refusal refusal;
+    refusal.store_wide = action == HaAction::kFailNotWritable;
+    refusal.status =
+        refusal.store_wide
+            ? NotWritable(etcd_said)
+            : Status::ResourceExhausted("etcd refused a transaction of " + std::to_string(ops) +
+                                        " operations for its size or shape, nothing of it "
+                                        "applied: " +
+                                        etcd_said.message());
+    refusal.ops = std::move(ops_in_txn_);
+    refusal_ = std::move(refusal);
+    uint64_t held_back = 0;
+    if (b_.refusal_log_.Allow(LogThrottle::Clock::now(), &held_back)) {
+      spdlog::error("store {}: {}{}", b_.name_, refusal_->status.message(),
+                    held_back ? " (" + std::to_string(held_back) + " more refusals since)" : "");
+    }
+    // Nothing of the txn is sent again: what it planned is forgotten (the view is read again
+    // where its ops changed it, ApplyBatch).
+    txn_.Clear();
+    puts_.clear();
+    deletes_.clear();
+    horizons_.clear();
+    bytes_ = 0;
+    alone_in_txn_ = false;
+    ops_in_txn_.clear();
+  }
+
   // Whether `requests` put a key the pending txn puts or deletes, or delete one it puts.
   bool Overlaps(const std::vector<RequestOp>& requests) const {
     for (const auto& r : requests) {
@@ -307,6 +348,7 @@ class EtcdBackend::BatchWriter {
   std::vector<size_t> ops_in_txn_;
   int sent_ = 0;
   Status stop_;
+  std::optional<Refusal> refusal_;
   Status error_;  // the last failure while resolving an unknown outcome
 };
 
@@ -457,6 +499,26 @@ BatchResult EtcdBackend::ApplyBatch(const std::vector<WriteOp>& ops) {
   }
   BatchWriter writer(*this, ops.size());
   auto& results = writer.results();
+  // A refused txn (ha/etcd_outcomes.h) fails its ops; `planning` was being planned when the
+  // refusal came, and failed with it when the refused txn held only its chunks. A refusal of the
+  // request's own fails nothing more: the view is read again where the failed ops (and the one
+  // being planned) changed it, and the batch goes on from `planning`. One of the store's fails
+  // every op not yet written.
+  auto after_refusal = [&](BatchWriter::Refusal refusal, size_t planning) -> bool {
+    view_mu_.AssertHeld();  // called right here, under ApplyBatch's lock
+    std::vector<size_t> failed;
+    for (size_t op : refusal.ops) {
+      if (op < ops.size()) failed.push_back(op);
+    }
+    if (failed.empty() && planning < ops.size()) failed.push_back(planning);
+    std::vector<size_t> changed = failed;
+    if (planning < ops.size()) changed.push_back(planning);
+    for (size_t op : failed) results[op] = refusal.status;
+    RereadViewOf(ops, changed);
+    if (!refusal.store_wide) return true;
+    for (size_t op = planning; op < ops.size(); ++op) results[op] = refusal.status;
+    return false;
+  };
   for (size_t i = 0; i < ops.size(); ++i) {
     bool ok = std::visit(
         [&](const auto& o) -> bool {
@@ -547,15 +609,140 @@ BatchResult EtcdBackend::ApplyBatch(const std::vector<WriteOp>& ops) {
           }
         },
         ops[i]);
-    if (!ok) break;
+    if (ok) continue;
+    if (!writer.stop().ok()) break;
+    auto refusal = writer.TakeRefusal();
+    if (!refusal) break;
+    const bool attributed_to_planning = std::none_of(refusal->ops.begin(), refusal->ops.end(),
+                                                     [&](size_t op) { return op < ops.size(); });
+    if (!after_refusal(std::move(*refusal), i)) break;
+    // The op being planned is planned again (its view read afresh), unless it was the one
+    // refused (a txn of its chunks alone).
+    if (!attributed_to_planning) --i;
   }
-  if (writer.stop().ok()) writer.Send();
+  if (writer.stop().ok() && !writer.Send() && writer.stop().ok()) {
+    if (auto refusal = writer.TakeRefusal()) after_refusal(std::move(*refusal), ops.size());
+  }
   if (!writer.stop().ok()) {
     spdlog::critical("store: {}; stopping: a standby takes over from what etcd holds",
                      writer.stop().ToString());
     return BatchResult::Stop(writer.stop());
   }
   return BatchResult::Committed(std::move(results));
+}
+
+void EtcdBackend::RereadViewOf(const std::vector<WriteOp>& ops, const std::vector<size_t>& which) {
+  std::set<PipelineKey> pipelines;
+  std::set<std::string> groups;
+  for (size_t i : which) {
+    std::visit(
+        [&](const auto& o) {
+          using T = std::decay_t<decltype(o)>;
+          if constexpr (std::is_same_v<T, PutPipelineOp>) {
+            pipelines.insert(o.record.spec.key);
+          } else if constexpr (std::is_same_v<T, CommitCheckpointOp>) {
+            pipelines.insert(o.commit.key);
+          } else if constexpr (std::is_same_v<T, PutGroupOp>) {
+            groups.insert(o.spec.name);
+          } else if constexpr (std::is_same_v<T, DeleteGroupOp> ||
+                               std::is_same_v<T, ReserveGroupIdsOp>) {
+            groups.insert(o.name);
+          } else if constexpr (std::is_same_v<T, CommitGroupRoundOp>) {
+            groups.insert(o.commit.group);
+            for (const CheckpointCommit& member : o.commit.members) pipelines.insert(member.key);
+          } else if constexpr (std::is_same_v<T, ProbeOp>) {
+            // changes nothing of the view
+          } else {
+            pipelines.insert(o.key);  // progress, ids, deletes
+          }
+        },
+        ops[i]);
+  }
+  Status s = Status::Ok();
+  for (const PipelineKey& key : pipelines) {
+    if (s.ok()) s = RereadPipelineView(key);
+  }
+  for (const std::string& name : groups) {
+    if (s.ok()) s = RereadGroupView(name);
+  }
+  if (!s.ok()) {
+    // The view may hold what was refused: the next batch loads it whole before it plans.
+    spdlog::warn(
+        "store {}: reading back what a refused transaction touched failed ({}); the "
+        "next write reads the whole view first",
+        name_, s.ToString());
+    view_loaded_ = false;
+    groups_loaded_ = false;
+  }
+}
+
+Status EtcdBackend::RereadPipelineView(const PipelineKey& key) {
+  int64_t revision = 0;  // every range below at the first one's revision
+  auto records = RangeAll(layout_.PipelinePrefix(key), PrefixEnd(layout_.PipelinePrefix(key)),
+                          /*keys_only=*/true, &revision);
+  if (!records.ok()) return records.status();
+  auto counter = RangeAll(layout_.CounterKey(key), "", /*keys_only=*/false, &revision);
+  if (!counter.ok()) return counter.status();
+  auto history = RangeAll(layout_.CheckpointPrefix(key), PrefixEnd(layout_.CheckpointPrefix(key)),
+                          /*keys_only=*/true, &revision);
+  if (!history.ok()) return history.status();
+  PipelineView view;
+  for (const KeyValue& kv : *records) {
+    auto parsed = layout_.ParsePipelineKey(kv.key());
+    if (parsed && parsed->is_spec) view.has_record = true;
+  }
+  std::vector<KeyValue> own;  // this pipeline's checkpoint keys that parse
+  for (KeyValue& kv : *history) {
+    auto ref = layout_.ParseCheckpointKey(kv.key());
+    if (!ref || !(ref->key == key)) continue;
+    (ref->kind == CheckpointKind::kCheckpoint ? view.checkpoint_ids : view.savepoint_ids)
+        .insert(ref->id);
+    if (ref->chunked) view.chunked[ref->id] = 1;
+    own.push_back(std::move(kv));
+  }
+  if (auto newest = etcd::NewestCheckpoints(layout_, own); newest && !newest->empty()) {
+    const KeyValue* kv = newest->begin()->second;
+    auto value = ReadValues({kv->key()}, revision);
+    if (!value.ok()) return value.status();
+    auto stored = etcd::DecodeCheckpoint(value->front());
+    if (!stored) return Status::DataLoss("unreadable checkpoint " + kv->key());
+    view.retained_from = stored->horizon.retained_from;
+    view.kept = stored->horizon.kept;
+  }
+  if (counter->empty()) {
+    counters_.erase(key);
+  } else {
+    int64_t value = 0;
+    if (!ParseCounter(counter->front().value(), &value)) {
+      return Status::DataLoss("unreadable id counter " + counter->front().key());
+    }
+    counters_[key] = value;
+  }
+  const etcd::Horizon horizon = view.horizon();
+  if (view.has_record || !view.checkpoint_ids.empty() || !view.savepoint_ids.empty()) {
+    pipelines_[key] = std::move(view);
+  } else {
+    pipelines_.erase(key);
+  }
+  MutexLock horizon_lock(horizon_mu_);
+  horizons_[key] = horizon;
+  return Status::Ok();
+}
+
+Status EtcdBackend::RereadGroupView(const std::string& name) {
+  if (!groups_loaded_) return Status::Ok();  // read whole before the next group write anyway
+  RangeRequest request;
+  request.set_key(layout_.GroupKey(name));
+  auto response = client_->Range(request);
+  if (!response.ok()) return response.status();
+  if (response->kvs().empty()) {
+    groups_.erase(name);
+    return Status::Ok();
+  }
+  auto group = etcd::DecodeGroup(response->kvs(0).value(), name);
+  if (!group) return Status::DataLoss("unreadable alignment group " + layout_.GroupKey(name));
+  groups_[name] = std::move(*group);
+  return Status::Ok();
 }
 
 bool EtcdBackend::PlanDeleteCheckpoints(BatchWriter& writer, size_t i,

@@ -45,6 +45,7 @@
 #include "etcd/etcd_client.h"
 #include "etcd/etcd_layout.h"
 #include "etcd/etcd_mirror.h"
+#include "logging/log_throttle.h"
 #include "store/store_backend.h"
 
 namespace ckpt {
@@ -153,6 +154,13 @@ class EtcdBackend final : public StoreBackend {
       CKPT_REQUIRES(view_mu_);
   // The groups, read once per leadership before its first group write.
   Status LoadGroupView() CKPT_REQUIRES(view_mu_);
+  // After a refused txn: the view of every pipeline and group that `ops[which]` name, read
+  // again from etcd (what the refused plans changed is forgotten). If that read fails, the next
+  // batch loads the whole view first.
+  void RereadViewOf(const std::vector<WriteOp>& ops, const std::vector<size_t>& which)
+      CKPT_REQUIRES(view_mu_);
+  Status RereadPipelineView(const PipelineKey& key) CKPT_REQUIRES(view_mu_);
+  Status RereadGroupView(const std::string& name) CKPT_REQUIRES(view_mu_);
   // Every group as etcd holds it now (any thread; touches no state).
   Result<std::vector<StoredGroup>> ReadGroups();
   // Adds to `requests` the range deletes of checkpoints below the history's start (at most
@@ -199,6 +207,8 @@ class EtcdBackend final : public StoreBackend {
   bool view_loaded_ CKPT_GUARDED_BY(view_mu_) = false;
   std::map<std::string, StoredGroup> groups_ CKPT_GUARDED_BY(view_mu_);
   bool groups_loaded_ CKPT_GUARDED_BY(view_mu_) = false;
+  // Refusals (etcd full, rate-limited) are logged at most once per 10 s, with a count.
+  LogThrottle refusal_log_ CKPT_GUARDED_BY(view_mu_){std::chrono::seconds(10)};
   // P/layout holds this binary's kLayoutVersion (else the next txn writes it).
   bool layout_stored_ CKPT_GUARDED_BY(view_mu_) = false;
   // The write cursor (etcd_layout.h, P/writer): its mod revision as this leader last wrote or

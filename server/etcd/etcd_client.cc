@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "common/host_port.h"
+#include "ha/etcd_outcomes.h"
 
 namespace ckpt {
 namespace {
@@ -31,7 +32,8 @@ std::string JoinEndpoints(const std::vector<std::string>& endpoints) {
 }
 
 // Ours for gRPC's; what has no counterpart (a cancelled or unknown call) is UNAVAILABLE: etcd
-// could not be asked.
+// could not be asked. etcd's DATA_LOSS (its own CORRUPT alarm) is UNAVAILABLE too: ours means
+// ckptd's records are damaged (exit 65), and etcd's alarm says nothing of them.
 StatusCode CodeOf(grpc::StatusCode code) {
   switch (code) {
     case grpc::StatusCode::INVALID_ARGUMENT: return StatusCode::kInvalidArgument;
@@ -42,7 +44,6 @@ StatusCode CodeOf(grpc::StatusCode code) {
     case grpc::StatusCode::DEADLINE_EXCEEDED: return StatusCode::kDeadlineExceeded;
     case grpc::StatusCode::RESOURCE_EXHAUSTED: return StatusCode::kResourceExhausted;
     case grpc::StatusCode::INTERNAL: return StatusCode::kInternal;
-    case grpc::StatusCode::DATA_LOSS: return StatusCode::kDataLoss;
     case grpc::StatusCode::UNAUTHENTICATED: return StatusCode::kUnauthenticated;
     case grpc::StatusCode::PERMISSION_DENIED: return StatusCode::kPermissionDenied;
     default: return StatusCode::kUnavailable;
@@ -211,14 +212,12 @@ bool EtcdClient::Txn(const etcdserverpb::TxnRequest& request, etcdserverpb::TxnR
   grpc::Status status = used->kv->Txn(&context, request, response);
   if (status.ok()) return true;
   error->status = Failed(status, "txn", used);
-  // etcd checks a request's shape (size, operation count, duplicate keys) before proposing it:
-  // those refusals are certain. Everything else may have reached the raft log.
-  switch (status.error_code()) {
-    case grpc::StatusCode::INVALID_ARGUMENT:
-    case grpc::StatusCode::RESOURCE_EXHAUSTED:
-    case grpc::StatusCode::FAILED_PRECONDITION:
-    case grpc::StatusCode::PERMISSION_DENIED:
-    case grpc::StatusCode::UNAUTHENTICATED: error->failure = EtcdFailure::kNotApplied; break;
+  // etcd checks a request's shape (size, operation count, duplicate keys) and the cluster's
+  // state (space, rate, auth) before proposing it: those refusals are certain. Everything else
+  // may have reached the raft log (ha/etcd_outcomes.h says which is which).
+  switch (ActionFor(ClassifyEtcdFailure(error->status))) {
+    case HaAction::kFailRequest:
+    case HaAction::kFailNotWritable: error->failure = EtcdFailure::kNotApplied; break;
     default: error->failure = EtcdFailure::kUnknownOutcome;
   }
   return false;

@@ -4,6 +4,9 @@
 
 #include <algorithm>
 
+#include "core/printable.h"
+#include "ha/election_rules.h"
+
 namespace ckpt {
 
 using Clock = LeaseClock;  // the lease's deadline goes on through a suspend (common/lease_clock.h)
@@ -15,10 +18,16 @@ int64_t TtlSeconds(int64_t election_ttl_ms) {
   return std::max<int64_t>(2, (election_ttl_ms + 999) / 1000);
 }
 
+// The oldest keys under election/ a look reads: ckptd's own candidates are a handful; keys
+// written by something else are passed over, and this many of them make the look find no leader.
+constexpr int64_t kCandidatesRead = 64;
+// Warnings about ignored keys remembered (so that each is logged once), at most.
+constexpr size_t kWarnedKept = 1024;
+
 }  // namespace
 
 EtcdElection::EtcdElection(std::shared_ptr<EtcdClient> client, std::string advertise,
-                           ElectionCallbacks callbacks)
+                           ElectionCallbacks callbacks, LeaseDeadline* deadline)
     : client_(std::move(client)),
       layout_(client_->settings().prefix),
       advertise_(std::move(advertise)),
@@ -39,7 +48,8 @@ EtcdElection::EtcdElection(std::shared_ptr<EtcdClient> client, std::string adver
       // 250 ms later still leaves its retry at least a quarter of the TTL less the margin to be
       // answered before the local deadline; and a slow but live member (a loaded machine) has
       // this long to answer.
-      call_timeout_(std::max<int64_t>(200, ttl_seconds_ * 1000 / 4)) {}
+      call_timeout_(std::max<int64_t>(200, ttl_seconds_ * 1000 / 4)),
+      deadline_(deadline ? *deadline : own_deadline_) {}
 
 EtcdElection::~EtcdElection() { Stop(false); }
 
@@ -54,7 +64,7 @@ void EtcdElection::StopConfirming() {
   }
   cv_.NotifyAll();
   if (thread_.joinable()) thread_.join();
-  deadline_ns_.store(0);
+  deadline_.Clear();
 }
 
 void EtcdElection::Stop(bool resign) {
@@ -73,10 +83,6 @@ void EtcdElection::Stop(bool resign) {
     }
     lease_id_ = 0;
   }
-}
-
-bool EtcdElection::LeaseConfirmed() const {
-  return Clock::now().time_since_epoch().count() < deadline_ns_.load();
 }
 
 void EtcdElection::Run() {
@@ -118,8 +124,7 @@ bool EtcdElection::Campaign() {
     return false;
   }
   lease_id_ = grant->id();
-  deadline_ns_.store(
-      (sent + milliseconds(grant->ttl() * 1000) - margin_).time_since_epoch().count());
+  deadline_.Set(sent + milliseconds(grant->ttl() * 1000) - margin_);
   my_key_ = layout_.ElectionKey(lease_id_);
   etcdserverpb::TxnRequest txn;
   auto* absent = txn.add_compare();
@@ -170,8 +175,7 @@ void EtcdElection::KeepAlive() {
                           "written until etcd answers"
                         : "the lease is still confirmed locally");
     }
-    const auto since_deadline = sent.time_since_epoch().count() - deadline_ns_.load();
-    if (!leading_ && since_deadline > milliseconds(ttl_seconds_ * 1000).count() * 1000000) {
+    if (!leading_ && sent - deadline_.until() > milliseconds(ttl_seconds_ * 1000)) {
       // A standby's lease has surely expired in etcd by now: campaign again with a new one.
       lease_id_ = 0;
       my_revision_ = 0;
@@ -195,7 +199,7 @@ void EtcdElection::KeepAlive() {
   }
   failures_in_a_row_ = 0;
   const auto deadline = sent + milliseconds(*ttl * 1000) - margin_;
-  deadline_ns_.store(deadline.time_since_epoch().count());
+  deadline_.Set(deadline);
   if (leading_ && callbacks_.on_deadline) callbacks_.on_deadline(deadline);
   next_keepalive_ = sent + keepalive_every_;
 }
@@ -206,16 +210,29 @@ void EtcdElection::Observe() {
   request.set_range_end(PrefixEnd(layout_.ElectionPrefix()));
   request.set_sort_target(etcdserverpb::RangeRequest::CREATE);
   request.set_sort_order(etcdserverpb::RangeRequest::ASCEND);
-  request.set_limit(1);
+  request.set_limit(kCandidatesRead);
   auto response = client_->Range(request, call_timeout_);
   if (!response.ok()) return;  // the keepalive's failures say it; the last view stands
+  std::vector<ElectionCandidate> candidates;
+  candidates.reserve(static_cast<size_t>(response->kvs_size()));
+  for (const auto& kv : response->kvs()) {
+    candidates.push_back({kv.key(), kv.value(), kv.lease(), kv.create_revision()});
+  }
+  const ElectionOutcome outcome =
+      PickLeader(candidates, [this](int64_t lease) { return layout_.ElectionKey(lease); });
+  for (const auto& [key, why] : outcome.ignored) {
+    for (const auto& kv : response->kvs()) {
+      if (kv.key() == key) WarnIgnored(key, kv.mod_revision(), why);
+    }
+  }
   std::string address;
   int64_t epoch = 0;
   std::string leader_key;
-  if (response->kvs_size() > 0) {
-    address = response->kvs(0).value();
-    epoch = response->kvs(0).create_revision();
-    leader_key = response->kvs(0).key();
+  if (outcome.leader) {
+    const ElectionCandidate& leader = candidates[*outcome.leader];
+    address = leader.value;
+    epoch = leader.create_revision;
+    leader_key = leader.key;
   }
   if (address != last_seen_address_ || epoch != last_seen_epoch_) {
     last_seen_address_ = address;
@@ -226,9 +243,7 @@ void EtcdElection::Observe() {
   if (mine && !leading_ && LeaseConfirmed()) {
     leading_ = true;
     spdlog::info("etcd: elected leader (epoch {}, key {})", epoch, my_key_);
-    if (callbacks_.on_deadline) {
-      callbacks_.on_deadline(Clock::time_point(Clock::duration(deadline_ns_.load())));
-    }
+    if (callbacks_.on_deadline) callbacks_.on_deadline(deadline_.until());
     callbacks_.on_elected(my_key_, my_revision_);
   } else if (!mine && leading_) {
     lost_ = true;
@@ -236,6 +251,14 @@ void EtcdElection::Observe() {
                        (leader_key.empty() ? std::string("none") : leader_key) + ", epoch " +
                        std::to_string(epoch) + ")");
   }
+}
+
+void EtcdElection::WarnIgnored(const std::string& key, int64_t mod_revision,
+                               const std::string& why) {
+  if (!warned_.emplace(key, mod_revision).second) return;
+  if (warned_.size() > kWarnedKept) warned_.clear();  // a flood of keys: warn about them again
+  spdlog::warn("etcd: {} under {} is no election candidate and is ignored: {}", Printable(key),
+               layout_.ElectionPrefix(), Printable(why));
 }
 
 }  // namespace ckpt

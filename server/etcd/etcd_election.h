@@ -5,10 +5,14 @@
 // alive. The candidate whose key was created first leads; the leader key's create revision is
 // the leadership's epoch and the fence of every write (etcd_backend.h).
 //
-// The local lease deadline: each keepalive is timed from when it was SENT, so the deadline
-// (send time + the TTL etcd answered - a margin) is never later than etcd's own expiry, however
-// long the answer took. Past it the leader sends workers nothing (runtime/leadership.h), and the
-// store writes nothing (LeaseConfirmed).
+// Who leads is ha/election_rules.h's rule, over the oldest keys under P/election/: keys no ckptd
+// could have written (no lease, a value that is not a leader address) are ignored, with one
+// warning each, so that a foreign key cannot keep the group from electing a leader.
+//
+// The local lease deadline (ha/lease_deadline.h, the one the daemon's leadership holds): each
+// keepalive is timed from when it was SENT, so the deadline (send time + the TTL etcd answered -
+// a margin) is never later than etcd's own expiry, however long the answer took. Past it the
+// leader sends workers nothing (ha/leadership.h), and the store writes nothing.
 //
 // Events (callbacks, on the election's own thread; they must not block for long):
 // - on_leader_seen(address, epoch): who leads, as seen now ("" and 0: nobody).
@@ -27,10 +31,14 @@
 #include <string>
 #include <thread>
 
+#include <set>
+#include <utility>
+
 #include "common/lease_clock.h"
 #include "common/mutex.h"
 #include "etcd/etcd_client.h"
 #include "etcd/etcd_layout.h"
+#include "ha/lease_deadline.h"
 
 namespace ckpt {
 
@@ -43,8 +51,10 @@ struct ElectionCallbacks {
 
 class EtcdElection {
  public:
+  // `deadline`: where the lease's deadline is kept (the daemon's Leadership::lease(), which
+  // the sessions and the store read); null: one of the election's own.
   EtcdElection(std::shared_ptr<EtcdClient> client, std::string advertise,
-               ElectionCallbacks callbacks);
+               ElectionCallbacks callbacks, LeaseDeadline* deadline = nullptr);
   ~EtcdElection();
   EtcdElection(const EtcdElection&) = delete;
   EtcdElection& operator=(const EtcdElection&) = delete;
@@ -59,7 +69,7 @@ class EtcdElection {
   void Stop(bool resign);
 
   // Whether the lease is confirmed now: the local deadline has not passed. Any thread.
-  bool LeaseConfirmed() const;
+  bool LeaseConfirmed() const { return deadline_.Confirmed(); }
 
   // The lease's TTL as granted, in seconds (election_ttl_ms rounded up, at least 2).
   int64_t ttl_seconds() const { return ttl_seconds_; }
@@ -72,6 +82,8 @@ class EtcdElection {
   void KeepAlive();
   void Observe();
   void Wait(std::chrono::milliseconds how_long);
+  // One warning per key (and value) the election rule passes over.
+  void WarnIgnored(const std::string& key, int64_t mod_revision, const std::string& why);
 
   const std::shared_ptr<EtcdClient> client_;
   const etcd::Layout layout_;
@@ -94,7 +106,11 @@ class EtcdElection {
   int64_t last_seen_epoch_ = -1;
   int failures_in_a_row_ = 0;
 
-  std::atomic<int64_t> deadline_ns_{0};
+  // Election thread only: the ignored keys already warned about (key, mod revision), bounded.
+  std::set<std::pair<std::string, int64_t>> warned_;
+
+  LeaseDeadline own_deadline_;  // used when the constructor is given none
+  LeaseDeadline& deadline_;
   Mutex mu_;
   CondVar cv_;
   bool stopping_ CKPT_GUARDED_BY(mu_) = false;

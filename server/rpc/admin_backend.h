@@ -15,9 +15,9 @@
 
 #include "common/status.h"
 #include "core/types.h"
+#include "ha/leadership.h"
 #include "runtime/alignment_groups.h"
 #include "runtime/daemon_metrics.h"
-#include "runtime/leadership.h"
 #include "runtime/pipeline_runner.h"
 
 namespace ckpt {

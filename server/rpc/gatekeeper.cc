@@ -30,11 +30,22 @@ std::shared_ptr<const AccessPolicy> Gatekeeper::policy() const {
 Status Gatekeeper::CheckServing(grpc::ServerContextBase& context, std::string_view method) const {
   if (leadership_.serving() || method == "GetDaemonStatus") return Status::Ok();
   const Leadership::View view = leadership_.view();
+  // Only a legal address goes into the header (gRPC aborts the process on an illegal header
+  // value): Leadership keeps nothing else, and says when the leader's was not one.
+  if (view.leader_address_unusable || !CheckLeaderAddress(view.leader_address).ok()) {
+    if (!view.leader_address.empty() || view.leader_address_unusable) {
+      return Status::Unavailable(
+          "this ckptd is a standby; the leader advertises an address no client can be sent to "
+          "(fix its `advertise`); try its address from your configuration");
+    }
+    context.AddTrailingMetadata(std::string(kLeaderMetadataKey), "");
+    return Status::Unavailable(
+        "this ckptd is a standby; no leader is known yet, try again "
+        "shortly (trailing metadata " +
+        std::string(kLeaderMetadataKey) + ")");
+  }
   context.AddTrailingMetadata(std::string(kLeaderMetadataKey), view.leader_address);
-  return Status::Unavailable("this ckptd is a standby; " +
-                             (view.leader_address.empty()
-                                  ? std::string("no leader is known yet, try again shortly")
-                                  : "the leader is " + view.leader_address) +
+  return Status::Unavailable("this ckptd is a standby; the leader is " + view.leader_address +
                              " (trailing metadata " + std::string(kLeaderMetadataKey) + ")");
 }
 

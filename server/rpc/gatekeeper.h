@@ -14,9 +14,9 @@
 
 #include "auth/access_policy.h"
 #include "common/mutex.h"
+#include "ha/leadership.h"
 #include "logging/log_throttle.h"
 #include "runtime/daemon_metrics.h"
-#include "runtime/leadership.h"
 
 namespace ckpt {
 

@@ -51,6 +51,9 @@ struct DaemonMetrics {
   std::atomic<uint64_t> messages_withheld_total{0};
   // ckptd_auth_denied_total{reason}: calls refused by the access policy, by DenyReason.
   std::array<std::atomic<uint64_t>, kDenyReasonCount> auth_denied_total{};
+  // ckptd_tls_reload_failures_total: refreshes of the TLS files refused (a file that does not
+  // load; the set in use stays). Handshake failures: MetricsPageOptions.
+  std::atomic<uint64_t> tls_reload_failures_total{0};
   // ckptd_limit_refusals_total{limit}: streams and requests refused or ended at a limit.
   std::array<std::atomic<uint64_t>, kCountedLimitCount> limit_refusals_total{};
   void CountLimit(CountedLimit limit) { ++limit_refusals_total[static_cast<size_t>(limit)]; }

@@ -164,6 +164,12 @@ std::string RenderMetricsPage(const DaemonMetrics& m, const Registry& registry,
     out.Sample("ckptd_auth_denied_total", {{"reason", DenyReasonLabel(static_cast<DenyReason>(i))}},
                Load(m.auth_denied_total[i]));
   }
+  out.Counter("ckptd_tls_reload_failures_total",
+              "Refreshes of the TLS files refused because a file did not load (the set in use "
+              "stays).",
+              Load(m.tls_reload_failures_total));
+  out.Counter("ckptd_tls_handshake_failures_total", "TLS handshakes on the gRPC port that failed.",
+              static_cast<double>(options.tls_handshake_failures));
   out.Family("ckptd_limit_refusals_total", "counter",
              "Pipelines, streams and worker savepoint requests refused or ended at a configured "
              "limit, by the limit's key.");

@@ -21,6 +21,8 @@ struct MetricsPageOptions {
   bool etcd = false;
   uint64_t etcd_transactions = 0;
   uint64_t etcd_transactions_resent = 0;
+  // ckptd_tls_handshake_failures_total (rpc/grpc_log_bridge.h counts them).
+  uint64_t tls_handshake_failures = 0;
 };
 
 std::string RenderMetricsPage(const DaemonMetrics& metrics, const Registry& registry,

@@ -65,3 +65,42 @@ TEST(IsLoopbackHost, OnlyAddressesThisMachineAloneCanReach) {
 
 }  // namespace
 }  // namespace ckpt
+
+namespace ckpt {
+namespace {
+
+// Where standbys send clients (advertise, a leader's address read from etcd, the ckpt-leader
+// trailer): what gRPC can put in a header and any client can dial.
+TEST(CheckLeaderAddress, TakesDnsNamesIpv4AndBracketedIpv6) {
+  for (const char* address :
+       {"ckptd-1.example:7070", "10.0.0.7:7070", "[::1]:7070", "[2001:db8::7]:1", "localhost:65535",
+        "xn--bcher-kva.example:7070", "node_7.internal:7070", "a.example.:7070"}) {
+    EXPECT_TRUE(CheckLeaderAddress(address).ok())
+        << address << ": " << CheckLeaderAddress(address).message();
+  }
+}
+
+TEST(CheckLeaderAddress, RefusesWhatCouldNotGoInAHeaderOrBeDialled) {
+  const std::pair<std::string, std::string> cases[] = {
+      {"b\xc3\xbc"
+       "cher.example:7070",
+       "ASCII"},
+      {"a.example:7070\nx-evil: 1", "ASCII"},
+      {"a.example :7070", "ASCII"},
+      {"a.example:0", "port 0"},
+      {"a.example", "HOST:PORT"},
+      {"a..example:7070", "not a host name"},
+      {"a/b:7070", "not a host name"},
+      {"[fe80::zz]:7070", "not an IPv6 address"},
+      {std::string(64, 'a') + ".example:7070", "not a host name"},
+      {std::string(300, 'a') + ":7070", "longer than"},
+  };
+  for (const auto& [address, reason] : cases) {
+    const Status s = CheckLeaderAddress(address);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << address;
+    EXPECT_NE(s.message().find(reason), std::string::npos) << address << ": " << s.message();
+  }
+}
+
+}  // namespace
+}  // namespace ckpt
