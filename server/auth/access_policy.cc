@@ -25,7 +25,34 @@ bool JobMatches(const std::vector<std::string>& globs, std::string_view job) {
 
 Refusal Refuse(DenyReason reason, Status status) { return Refusal{std::move(status), reason}; }
 
+// The typed forms of cert_identity: the prefix and what it matches.
+constexpr std::string_view kUriPrefix = "uri:";
+constexpr std::string_view kDnsPrefix = "dns:";
+constexpr std::string_view kCnPrefix = "cn:";
+constexpr std::string_view kSpiffePrefix = "spiffe://";
+
+bool StartsWith(std::string_view text, std::string_view prefix) {
+  return text.substr(0, prefix.size()) == prefix;
+}
+
+bool AnyEquals(const std::vector<std::string>& values, std::string_view wanted) {
+  for (const std::string& v : values) {
+    if (v == wanted) return true;
+  }
+  return false;
+}
+
 }  // namespace
+
+bool CertIdentityMatches(const std::string& cert_identity, const CallerCredentials& credentials) {
+  if (credentials.cert_identity.empty()) return false;  // no verified certificate
+  const std::string_view id = cert_identity;
+  if (StartsWith(id, kSpiffePrefix)) return credentials.cert.spiffe_id == id;
+  if (StartsWith(id, kUriPrefix)) return AnyEquals(credentials.cert.uris, id.substr(4));
+  if (StartsWith(id, kDnsPrefix)) return AnyEquals(credentials.cert.dns, id.substr(4));
+  if (StartsWith(id, kCnPrefix)) return credentials.cert.cn == id.substr(3);
+  return credentials.cert_identity == cert_identity;
+}
 
 const char* RoleName(Role role) { return kRoleNames[static_cast<int>(role)]; }
 
@@ -79,6 +106,13 @@ Status ValidateAuthSpec(const AuthSpec& spec, const std::string& path) {
         return Status::InvalidArgument(where + " (" + p.name +
                                        "): the same token_sha256 is given to another principal");
       }
+    } else if (const std::string_view id = p.cert_identity;
+               (StartsWith(id, kUriPrefix) && id.size() == kUriPrefix.size()) ||
+               (StartsWith(id, kDnsPrefix) && id.size() == kDnsPrefix.size()) ||
+               (StartsWith(id, kCnPrefix) && id.size() == kCnPrefix.size()) ||
+               id == kSpiffePrefix) {
+      return Status::InvalidArgument(where + " (" + p.name + "): cert_identity '" +
+                                     p.cert_identity + "' names a field but no value");
     } else if (!identities.insert(p.cert_identity).second) {
       return Status::InvalidArgument(where + " (" + p.name + "): cert_identity '" +
                                      p.cert_identity + "' is given to another principal");
@@ -114,6 +148,12 @@ std::optional<Refusal> AccessPolicy::Identify(const CallerCredentials& credentia
     return std::nullopt;
   }
   const PrincipalSpec* found = nullptr;
+  if (credentials.authorization_headers > 1) {
+    return Refuse(DenyReason::kUnknownToken,
+                  Status::Unauthenticated("the call carries " +
+                                          std::to_string(credentials.authorization_headers) +
+                                          " authorization headers; send one"));
+  }
   if (credentials.has_token) {
     if (!credentials.secure_channel && !credentials.loopback_peer) {
       return Refuse(DenyReason::kPlaintextToken,
@@ -137,7 +177,16 @@ std::optional<Refusal> AccessPolicy::Identify(const CallerCredentials& credentia
     }
   } else if (!credentials.cert_identity.empty()) {
     for (const PrincipalSpec& p : spec_.principals) {
-      if (p.token_sha256.empty() && p.cert_identity == credentials.cert_identity) found = &p;
+      if (!p.token_sha256.empty() || !CertIdentityMatches(p.cert_identity, credentials)) continue;
+      if (found) {
+        // Two entries (a typed and an untyped one, or two typed ones on different fields) name
+        // the same certificate: which role it gets must not depend on the order of the file.
+        return Refuse(DenyReason::kUnknownIdentity,
+                      Status::Unauthenticated(
+                          "client certificate identity '" + credentials.cert_identity +
+                          "' matches both principal '" + found->name + "' and '" + p.name + "'"));
+      }
+      found = &p;
     }
     if (!found) {
       return Refuse(

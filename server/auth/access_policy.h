@@ -25,8 +25,11 @@ std::optional<Role> ParseRole(std::string_view name);
 // One entry of the config's auth.principals.
 struct PrincipalSpec {
   std::string name;
-  // Exactly one of the two: the identity of a client certificate (AccessPolicy::Identify says
-  // which one counts), or the SHA-256 of a bearer token (64 hex digits; never the token).
+  // Exactly one of the two: the identity of a client certificate, or the SHA-256 of a bearer
+  // token (64 hex digits; never the token). A cert_identity may be typed, to match one field of
+  // the certificate only: "spiffe://..." its SPIFFE id, "uri:VALUE" a URI SAN, "dns:VALUE" a DNS
+  // SAN, "cn:VALUE" its subject CN. Untyped, it is compared with the certificate's identity
+  // (CallerCredentials::cert_identity).
   std::string cert_identity;
   std::string token_sha256;
   Role role = Role::kViewer;
@@ -50,16 +53,32 @@ struct AuthSpec {
 // at least one there, no name or credential twice. `path` prefixes the messages ("auth").
 Status ValidateAuthSpec(const AuthSpec& spec, const std::string& path);
 
+// The fields of a verified client certificate, for typed cert_identity entries.
+struct CertFields {
+  std::string spiffe_id;          // "" unless it has exactly one URI SAN, a spiffe:// one
+  std::vector<std::string> uris;  // URI SANs
+  std::vector<std::string> dns;   // DNS SANs
+  std::string cn;                 // subject CN
+  bool operator==(const CertFields&) const = default;
+};
+
 // What the transport knows of a caller.
 struct CallerCredentials {
   // The client certificate's identity, "" without a verified one: its SPIFFE id, else its first
   // URI SAN, else its first DNS SAN, else its subject CN.
   std::string cert_identity;
+  CertFields cert;  // every field of that certificate
+  // `authorization` headers the call carried: more than one is refused (which one would count
+  // is a guess an attacker could play on).
+  int authorization_headers = 0;
   bool has_token = false;  // an `authorization: Bearer <token>` header came with the call
   std::string token;
   bool secure_channel = false;  // TLS
   bool loopback_peer = false;   // the peer's address is loopback
 };
+
+// Whether a principal's `cert_identity` (typed or not) matches the certificate.
+bool CertIdentityMatches(const std::string& cert_identity, const CallerCredentials& credentials);
 
 // Who is calling, once identified. Without auth every caller is the same nameless principal ("")
 // with every right.

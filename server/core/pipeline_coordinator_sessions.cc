@@ -249,9 +249,12 @@ PipelineCoordinator::Outcome PipelineCoordinator::AnswerWorkerSavepoint(SessionI
 }
 
 Status PipelineCoordinator::AdmitWorkerSavepoint(const std::string& target, bool* over_rate) {
-  if (!target.empty() && !PathIsUnder(target, options_->savepoint_root)) {
-    return Status::PermissionDenied("a worker's savepoint target must lie under savepoint_root (" +
-                                    options_->savepoint_root + ") or be empty; " + target +
+  // Under its own job's directory: a worker of one job must not write its state where another
+  // job's savepoints go (nor read them back as its restore point).
+  const std::string job_root = options_->savepoint_root + "/" + EncodePathSegment(spec_.key.job_id);
+  if (!target.empty() && !PathIsUnder(target, job_root)) {
+    return Status::PermissionDenied("a worker's savepoint target must lie under " + job_root +
+                                    "/ (savepoint_root/<its job>) or be empty; " + target +
                                     " does not");
   }
   const SteadyTime now = clock_.SteadyNow();

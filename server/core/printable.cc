@@ -1,6 +1,7 @@
 #include "core/printable.h"
 
 #include <cstdio>
+#include <utility>
 
 namespace ckpt {
 
@@ -41,6 +42,53 @@ bool IsValidUtf8(std::string_view s) {
 
 namespace {
 
+// Unicode's format characters (general category Cf): invisible, they reorder or hide what is
+// printed (U+202E turns "gnp.exe" into "exe.png"), so an id holding one reads as another.
+constexpr std::pair<char32_t, char32_t> kFormatCharacters[] = {
+    {0x00AD, 0x00AD},   {0x0600, 0x0605},   {0x061C, 0x061C},   {0x06DD, 0x06DD},
+    {0x070F, 0x070F},   {0x0890, 0x0891},   {0x08E2, 0x08E2},   {0x180E, 0x180E},
+    {0x200B, 0x200F},   {0x202A, 0x202E},   {0x2060, 0x2064},   {0x2066, 0x206F},
+    {0xFEFF, 0xFEFF},   {0xFFF9, 0xFFFB},   {0x110BD, 0x110BD}, {0x110CD, 0x110CD},
+    {0x13430, 0x1343F}, {0x1BCA0, 0x1BCA3}, {0x1D173, 0x1D17A}, {0xE0001, 0xE0001},
+    {0xE0020, 0xE007F},
+};
+
+}  // namespace
+
+bool IsFormatCharacter(char32_t c) {
+  for (const auto& [first, last] : kFormatCharacters) {
+    if (c >= first && c <= last) return true;
+  }
+  return false;
+}
+
+namespace {
+
+// The code point of the valid UTF-8 sequence of `length` bytes at the start of `s`.
+char32_t Decode(std::string_view s, size_t length) {
+  const auto lead = static_cast<unsigned char>(s[0]);
+  char32_t c = length == 1   ? lead
+               : length == 2 ? (lead & 0x1F)
+               : length == 3 ? (lead & 0x0F)
+                             : (lead & 0x07);
+  for (size_t k = 1; k < length; ++k) c = (c << 6) | (static_cast<unsigned char>(s[k]) & 0x3F);
+  return c;
+}
+
+}  // namespace
+
+bool HasFormatCharacter(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    const size_t length = Utf8SequenceLength(s.substr(i));
+    if (length == 0) return false;
+    if (IsFormatCharacter(Decode(s.substr(i), length))) return true;
+    i += length;
+  }
+  return false;
+}
+
+namespace {
+
 void AppendHex(unsigned char c, std::string& out) {
   char buf[8];
   std::snprintf(buf, sizeof buf, "\\x%02x", c);
@@ -68,6 +116,14 @@ size_t AppendOne(std::string_view text, std::string& out, bool escape_backslash)
     AppendHex(c, out);
     AppendHex(static_cast<unsigned char>(text[1]), out);
     return 2;
+  }
+  if (length >= 2) {
+    if (const char32_t code = Decode(text, length); IsFormatCharacter(code)) {
+      char buf[16];
+      std::snprintf(buf, sizeof buf, "\\u{%04x}", static_cast<unsigned>(code));
+      out += buf;
+      return length;
+    }
   }
   out.append(text.data(), length);
   return length;

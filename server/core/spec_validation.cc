@@ -38,6 +38,11 @@ Status ValidateId(const std::string& id, const std::string& what) {
     }
   }
   if (id == "." || id == "..") return Status::InvalidArgument(what + " may not be . or ..");
+  if (HasFormatCharacter(id)) {
+    return Status::InvalidArgument(what +
+                                   " contains an invisible Unicode format character (such as "
+                                   "U+202E, which reverses what follows it)");
+  }
   return Status::Ok();
 }
 

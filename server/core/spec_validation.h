@@ -10,8 +10,8 @@
 namespace ckpt {
 
 // Ids (job, pipeline, task, worker): valid UTF-8, 1 to kMaxIdBytes bytes, no control characters
-// (C0, DEL, C1), not "." or "..". Everything else is accepted (quotes, <, spaces) and escaped
-// wherever it is printed.
+// (C0, DEL, C1), no Unicode format characters (category Cf: U+200B, U+202E, ...), not "." or
+// "..". Everything else is accepted (quotes, <, spaces) and escaped wherever it is printed.
 inline constexpr size_t kMaxIdBytes = 256;
 inline constexpr size_t kMaxTasksPerPipeline = 100000;
 inline constexpr int64_t kMinIntervalMs = 10;

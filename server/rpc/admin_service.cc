@@ -86,7 +86,6 @@ grpc::ServerUnaryReactor* AdminServiceImpl::CreatePipeline(grpc::CallbackServerC
                                                            const v1::PipelineSpec* req,
                                                            v1::Pipeline* resp) {
   if (Status s = Admit(*ctx, "CreatePipeline"); !s.ok()) return Reply(ctx, s);
-  auto* reactor = ctx->DefaultReactor();
   PipelineSpec spec = SpecFromCreate(*req, backend_.pipeline_defaults());
   std::optional<CheckpointRef> restore_from;
   if (req->has_restore_from()) {
@@ -94,6 +93,9 @@ grpc::ServerUnaryReactor* AdminServiceImpl::CreatePipeline(grpc::CallbackServerC
     if (!ref.ok()) return Reply(ctx, ref.status());
     restore_from = std::move(*ref);
   }
+  // Only once every refusal above is past: a call's reactor may be taken once (a second take
+  // is an assertion in gRPC, which would end the daemon for a client's input).
+  auto* reactor = ctx->DefaultReactor();
   backend_.CreatePipeline(spec, std::move(restore_from),
                           [reactor, resp](Result<std::shared_ptr<PipelineRunner>> runner) {
                             if (!runner.ok()) return reactor->Finish(ToGrpcStatus(runner.status()));

@@ -15,7 +15,15 @@ std::string FirstValue(const grpc::AuthContext& auth, const char* property) {
   return {};
 }
 
-// CONTRACT.md's order: SPIFFE id, URI SAN, DNS SAN, CN. gRPC sets the SPIFFE id only for a
+std::vector<std::string> AllValues(const grpc::AuthContext& auth, const char* property) {
+  std::vector<std::string> values;
+  for (const auto& value : auth.FindPropertyValues(property)) {
+    values.emplace_back(value.data(), value.size());
+  }
+  return values;
+}
+
+// The contract's order: SPIFFE id, URI SAN, DNS SAN, CN. gRPC sets the SPIFFE id only for a
 // certificate with exactly one URI SAN, and a spiffe:// one; a certificate with several SPIFFE
 // URIs is ambiguous, so its spiffe:// URIs never stand in for the id.
 std::string CertIdentity(const grpc::AuthContext& auth) {
@@ -64,9 +72,14 @@ CallerCredentials CredentialsOf(const grpc::ServerContextBase& context) {
     // Set only from a client certificate the handshake verified against client_ca_file.
     if (credentials.secure_channel && auth->IsPeerAuthenticated()) {
       credentials.cert_identity = CertIdentity(*auth);
+      credentials.cert.spiffe_id = FirstValue(*auth, GRPC_PEER_SPIFFE_ID_PROPERTY_NAME);
+      credentials.cert.uris = AllValues(*auth, GRPC_PEER_URI_PROPERTY_NAME);
+      credentials.cert.dns = AllValues(*auth, GRPC_PEER_DNS_PROPERTY_NAME);
+      credentials.cert.cn = FirstValue(*auth, GRPC_X509_CN_PROPERTY_NAME);
     }
   }
   const auto& metadata = context.client_metadata();
+  credentials.authorization_headers = static_cast<int>(metadata.count("authorization"));
   if (auto it = metadata.find("authorization"); it != metadata.end()) {
     const std::string_view value(it->second.data(), it->second.size());
     constexpr std::string_view kBearer = "bearer ";

@@ -32,6 +32,12 @@ void SavepointStream::OnSavepointUpdate(const SavepointUpdate& update) {
   if (finished_) return;
   auto it = by_pipeline_.find(update.key.pipeline_id);
   if (it == by_pipeline_.end() || it->second.final()) return;
+  if (by_pipeline_.size() == 1 && update.refusal == StatusCode::kResourceExhausted) {
+    // A savepoint of one pipeline refused at a limit is the call's refusal (its status names
+    // the limit); one pipeline of a job-wide call refused so is that pipeline's FAILED line.
+    FinishOnceLocked(ToGrpcStatus(Status::ResourceExhausted(update.failure_reason)));
+    return;
+  }
   it->second = update;
   dirty_ = true;
   MaybeWriteLocked();

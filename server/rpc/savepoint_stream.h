@@ -1,6 +1,8 @@
 #pragma once
 // SavepointStream: one TriggerSavepoint call. It observes the savepoint of every pipeline it asked
-// and streams the combined progress; the last message is final, then the stream ends OK.
+// and streams the combined progress; the last message is final, then the stream ends OK. A call
+// for one pipeline whose savepoint is refused at limits.max_savepoints_per_pipeline ends
+// RESOURCE_EXHAUSTED instead.
 //
 // Threading: OnSavepointUpdate runs on each pipeline's strand (several at once for a job-wide
 // savepoint); gRPC reactions on gRPC's threads; End from the daemon's controlling thread. All

@@ -132,12 +132,19 @@ bool WorkerSession::HandleMessage() {
       return true;
     case v1::WorkerMessage::kSavepointRequest:
       if (auto s = ValidateSavepointTarget(in_.savepoint_request().target()); !s.ok()) {
-        ReportEnded("bad savepoint request");
-        End(s);
-        return false;
+        // Refused on this stream, which goes on: the request is the worker's mistake, its tasks
+        // are fine (the target is never copied to the pipeline's strand).
+        Send(SendSavepointRefused{id_, "savepoint request refused: " + s.message(), std::nullopt});
+        return true;
       }
-      pipeline->RequestSavepoint(id_, in_.savepoint_request().target(),
-                                 in_.savepoint_request().stop());
+      // A member's savepoint is its group's (with stop, a stop of every member): the asker
+      // must be allowed every member's job, under the policy of now.
+      pipeline->RequestSavepoint(
+          id_, in_.savepoint_request().target(), in_.savepoint_request().stop(),
+          [policy = gatekeeper_.policy(), principal = principal_](const std::string& job) {
+            auto refusal = policy->CheckRegistered(principal, job);
+            return refusal ? refusal->status : Status::Ok();
+          });
       return true;
     case v1::WorkerMessage::kGoodbye:
       ReportEnded("goodbye", /*goodbye=*/true);
@@ -192,6 +199,7 @@ bool WorkerSession::HandleHello(const v1::Hello& hello) {
   // Under runner_mu_, so that a cancel racing with this hello either comes first (and nothing is
   // registered) or comes after and finds the runner (and its SessionEnded follows the Register on
   // the strand). Posting does not block.
+  principal_ = info.principal;  // read thread only, like in_
   MutexLock lock(runner_mu_);
   if (end_reported_) return false;
   runner_ = pipeline;

@@ -115,6 +115,7 @@ class WorkerSession final : public AsyncBidiReactor<v1::WorkerMessage, v1::Coord
   // Touched only by read reactions (on the queue's thread), of which one is outstanding at a time.
   v1::WorkerMessage in_;
   bool hello_seen_ = false;
+  std::string principal_;  // who the hello authenticated as ("" without auth)
 
   Mutex runner_mu_;
   std::shared_ptr<PipelineRunner> runner_ CKPT_GUARDED_BY(runner_mu_);  // set once, at hello

@@ -98,9 +98,21 @@ void GroupRunner::MemberFailed(const PipelineKey& key, int64_t checkpoint_id, Me
   });
 }
 
-void GroupRunner::RequestRound(CheckpointKind kind, Millis timeout, RoundDone done) {
-  asio::post(strand_, [self = shared_from_this(), kind, timeout, done = std::move(done)]() mutable {
+void GroupRunner::RequestRound(CheckpointKind kind, Millis timeout, RoundDone done,
+                               MemberCheck check) {
+  asio::post(strand_, [self = shared_from_this(), kind, timeout, done = std::move(done),
+                       check = std::move(check)]() mutable {
     if (self->stopped_) return done(Status::Unavailable("group " + self->name_ + " stopped"), 0);
+    if (check) {
+      for (const PipelineKey& member : self->coordinator_.Members()) {
+        if (Status s = check(member); !s.ok()) {
+          return done(Status(s.code(), "member " + member.ToString() + " of alignment group " +
+                                           self->name_ + " is of job " + member.job_id + ": " +
+                                           s.message()),
+                      0);
+        }
+      }
+    }
     int64_t id = 0;
     auto outcome = self->coordinator_.RequestRound(kind, &id, timeout);
     if (!outcome.status.ok()) return done(outcome.status, 0);

@@ -65,7 +65,11 @@ class GroupRunner : public std::enable_shared_from_this<GroupRunner> {
   // of the round that started (a savepoint that had to wait: when it starts, or why it was
   // dropped at `timeout`).
   using RoundDone = std::function<void(Status, int64_t checkpoint_id)>;
-  void RequestRound(CheckpointKind kind, Millis timeout, RoundDone done);
+  // `check` (when set) is asked of every member first: a refusal of any member refuses the
+  // round with that member named (a worker's savepoint with stop must not stop a job its
+  // principal may not serve).
+  using MemberCheck = std::function<Status(const PipelineKey& member)>;
+  void RequestRound(CheckpointKind kind, Millis timeout, RoundDone done, MemberCheck check = {});
   // The group's policy changed (PutAlignmentGroup, a reload).
   void UpdateSpec(AlignmentGroupSpec spec);
   // Runs `fn` on the strand with the coordinator (read-only use).

@@ -264,6 +264,10 @@ void PipelineRunner::RequestSavepoint(std::string target, bool stop, Millis time
       refused.key = r.key();
       refused.phase = SavepointPhase::kFailed;
       refused.failure_reason = outcome.status.message();
+      refused.refusal = outcome.status.code();
+      if (refused.refusal == StatusCode::kResourceExhausted) {
+        r.context_->metrics.CountLimit(CountedLimit::kMaxSavepointsPerPipeline);
+      }
       observer->OnSavepointUpdate(refused);
       return;
     }
@@ -452,8 +456,9 @@ void PipelineRunner::Undeclare(std::function<void(bool)> done) {
   });
 }
 
-void PipelineRunner::RequestSavepoint(SessionId session, std::string target, bool stop) {
-  Post([=, target = std::move(target)](PipelineRunner& r) {
+void PipelineRunner::RequestSavepoint(SessionId session, std::string target, bool stop,
+                                      JobCheck may_serve) {
+  Post([=, target = std::move(target), may_serve = std::move(may_serve)](PipelineRunner& r) {
     if (r.group_) {
       // A savepoint of a member is its group's, taken to each member's default location.
       auto admitted = r.coordinator_.AdmitGroupSavepointRequest(session, target, stop);
@@ -461,6 +466,12 @@ void PipelineRunner::RequestSavepoint(SessionId session, std::string target, boo
       if (!admitted.status.ok()) return;
       const CheckpointKind kind =
           stop ? CheckpointKind::kSavepointAndStop : CheckpointKind::kSavepoint;
+      // The group checks the asker against every member's job on its strand, where the
+      // membership is: a worker of one job must not stop another job's pipeline.
+      std::function<Status(const PipelineKey&)> check;
+      if (may_serve) {
+        check = [may_serve](const PipelineKey& member) { return may_serve(member.job_id); };
+      }
       return r.RequestGroupRound(
           kind, Millis(r.coordinator_.spec().timeout_ms),
           [session](PipelineRunner& m, const Status& s) {
@@ -468,7 +479,8 @@ void PipelineRunner::RequestSavepoint(SessionId session, std::string target, boo
             Actions refused;
             refused.push_back(SendSavepointRefused{session, s.message(), std::nullopt});
             m.Run(std::move(refused));
-          });
+          },
+          std::move(check));
     }
     r.Run(r.coordinator_.OnWorkerSavepointRequest(session, target, stop));
   });
@@ -871,15 +883,18 @@ void PipelineRunner::EndGroupRound(int64_t checkpoint_id, MemberOutcome outcome,
 }
 
 void PipelineRunner::RequestGroupRound(CheckpointKind kind, Millis timeout,
-                                       std::function<void(PipelineRunner&, const Status&)> answer) {
+                                       std::function<void(PipelineRunner&, const Status&)> answer,
+                                       std::function<Status(const PipelineKey&)> check) {
   CKPT_ASSERT_ON_STRAND(strand_);
   // Weakly: a waiter the group holds must not keep this runner (which holds the group) alive.
   group_->runner->RequestRound(
-      kind, timeout, [weak = weak_from_this(), answer = std::move(answer)](Status s, int64_t) {
+      kind, timeout,
+      [weak = weak_from_this(), answer = std::move(answer)](Status s, int64_t) {
         if (auto self = weak.lock()) {
           self->PostOperator([s = std::move(s), answer](PipelineRunner& r) { answer(r, s); });
         }
-      });
+      },
+      std::move(check));
 }
 
 void PipelineRunner::ReportToGroup() {

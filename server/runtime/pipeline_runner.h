@@ -81,7 +81,10 @@ class PipelineRunner : public std::enable_shared_from_this<PipelineRunner> {
                bool expired, int64_t position = 0);
   // A heartbeat's positions (task id, position).
   void Positions(SessionId session, std::vector<std::pair<std::string, int64_t>> positions);
-  void RequestSavepoint(SessionId session, std::string target, bool stop);
+  // A worker's savepoint_request. `may_serve(job)`: whether the asker may act for pipelines of
+  // `job` (OK, or the refusal); a member's request asks it of every member of its group.
+  using JobCheck = std::function<Status(const std::string& job)>;
+  void RequestSavepoint(SessionId session, std::string target, bool stop, JobCheck may_serve);
   // `goodbye`: the worker deregistered cleanly.
   void SessionEnded(SessionId session, std::string why, bool goodbye = false);
 
@@ -175,8 +178,10 @@ class PipelineRunner : public std::enable_shared_from_this<PipelineRunner> {
   void ReportToGroup();
   // A member's operator round (TriggerCheckpoint, a savepoint) is asked of its group.
   // `answer` runs on this strand, after the round's StartGroupRound when it started.
+  // `check`: asked of every member by the group first (GroupRunner::RequestRound).
   void RequestGroupRound(CheckpointKind kind, Millis timeout,
-                         std::function<void(PipelineRunner&, const Status&)> answer);
+                         std::function<void(PipelineRunner&, const Status&)> answer,
+                         std::function<Status(const PipelineKey&)> check = {});
   void NotifySavepointObservers(const RoundFinished* finished);
   // Adds `observer` and gives it the update it missed, if any.
   void AddSavepointObserver(const std::shared_ptr<SavepointObserver>& observer);

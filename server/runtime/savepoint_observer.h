@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include "common/status.h"
 #include "core/types.h"
 
 namespace ckpt {
@@ -20,6 +21,9 @@ struct SavepointUpdate {
   int expected_tasks = 0;
   std::string location;
   std::string failure_reason;
+  // kFailed because the request itself was refused (not started): its code (RESOURCE_EXHAUSTED
+  // at limits.max_savepoints_per_pipeline, FAILED_PRECONDITION, ...); kOk otherwise.
+  StatusCode refusal = StatusCode::kOk;
 
   bool final() const {
     return phase == SavepointPhase::kCompleted || phase == SavepointPhase::kFailed;

@@ -142,8 +142,8 @@ class DaemonTest : public ::testing::Test {
   }
 
   // The coordinator's status, read on its strand.
-  PipelineStatus Describe(const std::string& pipeline) {
-    auto runner = daemon_->pipelines().registry().Find({"job", pipeline});
+  PipelineStatus Describe(const std::string& pipeline, const std::string& job = "job") {
+    auto runner = daemon_->pipelines().registry().Find({job, pipeline});
     EXPECT_NE(runner, nullptr);
     std::promise<PipelineStatus> p;
     runner->Inspect([&p](const PipelineCoordinator& c) { p.set_value(c.Describe()); });

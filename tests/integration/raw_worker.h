@@ -22,8 +22,11 @@ using std::chrono::milliseconds;
 
 class RawWorker {
  public:
-  explicit RawWorker(std::shared_ptr<grpc::Channel> channel)
+  // `metadata`: sent with the call (an `authorization` header, say; twice if given twice).
+  explicit RawWorker(std::shared_ptr<grpc::Channel> channel,
+                     const std::vector<std::pair<std::string, std::string>>& metadata = {})
       : stub_(v1::WorkerService::NewStub(channel)) {
+    for (const auto& [key, value] : metadata) context_.AddMetadata(key, value);
     stream_ = stub_->Connect(&context_);
     reader_ = std::thread([this] { ReadLoop(); });
   }
@@ -61,6 +64,13 @@ class RawWorker {
     m.mutable_decline()->set_checkpoint_id(id);
     m.mutable_decline()->set_task_id(task);
     m.mutable_decline()->set_reason(reason);
+    return Write(m);
+  }
+
+  bool SavepointRequest(const std::string& target, bool stop) {
+    v1::WorkerMessage m;
+    m.mutable_savepoint_request()->set_target(target);
+    m.mutable_savepoint_request()->set_stop(stop);
     return Write(m);
   }
 

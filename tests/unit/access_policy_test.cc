@@ -19,10 +19,30 @@ AuthSpec TeamSpec() {
   return spec;
 }
 
+// A verified certificate whose identity (the first of SPIFFE id, URI SAN, DNS SAN, CN) is
+// `identity`: a SPIFFE id when it is a spiffe:// URI, else its only field, the CN.
 CallerCredentials Cert(const std::string& identity) {
   CallerCredentials c;
   c.secure_channel = true;
   c.cert_identity = identity;
+  if (identity.rfind("spiffe://", 0) == 0) {
+    c.cert.spiffe_id = identity;
+    c.cert.uris = {identity};
+  } else {
+    c.cert.cn = identity;
+  }
+  return c;
+}
+
+// A verified certificate with these fields; its identity as CredentialsOf orders them.
+CallerCredentials CertWith(CertFields fields) {
+  CallerCredentials c;
+  c.secure_channel = true;
+  c.cert = std::move(fields);
+  c.cert_identity = !c.cert.spiffe_id.empty() ? c.cert.spiffe_id
+                    : !c.cert.uris.empty()    ? c.cert.uris.front()
+                    : !c.cert.dns.empty()     ? c.cert.dns.front()
+                                              : c.cert.cn;
   return c;
 }
 
@@ -200,6 +220,71 @@ TEST(AccessPolicy, ValidationNamesTheBrokenPrincipal) {
   spec = TeamSpec();
   spec.principals[1].token_sha256 = Sha256Hex("");
   expect_error(spec, "empty token");
+}
+
+TEST(AccessPolicy, ATypedCertIdentityMatchesOnlyItsField) {
+  AuthSpec spec;
+  spec.enabled = true;
+  spec.principals = {
+      {"by-cn", "cn:ops", "", Role::kAdmin, {}},
+      {"by-dns", "dns:worker.example.org", "", Role::kWorker, {"etl"}},
+      {"by-uri", "uri:urn:example:viewer", "", Role::kViewer, {}},
+      {"by-spiffe", "spiffe://example.org/etl", "", Role::kWorker, {"etl"}},
+  };
+  ASSERT_TRUE(ValidateAuthSpec(spec, "auth").ok());
+  AccessPolicy policy(spec);
+  Caller caller;
+  // CN=ops with a DNS SAN: its untyped identity is the DNS name, but cn:ops matches its CN.
+  ASSERT_FALSE(policy.Identify(CertWith({"", {}, {"host.example.org"}, "ops"}), &caller));
+  EXPECT_EQ(caller.principal, "by-cn");
+  // A DNS SAN "ops" is not a CN "ops".
+  EXPECT_TRUE(policy.Identify(CertWith({"", {}, {"ops"}, ""}), &caller));
+  // dns: matches any of the DNS SANs, never the CN.
+  ASSERT_FALSE(
+      policy.Identify(CertWith({"", {}, {"a.example.org", "worker.example.org"}, ""}), &caller));
+  EXPECT_EQ(caller.principal, "by-dns");
+  EXPECT_TRUE(policy.Identify(CertWith({"", {}, {}, "worker.example.org"}), &caller));
+  // uri: a URI SAN; spiffe:// the SPIFFE id only (a URI SAN among several is no SPIFFE id).
+  ASSERT_FALSE(policy.Identify(CertWith({"", {"urn:example:viewer"}, {}, ""}), &caller));
+  EXPECT_EQ(caller.principal, "by-uri");
+  ASSERT_FALSE(policy.Identify(
+      CertWith({"spiffe://example.org/etl", {"spiffe://example.org/etl"}, {}, ""}), &caller));
+  EXPECT_EQ(caller.principal, "by-spiffe");
+  EXPECT_TRUE(
+      policy.Identify(CertWith({"", {"spiffe://example.org/etl", "urn:other"}, {}, ""}), &caller));
+  // No typed prefix without a value.
+  for (const char* empty : {"cn:", "dns:", "uri:", "spiffe://"}) {
+    AuthSpec bad = spec;
+    bad.principals[0].cert_identity = empty;
+    EXPECT_FALSE(ValidateAuthSpec(bad, "auth").ok()) << empty;
+  }
+}
+
+TEST(AccessPolicy, ACertificateThatTwoPrincipalsNameIsRefusedNotGuessed) {
+  AuthSpec spec;
+  spec.enabled = true;
+  spec.principals = {{"admin", "cn:ops", "", Role::kAdmin, {}},
+                     {"viewer", "dns:ops.example.org", "", Role::kViewer, {}}};
+  AccessPolicy policy(spec);
+  Caller caller;
+  auto refusal = policy.Identify(CertWith({"", {}, {"ops.example.org"}, "ops"}), &caller);
+  ASSERT_TRUE(refusal);
+  EXPECT_EQ(refusal->status.code(), StatusCode::kUnauthenticated);
+  EXPECT_NE(refusal->status.message().find("both"), std::string::npos);
+}
+
+TEST(AccessPolicy, TwoAuthorizationHeadersAreUnauthenticated) {
+  AccessPolicy policy(TeamSpec());
+  Caller caller;
+  CallerCredentials two = Token("viewer-token");
+  two.authorization_headers = 2;
+  auto refusal = policy.Identify(two, &caller);
+  ASSERT_TRUE(refusal);
+  EXPECT_EQ(refusal->status.code(), StatusCode::kUnauthenticated);
+  EXPECT_NE(refusal->status.message().find("2 authorization headers"), std::string::npos);
+  CallerCredentials one = Token("viewer-token");
+  one.authorization_headers = 1;
+  EXPECT_FALSE(policy.Identify(one, &caller));
 }
 
 }  // namespace

@@ -40,5 +40,24 @@ TEST(Printable, Utf8Validity) {
   EXPECT_FALSE(IsValidUtf8("\xe6\x97"));          // cut short
 }
 
+TEST(Printable, FormatCharactersAreShownNotObeyed) {
+  // U+202E would print what follows it right to left: "gnp<U+202E>exe" would read "gnpexe".
+  EXPECT_EQ(Printable("gnp\xe2\x80\xae"
+                      "exe"),
+            "gnp\\u{202e}exe");
+  EXPECT_EQ(Printable("a\xe2\x80\x8b"
+                      "b"),
+            "a\\u{200b}b");
+  EXPECT_EQ(Printable("soft\xc2\xad"
+                      "hy"),
+            "soft\\u{00ad}hy");
+  EXPECT_EQ(PrintableLine("x\xef\xbb\xbfy", 100), "x\\u{feff}y");
+  EXPECT_EQ(Printable("\xce\xb1\xce\xb2"), "\xce\xb1\xce\xb2") << "letters stay as they are";
+  EXPECT_TRUE(
+      HasFormatCharacter("gnp\xe2\x80\xae"
+                         "exe"));
+  EXPECT_FALSE(HasFormatCharacter("\xe6\x97\xa5"));
+}
+
 }  // namespace
 }  // namespace ckpt

@@ -122,5 +122,23 @@ TEST(PackedHistoryEntry, KeepsEveryIdAndKindAHistoryMayHold) {
   }
 }
 
+TEST(ValidateId, RefusesInvisibleFormatCharacters) {
+  // U+202E (right-to-left override), U+200B (zero width space), U+FEFF (byte order mark),
+  // U+2066 (isolate), U+00AD (soft hyphen), U+E0041 (a tag character).
+  for (const char* id : {"gnp\xe2\x80\xae"
+                         "exe",
+                         "a\xe2\x80\x8b", "\xef\xbb\xbfjob", "\xe2\x81\xa6x", "soft\xc2\xadhyphen",
+                         "t\xf3\xa0\x81\x81g"}) {
+    const Status s = ValidateId(id, "job_id");
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << id;
+    EXPECT_NE(s.message().find("format character"), std::string::npos) << s.message();
+  }
+  // Letters of any script, emoji and a combining accent are not format characters.
+  for (const char* id :
+       {"job-\xce\xb1", "\xe6\x97\xa5\xe6\x9c\xac", "\xf0\x9f\x9a\x80", "e\xcc\x81"}) {
+    EXPECT_TRUE(ValidateId(id, "job_id").ok()) << id << ": " << ValidateId(id, "job_id").message();
+  }
+}
+
 }  // namespace
 }  // namespace ckpt
