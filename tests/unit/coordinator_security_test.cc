@@ -31,19 +31,24 @@ TEST(CoordinatorTakeover, AWorkerTakesOverOnlyTasksOfItsOwnPrincipal) {
   EXPECT_TRUE(free_task.status.ok()) << free_task.status.ToString();
 }
 
-TEST(CoordinatorWorkerSavepoint, ATargetOutsideSavepointRootIsRefused) {
+TEST(CoordinatorWorkerSavepoint, ATargetOutsideItsJobsDirectoryUnderSavepointRootIsRefused) {
   CoordinatorOptions options;
   options.savepoint_root = "/data/savepoints";
-  Harness h(MakeSpec(), 0, options);
+  PipelineSpec spec = MakeSpec();
+  const std::string job_dir = "/data/savepoints/" + spec.key.job_id;
+  Harness h(spec, 0, options);
   h.StartToFirstTrigger();
-  for (const std::string target : {"/etc/cron.d/x", "/data/savepoints/../x", "/data/savepointsx"}) {
+  for (const std::string& target : std::vector<std::string>{
+           "/etc/cron.d/x", "/data/savepoints/../x", "/data/savepointsx", "/data/savepoints/mine",
+           "/data/savepoints/other-job/p/1", job_dir + "x/1", job_dir + "/../other-job/1"}) {
     const Actions refused = h.c().OnWorkerSavepointRequest(1, target, false);
     auto answers = ActionsOf<SendSavepointRefused>(refused);
     ASSERT_EQ(answers.size(), 1u) << target;
-    EXPECT_NE(answers[0].reason.find("savepoint_root"), std::string::npos) << answers[0].reason;
+    EXPECT_NE(answers[0].reason.find("savepoint_root/<its job>"), std::string::npos)
+        << answers[0].reason;
   }
   EXPECT_FALSE(h.c().CurrentSavepoint().has_value());
-  const Actions ok = h.c().OnWorkerSavepointRequest(1, "/data/savepoints/mine", false);
+  const Actions ok = h.c().OnWorkerSavepointRequest(1, job_dir + "/mine", false);
   EXPECT_TRUE(ActionsOf<SendSavepointRefused>(ok).empty());
 }
 
