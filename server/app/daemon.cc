@@ -12,6 +12,7 @@
 #include "ckpt_version.h"
 #include "common/exit_codes.h"
 #include "common/host_port.h"
+#include "config/reload_rules.h"
 #include "config/security_sections.h"
 #include "config/store_section.h"
 #include "core/printable.h"
@@ -73,6 +74,7 @@ const double kProcessStart =
 
 Daemon::Daemon(DaemonConfig config, std::unique_ptr<MetadataStore> store)
     : config_(std::move(config)), store_(std::move(store)), shards_(IoThreadCount(config_)) {
+  in_force_ = config_;
   per_pipeline_metrics_ = config_.metrics_per_pipeline;
   web_view_on_ = WebViewOn(config_);
   log_level_ = config_.log_level;
@@ -423,61 +425,36 @@ std::string Daemon::MetricsText() const {
 }
 
 ReloadResult Daemon::Reload(const DaemonConfig& next) {
+  // One table says what a reload applies (config/reload_rules.h); what it does not apply stays
+  // as it runs, and so does everything that depends on it.
   std::vector<std::string> needs_restart;
-  auto restart_only = [&](const char* key, const auto& running, const auto& wanted) {
-    if (running == wanted) return;
-    spdlog::warn("reload: {} changed ({} -> {}); needs a restart, keeping {}", key, running, wanted,
-                 running);
-    needs_restart.push_back(key);
-  };
-  restart_only("listen", config_.listen, next.listen);
-  restart_only("metrics_listen", config_.metrics_listen, next.metrics_listen);
-  restart_only("data_dir", config_.data_dir, next.data_dir);
-  restart_only("savepoint_root", config_.savepoint_root, next.savepoint_root);
-  restart_only("store.backend", config_.store_backend, next.store_backend);
-  restart_only("store.writer_nice", config_.store_writer_nice, next.store_writer_nice);
-  restart_only("advertise", config_.advertise, next.advertise);
-  if (config_.etcd != next.etcd) {  // endpoints, prefix, TTL, TLS: the campaign is built on them
-    spdlog::warn("reload: store.etcd changed; needs a restart, keeping the running settings");
-    needs_restart.push_back("store.etcd");
-  }
-  restart_only("threads", config_.threads, next.threads);
-  restart_only("lease_ttl_ms", config_.lease_ttl_ms, next.lease_ttl_ms);
-  restart_only("heartbeat_interval_ms", config_.heartbeat_interval_ms, next.heartbeat_interval_ms);
-  restart_only("hello_timeout_ms", config_.hello_timeout_ms, next.hello_timeout_ms);
-  restart_only("shutdown_grace_ms", config_.shutdown_grace_ms, next.shutdown_grace_ms);
-  restart_only("start_spread_ms", config_.start_spread_ms, next.start_spread_ms);
-  restart_only("stuck_threshold_ms", config_.stuck_threshold_ms, next.stuck_threshold_ms);
-  restart_only("log.format", config_.log_format, next.log_format);
-  auto restart_only_section = [&](const char* key, bool changed) {
-    if (!changed) return;
-    spdlog::warn("reload: {} changed; needs a restart, keeping the running one", key);
-    needs_restart.push_back(key);
-  };
-  restart_only_section("tls", !(config_.tls == next.tls));
-  restart_only_section("limits", !(config_.limits == next.limits));
-  restart_only("insecure", config_.insecure, next.insecure);
-  if (!(gatekeeper_->policy()->spec() == next.auth)) {
-    if (config_.auth.enabled != next.auth.enabled) {
-      // Turning auth on or off is a change of exposure, judged with listen and tls at start.
-      restart_only_section("auth (on/off)", true);
+  for (const RestartOnlyChange& change : RestartOnlyChanges(in_force_, next)) {
+    if (change.running.empty() && change.wanted.empty()) {
+      spdlog::warn("reload: {} changed; needs a restart, keeping the running one", change.key);
     } else {
-      gatekeeper_->SetPolicy(next.auth);
-      spdlog::info(
-          "reload: auth policy replaced: {} principal(s); new calls and hellos are judged by "
-          "it, and streams of principals it refuses are ended",
-          next.auth.principals.size());
-      // Streams already registered answer to the new policy too: a removed or narrowed
-      // principal (a leaked certificate, a moved team) loses its streams now, not at its next
-      // reconnect. Each pipeline checks its own sessions on its strand.
-      auto policy = gatekeeper_->policy();
-      for (const auto& runner : host_->registry().All()) {
-        runner->EndSessionsRefused([policy](const std::string& principal,
-                                            const std::string& job) -> std::optional<Status> {
-          if (auto refusal = policy->CheckRegistered(principal, job)) return refusal->status;
-          return std::nullopt;
-        });
-      }
+      spdlog::warn("reload: {} changed ({} -> {}); needs a restart, keeping {}", change.key,
+                   change.running, change.wanted, change.running);
+    }
+    needs_restart.push_back(change.key);
+  }
+  const DaemonConfig in_force = InForceAfterReload(in_force_, next);
+  in_force_ = in_force;
+  if (!(gatekeeper_->policy()->spec() == in_force.auth)) {
+    gatekeeper_->SetPolicy(in_force.auth);
+    spdlog::info(
+        "reload: auth policy replaced: {} principal(s); new calls and hellos are judged by it, "
+        "and streams of principals it refuses are ended",
+        in_force.auth.principals.size());
+    // Streams already registered answer to the new policy too: a removed or narrowed principal
+    // (a leaked certificate, a moved team) loses its streams now, not at its next reconnect.
+    // Each pipeline checks its own sessions on its strand.
+    auto policy = gatekeeper_->policy();
+    for (const auto& runner : host_->registry().All()) {
+      runner->EndSessionsRefused(
+          [policy](const std::string& principal, const std::string& job) -> std::optional<Status> {
+            if (auto refusal = policy->CheckRegistered(principal, job)) return refusal->status;
+            return std::nullopt;
+          });
     }
   }
 
@@ -490,9 +467,10 @@ ReloadResult Daemon::Reload(const DaemonConfig& next) {
     spdlog::info("reload: metrics.per_pipeline -> {}", next.metrics_per_pipeline);
     per_pipeline_metrics_ = next.metrics_per_pipeline;
   }
-  if (WebViewOn(next) != web_view_on_.load()) {
-    spdlog::info("reload: the web view is now {}", WebViewOn(next) ? "on" : "off");
-    web_view_on_ = WebViewOn(next);
+  // Of the configuration in force: its default follows the auth and metrics_listen that run.
+  if (WebViewOn(in_force) != web_view_on_.load()) {
+    spdlog::info("reload: the web view is now {}", WebViewOn(in_force) ? "on" : "off");
+    web_view_on_ = WebViewOn(in_force);
   }
   const PipelineDefaults defaults = host_->defaults();
   if (!(next.defaults.interval_ms == defaults.interval_ms &&

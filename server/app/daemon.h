@@ -170,6 +170,9 @@ class Daemon {
   mutable std::chrono::steady_clock::time_point page_cache_at_ CKPT_GUARDED_BY(page_cache_mu_);
   // Controlling thread only (Start, Reload): the log level in force.
   std::string log_level_;
+  // Reload's thread only: the configuration in force, config_ with what reloads applied since
+  // (config/reload_rules.h). Its restart-only keys are always config_'s.
+  DaemonConfig in_force_;
   // A CancelReload before Start made the host: its first ApplyDeclared must not wait.
   std::atomic<bool> reload_cancelled_{false};
   // On shards_.control(). Touched only by its own chain of handlers (one outstanding at a time) and

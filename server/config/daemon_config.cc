@@ -16,6 +16,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "common/host_port.h"
+#include "config/reload_rules.h"
 #include "config/security_sections.h"
 #include "config/store_section.h"
 #include "config/yaml_walk.h"
@@ -536,6 +537,8 @@ Result<DaemonConfig> LoadDaemonConfig(const std::string& path) {
   if (config.ok()) config->source_path = path;
   return config;
 }
+
+std::span<const std::string_view> TopLevelConfigKeys() { return kTopLevelKeys; }
 
 bool WebViewOn(const DaemonConfig& config) {
   if (config.metrics_web_view) return *config.metrics_web_view;

@@ -55,6 +55,7 @@ struct PipelineDefaults {
   int64_t min_pause_ms = 0;
   int32_t tolerable_failures = 0;
   int32_t retained = 10;
+  bool operator==(const PipelineDefaults&) const = default;
 };
 
 struct PipelineSpec {
