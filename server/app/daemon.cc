@@ -51,6 +51,11 @@ constexpr auto kLoopStallAfter = std::chrono::seconds(10);
 // streams to a quarter of one queue's.
 constexpr size_t kWorkerStreamQueues = 4;
 
+// A connection with calls but no traffic for this long is pinged; one whose ping is not answered
+// within the timeout is closed (its streams end, their tasks are released).
+constexpr std::chrono::milliseconds kKeepaliveTime = std::chrono::seconds(30);
+constexpr std::chrono::milliseconds kKeepaliveTimeout = std::chrono::seconds(10);
+
 // At shutdown, how long savepoint calls have to write their final message.
 constexpr auto kSavepointStreamsFinish = std::chrono::seconds(2);
 
@@ -209,8 +214,9 @@ Status Daemon::StartServing() {
     return AdminBackend::Facts{uptime_ms(), host_->registry().size(), shards_.size(),
                                config_.data_dir, leadership_.view()};
   });
-  admin_service_ =
-      std::make_unique<AdminServiceImpl>(*admin_backend_, *gatekeeper_, config_.limits);
+  admin_call_limit_ = std::make_unique<AdminCallLimit>(metrics_.admin_calls_ended_total);
+  admin_service_ = std::make_unique<AdminServiceImpl>(*admin_backend_, *gatekeeper_, config_.limits,
+                                                      *admin_call_limit_);
   web_view_ = std::make_unique<WebView>(*admin_backend_, shards_.control());
   // Process-wide switches, read by the builder: grpc.health.v1.Health and
   // grpc.reflection.v1alpha.ServerReflection, so that standard probes and tools work.
@@ -222,13 +228,28 @@ Status Daemon::StartServing() {
       shards_.control(),
       builder.experimental().AddExternalConnectionAcceptor(
           grpc::ServerBuilder::experimental_type::ExternalConnectionType::FROM_FD,
-          credentials->credentials));
+          credentials->credentials),
+      config_.limits.max_connections, config_.limits.max_connections_per_peer,
+      [this](bool per_peer) {
+        metrics_.CountLimit(per_peer ? CountedLimit::kMaxConnectionsPerPeer
+                                     : CountedLimit::kMaxConnections);
+      });
   if (Status s = grpc_listener_->Listen(config_.listen); !s.ok()) return s;
   grpc_port_ = grpc_listener_->port();
   builder.SetMaxReceiveMessageSize(static_cast<int>(config_.limits.max_message_bytes));
-  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> audit;
-  audit.push_back(std::make_unique<AuditInterceptorFactory>(*gatekeeper_));
-  builder.experimental().SetInterceptorCreators(std::move(audit));
+  // Connections that carry nothing are closed, handshakes that do not finish are given up, and
+  // connections with calls are pinged while quiet (a peer gone without a FIN is found out).
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS,
+                             static_cast<int>(config_.limits.connection_idle_timeout_ms));
+  builder.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS,
+                             static_cast<int>(config_.limits.handshake_timeout_ms));
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, static_cast<int>(kKeepaliveTime.count()));
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS,
+                             static_cast<int>(kKeepaliveTimeout.count()));
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
+  interceptors.push_back(admin_call_limit_->MakeFactory());
+  interceptors.push_back(std::make_unique<AuditInterceptorFactory>(*gatekeeper_));
+  builder.experimental().SetInterceptorCreators(std::move(interceptors));
   builder.RegisterService(worker_service_.get());
   builder.RegisterService(admin_service_.get());
   stream_queues_ = std::make_unique<StreamQueues>(builder, kWorkerStreamQueues);
@@ -245,7 +266,7 @@ Status Daemon::StartServing() {
   loop_monitor_ = std::make_unique<LoopMonitor>(shards_.AllLoops(), kLoopProbeInterval);
   heap_trimmer_ = std::make_unique<HeapTrimmer>(shards_.control(), [this] {
     return metrics_.worker_sessions_ended_total.load() +
-           metrics_.savepoint_calls_ended_total.load();
+           metrics_.savepoint_calls_ended_total.load() + metrics_.admin_calls_ended_total.load();
   });
   // Until every port accepts (and on a standby, until it leads): NOT_SERVING, by name too. The
   // default service starts SERVING and would say so too early; a name never set is NOT_FOUND.

@@ -37,6 +37,7 @@ namespace ckpt {
 class WorkerServiceImpl;
 class StreamQueues;
 class AdminServiceImpl;
+class AdminCallLimit;
 class DaemonAdminBackend;
 class MetricsServer;
 class WebView;
@@ -145,6 +146,8 @@ class Daemon {
   // Before the services, which hold references to it; swapped policies on reload.
   std::unique_ptr<Gatekeeper> gatekeeper_;
   std::unique_ptr<WorkerServiceImpl> worker_service_;
+  // Before the service that refers to it; its interceptors count calls until the server is gone.
+  std::unique_ptr<AdminCallLimit> admin_call_limit_;
   std::unique_ptr<AdminServiceImpl> admin_service_;
   const std::chrono::steady_clock::time_point started_at_ = std::chrono::steady_clock::now();
   // The worker streams' completion queues and threads; before server_, so destroyed after it (a

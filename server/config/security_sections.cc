@@ -20,7 +20,13 @@ constexpr std::string_view kLimitKeys[] = {"max_pipelines",
                                            "max_message_bytes",
                                            "max_session_queue_bytes",
                                            "savepoint_requests_per_minute",
-                                           "max_savepoints_per_pipeline"};
+                                           "max_savepoints_per_pipeline",
+                                           "max_admin_calls_per_peer",
+                                           "max_connections",
+                                           "max_connections_per_peer",
+                                           "max_pending_streams_per_peer",
+                                           "connection_idle_timeout_ms",
+                                           "handshake_timeout_ms"};
 constexpr int64_t kMaxRefreshSeconds = 24 * 3600;
 // gRPC's own ceiling for one message (and far beyond any real one).
 constexpr int64_t kMaxMessageBytesCeiling = int64_t{1} << 30;
@@ -141,6 +147,26 @@ MaybeYamlError ReadLimitsSection(const YamlField& field, Limits* limits) {
     }
     if (f.name == "max_savepoints_per_pipeline") {
       return ReadInt(f, 1, 100000, &limits->max_savepoints_per_pipeline);
+    }
+    if (f.name == "max_admin_calls_per_peer") {
+      return ReadInt(f, 1, 1000000, &limits->max_admin_calls_per_peer);
+    }
+    if (f.name == "max_connections") {
+      return ReadInt(f, 1, int64_t{1} << 24, &limits->max_connections);
+    }
+    if (f.name == "max_connections_per_peer") {
+      return ReadInt(f, 1, int64_t{1} << 24, &limits->max_connections_per_peer);
+    }
+    if (f.name == "max_pending_streams_per_peer") {
+      return ReadInt(f, 1, int64_t{1} << 24, &limits->max_pending_streams_per_peer);
+    }
+    if (f.name == "connection_idle_timeout_ms") {
+      // At least a second (a smaller one would cut connections between a worker's heartbeats),
+      // at most a day.
+      return ReadInt(f, 1000, 86400000, &limits->connection_idle_timeout_ms);
+    }
+    if (f.name == "handshake_timeout_ms") {
+      return ReadInt(f, 100, 600000, &limits->handshake_timeout_ms);
     }
     return ReadInt(f, 0, 1000000, &limits->savepoint_requests_per_minute);
   };

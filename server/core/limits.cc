@@ -10,7 +10,11 @@ const char* CountedLimitLabel(CountedLimit limit) {
                                             "max_streams_per_peer",
                                             "max_session_queue_bytes",
                                             "savepoint_requests_per_minute",
-                                            "max_savepoints_per_pipeline"};
+                                            "max_savepoints_per_pipeline",
+                                            "max_admin_calls_per_peer",
+                                            "max_connections",
+                                            "max_connections_per_peer",
+                                            "max_pending_streams_per_peer"};
   static_assert(std::size(kLabels) == kCountedLimitCount);
   const auto index = static_cast<size_t>(limit);
   return index < kCountedLimitCount ? kLabels[index] : "unknown";

@@ -30,6 +30,18 @@ struct Limits {
   // Savepoints one pipeline's history may hold: beyond it a new savepoint is refused until one
   // is deleted (DeleteCheckpoint), so that no client can fill the disk with them.
   int64_t max_savepoints_per_pipeline = 100;
+  // What one client, or all together, may make the daemon hold at the edge (docs/SECURITY.md,
+  // "Availability in depth"): AdminService calls in flight per client address (their replies
+  // wait in memory for a caller that may never read them), connections on `listen` in all and
+  // per client address (each holds a descriptor and buffers), streams per client address that
+  // have not sent `hello` yet, and how long a connection may carry no call, and a TLS handshake
+  // may take.
+  int64_t max_admin_calls_per_peer = 64;
+  int64_t max_connections = 20000;
+  int64_t max_connections_per_peer = 2000;
+  int64_t max_pending_streams_per_peer = 1000;
+  int64_t connection_idle_timeout_ms = 300000;
+  int64_t handshake_timeout_ms = 10000;
 
   bool operator==(const Limits&) const = default;
 };
@@ -42,6 +54,10 @@ enum class CountedLimit {
   kMaxSessionQueueBytes,
   kSavepointRequestsPerMinute,
   kMaxSavepointsPerPipeline,
+  kMaxAdminCallsPerPeer,
+  kMaxConnections,
+  kMaxConnectionsPerPeer,
+  kMaxPendingStreamsPerPeer,
   kCount,
 };
 inline constexpr size_t kCountedLimitCount = static_cast<size_t>(CountedLimit::kCount);

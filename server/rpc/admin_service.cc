@@ -11,6 +11,7 @@
 #include "rpc/admin_methods.h"
 #include "rpc/admin_reads.h"
 #include "rpc/audit_interceptor.h"
+#include "rpc/caller_credentials.h"
 #include "rpc/status_mapping.h"
 
 namespace ckpt {
@@ -68,6 +69,15 @@ std::optional<PipelineKey> KeyFromPageToken(const std::string& token) {
 
 Status AdminServiceImpl::Admit(grpc::CallbackServerContext& ctx, std::string_view method) const {
   PublishCallObjects();  // before anything of the call goes to another thread
+  // First, and before anyone is identified: a client that makes calls and never reads their
+  // replies holds memory for each; beyond the limit it gets a status, which costs nothing.
+  if (calls_.InFlight(PeerAddress(ctx.peer())) > limits_.max_admin_calls_per_peer) {
+    backend_.metrics().CountLimit(CountedLimit::kMaxAdminCallsPerPeer);
+    return Status::ResourceExhausted(
+        "this client has more than " +
+        NameLimit("max_admin_calls_per_peer", limits_.max_admin_calls_per_peer) +
+        " AdminService calls in flight (calls whose replies it has not read yet)");
+  }
   if (Status s = gatekeeper_.CheckServing(ctx, method); !s.ok()) return s;
   auto caller = gatekeeper_.Admit(ctx, AdminMethodAccess(method), method);
   return caller.ok() ? Status::Ok() : caller.status();

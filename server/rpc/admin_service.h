@@ -17,6 +17,7 @@
 #include "common/mutex.h"
 #include "core/limits.h"
 #include "rpc/admin_backend.h"
+#include "rpc/admin_call_limit.h"
 #include "rpc/gatekeeper.h"
 #include "rpc/savepoint_stream.h"
 
@@ -25,8 +26,11 @@ namespace ckpt {
 class AdminServiceImpl final : public v1::AdminService::CallbackService {
  public:
   // `backend` and `gatekeeper` must outlive the service.
-  AdminServiceImpl(AdminBackend& backend, const Gatekeeper& gatekeeper, Limits limits)
-      : backend_(backend), gatekeeper_(gatekeeper), limits_(limits) {}
+  // `calls` counts the calls in flight per client (limits.max_admin_calls_per_peer); its
+  // interceptor factory must be registered with the server.
+  AdminServiceImpl(AdminBackend& backend, const Gatekeeper& gatekeeper, Limits limits,
+                   const AdminCallLimit& calls)
+      : backend_(backend), gatekeeper_(gatekeeper), limits_(limits), calls_(calls) {}
 
   // Daemon shutdown, once every savepoint has its outcome: waits until `deadline` for the open
   // TriggerSavepoint calls to write their final message and end, then ends the rest with
@@ -99,6 +103,7 @@ class AdminServiceImpl final : public v1::AdminService::CallbackService {
   AdminBackend& backend_;
   const Gatekeeper& gatekeeper_;
   const Limits limits_;
+  const AdminCallLimit& calls_;
   Mutex mu_;
   CondVar streams_done_;  // savepoint_streams_ became empty
   // The open TriggerSavepoint calls, until their OnDone.

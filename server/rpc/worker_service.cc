@@ -26,17 +26,28 @@ Admission WorkerServiceImpl::Admit(grpc::ServerContext& context) {
   }
   const Limits& limits = deps_.limits;
   std::string peer = PeerAddress(context.peer());
+  if (pending_.TryTake(peer) != StreamSlots::Outcome::kTaken) {
+    deps_.metrics.CountLimit(CountedLimit::kMaxPendingStreamsPerPeer);
+    admission.refused = Status::ResourceExhausted(
+        "this peer holds " +
+        NameLimit("max_pending_streams_per_peer", limits.max_pending_streams_per_peer) +
+        " streams that have not sent hello");
+    return admission;
+  }
   switch (slots_.TryTake(peer)) {
     case StreamSlots::Outcome::kTaken:
       admission.slots = &slots_;
+      admission.pending = &pending_;
       admission.peer = std::move(peer);
       return admission;
     case StreamSlots::Outcome::kAllTaken:
+      pending_.Remove(peer);
       deps_.metrics.CountLimit(CountedLimit::kMaxStreams);
       admission.refused = Status::ResourceExhausted(
           "the daemon holds " + NameLimit("max_streams", limits.max_streams) + " worker streams");
       return admission;
     case StreamSlots::Outcome::kPeerFull:
+      pending_.Remove(peer);
       deps_.metrics.CountLimit(CountedLimit::kMaxStreamsPerPeer);
       admission.refused = Status::ResourceExhausted(
           "this peer holds " + NameLimit("max_streams_per_peer", limits.max_streams_per_peer) +

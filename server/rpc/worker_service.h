@@ -1,12 +1,16 @@
 #pragma once
 // WorkerService.Connect: one WorkerSession per stream, on the stream queues (rpc/stream_queues.h).
 // Before a stream reads anything it is admitted: its caller identified by the access policy (a
-// worker principal), and within limits.max_streams and limits.max_streams_per_peer; a refused
-// stream ends at once.
+// worker principal), and within limits.max_streams, limits.max_streams_per_peer and
+// limits.max_pending_streams_per_peer (streams that have not said hello yet: each costs memory
+// and a timer, and a client that opens them in a loop without a hello must be cut off early,
+// not at max_streams_per_peer); a refused stream ends at once, RESOURCE_EXHAUSTED naming the
+// limit.
 // Threading: Accept runs on the stream queues' threads; the service holds constants, atomics and
 // StreamSlots (thread-safe).
 
 #include <atomic>
+#include <cstdint>
 
 #include "ckpt/v1/worker.grpc.pb.h"
 #include "rpc/stream_queues.h"
@@ -17,7 +21,9 @@ namespace ckpt {
 class WorkerServiceImpl final : public v1::WorkerService::AsyncService {
  public:
   explicit WorkerServiceImpl(SessionDeps deps)
-      : slots_(deps.limits.max_streams, deps.limits.max_streams_per_peer), deps_(std::move(deps)) {
+      : slots_(deps.limits.max_streams, deps.limits.max_streams_per_peer),
+        pending_(INT64_MAX, deps.limits.max_pending_streams_per_peer),
+        deps_(std::move(deps)) {
     constructed_.store(true, std::memory_order_release);
   }
 
@@ -29,6 +35,7 @@ class WorkerServiceImpl final : public v1::WorkerService::AsyncService {
   Admission Admit(grpc::ServerContext& context);
 
   StreamSlots slots_;
+  StreamSlots pending_;  // streams that have not said hello yet, per peer
   const SessionDeps deps_;
   // Set (release) at the end of construction, read (acquire) first in Accept: the service is
   // made on the controlling thread and reaches the queues' threads through gRPC's completion

@@ -13,6 +13,11 @@ namespace ckpt {
 namespace asio = boost::asio;
 using Steady = DaemonClock;  // leases and the hello timeout: the clock tests may move
 
+namespace {
+// How long a write in flight when a lease lapsed may take before the call is cancelled.
+constexpr std::chrono::milliseconds kStuckWriteGrace{500};
+}  // namespace
+
 void WorkerSession::Create(SessionId id, const SessionDeps& deps,
                            std::unique_ptr<grpc::ServerContext> context,
                            std::unique_ptr<Stream> stream, std::shared_ptr<void> ticket,
@@ -86,6 +91,7 @@ bool WorkerSession::HandleMessage() {
     }
     hello_seen_ = true;
     hello_received_ = true;
+    ReleasePending();
     ArmLease(Steady::now() + lease_ttl_);  // from now on the lease, not hello_timeout
     return HandleHello(in_.hello());
   }
@@ -224,7 +230,7 @@ void WorkerSession::Send(OutboundMessage message) {
   if (!leadership_.MaySendToWorkers()) {
     {
       MutexLock lock(mu_);
-      if (finish_requested_ || done_) return;
+      if (finish_called_ || done_) return;
     }
     metrics_.messages_withheld_total.fetch_add(1, std::memory_order_relaxed);
     ReportEnded("a message withheld past the local lease deadline");
@@ -262,15 +268,23 @@ void WorkerSession::Send(OutboundMessage message) {
 }
 
 void WorkerSession::AbandonQueueLocked(Status status) {
-  if (finish_requested_) return;
+  if (finish_called_ || done_) return;
   // Nothing queued goes out any more (its memory here stays bounded, and past a lease deadline
   // nothing may); cancelling fails the outstanding write, which lets Finish go ahead instead of
-  // waiting on a peer that never drains.
+  // waiting on a peer that never drains. Also when an end was asked for already: that end may
+  // be waiting for the very write that will never complete.
   out_queue_.erase(out_queue_.begin() + (writing_ ? 1 : 0), out_queue_.end());
   queued_bytes_ = writing_ ? out_queue_.front().GetCachedSize() : 0;
-  finish_requested_ = true;
-  finish_status_ = std::move(status);
-  context()->TryCancel();
+  if (!finish_requested_) {
+    finish_requested_ = true;
+    finish_status_ = std::move(status);
+  }
+  if (writing_ && !cancelled_) {
+    // The peer may never take that write: without a cancel, Finish would wait for it (and the
+    // client then sees CANCELLED rather than the status).
+    cancelled_ = true;
+    context()->TryCancel();
+  }
   MaybeFinishLocked();  // nothing in flight: finish now; else when the failed write returns
 }
 
@@ -327,11 +341,18 @@ void WorkerSession::MaybeFinishLocked() {
 void WorkerSession::OnDone() {
   done_ = true;
   ReportEnded("stream ended");
+  ReleasePending();
   if (admission_.slots) admission_.slots->Remove(admission_.peer);
   --metrics_.worker_sessions;
   ++metrics_.worker_sessions_ended_total;
   asio::post(lease_strand_, [self = shared_from_this()] { self->lease_timer_.cancel(); });
   auto last_reference_held_by_us = std::move(self_);
+}
+
+void WorkerSession::ReleasePending() {
+  if (admission_.pending && !pending_released_.exchange(true)) {
+    admission_.pending->Remove(admission_.peer);
+  }
 }
 
 void WorkerSession::ArmLease(Steady::time_point at) {
@@ -355,8 +376,18 @@ void WorkerSession::ArmLease(Steady::time_point at) {
         return;
       }
       self->ReportEnded("lease expired");
-      self->End(Status::DeadlineExceeded("lease expired: no message for " +
-                                         std::to_string(self->lease_ttl_.count()) + " ms"));
+      const Status expired = Status::DeadlineExceeded(
+          "lease expired: no message for " + std::to_string(self->lease_ttl_.count()) + " ms");
+      self->End(expired);
+      // A write in flight gets a moment to finish (the worker then hears the status); a worker
+      // frozen mid-read must not keep its slot and its memory until the transport gives up on
+      // it: past the moment the call is cancelled, whatever is in flight.
+      self->lease_timer_.expires_after(kStuckWriteGrace);
+      self->lease_timer_.async_wait([self, expired](const boost::system::error_code& ec) {
+        if (ec || self->done_) return;
+        MutexLock lock(self->mu_);
+        self->AbandonQueueLocked(expired);
+      });
     });
   });
 }

@@ -54,6 +54,8 @@ struct Admission {
   Status refused;  // not OK: the stream is ended with this at once
   // Where the stream holds a slot until OnDone (null when it holds none: refused).
   StreamSlots* slots = nullptr;
+  // Where it holds a pending slot until its hello (or OnDone, if none came).
+  StreamSlots* pending = nullptr;
   std::string peer;
 };
 
@@ -89,10 +91,13 @@ class WorkerSession final : public AsyncBidiReactor<v1::WorkerMessage, v1::Coord
   void ReportEnded(const std::string& why, bool goodbye = false);
   void StartNextWriteLocked() CKPT_REQUIRES(mu_);
   void MaybeFinishLocked() CKPT_REQUIRES(mu_);
-  // Drops every queued message but the one being written and ends the stream with `status`
-  // (at once, or when that write returns).
+  // Drops every queued message but the one being written, cancels the call (so that write
+  // fails at once, whether or not the peer reads) and ends the stream with `status` (or with the
+  // status of an end already asked for).
   void AbandonQueueLocked(Status status) CKPT_REQUIRES(mu_);
   void ArmLease(std::chrono::steady_clock::time_point at);
+  // Gives the pending slot back, once.
+  void ReleasePending();
   std::shared_ptr<PipelineRunner> runner();
 
   // Constant after construction.
@@ -108,7 +113,8 @@ class WorkerSession final : public AsyncBidiReactor<v1::WorkerMessage, v1::Coord
   const DaemonClock::time_point created_at_ = DaemonClock::now();
 
   std::atomic<bool> done_{false};
-  std::atomic<bool> hello_received_{false};  // the lease counts from activity only after hello
+  std::atomic<bool> pending_released_{false};  // the pending slot given back (hello, or OnDone)
+  std::atomic<bool> hello_received_{false};    // the lease counts from activity only after hello
   bool end_reported_ CKPT_GUARDED_BY(runner_mu_) = false;  // ordered with the hello's Register
   std::atomic<std::chrono::steady_clock::rep> last_activity_{0};
 
@@ -131,6 +137,7 @@ class WorkerSession final : public AsyncBidiReactor<v1::WorkerMessage, v1::Coord
   bool writing_ CKPT_GUARDED_BY(mu_) = false;
   bool finish_requested_ CKPT_GUARDED_BY(mu_) = false;
   bool finish_called_ CKPT_GUARDED_BY(mu_) = false;
+  bool cancelled_ CKPT_GUARDED_BY(mu_) = false;  // TryCancel called (once is enough)
   Status finish_status_ CKPT_GUARDED_BY(mu_);
 
   boost::asio::strand<boost::asio::io_context::executor_type> lease_strand_;

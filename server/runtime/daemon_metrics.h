@@ -41,7 +41,8 @@ struct DaemonMetrics {
   std::atomic<uint64_t> worker_sessions_ended_total{0};
   std::atomic<int64_t> savepoint_calls{0};  // gauge: open TriggerSavepoint calls
   std::atomic<uint64_t> savepoint_calls_ended_total{0};
-  std::atomic<int64_t> store_writable{1};  // gauge: 1 while the store takes writes
+  std::atomic<uint64_t> admin_calls_ended_total{0};  // every AdminService call gone
+  std::atomic<int64_t> store_writable{1};            // gauge: 1 while the store takes writes
   // High availability (store.backend etcd). ckptd_role{role}: 0 single, 1 leader, 2 standby.
   std::atomic<int> role{0};
   std::atomic<int64_t> leader_epoch{0};  // ckptd_leader_epoch

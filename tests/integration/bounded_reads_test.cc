@@ -142,7 +142,8 @@ TEST_F(BoundedReadsTest, APipelineOfAHundredThousandLongTaskIdsListsInAnOrdinary
   ref.set_job_id("job");
   ref.set_pipeline_id("big");
   v1::Pipeline p;
-  ASSERT_TRUE(large->GetPipeline(&ctx, ref, &p).ok());
+  const grpc::Status got = large->GetPipeline(&ctx, ref, &p);
+  ASSERT_TRUE(got.ok()) << got.error_code() << " " << got.error_message();
   EXPECT_EQ(p.spec().task_ids_size(), 100000);
   EXPECT_FALSE(p.task_ids_omitted());
   EXPECT_EQ(p.missing_tasks_size(), 1000);
