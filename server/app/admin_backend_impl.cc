@@ -14,28 +14,49 @@ std::vector<std::shared_ptr<PipelineRunner>> DaemonAdminBackend::AllPipelines() 
 
 PipelineDefaults DaemonAdminBackend::pipeline_defaults() const { return host_.defaults(); }
 
+namespace {
+
+Status Busy(const char* what, const BlockingWork& work) {
+  return Status::ResourceExhausted(std::string("the daemon's ") + what + " queue is full (" +
+                                   std::to_string(work.max_waiting()) +
+                                   " waiting); try again shortly");
+}
+
+}  // namespace
+
 void DaemonAdminBackend::CreatePipeline(const PipelineSpec& spec,
                                         std::optional<CheckpointRef> restore_from,
                                         CreateDone done) {
-  // Creating reads the id counter from the store (and the checkpoint to restore from).
-  boost::asio::post(host_.blocking_pool(),
-                    [this, spec, restore_from, done = std::move(done)]() mutable {
-                      std::optional<std::pair<CheckpointRef, CompletedCheckpoint>> source;
-                      if (restore_from) {
-                        auto pinned = host_.PinRestoreSource(*restore_from, spec.key);
-                        if (!pinned.ok()) return done(pinned.status());
-                        source = std::move(*pinned);
-                      }
-                      host_.Create(spec, std::move(done), /*from_config=*/false, std::move(source));
-                    });
+  // Creating reads the id counter from the store (and the checkpoint to restore from). The pin
+  // of a restore source is taken on the source's strand without waiting there: what follows
+  // it goes back to the write work.
+  auto shared_done = std::make_shared<CreateDone>(std::move(done));
+  const bool queued = host_.writes().Post([this, spec, restore_from, shared_done] {
+    if (!restore_from) return host_.Create(spec, std::move(*shared_done), false);
+    host_.PinRestoreSourceAsync(
+        *restore_from, spec.key,
+        [this, spec, shared_done](Result<std::pair<CheckpointRef, CompletedCheckpoint>> pinned) {
+          if (!pinned.ok()) return (*shared_done)(pinned.status());
+          auto source =
+              std::make_shared<std::pair<CheckpointRef, CompletedCheckpoint>>(std::move(*pinned));
+          if (!host_.writes().Post([this, spec, shared_done, source] {
+                host_.Create(spec, std::move(*shared_done), false, std::move(*source));
+              })) {
+            host_.UnpinRestoreSource(source->first, spec.key);
+            (*shared_done)(Busy("create", host_.writes()));
+          }
+        });
+  });
+  if (!queued) (*shared_done)(Busy("create", host_.writes()));
 }
 
 void DaemonAdminBackend::RestorePipeline(std::shared_ptr<PipelineRunner> target, CheckpointRef from,
                                          PipelineRunner::StatusDone done) {
-  boost::asio::post(host_.blocking_pool(),
-                    [this, target = std::move(target), from, done = std::move(done)]() mutable {
-                      host_.Restore(target, std::move(from), std::move(done));
-                    });
+  auto shared_done = std::make_shared<PipelineRunner::StatusDone>(std::move(done));
+  const bool queued = host_.writes().Post([this, target = std::move(target), from, shared_done] {
+    host_.Restore(target, from, std::move(*shared_done));
+  });
+  if (!queued) (*shared_done)(Busy("restore", host_.writes()), {});
 }
 
 void DaemonAdminBackend::DeletePipeline(std::shared_ptr<PipelineRunner> runner,
@@ -45,9 +66,11 @@ void DaemonAdminBackend::DeletePipeline(std::shared_ptr<PipelineRunner> runner,
 
 void DaemonAdminBackend::ListCompleted(const PipelineKey& key, int limit, int64_t before_id,
                                        ListDone done) {
-  boost::asio::post(host_.blocking_pool(), [this, key, limit, before_id, done = std::move(done)] {
-    done(store_.ListCompleted(key, limit, before_id));
+  auto shared_done = std::make_shared<ListDone>(std::move(done));
+  const bool queued = host_.reads().Post([this, key, limit, before_id, shared_done] {
+    (*shared_done)(store_.ListCompleted(key, limit, before_id));
   });
+  if (!queued) (*shared_done)(Busy("read", host_.reads()));
 }
 
 }  // namespace ckpt

@@ -12,11 +12,12 @@ namespace ckpt {
 namespace asio = boost::asio;
 
 GroupRunner::GroupRunner(asio::io_context& io, const StoredGroup& stored, MetadataStore& store,
-                         const Clock& clock, DaemonMetrics& metrics)
+                         const Clock& clock, DaemonMetrics& metrics, StoreHealth* store_health)
     : name_(stored.spec.name),
       store_(store),
       clock_(clock),
       metrics_(metrics),
+      store_health_(store_health),
       durable_id_counter_(stored.progress.id_counter),
       strand_(asio::make_strand(io)),
       coordinator_(stored.spec, stored.progress, clock),
@@ -191,6 +192,7 @@ void GroupRunner::Execute(GroupAction& action) {
   } else if (auto* a = std::get_if<ReserveGroupIds>(&action)) {
     const int64_t counter = a->new_counter;
     store_.ReserveGroupIds(name_, counter, [self = shared_from_this(), counter](Status s) {
+      if (self->store_health_) self->store_health_->Report(s);
       if (s.ok()) {
         // Raised before the completion is posted: a member leaving from now on goes above it.
         int64_t seen = self->durable_id_counter_.load();
@@ -208,6 +210,8 @@ void GroupRunner::Execute(GroupAction& action) {
     GroupRoundCommit commit{name_, a->progress_after, std::move(a->members)};
     const SteadyTime queued_at = clock_.SteadyNow();
     store_.CommitGroupRound(commit, [self = shared_from_this(), id, queued_at](Status s) {
+      // A group's round fails on a full store as a pipeline's does: StoreHealth hears of it.
+      if (self->store_health_) self->store_health_->Report(s);
       self->metrics_.store_commit.ObserveMicros(
           std::chrono::duration_cast<std::chrono::microseconds>(self->clock_.SteadyNow() -
                                                                 queued_at)

@@ -23,6 +23,7 @@
 #include "common/mutex.h"
 #include "core/group_coordinator.h"
 #include "runtime/daemon_metrics.h"
+#include "runtime/store_health.h"
 #include "store/metadata_store.h"
 
 namespace ckpt {
@@ -31,9 +32,10 @@ class PipelineRunner;
 
 class GroupRunner : public std::enable_shared_from_this<GroupRunner> {
  public:
-  // `store`, `clock` and `metrics` must outlive the runner and every handler it posts.
+  // `store`, `clock` and `metrics` must outlive the runner and every handler it posts;
+  // `store_health` (may be null) is told the outcome of every group write, as a pipeline's are.
   GroupRunner(boost::asio::io_context& io, const StoredGroup& stored, MetadataStore& store,
-              const Clock& clock, DaemonMetrics& metrics);
+              const Clock& clock, DaemonMetrics& metrics, StoreHealth* store_health = nullptr);
   GroupRunner(const GroupRunner&) = delete;
   GroupRunner& operator=(const GroupRunner&) = delete;
 
@@ -88,6 +90,7 @@ class GroupRunner : public std::enable_shared_from_this<GroupRunner> {
   MetadataStore& store_;
   const Clock& clock_;
   DaemonMetrics& metrics_;
+  StoreHealth* const store_health_;          // reached from store callbacks: see the constructor
   std::atomic<int64_t> durable_id_counter_;  // written on strand_, read anywhere
   // coordinator_.progress() after each Run, for readers on other threads.
   mutable Mutex progress_mu_;

@@ -31,7 +31,7 @@ PipelineHost::PipelineHost(IoShards& shards, MetadataStore& store, const Clock& 
 PipelineHost::~PipelineHost() {
   CancelApplyDeclared();
   store_health_.Stop();
-  blocking_pool_.join();
+  JoinBlockingPool();
 }
 
 std::shared_ptr<PipelineRunner> PipelineHost::MakeRunner(const StoredPipeline& stored,
@@ -198,6 +198,21 @@ Result<std::pair<CheckpointRef, CompletedCheckpoint>> PipelineHost::PinRestoreSo
   return std::make_pair(from, std::move(*checkpoint));
 }
 
+void PipelineHost::PinRestoreSourceAsync(CheckpointRef from, const PipelineKey& holder,
+                                         PinDone done) {
+  auto source = registry_.Find(from.key);
+  if (!source) return done(Status::NotFound("pipeline " + from.key.ToString() + " not found"));
+  auto checkpoint = ReadRestoreSource(from);
+  if (!checkpoint.ok()) return done(checkpoint.status());
+  from.checkpoint_id = checkpoint->checkpoint_id;
+  // Pinned on the source's strand, where its trims are decided; nobody waits for it there.
+  auto read = std::make_shared<CompletedCheckpoint>(std::move(*checkpoint));
+  source->AddPin(from.checkpoint_id, holder, [from, read, done = std::move(done)](Status s) {
+    if (!s.ok()) return done(s);
+    done(std::make_pair(from, std::move(*read)));
+  });
+}
+
 void PipelineHost::UnpinRestoreSource(const CheckpointRef& ref, const PipelineKey& holder) {
   if (pins_.Remove(ref, holder)) PinDropped(ref);
 }
@@ -208,17 +223,21 @@ void PipelineHost::PinDropped(const CheckpointRef& ref) {
 
 void PipelineHost::Restore(const std::shared_ptr<PipelineRunner>& target, CheckpointRef from,
                            std::function<void(Status, const PipelineStatus&)> done) {
-  auto pinned = PinRestoreSource(std::move(from), target->key());
-  if (!pinned.ok()) return done(pinned.status(), {});
-  const CheckpointRef ref = pinned->first;  // a copy: a lambda cannot capture a binding
-  target->Restore(
-      ref.key, std::move(pinned->second),
-      [this, ref, holder = target->key(), done = std::move(done)](Status s,
-                                                                  const PipelineStatus& status) {
-        if (s.code() == StatusCode::kFailedPrecondition || s.code() == StatusCode::kNotFound) {
-          UnpinRestoreSource(ref, holder);  // refused: nothing holds it
-        }
-        done(std::move(s), status);
+  PinRestoreSourceAsync(
+      std::move(from), target->key(),
+      [this, target, done = std::move(done)](
+          Result<std::pair<CheckpointRef, CompletedCheckpoint>> pinned) mutable {
+        if (!pinned.ok()) return done(pinned.status(), {});
+        const CheckpointRef ref = pinned->first;  // a copy: a lambda cannot capture a binding
+        target->Restore(ref.key, std::move(pinned->second),
+                        [this, ref, holder = target->key(), done = std::move(done)](
+                            Status s, const PipelineStatus& status) {
+                          if (s.code() == StatusCode::kFailedPrecondition ||
+                              s.code() == StatusCode::kNotFound) {
+                            UnpinRestoreSource(ref, holder);  // refused: nothing holds it
+                          }
+                          done(std::move(s), status);
+                        });
       });
 }
 

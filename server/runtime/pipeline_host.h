@@ -10,7 +10,6 @@
 // the caller's and must not block.
 
 #include <atomic>
-#include <boost/asio/thread_pool.hpp>
 #include <chrono>
 #include <functional>
 #include <map>
@@ -25,6 +24,7 @@
 #include "core/limits.h"
 #include "core/restore_pins.h"
 #include "runtime/alignment_groups.h"
+#include "runtime/blocking_work.h"
 #include "runtime/daemon_metrics.h"
 #include "runtime/io_shards.h"
 #include "runtime/registry.h"
@@ -100,13 +100,19 @@ class PipelineHost {
 
   // RestorePipeline: `from` (checkpoint_id 0: the source's newest completed) becomes `target`'s
   // restore point (PipelineCoordinator::Restore has the rules). Blocking (it reads the source's
-  // checkpoint): call it from the blocking pool. `done` once durable or refused; it runs on a
-  // strand or the calling thread and must not block.
+  // checkpoint): call it from writes(). `done` once durable or refused; it runs on a strand or
+  // the calling thread and must not block.
   void Restore(const std::shared_ptr<PipelineRunner>& target, CheckpointRef from,
                std::function<void(Status, const PipelineStatus&)> done);
-  // CreatePipeline's restore_from: reads and pins `from` (as Restore) for `holder`, for Create.
+  // A declared pipeline's restore_from: reads and pins `from` (as Restore) for `holder`, for
+  // Create. Blocking, also on the source's strand: the controlling thread only.
   Result<std::pair<CheckpointRef, CompletedCheckpoint>> PinRestoreSource(CheckpointRef from,
                                                                          const PipelineKey& holder);
+  // The same without waiting for the source's strand: reads `from` (blocking: call it from the
+  // write work's thread), then `done` runs on the source's strand once it is pinned or refused
+  // (it must not block; blocking work that follows goes back to writes()).
+  using PinDone = std::function<void(Result<std::pair<CheckpointRef, CompletedCheckpoint>>)>;
+  void PinRestoreSourceAsync(CheckpointRef from, const PipelineKey& holder, PinDone done);
   // Lets go of a pin PinRestoreSource took for `holder` that was not used.
   void UnpinRestoreSource(const CheckpointRef& ref, const PipelineKey& holder);
 
@@ -130,9 +136,10 @@ class PipelineHost {
   // Reports a store write's outcome to the store's health (the create path's, and the daemon's).
   void ReportStoreWrite(const Status& status) { store_health_.Report(status); }
 
-  // One thread for operator work that blocks (store reads, creates), so that no strand and no
-  // gRPC reaction ever waits on disk.
-  boost::asio::thread_pool& blocking_pool() { return blocking_pool_; }
+  // Operator work that blocks, on threads of its own: store reads for viewers (reads()), and
+  // creates and restores (writes()), so that a viewer reading in a loop delays no create.
+  BlockingWork& reads() { return reads_; }
+  BlockingWork& writes() { return writes_; }
 
   // Shutdown, in this order, from the controlling thread: RefuseCreates first (no pipeline appears
   // that shutdown would not know of: a create from now on is UNAVAILABLE, one already writing its
@@ -140,7 +147,10 @@ class PipelineHost {
   // then JoinBlockingPool.
   void RefuseCreates() { refusing_creates_.store(true); }
   void StopProbing() { store_health_.Stop(); }
-  void JoinBlockingPool() { blocking_pool_.join(); }
+  void JoinBlockingPool() {
+    reads_.Join();
+    writes_.Join();
+  }
 
  private:
   std::shared_ptr<PipelineRunner> MakeRunner(const StoredPipeline& stored, bool restarted);
@@ -166,7 +176,7 @@ class PipelineHost {
                           [this](const StoredGroup& group) {
                             return std::make_shared<GroupRunner>(
                                 shards_.For(PipelineKey{"", group.spec.name}), group, store_,
-                                clock_, metrics_);
+                                clock_, metrics_, &store_health_);
                           },
                           options_.limits.max_pipelines};
   RestorePins pins_;  // the restore points operators set; every coordinator consults it
@@ -181,7 +191,11 @@ class PipelineHost {
   Mutex reload_mu_;
   std::weak_ptr<ReloadLatch> active_reload_ CKPT_GUARDED_BY(reload_mu_);  // the wait going on now
   bool reload_cancelled_ CKPT_GUARDED_BY(reload_mu_) = false;             // no wait any more
-  boost::asio::thread_pool blocking_pool_{1};
+  // At most this many tasks wait for each (a client's calls are bounded by
+  // limits.max_admin_calls_per_peer; this bounds all clients together).
+  static constexpr size_t kMaxBlockingWaiting = 1024;
+  BlockingWork reads_{kMaxBlockingWaiting};
+  BlockingWork writes_{kMaxBlockingWaiting};
 };
 
 }  // namespace ckpt

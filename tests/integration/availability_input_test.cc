@@ -10,8 +10,12 @@
 
 #include <set>
 
+#include <condition_variable>
+#include <mutex>
 #include "auth/token_digest.h"
+
 #include "chaos_fixture.h"
+#include "forwarding_store.h"
 #include "rpc/status_mapping.h"
 
 namespace ckpt::testing {
@@ -213,6 +217,95 @@ TEST(GrpcCodeName, EveryCodeHasItsOwnName) {
   }
   EXPECT_STREQ(GrpcCodeName(grpc::StatusCode::UNIMPLEMENTED), "UNIMPLEMENTED");
   EXPECT_STREQ(GrpcCodeName(grpc::StatusCode::OUT_OF_RANGE), "OUT_OF_RANGE");
+}
+
+// A store whose ListCompleted waits until released: reads that take the store's time.
+class SlowReadsStore final : public ForwardingStore {
+ public:
+  using ForwardingStore::ForwardingStore;
+  Result<std::vector<CompletedCheckpoint>> ListCompleted(const PipelineKey& key, int limit,
+                                                         int64_t before_id) override {
+    std::unique_lock lock(mu_);
+    ++entered_;
+    cv_.notify_all();
+    cv_.wait(lock, [&] { return released_; });
+    lock.unlock();
+    return ForwardingStore::ListCompleted(key, limit, before_id);
+  }
+  bool WaitEntered() {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, std::chrono::seconds(10), [&] { return entered_ > 0; });
+  }
+  void Release() {
+    std::lock_guard lock(mu_);
+    released_ = true;
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int entered_ = 0;
+  bool released_ = false;
+};
+
+TEST_F(ChaosTest, ReadsThatWaitOnTheStoreDelayNoCreateAndWaitInABoundedQueue) {
+  config_.pipelines = {TestSpec("p", {"a"})};
+  config_.limits.max_admin_calls_per_peer = 100000;  // this test is about all clients together
+  auto slow = std::make_unique<SlowReadsStore>(OpenSqlite());
+  SlowReadsStore* reads = slow.get();
+  StartDaemonWith(std::move(slow));
+  admin_ = v1::AdminService::NewStub(channel_);
+  // Viewers' reads of the history, stuck in the store.
+  grpc::CompletionQueue cq;
+  constexpr int kReads = 1100;
+  std::vector<std::unique_ptr<grpc::ClientContext>> contexts;
+  std::vector<v1::ListCheckpointsResponse> replies(kReads);
+  std::vector<grpc::Status> statuses(kReads);
+  for (int i = 0; i < kReads; ++i) {
+    contexts.push_back(std::make_unique<grpc::ClientContext>());
+    v1::ListCheckpointsRequest req;
+    req.set_job_id("job");
+    req.set_pipeline_id("p");
+    admin_->AsyncListCheckpoints(contexts.back().get(), req, &cq)
+        ->Finish(&replies[i], &statuses[i], reinterpret_cast<void*>(static_cast<intptr_t>(i)));
+  }
+  ASSERT_TRUE(reads->WaitEntered());
+  // A create is not queued behind them.
+  v1::PipelineSpec spec;
+  spec.set_job_id("job");
+  spec.set_pipeline_id("created-meanwhile");
+  spec.add_task_ids("a");
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  v1::Pipeline created;
+  const grpc::Status create = admin_->CreatePipeline(&ctx, spec, &created);
+  EXPECT_TRUE(create.ok()) << create.error_code() << " " << create.error_message();
+  // Beyond what may wait, reads are refused at once.
+  int refused = 0;
+  int answered = 0;
+  void* tag = nullptr;
+  bool ok = false;
+  const auto deadline = std::chrono::system_clock::now() + std::chrono::seconds(10);
+  while (answered < kReads - 1025 &&
+         cq.AsyncNext(&tag, &ok, deadline) == grpc::CompletionQueue::GOT_EVENT) {
+    ++answered;
+    const grpc::Status& s = statuses[reinterpret_cast<intptr_t>(tag)];
+    if (s.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) {
+      ++refused;
+      EXPECT_NE(s.error_message().find("queue is full"), std::string::npos) << s.error_message();
+    }
+  }
+  EXPECT_GE(refused, kReads - 1025);
+  reads->Release();
+  while (answered < kReads &&
+         cq.AsyncNext(&tag, &ok, deadline) == grpc::CompletionQueue::GOT_EVENT) {
+    ++answered;
+  }
+  EXPECT_EQ(answered, kReads);
+  cq.Shutdown();
+  while (cq.Next(&tag, &ok)) {
+  }
 }
 
 class AuthInputTest : public ChaosTest {

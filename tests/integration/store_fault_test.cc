@@ -1,6 +1,8 @@
 // A store that fails: the checkpoint fails with the store's reason and is never reported complete;
 // the daemon keeps serving and completes checkpoints again once the store recovers.
 #include <gtest/gtest.h>
+#include <spdlog/sinks/ringbuffer_sink.h>
+#include <spdlog/spdlog.h>
 
 #include "daemon_fixture.h"
 #include "raw_worker.h"
@@ -113,6 +115,51 @@ TEST_F(DaemonTest, AWriteThatCompletesAsTheStoreClosesFindsItsPipelineStillThere
   }  // the stream ends: task loss, a new generation, a progress write whose completion is held
   ASSERT_TRUE(Eventually([&] { return faults->held_completions() > 0; }));
   daemon_.reset();
+}
+
+// A group round the store refuses as not writable says so to StoreHealth, as a pipeline's round
+// does: the daemon reports not ready and probes, instead of going on as if the store were fine.
+TEST_F(DaemonTest, AGroupRoundTheStoreCannotWriteMarksTheStoreNotWritable) {
+  AlignmentGroupSpec group;
+  group.name = "ledger";
+  group.interval_ms = 100;
+  group.timeout_ms = 10000;
+  config_.alignment_groups = {group};
+  PipelineSpec member = TestSpec("p", {"a"}, 60000);
+  member.alignment_group = "ledger";
+  member.tolerable_failures = 10;
+  config_.pipelines = {member};
+  auto faulty = std::make_unique<FaultInjectingStore>(OpenSqlite());
+  FaultInjectingStore* faults = faulty.get();
+  StartDaemonWith(std::move(faulty));
+  ASSERT_TRUE(daemon_->ready());
+  // The store's health changes as fast as writes come (the member's next write marks it
+  // writable again), so what is checked is that it was told: its line.
+  auto ring = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(64);
+  spdlog::default_logger()->sinks().push_back(ring);
+  faults->FailNextCommits(1, Status::Unavailable("disk full (injected)"));
+  RawWorker w(channel_);
+  w.Hello("job", "p", {"a"});
+  auto t = w.WaitTrigger();
+  ASSERT_TRUE(t);
+  w.Ack(t->trigger().checkpoint_id(), "a");
+  auto told = [&] {
+    for (const std::string& line : ring->last_formatted()) {
+      if (line.find("store: writes fail (UNAVAILABLE: disk full (injected))") !=
+          std::string::npos) {
+        return true;
+      }
+    }
+    return false;
+  };
+  const bool seen = Eventually(told, milliseconds(5000));
+  spdlog::default_logger()->sinks().pop_back();
+  EXPECT_TRUE(seen) << "a group round the store could not write was not reported to its health";
+  // The group goes on.
+  auto next = w.WaitTrigger();
+  ASSERT_TRUE(next);
+  w.Ack(next->trigger().checkpoint_id(), "a");
+  EXPECT_TRUE(w.WaitComplete());
 }
 
 }  // namespace
