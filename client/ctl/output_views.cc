@@ -103,7 +103,14 @@ std::string PipelineDetail(const v1::Pipeline& p, int64_t now_ms) {
   const v1::PipelineSpec& spec = p.spec();
   Table table;
   table.AddRow({"Pipeline:", Key(p)});
-  table.AddRow({"State:", ShortName(p.state())});
+  table.AddRow({"State:", ShortName(p.state()) +
+                              (p.state_reason().empty() ? "" : " (" + p.state_reason() + ")")});
+  if (p.state() == v1::PIPELINE_STATE_UNREADABLE) {
+    // Nothing else of it could be read: say what to do instead of a table of zeros.
+    table.AddRow({"", "ckptctl pipeline delete " + spec.job_id() + " " + spec.pipeline_id() +
+                          " removes it; created again, it starts its ids above every id given"});
+    return table.Render();
+  }
   table.AddRow({"Generation:", std::to_string(p.generation())});
   table.AddRow({"Tasks:", Fraction(p.registered_tasks(), p.expected_tasks()) + " registered (" +
                               JoinAbbreviated(spec.task_ids()) + ")"});

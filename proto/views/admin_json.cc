@@ -33,6 +33,7 @@ Json PipelineJson(const v1::Pipeline& p) {
       {"job_id", spec.job_id()},
       {"pipeline_id", spec.pipeline_id()},
       {"state", ShortName(p.state())},
+      {"state_reason", p.state_reason()},
       {"generation", p.generation()},
       {"expected_tasks", p.expected_tasks()},
       {"registered_tasks", p.registered_tasks()},

@@ -20,6 +20,15 @@ class DaemonAdminBackend final : public AdminBackend {
 
   std::shared_ptr<PipelineRunner> FindPipeline(const PipelineKey& key) const override;
   std::vector<std::shared_ptr<PipelineRunner>> AllPipelines() const override;
+  std::optional<UnreadableRecord> FindUnreadable(const PipelineKey& key) const override {
+    return host_.quarantine().Find(key);
+  }
+  std::vector<UnreadableRecord> AllUnreadable() const override {
+    return host_.quarantine().Pipelines();
+  }
+  void DeleteUnreadable(const PipelineKey& key, std::function<void(Status)> done) override {
+    host_.DeleteUnreadable(key, std::move(done));
+  }
   PipelineDefaults pipeline_defaults() const override;
   void CreatePipeline(const PipelineSpec& spec, std::optional<CheckpointRef> restore_from,
                       CreateDone done) override;

@@ -207,9 +207,9 @@ Status Daemon::StartServing() {
                      ? std::string("client_auth ") + ClientAuthName(config_.tls.client_auth)
                      : std::string("off"));
   }
-  worker_service_ = std::make_unique<WorkerServiceImpl>(
-      SessionDeps{host_->registry(), metrics_, shards_, config_.lease_ttl_ms,
-                  config_.hello_timeout_ms, *gatekeeper_, config_.limits, leadership_});
+  worker_service_ = std::make_unique<WorkerServiceImpl>(SessionDeps{
+      host_->registry(), metrics_, shards_, config_.lease_ttl_ms, config_.hello_timeout_ms,
+      *gatekeeper_, config_.limits, leadership_, &host_->quarantine()});
   admin_backend_ = std::make_unique<DaemonAdminBackend>(*host_, *store_, metrics_, [this] {
     return AdminBackend::Facts{uptime_ms(), host_->registry().size(), shards_.size(),
                                config_.data_dir, leadership_.view()};
@@ -424,6 +424,10 @@ std::string Daemon::MetricsText() const {
   MetricsPageOptions options;
   // gRPC reports failed handshakes only in its log (rpc/grpc_log_bridge.h): this process's.
   options.tls_handshake_failures = TlsHandshakeFailures();
+  options.store_unreadable_records = host_->quarantine().records();
+  if (etcd_store_ && leadership_.role() == Leadership::Role::kStandby) {
+    options.store_unreadable_records = etcd_store_->backend().unreadable_seen_by_standby();
+  }
   options.version = kCkptVersion;
   options.per_pipeline = per_pipeline_metrics_.load();
   options.start_time_seconds = kProcessStart;

@@ -28,6 +28,7 @@ const char* PipelineStateName(PipelineState s) {
     case PipelineState::kPaused: return "PAUSED";
     case PipelineState::kFailed: return "FAILED";
     case PipelineState::kStopped: return "STOPPED";
+    case PipelineState::kUnreadable: return "UNREADABLE";
   }
   return "UNKNOWN";
 }

@@ -36,8 +36,10 @@ struct PipelineKeyHash {
   }
 };
 
-enum class PipelineState { kWaitingForTasks, kRunning, kPaused, kFailed, kStopped };
-inline constexpr size_t kPipelineStateCount = 5;
+// kUnreadable: a pipeline whose stored record cannot be read (UnreadableRecord); no coordinator
+// runs for it.
+enum class PipelineState { kWaitingForTasks, kRunning, kPaused, kFailed, kStopped, kUnreadable };
+inline constexpr size_t kPipelineStateCount = 6;
 enum class CheckpointKind { kCheckpoint, kSavepoint, kSavepointAndStop };
 // kAborted: ended by task loss, a task-set update, takeover, shutdown or deletion. Not the
 // pipeline's failure: it does not count in failed_count.
@@ -241,6 +243,23 @@ struct StoredGroup {
   bool from_config = false;  // declared in the config file
 
   bool operator==(const StoredGroup&) const = default;
+};
+
+// A stored record that could not be read, or whose content does not parse or validate: only its
+// pipeline or group is quarantined (listed UNREADABLE, nothing triggered for it), every other one
+// loads and runs. Keys the store does not know at all are reported too (kUnknownKey), and only
+// counted.
+struct UnreadableRecord {
+  enum class Kind { kPipeline, kGroup, kUnknownKey };
+  Kind kind = Kind::kPipeline;
+  PipelineKey pipeline;  // kPipeline
+  // kGroup: the group; kPipeline: its alignment group when its spec could be read ("" else).
+  std::string group;
+  // What could not be read and why, naming the key or row ("spec /p/pipelines/j/p/spec: not
+  // JSON"); for messages, state_reason and logs (escape before printing).
+  std::string reason;
+
+  bool operator==(const UnreadableRecord&) const = default;
 };
 
 // One completed group round as the store commits it, all or nothing: every member's checkpoint

@@ -11,6 +11,7 @@
 #include <type_traits>
 #include <variant>
 
+#include "core/printable.h"
 #include "core/spec_validation.h"
 #include "ha/etcd_outcomes.h"
 #include "store/group_rules.h"
@@ -75,16 +76,21 @@ class EtcdBackend::BatchWriter {
   // Adds one op's requests. The pending txn is sent first when they would not fit it, or would
   // touch a key it already writes (etcd refuses a txn that puts a key twice, or puts one that it
   // also deletes), or when either goes `alone`. False once the batch must stop (stop_ says why).
-  bool Add(size_t op_index, std::vector<RequestOp> requests, bool alone = false) {
+  // `counter`: the highest id counter `requests` put (0: none), which the store's high-water mark
+  // (P/high_water) must reach in the same txn.
+  bool Add(size_t op_index, std::vector<RequestOp> requests, bool alone = false,
+           int64_t counter = 0) {
     b_.view_mu_.AssertHeld();
     size_t bytes = 0;
     for (const auto& r : requests) bytes += BytesOf(r);
+    // Three operations of every txn are Send's own: the write cursor, the layout, the mark.
     if (!txn_.success().empty() &&
         (alone || alone_in_txn_ || Overlaps(requests) ||
-         txn_.success_size() + static_cast<int>(requests.size()) > b_.max_txn_ops_ - 2 ||
+         txn_.success_size() + static_cast<int>(requests.size()) > b_.max_txn_ops_ - 3 ||
          bytes_ + bytes > kMaxTxnBytes)) {
       if (!Send()) return false;
     }
+    txn_high_water_ = std::max(txn_high_water_, counter);
     for (auto& r : requests) {
       if (r.has_request_put()) {
         puts_.insert(r.request_put().key());
@@ -138,6 +144,10 @@ class EtcdBackend::BatchWriter {
     size_t ops = txn_.success_size() - 1;
     if (!b_.layout_stored_) {
       *txn_.add_success() = Put(b_.layout_.LayoutKey(), std::to_string(etcd::kLayoutVersion));
+      --ops;
+    }
+    if (txn_high_water_ > b_.high_water_) {
+      *txn_.add_success() = Put(b_.layout_.HighWaterKey(), std::to_string(txn_high_water_));
       --ops;
     }
     const auto give_up_at =
@@ -194,6 +204,7 @@ class EtcdBackend::BatchWriter {
     }
     b_.writer_revision_ = landed_at;
     b_.layout_stored_ = true;
+    b_.high_water_ = std::max(b_.high_water_, txn_high_water_);
     b_.writer_seq_ += 1;
     b_.txns_committed_.fetch_add(1, std::memory_order_relaxed);
     if (!horizons_.empty()) {
@@ -214,6 +225,7 @@ class EtcdBackend::BatchWriter {
     bytes_ = 0;
     alone_in_txn_ = false;
     ops_in_txn_.clear();
+    txn_high_water_ = 0;
     return true;
   }
 
@@ -313,6 +325,7 @@ class EtcdBackend::BatchWriter {
     bytes_ = 0;
     alone_in_txn_ = false;
     ops_in_txn_.clear();
+    txn_high_water_ = 0;
   }
 
   // Whether `requests` put a key the pending txn puts or deletes, or delete one it puts.
@@ -349,7 +362,8 @@ class EtcdBackend::BatchWriter {
   int sent_ = 0;
   Status stop_;
   std::optional<Refusal> refusal_;
-  Status error_;  // the last failure while resolving an unknown outcome
+  int64_t txn_high_water_ = 0;  // the highest counter the pending txn puts
+  Status error_;                // the last failure while resolving an unknown outcome
 };
 
 EtcdBackend::EtcdBackend(std::shared_ptr<EtcdClient> client, std::function<bool()> may_write)
@@ -556,7 +570,8 @@ BatchResult EtcdBackend::ApplyBatch(const std::vector<WriteOp>& ops) {
             int64_t& counter = counters_[o.key];
             if (o.new_counter <= counter) return true;  // never lowered
             counter = o.new_counter;
-            return writer.Add(i, {Put(layout_.CounterKey(o.key), std::to_string(o.new_counter))});
+            return writer.Add(i, {Put(layout_.CounterKey(o.key), std::to_string(o.new_counter))},
+                              /*alone=*/false, o.new_counter);
           } else if constexpr (std::is_same_v<T, CommitCheckpointOp>) {
             return PlanCommit(writer, i, o.commit);
           } else if constexpr (std::is_same_v<T, ProbeOp>) {
@@ -573,7 +588,8 @@ BatchResult EtcdBackend::ApplyBatch(const std::vector<WriteOp>& ops) {
             group.from_config = o.from_config;
             return writer.Add(i, {Put(layout_.GroupKey(o.spec.name), etcd::EncodeGroup(group))});
           } else if constexpr (std::is_same_v<T, DeleteGroupOp>) {
-            if (!groups_.erase(o.name)) return true;
+            // Also one the view does not hold: a group whose value could not be read.
+            groups_.erase(o.name);
             return writer.Add(i, {Delete(layout_.GroupKey(o.name))});
           } else if constexpr (std::is_same_v<T, ReserveGroupIdsOp>) {
             if (Status s = CheckGroupCounter(o.name, o.new_counter); !s.ok()) {
@@ -587,7 +603,8 @@ BatchResult EtcdBackend::ApplyBatch(const std::vector<WriteOp>& ops) {
             }
             if (o.new_counter <= group->second.progress.id_counter) return true;  // never lowered
             group->second.progress.id_counter = o.new_counter;
-            return writer.Add(i, {Put(layout_.GroupKey(o.name), etcd::EncodeGroup(group->second))});
+            return writer.Add(i, {Put(layout_.GroupKey(o.name), etcd::EncodeGroup(group->second))},
+                              /*alone=*/false, o.new_counter);
           } else if constexpr (std::is_same_v<T, CommitGroupRoundOp>) {
             return PlanGroupRound(writer, i, o.commit);
           } else {
@@ -597,13 +614,17 @@ BatchResult EtcdBackend::ApplyBatch(const std::vector<WriteOp>& ops) {
             const std::string records = layout_.PipelinePrefix(key);
             const std::string history = layout_.CheckpointPrefix(key);
             const std::string chunks = layout_.ChunksPrefix(key);
-            if (!writer.Add(
-                    i,
-                    {Delete(records, PrefixEnd(records)), Delete(history, PrefixEnd(history)),
-                     Delete(chunks, PrefixEnd(chunks))},
-                    /*alone=*/true)) {
-              return false;
+            std::vector<RequestOp> requests = {Delete(records, PrefixEnd(records)),
+                                               Delete(history, PrefixEnd(history)),
+                                               Delete(chunks, PrefixEnd(chunks))};
+            if (o.unreadable) {
+              // Its own counter may be what could not be read: the store's high-water mark
+              // replaces it, so that a pipeline of this name starts above every id given.
+              int64_t& counter = counters_[key];
+              counter = std::max(counter, high_water_);
+              requests.push_back(Put(layout_.CounterKey(key), std::to_string(counter)));
             }
+            if (!writer.Add(i, std::move(requests), /*alone=*/true)) return false;
             writer.Publish(key, std::nullopt);
             return true;
           }
@@ -902,7 +923,7 @@ bool EtcdBackend::PlanCommit(BatchWriter& writer, size_t i, const CheckpointComm
   if (writer.Puts(layout_.ProgressKey(key)) && !writer.Send()) return false;
   std::vector<RequestOp> requests;
   FinishCommit(view, commit, std::move(*prepared), /*may_trim=*/true, &requests);
-  if (!writer.Add(i, std::move(requests))) return false;
+  if (!writer.Add(i, std::move(requests), /*alone=*/false, counters_[key])) return false;
   writer.Publish(key, view.horizon());
   return true;
 }
@@ -979,7 +1000,11 @@ bool EtcdBackend::PlanGroupRound(BatchWriter& writer, size_t i, const GroupRound
   stored.progress = commit.progress_after;
   stored.progress.id_counter = counter;
   requests.push_back(Put(layout_.GroupKey(commit.group), etcd::EncodeGroup(stored)));
-  if (!writer.Add(i, std::move(requests), /*alone=*/true)) return false;
+  int64_t highest = stored.progress.id_counter;
+  for (const CheckpointCommit& member : commit.members) {
+    highest = std::max(highest, counters_[member.key]);
+  }
+  if (!writer.Add(i, std::move(requests), /*alone=*/true, highest)) return false;
   for (const CheckpointCommit& member : commit.members) {
     writer.Publish(member.key, pipelines_.at(member.key).horizon());
   }
@@ -1108,14 +1133,37 @@ Result<etcd::StoreImage> EtcdBackend::ReadImage() {
   if (!layout.ok()) return layout.status();
   auto writer = RangeAll(layout_.WriterKey(), "", /*keys_only=*/true, &revision);
   if (!writer.ok()) return writer.status();
+  auto high_water = RangeAll(layout_.HighWaterKey(), "", /*keys_only=*/false, &revision);
+  if (!high_water.ok()) return high_water.status();
+  // Every other key but the chunks (keys only): the ranges between the prefixes read above,
+  // where election keys, groups, singletons and keys no ckptd wrote sit.
+  const std::string root = layout_.Root();
+  const std::pair<std::string, std::string> gaps[] = {
+      {root, layout_.CheckpointsPrefix()},
+      {PrefixEnd(layout_.CheckpointsPrefix()), layout_.ChunksRoot()},
+      {PrefixEnd(layout_.ChunksRoot()), layout_.CountersPrefix()},
+      {PrefixEnd(layout_.CountersPrefix()), layout_.PipelinesPrefix()},
+      {PrefixEnd(layout_.PipelinesPrefix()), PrefixEnd(root)},
+  };
+  for (const auto& [from, to] : gaps) {
+    auto others = RangeAll(from, to, /*keys_only=*/true, &revision);
+    if (!others.ok()) return others.status();
+    for (const KeyValue& kv : *others) image.others.push_back(kv.key());
+  }
   image.revision = revision;
   image.writer_revision = writer->empty() ? 0 : writer->front().mod_revision();
   image.records = std::move(*records);
   image.counters = std::move(*counters);
   image.history = std::move(*history);
   if (!layout->empty()) image.layout = layout->front().value();
-  auto newest = etcd::NewestCheckpoints(layout_, image.history);
-  if (!newest) return image;  // an unknown key: BuildView says which
+  if (!high_water->empty()) image.high_water = high_water->front().value();
+  // The newest write of each pipeline among the keys that parse (BuildView says which do not).
+  std::vector<KeyValue> known;
+  for (const KeyValue& kv : image.history) {
+    if (layout_.ParseCheckpointKey(kv.key())) known.push_back(kv);
+  }
+  auto newest = etcd::NewestCheckpoints(layout_, known);
+  if (!newest) return image;  // cannot happen: only keys that parse
   std::vector<std::string> newest_keys;
   for (const auto& [key, kv] : *newest) newest_keys.push_back(kv->key());
   auto newest_values = ReadValues(newest_keys, revision);
@@ -1165,6 +1213,7 @@ Result<std::vector<StoredPipeline>> EtcdBackend::BuildView(const etcd::StoreImag
   const std::string where = name_;
   const std::string known = std::to_string(etcd::kLayoutVersion);
   if (image.layout && *image.layout != known) {
+    // The layout as a whole: nothing of it can be trusted (exit 65, ha/etcd_outcomes.h).
     return Status::DataLoss("the data in " + where + " has layout " + *image.layout + " (" +
                             layout_.LayoutKey() + "); this ckptd reads layout " + known +
                             ": a newer ckptd wrote it. Run that version or a later one on every "
@@ -1173,13 +1222,38 @@ Result<std::vector<StoredPipeline>> EtcdBackend::BuildView(const etcd::StoreImag
   layout_stored_ = image.layout.has_value();
   pipelines_.clear();
   counters_.clear();
+  // A record that does not read or validate quarantines its pipeline alone; a key this ckptd
+  // does not know is passed over. Both are reported (UnreadableRecords) and said once each.
+  std::map<PipelineKey, std::string> damaged;  // the first reason of each
+  std::vector<UnreadableRecord> unknown;
+  auto damage = [&](const PipelineKey& key, std::string why) { damaged.emplace(key, why); };
+  auto unknown_key = [&](const std::string& key) {
+    UnreadableRecord record;
+    record.kind = UnreadableRecord::Kind::kUnknownKey;
+    record.reason = Printable(key) + " in " + where + ": a key this ckptd does not know (ignored)";
+    unknown.push_back(std::move(record));
+  };
+  int64_t high_water = 0;
+  if (image.high_water && !ParseCounter(*image.high_water, &high_water)) {
+    return Status::DataLoss("the ids' high-water mark " + layout_.HighWaterKey() + " in " + where +
+                            " is not a number; ids could be handed out twice");
+  }
+  std::set<PipelineKey> counter_unreadable;
   for (const KeyValue& kv : image.counters) {
     auto key = layout_.ParseCounterKey(kv.key());
     int64_t value = 0;
-    if (!key || !ParseCounter(kv.value(), &value)) {
-      return Status::DataLoss("unreadable id counter " + kv.key() + " in " + where);
+    if (!key) {
+      unknown_key(kv.key());
+    } else if (!ParseCounter(kv.value(), &value)) {
+      counter_unreadable.insert(*key);
+      damage(*key, "id counter " + Printable(kv.key()) + ": not a number");
+    } else {
+      counters_[*key] = value;
+      high_water = std::max(high_water, value);
     }
-    counters_[*key] = value;
+  }
+  for (const std::string& key : image.others) {
+    if (!layout_.IsKnownKey(key)) unknown_key(key);
   }
   struct Parts {
     std::optional<PipelineSpec> spec;
@@ -1189,15 +1263,18 @@ Result<std::vector<StoredPipeline>> EtcdBackend::BuildView(const etcd::StoreImag
   std::map<PipelineKey, Parts> parts;
   for (const KeyValue& kv : image.records) {
     auto parsed = layout_.ParsePipelineKey(kv.key());
-    if (!parsed) return Status::DataLoss("unknown key " + kv.key() + " in " + where);
+    if (!parsed) {
+      unknown_key(kv.key());
+      continue;
+    }
     Parts& part = parts[parsed->key];
     if (parsed->is_spec) {
       part.spec = etcd::DecodeSpec(kv.value(), parsed->key);
-      if (!part.spec) return Status::DataLoss("unreadable spec " + kv.key() + " in " + where);
+      if (!part.spec) damage(parsed->key, "spec " + Printable(kv.key()) + ": does not parse");
     } else {
       part.progress = etcd::DecodeProgress(kv.value());
       if (!part.progress) {
-        return Status::DataLoss("unreadable progress " + kv.key() + " in " + where);
+        damage(parsed->key, "progress " + Printable(kv.key()) + ": does not parse");
       }
       part.progress_revision = kv.mod_revision();
     }
@@ -1206,24 +1283,33 @@ Result<std::vector<StoredPipeline>> EtcdBackend::BuildView(const etcd::StoreImag
   // the progress when it is newer than the progress key (etcd_layout.h).
   std::map<PipelineKey, std::vector<HistoryEntry>> histories;
   std::map<PipelineKey, CompletedCheckpoint> newest_checkpoints;  // with their task states
+  std::vector<KeyValue> known_history;
   for (const KeyValue& kv : image.history) {
     auto ref = layout_.ParseCheckpointKey(kv.key());
-    if (!ref) return Status::DataLoss("unknown key " + kv.key() + " in " + where);
+    if (!ref) {
+      unknown_key(kv.key());
+      continue;
+    }
+    known_history.push_back(kv);
     PipelineView& view = pipelines_[ref->key];
     (ref->kind == CheckpointKind::kCheckpoint ? view.checkpoint_ids : view.savepoint_ids)
         .insert(ref->id);
     histories[ref->key].push_back({ref->id, ref->kind});  // keys sort in id order
     if (ref->chunked) view.chunked[ref->id] = 1;          // the count matters only for reading
+    high_water = std::max(high_water, ref->id);
   }
-  auto newest = etcd::NewestCheckpoints(layout_, image.history);
-  if (!newest) return Status::DataLoss("unknown key among the checkpoints of " + where);
+  auto newest = etcd::NewestCheckpoints(layout_, known_history);
+  if (!newest) return Status::Internal("a checkpoint key that parsed did not parse again");
   for (const auto& [key, kv] : *newest) {
     auto value = image.newest_values.find(kv->key());
     if (value == image.newest_values.end()) {
       return Status::Internal("the value of " + kv->key() + " was not read");
     }
     auto stored = etcd::DecodeCheckpoint(value->second);
-    if (!stored) return Status::DataLoss("unreadable checkpoint " + kv->key() + " in " + where);
+    if (!stored) {
+      damage(key, "checkpoint " + Printable(kv->key()) + ": does not parse");
+      continue;
+    }
     pipelines_[key].retained_from = stored->horizon.retained_from;
     pipelines_[key].kept = stored->horizon.kept;
     if (stored->chunks > 0) {
@@ -1233,7 +1319,9 @@ Result<std::vector<StoredPipeline>> EtcdBackend::BuildView(const etcd::StoreImag
       if (Status read =
               ReadChunks(*ref, kv->key(), stored->chunks, /*revision=*/0, &stored->checkpoint);
           !read.ok()) {
-        return read;
+        if (read.code() != StatusCode::kDataLoss) return read;
+        damage(key, read.message());
+        continue;
       }
     }
     newest_checkpoints[key] = std::move(stored->checkpoint);
@@ -1244,35 +1332,70 @@ Result<std::vector<StoredPipeline>> EtcdBackend::BuildView(const etcd::StoreImag
     }
   }
   std::vector<StoredPipeline> loaded;
+  std::vector<UnreadableRecord> unreadable;
   for (auto& [key, part] : parts) {
     auto& [spec, progress, progress_revision] = part;
-    if (!spec || !progress) {
-      return Status::DataLoss("pipeline " + key.ToString() + " in " + where + " has " +
-                              (spec ? "no progress" : "no spec") +
-                              " record; refusing to start on it (delete its keys with etcdctl, "
-                              "or restore the prefix from a snapshot)");
+    if (!damaged.count(key) && (!spec || !progress)) {
+      damage(key, std::string("it has ") + (spec ? "no progress" : "no spec") + " record");
     }
     StoredPipeline stored;
-    static_cast<PipelineProgress&>(stored.record) = *progress;
-    stored.record.spec = std::move(*spec);
-    stored.id_counter = counters_.count(key) ? counters_[key] : 0;
-    const etcd::Horizon horizon = pipelines_[key].horizon();
-    stored.retained_from = horizon.retained_from;
-    for (const HistoryEntry& entry : histories[key]) {
-      if (!horizon.Hides(entry.checkpoint_id, entry.kind)) stored.history.push_back(entry);
+    if (!damaged.count(key)) {
+      static_cast<PipelineProgress&>(stored.record) = *progress;
+      stored.record.spec = std::move(*spec);
+      stored.id_counter = counters_.count(key) ? counters_[key] : 0;
+      const etcd::Horizon horizon = pipelines_[key].horizon();
+      stored.retained_from = horizon.retained_from;
+      for (const HistoryEntry& entry : histories[key]) {
+        if (!horizon.Hides(entry.checkpoint_id, entry.kind)) stored.history.push_back(entry);
+      }
+      auto newest_checkpoint = newest_checkpoints.find(key);
+      if (newest_checkpoint != newest_checkpoints.end() &&
+          newest_checkpoint->second.checkpoint_id == stored.record.last_completed_id) {
+        stored.newest = std::move(newest_checkpoint->second);
+      }
+      if (Status s = ValidateStored(stored); !s.ok()) {
+        damage(key, "not valid: " + s.message());
+      } else if (!histories[key].empty() &&
+                 histories[key].back().checkpoint_id > stored.id_counter) {
+        // An id above the counter would be handed out again.
+        damage(key, "checkpoint " + std::to_string(histories[key].back().checkpoint_id) +
+                        " is above its id counter " + std::to_string(stored.id_counter));
+      }
     }
-    auto newest = newest_checkpoints.find(key);
-    if (newest != newest_checkpoints.end() &&
-        newest->second.checkpoint_id == stored.record.last_completed_id) {
-      stored.newest = std::move(newest->second);
+    pipelines_[key].has_record = true;  // so that its delete is planned like any other
+    if (auto why = damaged.find(key); why != damaged.end()) {
+      UnreadableRecord record;
+      record.pipeline = key;
+      if (spec) record.group = spec->alignment_group;
+      record.reason = "pipeline " + Printable(key.ToString()) + " in " + where + ": " + why->second;
+      unreadable.push_back(std::move(record));
+      continue;
     }
-    if (Status s = ValidateStored(stored); !s.ok()) {
-      return Status::DataLoss("pipeline " + key.ToString() + " in " + where +
-                              " is not valid: " + s.message() + "; refusing to start on it");
-    }
-    pipelines_[key].has_record = true;
     loaded.push_back(std::move(stored));
   }
+  // A counter or history of a pipeline with no record at all (its spec and progress gone): its
+  // ids are kept from being handed out again (the high-water mark), and a counter that does not
+  // read is reported.
+  for (const PipelineKey& key : counter_unreadable) {
+    if (parts.count(key)) continue;
+    UnreadableRecord record;
+    record.pipeline = key;
+    record.reason = "pipeline " + Printable(key.ToString()) + " in " + where + ": " + damaged[key];
+    unreadable.push_back(std::move(record));
+  }
+  for (const UnreadableRecord& record : unreadable) {
+    spdlog::error("store: {} is quarantined (UNREADABLE; every other pipeline runs): {}",
+                  Printable(record.pipeline.ToString()), record.reason);
+  }
+  for (const UnreadableRecord& record : unknown) {
+    spdlog::warn("store: {}", record.reason);
+  }
+  unreadable.insert(unreadable.end(), unknown.begin(), unknown.end());
+  {
+    MutexLock unreadable_lock(unreadable_mu_);
+    unreadable_pipelines_ = std::move(unreadable);
+  }
+  high_water_ = std::max(high_water_, high_water);
   {
     MutexLock horizon_lock(horizon_mu_);
     horizons_.clear();
@@ -1288,15 +1411,26 @@ Result<std::vector<StoredGroup>> EtcdBackend::ReadGroups() {
                       /*keys_only=*/false, &revision);
   if (!kvs.ok()) return kvs.status();
   std::vector<StoredGroup> groups;
+  std::vector<UnreadableRecord> unreadable;
   for (const KeyValue& kv : *kvs) {
     const std::string name = kv.key().substr(layout_.GroupsPrefix().size());
     auto group = etcd::DecodeGroup(kv.value(), name);
     if (!group) {
-      return Status::DataLoss("unreadable alignment group " + kv.key() + " in etcd " +
-                              client_->endpoints_text() + "; refusing to go on with it");
+      // The group alone is quarantined (its members wait for it).
+      UnreadableRecord record;
+      record.kind = UnreadableRecord::Kind::kGroup;
+      record.group = name;
+      record.reason =
+          "alignment group " + Printable(kv.key()) + " in " + name_ + ": does not parse";
+      spdlog::error("store: alignment group {} is quarantined (UNREADABLE): {}", Printable(name),
+                    record.reason);
+      unreadable.push_back(std::move(record));
+      continue;
     }
     groups.push_back(std::move(*group));
   }
+  MutexLock unreadable_lock(unreadable_mu_);
+  unreadable_groups_ = std::move(unreadable);
   return groups;  // in key order: name order
 }
 
@@ -1314,6 +1448,18 @@ Status EtcdBackend::LoadGroupView() {
   return Status::Ok();
 }
 
+std::vector<UnreadableRecord> EtcdBackend::UnreadableRecords() {
+  MutexLock lock(unreadable_mu_);
+  std::vector<UnreadableRecord> all = unreadable_pipelines_;
+  all.insert(all.end(), unreadable_groups_.begin(), unreadable_groups_.end());
+  return all;
+}
+
+size_t EtcdBackend::unreadable_seen_by_standby() {
+  MutexLock lock(view_mu_);
+  return mirror_ ? mirror_->unreadable() : 0;
+}
+
 Result<int64_t> EtcdBackend::LoadIdCounter(const PipelineKey& key) {
   RangeRequest request;
   request.set_key(layout_.CounterKey(key));
@@ -1321,10 +1467,23 @@ Result<int64_t> EtcdBackend::LoadIdCounter(const PipelineKey& key) {
   if (!response.ok()) return response.status();
   if (response->kvs().empty()) return int64_t{0};
   int64_t value = 0;
-  if (!ParseCounter(response->kvs(0).value(), &value)) {
-    return Status::DataLoss("unreadable id counter " + request.key() + " in " + name_);
+  if (ParseCounter(response->kvs(0).value(), &value)) return value;
+  // A counter that does not read: nothing below the store's high-water mark is safe to hand out,
+  // so the pipeline goes on above it.
+  RangeRequest high_water;
+  high_water.set_key(layout_.HighWaterKey());
+  auto mark = client_->Range(high_water);
+  if (!mark.ok()) return mark.status();
+  int64_t floor = 0;
+  if (!mark->kvs().empty() && !ParseCounter(mark->kvs(0).value(), &floor)) {
+    return Status::DataLoss("the ids' high-water mark " + high_water.key() + " in " + name_ +
+                            " is not a number");
   }
-  return value;
+  spdlog::warn(
+      "store: the id counter {} in {} is not a number; ids go on above the store's "
+      "high-water mark {}",
+      Printable(request.key()), name_, floor);
+  return floor;
 }
 
 Status EtcdBackend::ReadChunks(const etcd::Layout::CheckpointRef& ref, const std::string& key,

@@ -87,6 +87,10 @@ class EtcdBackend final : public StoreBackend {
   Result<std::vector<CompletedCheckpoint>> ListCompleted(const PipelineKey& key, int limit,
                                                          int64_t before_id) override;
   Result<std::vector<StoredGroup>> LoadGroups() override;
+  std::vector<UnreadableRecord> UnreadableRecords() override;
+  // While standing by: the records the warm copy's watch brought that cannot be read, and keys
+  // no ckptd writes (etcd/etcd_mirror.h), held now; 0 once this daemon loaded.
+  size_t unreadable_seen_by_standby();
 
   // Room a group round's txn keeps beside its members' values (their keys, the group's value,
   // the fence and the request's framing).
@@ -220,6 +224,15 @@ class EtcdBackend final : public StoreBackend {
   // The standby's warm copy, until the first load (declared after what its loader uses, so
   // that it stops first).
   std::unique_ptr<etcd::EtcdMirror> mirror_ CKPT_GUARDED_BY(view_mu_);
+
+  // The store-wide high-water mark of ids (etcd_layout.h, P/high_water) as this leader knows it:
+  // loaded, then raised by every txn that raises a counter.
+  int64_t high_water_ CKPT_GUARDED_BY(view_mu_) = 0;
+
+  // What the last load could not read (UnreadableRecords); held for any thread.
+  Mutex unreadable_mu_;
+  std::vector<UnreadableRecord> unreadable_pipelines_ CKPT_GUARDED_BY(unreadable_mu_);
+  std::vector<UnreadableRecord> unreadable_groups_ CKPT_GUARDED_BY(unreadable_mu_);
 
   Mutex horizon_mu_;
   // Each pipeline's retained_from as last made durable, for ListCompleted.

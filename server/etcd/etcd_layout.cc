@@ -122,6 +122,19 @@ std::string Layout::ChunkKey(const PipelineKey& key, int64_t id, int n) const {
   return ChunkPrefix(key, id) + Padded(n, 6);
 }
 
+bool Layout::IsKnownKey(const std::string& etcd_key) const {
+  for (const std::string& single : {LayoutKey(), ProbeKey(), WriterKey(), HighWaterKey()}) {
+    if (etcd_key == single) return true;
+  }
+  if (ParsePipelineKey(etcd_key) || ParseCounterKey(etcd_key) || ParseCheckpointKey(etcd_key)) {
+    return true;
+  }
+  for (const std::string& prefix : {ElectionPrefix(), GroupsPrefix(), ChunksRoot()}) {
+    if (etcd_key.size() > prefix.size() && etcd_key.rfind(prefix, 0) == 0) return true;
+  }
+  return false;
+}
+
 std::optional<Layout::PipelineRecordKey> Layout::ParsePipelineKey(
     const std::string& etcd_key) const {
   const std::string prefix = PipelinesPrefix();

@@ -24,6 +24,10 @@
 //   P/layout                                 the layout's version (kLayoutVersion), written with
 //                                            a leadership's first txn: a ckptd refuses to load a
 //                                            prefix of a layout it does not know (a newer ckptd's)
+//   P/high_water                             the highest id counter any pipeline or group ever
+//                                            held (decimal), raised in the txn that raises one: a
+//                                            pipeline whose own counter cannot be read gets it
+//                                            when deleted, so ids are never handed out twice
 //   P/probe                                  the store's health probe
 //   P/writer                                 "<epoch>:<n>": the leader's last transaction. Each
 //                                            txn compares its mod revision and rewrites it, so
@@ -88,11 +92,16 @@ class Layout {
                             bool chunked) const;
   // Keys of ids below `id` sort before this (a listing's page bound).
   std::string CheckpointBound(const PipelineKey& key, int64_t id) const;
+  std::string ChunksRoot() const { return prefix_ + "/chunks/"; }     // every chunk
   std::string ChunksPrefix(const PipelineKey& key) const;             // every chunk of a pipeline
   std::string ChunkPrefix(const PipelineKey& key, int64_t id) const;  // of one checkpoint
   std::string ChunkKey(const PipelineKey& key, int64_t id, int n) const;
   std::string LayoutKey() const { return prefix_ + "/layout"; }
   std::string ProbeKey() const { return prefix_ + "/probe"; }
+  std::string HighWaterKey() const { return prefix_ + "/high_water"; }
+  // Whether `etcd_key` is one of the keys above (a parse of the ones with ids in them says
+  // more); any other key under the prefix is one this ckptd does not know.
+  bool IsKnownKey(const std::string& etcd_key) const;
   std::string WriterKey() const { return prefix_ + "/writer"; }
 
   // The parts of a key under one of the prefixes above, or nothing when it is not one.

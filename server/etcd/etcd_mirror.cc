@@ -2,6 +2,10 @@
 
 #include <spdlog/spdlog.h>
 
+#include <charconv>
+
+#include "core/printable.h"
+
 namespace ckpt::etcd {
 namespace {
 
@@ -28,6 +32,32 @@ bool WrittenAfter(const KeyValue& kv, int64_t newest_revision, const std::string
 }
 
 }  // namespace
+
+std::string WhyUnreadable(const Layout& layout, const KeyValue& kv) {
+  const std::string& key = kv.key();
+  if (!layout.IsKnownKey(key)) return "a key this ckptd does not know";
+  if (auto record = layout.ParsePipelineKey(key)) {
+    if (record->is_spec ? !DecodeSpec(kv.value(), record->key).has_value()
+                        : !DecodeProgress(kv.value()).has_value()) {
+      return record->is_spec ? "its spec does not parse" : "its progress does not parse";
+    }
+    return "";
+  }
+  if (layout.ParseCounterKey(key)) {
+    int64_t value = 0;
+    auto [end, error] =
+        std::from_chars(kv.value().data(), kv.value().data() + kv.value().size(), value);
+    if (error != std::errc() || end != kv.value().data() + kv.value().size() || value < 0) {
+      return "its id counter is not a number";
+    }
+    return "";
+  }
+  if (key.rfind(layout.GroupsPrefix(), 0) == 0) {
+    const std::string name = key.substr(layout.GroupsPrefix().size());
+    if (!DecodeGroup(kv.value(), name)) return "its alignment group value does not parse";
+  }
+  return "";
+}
 
 std::optional<std::map<PipelineKey, const KeyValue*>> NewestCheckpoints(
     const Layout& layout, const std::vector<KeyValue>& history) {
@@ -68,6 +98,31 @@ uint64_t EtcdMirror::loads() const {
 uint64_t EtcdMirror::events_applied() const {
   MutexLock lock(mu_);
   return events_;
+}
+
+size_t EtcdMirror::unreadable() const {
+  MutexLock lock(mu_);
+  return unreadable_.size();
+}
+
+void EtcdMirror::Check(const KeyValue& kv, bool put) {
+  const std::string& key = kv.key();
+  if (!put) {
+    unreadable_.erase(key);
+    return;
+  }
+  std::string why = WhyUnreadable(layout_, kv);
+  if (why.empty()) {
+    unreadable_.erase(key);
+    return;
+  }
+  auto [it, added] = unreadable_.emplace(key, why);
+  if (!added && it->second == why) return;  // said already
+  it->second = why;
+  spdlog::error(
+      "standby: {} under the etcd prefix cannot be read ({}): a takeover would quarantine its "
+      "pipeline or group (UNREADABLE) and run every other one; fix or delete the key",
+      Printable(key), why);
 }
 
 void EtcdMirror::Run() {
@@ -170,6 +225,20 @@ void EtcdMirror::Install(StoreImage image) {
   history_ = keyed(image.history);
   newest_values_ = std::move(image.newest_values);
   layout_value_ = std::move(image.layout);
+  high_water_ = std::move(image.high_water);
+  others_.clear();
+  for (std::string& key : image.others) {
+    KeyValue kv;
+    kv.set_key(key);
+    others_.emplace(std::move(key), std::move(kv));
+  }
+  // What the image holds is checked as the watch's events are: each unreadable one said once.
+  for (const auto* map : {&records_, &counters_}) {
+    for (const auto& [key, kv] : *map) Check(kv, true);
+  }
+  for (const auto& [key, kv] : others_) {
+    if (!layout_.IsKnownKey(key)) Check(kv, true);
+  }
   writer_revision_ = image.writer_revision;
   revision_ = image.revision;
   loaded_ = true;
@@ -193,11 +262,30 @@ void EtcdMirror::Apply(Event& event) {
     writer_revision_ = put ? kv.mod_revision() : 0;
   } else if (key == layout_.LayoutKey()) {
     layout_value_ = put ? std::optional<std::string>(kv.value()) : std::nullopt;
+  } else if (key == layout_.HighWaterKey()) {
+    high_water_ = put ? std::optional<std::string>(kv.value()) : std::nullopt;
   } else if (StartsWith(key, layout_.PipelinesPrefix())) {
+    Check(kv, put);
     keep(records_);
   } else if (StartsWith(key, layout_.CountersPrefix())) {
+    Check(kv, put);
     keep(counters_);
-  } else if (StartsWith(key, layout_.CheckpointsPrefix())) {
+  } else if (StartsWith(key, layout_.ChunksRoot()) || key == layout_.ProbeKey()) {
+    // Not loaded.
+  } else if (!StartsWith(key, layout_.CheckpointsPrefix())) {
+    // Election keys, groups, keys no ckptd writes: a load lists them, keys only.
+    Check(kv, put);
+    if (put) {
+      KeyValue bare;
+      bare.set_key(key);
+      others_[key] = std::move(bare);
+    } else {
+      others_.erase(key);
+    }
+  } else {
+    // A checkpoint key that does not parse is said as it arrives; its value is read at takeover
+    // (decoding every completion here would cost a standby what the leader spends).
+    if (!layout_.ParseCheckpointKey(key)) Check(kv, put);
     auto ref = layout_.ParseCheckpointKey(key);
     if (put) {
       // As a load reads the history: keys only (the value is kept below while it is the newest).
@@ -223,7 +311,6 @@ void EtcdMirror::Apply(Event& event) {
       }
     }
   }
-  // Chunks, the election's keys and the probe are not loaded.
 }
 
 StoreImage EtcdMirror::Snapshot() const {
@@ -235,6 +322,8 @@ StoreImage EtcdMirror::Snapshot() const {
   for (const auto& [key, kv] : history_) image.history.push_back(kv);
   image.newest_values = newest_values_;
   image.layout = layout_value_;
+  image.high_water = high_water_;
+  for (const auto& [key, kv] : others_) image.others.push_back(key);
   return image;
 }
 

@@ -45,7 +45,15 @@ struct StoreImage {
   std::vector<etcdserverpb::KeyValue> history;       // P/checkpoints/..., keys only, in key order
   std::map<std::string, std::string> newest_values;  // key -> value of each pipeline's newest
   std::optional<std::string> layout;                 // P/layout's value
+  std::optional<std::string> high_water;             // P/high_water's value
+  // Every other key under the prefix but chunks (election keys, groups, singletons, and keys no
+  // ckptd wrote), keys only, in key order: a load says which ones it does not know.
+  std::vector<std::string> others;
 };
+
+// Why `kv` (a pipeline record, id counter, checkpoint or group value, as a load reads it) cannot
+// be read ("" when it can). A check of the one value; a load checks more (etcd_backend.h).
+std::string WhyUnreadable(const Layout& layout, const etcdserverpb::KeyValue& kv);
 
 // Each pipeline's newest checkpoint write among `history` (in key order): the greatest mod
 // revision, and of one txn's keys (one revision) the highest id. Nothing for a key that is not a
@@ -70,6 +78,10 @@ class EtcdMirror {
   // Images loaded and watch events applied so far (tests).
   uint64_t loads() const;
   uint64_t events_applied() const;
+  // Records the watch brought that cannot be read, and keys no ckptd writes, held now: each is
+  // logged once as it arrives (a standby reports them before any failover; a takeover would
+  // quarantine them), and counted in ckptd_store_unreadable_records.
+  size_t unreadable() const;
 
  private:
   // A checkpoint key's value is kept only while it is its pipeline's newest write.
@@ -105,6 +117,12 @@ class EtcdMirror {
   std::map<PipelineKey, Newest> newest_ CKPT_GUARDED_BY(mu_);
   std::map<std::string, std::string> newest_values_ CKPT_GUARDED_BY(mu_);
   std::optional<std::string> layout_value_ CKPT_GUARDED_BY(mu_);
+  std::optional<std::string> high_water_ CKPT_GUARDED_BY(mu_);
+  std::map<std::string, etcdserverpb::KeyValue> others_ CKPT_GUARDED_BY(mu_);  // no values
+  // Keys whose latest value cannot be read (or which no ckptd writes), with why.
+  std::map<std::string, std::string> unreadable_ CKPT_GUARDED_BY(mu_);
+  // Checks `kv` as it arrives, logs what cannot be read once, and keeps unreadable_ current.
+  void Check(const etcdserverpb::KeyValue& kv, bool put) CKPT_REQUIRES(mu_);
   uint64_t loads_ CKPT_GUARDED_BY(mu_) = 0;
   uint64_t events_ CKPT_GUARDED_BY(mu_) = 0;
 };

@@ -41,6 +41,17 @@ class AdminBackend {
   // Null when there is no such pipeline.
   virtual std::shared_ptr<PipelineRunner> FindPipeline(const PipelineKey& key) const = 0;
   virtual std::vector<std::shared_ptr<PipelineRunner>> AllPipelines() const = 0;
+  // The pipelines whose stored records could not be read (runtime/quarantine.h): listed with
+  // state UNREADABLE, refused for everything but Get, List and Delete.
+  // None by default (a backend over runners alone).
+  virtual std::optional<UnreadableRecord> FindUnreadable(const PipelineKey& key) const {
+    return std::nullopt;
+  }
+  virtual std::vector<UnreadableRecord> AllUnreadable() const { return {}; }
+  // Removes one (PipelineHost::DeleteUnreadable); `done` once durable.
+  virtual void DeleteUnreadable(const PipelineKey& key, std::function<void(Status)> done) {
+    done(Status::NotFound("no pipeline " + key.ToString()));
+  }
   // The defaults a create request's unset fields take.
   virtual PipelineDefaults pipeline_defaults() const = 0;
   // Validates, stores and starts a pipeline; with `restore_from`, its workers restore from that

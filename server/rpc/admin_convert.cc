@@ -89,6 +89,14 @@ void ToProto(const PipelineStatus& s, v1::Pipeline* out) {
   }
 }
 
+void UnreadableToProto(const UnreadableRecord& record, v1::Pipeline* out) {
+  out->mutable_spec()->set_job_id(record.pipeline.job_id);
+  out->mutable_spec()->set_pipeline_id(record.pipeline.pipeline_id);
+  out->mutable_spec()->set_alignment_group(record.group);
+  out->set_state(v1::PIPELINE_STATE_UNREADABLE);
+  out->set_state_reason(record.reason);
+}
+
 Result<CheckpointRef> RefFromProto(const v1::CheckpointRef& proto, const std::string& field) {
   if (auto s = ValidateId(proto.job_id(), field + ".job_id"); !s.ok()) return s;
   if (auto s = ValidateId(proto.pipeline_id(), field + ".pipeline_id"); !s.ok()) return s;

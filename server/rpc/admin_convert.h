@@ -17,6 +17,9 @@ PipelineSpec SpecFromCreate(const v1::PipelineSpec& proto, const PipelineDefault
 PipelineSpec SpecFromUpdate(const v1::PipelineSpec& proto, const PipelineSpec& current);
 
 void ToProto(const PipelineStatus& status, v1::Pipeline* out);
+// A quarantined pipeline (runtime/quarantine.h): its key (and group, when known), state
+// UNREADABLE, and the reason in state_reason.
+void UnreadableToProto(const UnreadableRecord& record, v1::Pipeline* out);
 // `field` names it in the error ("from", "restore_from").
 Result<CheckpointRef> RefFromProto(const v1::CheckpointRef& proto, const std::string& field);
 // `with_states` false: without the task states (`state` left empty).

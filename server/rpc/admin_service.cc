@@ -13,6 +13,7 @@
 #include "rpc/audit_interceptor.h"
 #include "rpc/caller_credentials.h"
 #include "rpc/status_mapping.h"
+#include "runtime/quarantine.h"
 
 namespace ckpt {
 
@@ -88,8 +89,10 @@ Result<std::shared_ptr<PipelineRunner>> AdminServiceImpl::Lookup(
   if (auto s = ValidateId(job_id, "job_id"); !s.ok()) return s;
   if (auto s = ValidateId(pipeline_id, "pipeline_id"); !s.ok()) return s;
   auto runner = backend_.FindPipeline({job_id, pipeline_id});
-  if (!runner) return Status::NotFound("no pipeline " + job_id + "/" + pipeline_id);
-  return runner;
+  if (runner) return runner;
+  // Quarantined: it exists, but no call but Get, List and Delete can act on it.
+  if (auto held = backend_.FindUnreadable({job_id, pipeline_id})) return UnreadableStatus(*held);
+  return Status::NotFound("no pipeline " + job_id + "/" + pipeline_id);
 }
 
 grpc::ServerUnaryReactor* AdminServiceImpl::CreatePipeline(grpc::CallbackServerContext* ctx,
@@ -142,7 +145,15 @@ grpc::ServerUnaryReactor* AdminServiceImpl::DeletePipeline(grpc::CallbackServerC
                                                            v1::DeletePipelineResponse* resp) {
   if (Status s = Admit(*ctx, "DeletePipeline"); !s.ok()) return Reply(ctx, s);
   auto runner = Lookup(req->job_id(), req->pipeline_id());
-  if (!runner.ok()) return Reply(ctx, runner.status());
+  if (!runner.ok()) {
+    if (auto held = backend_.FindUnreadable({req->job_id(), req->pipeline_id()})) {
+      auto* reactor = ctx->DefaultReactor();
+      backend_.DeleteUnreadable(held->pipeline,
+                                [reactor](const Status& s) { reactor->Finish(ToGrpcStatus(s)); });
+      return reactor;
+    }
+    return Reply(ctx, runner.status());
+  }
   auto* reactor = ctx->DefaultReactor();
   backend_.DeletePipeline(*runner,
                           [reactor](const Status& s) { reactor->Finish(ToGrpcStatus(s)); });
@@ -183,7 +194,13 @@ grpc::ServerUnaryReactor* AdminServiceImpl::GetPipeline(grpc::CallbackServerCont
                                                         v1::Pipeline* resp) {
   if (Status s = Admit(*ctx, "GetPipeline"); !s.ok()) return Reply(ctx, s);
   auto runner = Lookup(req->job_id(), req->pipeline_id());
-  if (!runner.ok()) return Reply(ctx, runner.status());
+  if (!runner.ok()) {
+    if (auto held = backend_.FindUnreadable({req->job_id(), req->pipeline_id()})) {
+      UnreadableToProto(*held, resp);
+      return Reply(ctx, Status::Ok());
+    }
+    return Reply(ctx, runner.status());
+  }
   auto* reactor = ctx->DefaultReactor();
   (*runner)->Inspect([reactor, resp](const PipelineCoordinator& c) {
     ToProto(c.Describe(), resp);
@@ -206,20 +223,40 @@ grpc::ServerUnaryReactor* AdminServiceImpl::ListPipelines(grpc::CallbackServerCo
       return Reply(ctx, Status::InvalidArgument("page_token is not one this daemon handed out"));
     }
   }
-  std::vector<std::shared_ptr<PipelineRunner>> runners;
+  // Running pipelines and quarantined ones (UNREADABLE: listed from their records, no runner).
+  struct Entry {
+    PipelineKey key;
+    std::shared_ptr<PipelineRunner> runner;  // null: quarantined
+    const UnreadableRecord* unreadable = nullptr;
+  };
+  const std::vector<UnreadableRecord> quarantined = backend_.AllUnreadable();
+  std::vector<Entry> entries;
+  auto wanted = [&](const PipelineKey& key) {
+    return (req->job_id().empty() || key.job_id == req->job_id()) && (!after || *after < key);
+  };
   for (auto& r : backend_.AllPipelines()) {
-    if (!req->job_id().empty() && r->key().job_id != req->job_id()) continue;
-    if (after && !(*after < r->key())) continue;
-    runners.push_back(std::move(r));
+    if (wanted(r->key())) entries.push_back({r->key(), std::move(r), nullptr});
+  }
+  for (const UnreadableRecord& record : quarantined) {
+    if (wanted(record.pipeline)) entries.push_back({record.pipeline, nullptr, &record});
   }
   // The page: the first `limit` keys in order (a partial sort, not a sort of every pipeline).
-  auto by_key = [](const auto& a, const auto& b) { return a->key() < b->key(); };
-  const size_t page = std::min(limit, runners.size());
-  std::partial_sort(runners.begin(), runners.begin() + page, runners.end(), by_key);
-  if (runners.size() > page) resp->set_next_page_token(PageToken(runners[page - 1]->key()));
-  runners.resize(page);
+  auto by_key = [](const Entry& a, const Entry& b) { return a.key < b.key; };
+  const size_t page = std::min(limit, entries.size());
+  std::partial_sort(entries.begin(), entries.begin() + page, entries.end(), by_key);
+  if (entries.size() > page) resp->set_next_page_token(PageToken(entries[page - 1].key));
+  entries.resize(page);
+  std::vector<std::shared_ptr<PipelineRunner>> runners;
+  std::vector<size_t> slots;  // each runner's place on the page
+  for (size_t i = 0; i < entries.size(); ++i) {
+    if (entries[i].runner) {
+      runners.push_back(entries[i].runner);
+      slots.push_back(i);
+    }
+  }
   auto* reactor = ctx->DefaultReactor();
   if (runners.empty()) {
+    for (const Entry& entry : entries) UnreadableToProto(*entry.unreadable, resp->add_pipelines());
     reactor->Finish(grpc::Status::OK);
     return reactor;
   }
@@ -265,12 +302,16 @@ grpc::ServerUnaryReactor* AdminServiceImpl::ListPipelines(grpc::CallbackServerCo
     }
   };
   auto listing = std::make_shared<Listing>();
-  listing->answers.resize(runners.size());
+  listing->answers.resize(entries.size());
+  for (size_t i = 0; i < entries.size(); ++i) {
+    if (entries[i].unreadable) UnreadableToProto(*entries[i].unreadable, &listing->answers[i]);
+  }
   listing->outstanding.store(runners.size(), std::memory_order_relaxed);
   listing->reactor = reactor;
   listing->resp = resp;
-  for (size_t i = 0; i < runners.size(); ++i) {
-    runners[i]->Inspect([listing, i](const PipelineCoordinator& c) { listing->Answer(i, c); });
+  for (size_t r = 0; r < runners.size(); ++r) {
+    runners[r]->Inspect(
+        [listing, i = slots[r]](const PipelineCoordinator& c) { listing->Answer(i, c); });
   }
   return reactor;
 }
@@ -428,6 +469,8 @@ grpc::ServerWriteReactor<v1::SavepointProgress>* AdminServiceImpl::TriggerSavepo
     return refuse(Status::InvalidArgument("timeout_ms must be between 0 (default) and a week"));
   }
   std::vector<std::shared_ptr<PipelineRunner>> runners;
+  // A job's UNREADABLE pipelines take no savepoint: each is a FAILED line of the job's result.
+  std::vector<UnreadableRecord> unreadable;
   if (!req->pipeline_id().empty()) {
     auto runner = Lookup(req->job_id(), req->pipeline_id());
     if (!runner.ok()) return refuse(runner.status());
@@ -436,7 +479,10 @@ grpc::ServerWriteReactor<v1::SavepointProgress>* AdminServiceImpl::TriggerSavepo
     for (auto& r : backend_.AllPipelines()) {
       if (r->key().job_id == req->job_id()) runners.push_back(std::move(r));
     }
-    if (runners.empty())
+    for (UnreadableRecord& record : backend_.AllUnreadable()) {
+      if (record.pipeline.job_id == req->job_id()) unreadable.push_back(std::move(record));
+    }
+    if (runners.empty() && unreadable.empty())
       return refuse(Status::NotFound("job " + req->job_id() + " has no pipelines"));
   }
   std::vector<std::string> ids;
@@ -445,6 +491,7 @@ grpc::ServerWriteReactor<v1::SavepointProgress>* AdminServiceImpl::TriggerSavepo
     ids.push_back(r->key().pipeline_id);
     waited_on.push_back(r);
   }
+  for (const UnreadableRecord& record : unreadable) ids.push_back(record.pipeline.pipeline_id);
   // When the call is over (answered, or cancelled by its caller), the pipelines let go of it at
   // once: 10,000 cancelled calls must not stay alive until their timeouts.
   auto on_done = [this,
@@ -465,6 +512,13 @@ grpc::ServerWriteReactor<v1::SavepointProgress>* AdminServiceImpl::TriggerSavepo
     backend_.metrics().savepoint_calls = static_cast<int64_t>(savepoint_streams_.size());
   }
   const Millis timeout(req->timeout_ms() > 0 ? req->timeout_ms() : kDefaultSavepointTimeoutMs);
+  for (const UnreadableRecord& record : unreadable) {
+    SavepointUpdate failed;
+    failed.key = record.pipeline;
+    failed.phase = SavepointPhase::kFailed;
+    failed.failure_reason = UnreadableStatus(record).message();
+    stream->OnSavepointUpdate(failed);
+  }
   for (const auto& r : runners) r->RequestSavepoint(req->target(), req->stop(), timeout, stream);
   return stream->reactor();
 }

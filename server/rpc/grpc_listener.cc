@@ -74,7 +74,7 @@ GrpcListener::GrpcListener(asio::io_context& io,
       retry_timer_(strand_),
       sweep_timer_(strand_) {
   if (max_total_ < max_connections) {
-    spdlog::warn(
+    spdlog::info(
         "limits.max_connections is {}, but the descriptor limit allows {} connections beside "
         "the daemon's own descriptors; capping at {} (raise LimitNOFILE to lift it)",
         max_connections, max_total_, max_total_);

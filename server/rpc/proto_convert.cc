@@ -20,6 +20,7 @@ v1::PipelineState ToProto(PipelineState state) {
     case PipelineState::kPaused: return v1::PIPELINE_STATE_PAUSED;
     case PipelineState::kFailed: return v1::PIPELINE_STATE_FAILED;
     case PipelineState::kStopped: return v1::PIPELINE_STATE_STOPPED;
+    case PipelineState::kUnreadable: return v1::PIPELINE_STATE_UNREADABLE;
   }
   return v1::PIPELINE_STATE_UNSPECIFIED;
 }

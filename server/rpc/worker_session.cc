@@ -50,6 +50,7 @@ WorkerSession::WorkerSession(SessionId id, const SessionDeps& deps,
       gatekeeper_(deps.gatekeeper),
       limits_(deps.limits),
       leadership_(deps.leadership),
+      quarantine_(deps.quarantine),
       admission_(std::move(admission)),
       lease_strand_(asio::make_strand(deps.shards.Next())),
       lease_timer_(lease_strand_) {}
@@ -199,6 +200,10 @@ bool WorkerSession::HandleHello(const v1::Hello& hello) {
   info.takeover = hello.takeover();
   auto pipeline = registry_.Find(info.key);
   if (!pipeline) {
+    if (auto held = quarantine_ ? quarantine_->Find(info.key) : std::nullopt) {
+      End(UnreadableStatus(*held));  // FAILED_PRECONDITION with the key or row and why
+      return false;
+    }
     End(Status::NotFound("no pipeline " + info.key.ToString()));
     return false;
   }

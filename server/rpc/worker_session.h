@@ -31,6 +31,7 @@
 #include "rpc/stream_slots.h"
 #include "runtime/daemon_metrics.h"
 #include "runtime/io_shards.h"
+#include "runtime/quarantine.h"
 #include "runtime/registry.h"
 #include "runtime/session_sink.h"
 
@@ -47,6 +48,9 @@ struct SessionDeps {
   // Whether messages may go to workers now (a leader past its local lease deadline sends none)
   // and the epoch welcome and trigger carry.
   const Leadership& leadership;
+  // Pipelines whose records could not be read: a hello for one is FAILED_PRECONDITION with why.
+  // May be null (no quarantine).
+  const Quarantine* quarantine = nullptr;
 };
 
 // What WorkerService.Connect decided about a new stream before it reads a byte of it.
@@ -109,6 +113,7 @@ class WorkerSession final : public AsyncBidiReactor<v1::WorkerMessage, v1::Coord
   const Gatekeeper& gatekeeper_;
   const Limits limits_;
   const Leadership& leadership_;
+  const Quarantine* const quarantine_;
   const Admission admission_;
   const DaemonClock::time_point created_at_ = DaemonClock::now();
 

@@ -4,6 +4,7 @@
 
 #include <future>
 
+#include "core/printable.h"
 #include "core/spec_validation.h"
 #include "store/group_rules.h"
 
@@ -14,7 +15,7 @@ AlignmentGroups::~AlignmentGroups() {
   for (auto& [name, runner] : runners_) runner->Stop();
 }
 
-Status AlignmentGroups::Load() {
+Status AlignmentGroups::Load(std::vector<UnreadableRecord>* unreadable) {
   auto loaded = store_.LoadGroups();
   if (!loaded.ok()) return loaded.status();
   MutexLock lock(mu_);
@@ -23,8 +24,16 @@ Status AlignmentGroups::Load() {
   runners_.clear();
   for (StoredGroup& group : *loaded) {
     if (Status s = ValidateStoredGroup(group); !s.ok()) {
-      return Status::DataLoss("alignment group \"" + group.spec.name +
-                              "\" in the store: " + s.message());
+      // The group alone is quarantined; its members wait for it.
+      UnreadableRecord record;
+      record.kind = UnreadableRecord::Kind::kGroup;
+      record.group = group.spec.name;
+      record.reason =
+          "alignment group " + group.spec.name + " in the store is not valid: " + s.message();
+      spdlog::error("alignment group {} is quarantined (UNREADABLE): {}",
+                    Printable(group.spec.name), Printable(record.reason));
+      if (unreadable) unreadable->push_back(std::move(record));
+      continue;
     }
     SyncRunner(group);
     std::string name = group.spec.name;
@@ -81,6 +90,25 @@ void AlignmentGroups::Leave(const PipelineKey& key) {
     it->second.erase(key);
     it = it->second.empty() ? members_.erase(it) : std::next(it);
   }
+}
+
+void AlignmentGroups::HoldFor(const std::string& name, const PipelineKey& key,
+                              const std::string& why) {
+  std::shared_ptr<GroupRunner> runner;
+  {
+    MutexLock lock(mu_);
+    if (!groups_.count(name)) return;
+    members_[name].insert(key);
+    if (auto it = runners_.find(name); it != runners_.end()) runner = it->second;
+  }
+  if (!runner) return;
+  runner->AddMember(key, {}, 0);  // no runner behind it: never ready, never in a round
+  runner->MemberState(key, false, why);
+}
+
+void AlignmentGroups::Release(const std::string& name, const PipelineKey& key) {
+  Leave(key);
+  if (auto runner = Runner(name)) runner->RemoveMember(key, "deleted");
 }
 
 std::shared_ptr<GroupRunner> AlignmentGroups::Runner(const std::string& name) const {

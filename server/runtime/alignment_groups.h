@@ -57,7 +57,9 @@ class AlignmentGroups {
   ~AlignmentGroups();
 
   // Blocking: reads every group from the store (replacing what is held). At start and takeover.
-  Status Load();
+  // A group whose record does not validate is left out and added to `unreadable` (quarantined:
+  // runtime/quarantine.h); one the store could not read at all, the store reports.
+  Status Load(std::vector<UnreadableRecord>* unreadable = nullptr);
 
   // Blocking (waits up to `wait` for the store): the groups the config file declares are
   // created, or changed to match it; a group created through the API is left alone (logged);
@@ -93,6 +95,11 @@ class AlignmentGroups {
   Status CheckJoin(const std::string& name) const;
   // The pipeline is gone (deleted): out of whichever group held it.
   void Leave(const PipelineKey& key);
+  // A member whose own record could not be read (runtime/quarantine.h): it holds the group as a
+  // member never ready, `why` its holdup, until Release. Nothing when there is no such group.
+  void HoldFor(const std::string& name, const PipelineKey& key, const std::string& why);
+  // That member is deleted: the group goes on without it.
+  void Release(const std::string& name, const PipelineKey& key);
   // The runner of `name` (null: no such group, or no runners).
   std::shared_ptr<GroupRunner> Runner(const std::string& name) const;
 

@@ -11,8 +11,8 @@ namespace ckpt {
 namespace {
 
 constexpr PipelineState kStates[] = {PipelineState::kWaitingForTasks, PipelineState::kRunning,
-                                     PipelineState::kPaused, PipelineState::kFailed,
-                                     PipelineState::kStopped};
+                                     PipelineState::kPaused,          PipelineState::kFailed,
+                                     PipelineState::kStopped,         PipelineState::kUnreadable};
 
 double Load(const std::atomic<uint64_t>& a) {
   return static_cast<double>(a.load(std::memory_order_relaxed));
@@ -164,6 +164,10 @@ std::string RenderMetricsPage(const DaemonMetrics& m, const Registry& registry,
     out.Sample("ckptd_auth_denied_total", {{"reason", DenyReasonLabel(static_cast<DenyReason>(i))}},
                Load(m.auth_denied_total[i]));
   }
+  out.Gauge("ckptd_store_unreadable_records",
+            "Stored records that could not be read (each quarantines its pipeline or group), "
+            "and keys under the store that no ckptd writes; on a standby, those its watch saw.",
+            static_cast<double>(options.store_unreadable_records));
   out.Counter("ckptd_tls_reload_failures_total",
               "Refreshes of the TLS files refused because a file did not load (the set in use "
               "stays).",

@@ -23,6 +23,8 @@ struct MetricsPageOptions {
   uint64_t etcd_transactions_resent = 0;
   // ckptd_tls_handshake_failures_total (rpc/grpc_log_bridge.h counts them).
   uint64_t tls_handshake_failures = 0;
+  // ckptd_store_unreadable_records (runtime/quarantine.h; a standby's watch).
+  uint64_t store_unreadable_records = 0;
 };
 
 std::string RenderMetricsPage(const DaemonMetrics& metrics, const Registry& registry,

@@ -6,6 +6,7 @@
 #include <limits>
 #include <map>
 
+#include "core/printable.h"
 #include "core/spec_validation.h"
 
 namespace ckpt {
@@ -64,18 +65,53 @@ Status PipelineHost::Load(const std::vector<PipelineSpec>& declared_specs,
                           const std::map<PipelineKey, CheckpointRef>& restore_from,
                           const std::vector<AlignmentGroupSpec>& declared_groups,
                           std::chrono::milliseconds group_wait) {
-  if (Status s = groups_.Load(); !s.ok()) return s;
+  std::vector<UnreadableRecord> invalid_groups;
+  if (Status s = groups_.Load(&invalid_groups); !s.ok()) return s;
   groups_.ApplyDeclared(declared_groups, group_wait);  // each failure logged
   auto loaded = store_.LoadPipelines();
   if (!loaded.ok()) return loaded.status();
+  // What the store could not read is quarantined; everything else loads and runs.
+  std::vector<UnreadableRecord> unreadable = store_.UnreadableRecords();
+  unreadable.insert(unreadable.end(), invalid_groups.begin(), invalid_groups.end());
+  quarantine_.Load(unreadable);
   std::map<PipelineKey, StoredPipeline> stored;
-  for (auto& p : *loaded) stored[p.record.spec.key] = std::move(p);
+  for (auto& p : *loaded) {
+    // A member of a group that is quarantined cannot take part in its rounds: it waits with it.
+    const std::string& group = p.record.spec.alignment_group;
+    if (auto held = group.empty() ? std::nullopt : quarantine_.FindGroup(group)) {
+      UnreadableRecord record;
+      record.pipeline = p.record.spec.key;
+      record.group = group;
+      record.reason = "a member of alignment group " + group + ", whose record is UNREADABLE (" +
+                      held->reason + ")";
+      spdlog::error("[{}] quarantined with its group: {}", Printable(record.pipeline.ToString()),
+                    Printable(record.reason));
+      quarantine_.Add(std::move(record));
+      continue;
+    }
+    stored[p.record.spec.key] = std::move(p);
+  }
+  // A quarantined member holds its (readable) group, as a missing task would.
+  for (const UnreadableRecord& record : quarantine_.Pipelines()) {
+    if (!record.group.empty() && !quarantine_.FindGroup(record.group)) {
+      groups_.HoldFor(record.group, record.pipeline, "UNREADABLE: " + record.reason);
+    }
+  }
+  metrics_.pipelines_by_state[static_cast<size_t>(PipelineState::kUnreadable)] =
+      static_cast<int64_t>(quarantine_.pipelines());
 
   // Config-declared pipelines are created, or updated to match the file; a pipeline created
   // through the API is left alone, at start as on reload, so that a restart never rewrites what
   // an operator made.
   std::map<PipelineKey, bool> fresh;
   for (const auto& spec : declared_specs) {
+    if (auto held = quarantine_.Find(spec.key)) {
+      spdlog::error(
+          "[{}] declared in the config file but UNREADABLE in the store ({}): left as it is; "
+          "delete it (ckptctl pipeline delete) and the file creates it again at the next reload",
+          Printable(spec.key.ToString()), Printable(held->reason));
+      continue;
+    }
     auto it = stored.find(spec.key);
     if (it == stored.end()) {
       StoredPipeline p;
@@ -258,6 +294,11 @@ void PipelineHost::Create(
     if (auto s = groups_.CheckJoin(spec.alignment_group); !s.ok()) return done(s);
   }
   if (refusing_creates_.load()) return done(Status::Unavailable("ckptd is shutting down"));
+  if (auto held = quarantine_.Find(spec.key)) {
+    return done(Status::AlreadyExists("pipeline " + spec.key.ToString() +
+                                      " exists but is UNREADABLE (" + held->reason +
+                                      "); delete it first (ckptctl pipeline delete)"));
+  }
   {
     MutexLock lock(creating_mu_);
     if (registry_.Find(spec.key) || !creating_.insert(spec.key).second) {
@@ -332,6 +373,24 @@ void PipelineHost::Delete(const std::shared_ptr<PipelineRunner>& runner,
         done(s);
       },
       declared_in);
+}
+
+void PipelineHost::DeleteUnreadable(const PipelineKey& key, std::function<void(Status)> done) {
+  auto held = quarantine_.Find(key);
+  if (!held) return done(Status::NotFound("pipeline " + key.ToString() + " is not UNREADABLE"));
+  store_.DeleteUnreadablePipeline(key, [this, record = *held, done = std::move(done)](Status s) {
+    ReportStoreWrite(s);
+    if (s.ok() && quarantine_.Remove(record.pipeline)) {
+      metrics_.pipelines_by_state[static_cast<size_t>(PipelineState::kUnreadable)] =
+          static_cast<int64_t>(quarantine_.pipelines());
+      if (!record.group.empty()) groups_.Release(record.group, record.pipeline);
+      spdlog::info(
+          "[{}] UNREADABLE pipeline deleted; a pipeline created under its name starts "
+          "its ids above every id the store gave",
+          Printable(record.pipeline.ToString()));
+    }
+    done(s);
+  });
 }
 
 PipelineDefaults PipelineHost::defaults() const {

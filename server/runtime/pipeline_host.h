@@ -27,6 +27,7 @@
 #include "runtime/blocking_work.h"
 #include "runtime/daemon_metrics.h"
 #include "runtime/io_shards.h"
+#include "runtime/quarantine.h"
 #include "runtime/registry.h"
 #include "runtime/store_health.h"
 #include "store/metadata_store.h"
@@ -98,6 +99,11 @@ class PipelineHost {
   // (its state would be released under it); its own restore point is no obstacle.
   void Delete(const std::shared_ptr<PipelineRunner>& runner, std::function<void(Status)> done);
 
+  // Deletes a pipeline whose record could not be read (quarantine()): whatever is stored of it
+  // goes, and its id counter is raised to the store's high-water mark. NOT_FOUND when it is not
+  // quarantined. `done` on the store's writer thread.
+  void DeleteUnreadable(const PipelineKey& key, std::function<void(Status)> done);
+
   // RestorePipeline: `from` (checkpoint_id 0: the source's newest completed) becomes `target`'s
   // restore point (PipelineCoordinator::Restore has the rules). Blocking (it reads the source's
   // checkpoint): call it from writes(). `done` once durable or refused; it runs on a strand or
@@ -130,6 +136,8 @@ class PipelineHost {
   void SetDefaults(const PipelineDefaults& defaults);
 
   Registry& registry() { return registry_; }
+  // The pipelines and groups whose records the store could not read (runtime/quarantine.h).
+  const Quarantine& quarantine() const { return quarantine_; }
   AlignmentGroups& groups() { return groups_; }
   const Registry& registry() const { return registry_; }
   bool store_writable() const { return store_health_.writable(); }
@@ -171,6 +179,7 @@ class PipelineHost {
   // Shared by every runner; it points at the members above, and at this host (PinDropped).
   const std::shared_ptr<const RunnerContext> runner_context_;
   Registry registry_;
+  Quarantine quarantine_;
   // Loaded with the pipelines (Load); each group's runner on the shard its name falls to.
   AlignmentGroups groups_{store_,
                           [this](const StoredGroup& group) {

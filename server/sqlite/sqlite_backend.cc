@@ -12,6 +12,7 @@
 #include <utility>
 #include <variant>
 
+#include "core/printable.h"
 #include "core/spec_validation.h"
 #include "sqlite/sqlite_rows.h"
 #include "store/group_rules.h"
@@ -46,6 +47,7 @@ struct SqliteBackend::WriterConn {
   Stmt upsert_pipeline, update_progress, raise_counter, insert_checkpoint, trim_checkpoints;
   Stmt delete_pipeline, delete_checkpoints, delete_checkpoint, pipeline_exists, probe;
   Stmt upsert_group, delete_group, raise_group_counter, update_group_progress;
+  Stmt raise_high_water, counter_to_high_water;
 
   Status Prepare() {
     Status s;
@@ -123,6 +125,15 @@ struct SqliteBackend::WriterConn {
                 "from_config = excluded.from_config",
                 s);
     PrepareInto(db, delete_group, "DELETE FROM alignment_groups WHERE name = ?1", s);
+    PrepareInto(db, raise_high_water,
+                "UPDATE id_high_water SET value = MAX(value, ?1) WHERE id = 0", s);
+    // A counter that is not an integer counts as nothing: the high-water mark replaces it.
+    PrepareInto(db, counter_to_high_water,
+                "INSERT INTO id_counters (job_id, pipeline_id, counter) VALUES (?1, ?2, "
+                "(SELECT value FROM id_high_water WHERE id = 0)) "
+                "ON CONFLICT (job_id, pipeline_id) DO UPDATE SET counter = MAX("
+                "CASE WHEN typeof(counter) = 'integer' THEN counter ELSE 0 END, excluded.counter)",
+                s);
     PrepareInto(db, raise_group_counter,
                 "UPDATE alignment_groups SET id_counter = MAX(id_counter, ?2) WHERE name = ?1", s);
     PrepareInto(db, update_group_progress,
@@ -153,6 +164,16 @@ struct SqliteBackend::WriterConn {
     raise_counter.Bind(3, counter);
     if (int rc = raise_counter.Step(); rc != SQLITE_DONE) {
       return db.Error(rc, "raising the id counter of " + key.ToString());
+    }
+    return RaiseHighWater(counter);
+  }
+
+  // Every counter raised raises the store's high-water mark with it, in the same transaction.
+  Status RaiseHighWater(int64_t counter) {
+    ResetGuard guard(raise_high_water);
+    raise_high_water.Bind(1, counter);
+    if (int rc = raise_high_water.Step(); rc != SQLITE_DONE) {
+      return db.Error(rc, "raising the ids' high-water mark");
     }
     return Status::Ok();
   }
@@ -232,7 +253,7 @@ struct SqliteBackend::WriterConn {
     return Status::Ok();
   }
 
-  Status DeletePipeline(const PipelineKey& key) {
+  Status DeletePipeline(const PipelineKey& key, bool unreadable) {
     for (Stmt* stmt : {&delete_checkpoints, &delete_pipeline}) {
       ResetGuard guard(*stmt);
       stmt->Bind(1, key.job_id);
@@ -240,6 +261,14 @@ struct SqliteBackend::WriterConn {
       if (int rc = stmt->Step(); rc != SQLITE_DONE) {
         return db.Error(rc, "deleting pipeline " + key.ToString());
       }
+    }
+    if (!unreadable) return Status::Ok();
+    ResetGuard guard(counter_to_high_water);
+    counter_to_high_water.Bind(1, key.job_id);
+    counter_to_high_water.Bind(2, key.pipeline_id);
+    if (int rc = counter_to_high_water.Step(); rc != SQLITE_DONE) {
+      return db.Error(rc,
+                      "raising the id counter of " + key.ToString() + " to the high-water mark");
     }
     return Status::Ok();
   }
@@ -304,7 +333,7 @@ struct SqliteBackend::WriterConn {
     if (sqlite3_changes(db.get()) == 0) {
       return Status::NotFound("alignment group " + name + " has no record");
     }
-    return Status::Ok();
+    return RaiseHighWater(new_counter);
   }
 
   // Runs inside the op's SAVEPOINT: a member that fails rolls back the members before it too.
@@ -328,7 +357,7 @@ struct SqliteBackend::WriterConn {
     if (sqlite3_changes(db.get()) == 0) {
       return Status::NotFound("alignment group " + commit.group + " has no record (deleted?)");
     }
-    return Status::Ok();
+    return RaiseHighWater(p.id_counter);
   }
 
   // One op of the open transaction; its own status.
@@ -359,7 +388,7 @@ struct SqliteBackend::WriterConn {
             return CommitGroupRound(o.commit);
           } else {
             static_assert(std::is_same_v<T, DeletePipelineOp>);
-            return DeletePipeline(o.key);
+            return DeletePipeline(o.key, o.unreadable);
           }
         },
         op);
@@ -531,32 +560,65 @@ Result<std::vector<StoredPipeline>> SqliteBackend::LoadPipelines() {
   Stmt& stmt = reader_->load_pipelines;
   ResetGuard guard(stmt);
   std::vector<StoredPipeline> pipelines;
+  std::vector<UnreadableRecord> unreadable;
+  // A row that does not read or validate quarantines its pipeline alone (ha/etcd_outcomes.h's
+  // rule, on this backend too): the others load and run.
+  auto quarantine = [&](const PipelineKey& key, std::string group, std::string reason) {
+    UnreadableRecord record;
+    record.kind = UnreadableRecord::Kind::kPipeline;
+    record.pipeline = key;
+    record.group = std::move(group);
+    record.reason =
+        "row of " + Printable(key.ToString()) + " in " + path_ + ": " + std::move(reason);
+    unreadable.push_back(std::move(record));
+  };
   int rc;
   while ((rc = stmt.Step()) == SQLITE_ROW) {
+    const PipelineKey key{stmt.ColumnText(0), stmt.ColumnText(1)};
+    // The group it names, when that much reads: its group waits for it.
+    const std::string group =
+        ValidateId(stmt.ColumnText(9), "alignment_group").ok() ? stmt.ColumnText(9) : "";
     auto record = ReadRecord(stmt, path_);
-    if (!record.ok()) return Status::DataLoss(record.status().message());
+    if (!record.ok()) {
+      quarantine(key, group, record.status().message());
+      continue;
+    }
+    if (!stmt.ColumnIsInt(kRecordColumnCount)) {
+      quarantine(key, group, "its id counter (id_counters) is not an integer");
+      continue;
+    }
     StoredPipeline stored;
     stored.record = std::move(*record);
     stored.id_counter = stmt.ColumnInt(kRecordColumnCount);
-    // Held to the rules of API input: a counter near INT64_MAX or a pipeline without tasks is
-    // damaged data, refused here rather than overflowing or hanging later.
-    if (Status s = ValidateStored(stored); !s.ok()) {
-      return Status::DataLoss("pipeline " + stored.record.spec.key.ToString() + " in " + path_ +
-                              " is not valid: " + s.message() +
-                              "; refusing to start on it (restore the database from a backup, or "
-                              "correct or delete that row with sqlite3)");
+    // Held to the rules of API input: a counter near INT64_MAX, a pipeline without tasks, an id
+    // that names a path (API input never has "/") is damaged data, refused here rather than
+    // overflowing, hanging or escaping its savepoint directory later.
+    Status valid = ValidateStored(stored);
+    if (valid.ok()) valid = ValidatePathId(key.job_id, "job_id");
+    if (valid.ok()) valid = ValidatePathId(key.pipeline_id, "pipeline_id");
+    if (!valid.ok()) {
+      quarantine(key, group, "not valid: " + valid.message());
+      continue;
     }
     pipelines.push_back(std::move(stored));
   }
-  // A damaged file is DATA_LOSS, which stops the start with exit 65.
+  // A damaged file (as opposed to a damaged row) is DATA_LOSS, which stops the start with exit
+  // 65: the engine itself reports it.
   if (rc != SQLITE_DONE) return reader_->db.Error(rc, "loading pipelines from " + path_);
-  if (Status s = LoadHistories(&pipelines); !s.ok()) return s;
+  if (Status s = LoadHistories(&pipelines, &unreadable); !s.ok()) return s;
+  for (const UnreadableRecord& record : unreadable) {
+    spdlog::error("store: {} is quarantined (UNREADABLE; every other pipeline runs): {}",
+                  Printable(record.pipeline.ToString()), record.reason);
+  }
+  unreadable_pipelines_ = std::move(unreadable);
   return pipelines;
 }
 
-Status SqliteBackend::LoadHistories(std::vector<StoredPipeline>* pipelines) {
+Status SqliteBackend::LoadHistories(std::vector<StoredPipeline>* pipelines,
+                                    std::vector<UnreadableRecord>* unreadable) {
   std::map<PipelineKey, StoredPipeline*> by_key;
   for (StoredPipeline& stored : *pipelines) by_key[stored.record.spec.key] = &stored;
+  std::map<PipelineKey, std::string> damaged;  // pipeline -> the first reason
   Stmt& stmt = reader_->load_history;
   ResetGuard guard(stmt);
   int rc;
@@ -565,17 +627,24 @@ Status SqliteBackend::LoadHistories(std::vector<StoredPipeline>* pipelines) {
     PipelineKey key{stmt.ColumnText(0), stmt.ColumnText(1)};
     if (!current || current->record.spec.key != key) {
       auto found = by_key.find(key);
-      if (found == by_key.end()) continue;  // cannot happen: the join finds only these
-      current = found->second;
+      current = found == by_key.end() ? nullptr : found->second;  // quarantined already
     }
+    if (!current || damaged.count(key)) continue;
     const int64_t id = stmt.ColumnInt(2);
-    const std::string where =
-        "checkpoint " + std::to_string(id) + " of " + key.ToString() + " in " + path_;
+    const std::string where = "checkpoint " + std::to_string(id);
     auto kind = KindFromInt(stmt.ColumnInt(3));
-    if (!kind) return Status::DataLoss("unknown kind of " + where + "; refusing to start on it");
+    if (!stmt.ColumnIsInt(2) || !stmt.ColumnIsInt(3) || !kind) {
+      damaged[key] = where + ": its id or kind is not one this ckptd wrote";
+      continue;
+    }
     if (Status s = ValidateHistoryId(id); !s.ok()) {
-      return Status::DataLoss(where + " is not valid: " + s.message() +
-                              "; refusing to start on it");
+      damaged[key] = where + " is not valid: " + s.message();
+      continue;
+    }
+    if (id > current->id_counter) {
+      // An id above the counter would be handed out again.
+      damaged[key] = where + " is above its id counter " + std::to_string(current->id_counter);
+      continue;
     }
     current->history.push_back({id, *kind});
     if (stmt.ColumnInt(4) == 0) continue;
@@ -588,11 +657,35 @@ Status SqliteBackend::LoadHistories(std::vector<StoredPipeline>* pipelines) {
     newest.position = stmt.ColumnInt(9);
     newest.alignment_group = stmt.ColumnText(10);
     if (!TaskStatesFromJson(stmt.ColumnText(8), &newest.task_states, &newest.task_figures)) {
-      return Status::DataLoss("unreadable task states of " + where + "; refusing to start on it");
+      damaged[key] = where + ": its task states do not parse";
     }
   }
   if (rc != SQLITE_DONE) return reader_->db.Error(rc, "loading checkpoint histories from " + path_);
+  if (damaged.empty()) return Status::Ok();
+  std::vector<StoredPipeline> kept;
+  kept.reserve(pipelines->size());
+  for (StoredPipeline& stored : *pipelines) {
+    auto it = damaged.find(stored.record.spec.key);
+    if (it == damaged.end()) {
+      kept.push_back(std::move(stored));
+      continue;
+    }
+    UnreadableRecord record;
+    record.pipeline = stored.record.spec.key;
+    record.group = stored.record.spec.alignment_group;
+    record.reason =
+        "history of " + Printable(it->first.ToString()) + " in " + path_ + ": " + it->second;
+    unreadable->push_back(std::move(record));
+  }
+  *pipelines = std::move(kept);
   return Status::Ok();
+}
+
+std::vector<UnreadableRecord> SqliteBackend::UnreadableRecords() {
+  MutexLock lock(read_mu_);
+  std::vector<UnreadableRecord> all = unreadable_pipelines_;
+  all.insert(all.end(), unreadable_groups_.begin(), unreadable_groups_.end());
+  return all;
 }
 
 Result<std::vector<CompletedCheckpoint>> SqliteBackend::ListCompleted(const PipelineKey& key,
@@ -638,8 +731,20 @@ Result<int64_t> SqliteBackend::LoadIdCounter(const PipelineKey& key) {
   stmt.Bind(1, key.job_id);
   stmt.Bind(2, key.pipeline_id);
   int rc = stmt.Step();
-  if (rc == SQLITE_ROW) return stmt.ColumnInt(0);
+  if (rc == SQLITE_ROW && stmt.ColumnIsInt(0)) return stmt.ColumnInt(0);
   if (rc == SQLITE_DONE) return int64_t{0};
+  if (rc == SQLITE_ROW) {
+    // A counter that does not read: nothing below the store's high-water mark is safe to hand
+    // out, so the pipeline goes on above it.
+    stmt.Reset();
+    auto high_water = reader_->db.QueryInt("SELECT value FROM id_high_water WHERE id = 0");
+    if (!high_water.ok()) return high_water.status();
+    spdlog::warn(
+        "store: the id counter of {} in {} is not an integer; ids go on above the "
+        "store's high-water mark {}",
+        Printable(key.ToString()), path_, *high_water);
+    return *high_water;
+  }
   return reader_->db.Error(rc, "reading the id counter of " + key.ToString() + " in " + path_);
 }
 
@@ -648,8 +753,22 @@ Result<std::vector<StoredGroup>> SqliteBackend::LoadGroups() {
   Stmt& stmt = reader_->load_groups;
   ResetGuard guard(stmt);
   std::vector<StoredGroup> groups;
+  std::vector<UnreadableRecord> unreadable;
   int rc;
   while ((rc = stmt.Step()) == SQLITE_ROW) {
+    bool numbers = true;
+    for (int col = 1; col <= 9; ++col) numbers = numbers && stmt.ColumnIsInt(col);
+    if (!numbers) {
+      UnreadableRecord record;
+      record.kind = UnreadableRecord::Kind::kGroup;
+      record.group = stmt.ColumnText(0);
+      record.reason = "row of alignment group " + Printable(record.group) + " in " + path_ +
+                      ": a column that holds a number holds something else";
+      spdlog::error("store: alignment group {} is quarantined (UNREADABLE): {}",
+                    Printable(record.group), record.reason);
+      unreadable.push_back(std::move(record));
+      continue;
+    }
     StoredGroup& g = groups.emplace_back();
     g.spec.name = stmt.ColumnText(0);
     g.spec.interval_ms = stmt.ColumnInt(1);
@@ -663,6 +782,7 @@ Result<std::vector<StoredGroup>> SqliteBackend::LoadGroups() {
     g.progress.last_completed_at_ms = stmt.ColumnInt(9);
   }
   if (rc != SQLITE_DONE) return reader_->db.Error(rc, "loading alignment groups from " + path_);
+  unreadable_groups_ = std::move(unreadable);
   return groups;
 }
 

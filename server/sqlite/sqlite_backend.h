@@ -48,19 +48,25 @@ class SqliteBackend final : public StoreBackend {
   Result<std::vector<CompletedCheckpoint>> ListCompleted(const PipelineKey& key, int limit,
                                                          int64_t before_id) override;
   Result<std::vector<StoredGroup>> LoadGroups() override;
+  std::vector<UnreadableRecord> UnreadableRecords() override;
 
  private:
   struct WriterConn;  // writer connection + cached statements (writer thread only)
   struct ReaderConn;  // read-only connection + cached statements (under read_mu_)
 
   SqliteBackend(std::unique_ptr<WriterConn> writer, std::unique_ptr<ReaderConn> reader);
-  // Fills in each pipeline's history and newest checkpoint (LoadPipelines).
-  Status LoadHistories(std::vector<StoredPipeline>* pipelines) CKPT_REQUIRES(read_mu_);
+  // Fills in each pipeline's history and newest checkpoint (LoadPipelines); a pipeline whose
+  // history rows do not read (or hold an id above its counter) moves to `unreadable`.
+  Status LoadHistories(std::vector<StoredPipeline>* pipelines,
+                       std::vector<UnreadableRecord>* unreadable) CKPT_REQUIRES(read_mu_);
 
   const std::string path_;
   const std::unique_ptr<WriterConn> writer_;  // writer thread only
   Mutex read_mu_;
   const std::unique_ptr<ReaderConn> reader_ CKPT_PT_GUARDED_BY(read_mu_);
+  // What the last LoadPipelines and LoadGroups could not read.
+  std::vector<UnreadableRecord> unreadable_pipelines_ CKPT_GUARDED_BY(read_mu_);
+  std::vector<UnreadableRecord> unreadable_groups_ CKPT_GUARDED_BY(read_mu_);
 };
 
 }  // namespace ckpt

@@ -159,6 +159,8 @@ int Stmt::Run() {
 
 int64_t Stmt::ColumnInt(int col) const { return sqlite3_column_int64(stmt_, col); }
 
+bool Stmt::ColumnIsInt(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_INTEGER; }
+
 std::string Stmt::ColumnText(int col) const {
   const unsigned char* text = sqlite3_column_text(stmt_, col);
   if (!text) return std::string();

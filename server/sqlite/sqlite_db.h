@@ -80,6 +80,8 @@ class Stmt {
   int Run();
 
   int64_t ColumnInt(int col) const;  // 0-based, as in SQLite
+  // Whether the value of `col` is stored as an integer (a column SQLite lets hold text too).
+  bool ColumnIsInt(int col) const;
   std::string ColumnText(int col) const;
 
   // Resets and clears the bindings. A statement left stepped (not reset) keeps its read transaction

@@ -159,6 +159,13 @@ Result<PipelineRecord> ReadRecord(const Stmt& stmt, const std::string& path) {
   r.spec.key.job_id = stmt.ColumnText(0);
   r.spec.key.pipeline_id = stmt.ColumnText(1);
   const std::string where = "pipeline " + r.spec.key.ToString() + " in " + path;
+  // SQLite lets an INTEGER column hold text: a value that is not a number is damage, not 0.
+  for (int col : {3, 4, 5, 6, 7, 8, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19}) {
+    if (!stmt.ColumnIsInt(col)) {
+      return Status::Internal(std::string("column ") + kRecordColumns[col] + " of " + where +
+                              " is not an integer");
+    }
+  }
   auto task_ids = TaskIdsFromJson(stmt.ColumnText(2));
   if (!task_ids) return Status::Internal("unreadable task_ids of " + where);
   r.spec.task_ids = std::move(*task_ids);

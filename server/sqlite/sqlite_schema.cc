@@ -16,7 +16,7 @@ namespace {
 
 // Version 1; version 2 adds `meta` (kSchemaV2); version 3 the operator-set restore point
 // (kSchemaV3); version 4 the last release (kSchemaV4); version 5 positions (kSchemaV5); version 6
-// alignment groups (kSchemaV6). A new store
+// alignment groups (kSchemaV6); version 7 the ids' high-water mark (kSchemaV7). A new store
 // is created at the current version; an older file is migrated step by step (Migrate); an older
 // ckptd refuses a newer file instead of misreading it.
 constexpr const char* kSchemaV1 = R"sql(
@@ -107,8 +107,24 @@ ALTER TABLE pipelines ADD COLUMN alignment_group TEXT NOT NULL DEFAULT '';
 ALTER TABLE checkpoints ADD COLUMN alignment_group TEXT NOT NULL DEFAULT '';
 )sql";
 
+// The store-wide high-water mark of ids (docs/SECURITY.md "Unreadable records"): the highest id
+// counter any pipeline or group ever held, raised with every counter. A pipeline whose own counter
+// cannot be read is given it when it is deleted, so that one created again under its name starts
+// above every id the store ever gave. An older file starts from what it holds.
+constexpr const char* kSchemaV7 = R"sql(
+CREATE TABLE id_high_water (
+  id    INTEGER NOT NULL PRIMARY KEY CHECK (id = 0),
+  value INTEGER NOT NULL
+);
+INSERT INTO id_high_water (id, value) VALUES (0, MAX(
+  COALESCE((SELECT MAX(counter) FROM id_counters WHERE typeof(counter) = 'integer'), 0),
+  COALESCE((SELECT MAX(id_counter) FROM alignment_groups WHERE typeof(id_counter) = 'integer'), 0),
+  COALESCE((SELECT MAX(checkpoint_id) FROM checkpoints WHERE typeof(checkpoint_id) = 'integer'), 0)));
+)sql";
+
 // What takes version N-1 to N, from 2 on: kUpgrades[N - 2].
-constexpr const char* kUpgrades[] = {kSchemaV2, kSchemaV3, kSchemaV4, kSchemaV5, kSchemaV6};
+constexpr const char* kUpgrades[] = {kSchemaV2, kSchemaV3, kSchemaV4,
+                                     kSchemaV5, kSchemaV6, kSchemaV7};
 static_assert(std::size(kUpgrades) == kSchemaVersion - 1,
               "one upgrade per version after the first");
 

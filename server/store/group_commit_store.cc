@@ -72,6 +72,14 @@ void GroupCommitStore::Probe(Done done) {
   Enqueue(ProbeOp{now_ms}, std::move(done));
 }
 
+void GroupCommitStore::DeleteUnreadablePipeline(const PipelineKey& key, Done done) {
+  Enqueue(DeletePipelineOp{key, /*unreadable=*/true}, std::move(done));
+}
+
+std::vector<UnreadableRecord> GroupCommitStore::UnreadableRecords() {
+  return backend_->UnreadableRecords();
+}
+
 void GroupCommitStore::DeletePipeline(const PipelineKey& key, Done done) {
   Enqueue(DeletePipelineOp{key}, std::move(done));
 }

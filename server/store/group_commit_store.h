@@ -80,6 +80,8 @@ class GroupCommitStore : public MetadataStore {
   void CommitCheckpoint(const CheckpointCommit& commit, Done done) override;
   void Probe(Done done) override;
   void DeletePipeline(const PipelineKey& key, Done done) override;
+  void DeleteUnreadablePipeline(const PipelineKey& key, Done done) override;
+  std::vector<UnreadableRecord> UnreadableRecords() override;
   void DeleteCheckpoints(const PipelineKey& key, const std::vector<int64_t>& ids,
                          Done done) override;
   Result<int64_t> LoadIdCounter(const PipelineKey& key) override;

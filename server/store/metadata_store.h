@@ -51,6 +51,18 @@ class MetadataStore {
   // Removes the record and the checkpoint history of the pipeline (not its id counter).
   virtual void DeletePipeline(const PipelineKey& key, Done done) = 0;
 
+  // Removes whatever is stored of a pipeline the last load could not read (UnreadableRecords),
+  // as DeletePipeline does, and raises its id counter to the store's high-water mark (the
+  // highest id counter the store ever held: its own may be what could not be read), so that a
+  // pipeline created again under its name starts above every id the store ever gave.
+  virtual void DeleteUnreadablePipeline(const PipelineKey& key, Done done) {
+    DeletePipeline(key, std::move(done));
+  }
+
+  // What the last LoadPipelines and LoadGroups could not read (each quarantined), and the keys
+  // they did not know. Blocking reads' companion: call after them, on the same thread.
+  virtual std::vector<UnreadableRecord> UnreadableRecords() { return {}; }
+
   // Removes these checkpoints or savepoints from the pipeline's history (ids it does not hold
   // are skipped). Never the newest one: the progress may ride with it (the etcd backend refuses
   // that with FAILED_PRECONDITION). NOT_FOUND when the pipeline has no record.

@@ -60,6 +60,8 @@ class StoreBackend {
   virtual Result<std::vector<CompletedCheckpoint>> ListCompleted(const PipelineKey& key, int limit,
                                                                  int64_t before_id) = 0;
   virtual Result<std::vector<StoredGroup>> LoadGroups() = 0;
+  // What the last LoadPipelines and LoadGroups could not read (MetadataStore's meaning).
+  virtual std::vector<UnreadableRecord> UnreadableRecords() { return {}; }
 };
 
 }  // namespace ckpt

@@ -36,8 +36,11 @@ struct ProbeOp {
   int64_t now_ms = 0;
 };
 
+// `unreadable`: the pipeline's record could not be read (MetadataStore::
+// DeleteUnreadablePipeline): its id counter is raised to the store's high-water mark too.
 struct DeletePipelineOp {
   PipelineKey key;
+  bool unreadable = false;
 };
 
 // Ids not in the history are skipped; NOT_FOUND when the pipeline has no record.

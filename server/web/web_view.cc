@@ -11,6 +11,7 @@
 
 #include "rpc/admin_convert.h"
 #include "rpc/admin_reads.h"
+#include "runtime/quarantine.h"
 #include "views/figures.h"
 #include "web/api_json.h"
 #include "web/escape.h"
@@ -198,8 +199,15 @@ void WebView::ServePage(std::string_view target, std::function<void(HttpReply)> 
     if (!query.ok()) return answer(Failure(api, query.status()));
     // The runners are held while their keys are in the rows.
     const auto runners = backend_.AllPipelines();
+    const auto quarantined = backend_.AllUnreadable();  // held too while their keys are in rows
     std::vector<PipelineRow> rows;
-    rows.reserve(runners.size());
+    rows.reserve(runners.size() + quarantined.size());
+    for (const UnreadableRecord& record : quarantined) {
+      PipelineRow row{};
+      row.key = &record.pipeline;
+      row.state = PipelineState::kUnreadable;
+      rows.push_back(row);
+    }
     for (const auto& runner : runners) {
       const PipelineMetrics& m = runner->pipeline_metrics();
       constexpr auto relaxed = std::memory_order_relaxed;
@@ -228,7 +236,12 @@ void WebView::ServePage(std::string_view target, std::function<void(HttpReply)> 
   if (!refresh.ok()) return answer(Failure(api, refresh.status()));
   const PipelineKey key{s[1], s[2]};
   auto runner = backend_.FindPipeline(key);
-  if (!runner) return answer(Failure(api, Status::NotFound("no pipeline " + key.ToString())));
+  if (!runner) {
+    if (auto held = backend_.FindUnreadable(key)) {
+      return answer(Failure(api, UnreadableStatus(*held)));
+    }
+    return answer(Failure(api, Status::NotFound("no pipeline " + key.ToString())));
+  }
 
   if (checkpoint) {
     auto id = CheckpointId(s[4]);

@@ -45,6 +45,7 @@ TEST(CtlOutputJson, PipelineHasEveryContractKeyInOrder) {
   EXPECT_EQ(Keys(json), (std::vector<std::string>{"job_id",
                                                   "pipeline_id",
                                                   "state",
+                                                  "state_reason",
                                                   "generation",
                                                   "expected_tasks",
                                                   "registered_tasks",
@@ -87,7 +88,7 @@ TEST(CtlOutputJson, PipelineHasEveryContractKeyInOrder) {
 
 TEST(CtlOutputJson, EmptyPipelineStillHasEveryKey) {
   const Json json = PipelineJson(v1::Pipeline());
-  EXPECT_EQ(json.size(), 26u);
+  EXPECT_EQ(json.size(), 27u);
   EXPECT_EQ(
       Keys(json["restore"]),
       (std::vector<std::string>{"checkpoint_id", "kind", "location", "source_job_id",
