@@ -403,7 +403,10 @@ std::string Daemon::NotReady() const {
   if (!leadership_.MaySendToWorkers()) {
     return "leader, but etcd has not confirmed the lease in time (past its local deadline)";
   }
-  if (host_ && !host_->store_writable()) return "the store fails writes";
+  if (host_ && !host_->store_writable()) {
+    const std::string why = host_->why_store_not_writable();
+    return "the store fails writes" + (why.empty() ? std::string() : " (" + why + ")");
+  }
   return NotAlive();
 }
 

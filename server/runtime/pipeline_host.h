@@ -141,6 +141,7 @@ class PipelineHost {
   AlignmentGroups& groups() { return groups_; }
   const Registry& registry() const { return registry_; }
   bool store_writable() const { return store_health_.writable(); }
+  std::string why_store_not_writable() const { return store_health_.WhyNotWritable(); }
   // Reports a store write's outcome to the store's health (the create path's, and the daemon's).
   void ReportStoreWrite(const Status& status) { store_health_.Report(status); }
 

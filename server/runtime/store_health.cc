@@ -37,6 +37,7 @@ struct StoreHealth::State {
   bool probing CKPT_GUARDED_BY(mu) = false;  // a probe is armed or in flight
   bool stopped CKPT_GUARDED_BY(mu) = false;
   std::chrono::steady_clock::time_point failing_since CKPT_GUARDED_BY(mu);
+  std::string failure CKPT_GUARDED_BY(mu);  // the latest failed write's status, while failing
 };
 
 void StoreHealth::State::Report(const std::shared_ptr<State>& state, const Status& result) {
@@ -46,6 +47,7 @@ void StoreHealth::State::Report(const std::shared_ptr<State>& state, const Statu
   double failed_seconds = 0;
   {
     MutexLock lock(state->mu);
+    if (!writable) state->failure = result.ToString();
     if (state->stopped || writable == state->writable_locked) return;
     state->writable_locked = writable;
     state->writable.store(writable);
@@ -106,6 +108,11 @@ StoreHealth::~StoreHealth() { Stop(); }
 void StoreHealth::Report(const Status& write_result) { State::Report(state_, write_result); }
 
 bool StoreHealth::writable() const { return state_->writable.load(); }
+
+std::string StoreHealth::WhyNotWritable() const {
+  MutexLock lock(state_->mu);
+  return state_->writable_locked ? std::string() : state_->failure;
+}
 
 void StoreHealth::Stop() {
   MutexLock lock(state_->mu);

@@ -21,6 +21,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <string>
 
 #include "common/status.h"
 #include "store/metadata_store.h"
@@ -41,6 +42,9 @@ class StoreHealth {
   // are the op's own failure and change nothing.
   void Report(const Status& write_result);
   bool writable() const;
+  // While the store is failing, the latest failed write's status (such as etcd's "database space
+  // exceeded"); "" while it is writable. For /readyz.
+  std::string WhyNotWritable() const;
   // No more probes or changes from now on (daemon shutdown).
   void Stop();
 

@@ -353,10 +353,20 @@ def read_events(path, limit_bytes=None):
     return events
 
 
+_build_dir = None  # set by main()
+
+
+def build_dir():
+    """The --build-dir the running test module was given (for helpers shared by modules)."""
+    return _build_dir
+
+
 def main(module_globals):
     """Runs a test module's unittest tests; sets its BUILD_DIR from --build-dir."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--build-dir", required=True)
     args, rest = parser.parse_known_args()
     module_globals["BUILD_DIR"] = args.build_dir
+    global _build_dir
+    _build_dir = args.build_dir
     unittest.main(module=module_globals["__name__"], argv=[sys.argv[0]] + rest)

@@ -154,6 +154,16 @@ class EtcdCluster:
             raise AssertionError(f"etcdctl get {' '.join(args)}: {r.stderr}")
         return r.stdout
 
+    def etcdctl(self, *args, value=None, check=True):
+        """Runs `etcdctl args` against every member (`value`: its standard input, as `put KEY`
+        reads it); the finished process. `check`: fail unless it succeeds."""
+        r = subprocess.run([ETCDCTL, "--endpoints", ",".join(self.endpoints),
+                            "--command-timeout=5s", *args], input=value, capture_output=True,
+                           timeout=20, env={**os.environ, "ETCDCTL_API": "3"})
+        if check and r.returncode != 0:
+            raise AssertionError(f"etcdctl {' '.join(args)}: {r.stderr.decode(errors='replace')}")
+        return r
+
     def keys(self, prefix):
         """The keys under `prefix`, as etcdctl lists them."""
         return [k for k in self._get("--prefix", "--keys-only", prefix).splitlines() if k]

@@ -80,6 +80,10 @@ TEST_F(DaemonTest, AStoreThatFailsEveryWriteHoldsTriggersFailsNoPipelineAndRecov
   ASSERT_TRUE(abort) << "the round whose commit failed is aborted";
   EXPECT_NE(abort->abort().reason().find("disk is full"), std::string::npos);
   ASSERT_TRUE(Eventually([&] { return !daemon_->ready(); })) << "not ready while writes fail";
+  EXPECT_NE(daemon_->NotReady().find("the store fails writes (UNAVAILABLE: database or disk is "
+                                     "full (injected))"),
+            std::string::npos)
+      << "/readyz names the store's error: " << daemon_->NotReady();
   EXPECT_TRUE(Eventually([&] { return daemon_->metrics().store_writable.load() == 0; }));
   // Held: no trigger for several intervals (50 ms each), and the pipeline is not FAILED.
   EXPECT_FALSE(w.WaitTrigger(milliseconds(500))) << "a round was triggered while writes fail";
