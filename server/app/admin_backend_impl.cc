@@ -16,7 +16,9 @@ PipelineDefaults DaemonAdminBackend::pipeline_defaults() const { return host_.de
 
 namespace {
 
-Status Busy(const char* what, const BlockingWork& work) {
+// A queue of blocking work was full: counted, and said with its bound.
+Status Busy(const char* what, const BlockingWork& work, DaemonMetrics& metrics) {
+  metrics.CountLimit(CountedLimit::kOperatorQueue);
   return Status::ResourceExhausted(std::string("the daemon's ") + what + " queue is full (" +
                                    std::to_string(work.max_waiting()) +
                                    " waiting); try again shortly");
@@ -43,11 +45,11 @@ void DaemonAdminBackend::CreatePipeline(const PipelineSpec& spec,
                 host_.Create(spec, std::move(*shared_done), false, std::move(*source));
               })) {
             host_.UnpinRestoreSource(source->first, spec.key);
-            (*shared_done)(Busy("create", host_.writes()));
+            (*shared_done)(Busy("create", host_.writes(), metrics_));
           }
         });
   });
-  if (!queued) (*shared_done)(Busy("create", host_.writes()));
+  if (!queued) (*shared_done)(Busy("create", host_.writes(), metrics_));
 }
 
 void DaemonAdminBackend::RestorePipeline(std::shared_ptr<PipelineRunner> target, CheckpointRef from,
@@ -56,7 +58,7 @@ void DaemonAdminBackend::RestorePipeline(std::shared_ptr<PipelineRunner> target,
   const bool queued = host_.writes().Post([this, target = std::move(target), from, shared_done] {
     host_.Restore(target, from, std::move(*shared_done));
   });
-  if (!queued) (*shared_done)(Busy("restore", host_.writes()), {});
+  if (!queued) (*shared_done)(Busy("restore", host_.writes(), metrics_), {});
 }
 
 void DaemonAdminBackend::DeletePipeline(std::shared_ptr<PipelineRunner> runner,
@@ -70,7 +72,7 @@ void DaemonAdminBackend::ListCompleted(const PipelineKey& key, int limit, int64_
   const bool queued = host_.reads().Post([this, key, limit, before_id, shared_done] {
     (*shared_done)(store_.ListCompleted(key, limit, before_id));
   });
-  if (!queued) (*shared_done)(Busy("read", host_.reads()));
+  if (!queued) (*shared_done)(Busy("read", host_.reads(), metrics_));
 }
 
 }  // namespace ckpt

@@ -1,5 +1,5 @@
 #pragma once
-// LiveTlsDir: the copies of the TLS files that gRPC reads (docs/SECURITY.md "TLS files"). The
+// LiveTlsDir: the copies of the TLS files that gRPC reads (docs/SECURITY.md "Rotation"). The
 // daemon checks the operator's files itself (auth/tls_files.h) and writes only a set that passed
 // here, so that gRPC's file watcher never reads an empty, half-written or mismatched file:
 //

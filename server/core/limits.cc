@@ -14,7 +14,8 @@ const char* CountedLimitLabel(CountedLimit limit) {
                                             "max_admin_calls_per_peer",
                                             "max_connections",
                                             "max_connections_per_peer",
-                                            "max_pending_streams_per_peer"};
+                                            "max_pending_streams_per_peer",
+                                            "operator_queue"};
   static_assert(std::size(kLabels) == kCountedLimitCount);
   const auto index = static_cast<size_t>(limit);
   return index < kCountedLimitCount ? kLabels[index] : "unknown";

@@ -1,6 +1,6 @@
 #pragma once
-// The config's `limits` (CONTRACT.md "Security"): what one client, or all of them together, may
-// make the daemon hold. Defaults are CONTRACT.md's. Each limit is named in the error that
+// The config's `limits` (docs/SECURITY.md "Limits"): what one client, or all of them together,
+// may make the daemon hold. Each limit is named in the error that
 // enforces it (RESOURCE_EXHAUSTED, or INVALID_ARGUMENT for sizes of one value), as
 // "limits.<key> (<value>)".
 
@@ -30,8 +30,8 @@ struct Limits {
   // Savepoints one pipeline's history may hold: beyond it a new savepoint is refused until one
   // is deleted (DeleteCheckpoint), so that no client can fill the disk with them.
   int64_t max_savepoints_per_pipeline = 100;
-  // What one client, or all together, may make the daemon hold at the edge (docs/SECURITY.md,
-  // "Availability in depth"): AdminService calls in flight per client address (their replies
+  // What one client, or all together, may make the daemon hold at the edge (docs/SECURITY.md
+  // "Limits"): AdminService calls in flight per client address (their replies
   // wait in memory for a caller that may never read them), connections on `listen` in all and
   // per client address (each holds a descriptor and buffers), streams per client address that
   // have not sent `hello` yet, and how long a connection may carry no call, and a TLS handshake
@@ -58,6 +58,8 @@ enum class CountedLimit {
   kMaxConnections,
   kMaxConnectionsPerPeer,
   kMaxPendingStreamsPerPeer,
+  // Not a config key: operator work that blocks waits in bounded queues (runtime/blocking_work.h).
+  kOperatorQueue,
   kCount,
 };
 inline constexpr size_t kCountedLimitCount = static_cast<size_t>(CountedLimit::kCount);

@@ -6,9 +6,9 @@
 //
 // Threading: not thread-safe. The runtime calls every method on the pipeline's strand only.
 //
-// Fencing (DESIGN.md): a timeout names its checkpoint id and is checked against the round's phase;
-// acks and declines name their checkpoint id; a round handed to the store (completing) is never
-// aborted, and a store completion is never dropped.
+// Fencing (docs/DESIGN.md): a timeout names its checkpoint id and is checked against the round's
+// phase; acks and declines name their checkpoint id; a round handed to the store (completing) is
+// never aborted, and a store completion is never dropped.
 
 #include <map>
 #include <memory>

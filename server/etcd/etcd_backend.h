@@ -4,7 +4,7 @@
 // etcd's limits allow (store.etcd.max_txn_ops operations, about kMaxTxnBytes a request, no key
 // written twice in one txn), each fenced: its compares are CreateRevision(leader key) == the
 // revision this daemon won its leadership at, so that a deposed leader's write cannot land
-// (DESIGN.md), and ModRevision(P/writer) == the write cursor's last revision, which the txn
+// (docs/DESIGN.md), and ModRevision(P/writer) == the write cursor's last revision, which the txn
 // rewrites, so that a txn whose answer was lost can be told landed or not and sent again without
 // landing twice.
 //

@@ -31,7 +31,7 @@
 
 namespace ckpt {
 
-// How a failed etcd call ended, for the write path's rule (DESIGN.md "Beyond one machine"): a
+// How a failed etcd call ended, for the write path's rule (docs/DESIGN.md "Beyond one machine"): a
 // request etcd refused as invalid was not applied; anything else that failed after it was sent
 // may have been (a deadline, a dropped connection mid-request).
 enum class EtcdFailure { kNotApplied, kUnknownOutcome };

@@ -1,6 +1,6 @@
 #pragma once
-// EtcdElection: this daemon's candidacy under store.etcd.prefix (DESIGN.md "Beyond one machine").
-// It grants a lease of election_ttl_ms (whole seconds), writes its candidate key
+// EtcdElection: this daemon's candidacy under store.etcd.prefix (docs/DESIGN.md "Beyond one
+// machine"). It grants a lease of election_ttl_ms (whole seconds), writes its candidate key
 // P/election/<lease> with its `advertise` address, attached to the lease, and keeps the lease
 // alive. The candidate whose key was created first leads; the leader key's create revision is
 // the leadership's epoch and the fence of every write (etcd_backend.h).

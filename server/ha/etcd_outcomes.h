@@ -4,37 +4,29 @@
 // classify what they met (ClassifyEtcdFailure) and act by the row's action; nobody decides it
 // again elsewhere.
 //
-//   outcome             | action                 | what the daemon does
-//   --------------------+------------------------+-------------------------------------------------
-//   applied             | answer                 | the write is durable: answer its rounds
-//   request refused     | fail the request       | etcd refused this request's own shape (too
-//   large,
-//                       |                        | too many operations): only its rounds fail,
-//                       logged
-//   refused             | fail as not writable   | space, rate, auth, an alarm: nothing applied;
-//   the
-//                       |                        | rounds fail "store not writable", /readyz 503,
-//                       |                        | probes until etcd takes writes again
-//   not sent            | fail as not writable   | the lease is unconfirmed or no member answers
-//                       |                        | before sending: as above
-//   unknown             | resolve by reading     | sent, answer lost (a deadline, a member gone):
-//   ask
-//                       |                        | the write cursor; landed: answer; not: send
-//                       again
-//   still unknown       | exit 75                | the resolve window ended without an answer
-//   fenced out          | exit 75                | the fence failed, the leader key or the lease is
-//                       |                        | gone: leadership lost, stop at once
-//   takeover failed     | exit 75                | a takeover could not read or prepare; its lease
-//                       |                        | lapses and another daemon tries
-//   misconfigured       | exit 78                | etcd refuses what the configuration asks (a txn
-//   of
-//                       |                        | store.etcd.max_txn_ops): the unit does not
-//                       restart
-//   unreadable record   | quarantine             | one pipeline's or group's record does not parse
-//   or
-//                       |                        | validate: only that one is UNREADABLE
-//   damaged store       | exit 65                | a newer or damaged layout record, a damaged
-//                       |                        | STORE_ID: the data itself cannot be trusted
+//   outcome           action               what the daemon does
+//   ----------------  -------------------  ----------------------------------------------------
+//   applied           answer               the write is durable: answer its rounds
+//   request refused   fail the request     etcd refused this request's own shape (too large,
+//                                          too many operations): only its rounds fail, logged
+//   refused           fail, not writable   space, rate, auth, an alarm: nothing applied; the
+//                                          rounds fail "store not writable", /readyz 503, a
+//                                          probe until etcd takes writes again
+//   not sent          fail, not writable   the lease unconfirmed or no member answers before
+//                                          sending: as above
+//   unknown           resolve by reading   sent, answer lost (a deadline, a member gone): ask
+//                                          the write cursor; landed: answer; not: send again
+//   still unknown     exit 75              the resolve window ended without an answer
+//   fenced out        exit 75              the fence failed, the leader key or the lease is
+//                                          gone: leadership lost, stop at once
+//   takeover failed   exit 75              a takeover could not read or prepare; its lease
+//                                          lapses and another daemon tries
+//   misconfigured     exit 78              etcd refuses what the configuration asks (a txn of
+//                                          store.etcd.max_txn_ops): the unit does not restart
+//   unreadable record quarantine           one pipeline's or group's record does not parse or
+//                                          validate: only that one is UNREADABLE
+//   damaged store     exit 65              a newer or damaged layout record, a damaged
+//                                          STORE_ID: the data itself cannot be trusted
 //
 // Pure: no I/O.
 

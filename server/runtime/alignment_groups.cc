@@ -206,6 +206,7 @@ void AlignmentGroups::Put(const AlignmentGroupUpdate& update, const PipelineDefa
       }
       next = it->second;
     } else if (static_cast<int64_t>(groups_.size() + writing_.size()) >= max_groups_) {
+      if (metrics_) metrics_->CountLimit(CountedLimit::kMaxPipelines);
       return done(Status::ResourceExhausted("alignment group " + update.name +
                                             " not created: at most " + std::to_string(max_groups_) +
                                             " groups (limits.max_pipelines); delete groups first"));

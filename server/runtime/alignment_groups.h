@@ -19,6 +19,7 @@
 #include "common/mutex.h"
 #include "common/status.h"
 #include "core/types.h"
+#include "runtime/daemon_metrics.h"
 #include "runtime/group_runner.h"
 #include "store/metadata_store.h"
 
@@ -50,10 +51,14 @@ class AlignmentGroups {
 
   // `store` must outlive this object.
   // At most `max_groups` groups (a group's members are pipelines: limits.max_pipelines bounds
-  // both); a Put creating one more is RESOURCE_EXHAUSTED.
+  // both); a Put creating one more is RESOURCE_EXHAUSTED, counted in `metrics` when given.
   explicit AlignmentGroups(MetadataStore& store, RunnerFactory make_runner = nullptr,
-                           int64_t max_groups = std::numeric_limits<int64_t>::max())
-      : store_(store), make_runner_(std::move(make_runner)), max_groups_(max_groups) {}
+                           int64_t max_groups = std::numeric_limits<int64_t>::max(),
+                           DaemonMetrics* metrics = nullptr)
+      : store_(store),
+        make_runner_(std::move(make_runner)),
+        max_groups_(max_groups),
+        metrics_(metrics) {}
   ~AlignmentGroups();
 
   // Blocking: reads every group from the store (replacing what is held). At start and takeover.
@@ -123,6 +128,7 @@ class AlignmentGroups {
   std::set<std::string> deleting_ CKPT_GUARDED_BY(mu_);
   const RunnerFactory make_runner_;
   const int64_t max_groups_;
+  DaemonMetrics* const metrics_;  // may be null; its counters are atomics
   std::map<std::string, std::shared_ptr<GroupRunner>> runners_ CKPT_GUARDED_BY(mu_);
 };
 

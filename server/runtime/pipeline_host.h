@@ -188,7 +188,7 @@ class PipelineHost {
                                 shards_.For(PipelineKey{"", group.spec.name}), group, store_,
                                 clock_, metrics_, &store_health_);
                           },
-                          options_.limits.max_pipelines};
+                          options_.limits.max_pipelines, &metrics_};
   RestorePins pins_;  // the restore points operators set; every coordinator consults it
   std::atomic<bool> refusing_creates_{false};  // any thread; set once, by RefuseCreates
   // Keys whose Create is between its registry check and its registry Add (the store write in

@@ -545,7 +545,7 @@ BatchResult SqliteBackend::ApplyBatch(const std::vector<WriteOp>& ops) {
     }
     // Frames may or may not be in the WAL: after a crash this batch could reappear. Reporting it
     // failed could make workers discard state that is in fact the latest durable checkpoint;
-    // reporting it done could promise what is lost. So neither is reported (DESIGN.md).
+    // reporting it done could promise what is lost. So neither is reported (docs/DESIGN.md).
     if (w.db.InTransaction()) (void)w.rollback.Run();
     spdlog::critical("store: {}; whether these {} writes are durable is unknown, reporting neither",
                      s.ToString(), count);

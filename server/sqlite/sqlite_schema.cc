@@ -107,7 +107,7 @@ ALTER TABLE pipelines ADD COLUMN alignment_group TEXT NOT NULL DEFAULT '';
 ALTER TABLE checkpoints ADD COLUMN alignment_group TEXT NOT NULL DEFAULT '';
 )sql";
 
-// The store-wide high-water mark of ids (docs/SECURITY.md "Unreadable records"): the highest id
+// The store-wide high-water mark of ids (docs/DESIGN.md "Availability in depth"): the highest id
 // counter any pipeline or group ever held, raised with every counter. A pipeline whose own counter
 // cannot be read is given it when it is deleted, so that one created again under its name starts
 // above every id the store ever gave. An older file starts from what it holds.

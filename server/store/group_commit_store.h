@@ -13,7 +13,7 @@
 // - Reads go straight to the backend, which answers them beside a batch in progress.
 // - Flush must not be called from a `done` callback (the writer thread would wait for itself).
 //
-// Failure policy (DESIGN.md, "Failure and restart"):
+// Failure policy (docs/DESIGN.md "Failure and restart"):
 // - kCommitted: each op gets its own status.
 // - kNotWritten: every op of the batch gets the backend's error; the store goes on.
 // - kStop (an unknown outcome, or damaged data): the batch is answered neither way; `on_fatal`

@@ -149,6 +149,11 @@ TEST_F(AlignmentGroupApiTest, NoMoreGroupsThanPipelinesMayExist) {
   const grpc::Status refused = Put(Spec("c"));
   EXPECT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
   EXPECT_NE(refused.error_message().find("limits.max_pipelines"), std::string::npos);
+  EXPECT_EQ(daemon_->metrics()
+                .limit_refusals_total[static_cast<size_t>(CountedLimit::kMaxPipelines)]
+                .load(),
+            1u)
+      << "counted in ckptd_limit_refusals_total{limit=\"max_pipelines\"}";
   v1::AlignmentGroupSpec change = Spec("a");
   change.set_interval_ms(4000);
   EXPECT_TRUE(Put(change).ok()) << "a change of one that exists is no new group";

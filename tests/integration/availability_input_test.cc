@@ -297,6 +297,11 @@ TEST_F(ChaosTest, ReadsThatWaitOnTheStoreDelayNoCreateAndWaitInABoundedQueue) {
     }
   }
   EXPECT_GE(refused, kReads - 1025);
+  EXPECT_EQ(daemon_->metrics()
+                .limit_refusals_total[static_cast<size_t>(CountedLimit::kOperatorQueue)]
+                .load(),
+            static_cast<uint64_t>(refused))
+      << "every refusal at the queue's bound is counted";
   reads->Release();
   while (answered < kReads &&
          cq.AsyncNext(&tag, &ok, deadline) == grpc::CompletionQueue::GOT_EVENT) {

@@ -1,5 +1,5 @@
-// A record the store cannot read quarantines its pipeline alone (docs/SECURITY.md "Unreadable
-// records"): a real daemon on a real SQLite file damaged between two starts. The others load and
+// A record the store cannot read quarantines its pipeline alone (docs/DESIGN.md "Availability in
+// depth"): a real daemon on a real SQLite file damaged between two starts. The others load and
 // run; the damaged one is listed UNREADABLE with the row and why, nothing runs for it, a hello
 // for it is refused FAILED_PRECONDITION, and DeletePipeline removes it; created again, it starts
 // its ids above every id the store ever gave, also when its own counter was what was damaged.
