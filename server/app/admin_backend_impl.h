@@ -29,6 +29,12 @@ class DaemonAdminBackend final : public AdminBackend {
   void DeleteUnreadable(const PipelineKey& key, std::function<void(Status)> done) override {
     host_.DeleteUnreadable(key, std::move(done));
   }
+  std::optional<UnreadableRecord> FindUnreadableGroup(const std::string& name) const override {
+    return host_.quarantine().FindGroup(name);
+  }
+  void DeleteUnreadableGroup(const std::string& name, std::function<void(Status)> done) override {
+    host_.DeleteUnreadableGroup(name, std::move(done));
+  }
   PipelineDefaults pipeline_defaults() const override;
   void CreatePipeline(const PipelineSpec& spec, std::optional<CheckpointRef> restore_from,
                       CreateDone done) override;

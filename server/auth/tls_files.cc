@@ -19,6 +19,10 @@
 namespace ckpt {
 namespace {
 
+// Never prompts: an encrypted key fails to load instead of OpenSSL's default callback reading the
+// terminal (which would hang a daemon started from one, or its refresh thread).
+int NoPassphrase(char*, int, int, void*) { return 0; }
+
 struct BioFree {
   void operator()(BIO* bio) const { BIO_free(bio); }
 };
@@ -89,7 +93,7 @@ std::vector<Cert> ParseCertificates(const std::string& pem) {
   std::vector<Cert> certs;
   Bio bio = ReadBio(pem);
   while (true) {
-    Cert cert(PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr));
+    Cert cert(PEM_read_bio_X509(bio.get(), nullptr, &NoPassphrase, nullptr));
     if (!cert) break;
     certs.push_back(std::move(cert));
   }
@@ -159,7 +163,7 @@ Status ReadCrlFile(const std::string& path, std::vector<CrlFile>* crls) {
   if (text->find("-----BEGIN X509 CRL-----") != std::string::npos) {
     Bio bio = ReadBio(*text);
     while (true) {
-      Crl crl(PEM_read_bio_X509_CRL(bio.get(), nullptr, nullptr, nullptr));
+      Crl crl(PEM_read_bio_X509_CRL(bio.get(), nullptr, &NoPassphrase, nullptr));
       if (!crl) break;
       auto file = ToCrlFile(crl.get(), path);
       if (!file.ok()) return file.status();
@@ -226,7 +230,7 @@ Result<TlsMaterial> ReadTlsMaterial(const TlsSettings& tls, int64_t now_s) {
   Key key;
   {
     ClearErrors clear;
-    key.reset(PEM_read_bio_PrivateKey(ReadBio(*key_pem).get(), nullptr, nullptr, nullptr));
+    key.reset(PEM_read_bio_PrivateKey(ReadBio(*key_pem).get(), nullptr, &NoPassphrase, nullptr));
   }
   if (!key) {
     return Status::InvalidArgument("tls.key_file " + tls.key_file +

@@ -195,6 +195,7 @@ struct MemberFailed {
   int64_t checkpoint_id = 0;
   MemberFailure failure = MemberFailure::kAborted;
   std::string reason;
+  std::optional<CountedLimit> limit;  // refused for this limit (counted)
 };
 
 // A worker message that was dropped.

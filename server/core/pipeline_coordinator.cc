@@ -455,7 +455,7 @@ void PipelineCoordinator::FailRound(CheckpointStatus status, const std::string& 
       failure = MemberFailure::kPassedPosition;  // the group steps its next position
     }
     if (positions_) positions_->step_next = false;  // the group's to apply, not this pipeline's
-    out.push_back(MemberFailed{round.id, failure, reason});
+    out.push_back(MemberFailed{round.id, failure, reason, std::nullopt});
   }
   const SteadyTime now = clock_.SteadyNow();
   last_finished_at_ = now;

@@ -87,14 +87,25 @@ Actions PipelineCoordinator::StartGroupRound(int64_t checkpoint_id, CheckpointKi
   if (checkpoint_id < 1 || checkpoint_id > kMaxCheckpointId) {
     out.push_back(MemberFailed{checkpoint_id, MemberFailure::kAborted,
                                "checkpoint id " + std::to_string(checkpoint_id) + " outside 1.." +
-                                   std::to_string(kMaxCheckpointId)});
+                                   std::to_string(kMaxCheckpointId),
+                               std::nullopt});
     return out;
   }
   auto [ready, holdup] = GroupReadiness();
   if (!ready) {
     // The group saw it ready a moment ago: messages crossed. It aborts the round for everyone.
-    out.push_back(MemberFailed{checkpoint_id, MemberFailure::kAborted, "not ready: " + holdup});
+    out.push_back(
+        MemberFailed{checkpoint_id, MemberFailure::kAborted, "not ready: " + holdup, std::nullopt});
     return out;
+  }
+  if (kind != CheckpointKind::kCheckpoint) {
+    // A group's savepoint is one in every member's history: a member at its cap refuses it for
+    // all, as its own savepoint would be refused.
+    if (Status room = CheckSavepointRoom(); !room.ok()) {
+      out.push_back(MemberFailed{checkpoint_id, MemberFailure::kAborted, room.message(),
+                                 CountedLimit::kMaxSavepointsPerPipeline});
+      return out;
+    }
   }
   const SteadyTime now = clock_.SteadyNow();
   next_id_ = std::max(next_id_, checkpoint_id + 1);  // ids stay increasing if it leaves

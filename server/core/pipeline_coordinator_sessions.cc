@@ -239,8 +239,9 @@ PipelineCoordinator::Outcome PipelineCoordinator::AnswerWorkerSavepoint(SessionI
     std::string text = what + " request of " + who + " refused: " + outcome.status.message();
     if (AllowSessionWarning(session, &text)) outcome.actions.push_back(Log{LogLevel::kWarn, text});
     std::optional<CountedLimit> limit;
-    if (over_rate) limit = CountedLimit::kSavepointRequestsPerMinute;
-    if (outcome.status.code() == StatusCode::kResourceExhausted) {
+    if (over_rate) {
+      limit = CountedLimit::kSavepointRequestsPerMinute;
+    } else if (outcome.status.code() == StatusCode::kResourceExhausted) {
       limit = CountedLimit::kMaxSavepointsPerPipeline;
     }
     outcome.actions.push_back(SendSavepointRefused{session, outcome.status.message(), limit});

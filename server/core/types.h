@@ -255,6 +255,9 @@ struct UnreadableRecord {
   PipelineKey pipeline;  // kPipeline
   // kGroup: the group; kPipeline: its alignment group when its spec could be read ("" else).
   std::string group;
+  // kPipeline: its own records read, and it waits only for its group, which is UNREADABLE (it
+  // loads when that group is deleted).
+  bool held_for_group = false;
   // What could not be read and why, naming the key or row ("spec /p/pipelines/j/p/spec: not
   // JSON"); for messages, state_reason and logs (escape before printing).
   std::string reason;

@@ -378,6 +378,8 @@ void EtcdBackend::StartWarming() {
   if (mirror_ || view_loaded_ || fence_revision_ != 0) return;
   mirror_ = std::make_unique<etcd::EtcdMirror>(client_, layout_, [this] { return ReadImage(); });
   mirror_->Start();
+  MutexLock watching(watching_mu_);
+  watching_ = mirror_.get();
 }
 
 std::string EtcdBackend::DescribeView() {
@@ -401,9 +403,9 @@ std::string EtcdBackend::DescribeView() {
 }
 
 std::pair<uint64_t, uint64_t> EtcdBackend::warm_copy_progress() {
-  MutexLock lock(view_mu_);
-  if (!mirror_) return {0, 0};
-  return {mirror_->loads(), mirror_->events_applied()};
+  MutexLock lock(watching_mu_);
+  if (!watching_) return {0, 0};
+  return {watching_->loads(), watching_->events_applied()};
 }
 
 void EtcdBackend::SetFence(std::string leader_key, int64_t leader_revision) {
@@ -1186,6 +1188,10 @@ Result<std::vector<StoredPipeline>> EtcdBackend::LoadView() {
     if (writer.ok() && writer->mod_revision() > 0) {
       image = mirror_->Take(writer->mod_revision(), kWarmWait);
     }
+    {
+      MutexLock watching(watching_mu_);
+      watching_ = nullptr;
+    }
     mirror_.reset();
   }
   const bool warm = image.has_value();
@@ -1456,8 +1462,8 @@ std::vector<UnreadableRecord> EtcdBackend::UnreadableRecords() {
 }
 
 size_t EtcdBackend::unreadable_seen_by_standby() {
-  MutexLock lock(view_mu_);
-  return mirror_ ? mirror_->unreadable() : 0;
+  MutexLock lock(watching_mu_);
+  return watching_ ? watching_->unreadable() : 0;
 }
 
 Result<int64_t> EtcdBackend::LoadIdCounter(const PipelineKey& key) {

@@ -224,6 +224,12 @@ class EtcdBackend final : public StoreBackend {
   // The standby's warm copy, until the first load (declared after what its loader uses, so
   // that it stops first).
   std::unique_ptr<etcd::EtcdMirror> mirror_ CKPT_GUARDED_BY(view_mu_);
+  // The same mirror for the metrics page's questions (warm_copy_progress,
+  // unreadable_seen_by_standby), which must not wait for view_mu_: a takeover holds that for
+  // seconds while it loads, and the page is rendered on the control loop. Set and cleared under
+  // both locks; the mirror is destroyed only after this is cleared.
+  Mutex watching_mu_;  // taken after view_mu_ when both are held
+  etcd::EtcdMirror* watching_ CKPT_GUARDED_BY(watching_mu_) = nullptr;
 
   // The store-wide high-water mark of ids (etcd_layout.h, P/high_water) as this leader knows it:
   // loaded, then raised by every txn that raises a counter.

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <unordered_map>
 
 #include "core/printable.h"
 #include "ha/election_rules.h"
@@ -18,11 +19,15 @@ int64_t TtlSeconds(int64_t election_ttl_ms) {
   return std::max<int64_t>(2, (election_ttl_ms + 999) / 1000);
 }
 
-// The oldest keys under election/ a look reads: ckptd's own candidates are a handful; keys
-// written by something else are passed over, and this many of them make the look find no leader.
-constexpr int64_t kCandidatesRead = 64;
-// Warnings about ignored keys remembered (so that each is logged once), at most.
-constexpr size_t kWarnedKept = 1024;
+// A look reads the keys under election/ oldest first, a page at a time, until it meets a
+// candidate: ckptd's own candidates are a handful, and keys written by something else are passed
+// over. Past kPagesRead pages of keys that are no candidate it gives up for this look (and says
+// so): the prefix needs cleaning, and a look must stay cheap.
+constexpr int64_t kCandidatesPerPage = 64;
+constexpr int kPagesRead = 16;
+// Warnings about ignored keys remembered (so that each is logged once), at most: above what one
+// look can read, so that a look never warns about the same key twice.
+constexpr size_t kWarnedKept = static_cast<size_t>(4 * kCandidatesPerPage * kPagesRead);
 
 }  // namespace
 
@@ -205,26 +210,37 @@ void EtcdElection::KeepAlive() {
 }
 
 void EtcdElection::Observe() {
-  etcdserverpb::RangeRequest request;
-  request.set_key(layout_.ElectionPrefix());
-  request.set_range_end(PrefixEnd(layout_.ElectionPrefix()));
-  request.set_sort_target(etcdserverpb::RangeRequest::CREATE);
-  request.set_sort_order(etcdserverpb::RangeRequest::ASCEND);
-  request.set_limit(kCandidatesRead);
-  auto response = client_->Range(request, call_timeout_);
-  if (!response.ok()) return;  // the keepalive's failures say it; the last view stands
   std::vector<ElectionCandidate> candidates;
-  candidates.reserve(static_cast<size_t>(response->kvs_size()));
-  for (const auto& kv : response->kvs()) {
-    candidates.push_back({kv.key(), kv.value(), kv.lease(), kv.create_revision()});
-  }
-  const ElectionOutcome outcome =
-      PickLeader(candidates, [this](int64_t lease) { return layout_.ElectionKey(lease); });
-  for (const auto& [key, why] : outcome.ignored) {
+  std::unordered_map<std::string, int64_t> mod_revisions;  // of each key read, for its warning
+  ElectionOutcome outcome;
+  int64_t after_revision = 0;  // pages after the first start above the last key read
+  for (int page = 0; page < kPagesRead; ++page) {
+    etcdserverpb::RangeRequest request;
+    request.set_key(layout_.ElectionPrefix());
+    request.set_range_end(PrefixEnd(layout_.ElectionPrefix()));
+    request.set_sort_target(etcdserverpb::RangeRequest::CREATE);
+    request.set_sort_order(etcdserverpb::RangeRequest::ASCEND);
+    request.set_limit(kCandidatesPerPage);
+    if (after_revision > 0) request.set_min_create_revision(after_revision + 1);
+    auto response = client_->Range(request, call_timeout_);
+    if (!response.ok()) return;  // the keepalive's failures say it; the last view stands
     for (const auto& kv : response->kvs()) {
-      if (kv.key() == key) WarnIgnored(key, kv.mod_revision(), why);
+      candidates.push_back({kv.key(), kv.value(), kv.lease(), kv.create_revision()});
+      mod_revisions[kv.key()] = kv.mod_revision();
+      after_revision = kv.create_revision();
+    }
+    outcome = PickLeader(candidates, [this](int64_t lease) { return layout_.ElectionKey(lease); });
+    if (outcome.leader || !response->more()) break;
+    if (page + 1 == kPagesRead && !said_pages_without_candidate_) {
+      said_pages_without_candidate_ = true;
+      spdlog::error(
+          "etcd: the oldest {} keys under {} are none of them an election candidate: no leader "
+          "is seen until keys no ckptd wrote are deleted from there",
+          candidates.size(), layout_.ElectionPrefix());
     }
   }
+  if (outcome.leader) said_pages_without_candidate_ = false;
+  for (const auto& [key, why] : outcome.ignored) WarnIgnored(key, mod_revisions[key], why);
   std::string address;
   int64_t epoch = 0;
   std::string leader_key;

@@ -108,6 +108,9 @@ class EtcdElection {
 
   // Election thread only: the ignored keys already warned about (key, mod revision), bounded.
   std::set<std::pair<std::string, int64_t>> warned_;
+  // Election thread only: the look gave up after its last page without a candidate, said once
+  // until a look sees a leader again.
+  bool said_pages_without_candidate_ = false;
 
   LeaseDeadline own_deadline_;  // used when the constructor is given none
   LeaseDeadline& deadline_;

@@ -31,6 +31,9 @@ bool WrittenAfter(const KeyValue& kv, int64_t newest_revision, const std::string
          (kv.mod_revision() == newest_revision && kv.key() > newest_key);
 }
 
+// Log lines remembered (so that each unreadable key is said once), at most.
+constexpr size_t kSaidKept = 4096;
+
 }  // namespace
 
 std::string WhyUnreadable(const Layout& layout, const KeyValue& kv) {
@@ -107,18 +110,17 @@ size_t EtcdMirror::unreadable() const {
 
 void EtcdMirror::Check(const KeyValue& kv, bool put) {
   const std::string& key = kv.key();
-  if (!put) {
+  std::string why = put ? WhyUnreadable(layout_, kv) : "";
+  if (why.empty()) {  // deleted, or readable now: said again if it breaks again
     unreadable_.erase(key);
+    for (auto it = said_.lower_bound({key, ""}); it != said_.end() && it->first == key;) {
+      it = said_.erase(it);
+    }
     return;
   }
-  std::string why = WhyUnreadable(layout_, kv);
-  if (why.empty()) {
-    unreadable_.erase(key);
-    return;
-  }
-  auto [it, added] = unreadable_.emplace(key, why);
-  if (!added && it->second == why) return;  // said already
-  it->second = why;
+  unreadable_[key] = why;
+  if (!said_.emplace(key, why).second) return;  // said already
+  if (said_.size() > kSaidKept) said_.clear();  // a flood of keys: say them again
   spdlog::error(
       "standby: {} under the etcd prefix cannot be read ({}): a takeover would quarantine its "
       "pipeline or group (UNREADABLE) and run every other one; fix or delete the key",
@@ -219,7 +221,11 @@ void EtcdMirror::Install(StoreImage image) {
   records_ = keyed(image.records);
   counters_ = keyed(image.counters);
   newest_.clear();
-  if (auto newest = NewestCheckpoints(layout_, image.history)) {
+  std::vector<KeyValue> known_history;  // the keys that parse, as ReadImage takes them
+  for (const KeyValue& kv : image.history) {
+    if (layout_.ParseCheckpointKey(kv.key())) known_history.push_back(kv);
+  }
+  if (auto newest = NewestCheckpoints(layout_, known_history)) {
     for (const auto& [key, kv] : *newest) newest_[key] = Newest{kv->key(), kv->mod_revision()};
   }
   history_ = keyed(image.history);
@@ -233,6 +239,15 @@ void EtcdMirror::Install(StoreImage image) {
     others_.emplace(std::move(key), std::move(kv));
   }
   // What the image holds is checked as the watch's events are: each unreadable one said once.
+  // What was unreadable before is judged again, except a group's record, whose value a load does
+  // not read (keys only): it stays as its last event left it while its key is there.
+  std::map<std::string, std::string> groups_unreadable;
+  for (auto& [key, why] : unreadable_) {
+    if (key.rfind(layout_.GroupsPrefix(), 0) == 0 && others_.count(key)) {
+      groups_unreadable.emplace(key, std::move(why));
+    }
+  }
+  unreadable_ = std::move(groups_unreadable);
   for (const auto* map : {&records_, &counters_}) {
     for (const auto& [key, kv] : *map) Check(kv, true);
   }

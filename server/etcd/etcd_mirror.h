@@ -26,6 +26,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -121,6 +122,8 @@ class EtcdMirror {
   std::map<std::string, etcdserverpb::KeyValue> others_ CKPT_GUARDED_BY(mu_);  // no values
   // Keys whose latest value cannot be read (or which no ckptd writes), with why.
   std::map<std::string, std::string> unreadable_ CKPT_GUARDED_BY(mu_);
+  // What was logged about each (key, why): a copy read again says nothing new again. Bounded.
+  std::set<std::pair<std::string, std::string>> said_ CKPT_GUARDED_BY(mu_);
   // Checks `kv` as it arrives, logs what cannot be read once, and keeps unreadable_ current.
   void Check(const etcdserverpb::KeyValue& kv, bool put) CKPT_REQUIRES(mu_);
   uint64_t loads_ CKPT_GUARDED_BY(mu_) = 0;

@@ -52,6 +52,14 @@ class AdminBackend {
   virtual void DeleteUnreadable(const PipelineKey& key, std::function<void(Status)> done) {
     done(Status::NotFound("no pipeline " + key.ToString()));
   }
+  // The same for alignment groups: a quarantined group refuses every call but its delete, which
+  // lets its members load (PipelineHost::DeleteUnreadableGroup).
+  virtual std::optional<UnreadableRecord> FindUnreadableGroup(const std::string& name) const {
+    return std::nullopt;
+  }
+  virtual void DeleteUnreadableGroup(const std::string& name, std::function<void(Status)> done) {
+    done(Status::NotFound("no alignment group " + name));
+  }
   // The defaults a create request's unset fields take.
   virtual PipelineDefaults pipeline_defaults() const = 0;
   // Validates, stores and starts a pipeline; with `restore_from`, its workers restore from that

@@ -398,6 +398,11 @@ grpc::ServerUnaryReactor* AdminServiceImpl::PutAlignmentGroup(grpc::CallbackServ
                                                               v1::AlignmentGroup* resp) {
   if (Status s = Admit(*ctx, "PutAlignmentGroup"); !s.ok()) return Reply(ctx, s);
   if (Status s = CheckIdLength(req->name(), "name", limits_); !s.ok()) return Reply(ctx, s);
+  // Not over a record that could not be read: its members wait for it, and a put would store
+  // a new record while they stay held. It is deleted first.
+  if (auto held = backend_.FindUnreadableGroup(req->name())) {
+    return Reply(ctx, UnreadableStatus(*held));
+  }
   auto* reactor = ctx->DefaultReactor();
   backend_.groups().Put(GroupUpdateFromProto(*req), backend_.pipeline_defaults(),
                         /*from_config=*/false, [reactor, resp](Result<AlignmentGroupView> view) {
@@ -412,6 +417,9 @@ grpc::ServerUnaryReactor* AdminServiceImpl::GetAlignmentGroup(grpc::CallbackServ
                                                               v1::AlignmentGroup* resp) {
   if (Status s = Admit(*ctx, "GetAlignmentGroup"); !s.ok()) return Reply(ctx, s);
   if (Status s = ValidateId(req->name(), "name"); !s.ok()) return Reply(ctx, s);
+  if (auto held = backend_.FindUnreadableGroup(req->name())) {
+    return Reply(ctx, UnreadableStatus(*held));
+  }
   auto* reactor = ctx->DefaultReactor();
   backend_.groups().Describe(req->name(), [reactor, resp](Result<AlignmentGroupView> view) {
     if (view.ok()) ToProto(*view, resp);
@@ -434,7 +442,12 @@ grpc::ServerUnaryReactor* AdminServiceImpl::DeleteAlignmentGroup(
   if (Status s = Admit(*ctx, "DeleteAlignmentGroup"); !s.ok()) return Reply(ctx, s);
   if (Status s = ValidateId(req->name(), "name"); !s.ok()) return Reply(ctx, s);
   auto* reactor = ctx->DefaultReactor();
-  backend_.groups().Delete(req->name(), [reactor](Status s) { reactor->Finish(ToGrpcStatus(s)); });
+  auto finish = [reactor](Status s) { reactor->Finish(ToGrpcStatus(s)); };
+  if (backend_.FindUnreadableGroup(req->name())) {
+    backend_.DeleteUnreadableGroup(req->name(), std::move(finish));
+  } else {
+    backend_.groups().Delete(req->name(), std::move(finish));
+  }
   return reactor;
 }
 

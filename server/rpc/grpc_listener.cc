@@ -30,6 +30,8 @@ constexpr int kAcceptsPerWake = 256;
 constexpr auto kResourceRetry = std::chrono::milliseconds(100);
 // How often the connections gRPC closed are looked for.
 constexpr auto kSweepInterval = std::chrono::seconds(1);
+// ...and at most how often a cap reached makes Admit look at once.
+constexpr auto kCapSweepEvery = std::chrono::milliseconds(100);
 // Descriptors kept out of the connection cap: the store, etcd, the HTTP port, logs, pipes.
 constexpr int64_t kDescriptorReserve = 256;
 
@@ -126,14 +128,16 @@ bool GrpcListener::Admit(const std::string& peer) {
     return std::make_pair(static_cast<int64_t>(by_fd_.size()) >= max_total_, peer_full);
   };
   auto [all, peer_full] = full();
-  if (all || peer_full) {
+  const auto now = std::chrono::steady_clock::now();
+  if ((all || peer_full) && now - last_cap_sweep_ >= kCapSweepEvery) {
+    last_cap_sweep_ = now;
     Sweep();  // closed ones may have made room since the last look
     std::tie(all, peer_full) = full();
   }
   if (!all && !peer_full) return true;
   refused_(peer_full && !all);
   uint64_t held_back = 0;
-  if (refusal_log_.Allow(std::chrono::steady_clock::now(), &held_back)) {
+  if (refusal_log_.Allow(now, &held_back)) {
     spdlog::warn(
         "gRPC listener: closed a new connection from {}: {} ({} more refused since the "
         "last line)",

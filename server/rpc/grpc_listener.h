@@ -108,6 +108,9 @@ class GrpcListener {
   std::unordered_map<std::string, int64_t> per_peer_;
   boost::asio::steady_timer sweep_timer_;
   LogThrottle refusal_log_{std::chrono::seconds(10)};
+  // When a cap last made Admit sweep: a client reconnecting in a loop at its cap must not make
+  // every accept look at every descriptor (one fstat each).
+  std::chrono::steady_clock::time_point last_cap_sweep_{};
   bool stopped_ = false;
 };
 

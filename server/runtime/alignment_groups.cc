@@ -190,11 +190,27 @@ int AlignmentGroups::ApplyDeclared(const std::vector<AlignmentGroupSpec>& declar
   return failed;
 }
 
+void AlignmentGroups::SetUnreadable(std::set<std::string> names) {
+  MutexLock lock(mu_);
+  unreadable_ = std::move(names);
+}
+
+void AlignmentGroups::ForgetUnreadable(const std::string& name) {
+  MutexLock lock(mu_);
+  unreadable_.erase(name);
+}
+
 void AlignmentGroups::Put(const AlignmentGroupUpdate& update, const PipelineDefaults& defaults,
                           bool from_config, ViewDone done) {
   StoredGroup next;
   {
     MutexLock lock(mu_);
+    if (unreadable_.count(update.name)) {
+      return done(Status::FailedPrecondition(
+          "alignment group " + update.name + " is UNREADABLE in the store: ckptctl group delete " +
+          update.name +
+          " removes it (its members then load outside any group), then it may be put again"));
+    }
     auto it = groups_.find(update.name);
     if (it != groups_.end()) {
       if (it->second.from_config != from_config) {

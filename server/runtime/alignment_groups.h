@@ -61,6 +61,12 @@ class AlignmentGroups {
         metrics_(metrics) {}
   ~AlignmentGroups();
 
+  // The groups whose stored record could not be read (runtime/quarantine.h): a Put of one is
+  // refused (its members wait for it; a new record would leave them waiting), until
+  // ForgetUnreadable once it is deleted. Set at each load, before ApplyDeclared.
+  void SetUnreadable(std::set<std::string> names);
+  void ForgetUnreadable(const std::string& name);
+
   // Blocking: reads every group from the store (replacing what is held). At start and takeover.
   // A group whose record does not validate is left out and added to `unreadable` (quarantined:
   // runtime/quarantine.h); one the store could not read at all, the store reports.
@@ -126,6 +132,7 @@ class AlignmentGroups {
   std::map<std::string, std::set<PipelineKey>> members_ CKPT_GUARDED_BY(mu_);
   // Names whose DeleteGroup is in the store: nobody joins them.
   std::set<std::string> deleting_ CKPT_GUARDED_BY(mu_);
+  std::set<std::string> unreadable_ CKPT_GUARDED_BY(mu_);  // SetUnreadable
   const RunnerFactory make_runner_;
   const int64_t max_groups_;
   DaemonMetrics* const metrics_;  // may be null; its counters are atomics

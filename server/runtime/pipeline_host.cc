@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <future>
 #include <limits>
 #include <map>
@@ -67,13 +68,16 @@ Status PipelineHost::Load(const std::vector<PipelineSpec>& declared_specs,
                           std::chrono::milliseconds group_wait) {
   std::vector<UnreadableRecord> invalid_groups;
   if (Status s = groups_.Load(&invalid_groups); !s.ok()) return s;
-  groups_.ApplyDeclared(declared_groups, group_wait);  // each failure logged
   auto loaded = store_.LoadPipelines();
   if (!loaded.ok()) return loaded.status();
   // What the store could not read is quarantined; everything else loads and runs.
   std::vector<UnreadableRecord> unreadable = store_.UnreadableRecords();
   unreadable.insert(unreadable.end(), invalid_groups.begin(), invalid_groups.end());
   quarantine_.Load(unreadable);
+  std::set<std::string> unreadable_groups;
+  for (const UnreadableRecord& group : quarantine_.Groups()) unreadable_groups.insert(group.group);
+  groups_.SetUnreadable(std::move(unreadable_groups));
+  groups_.ApplyDeclared(declared_groups, group_wait);  // each failure logged
   std::map<PipelineKey, StoredPipeline> stored;
   for (auto& p : *loaded) {
     // A member of a group that is quarantined cannot take part in its rounds: it waits with it.
@@ -84,6 +88,7 @@ Status PipelineHost::Load(const std::vector<PipelineSpec>& declared_specs,
       record.group = group;
       record.reason = "a member of alignment group " + group + ", whose record is UNREADABLE (" +
                       held->reason + ")";
+      record.held_for_group = true;
       spdlog::error("[{}] quarantined with its group: {}", Printable(record.pipeline.ToString()),
                     Printable(record.reason));
       quarantine_.Add(std::move(record));
@@ -154,7 +159,7 @@ Status PipelineHost::Load(const std::vector<PipelineSpec>& declared_specs,
       ++it;
       continue;
     }
-    auto source = ReadRestoreSource(*p.record.restore_from);
+    Result<CompletedCheckpoint> source = ReadRestoreSource(*p.record.restore_from);
     if (!source.ok() && fresh.count(key)) {
       // Created from the file without the state it names, it would start empty for good.
       spdlog::error(
@@ -165,18 +170,7 @@ Status PipelineHost::Load(const std::vector<PipelineSpec>& declared_specs,
       it = stored.erase(it);
       continue;
     }
-    if (!source.ok()) {
-      spdlog::error(
-          "[{}] its restore point {} cannot be read ({}); it restores from its own newest "
-          "checkpoint instead",
-          key.ToString(), p.record.restore_from->ToString(), source.status().ToString());
-      ++it;
-      continue;
-    }
-    // The newest, when the file names no id.
-    p.record.restore_from->checkpoint_id = source->checkpoint_id;
-    p.restore_source = std::move(*source);
-    pins_.Add(*p.record.restore_from, key);
+    AdoptRestoreSource(key, p, std::move(source));
     ++it;
   }
   std::vector<std::shared_ptr<PipelineRunner>> runners;
@@ -391,6 +385,74 @@ void PipelineHost::DeleteUnreadable(const PipelineKey& key, std::function<void(S
     }
     done(s);
   });
+}
+
+void PipelineHost::AdoptRestoreSource(const PipelineKey& key, StoredPipeline& p,
+                                      Result<CompletedCheckpoint> source) {
+  if (!source.ok()) {
+    spdlog::error(
+        "[{}] its restore point {} cannot be read ({}); it restores from its own newest "
+        "checkpoint instead",
+        key.ToString(), p.record.restore_from->ToString(), source.status().ToString());
+    return;
+  }
+  // The newest, when the file names no id.
+  p.record.restore_from->checkpoint_id = source->checkpoint_id;
+  p.restore_source = std::move(*source);
+  pins_.Add(*p.record.restore_from, key);
+}
+
+void PipelineHost::DeleteUnreadableGroup(const std::string& name,
+                                         std::function<void(Status)> done) {
+  if (!quarantine_.FindGroup(name)) {
+    return done(Status::NotFound("alignment group " + name + " is not UNREADABLE"));
+  }
+  store_.DeleteGroup(name, [this, name, done = std::move(done)](Status s) mutable {
+    ReportStoreWrite(s);
+    if (!s.ok()) return done(s);
+    quarantine_.RemoveGroup(name);
+    groups_.ForgetUnreadable(name);
+    spdlog::info("alignment group {} (UNREADABLE) deleted; its members load outside any group",
+                 Printable(name));
+    // Reading the members' records again blocks: not on the store's writer thread.
+    auto shared_done = std::make_shared<std::function<void(Status)>>(std::move(done));
+    if (!writes_.Post([this, name, shared_done] { (*shared_done)(ReleaseMembersOf(name)); })) {
+      (*shared_done)(Status::ResourceExhausted(
+          "alignment group " + name +
+          " deleted, but the daemon's create queue is full: its members load at the next "
+          "start"));
+    }
+  });
+}
+
+Status PipelineHost::ReleaseMembersOf(const std::string& group) {
+  const std::vector<PipelineKey> held = quarantine_.HeldFor(group);
+  if (held.empty()) return Status::Ok();
+  auto loaded = store_.LoadPipelines();
+  if (!loaded.ok()) {
+    return Status(loaded.status().code(),
+                  "alignment group " + group + " deleted, but its members could not be read " +
+                      "again (" + loaded.status().message() + "): they load at the next start");
+  }
+  for (StoredPipeline& p : *loaded) {
+    const PipelineKey key = p.record.spec.key;
+    if (std::find(held.begin(), held.end(), key) == held.end()) continue;
+    // Its group is gone: it checkpoints on its own, and its restart write stores that.
+    p.record.spec.alignment_group.clear();
+    p.spec_unsaved = true;
+    if (p.record.restore_from) {
+      AdoptRestoreSource(key, p, ReadRestoreSource(*p.record.restore_from));
+    }
+    quarantine_.Remove(key);
+    auto runner = MakeRunner(p, /*restarted=*/true);
+    registry_.Add(runner);
+    runner->Start();
+    spdlog::info("[{}] loaded: its alignment group {} was deleted", Printable(key.ToString()),
+                 Printable(group));
+  }
+  metrics_.pipelines_by_state[static_cast<size_t>(PipelineState::kUnreadable)] =
+      static_cast<int64_t>(quarantine_.pipelines());
+  return Status::Ok();
 }
 
 PipelineDefaults PipelineHost::defaults() const {

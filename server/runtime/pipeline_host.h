@@ -103,6 +103,11 @@ class PipelineHost {
   // goes, and its id counter is raised to the store's high-water mark. NOT_FOUND when it is not
   // quarantined. `done` on the store's writer thread.
   void DeleteUnreadable(const PipelineKey& key, std::function<void(Status)> done);
+  // Deletes an alignment group whose record could not be read; its members, held with it, then
+  // load and run outside any group (their records are read again: that part runs on writes()).
+  // NOT_FOUND when it is not quarantined. `done` once the members run, or with why they could not
+  // be loaded (then they load at the next start).
+  void DeleteUnreadableGroup(const std::string& name, std::function<void(Status)> done);
 
   // RestorePipeline: `from` (checkpoint_id 0: the source's newest completed) becomes `target`'s
   // restore point (PipelineCoordinator::Restore has the rules). Blocking (it reads the source's
@@ -165,6 +170,14 @@ class PipelineHost {
   std::shared_ptr<PipelineRunner> MakeRunner(const StoredPipeline& stored, bool restarted);
   // Reads `from`'s checkpoint (the newest when its id is 0) from the store. Blocking.
   Result<CompletedCheckpoint> ReadRestoreSource(const CheckpointRef& from);
+  // An operator-set restore point of a stored pipeline: `source` (ReadRestoreSource's) is
+  // adopted and pinned, or, when it cannot be read, the pipeline restores from its own newest
+  // checkpoint (said in the log).
+  void AdoptRestoreSource(const PipelineKey& key, StoredPipeline& p,
+                          Result<CompletedCheckpoint> source);
+  // Loads and starts the members held for `group`, which is gone (DeleteUnreadableGroup).
+  // Blocking: writes() only.
+  Status ReleaseMembersOf(const std::string& group);
   // A PinDropped: the source pipeline is told, if it still exists.
   void PinDropped(const CheckpointRef& ref);
   // StoreHealth's news (control loop): every pipeline holds or resumes its triggers.

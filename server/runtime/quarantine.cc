@@ -1,6 +1,36 @@
 #include "runtime/quarantine.h"
 
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "core/printable.h"
+#include "core/spec_validation.h"
+
 namespace ckpt {
+
+namespace {
+
+// Whether `name` can travel in a request and a reply (a proto string is UTF-8) and be typed.
+bool NameableInApi(std::string_view name) {
+  return !name.empty() && name.size() <= kMaxIdBytes && IsValidUtf8(name) &&
+         std::none_of(name.begin(), name.end(), [](char c) {
+           const auto byte = static_cast<unsigned char>(c);
+           return byte < 0x20 || byte == 0x7f;
+         });
+}
+
+bool NameableInApi(const UnreadableRecord& record) {
+  switch (record.kind) {
+    case UnreadableRecord::Kind::kPipeline:
+      return NameableInApi(record.pipeline.job_id) && NameableInApi(record.pipeline.pipeline_id);
+    case UnreadableRecord::Kind::kGroup: return NameableInApi(record.group);
+    case UnreadableRecord::Kind::kUnknownKey: return true;
+  }
+  return false;
+}
+
+}  // namespace
 
 void Quarantine::Load(const std::vector<UnreadableRecord>& records) {
   MutexLock lock(mu_);
@@ -8,6 +38,14 @@ void Quarantine::Load(const std::vector<UnreadableRecord>& records) {
   groups_.clear();
   unknown_keys_ = 0;
   for (const UnreadableRecord& record : records) {
+    if (!NameableInApi(record)) {
+      ++unknown_keys_;
+      spdlog::error(
+          "store: a record whose name no request can carry cannot be listed or deleted through "
+          "the API; remove it by hand (etcdctl del, or sqlite3): {}",
+          Printable(record.reason));
+      continue;
+    }
     switch (record.kind) {
       case UnreadableRecord::Kind::kPipeline: pipelines_[record.pipeline] = record; break;
       case UnreadableRecord::Kind::kGroup: groups_[record.group] = record; break;
@@ -75,11 +113,20 @@ bool Quarantine::RemoveGroup(const std::string& name) {
   return groups_.erase(name) > 0;
 }
 
+std::vector<PipelineKey> Quarantine::HeldFor(const std::string& group) const {
+  MutexLock lock(mu_);
+  std::vector<PipelineKey> held;
+  for (const auto& [key, record] : pipelines_) {
+    if (record.held_for_group && record.group == group) held.push_back(key);
+  }
+  return held;
+}
+
 Status UnreadableStatus(const UnreadableRecord& record) {
   if (record.kind == UnreadableRecord::Kind::kGroup) {
-    return Status::FailedPrecondition("alignment group " + record.group +
-                                      " is UNREADABLE: " + record.reason +
-                                      "; ckptctl group delete " + record.group + " removes it");
+    return Status::FailedPrecondition("alignment group " + record.group + " is UNREADABLE: " +
+                                      record.reason + "; ckptctl group delete " + record.group +
+                                      " removes it (its members then load outside any group)");
   }
   return Status::FailedPrecondition("pipeline " + record.pipeline.ToString() +
                                     " is UNREADABLE: " + record.reason +

@@ -21,7 +21,10 @@ namespace ckpt {
 
 class Quarantine {
  public:
-  // Replaces what is held with `records` (a load). Unknown keys are only counted.
+  // Replaces what is held with `records` (a load). Unknown keys are only counted, and so is a
+  // record whose name the API cannot carry (not UTF-8, a control character, empty or longer than
+  // any id): it could be neither listed nor deleted through the API, so it is logged for the
+  // operator to remove by hand, as a key this ckptd does not know.
   void Load(const std::vector<UnreadableRecord>& records);
   // One more (a member of an unreadable group, say).
   void Add(UnreadableRecord record);
@@ -38,6 +41,8 @@ class Quarantine {
 
   bool Remove(const PipelineKey& key);
   bool RemoveGroup(const std::string& name);
+  // The pipelines held only for `group` (UnreadableRecord::held_for_group).
+  std::vector<PipelineKey> HeldFor(const std::string& group) const;
 
  private:
   mutable Mutex mu_;

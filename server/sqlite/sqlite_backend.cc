@@ -86,8 +86,10 @@ struct SqliteBackend::WriterConn {
                 s);
     PrepareInto(db, raise_counter,
                 "INSERT INTO id_counters (job_id, pipeline_id, counter) VALUES (?1, ?2, ?3) "
-                "ON CONFLICT (job_id, pipeline_id) DO UPDATE SET "
-                "counter = MAX(counter, excluded.counter)",
+                // A counter that is not an integer (damaged; SQLite orders text above every
+                // number) is replaced, so that the next load reads it again.
+                "ON CONFLICT (job_id, pipeline_id) DO UPDATE SET counter = MAX("
+                "CASE WHEN typeof(counter) = 'integer' THEN counter ELSE 0 END, excluded.counter)",
                 s);
     PrepareInto(
         db, insert_checkpoint,

@@ -62,7 +62,12 @@ class HostileTest(unittest.TestCase):
 
     # 1. ---------------------------------------------------------------------------------------
     def test_running_out_of_descriptors_does_not_kill_the_grpc_port(self):
-        config = self.ws.write_config("")
+        # The connection cap (limits.max_connections, held below the descriptor limit) keeps a
+        # flood of connections from taking every descriptor; what is tested here is the daemon
+        # that runs out anyway (other files, a limit lowered under it). It starts with 256, which
+        # caps gRPC connections at the minimum of 16, then its limit is lowered to what it holds
+        # plus 8, so that accept fails before the cap is reached.
+        config = self.ws.write_config("limits:\n  handshake_timeout_ms: 60000\n")
         limit = 256
 
         def low_limit():
@@ -76,6 +81,7 @@ class HostileTest(unittest.TestCase):
         # Both ports: the HTTP one opens a moment after the gRPC one (once the daemon is ready).
         e2e.wait_until(lambda: e2e.listens(self.daemon.pid, self.ws.port)
                        and e2e.listens(self.daemon.pid, self.ws.metrics_port), 30, "ckptd to listen")
+        self.assertIn("capping at 16", self.ws.read_log("ckptd.log"))
         # One connection to each port that ends at once, taken in and closed by the daemon
         # before the flood. In the sanitized build, UBSan checks each dynamic type the first time
         # it meets it, and that check needs a descriptor (a pipe, to test memory): met first while
@@ -90,8 +96,10 @@ class HostileTest(unittest.TestCase):
         probe = http.client.HTTPConnection("127.0.0.1", self.ws.metrics_port, timeout=5)
         probe.request("GET", "/healthz")
         self.assertEqual(probe.getresponse().read(), b"ok\n")
+        held = len(os.listdir(f"/proc/{self.daemon.pid}/fd"))
+        resource.prlimit(self.daemon.pid, resource.RLIMIT_NOFILE, (held + 8, held + 8))
         flood = []
-        for _ in range(limit + 100):
+        for _ in range(64):
             s = socket.socket()
             s.settimeout(2)
             try:
@@ -121,6 +129,38 @@ class HostileTest(unittest.TestCase):
         probe.close()
         self.assertIsNone(self.daemon.poll())
 
+    def test_a_flood_of_connections_stops_at_the_cap_and_leaves_descriptors(self):
+        # At a descriptor limit of 256 the cap is 16: 300 silent connections cannot take the
+        # port. Past the cap they are closed at accept and counted; the 16 held are closed at
+        # the handshake timeout, and the port serves again without a restart.
+        config = self.ws.write_config("limits:\n  handshake_timeout_ms: 1000\n")
+
+        def low_limit():
+            resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
+
+        with open(self.ws.path("ckptd.log"), "ab") as out:
+            self.daemon = subprocess.Popen([self.ws.binary("ckptd"), "--config", config],
+                                           stdout=out, stderr=subprocess.STDOUT,
+                                           stdin=subprocess.DEVNULL, preexec_fn=low_limit)
+        self.ws.procs.append(self.daemon)
+        e2e.wait_until(lambda: e2e.listens(self.daemon.pid, self.ws.port)
+                       and e2e.listens(self.daemon.pid, self.ws.metrics_port), 30, "ckptd to listen")
+        flood = []
+        try:
+            for _ in range(300):
+                flood.append(socket.create_connection(("127.0.0.1", self.ws.port), timeout=5))
+            e2e.wait_until(lambda: (self.ws.metric(
+                'ckptd_limit_refusals_total{limit="max_connections"}') or 0) >= 1,
+                           15, "connections past the cap to be refused")
+            self.assertEqual(e2e.http_status(self.ws.metrics_url("/healthz"), timeout=3), 200)
+            e2e.wait_until(lambda: self.ckptctl("status").returncode == 0, 15,
+                           "the port to serve while the flood's sockets are still open")
+            self.assertLessEqual(len(os.listdir(f"/proc/{self.daemon.pid}/fd")), 256 - 64)
+        finally:
+            for s in flood:
+                s.close()
+        self.assertIsNone(self.daemon.poll())
+
     # 2. ---------------------------------------------------------------------------------------
     def test_a_second_daemon_on_the_same_port_fails_to_start(self):
         self.start()
@@ -137,9 +177,12 @@ class HostileTest(unittest.TestCase):
     # 3. ---------------------------------------------------------------------------------------
     def test_cancelled_savepoint_calls_free_what_they_held(self):
         # Tasks never register: a savepoint stays queued for as long as its caller waits.
-        self.start(e2e.declared_pipelines("hold", 2))
-        baseline = e2e.rss_kb(self.daemon.pid)
         calls = self.count(10000)
+        # All calls come from one client: its cap on calls in flight is raised to hold them all
+        # (test_edge_bounds checks the cap itself).
+        self.start(f"limits:\n  max_admin_calls_per_peer: {calls}\n" +
+                   e2e.declared_pipelines("hold", 2))
+        baseline = e2e.rss_kb(self.daemon.pid)
         result = self.hostile("savepoints", "--job", "hold", "--calls", str(calls))
         self.assertEqual(result["codes"], {"CANCELLED": calls}, result)
         e2e.wait_until(lambda: self.ws.metric("ckptd_savepoint_calls") == 0, 20,
@@ -229,9 +272,12 @@ class HostileTest(unittest.TestCase):
 
     # 11. --------------------------------------------------------------------------------------
     def test_streams_that_never_say_hello_end_and_give_their_memory_back(self):
-        self.start("lease_ttl_ms: 60000\nheartbeat_interval_ms: 20000\nhello_timeout_ms: 1000\n")
-        baseline = e2e.rss_kb(self.daemon.pid)
         streams = self.count(20000)
+        # One client opens them all: its cap on streams without hello is raised to let every
+        # one in (test_edge_bounds checks the cap itself).
+        self.start("lease_ttl_ms: 60000\nheartbeat_interval_ms: 20000\nhello_timeout_ms: 1000\n"
+                   f"limits:\n  max_pending_streams_per_peer: {streams}\n")
+        baseline = e2e.rss_kb(self.daemon.pid)
         started = time.monotonic()
         result = self.hostile("no-hello", "--streams", str(streams))
         self.assertEqual(result["codes"], {"DEADLINE_EXCEEDED": streams}, result)
@@ -277,14 +323,22 @@ class HostileTest(unittest.TestCase):
         self.assertEqual(e2e.stop(self.daemon, timeout=15), 0, "SIGTERM after the SIGHUP")
 
     def test_stored_values_are_validated_at_start(self):
-        config = self.start(e2e.declared_pipelines("v", 1))
+        # A counter near INT64_MAX would overflow: the row is damaged data. Only its pipeline is
+        # quarantined (UNREADABLE, with why); the daemon starts and every other pipeline runs.
+        config = self.start(e2e.declared_pipelines("v", 1) +
+                            "  - {job_id: w, pipeline_id: p, parallelism: 2}\n")
         self.assertEqual(e2e.stop(self.daemon), 0)
         with self.ws.db() as db:
-            db.execute("UPDATE id_counters SET counter = 9223372036854775800")
-        r = subprocess.run([self.ws.binary("ckptd"), "--config", config], capture_output=True,
-                           text=True, timeout=30)
-        self.assertEqual(r.returncode, 65, r.stdout + r.stderr)
-        self.assertIn("id counter", r.stdout + r.stderr)
+            db.execute("UPDATE id_counters SET counter = 9223372036854775800 WHERE job_id = 'v'")
+        self.daemon = self.ws.start_daemon(config)
+        r = self.ckptctl("-o", "json", "pipeline", "list")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        states = {(p["job_id"], p["pipeline_id"]): p for p in json.loads(r.stdout)}
+        damaged = states[("v", "p0")]
+        self.assertEqual(damaged["state"], "UNREADABLE", damaged)
+        self.assertIn("id counter", damaged["state_reason"])
+        self.assertNotEqual(states[("w", "p")]["state"], "UNREADABLE")
+        self.assertEqual(self.ws.metric("ckptd_store_unreadable_records"), 1)
 
     # 14. --------------------------------------------------------------------------------------
     def test_scrapes_of_per_pipeline_series_do_not_delay_triggers(self):

@@ -5,7 +5,10 @@ and counted, and the last good set stays in use (new connections keep succeeding
 at start are a configuration error (78). CRLs in DER revoke as PEM ones do. Failed handshakes are
 counted and logged at most once per 10 s per reason."""
 import os
+import pty
 import re
+import select
+import signal
 import shutil
 import socket
 import ssl
@@ -22,6 +25,46 @@ BUILD_DIR = None
 def read_bytes(path):
     with open(path, "rb") as f:
         return f.read()
+
+
+def run_on_a_terminal(args, timeout):
+    """Runs `args` with a pseudo-terminal as its controlling terminal: (exit code, output), the
+    code None when it had not ended within `timeout` seconds (it is killed then)."""
+    pid, master = pty.fork()
+    if pid == 0:
+        try:
+            os.execv(args[0], args)
+        finally:
+            os._exit(127)
+    output = b""
+    deadline = time.monotonic() + timeout
+    code = None
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], 0.1)
+            if ready:
+                try:
+                    output += os.read(master, 4096)
+                except OSError:  # the child closed the terminal
+                    pass
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                code = os.waitstatus_to_exitcode(status)
+                while select.select([master], [], [], 0.1)[0]:  # what it wrote last
+                    try:
+                        chunk = os.read(master, 4096)
+                    except OSError:
+                        break
+                    if not chunk:
+                        break
+                    output += chunk
+                break
+    finally:
+        if code is None:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        os.close(master)
+    return code, output.decode(errors="replace")
 
 
 class TlsFilesTest(unittest.TestCase):
@@ -143,6 +186,20 @@ class TlsFilesTest(unittest.TestCase):
                 self.replace(self.srv.key, good_key)
                 if crl:
                     os.remove(path)
+
+    def test_an_encrypted_key_is_refused_without_asking_the_terminal(self):
+        # Run from a terminal (as an operator does), OpenSSL's default passphrase prompt would
+        # wait on it for ever; the daemon gives no prompt and says what is wrong.
+        encrypted = subprocess.run(
+            ["openssl", "pkey", "-in", self.srv.key, "-aes256", "-passout", "pass:secret"],
+            check=True, capture_output=True).stdout
+        self.replace(self.srv.key, encrypted)
+        code, output = run_on_a_terminal(
+            [self.ws.binary("ckptd"), "--check-config", self.config()], timeout=20)
+        self.assertIsNotNone(code, "ckptd waited on the terminal: " + output)
+        self.assertEqual(code, 78, output)
+        self.assertIn("encrypted keys are not supported", output)
+        self.assertNotIn("pass phrase", output)
 
     def der_crl(self, name):
         """The CA's current CRL, as DER, written to crl_dir as `name`."""

@@ -120,6 +120,10 @@ TEST_F(EtcdUnreadableTest, ForeignElectionKeysDoNotKeepTheGroupFromElectingALead
   auto raw = Client(Cluster().endpoints(), prefix_);
   ASSERT_TRUE(RawPut(*raw, prefix_ + "/election/0000000000000001", "a.example:1").ok());
   ASSERT_TRUE(RawPut(*raw, prefix_ + "/election/zzz", "b.example:7070\nx-evil: 1").ok());
+  // More than a page of them: a look reads on past the first page.
+  for (int i = 0; i < 150; ++i) {
+    ASSERT_TRUE(RawPut(*raw, prefix_ + "/election/f" + std::to_string(i), "x.example:1").ok());
+  }
   std::mutex mu;
   std::condition_variable cv;
   int64_t elected = 0;

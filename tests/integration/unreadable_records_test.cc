@@ -9,6 +9,7 @@
 #include "ckpt/v1/admin.grpc.pb.h"
 #include "daemon_fixture.h"
 #include "raw_worker.h"
+#include "runtime/quarantine.h"
 
 namespace ckpt::testing {
 namespace {
@@ -156,6 +157,106 @@ TEST_F(UnreadableRecordsTest, ACounterThatDoesNotReadGivesWayToTheHighWaterMark)
   Sql(Db(), "UPDATE id_counters SET counter = 'x' WHERE pipeline_id = 'p'");
   StartDaemon();
   ExpectQuarantinedThenRecreatedAbove("id counter", 5000);
+}
+
+// A record whose name no request can carry (not UTF-8, a control character) could be neither
+// listed (a reply that does not parse would break every listing) nor deleted: it is counted and
+// logged like an unknown key, and the others are listed as before.
+TEST(QuarantineTest, ARecordWhoseNameNoRequestCanCarryIsCountedNotListed) {
+  auto pipeline = [](std::string job, std::string id) {
+    UnreadableRecord record;
+    record.pipeline = {std::move(job), std::move(id)};
+    record.reason = "spec does not parse";
+    return record;
+  };
+  UnreadableRecord group;
+  group.kind = UnreadableRecord::Kind::kGroup;
+  group.group = "ledger\x1b[2J";
+  Quarantine quarantine;
+  quarantine.Load({pipeline("job", "ok"), pipeline("job", "bad\xff"), pipeline("j\nob", "p"),
+                   pipeline("job", std::string(300, 'p')), group});
+  ASSERT_EQ(quarantine.Pipelines().size(), 1u);
+  EXPECT_EQ(quarantine.Pipelines()[0].pipeline.pipeline_id, "ok");
+  EXPECT_TRUE(quarantine.Groups().empty());
+  EXPECT_EQ(quarantine.records(), 5u) << "every one is counted";
+}
+
+// A counter damaged while its pipeline was deleted (the counter outlives it) is replaced by the
+// next create's reservation: the pipeline created again still loads after a restart.
+TEST_F(UnreadableRecordsTest, ACounterDamagedAfterADeleteIsRepairedByTheNextCreate) {
+  StartDaemon();
+  CreateThroughApi(TestSpec("p", {"a"}));
+  const int64_t last = Checkpoint("p", 2);
+  ASSERT_GT(last, 0);
+  ASSERT_TRUE(Delete("p").ok());
+  StopDaemon();
+  Sql(Db(), "UPDATE id_counters SET counter = 'x' WHERE pipeline_id = 'p'");
+  StartDaemon();
+  CreateThroughApi(TestSpec("p", {"a"}));
+  EXPECT_GT(Checkpoint("p", 1), last);
+  StopDaemon();
+  StartDaemon();
+  grpc::Status status;
+  v1::Pipeline p = Get("p", &status);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_NE(p.state(), v1::PIPELINE_STATE_UNREADABLE) << p.state_reason();
+}
+
+// A damaged group row quarantines the group and holds its members; the group's delete lets them
+// load and run outside any group, at once and after a restart.
+TEST_F(UnreadableRecordsTest, DeletingAnUnreadableGroupLetsItsMembersLoadAndRun) {
+  StartDaemon();
+  auto admin = v1::AdminService::NewStub(channel_);
+  auto put_group = [&] {
+    grpc::ClientContext ctx;
+    v1::AlignmentGroupSpec spec;
+    spec.set_name("ledger");
+    spec.set_interval_ms(100);
+    v1::AlignmentGroup reply;
+    return admin->PutAlignmentGroup(&ctx, spec, &reply);
+  };
+  ASSERT_TRUE(put_group().ok());
+  PipelineSpec member = TestSpec("m", {"a"});
+  member.alignment_group = "ledger";
+  CreateThroughApi(member);
+  CreateThroughApi(TestSpec("q", {"a"}));
+  const int64_t last = Checkpoint("m", 2);
+  ASSERT_GT(last, 0);
+  StopDaemon();
+  Sql(Db(), "UPDATE alignment_groups SET interval_ms = 'x' WHERE name = 'ledger'");
+  StartDaemon();
+  admin = v1::AdminService::NewStub(channel_);
+  grpc::Status status;
+  v1::Pipeline held = Get("m", &status);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(held.state(), v1::PIPELINE_STATE_UNREADABLE);
+  EXPECT_NE(held.state_reason().find("alignment group ledger"), std::string::npos)
+      << held.state_reason();
+  EXPECT_GT(Checkpoint("q", 1), 0) << "the pipeline outside the group runs";
+  const grpc::Status put = put_group();
+  EXPECT_EQ(put.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << "not over the damaged row";
+  EXPECT_NE(put.error_message().find("ckptctl group delete ledger"), std::string::npos)
+      << put.error_message();
+  {
+    grpc::ClientContext ctx;
+    v1::AlignmentGroupRef ref;
+    ref.set_name("ledger");
+    v1::DeleteAlignmentGroupResponse resp;
+    const grpc::Status deleted = admin->DeleteAlignmentGroup(&ctx, ref, &resp);
+    ASSERT_TRUE(deleted.ok()) << deleted.error_message();
+  }
+  v1::Pipeline loaded = Get("m", &status);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_NE(loaded.state(), v1::PIPELINE_STATE_UNREADABLE) << loaded.state_reason();
+  EXPECT_EQ(loaded.spec().alignment_group(), "");
+  EXPECT_GT(Checkpoint("m", 1), last) << "it runs on its own, above the group's ids";
+  EXPECT_NE(daemon_->MetricsText().find("ckptd_store_unreadable_records 0"), std::string::npos);
+  StopDaemon();
+  StartDaemon();
+  loaded = Get("m", &status);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_NE(loaded.state(), v1::PIPELINE_STATE_UNREADABLE) << "its record was rewritten";
+  EXPECT_EQ(loaded.spec().alignment_group(), "");
 }
 
 }  // namespace

@@ -83,6 +83,30 @@ TEST(GroupMemberTest, AnIdItsHistoryCouldNotHoldIsRefused) {
   EXPECT_EQ(h.triggers[0].checkpoint_id, kMaxCheckpointId);
 }
 
+TEST(GroupMemberTest, AGroupSavepointIsRefusedForAllByAMemberAtItsSavepointCap) {
+  CoordinatorOptions options;
+  options.max_savepoints = 1;
+  Harness h(MakeSpec(), 0, options);
+  h.Apply(h.c().SetGroup(Ledger()));
+  h.Start();
+  h.RegisterAll();
+  h.Apply(h.c().StartGroupRound(10, CheckpointKind::kSavepoint, 0));
+  h.AckAll(10);
+  h.Apply(h.c().OnCommitted(10));
+  ASSERT_EQ(h.completes.size(), 1u) << "the one savepoint it may hold";
+  h.Apply(h.c().StartGroupRound(11, CheckpointKind::kSavepoint, 0));
+  EXPECT_EQ(h.triggers.size(), 1u) << "no trigger for a savepoint its history cannot hold";
+  auto failed = ActionsOf<MemberFailed>(h.all);
+  ASSERT_EQ(failed.size(), 1u);
+  EXPECT_EQ(failed[0].checkpoint_id, 11);
+  EXPECT_NE(failed[0].reason.find("limits.max_savepoints_per_pipeline (1)"), std::string::npos)
+      << failed[0].reason;
+  EXPECT_EQ(failed[0].limit, CountedLimit::kMaxSavepointsPerPipeline);
+  h.Apply(h.c().StartGroupRound(12, CheckpointKind::kCheckpoint, 0));
+  ASSERT_EQ(h.triggers.size(), 2u) << "checkpoints go on";
+  EXPECT_EQ(h.triggers.back().checkpoint_id, 12);
+}
+
 TEST(GroupMemberTest, ADeclineHereFailsItHereAndTellsTheGroup) {
   MemberHarness h;
   h.Apply(h.c().StartGroupRound(10, CheckpointKind::kCheckpoint, 0));
@@ -239,6 +263,7 @@ TEST(GroupMemberTest, AWorkersSavepointRequestIsCheckedHereBeforeItGoesToTheGrou
   ASSERT_EQ(refused.size(), 1u);
   EXPECT_NE(refused[0].reason.find("limits.savepoint_requests_per_minute (1)"), std::string::npos)
       << refused[0].reason;
+  EXPECT_EQ(refused[0].limit, CountedLimit::kSavepointRequestsPerMinute);
   auto gone = h.c().AdmitGroupSavepointRequest(9, "", false);
   EXPECT_FALSE(gone.status.ok());
   EXPECT_TRUE(gone.actions.empty()) << "nobody to answer";

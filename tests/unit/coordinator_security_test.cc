@@ -71,6 +71,8 @@ TEST(CoordinatorWorkerSavepoint, RequestsBeyondThePerMinuteLimitAreRefused) {
   ASSERT_EQ(third.size(), 1u);
   EXPECT_NE(third[0].reason.find("limits.savepoint_requests_per_minute (2)"), std::string::npos)
       << third[0].reason;
+  EXPECT_EQ(third[0].limit, CountedLimit::kSavepointRequestsPerMinute)
+      << "counted under its own label, not max_savepoints_per_pipeline";
   h.RunFor(seconds(61));  // the minute passes
   auto later = refusals();
   EXPECT_TRUE(later.empty()) << "the window moved on: " << (later.empty() ? "" : later[0].reason);
