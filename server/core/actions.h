@@ -166,7 +166,8 @@ constexpr IgnoredReason kIgnoredReasons[] = {IgnoredReason::kUnownedTask,
 // --- an alignment group's member (docs/ALIGNMENT.md); only a member's coordinator emits these ---
 // Why a member cannot finish a group round.
 enum class MemberFailure {
-  kDeclined,        // a task declined (or acked at another position): this member's failure
+  kDeclined,        // a task declined (or acked at another position), or the member refused
+                    // the round (its savepoint cap): this member's failure
   kExpired,         // a task reported that it expired: this member's failure
   kTaskLost,        // a task's stream ended: nobody's failure
   kAborted,         // the member was paused, changed or deleted: nobody's failure

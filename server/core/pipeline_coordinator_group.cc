@@ -100,9 +100,10 @@ Actions PipelineCoordinator::StartGroupRound(int64_t checkpoint_id, CheckpointKi
   }
   if (kind != CheckpointKind::kCheckpoint) {
     // A group's savepoint is one in every member's history: a member at its cap refuses it for
-    // all, as its own savepoint would be refused.
+    // all, as its own savepoint would be refused. Declined, not aborted: an abort tells the group
+    // a "not ready" follows, and none would (the member is as ready as before).
     if (Status room = CheckSavepointRoom(); !room.ok()) {
-      out.push_back(MemberFailed{checkpoint_id, MemberFailure::kAborted, room.message(),
+      out.push_back(MemberFailed{checkpoint_id, MemberFailure::kDeclined, room.message(),
                                  CountedLimit::kMaxSavepointsPerPipeline});
       return out;
     }

@@ -10,11 +10,11 @@ namespace ckpt {
 
 namespace {
 
-// The rules every stored id met: not empty, bounded, no C0 control character or DEL.
-Status ValidateIdShape(const std::string& id, const std::string& what) {
+// The rules every stored id met: not empty, at most `max_bytes`, no C0 control character or DEL.
+Status ValidateShape(const std::string& id, const std::string& what, size_t max_bytes) {
   if (id.empty()) return Status::InvalidArgument(what + " is empty");
-  if (id.size() > kMaxIdBytes) {
-    return Status::InvalidArgument(what + " is longer than " + std::to_string(kMaxIdBytes) +
+  if (id.size() > max_bytes) {
+    return Status::InvalidArgument(what + " is longer than " + std::to_string(max_bytes) +
                                    " bytes");
   }
   for (unsigned char c : id) {
@@ -25,10 +25,14 @@ Status ValidateIdShape(const std::string& id, const std::string& what) {
   return Status::Ok();
 }
 
-}  // namespace
+Status ValidateIdShape(const std::string& id, const std::string& what) {
+  return ValidateShape(id, what, kMaxIdBytes);
+}
 
-Status ValidateId(const std::string& id, const std::string& what) {
-  if (auto s = ValidateIdShape(id, what); !s.ok()) return s;
+// An id's rules but its length: UTF-8 without control or format characters, at most
+// `max_bytes`.
+Status ValidateText(const std::string& id, const std::string& what, size_t max_bytes) {
+  if (auto s = ValidateShape(id, what, max_bytes); !s.ok()) return s;
   if (!IsValidUtf8(id)) return Status::InvalidArgument(what + " is not valid UTF-8");
   for (size_t i = 0; i + 1 < id.size(); ++i) {
     // C1 controls, U+0080..U+009F: C2 80..C2 9F in UTF-8.
@@ -37,12 +41,19 @@ Status ValidateId(const std::string& id, const std::string& what) {
       return Status::InvalidArgument(what + " contains a control character");
     }
   }
-  if (id == "." || id == "..") return Status::InvalidArgument(what + " may not be . or ..");
   if (HasFormatCharacter(id)) {
     return Status::InvalidArgument(what +
                                    " contains an invisible Unicode format character (such as "
                                    "U+202E, which reverses what follows it)");
   }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status ValidateId(const std::string& id, const std::string& what) {
+  if (auto s = ValidateText(id, what, kMaxIdBytes); !s.ok()) return s;
+  if (id == "." || id == "..") return Status::InvalidArgument(what + " may not be . or ..");
   return Status::Ok();
 }
 
@@ -58,11 +69,7 @@ Status ValidatePathId(const std::string& id, const std::string& what) {
 
 Status ValidateSavepointTarget(const std::string& target) {
   if (target.empty()) return Status::Ok();
-  if (target.size() > kMaxUriBytes) {
-    return Status::InvalidArgument("savepoint target is longer than " +
-                                   std::to_string(kMaxUriBytes) + " bytes");
-  }
-  return ValidateId(target, "savepoint target");
+  return ValidateText(target, "savepoint target", kMaxUriBytes);
 }
 
 std::string TruncateReason(std::string text) {

@@ -254,6 +254,9 @@ void EtcdMirror::Install(StoreImage image) {
   for (const auto& [key, kv] : others_) {
     if (!layout_.IsKnownKey(key)) Check(kv, true);
   }
+  for (const auto& [key, kv] : history_) {
+    if (!layout_.ParseCheckpointKey(key)) Check(kv, true);  // as Apply checks such a key
+  }
   writer_revision_ = image.writer_revision;
   revision_ = image.revision;
   loaded_ = true;

@@ -150,13 +150,17 @@ bool GrpcListener::Admit(const std::string& peer) {
   return false;
 }
 
-void GrpcListener::Track(int fd, std::string peer) {
-  // A descriptor number gRPC closed and the kernel handed out again: that connection is over.
+void GrpcListener::ForgetReused(int fd) {
+  // A descriptor number gRPC closed and the kernel handed out again: that connection is over,
+  // and its place is free for the one just accepted.
   if (auto old = by_fd_.find(fd); old != by_fd_.end()) {
     auto it = per_peer_.find(old->second.peer);
     if (it != per_peer_.end() && --it->second <= 0) per_peer_.erase(it);
     by_fd_.erase(old);
   }
+}
+
+void GrpcListener::Track(int fd, std::string peer) {
   ++per_peer_[peer];
   by_fd_[fd] = Connection{std::move(peer), InodeOf(fd)};
   open_.store(static_cast<int64_t>(by_fd_.size()), std::memory_order_relaxed);
@@ -190,6 +194,7 @@ void GrpcListener::AcceptReady() {
     }
     MarkAccepting();
     std::string peer = AddressOf(address);
+    ForgetReused(fd);
     if (!Admit(peer)) {
       ::close(fd);
       continue;

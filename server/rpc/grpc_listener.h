@@ -79,6 +79,8 @@ class GrpcListener {
   // Whether a connection from `peer` may be kept (a look at the closed ones first, when at a cap).
   bool Admit(const std::string& peer);   // strand_
   void Track(int fd, std::string peer);  // strand_
+  // Forgets the connection that held `fd` before accept handed it out again.
+  void ForgetReused(int fd);  // strand_
   // Forgets the connections gRPC has closed since.
   void Sweep();               // strand_
   void ArmSweep();            // strand_

@@ -92,6 +92,8 @@ Status PipelineHost::Load(const std::vector<PipelineSpec>& declared_specs,
       spdlog::error("[{}] quarantined with its group: {}", Printable(record.pipeline.ToString()),
                     Printable(record.reason));
       quarantine_.Add(std::move(record));
+      MutexLock lock(held_mu_);
+      held_members_[p.record.spec.key] = std::move(p);
       continue;
     }
     stored[p.record.spec.key] = std::move(p);
@@ -170,7 +172,7 @@ Status PipelineHost::Load(const std::vector<PipelineSpec>& declared_specs,
       it = stored.erase(it);
       continue;
     }
-    AdoptRestoreSource(key, p, std::move(source));
+    if (AdoptRestoreSource(key, p, std::move(source))) pins_.Add(*p.record.restore_from, key);
     ++it;
   }
   std::vector<std::shared_ptr<PipelineRunner>> runners;
@@ -374,7 +376,18 @@ void PipelineHost::DeleteUnreadable(const PipelineKey& key, std::function<void(S
   if (!held) return done(Status::NotFound("pipeline " + key.ToString() + " is not UNREADABLE"));
   store_.DeleteUnreadablePipeline(key, [this, record = *held, done = std::move(done)](Status s) {
     ReportStoreWrite(s);
-    if (s.ok() && quarantine_.Remove(record.pipeline)) {
+    if (s.ok() && !quarantine_.Remove(record.pipeline)) {
+      // Its group was deleted meanwhile and it loaded: the record this deleted comes back with
+      // its first write.
+      return done(Status::Aborted("pipeline " + record.pipeline.ToString() +
+                                  " was loaded meanwhile (its alignment group was deleted); "
+                                  "delete it again"));
+    }
+    if (s.ok()) {
+      {
+        MutexLock lock(held_mu_);
+        held_members_.erase(record.pipeline);
+      }
       metrics_.pipelines_by_state[static_cast<size_t>(PipelineState::kUnreadable)] =
           static_cast<int64_t>(quarantine_.pipelines());
       if (!record.group.empty()) groups_.Release(record.group, record.pipeline);
@@ -387,19 +400,19 @@ void PipelineHost::DeleteUnreadable(const PipelineKey& key, std::function<void(S
   });
 }
 
-void PipelineHost::AdoptRestoreSource(const PipelineKey& key, StoredPipeline& p,
+bool PipelineHost::AdoptRestoreSource(const PipelineKey& key, StoredPipeline& p,
                                       Result<CompletedCheckpoint> source) {
   if (!source.ok()) {
     spdlog::error(
         "[{}] its restore point {} cannot be read ({}); it restores from its own newest "
         "checkpoint instead",
         key.ToString(), p.record.restore_from->ToString(), source.status().ToString());
-    return;
+    return false;
   }
   // The newest, when the file names no id.
   p.record.restore_from->checkpoint_id = source->checkpoint_id;
   p.restore_source = std::move(*source);
-  pins_.Add(*p.record.restore_from, key);
+  return true;
 }
 
 void PipelineHost::DeleteUnreadableGroup(const std::string& name,
@@ -426,27 +439,45 @@ void PipelineHost::DeleteUnreadableGroup(const std::string& name,
 }
 
 Status PipelineHost::ReleaseMembersOf(const std::string& group) {
-  const std::vector<PipelineKey> held = quarantine_.HeldFor(group);
-  if (held.empty()) return Status::Ok();
-  auto loaded = store_.LoadPipelines();
-  if (!loaded.ok()) {
-    return Status(loaded.status().code(),
-                  "alignment group " + group + " deleted, but its members could not be read " +
-                      "again (" + loaded.status().message() + "): they load at the next start");
+  if (refusing_creates_.load()) {
+    return Status::Unavailable("alignment group " + group +
+                               " deleted as ckptd shuts down: its members load at the next start");
   }
-  for (StoredPipeline& p : *loaded) {
-    const PipelineKey key = p.record.spec.key;
-    if (std::find(held.begin(), held.end(), key) == held.end()) continue;
+  for (const PipelineKey& key : quarantine_.HeldFor(group)) {
+    StoredPipeline p;
+    {
+      MutexLock lock(held_mu_);
+      auto it = held_members_.find(key);
+      if (it == held_members_.end()) continue;
+      p = std::move(it->second);
+      held_members_.erase(it);
+    }
+    // A DeletePipeline of the member that got here first has it: it stays deleted.
+    if (!quarantine_.Remove(key)) continue;
     // Its group is gone: it checkpoints on its own, and its restart write stores that.
     p.record.spec.alignment_group.clear();
     p.spec_unsaved = true;
+    std::optional<CheckpointRef> pinned;
     if (p.record.restore_from) {
-      AdoptRestoreSource(key, p, ReadRestoreSource(*p.record.restore_from));
+      // Pinned on the source's strand, where its trims are decided: it runs already.
+      auto source = PinRestoreSource(*p.record.restore_from, key);
+      if (source.ok()) pinned = source->first;
+      AdoptRestoreSource(key, p,
+                         source.ok() ? Result<CompletedCheckpoint>(std::move(source->second))
+                                     : Result<CompletedCheckpoint>(source.status()));
     }
-    quarantine_.Remove(key);
     auto runner = MakeRunner(p, /*restarted=*/true);
-    registry_.Add(runner);
+    if (!registry_.Add(runner)) {
+      // A create of the same name came first (the name was free once it left the quarantine).
+      if (pinned) UnpinRestoreSource(*pinned, key);
+      spdlog::warn(
+          "[{}] not loaded after its group {} was deleted: a pipeline of that name was "
+          "created meanwhile",
+          Printable(key.ToString()), Printable(group));
+      continue;
+    }
     runner->Start();
+    if (refusing_creates_.load()) runner->BeginShutdown();  // as Create's runner does
     spdlog::info("[{}] loaded: its alignment group {} was deleted", Printable(key.ToString()),
                  Printable(group));
   }

@@ -116,7 +116,8 @@ class PipelineHost {
   void Restore(const std::shared_ptr<PipelineRunner>& target, CheckpointRef from,
                std::function<void(Status, const PipelineStatus&)> done);
   // A declared pipeline's restore_from: reads and pins `from` (as Restore) for `holder`, for
-  // Create. Blocking, also on the source's strand: the controlling thread only.
+  // Create. Blocking, also on the source's strand: the controlling thread or writes() (both run
+  // only while the strands do: JoinBlockingPool comes before the io threads stop).
   Result<std::pair<CheckpointRef, CompletedCheckpoint>> PinRestoreSource(CheckpointRef from,
                                                                          const PipelineKey& holder);
   // The same without waiting for the source's strand: reads `from` (blocking: call it from the
@@ -170,13 +171,14 @@ class PipelineHost {
   std::shared_ptr<PipelineRunner> MakeRunner(const StoredPipeline& stored, bool restarted);
   // Reads `from`'s checkpoint (the newest when its id is 0) from the store. Blocking.
   Result<CompletedCheckpoint> ReadRestoreSource(const CheckpointRef& from);
-  // An operator-set restore point of a stored pipeline: `source` (ReadRestoreSource's) is
-  // adopted and pinned, or, when it cannot be read, the pipeline restores from its own newest
-  // checkpoint (said in the log).
-  void AdoptRestoreSource(const PipelineKey& key, StoredPipeline& p,
+  // An operator-set restore point of a stored pipeline: `source` is adopted (true), or, when it
+  // cannot be read, the pipeline restores from its own newest checkpoint (said in the log). The
+  // caller pins what was adopted.
+  bool AdoptRestoreSource(const PipelineKey& key, StoredPipeline& p,
                           Result<CompletedCheckpoint> source);
-  // Loads and starts the members held for `group`, which is gone (DeleteUnreadableGroup).
-  // Blocking: writes() only.
+  // Starts the members held for `group`, which is gone (DeleteUnreadableGroup), from the records
+  // Load kept. Blocking (their restore points are pinned on their sources' strands): writes()
+  // only.
   Status ReleaseMembersOf(const std::string& group);
   // A PinDropped: the source pipeline is told, if it still exists.
   void PinDropped(const CheckpointRef& ref);
@@ -208,6 +210,10 @@ class PipelineHost {
   // between): a second create of the same key is refused instead of overwriting the first one's
   // stored record. creating_mu_ is held only for a set lookup.
   Mutex creating_mu_;
+  // The records of the members held for an unreadable group (Load), started once the group is
+  // deleted (ReleaseMembersOf, writes()). Nothing writes them meanwhile: they are quarantined.
+  Mutex held_mu_;
+  std::map<PipelineKey, StoredPipeline> held_members_ CKPT_GUARDED_BY(held_mu_);
   std::set<PipelineKey> creating_ CKPT_GUARDED_BY(creating_mu_);
   mutable Mutex defaults_mu_;
   PipelineDefaults defaults_ CKPT_GUARDED_BY(defaults_mu_);

@@ -11,14 +11,9 @@ namespace ckpt {
 
 namespace {
 
-// Whether `name` can travel in a request and a reply (a proto string is UTF-8) and be typed.
-bool NameableInApi(std::string_view name) {
-  return !name.empty() && name.size() <= kMaxIdBytes && IsValidUtf8(name) &&
-         std::none_of(name.begin(), name.end(), [](char c) {
-           const auto byte = static_cast<unsigned char>(c);
-           return byte < 0x20 || byte == 0x7f;
-         });
-}
+// Whether a request can name it: the rules every id of a request meets (ValidateId), so that what
+// is listed can also be deleted.
+bool NameableInApi(const std::string& name) { return ValidateId(name, "name").ok(); }
 
 bool NameableInApi(const UnreadableRecord& record) {
   switch (record.kind) {

@@ -19,6 +19,9 @@ RESOURCE_EXHAUSTED = 8
 class EdgeBoundsTest(unittest.TestCase):
     def setUp(self):
         self.ws = e2e.Workspace(BUILD_DIR)
+        # A sanitizer's allocator keeps what is freed (ASan's quarantine): memory is checked only
+        # in a plain build; what the daemon answers is checked in every build.
+        self.sanitized = e2e.is_sanitized_build(self.ws.binary("ckptd"))
 
     def tearDown(self):
         if os.environ.get("CKPT_E2E_SHOW_LOG"):
@@ -46,14 +49,19 @@ class EdgeBoundsTest(unittest.TestCase):
         self.assertIn("max_admin_calls_per_peer", client.status(refused[0])[1])
         self.assertEqual(client.data_bytes, 0, "no byte of a reply was read")
         peak_kb = e2e.rss_kb(daemon.pid)
-        self.assertLess(peak_kb - start_kb, 256 * 1024,
-                        f"RSS grew {(peak_kb - start_kb) // 1024} MiB")
+        if not self.sanitized:
+            self.assertLess(peak_kb - start_kb, 256 * 1024,
+                            f"RSS grew {(peak_kb - start_kb) // 1024} MiB")
         self.assertGreaterEqual(self.limit_refusals("max_admin_calls_per_peer"), len(refused))
         # Other clients are served meanwhile.
         self.assertEqual(e2e.http_status(self.ws.metrics_url("/healthz")), 200)
         client.close()
-        e2e.wait_until(lambda: e2e.rss_kb(daemon.pid) - start_kb < 64 * 1024, 10,
-                       "RSS back within 64 MiB of where it started")
+        if not self.sanitized:
+            e2e.wait_until(lambda: e2e.rss_kb(daemon.pid) - start_kb < 64 * 1024, 10,
+                           "RSS back within 64 MiB of where it started")
+        if os.environ.get("CKPT_E2E_PRINT_RSS"):
+            print(f"RSS: start {start_kb // 1024} MiB, peak {peak_kb // 1024} MiB, after close "
+                  f"{e2e.rss_kb(daemon.pid) // 1024} MiB")
 
     def test_a_lapsed_lease_ends_a_stream_at_once_whatever_write_is_stuck(self):
         self.ws.start_daemon(self.ws.write_config(
@@ -107,7 +115,10 @@ class EdgeBoundsTest(unittest.TestCase):
         for s in held:
             self.assertTrue(closed_soon(s, 10), "an idle connection is closed")
         # Their slots are free again.
-        e2e.wait_until(lambda: not closed_soon(connect(), 0.2), 10, "room for a new connection")
+        def room():
+            with connect() as s:
+                return not closed_soon(s, 0.2)
+        e2e.wait_until(room, 10, "room for a new connection")
         for s in held + extra:
             s.close()
 

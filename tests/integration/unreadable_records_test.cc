@@ -173,12 +173,15 @@ TEST(QuarantineTest, ARecordWhoseNameNoRequestCanCarryIsCountedNotListed) {
   group.kind = UnreadableRecord::Kind::kGroup;
   group.group = "ledger\x1b[2J";
   Quarantine quarantine;
+  UnreadableRecord hidden_group = group;
+  hidden_group.group = "led\u202eger";  // a format character: ValidateId refuses it
   quarantine.Load({pipeline("job", "ok"), pipeline("job", "bad\xff"), pipeline("j\nob", "p"),
-                   pipeline("job", std::string(300, 'p')), group});
+                   pipeline("job", std::string(300, 'p')), pipeline("job", ".."), group,
+                   hidden_group});
   ASSERT_EQ(quarantine.Pipelines().size(), 1u);
   EXPECT_EQ(quarantine.Pipelines()[0].pipeline.pipeline_id, "ok");
-  EXPECT_TRUE(quarantine.Groups().empty());
-  EXPECT_EQ(quarantine.records(), 5u) << "every one is counted";
+  EXPECT_TRUE(quarantine.Groups().empty()) << "what is listed, a request can also delete";
+  EXPECT_EQ(quarantine.records(), 7u) << "every one is counted";
 }
 
 // A counter damaged while its pipeline was deleted (the counter outlives it) is replaced by the

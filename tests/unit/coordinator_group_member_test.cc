@@ -102,6 +102,8 @@ TEST(GroupMemberTest, AGroupSavepointIsRefusedForAllByAMemberAtItsSavepointCap) 
   EXPECT_NE(failed[0].reason.find("limits.max_savepoints_per_pipeline (1)"), std::string::npos)
       << failed[0].reason;
   EXPECT_EQ(failed[0].limit, CountedLimit::kMaxSavepointsPerPipeline);
+  // Declined: the group expects no "not ready" after it (GroupTest.AMemberThatRefusesASavepoint...)
+  EXPECT_EQ(failed[0].failure, MemberFailure::kDeclined);
   h.Apply(h.c().StartGroupRound(12, CheckpointKind::kCheckpoint, 0));
   ASSERT_EQ(h.triggers.size(), 2u) << "checkpoints go on";
   EXPECT_EQ(h.triggers.back().checkpoint_id, 12);

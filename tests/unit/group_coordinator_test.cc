@@ -411,6 +411,31 @@ TEST_F(GroupTest, ASavepointWaitsForThePendingRoundAndThenSkipsTheInterval) {
   EXPECT_EQ(starts[0].checkpoint_id, id + 1);
 }
 
+// A member at its savepoint cap declines the group's savepoint (GroupMemberTest.AGroupSavepoint
+// IsRefusedForAllByAMemberAtItsSavepointCap): the savepoint fails for all, and the member, still
+// ready, is in the next round.
+TEST_F(GroupTest, AMemberThatRefusesASavepointFailsItAndTheGroupGoesOn) {
+  Make();
+  Join({kA, kB});
+  const int64_t id = Started();
+  Run(group_->OnMemberDone(kA, id, CommitOf(kA, id)));
+  Run(group_->OnMemberDone(kB, id, CommitOf(kB, id)));
+  Run(group_->OnCommitted(id));
+  Take();
+  auto savepoint = group_->RequestRound(CheckpointKind::kSavepoint);
+  ASSERT_TRUE(savepoint.status.ok());
+  Run(std::move(savepoint.actions));
+  const int64_t refused = Started();
+  ASSERT_EQ(refused, id + 1);
+  Take();
+  Run(group_->OnMemberFailed(kB, refused, MemberFailure::kDeclined,
+                             "savepoint refused: limits.max_savepoints_per_pipeline (1) reached"));
+  auto finished = Of<GroupRoundFinished>(Take());
+  ASSERT_EQ(finished.size(), 1u);
+  EXPECT_EQ(finished[0].result, GroupRoundResult::kFailed);
+  EXPECT_EQ(NextRound(), refused + 1) << "no member waits to be ready again";
+}
+
 TEST_F(GroupTest, MinPauseCountsFromTheEndOfTheLastRound) {
   Make(AlignmentGroupSpec{"g", 1000, 5000, /*min_pause_ms=*/800, 0});
   Join({kA});

@@ -140,5 +140,18 @@ TEST(ValidateId, RefusesInvisibleFormatCharacters) {
   }
 }
 
+TEST(ValidateSavepointTarget, TakesAPathUpToItsOwnBoundWithAnIdsCharacterRules) {
+  const std::string root = "s3://bucket/savepoints/job/";
+  EXPECT_TRUE(ValidateSavepointTarget("").ok()) << "the default location";
+  EXPECT_TRUE(ValidateSavepointTarget(root + std::string(kMaxUriBytes - root.size(), 'x')).ok())
+      << "a path longer than an id";
+  const Status longer = ValidateSavepointTarget(root + std::string(kMaxUriBytes, 'x'));
+  EXPECT_EQ(longer.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(longer.message().find("longer than 4096 bytes"), std::string::npos) << longer.message();
+  for (const std::string& bad : {root + "a\nb", root + "gnp\xe2\x80\xae" + "exe", root + "\xff"}) {
+    EXPECT_EQ(ValidateSavepointTarget(bad).code(), StatusCode::kInvalidArgument) << bad;
+  }
+}
+
 }  // namespace
 }  // namespace ckpt
