@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Configures and builds one tree. Usage: scripts/build.sh [BUILD_DIR] [extra cmake args...]
-# Defaults to build/ in Debug; ccache is used when installed.
+# Defaults to build/ in Debug; ccache is used when installed. CKPT_BUILD_TARGETS (space-separated)
+# builds only those targets and what they depend on.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build_dir=${1:-$root/build}
@@ -12,4 +13,6 @@ if [ ! -f "$build_dir/build.ninja" ]; then
 elif [ $# -gt 0 ]; then
   cmake -S "$root" -B "$build_dir" "$@" >/dev/null
 fi
-cmake --build "$build_dir" -j"$jobs"
+targets=()
+for target in ${CKPT_BUILD_TARGETS:-}; do targets+=(--target "$target"); done
+cmake --build "$build_dir" -j"$jobs" "${targets[@]}"
