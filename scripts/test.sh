@@ -38,9 +38,10 @@ ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS="suppressions=$root/tests/lsan.supp" \
 
 echo "== TSan build (clang: thread-safety analysis, warnings are errors) and tests"
 tsan_dir=$root/build-tsan-clang
-# Only what the TSan run below runs: the unit and integration test programs (and the tools the
-# integration tests start).
-CKPT_BUILD_TARGETS="unit_tests client_unit_tests integration_tests etcd_tests" CXX=clang++ \
+# Only what the TSan run below runs: the unit and integration test programs and the fuzz corpus
+# replays (and the tools the integration tests start).
+CKPT_BUILD_TARGETS="unit_tests client_unit_tests integration_tests etcd_tests config_replay \
+  coordinator_replay" CXX=clang++ \
   "$root/scripts/build.sh" "$tsan_dir" -DCKPT_SANITIZE=thread -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" -DCKPT_WERROR=ON
 # gRPC's own races (uninstrumented abseil locks) are suppressed by library...

@@ -5,8 +5,6 @@
 // authorization headers (the first won), and a worker of one job stopping another job's
 // pipeline through an alignment group.
 #include <gtest/gtest.h>
-#include <spdlog/sinks/ringbuffer_sink.h>
-#include <spdlog/spdlog.h>
 
 #include <set>
 
@@ -16,6 +14,7 @@
 
 #include "chaos_fixture.h"
 #include "forwarding_store.h"
+#include "log_tap.h"
 #include "rpc/status_mapping.h"
 
 namespace ckpt::testing {
@@ -113,7 +112,11 @@ TEST_F(ChaosTest, ASavepointAtTheSavepointCapIsResourceExhaustedNamingTheLimit) 
 }
 
 TEST_F(ChaosTest, AWorkersSavepointTargetOutsideItsJobOrOverlongIsRefusedAndTheStreamGoesOn) {
-  config_.pipelines = {TestSpec("p", {"a"})};
+  PipelineSpec spec = TestSpec("p", {"a"});
+  // Rounds that start while the test waits for each refusal go unacknowledged and expire: they
+  // must not fail the pipeline (a slow sanitizer build meets several).
+  spec.tolerable_failures = 1000;
+  config_.pipelines = {spec};
   config_.savepoint_root = (data_dir_ / "savepoints").string();
   StartAdmin();
   RawWorker w(channel_);
@@ -150,8 +153,7 @@ TEST_F(ChaosTest, AWorkersSavepointTargetOutsideItsJobOrOverlongIsRefusedAndTheS
 
 TEST_F(ChaosTest, AuditLinesNameTheTargetOfEveryMutation) {
   config_.pipelines = {TestSpec("p", {"a"})};
-  auto ring = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(256);
-  spdlog::default_logger()->sinks().push_back(ring);
+  LogTap log(256);
   StartAdmin();
   auto call = [](auto method) {
     grpc::ClientContext ctx;
@@ -189,9 +191,8 @@ TEST_F(ChaosTest, AuditLinesNameTheTargetOfEveryMutation) {
     v1::DeleteAlignmentGroupResponse resp;
     return admin_->DeleteAlignmentGroup(ctx, req, &resp);
   });
-  spdlog::default_logger()->sinks().pop_back();
   std::vector<std::string> audit;
-  for (const std::string& line : ring->last_formatted()) {
+  for (const std::string& line : log.Lines()) {
     if (line.find("audit:") != std::string::npos) audit.push_back(line);
   }
   auto logged = [&](const std::string& method, const std::string& target) {

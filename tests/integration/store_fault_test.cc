@@ -1,10 +1,9 @@
 // A store that fails: the checkpoint fails with the store's reason and is never reported complete;
 // the daemon keeps serving and completes checkpoints again once the store recovers.
 #include <gtest/gtest.h>
-#include <spdlog/sinks/ringbuffer_sink.h>
-#include <spdlog/spdlog.h>
 
 #include "daemon_fixture.h"
+#include "log_tap.h"
 #include "raw_worker.h"
 #include "sqlite/sqlite_store.h"
 #include "support/fault_injecting_store.h"
@@ -133,31 +132,22 @@ TEST_F(DaemonTest, AGroupRoundTheStoreCannotWriteMarksTheStoreNotWritable) {
   member.alignment_group = "ledger";
   member.tolerable_failures = 10;
   config_.pipelines = {member};
+  // The store's health changes as fast as writes come (the member's next write marks it
+  // writable again), so what is checked is that it was told: its line.
+  LogTap log(64);
   auto faulty = std::make_unique<FaultInjectingStore>(OpenSqlite());
   FaultInjectingStore* faults = faulty.get();
   StartDaemonWith(std::move(faulty));
   ASSERT_TRUE(daemon_->ready());
-  // The store's health changes as fast as writes come (the member's next write marks it
-  // writable again), so what is checked is that it was told: its line.
-  auto ring = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(64);
-  spdlog::default_logger()->sinks().push_back(ring);
   faults->FailNextCommits(1, Status::Unavailable("disk full (injected)"));
   RawWorker w(channel_);
   w.Hello("job", "p", {"a"});
   auto t = w.WaitTrigger();
   ASSERT_TRUE(t);
   w.Ack(t->trigger().checkpoint_id(), "a");
-  auto told = [&] {
-    for (const std::string& line : ring->last_formatted()) {
-      if (line.find("store: writes fail (UNAVAILABLE: disk full (injected))") !=
-          std::string::npos) {
-        return true;
-      }
-    }
-    return false;
-  };
-  const bool seen = Eventually(told, milliseconds(5000));
-  spdlog::default_logger()->sinks().pop_back();
+  const bool seen =
+      Eventually([&] { return log.Saw("store: writes fail (UNAVAILABLE: disk full (injected))"); },
+                 milliseconds(5000));
   EXPECT_TRUE(seen) << "a group round the store could not write was not reported to its health";
   // The group goes on.
   auto next = w.WaitTrigger();
