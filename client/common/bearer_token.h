@@ -1,6 +1,6 @@
 #pragma once
-// The bearer token a client sends as `authorization: Bearer <token>` metadata (CONTRACT.md,
-// "Security"). The daemon knows it only by its SHA-256, so the bytes sent must be exactly the
+// The bearer token a client sends as `authorization: Bearer <token>` metadata (docs/SECURITY.md,
+// "Clients"). The daemon knows it only by its SHA-256, so the bytes sent must be exactly the
 // token: no newline an editor left at the end, nothing gRPC would refuse to put in a header.
 
 #include <optional>

@@ -1,6 +1,6 @@
 #pragma once
-// Durations as CONTRACT.md writes them, for ckpt-worker-sim and ckptctl alike: a non-negative
-// number (decimals allowed) and one unit, "250ms", "10s", "1.5m", "2h".
+// Durations as ckptctl and ckpt-worker-sim take them (their --help): a non-negative number
+// (decimals allowed) and one unit, "250ms", "10s", "1.5m", "2h".
 
 #include <cstdint>
 #include <optional>

@@ -1,9 +1,9 @@
 #pragma once
-// Which daemon of a server list to ask next (CONTRACT.md, "High availability"). A standby answers
-// UNAVAILABLE and names the leader in its `ckpt-leader` trailer: that address is asked next, at
-// most kMaxRedirects times in a row, so two standbys that name each other cannot keep a client
-// busy. A daemon that names no leader (unreachable, or a standby that knows none yet) passes the
-// turn to the next address of the list. Pure bookkeeping: the clients make the calls.
+// Which daemon of a server list to ask next (docs/PROTOCOL.md, "High availability"). A standby
+// answers UNAVAILABLE and names the leader in its `ckpt-leader` trailer: that address is asked
+// next, at most kMaxRedirects times in a row, so two standbys that name each other cannot keep a
+// client busy. A daemon that names no leader (unreachable, or a standby that knows none yet) passes
+// the turn to the next address of the list. Pure bookkeeping: the clients make the calls.
 //
 // Threading: a plain value; requires external synchronization.
 

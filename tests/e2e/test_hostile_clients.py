@@ -43,6 +43,22 @@ class HostileTest(unittest.TestCase):
         self.daemon = self.ws.start_daemon(config)
         return config
 
+    def start_with_descriptor_limit(self, extra, limit):
+        """Starts ckptd with `extra` YAML and RLIMIT_NOFILE at `limit` (soft and hard), and waits
+        for both its ports: the HTTP one opens a moment after the gRPC one, once it is ready."""
+        config = self.ws.write_config(extra)
+
+        def low_limit():
+            resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
+
+        with open(self.ws.path("ckptd.log"), "ab") as out:
+            self.daemon = subprocess.Popen([self.ws.binary("ckptd"), "--config", config],
+                                           stdout=out, stderr=subprocess.STDOUT,
+                                           stdin=subprocess.DEVNULL, preexec_fn=low_limit)
+        self.ws.procs.append(self.daemon)
+        e2e.wait_until(lambda: e2e.listens(self.daemon.pid, self.ws.port)
+                       and e2e.listens(self.daemon.pid, self.ws.metrics_port), 30, "ckptd to listen")
+
     def hostile(self, *args, timeout=180):
         r = subprocess.run([self.ws.binary("ckpt-hostile"), "--server", self.server, *args],
                            capture_output=True, text=True, timeout=timeout)
@@ -67,20 +83,7 @@ class HostileTest(unittest.TestCase):
         # that runs out anyway (other files, a limit lowered under it). It starts with 256, which
         # caps gRPC connections at the minimum of 16, then its limit is lowered to what it holds
         # plus 8, so that accept fails before the cap is reached.
-        config = self.ws.write_config("limits:\n  handshake_timeout_ms: 60000\n")
-        limit = 256
-
-        def low_limit():
-            resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
-
-        with open(self.ws.path("ckptd.log"), "ab") as out:
-            self.daemon = subprocess.Popen([self.ws.binary("ckptd"), "--config", config],
-                                           stdout=out, stderr=subprocess.STDOUT,
-                                           stdin=subprocess.DEVNULL, preexec_fn=low_limit)
-        self.ws.procs.append(self.daemon)
-        # Both ports: the HTTP one opens a moment after the gRPC one (once the daemon is ready).
-        e2e.wait_until(lambda: e2e.listens(self.daemon.pid, self.ws.port)
-                       and e2e.listens(self.daemon.pid, self.ws.metrics_port), 30, "ckptd to listen")
+        self.start_with_descriptor_limit("limits:\n  handshake_timeout_ms: 60000\n", 256)
         self.assertIn("capping at 16", self.ws.read_log("ckptd.log"))
         # One connection to each port that ends at once, taken in and closed by the daemon
         # before the flood. In the sanitized build, UBSan checks each dynamic type the first time
@@ -135,18 +138,7 @@ class HostileTest(unittest.TestCase):
         # At a descriptor limit of 256 the cap is 16: 300 silent connections cannot take the
         # port. Past the cap they are closed at accept and counted; the 16 held are closed at
         # the handshake timeout, and the port serves again without a restart.
-        config = self.ws.write_config("limits:\n  handshake_timeout_ms: 5000\n")
-
-        def low_limit():
-            resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
-
-        with open(self.ws.path("ckptd.log"), "ab") as out:
-            self.daemon = subprocess.Popen([self.ws.binary("ckptd"), "--config", config],
-                                           stdout=out, stderr=subprocess.STDOUT,
-                                           stdin=subprocess.DEVNULL, preexec_fn=low_limit)
-        self.ws.procs.append(self.daemon)
-        e2e.wait_until(lambda: e2e.listens(self.daemon.pid, self.ws.port)
-                       and e2e.listens(self.daemon.pid, self.ws.metrics_port), 30, "ckptd to listen")
+        self.start_with_descriptor_limit("limits:\n  handshake_timeout_ms: 5000\n", 256)
         before = len(os.listdir(f"/proc/{self.daemon.pid}/fd"))
         flood = []
         try:
