@@ -79,6 +79,11 @@ class GroupTest : public ::testing::Test {
     auto starts = Of<StartMemberRound>(log_);
     return starts.empty() ? 0 : starts.back().checkpoint_id;
   }
+  // Every member in `members` is done with round `id`, and its commit is durable.
+  void CompleteRound(int64_t id, std::initializer_list<PipelineKey> members) {
+    for (const auto& m : members) Run(group_->OnMemberDone(m, id, CommitOf(m, id)));
+    Run(group_->OnCommitted(id));
+  }
   // Moves time on by one interval, wakes the group, and returns the id it started (0: none).
   int64_t NextRound() {
     clock_.Advance(Millis(1000));
@@ -296,9 +301,7 @@ TEST_F(GroupTest, BothGatesTheIntervalAndThePositions) {
   EXPECT_EQ(starts[0].position, 300);
   EXPECT_EQ(starts[1].position, 300);
   const int64_t id = starts[0].checkpoint_id;
-  Run(group_->OnMemberDone(kA, id, CommitOf(kA, id)));
-  Run(group_->OnMemberDone(kB, id, CommitOf(kB, id)));
-  Run(group_->OnCommitted(id));
+  CompleteRound(id, {kA, kB});
   EXPECT_EQ(group_->progress().last_position, 300);
   Take();
   // Positions far enough already: the interval still holds the next round back.
@@ -402,9 +405,7 @@ TEST_F(GroupTest, ASavepointWaitsForThePendingRoundAndThenSkipsTheInterval) {
   EXPECT_EQ(group_->RequestRound(CheckpointKind::kSavepoint).status.code(),
             StatusCode::kFailedPrecondition)
       << "one at a time";
-  Run(group_->OnMemberDone(kA, id, CommitOf(kA, id)));
-  Run(group_->OnMemberDone(kB, id, CommitOf(kB, id)));
-  Run(group_->OnCommitted(id));
+  CompleteRound(id, {kA, kB});
   auto starts = Of<StartMemberRound>(Take());
   ASSERT_EQ(starts.size(), 2u) << "at once, not an interval later";
   EXPECT_EQ(starts[0].kind, CheckpointKind::kSavepoint);
@@ -418,9 +419,7 @@ TEST_F(GroupTest, AMemberThatRefusesASavepointFailsItAndTheGroupGoesOn) {
   Make();
   Join({kA, kB});
   const int64_t id = Started();
-  Run(group_->OnMemberDone(kA, id, CommitOf(kA, id)));
-  Run(group_->OnMemberDone(kB, id, CommitOf(kB, id)));
-  Run(group_->OnCommitted(id));
+  CompleteRound(id, {kA, kB});
   Take();
   auto savepoint = group_->RequestRound(CheckpointKind::kSavepoint);
   ASSERT_TRUE(savepoint.status.ok());
@@ -599,9 +598,7 @@ TEST_F(GroupTest, ReportsDoNotArmTheSameWakeupAgain) {
   Make();
   Join({kA, kB});
   const int64_t id = Started();
-  Run(group_->OnMemberDone(kA, id, CommitOf(kA, id)));
-  Run(group_->OnMemberDone(kB, id, CommitOf(kB, id)));
-  Run(group_->OnCommitted(id));
+  CompleteRound(id, {kA, kB});
   Take();
   for (int i = 0; i < 10; ++i) Run(group_->OnMemberPositions(kA, {i, i, true}));
   Run(group_->OnMemberState(kB, true, ""));
