@@ -71,7 +71,7 @@ std::vector<etcdserverpb::KeyValue> Dump(EtcdClient& client, const std::string& 
   return {response->kvs().begin(), response->kvs().end()};
 }
 
-std::unique_ptr<EtcdStore> OpenFenced(
+std::unique_ptr<EtcdStore> OpenSharedFenced(
     const std::string& prefix, std::function<void(const Status&)> on_fatal = nullptr,
     std::function<bool()> may_write = [] { return true; }) {
   auto client = ClientFor(SharedCluster().endpoints(), prefix);
@@ -107,7 +107,7 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(Backend{"etcd",
                               [](const fs::path& dir) -> std::unique_ptr<GroupCommitStore> {
                                 if (!testing::EtcdCluster::Installed()) return nullptr;
-                                return OpenFenced("/contract/" + dir.filename().string());
+                                return OpenSharedFenced("/contract/" + dir.filename().string());
                               }}),
     [](const ::testing::TestParamInfo<Backend>& info) { return info.param.name; });
 
@@ -124,7 +124,7 @@ class EtcdStoreTest : public ::testing::Test {
 
 TEST_F(EtcdStoreTest, AWriteAfterTheLeaderKeyWasReplacedIsRefusedAndStopsTheStore) {
   std::promise<Status> fatal;
-  auto store = OpenFenced(prefix_, [&fatal](const Status& s) { fatal.set_value(s); });
+  auto store = OpenSharedFenced(prefix_, [&fatal](const Status& s) { fatal.set_value(s); });
   PipelineRecord r = MakeRecord("job", "p");
   ASSERT_TRUE(Await([&](auto done) { store->PutPipeline(r, done); }).ok());
 
@@ -152,7 +152,7 @@ TEST_F(EtcdStoreTest, AWriteAfterTheLeaderKeyWasReplacedIsRefusedAndStopsTheStor
 
 TEST_F(EtcdStoreTest, NothingIsSentWhileTheLeaseIsNotConfirmed) {
   std::atomic<bool> confirmed{false};
-  auto store = OpenFenced(prefix_, nullptr, [&confirmed] { return confirmed.load(); });
+  auto store = OpenSharedFenced(prefix_, nullptr, [&confirmed] { return confirmed.load(); });
   PipelineRecord r = MakeRecord("job", "p");
   Status s = Await([&](auto done) { store->PutPipeline(r, done); });
   EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s.ToString();
@@ -165,7 +165,7 @@ TEST_F(EtcdStoreTest, NothingIsSentWhileTheLeaseIsNotConfirmed) {
 // Lowering `retained` by hundreds must not make one commit's trim exceed etcd's 128 operations
 // (etcd would refuse the txn, and every daemon of the group would stop on it in turn).
 TEST_F(EtcdStoreTest, ALargeCutOfRetainedIsTrimmedOverSeveralCommits) {
-  auto store = OpenFenced(prefix_);
+  auto store = OpenSharedFenced(prefix_);
   PipelineRecord r = MakeRecord("job", "deep", /*retained=*/300);
   ASSERT_TRUE(Await([&](auto done) { store->PutPipeline(r, done); }).ok());
   constexpr int kStored = 200;
@@ -191,7 +191,7 @@ TEST_F(EtcdStoreTest, ALargeCutOfRetainedIsTrimmedOverSeveralCommits) {
 }
 
 TEST_F(EtcdStoreTest, ACheckpointTooLargeForOneValueIsWrittenInChunksAndTrimmedWithThem) {
-  auto store = OpenFenced(prefix_);
+  auto store = OpenSharedFenced(prefix_);
   PipelineRecord r = MakeRecord("job", "wide", /*retained=*/1);
   ASSERT_TRUE(Await([&](auto done) { store->PutPipeline(r, done); }).ok());
   const CompletedCheckpoint big = WideCheckpoint(1);
@@ -217,7 +217,7 @@ TEST_F(EtcdStoreTest, ACheckpointTooLargeForOneValueIsWrittenInChunksAndTrimmedW
 // one txn (the commit point) writes every member's checkpoint key and the group's; a new leader
 // loads every member at the round and the group's progress.
 TEST_F(EtcdStoreTest, AGroupRoundLandsEveryMembersCheckpointKeyInOneTxn) {
-  auto store = OpenFenced(prefix_);
+  auto store = OpenSharedFenced(prefix_);
   std::vector<PipelineRecord> members = {MakeRecord("a", "p"), MakeRecord("b", "p"),
                                          MakeRecord("c", "wide")};
   AlignmentGroupSpec spec;
@@ -246,7 +246,7 @@ TEST_F(EtcdStoreTest, AGroupRoundLandsEveryMembersCheckpointKeyInOneTxn) {
   EXPECT_GE(store->backend().txns_committed() - txns_before, 2u) << "chunks first, then the round";
 
   store.reset();
-  store = OpenFenced(prefix_);
+  store = OpenSharedFenced(prefix_);
   auto loaded = store->LoadPipelines();
   ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
   ASSERT_EQ(loaded->size(), 3u);
@@ -265,7 +265,7 @@ TEST_F(EtcdStoreTest, AGroupRoundLandsEveryMembersCheckpointKeyInOneTxn) {
 // progress and where its history starts, is never deleted. A new leader loads the newest's
 // states, chunks and all, as the restore point.
 TEST_F(EtcdStoreTest, ADeleteTakesTheChunksAlongAndNeverTheNewestKey) {
-  auto store = OpenFenced(prefix_);
+  auto store = OpenSharedFenced(prefix_);
   PipelineRecord r = MakeRecord("job", "wide", /*retained=*/5);
   ASSERT_TRUE(Await([&](auto done) { store->PutPipeline(r, done); }).ok());
   r.last_completed_id = 1;
@@ -285,7 +285,7 @@ TEST_F(EtcdStoreTest, ADeleteTakesTheChunksAlongAndNeverTheNewestKey) {
   EXPECT_EQ(Dump(*client_, prefix_ + "/checkpoints/").size(), 1u);
 
   store.reset();
-  store = OpenFenced(prefix_);
+  store = OpenSharedFenced(prefix_);
   auto loaded = store->LoadPipelines();
   ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
   ASSERT_EQ(loaded->size(), 1u);
@@ -297,7 +297,7 @@ TEST_F(EtcdStoreTest, ADeleteTakesTheChunksAlongAndNeverTheNewestKey) {
 // A completion is one etcd write: the progress after it rides in the checkpoint's value, and the
 // progress key is left alone (a load takes whichever was written last: the contract's tests).
 TEST_F(EtcdStoreTest, ACompletionWritesItsCheckpointKeyAndLeavesTheProgressKeyAlone) {
-  auto store = OpenFenced(prefix_);
+  auto store = OpenSharedFenced(prefix_);
   PipelineRecord r = MakeRecord("job", "p");
   ASSERT_TRUE(Await([&](auto done) { store->PutPipeline(r, done); }).ok());
   ASSERT_TRUE(Await([&](auto done) { store->ReserveIds(r.spec.key, 100, done); }).ok());
@@ -318,7 +318,7 @@ TEST_F(EtcdStoreTest, ACompletionWritesItsCheckpointKeyAndLeavesTheProgressKeyAl
   EXPECT_EQ(Dump(*client_, prefix_ + "/checkpoints/job/p/").size(), 3u);
 
   store.reset();  // a new leader loads the progress of the last commit
-  store = OpenFenced(prefix_);
+  store = OpenSharedFenced(prefix_);
   auto loaded = store->LoadPipelines();
   ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
   ASSERT_EQ(loaded->size(), 1u);
@@ -328,7 +328,7 @@ TEST_F(EtcdStoreTest, ACompletionWritesItsCheckpointKeyAndLeavesTheProgressKeyAl
 // A prefix written by a ckptd of a layout this one does not know is refused before anything is
 // read into the view or written; the first write of a leadership records the layout.
 TEST_F(EtcdStoreTest, ALayoutThisCkptdDoesNotKnowIsRefusedAndItsOwnIsRecorded) {
-  auto store = OpenFenced(prefix_);
+  auto store = OpenSharedFenced(prefix_);
   PipelineRecord r = MakeRecord("job", "p");
   ASSERT_TRUE(Await([&](auto done) { store->PutPipeline(r, done); }).ok());
   auto layout = Dump(*client_, prefix_ + "/layout");
@@ -343,7 +343,7 @@ TEST_F(EtcdStoreTest, ALayoutThisCkptdDoesNotKnowIsRefusedAndItsOwnIsRecorded) {
   etcdserverpb::TxnResponse response;
   EtcdError error;
   ASSERT_TRUE(client_->Txn(txn, &response, &error)) << error.status.ToString();
-  store = OpenFenced(prefix_);
+  store = OpenSharedFenced(prefix_);
   auto loaded = store->LoadPipelines();
   ASSERT_FALSE(loaded.ok());
   EXPECT_EQ(loaded.status().code(), StatusCode::kDataLoss) << loaded.status().ToString();
@@ -356,7 +356,7 @@ TEST_F(EtcdStoreTest, ALayoutThisCkptdDoesNotKnowIsRefusedAndItsOwnIsRecorded) {
 // Checkpoints that leave the history are hidden at once and deleted a few at a time, as range
 // deletes that skip the savepoints stored among them; a new leader hides the same ones.
 TEST_F(EtcdStoreTest, CheckpointsOutOfTheHistoryAreHiddenAtOnceAndDeletedInRangesAroundSavepoints) {
-  auto store = OpenFenced(prefix_);
+  auto store = OpenSharedFenced(prefix_);
   PipelineRecord r = MakeRecord("job", "p", /*retained=*/3);
   ASSERT_TRUE(Await([&](auto done) { store->PutPipeline(r, done); }).ok());
   const std::set<int64_t> savepoints = {5, 6, 17};
@@ -397,7 +397,7 @@ TEST_F(EtcdStoreTest, CheckpointsOutOfTheHistoryAreHiddenAtOnceAndDeletedInRange
   ASSERT_TRUE(before.ok());
 
   store.reset();
-  store = OpenFenced(prefix_);
+  store = OpenSharedFenced(prefix_);
   ASSERT_TRUE(store->LoadPipelines().ok());
   auto after = store->ListCompleted(r.spec.key, 0);
   ASSERT_TRUE(after.ok()) << after.status().ToString();
@@ -423,7 +423,7 @@ TEST_F(EtcdStoreTest, CheckpointsOutOfTheHistoryAreHiddenAtOnceAndDeletedInRange
 // With retained 1, two commits of one pipeline in one batch: the second's trim deletes the
 // first's key, which etcd refuses in the txn that puts it, so they go in two.
 TEST_F(EtcdStoreTest, TwoCommitsOfOnePipelineInOneBatchBothLandAndTheOlderIsTrimmed) {
-  auto store = OpenFenced(prefix_);
+  auto store = OpenSharedFenced(prefix_);
   PipelineRecord r = MakeRecord("job", "p", /*retained=*/1);
   ASSERT_TRUE(Await([&](auto done) { store->PutPipeline(r, done); }).ok());
   WriterGate gate;
@@ -447,7 +447,7 @@ TEST_F(EtcdStoreTest, TwoCommitsOfOnePipelineInOneBatchBothLandAndTheOlderIsTrim
 // trims, savepoints, progress writes and a delete, the standby's takeover loads from that copy
 // exactly what a full read loads.
 TEST_F(EtcdStoreTest, AStandbysWatchedCopyLoadsWhatAFullReadLoads) {
-  auto leader = OpenFenced(prefix_);
+  auto leader = OpenSharedFenced(prefix_);
   PipelineRecord a = MakeRecord("job", "a", /*retained=*/3);
   PipelineRecord b = MakeRecord("job", "b");
   PipelineRecord gone = MakeRecord("job", "gone");
@@ -527,7 +527,7 @@ TEST_F(EtcdStoreTest, AStandbysWatchedCopyLoadsWhatAFullReadLoads) {
   ASSERT_TRUE(history.ok());
   EXPECT_EQ(Ids(*history), Ids(*expected_history));
   {
-    auto reader = OpenFenced(prefix_);  // a full read of the same prefix, for its view
+    auto reader = OpenSharedFenced(prefix_);  // a full read of the same prefix, for its view
     ASSERT_TRUE(reader->LoadPipelines().ok());
     EXPECT_FALSE(reader->backend().last_load_warm());
     EXPECT_EQ(standby->backend().DescribeView(), reader->backend().DescribeView());
@@ -548,7 +548,7 @@ TEST_F(EtcdStoreTest, AStandbysWatchedCopyLoadsWhatAFullReadLoads) {
 // A copy that lost a pipeline's newest write while older ones stayed (not something ckptd
 // writes: an operator's etcdctl) cannot say where that history starts: the takeover reads etcd.
 TEST_F(EtcdStoreTest, AWarmCopyMissingANewestValueFallsBackToAFullRead) {
-  auto leader = OpenFenced(prefix_);
+  auto leader = OpenSharedFenced(prefix_);
   PipelineRecord r = MakeRecord("job", "p");
   ASSERT_TRUE(Await([&](auto done) { leader->PutPipeline(r, done); }).ok());
   auto standby =
@@ -587,7 +587,7 @@ TEST_F(EtcdStoreTest, AWarmCopyMissingANewestValueFallsBackToAFullRead) {
 }
 
 TEST_F(EtcdStoreTest, ABatchLargerThanOneTransactionIsSplitAndEveryOpLands) {
-  auto store = OpenFenced(prefix_);
+  auto store = OpenSharedFenced(prefix_);
   Outcomes outcomes;
   constexpr int kPipelines = 300;  // 600 puts: at least 5 txns of at most 128 operations
   for (int i = 0; i < kPipelines; ++i) {
@@ -650,7 +650,7 @@ TEST_F(EtcdStoreTest, TwoRoundsOfCommitsInOneBatchLandRoundAfterRound) {
   constexpr int kPipelines = 200;
   std::vector<PipelineRecord> records;
   {
-    auto store = OpenFenced(prefix_);
+    auto store = OpenSharedFenced(prefix_);
     for (int i = 0; i < kPipelines; ++i) {
       records.push_back(MakeRecord("job", "p" + std::to_string(i)));
       store->PutPipeline(records.back(), [](Status) {});
@@ -686,7 +686,7 @@ TEST_F(EtcdStoreTest, TwoRoundsOfCommitsInOneBatchLandRoundAfterRound) {
     ASSERT_EQ(by_id.size(), 2u) << pipeline;
     EXPECT_LT(by_id.at(1), by_id.at(2)) << pipeline << ": its second commit landed first";
   }
-  auto store = OpenFenced(prefix_);
+  auto store = OpenSharedFenced(prefix_);
   auto loaded = store->LoadPipelines();
   ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
   ASSERT_EQ(loaded->size(), static_cast<size_t>(kPipelines));

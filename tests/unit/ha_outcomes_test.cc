@@ -149,11 +149,11 @@ TEST(RunTakeoverDeathTest, AFailedStepExitsByTheTableAndNeverServes) {
     return steps;
   };
   EXPECT_EXIT(RunTakeover(steps_failing(Status::Ok(), Status::DataLoss("layout 9"))),
-              testing::ExitedWithCode(kExitDataLoss), "");
+              ::testing::ExitedWithCode(kExitDataLoss), "");
   EXPECT_EXIT(RunTakeover(steps_failing(Status::FailedPrecondition("max_txn_ops"), Status::Ok())),
-              testing::ExitedWithCode(kExitConfig), "");
+              ::testing::ExitedWithCode(kExitConfig), "");
   EXPECT_EXIT(RunTakeover(steps_failing(Status::Ok(), Status::Unavailable("etcd"))),
-              testing::ExitedWithCode(kExitUnknownOutcome), "");
+              ::testing::ExitedWithCode(kExitUnknownOutcome), "");
 }
 
 }  // namespace

@@ -8,10 +8,12 @@ namespace {
 
 constexpr const char* kHash = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
 
-Result<DaemonConfig> Parse(const std::string& yaml) { return ParseDaemonConfig(yaml, "c.yaml"); }
+Result<DaemonConfig> ParseSecurity(const std::string& yaml) {
+  return ParseDaemonConfig(yaml, "c.yaml");
+}
 
 void ExpectError(const std::string& yaml, const std::string& part) {
-  auto result = Parse(yaml);
+  auto result = ParseSecurity(yaml);
   ASSERT_FALSE(result.ok()) << yaml;
   EXPECT_EQ(result.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(result.status().message().find(part), std::string::npos)
@@ -39,16 +41,16 @@ const std::string kAuth = std::string(
                           "      jobs: [etl, 'etl-*']\n";
 
 TEST(SecurityConfig, ReadsTlsAuthAndLimits) {
-  auto config = Parse("listen: 0.0.0.0:7070\n" + kTls + kAuth +
-                      "limits:\n"
-                      "  max_pipelines: 10\n"
-                      "  max_tasks_per_pipeline: 50\n"
-                      "  max_id_length: 64\n"
-                      "  max_streams: 100\n"
-                      "  max_streams_per_peer: 20\n"
-                      "  max_message_bytes: 1048576\n"
-                      "  max_session_queue_bytes: 65536\n"
-                      "  savepoint_requests_per_minute: 2\n");
+  auto config = ParseSecurity("listen: 0.0.0.0:7070\n" + kTls + kAuth +
+                              "limits:\n"
+                              "  max_pipelines: 10\n"
+                              "  max_tasks_per_pipeline: 50\n"
+                              "  max_id_length: 64\n"
+                              "  max_streams: 100\n"
+                              "  max_streams_per_peer: 20\n"
+                              "  max_message_bytes: 1048576\n"
+                              "  max_session_queue_bytes: 65536\n"
+                              "  savepoint_requests_per_minute: 2\n");
   ASSERT_TRUE(config.ok()) << config.status().ToString();
   EXPECT_TRUE(config->tls.enabled);
   EXPECT_EQ(config->tls.client_auth, ClientAuth::kRequire);
@@ -65,7 +67,7 @@ TEST(SecurityConfig, ReadsTlsAuthAndLimits) {
 }
 
 TEST(SecurityConfig, DefaultsAreContractsAndLoopbackNeedsNothing) {
-  auto config = Parse("listen: 127.0.0.1:7070\n");
+  auto config = ParseSecurity("listen: 127.0.0.1:7070\n");
   ASSERT_TRUE(config.ok());
   EXPECT_FALSE(config->tls.enabled);
   EXPECT_FALSE(config->auth.enabled);
@@ -77,8 +79,8 @@ TEST(SecurityConfig, DefaultsAreContractsAndLoopbackNeedsNothing) {
   EXPECT_EQ(config->limits.max_message_bytes, 4 << 20);
   EXPECT_EQ(config->limits.max_session_queue_bytes, 4 << 20);
   EXPECT_EQ(config->limits.savepoint_requests_per_minute, 6);
-  EXPECT_TRUE(Parse("listen: '[::1]:7070'\n").ok());
-  EXPECT_TRUE(Parse("listen: localhost:7070\n").ok());
+  EXPECT_TRUE(ParseSecurity("listen: '[::1]:7070'\n").ok());
+  EXPECT_TRUE(ParseSecurity("listen: localhost:7070\n").ok());
 }
 
 TEST(SecurityConfig, AListenOffLoopbackNeedsTlsAndAuthOrInsecure) {
@@ -86,8 +88,8 @@ TEST(SecurityConfig, AListenOffLoopbackNeedsTlsAndAuthOrInsecure) {
   ExpectError("listen: 10.0.0.7:7070\n" + kTls, "needs 'auth'");
   ExpectError("listen: 10.0.0.7:7070\n" + kAuth, "needs 'tls'");
   ExpectError("listen: 0.0.0.0:7070\n", "c.yaml:1:9:");  // points at the listen value
-  EXPECT_TRUE(Parse("listen: 0.0.0.0:7070\ninsecure: true\n").ok());
-  EXPECT_TRUE(Parse("listen: 0.0.0.0:7070\n" + kTls + kAuth).ok());
+  EXPECT_TRUE(ParseSecurity("listen: 0.0.0.0:7070\ninsecure: true\n").ok());
+  EXPECT_TRUE(ParseSecurity("listen: 0.0.0.0:7070\n" + kTls + kAuth).ok());
 }
 
 TEST(SecurityConfig, BrokenSectionsAreNamed) {

@@ -144,11 +144,6 @@ const char* FaultVfsName() {
 
 // ---------------------------------------------------------------------------------------------
 
-std::string ReadFile(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
 class SqliteStoreTest : public ::testing::Test {
  protected:
   std::unique_ptr<SqliteStore> OpenStore(SqliteStoreOptions options = {}) {

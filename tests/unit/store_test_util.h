@@ -1,11 +1,14 @@
 #pragma once
 // What the store tests share: records and checkpoints to write, waiting for a write's callback
-// with a deadline, and a gate that holds the writer thread.
+// with a deadline, a gate that holds the writer thread, and reading a store's file whole.
 
 #include <chrono>
 #include <condition_variable>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <future>
+#include <iterator>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -78,6 +81,12 @@ inline CompletedCheckpoint MakeCheckpoint(int64_t id,
 // The commit of `cp` for the pipeline `r` describes: its key, retention and progress.
 inline CheckpointCommit CommitOf(const PipelineRecord& r, CompletedCheckpoint cp) {
   return CheckpointCommit{r.spec.key, r.spec.retained, r.progress(), std::move(cp), {}};
+}
+
+// The bytes of a file (empty when it cannot be read).
+inline std::string ReadFile(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
 inline std::vector<int64_t> Ids(const std::vector<CompletedCheckpoint>& checkpoints) {
