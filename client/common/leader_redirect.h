@@ -1,7 +1,8 @@
 #pragma once
 // Following the leader with one request at a time (ckptctl, ckpt-worker-sim --create): reads a
 // standby's `ckpt-leader` trailer and decides, try after try, whether the request goes to another
-// daemon of the HA group (CONTRACT.md, "High availability").
+// daemon of the HA group (docs/man/ckptctl.1, "OPTIONS", --server; docs/PROTOCOL.md, "High
+// availability").
 
 #include <grpcpp/grpcpp.h>
 

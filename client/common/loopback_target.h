@@ -1,7 +1,7 @@
 #pragma once
 // Whether a gRPC target stays on this machine: the daemon accepts a bearer token over a plaintext
-// channel only from loopback (CONTRACT.md, "Security"), so a client refuses to send one in clear
-// text anywhere else, where the daemon would refuse it anyway after it crossed the network.
+// channel only from loopback (docs/SECURITY.md, "Identities"), so a client refuses to send one in
+// clear text anywhere else, where the daemon would refuse it anyway after it crossed the network.
 
 #include <string_view>
 

@@ -1,5 +1,5 @@
 #pragma once
-// What a client is told about securing its channel to ckptd (CONTRACT.md, "Security"), and the
+// What a client is told about securing its channel to ckptd (docs/SECURITY.md, "Clients"), and the
 // checks of it made before any connection: TLS when a CA, a client certificate or a key is given
 // (mutual TLS with both of the latter), and a bearer token. channel_security.h turns the result
 // into gRPC credentials and call metadata.

@@ -1,6 +1,6 @@
 #pragma once
 // `--server` of ckptctl and ckpt-worker-sim, and the SDK's server_address: one daemon, or several
-// of one HA group as "host:port,host:port" (CONTRACT.md, "High availability"). The clients ask
+// of one HA group as "host:port,host:port" (docs/man/ckptctl.1, "OPTIONS"). The clients ask
 // them in order and follow the leader any of them names.
 
 #include <optional>

@@ -1,5 +1,5 @@
-// ckptctl group put | get | list | delete: alignment groups (CONTRACT.md, "Aligned
-// checkpoints").
+// ckptctl group put | get | list | delete: alignment groups (docs/man/ckptctl-group.1;
+// docs/ALIGNMENT.md).
 
 #include <cstdint>
 #include <cstdio>

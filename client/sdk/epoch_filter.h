@@ -1,5 +1,5 @@
 #pragma once
-// Which messages of an HA group's leaders a pipeline's session believes (CONTRACT.md, "High
+// Which messages of an HA group's leaders a pipeline's session believes (docs/PROTOCOL.md, "High
 // availability"). Every leadership has an epoch that grows with each new leader; a message of an
 // epoch lower than one already seen comes from a deposed leader, which may still be sending for
 // a moment, and is dropped. Epoch 0 is a daemon with the embedded store: never dropped.

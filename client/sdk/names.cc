@@ -1,4 +1,5 @@
-// Printable names of the SDK's enums (the names CONTRACT.md uses; status codes by gRPC's names).
+// Printable names of the SDK's enums (the names ckptctl and the docs use; status codes by gRPC's
+// names).
 
 #include "ckpt/worker.h"
 

@@ -18,7 +18,8 @@ enum class StreamEndAction {
 // worker comes back at once for its new restore point.
 StreamEndAction ClassifyStreamEnd(StatusCode code, std::string_view message = {});
 
-// The start of the message of a stream ended by RestorePipeline (CONTRACT.md).
+// The start of the message of a stream ended by RestorePipeline (docs/PROTOCOL.md, "Restore and
+// release").
 inline constexpr std::string_view kRestoredPrefix = "restored to checkpoint";
 
 }  // namespace ckpt::sdk::internal

@@ -36,8 +36,8 @@ void DrainQueue(grpc::CompletionQueue& queue) {
   bool ok = false;
   while (queue.Next(&tag, &ok)) static_cast<QueuedOperation*>(tag)->Complete(ok);
 }
-// The largest message taken from the daemon (CONTRACT.md: up to 64 MiB): a welcome with a
-// 100,000-task restore point fits.
+// The largest message taken from the daemon (docs/PROTOCOL.md, "Limits": up to 64 MiB): a welcome
+// with a 100,000-task restore point fits.
 constexpr int kMaxDaemonMessageBytes = 64 << 20;
 
 // What errors call the options: WorkerRuntimeOptions' fields.

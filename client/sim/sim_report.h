@@ -1,5 +1,6 @@
 #pragma once
-// The simulator's end-of-run summary, as text or as one JSON object (CONTRACT.md's keys).
+// The simulator's end-of-run summary, as text or as one JSON object (the keys
+// docs/man/ckpt-worker-sim.1 lists under "OUTPUT").
 
 #include <cstdint>
 #include <nlohmann/json.hpp>

@@ -1,5 +1,5 @@
 #pragma once
-// The admin protos as JSON, as CONTRACT.md names them: what `ckptctl -o json` prints and the
+// The admin protos as JSON (docs/man/ckptctl.1, "OUTPUT"): what `ckptctl -o json` prints and the
 // daemon's web view serves under /api/v1, one document format for both. snake_case keys, every
 // key present (zeros included), integers as numbers, lists as arrays, enums as short names
 // ("RUNNING").
@@ -13,7 +13,8 @@ namespace ckpt {
 
 using Json = nlohmann::ordered_json;
 
-// CONTRACT.md's Pipeline keys, then task_ids, tolerable_failures, retained, from_config.
+// job_id, pipeline_id, the Pipeline's status fields (state .. consecutive_failures), then the
+// spec's interval_ms .. alignment_group, from_config and restore.
 Json PipelineJson(const v1::Pipeline& pipeline);
 // checkpoint_id, kind, status, triggered_at_ms, finished_at_ms, acked_tasks, expected_tasks,
 // failure_reason, location, state {task_id: {uri, size_bytes, checksum}} (sorted by task id),

@@ -1,6 +1,6 @@
 #pragma once
-// The short enum names CONTRACT.md uses ("RUNNING", "SAVEPOINT_AND_STOP", "COMPLETED"), for
-// tables and JSON alike.
+// The short enum names ckptctl prints and the docs use ("RUNNING", "SAVEPOINT_AND_STOP",
+// "COMPLETED"), for tables and JSON alike.
 
 #include <string>
 

@@ -1,7 +1,8 @@
 #pragma once
-// AccessPolicy: who a caller is and what it may do (CONTRACT.md "Security"). One object decides
-// for every handler: the worker stream at Connect and hello, every AdminService method, and the
-// coordinator's takeover rule through the principal it is handed. Nothing else compares roles.
+// AccessPolicy: who a caller is and what it may do (docs/SECURITY.md, "Threat model" and
+// "Identities"). One object decides for every handler: the worker stream at Connect and hello,
+// every AdminService method, and the coordinator's takeover rule through the principal it is
+// handed. Nothing else compares roles.
 //
 // Pure logic over what the transport reports (CallerCredentials): no gRPC here, so it is tested
 // without a server. The rpc layer turns a call's AuthContext and metadata into credentials.

@@ -1,6 +1,6 @@
 #pragma once
-// The config's `tls` section for `listen` (CONTRACT.md "Security"). rpc/tls_credentials.h turns
-// it into gRPC's server credentials.
+// The config's `tls` section for `listen` (docs/SECURITY.md, "Configuration").
+// rpc/tls_credentials.h turns it into gRPC's server credentials.
 
 #include <cstdint>
 #include <string>

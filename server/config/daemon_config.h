@@ -1,6 +1,6 @@
 #pragma once
-// The daemon's configuration: what `ckptd --config FILE` reads. Every field's default is
-// CONTRACT.md's and is written where the field is declared; config/ckptd.yaml mirrors them.
+// The daemon's configuration: what `ckptd --config FILE` reads. Every field's default is written
+// where the field is declared; config/ckptd.yaml and docs/man/ckptd.yaml.5 document the same.
 
 #include <cstdint>
 #include <map>
@@ -57,8 +57,8 @@ struct DaemonConfig {
   int64_t stuck_threshold_ms = 0;
   std::string log_level = "info";   // log.level: trace .. critical, or off
   std::string log_format = "text";  // log.format: text, or json (one object a line)
-  // Security (CONTRACT.md, docs/SECURITY.md). A `listen` off loopback needs tls and auth, unless
-  // insecure (then a warning at every start).
+  // Security (docs/SECURITY.md, "Configuration"). A `listen` off loopback needs tls and auth,
+  // unless insecure (then a warning at every start; docs/SECURITY.md, "Threat model").
   TlsSettings tls;
   AuthSpec auth;  // reloaded on SIGHUP
   Limits limits;

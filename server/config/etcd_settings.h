@@ -1,5 +1,5 @@
 #pragma once
-// The `store.etcd` section (CONTRACT.md "High availability"): where the etcd cluster is and how
+// The `store.etcd` section (docs/man/ckptd.yaml.5, "STORAGE"): where the etcd cluster is and how
 // this daemon campaigns on it. Plain values: the etcd layer reads them, config fills them.
 
 #include <cstdint>

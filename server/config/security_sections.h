@@ -1,6 +1,7 @@
 #pragma once
-// The config's security sections (CONTRACT.md "Security"): `tls`, `auth`, `limits`, and the rule
-// that a `listen` address off loopback needs both tls and auth unless `insecure: true`.
+// The config's security sections (docs/SECURITY.md, "Configuration"): `tls`, `auth`, `limits`,
+// and the rule that a `listen` address off loopback needs both tls and auth unless
+// `insecure: true` (docs/SECURITY.md, "Threat model").
 
 #include <string>
 

@@ -41,7 +41,7 @@ struct SendComplete {
   CheckpointKind kind = CheckpointKind::kCheckpoint;
 };
 
-// Tells the sessions that these checkpoints left the history (CONTRACT.md, "Restore and
+// Tells the sessions that these checkpoints left the history (docs/PROTOCOL.md, "Restore and
 // release"): sent after the commit that released them is durable; the tasks may delete their state.
 struct SendRelease {
   std::vector<SessionId> to;

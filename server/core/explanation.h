@@ -1,6 +1,6 @@
 #pragma once
 // Why a pipeline is not checkpointing now (ExplainPipeline, `ckptctl pipeline why`, the stuck
-// notice; CONTRACT.md "Seeing inside a checkpoint"): what holds it up, in fields, and one short
+// notice; docs/man/ckptctl-pipeline.1, "why"): what holds it up, in fields, and one short
 // plain sentence made of them.
 
 #include <cstdint>

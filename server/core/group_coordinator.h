@@ -6,7 +6,7 @@
 // injected clock; no threads, no I/O. The members are PipelineCoordinators on strands of their
 // own: the runtime carries the actions to them as messages and brings theirs back as events.
 //
-// Rules (CONTRACT.md, "Aligned checkpoints"):
+// Rules (docs/ALIGNMENT.md, "A group round, step by step" and "Failure cases"):
 // - A round starts when every member is ready (RUNNING, every task registered, nothing of its own
 //   in flight) and the gates are open; one id for all, above every id any member used before.
 // - It completes when every member of the round is done, in one commit of all their checkpoints;

@@ -523,7 +523,8 @@ Actions PipelineCoordinator::OnCommitted(int64_t checkpoint_id) {
   last_completed_at_ms_ = clock_.WallMs();
   recent_durations_.Add(std::chrono::duration_cast<Millis>(now - round.triggered_at).count());
   if (round.kind == CheckpointKind::kSavepointAndStop) SetSticky(StickyState::kStopped);
-  // Every session registered now, including one that joined after the trigger (CONTRACT.md).
+  // Every session registered now, including one that joined after the trigger (docs/PROTOCOL.md,
+  // "Rounds: trigger, ack, decline").
   out.push_back(SendComplete{Sessions(), round.id, round.kind});
   AdoptCompleted(round.id, round.kind, round.target, round.position, std::move(round.acked),
                  round.keep, out);
@@ -565,7 +566,7 @@ Actions PipelineCoordinator::OnCommitFailed(int64_t checkpoint_id, const Status&
     return out;
   }
   // A failed write is a failed checkpoint, never a complete one. The failure is the daemon's, not
-  // the pipeline's: it does not count toward tolerable_failures (CONTRACT.md).
+  // the pipeline's: it does not count toward tolerable_failures (README.md, "Operating ckptd").
   FailRound(CheckpointStatus::kFailed, "store write failed: " + error.message(),
             FailureCause::kNotCounted, out);
   Rearm(out);

@@ -84,7 +84,7 @@ std::shared_ptr<const CoordinatorOptions> SharedCoordinatorOptions(
 // the same for a key in every run.
 std::chrono::microseconds StartOffset(const PipelineKey& key, Millis spread, int64_t interval_ms);
 
-// Where a worker restores from (CONTRACT.md, "Restore and release").
+// Where a worker restores from (docs/PROTOCOL.md, "Restore and release").
 struct RestorePoint {
   int64_t checkpoint_id = 0;  // 0: none (a fresh pipeline); the rest is then empty
   CheckpointKind kind = CheckpointKind::kCheckpoint;
@@ -314,7 +314,8 @@ class PipelineCoordinator {
   // The highest id this pipeline used or reserved: a group it joins hands out ids above it.
   int64_t IdFloor() const;
 
-  // --- the restore loop (pipeline_coordinator_restore.cc; CONTRACT.md, "Restore and release") ---
+  // --- the restore loop (pipeline_coordinator_restore.cc) ---
+  // Its rules for workers: docs/PROTOCOL.md, "Restore and release".
   // Pins one of this pipeline's checkpoints as a restore point (of another pipeline, or its own):
   // OK once RestorePins holds it, when the history holds it and keeps holding it (not being
   // deleted, not leaving with the commit in flight); NOT_FOUND otherwise. Needs options.pins.
@@ -334,7 +335,7 @@ class PipelineCoordinator {
   // The restore point as ckptctl pipeline get shows it (checkpoint_id 0: none), all task states.
   RestorePoint CurrentRestorePoint() const;
 
-  // Removes a savepoint or a retained checkpoint from the history (CONTRACT.md, "Restore and
+  // Removes a savepoint or a retained checkpoint from the history (docs/PROTOCOL.md, "Restore and
   // release"). NOT_FOUND when the history does not hold it; FAILED_PRECONDITION for the restore
   // point, which is also the newest completed checkpoint (the store keeps the pipeline's progress
   // with it). Otherwise the store deletes it (DeleteCheckpoints) and OnCheckpointsDeleted or

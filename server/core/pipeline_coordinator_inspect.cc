@@ -1,4 +1,4 @@
-// What operators see inside a round (CONTRACT.md, "Seeing inside a checkpoint"): each task's
+// What operators see inside a round (docs/man/ckptctl-checkpoint.1, "get"): each task's
 // part of the pending round or of the newest failed one. Completed rounds are read from the
 // store, which keeps their tasks' figures with their states.
 #include <algorithm>

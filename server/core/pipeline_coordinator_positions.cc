@@ -1,5 +1,6 @@
-// Positions (CONTRACT.md, "Positions"): the tasks' reported progress, the position gate of
-// periodic triggers, the position a round carries, and the step after a passed position.
+// Positions (docs/ALIGNMENT.md, "Positions (per pipeline and per group)"): the tasks' reported
+// progress, the position gate of periodic triggers, the position a round carries, and the step
+// after a passed position.
 #include <algorithm>
 
 #include "common/name_list.h"

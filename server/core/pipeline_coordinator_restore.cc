@@ -1,5 +1,5 @@
 // The restore loop: where workers restore from, which checkpoints they may release, and what an
-// operator may do about both (CONTRACT.md, "Restore and release"). Rounds are in
+// operator may do about both (docs/PROTOCOL.md, "Restore and release"). Rounds are in
 // pipeline_coordinator.cc.
 #include <algorithm>
 

@@ -1,8 +1,9 @@
 #pragma once
 // The positions a pipeline's tasks reported (heartbeat.positions) and the gate they open
-// (CONTRACT.md, "Positions"): a periodic trigger waits until every task reported a position at
-// least `position_interval` past the last checkpoint's. The gate counts the tasks at or past its
-// threshold as reports come in, so a report costs O(log tasks) and never a scan of the task set.
+// (docs/ALIGNMENT.md, "Positions (per pipeline and per group)"): a periodic trigger waits until
+// every task reported a position at least `position_interval` past the last checkpoint's. The gate
+// counts the tasks at or past its threshold as reports come in, so a report costs O(log tasks) and
+// never a scan of the task set.
 //
 // Threading: none of its own; it belongs to its pipeline's coordinator (that pipeline's strand).
 

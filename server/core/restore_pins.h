@@ -1,5 +1,5 @@
 #pragma once
-// RestorePins: which checkpoints are a pipeline's operator-set restore point (CONTRACT.md,
+// RestorePins: which checkpoints are a pipeline's operator-set restore point (docs/PROTOCOL.md,
 // "Restore and release"). A pinned checkpoint stays in its pipeline's history (its commits tell
 // the store to keep it, CheckpointCommit::keep) and is never released; when its last pin goes,
 // its pipeline releases it if it is outside `retained` by then (OnPinDropped).

@@ -45,12 +45,13 @@ enum class CheckpointKind { kCheckpoint, kSavepoint, kSavepointAndStop };
 // pipeline's failure: it does not count in failed_count.
 enum class CheckpointStatus { kPending, kCompleted, kFailed, kExpired, kAborted };
 
-// Short names as CONTRACT.md writes them ("RUNNING", "SAVEPOINT", "EXPIRED").
+// Short names, as ckptctl prints them and the docs write them ("RUNNING", "SAVEPOINT", "EXPIRED").
 const char* PipelineStateName(PipelineState s);
 const char* CheckpointKindName(CheckpointKind k);
 const char* CheckpointStatusName(CheckpointStatus s);
 
-// Defaults are CONTRACT.md's; the config's `defaults:` section overrides them.
+// Defaults as documented in docs/man/ckptd.yaml.5, "PIPELINE DEFAULTS"; the config's `defaults:`
+// section overrides them.
 struct PipelineDefaults {
   int64_t interval_ms = 10000;
   int64_t timeout_ms = 600000;
@@ -68,7 +69,8 @@ struct PipelineSpec {
   int64_t min_pause_ms = 0;
   int32_t tolerable_failures = 0;
   int32_t retained = 10;
-  // > 0: periodic triggers also wait for the tasks' positions (CONTRACT.md, "Positions").
+  // > 0: periodic triggers also wait for the tasks' positions
+  // (docs/ALIGNMENT.md, "Positions (per pipeline and per group)").
   int64_t position_interval = 0;
   // The alignment group this pipeline checkpoints with ("": none; docs/ALIGNMENT.md).
   std::string alignment_group;
@@ -214,7 +216,7 @@ struct StoredPipeline {
   std::optional<CompletedCheckpoint> restore_source;
 };
 
-// An alignment group (CONTRACT.md, "Aligned checkpoints"; docs/ALIGNMENT.md): while a pipeline
+// An alignment group (docs/PROTOCOL.md, "Aligned checkpoints"; docs/ALIGNMENT.md): while a pipeline
 // is a member, these replace its own interval, timeout, min pause and position_interval.
 struct AlignmentGroupSpec {
   std::string name;

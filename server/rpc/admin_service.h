@@ -1,8 +1,9 @@
 #pragma once
-// AdminService: the operator API (CONTRACT.md), over gRPC's callback API. Every handler first asks
-// the gatekeeper whether its caller may make the call (rpc/admin_methods.h). Handlers convert
-// protos to domain types, post the work to the pipeline's strand (or to the daemon's admin pool
-// when it must read the store), and finish the RPC from there: no handler blocks a gRPC thread.
+// AdminService: the operator API (proto/ckpt/v1/admin.proto), over gRPC's callback API. Every
+// handler first asks the gatekeeper whether its caller may make the call (rpc/admin_methods.h).
+// Handlers convert protos to domain types, post the work to the pipeline's strand (or to the
+// daemon's admin pool when it must read the store), and finish the RPC from there: no handler
+// blocks a gRPC thread.
 //
 // Threading: handlers run on gRPC's threads; the service holds only its backend and the set of
 // open savepoint streams (guarded by mu_).

@@ -1,12 +1,11 @@
 #pragma once
-// The audit log: one line per AdminService mutation (CONTRACT.md "Security"), with the principal,
-// the method, the job and pipeline, and the outcome the caller was sent. A gRPC server
-// interceptor, so that every path out of a handler (a refusal, an early error, the strand's
-// answer, a savepoint stream's last message) is logged by one piece of code with the status that
-// really went out. Reads are not audited. Refusals of known principals are logged at most once a
-// second, with a count of the rest; a caller no principal matches is not audited at all: its
-// refusals are counted and logged (rate-limited) by the Gatekeeper, so that no client can flood
-// the log.
+// The audit log: one line per AdminService mutation (docs/SECURITY.md, "Audit"), with the
+// principal, the method, the job and pipeline, and the outcome the caller was sent. A gRPC server
+// interceptor, so that every path out of a handler (a refusal, an early error, the strand's answer,
+// a savepoint stream's last message) is logged by one piece of code with the status that really
+// went out. Reads are not audited. Refusals of known principals are logged at most once a second,
+// with a count of the rest; a caller no principal matches is not audited at all: its refusals are
+// counted and logged (rate-limited) by the Gatekeeper, so that no client can flood the log.
 //
 // Threading: gRPC creates one interceptor per audited call; its hooks run one at a time.
 

@@ -23,9 +23,9 @@ std::vector<std::string> AllValues(const grpc::AuthContext& auth, const char* pr
   return values;
 }
 
-// The contract's order: SPIFFE id, URI SAN, DNS SAN, CN. gRPC sets the SPIFFE id only for a
-// certificate with exactly one URI SAN, and a spiffe:// one; a certificate with several SPIFFE
-// URIs is ambiguous, so its spiffe:// URIs never stand in for the id.
+// The order of docs/SECURITY.md, "Identities": SPIFFE id, URI SAN, DNS SAN, CN. gRPC sets the
+// SPIFFE id only for a certificate with exactly one URI SAN, and a spiffe:// one; a certificate
+// with several SPIFFE URIs is ambiguous, so its spiffe:// URIs never stand in for the id.
 std::string CertIdentity(const grpc::AuthContext& auth) {
   if (std::string id = FirstValue(auth, GRPC_PEER_SPIFFE_ID_PROPERTY_NAME); !id.empty()) return id;
   for (const auto& value : auth.FindPropertyValues(GRPC_PEER_URI_PROPERTY_NAME)) {

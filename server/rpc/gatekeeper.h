@@ -20,7 +20,8 @@
 
 namespace ckpt {
 
-// The trailing metadata key a standby names the leader's HOST:PORT in (CONTRACT.md).
+// The trailing metadata key a standby names the leader's HOST:PORT in (docs/PROTOCOL.md, "High
+// availability").
 extern const std::string_view kLeaderMetadataKey;
 
 class Gatekeeper {

@@ -228,7 +228,7 @@ void WorkerSession::ReportEnded(const std::string& why, bool goodbye) {
 void WorkerSession::Send(OutboundMessage message) {
   // Past its local lease deadline a leader sends nothing, not even the `complete` of a round
   // that just became durable: a standby may already lead, and the next leader's `welcome`
-  // announces that round (CONTRACT.md "High availability"). The stream ends instead: a worker
+  // announces that round (docs/PROTOCOL.md, "High availability"). The stream ends instead: a worker
   // that missed an abort or complete would hold its barrier out of step with the rounds, and
   // the welcome it gets on reconnecting (from whoever leads then) puts it back in step
   // (model/ha.pml, `withhold`).

@@ -1,5 +1,5 @@
 #pragma once
-// AlignmentGroups: the daemon's alignment groups (CONTRACT.md, "Aligned checkpoints";
+// AlignmentGroups: the daemon's alignment groups (docs/PROTOCOL.md, "Aligned checkpoints";
 // docs/ALIGNMENT.md) as the store holds them, which pipelines are their members, and the
 // GroupRunner that drives each group's rounds. The operator API puts, reads and deletes them
 // here; a change answers once the store made it durable.

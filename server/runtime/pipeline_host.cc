@@ -535,8 +535,9 @@ ReloadResult PipelineHost::ApplyDeclared(const std::vector<PipelineSpec>& declar
                                          std::chrono::steady_clock::duration wait,
                                          const std::map<PipelineKey, CheckpointRef>& restore_from) {
   // Declared pipelines: created, or updated to match the file, as at start; but a pipeline
-  // created through the API is never touched by a reload (CONTRACT.md). Pipelines the file
-  // declared until now but no longer does become the API's (PipelineRunner::Undeclare).
+  // created through the API is never touched by a reload (docs/man/ckptd.yaml.5,
+  // "DECLARED PIPELINES"). Pipelines the file declared until now but no longer does become the
+  // API's (PipelineRunner::Undeclare).
   std::set<PipelineKey> declared;
   for (const PipelineSpec& spec : declared_specs) declared.insert(spec.key);
   std::vector<std::shared_ptr<PipelineRunner>> others;

@@ -1,12 +1,12 @@
 #pragma once
-// StoreHealth: whether the store takes writes (CONTRACT.md, "Failures that count"). A store write
-// that fails cleanly with UNAVAILABLE (disk full, read-only, an I/O error before the commit) marks
-// the store failing: the daemon reports not ready, every pipeline holds its triggers (a round
+// StoreHealth: whether the store takes writes (docs/DESIGN.md, "Failure and restart"). A store
+// write that fails cleanly with UNAVAILABLE (disk full, read-only, an I/O error before the commit)
+// marks the store failing: the daemon reports not ready, every pipeline holds its triggers (a round
 // would only fail at its commit), and a probe write goes to the store about once a second. The
-// first write that succeeds again, a probe or any other, marks it writable, and the pipelines go
-// on by themselves. A failure of the op itself (a duplicate id, a deleted pipeline) says nothing
-// about the store and is not reported here. An outcome the store cannot know stops the daemon
-// elsewhere (SqliteStore's fail-stop), never here.
+// first write that succeeds again, a probe or any other, marks it writable, and the pipelines go on
+// by themselves. A failure of the op itself (a duplicate id, a deleted pipeline) says nothing about
+// the store and is not reported here. An outcome the store cannot know stops the daemon elsewhere
+// (SqliteStore's fail-stop), never here.
 //
 // Threading: Report and writable() are safe from any thread (store callbacks run on the store's
 // writer thread). The probe timer lives on its own strand of `io`. `on_change` runs on that strand,

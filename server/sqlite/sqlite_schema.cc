@@ -81,8 +81,8 @@ constexpr const char* kSchemaV4 = R"sql(
 ALTER TABLE pipelines ADD COLUMN released_ids TEXT NOT NULL DEFAULT '[]';
 )sql";
 
-// Positions (CONTRACT.md, "Positions"): a pipeline's position_interval, and the position each
-// checkpoint was taken at (0: none).
+// Positions (docs/ALIGNMENT.md, "Positions (per pipeline and per group)"): a pipeline's
+// position_interval, and the position each checkpoint was taken at (0: none).
 constexpr const char* kSchemaV5 = R"sql(
 ALTER TABLE pipelines ADD COLUMN position_interval INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE checkpoints ADD COLUMN position INTEGER NOT NULL DEFAULT 0;

@@ -4,8 +4,8 @@
 //
 // A fresh store writes <data_dir>/STORE_ID (a random id) once its database exists. From then on a
 // database that is missing, empty or not the one STORE_ID names is refused (DATA_LOSS) instead of
-// being taken for a new store, which would start the checkpoint ids over (CONTRACT.md, semantics
-// 1).
+// being taken for a new store, which would start the checkpoint ids over; ids are never reused
+// (docs/PROTOCOL.md, "The model").
 //
 // Threading: plain functions; the controlling thread calls them while opening the store.
 

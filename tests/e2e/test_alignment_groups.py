@@ -1,8 +1,8 @@
-"""Alignment groups with real processes (CONTRACT.md, "Aligned checkpoints"; docs/ALIGNMENT.md):
-three pipelines of one group, served by the simulator, checkpoint with one id per round at one
-position; kill -9 while group rounds are being committed never leaves a round in one member's
-store and not another's; a member without its worker holds the group and `pipeline why` of the
-others names it.
+"""Alignment groups with real processes (docs/PROTOCOL.md, "Aligned checkpoints";
+docs/ALIGNMENT.md): three pipelines of one group, served by the simulator, checkpoint with one id
+per round at one position; kill -9 while group rounds are being committed never leaves a round in
+one member's store and not another's; a member without its worker holds the group and `pipeline why`
+of the others names it.
 """
 import collections
 import json

@@ -1,9 +1,9 @@
-"""Positions with real processes (CONTRACT.md, "Positions"): the simulator gives every task a
-position advancing at a fixed rate, reports it in heartbeats and snapshots when it reaches a
-trigger's position. Every completed checkpoint is taken at a multiple of position_interval, each
-past the last; a round whose position a task had already passed is declined and the next one
-steps further; a restarted worker resumes from the restore point's position; and a pipeline whose
-tasks report no position triggers nothing and says why.
+"""Positions with real processes (docs/ALIGNMENT.md, "Positions (per pipeline and per group)"): the
+simulator gives every task a position advancing at a fixed rate, reports it in heartbeats and
+snapshots when it reaches a trigger's position. Every completed checkpoint is taken at a multiple of
+position_interval, each past the last; a round whose position a task had already passed is declined
+and the next one steps further; a restarted worker resumes from the restore point's position; and a
+pipeline whose tasks report no position triggers nothing and says why.
 """
 import json
 import signal

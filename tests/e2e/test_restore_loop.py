@@ -1,8 +1,8 @@
-"""The restore loop with real processes (CONTRACT.md, "Restore and release"): the simulator writes
-a real file per task per checkpoint (--state-dir), acks its path, deletes it when released, and
-checks every file a restore point hands back. After kill -9 and a restart each reconnecting worker
-is handed the newest durable checkpoint's own files; the files of every released checkpoint are
-gone; those of every retained checkpoint and savepoint are still there.
+"""The restore loop with real processes (docs/PROTOCOL.md, "Restore and release"): the simulator
+writes a real file per task per checkpoint (--state-dir), acks its path, deletes it when released,
+and checks every file a restore point hands back. After kill -9 and a restart each reconnecting
+worker is handed the newest durable checkpoint's own files; the files of every released checkpoint
+are gone; those of every retained checkpoint and savepoint are still there.
 """
 import collections
 import json

@@ -22,7 +22,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
   ckpt::Result<ckpt::DaemonConfig> result = ckpt::ParseDaemonConfig(text, "fuzz.yaml");
   if (!result.ok()) {
-    // Errors are INVALID_ARGUMENT and start with the file name (CONTRACT.md: file, line, column).
+    // Errors are INVALID_ARGUMENT and start with the file name (file, line, column:
+    // docs/man/ckptd.yaml.5, "DESCRIPTION").
     if (result.status().code() != ckpt::StatusCode::kInvalidArgument) {
       Fail("error status is not INVALID_ARGUMENT");
     }

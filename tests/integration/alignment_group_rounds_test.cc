@@ -1,4 +1,4 @@
-// Alignment group rounds against a real daemon with SDK workers (CONTRACT.md, "Aligned
+// Alignment group rounds against a real daemon with SDK workers (docs/PROTOCOL.md, "Aligned
 // checkpoints"; docs/ALIGNMENT.md): members on different event loops checkpoint with one id per
 // round and complete together in the store; a decline fails only the member it came from; a
 // stuck member holds the group until the deadline expires it; an operator's checkpoint or

@@ -31,7 +31,8 @@
 //     nothing released; SendRelease comes only with a completion (after its SendComplete; never
 //     for it, a savepoint, or an id released before) or with the durable delete of exactly those
 //     ids; DeleteCheckpoints never names the restore point nor an id already being deleted.
-// (CONTRACT.md "Semantics every build keeps" and "Precise rules".)
+// (docs/PROTOCOL.md states these rules for workers, from "The model" to "Restore and release";
+// docs/DESIGN.md, "Failure and restart", says what a crash keeps.)
 //
 // No GoogleTest here: the fuzz tree has none. A broken invariant goes to the Report the caller
 // gives (the fuzzer traps, the unit harness adds a test failure and carries on).

@@ -516,7 +516,7 @@ TEST(ConfigParse, PipelinesInheritDefaultsAndOverrideThem) {
   EXPECT_EQ(enrich.key, (PipelineKey{"etl", "enrich"}));
   EXPECT_EQ(enrich.task_ids, Range(3));
   EXPECT_EQ(enrich.interval_ms, 2000);
-  EXPECT_EQ(enrich.timeout_ms, 600000);  // CONTRACT.md's default: `defaults` left it out
+  EXPECT_EQ(enrich.timeout_ms, 600000);  // the built-in default: `defaults` left it out
   EXPECT_EQ(enrich.min_pause_ms, 500);
   EXPECT_EQ(enrich.tolerable_failures, 2);
   EXPECT_EQ(enrich.retained, 20);

@@ -1,4 +1,4 @@
-// What operators see inside a round (CONTRACT.md, "Seeing inside a checkpoint"): each task's
+// What operators see inside a round (docs/man/ckptctl-checkpoint.1, "get"): each task's
 // part, who acked it and when, what it reported, and who holds the ones not acked yet.
 #include <gtest/gtest.h>
 

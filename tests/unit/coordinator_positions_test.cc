@@ -1,7 +1,7 @@
-// Positions on a single pipeline (CONTRACT.md, "Positions"): the two gates of a periodic trigger,
-// the position a round carries, acks at another position, the step after a passed position, the
-// position kept with the checkpoint and handed back in the restore point, and the warning naming
-// tasks that never report one.
+// Positions on a single pipeline (docs/ALIGNMENT.md, "Positions (per pipeline and per group)"): the
+// two gates of a periodic trigger, the position a round carries, acks at another position, the step
+// after a passed position, the position kept with the checkpoint and handed back in the restore
+// point, and the warning naming tasks that never report one.
 #include <gtest/gtest.h>
 
 #include "coordinator_harness.h"

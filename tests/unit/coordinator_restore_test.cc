@@ -1,5 +1,5 @@
-// The restore loop in the coordinator (CONTRACT.md, "Restore and release"): which restore point a
-// welcome names and with which task states, and which checkpoints a completion releases.
+// The restore loop in the coordinator (docs/PROTOCOL.md, "Restore and release"): which restore
+// point a welcome names and with which task states, and which checkpoints a completion releases.
 #include <gtest/gtest.h>
 
 #include "coordinator_harness.h"

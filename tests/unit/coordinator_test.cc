@@ -1,4 +1,4 @@
-// One test per semantic of CONTRACT.md the coordinator owns. Time is driven by hand: no threads,
+// One test per rule of docs/PROTOCOL.md the coordinator owns. Time is driven by hand: no threads,
 // no sleeps.
 #include <gtest/gtest.h>
 

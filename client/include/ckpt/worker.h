@@ -68,7 +68,7 @@ enum class PipelineState {
   kFailed = 4,
   kStopped = 5,
 };
-// "WAITING_FOR_TASKS", "RUNNING", ... (the names of CONTRACT.md).
+// "WAITING_FOR_TASKS", "RUNNING", ... (the names ckptctl and docs/PROTOCOL.md use).
 const char* ToString(PipelineState state);
 
 // The status a stream ended with: gRPC's status codes, with gRPC's numbers (so a code logged as a
@@ -332,7 +332,7 @@ class PipelineWorker {
   virtual void RunAfter(std::chrono::milliseconds delay, std::function<void()> fn) = 0;
 };
 
-// How a WorkerRuntime reaches the daemon, and who it says it is (CONTRACT.md, "Security").
+// How a WorkerRuntime reaches the daemon, and who it says it is (docs/SECURITY.md, "Clients").
 //
 // TLS is used when any of ca_file, cert_file and key_file is set; mutual TLS when cert_file and
 // key_file are (always both). Every file is read and checked when the runtime is built. The
