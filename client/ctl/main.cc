@@ -1,4 +1,4 @@
-// ckptctl: the operator CLI of ckptd (docs/man/ckptctl.1, and README.md, "ckptctl").
+// ckptctl: the operator CLI of ckptd (docs/man/ckptctl.1, and docs/CLI.md, "ckptctl").
 // Exit codes: 0 success; 1 the request failed, the daemon could not be reached, or a savepoint
 // FAILED; 2 bad flags or values, or a credential file that cannot be used. Every failure is one
 // line on stderr: "ckptctl: <reason>".

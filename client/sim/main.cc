@@ -1,5 +1,5 @@
 // ckpt-worker-sim: simulated workers for a ckptd daemon (see docs/man/ckpt-worker-sim.1, and
-// README.md, "ckpt-worker-sim").
+// docs/CLI.md, "ckpt-worker-sim").
 // Exit codes: 0 normal end (duration, SIGINT, SIGTERM); 1 could not connect / every pipeline
 // refused / --create failed; 2 bad flags, or a credential file that cannot be used.
 

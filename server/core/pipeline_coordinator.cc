@@ -566,7 +566,8 @@ Actions PipelineCoordinator::OnCommitFailed(int64_t checkpoint_id, const Status&
     return out;
   }
   // A failed write is a failed checkpoint, never a complete one. The failure is the daemon's, not
-  // the pipeline's: it does not count toward tolerable_failures (README.md, "Operating ckptd").
+  // the pipeline's: it does not count toward tolerable_failures (docs/OPERATING.md, "Operating
+  // ckptd").
   FailRound(CheckpointStatus::kFailed, "store write failed: " + error.message(),
             FailureCause::kNotCounted, out);
   Rearm(out);

@@ -1,5 +1,6 @@
 #pragma once
-// The /metrics page: ckptd's metrics (README.md, "Operating ckptd") in the Prometheus text format.
+// The /metrics page: ckptd's metrics (docs/OPERATING.md, "Operating ckptd") in the Prometheus text
+// format.
 //
 // Threading: call from any thread that may take a short shared lock (an io thread serving HTTP, a
 // test). It reads only atomics: the daemon-wide DaemonMetrics and, when per-pipeline series are

@@ -1,6 +1,6 @@
-// The daemon's /metrics, /healthz and /readyz: every metric README.md lists ("Operating ckptd")
-// with HELP and TYPE, values that follow real checkpoints, per-pipeline series only when asked,
-// and metrics_listen "" off.
+// The daemon's /metrics, /healthz and /readyz: every metric docs/OPERATING.md lists ("Operating
+// ckptd") with HELP and TYPE, values that follow real checkpoints, per-pipeline series only when
+// asked, and metrics_listen "" off.
 #include <gtest/gtest.h>
 
 #include <regex>

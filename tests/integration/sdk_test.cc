@@ -39,7 +39,7 @@ TEST_F(SdkTest, CheckpointsCompleteThroughTheSdk) {
 }
 
 // Positions through the SDK: SetPosition's reports open the gate, the trigger names the position,
-// and an ack that names none is taken at the trigger's (README.md, "Worker SDK").
+// and an ack that names none is taken at the trigger's (docs/SDK.md, "Worker SDK").
 TEST_F(SdkTest, PositionsSetThroughTheSdkOpenTheGateAndAcksCarryTheTriggersPosition) {
   config_.heartbeat_interval_ms = 100;
   PipelineSpec spec = TestSpec("p", {"0", "1"}, 50);
