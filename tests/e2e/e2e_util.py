@@ -20,6 +20,23 @@ import urllib.error
 import urllib.request
 
 
+def running_in_ci():
+    """CI sets CI in the environment (to anything but "false" or "0")."""
+    return os.environ.get("CI", "") not in ("", "false", "0")
+
+
+def need_tool(test, present, what):
+    """A test that needs a program from outside the tree: where it is missing, the test fails in
+    CI, so that a green run cannot hide a skipped test; on a developer's machine it is skipped,
+    saying so on stderr."""
+    if present:
+        return
+    if running_in_ci():
+        test.fail(f"{what} is not installed, and CI must have it")
+    print(f"SKIPPED: {what} is not installed (in CI this test fails)", file=sys.stderr)
+    test.skipTest(f"{what} is not installed")
+
+
 def free_port():
     """A loopback port free now, for a process started later to listen on. Picked below the
     kernel's ephemeral range, where a port asked of bind(0) would come from: there every

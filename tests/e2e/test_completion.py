@@ -88,8 +88,8 @@ class CompletionTest(unittest.TestCase):
         # A flag's value is not taken for a command: "-o pipeline" is not the pipeline group.
         self.assertNotIn("create", self.bash("ckptctl", "-o", "pipeline", ""))
 
-    @unittest.skipIf(shutil.which("zsh") is None, "zsh not installed")
     def test_zsh_script_loads_and_completes(self):
+        e2e.need_tool(self, shutil.which("zsh"), "zsh")
         script = f"""
 compdef() {{ :; }}
 compadd() {{ while [[ $1 != -- ]]; do shift; done; shift; print -r -- "values: $*"; }}
@@ -107,8 +107,8 @@ words=(ckptctl completion ''); CURRENT=3; _ckptctl
         self.assertIn("values: table json", r.stdout)
         self.assertIn("values: bash zsh fish", r.stdout)
 
-    @unittest.skipIf(shutil.which("fish") is None, "fish not installed")
     def test_fish_script_loads_and_completes(self):
+        e2e.need_tool(self, shutil.which("fish"), "fish")
         script = (f"source {self.scripts['fish']}; complete -C 'ckptctl pipeline '; "
                   "echo ---; complete -C 'ckptctl -o '")
         r = subprocess.run(["fish", "--no-config", "-c", script], capture_output=True, text=True,

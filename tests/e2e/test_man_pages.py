@@ -160,8 +160,7 @@ class ManPagesTest(unittest.TestCase):
         self.assertEqual(sorted(expected - names), [])
 
     def test_pages_render_without_warnings(self):
-        if shutil.which("groff") is None:
-            self.skipTest("groff is not installed (apt-get install groff-base)")
+        e2e.need_tool(self, shutil.which("groff"), "groff (Debian package groff-base)")
         for page in self.pages:
             with self.subTest(page=os.path.basename(page)):
                 r = subprocess.run(["groff", "-man", "-Tutf8", "-ww", "-z", page],

@@ -42,9 +42,7 @@ class PrometheusTest(unittest.TestCase):
 
     def test_promtool_accepts_the_page_without_lint_problems(self):
         promtool = shutil.which("promtool")
-        if not promtool:
-            self.skipTest("promtool is not installed (Debian package prometheus; "
-                          "scripts/setup.sh installs it)")
+        e2e.need_tool(self, promtool, "promtool (Debian package prometheus)")
         status, content_type, page = http_get(self.metrics_url)
         self.assertEqual(status, 200)
         self.assertTrue(content_type.startswith("text/plain; version=0.0.4"), content_type)
@@ -86,9 +84,7 @@ class PrometheusTest(unittest.TestCase):
 
     def test_promtool_checks_and_unit_tests_the_alert_rules(self):
         promtool = shutil.which("promtool")
-        if not promtool:
-            self.skipTest("promtool is not installed (Debian package prometheus; "
-                          "scripts/setup.sh installs it)")
+        e2e.need_tool(self, promtool, "promtool (Debian package prometheus)")
         for args in (["check", "rules", ALERTS], ["test", "rules", ALERTS_TEST]):
             r = subprocess.run([promtool, *args], capture_output=True, text=True, timeout=60,
                                cwd=os.path.dirname(ALERTS))
@@ -99,9 +95,7 @@ class PrometheusTest(unittest.TestCase):
 
     def test_a_real_prometheus_scrapes_and_answers_the_query(self):
         prometheus = shutil.which("prometheus")
-        if not prometheus:
-            self.skipTest("prometheus is not installed (Debian package prometheus; "
-                          "scripts/setup.sh installs it)")
+        e2e.need_tool(self, prometheus, "prometheus (Debian package prometheus)")
         web_port = e2e.free_port()
         config = self.ws.path("prometheus.yml")
         with open(config, "w") as f:

@@ -97,9 +97,7 @@ def find_chromium():
 class WebViewBrowserTest(unittest.TestCase):
     def setUp(self):
         self.chromium = find_chromium()
-        if not self.chromium:
-            self.skipTest("chromium is not installed (Debian package chromium; "
-                          "scripts/setup.sh installs it)")
+        e2e.need_tool(self, self.chromium, "chromium (Debian package chromium)")
         self.ws = e2e.Workspace(BUILD_DIR)
         self.addCleanup(self.ws.close)
         self.profile = tempfile.mkdtemp(prefix="ckptd-chromium-")

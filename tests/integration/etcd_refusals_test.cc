@@ -15,6 +15,7 @@
 #include "etcd_test_util.h"
 #include "support/etcd_cluster.h"
 #include "support/eventually.h"
+#include "support/need_tool.h"
 
 namespace ckpt {
 namespace {
@@ -25,10 +26,7 @@ using std::chrono::seconds;
 class EtcdFullTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!testing::EtcdCluster::Installed()) {
-      if (std::getenv("CI")) FAIL() << "etcd is not installed (CI must have it)";
-      GTEST_SKIP() << "etcd is not installed";
-    }
+    CKPT_NEED_ETCD();
     // A quota a few large values fill.
     cluster_ = std::make_unique<testing::EtcdCluster>(
         1, std::vector<std::string>{"--quota-backend-bytes", std::to_string(16 << 20)});
@@ -102,10 +100,7 @@ TEST_F(EtcdFullTest, AFullEtcdIsAStoreNotWritableThatWritesAgainOnceSpaceIsBack)
 class EtcdSmallRequestsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!testing::EtcdCluster::Installed()) {
-      if (std::getenv("CI")) FAIL() << "etcd is not installed (CI must have it)";
-      GTEST_SKIP() << "etcd is not installed";
-    }
+    CKPT_NEED_ETCD();
     // Requests above 64 KiB are refused for their size (etcd's own --max-request-bytes).
     cluster_ = std::make_unique<testing::EtcdCluster>(
         1, std::vector<std::string>{"--max-request-bytes", std::to_string(64 << 10)});

@@ -18,6 +18,7 @@
 #include "etcd/etcd_store.h"
 #include "support/etcd_cluster.h"
 #include "support/eventually.h"
+#include "support/need_tool.h"
 
 namespace ckpt {
 namespace {
@@ -114,7 +115,7 @@ INSTANTIATE_TEST_SUITE_P(
 class EtcdStoreTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!testing::EtcdCluster::Installed()) GTEST_SKIP() << "etcd is not installed";
+    CKPT_NEED_ETCD();
     prefix_ = "/t/" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name());
     client_ = ClientFor(SharedCluster().endpoints(), prefix_);
   }
@@ -621,7 +622,7 @@ TEST_F(EtcdStoreTest, MaxTxnOpsAboveWhatTheMembersTakeIsRefusedByTheCheck) {
 // Members started with a higher --max-txn-ops, and the setting raised to it: one batch of 600
 // puts goes in two txns (at the default 128 it takes five, above), and every op lands.
 TEST(EtcdLargeTxnTest, ABatchGoesInTxnsOfMaxTxnOpsWhenTheMembersTakeThem) {
-  if (!testing::EtcdCluster::Installed()) GTEST_SKIP() << "etcd is not installed";
+  CKPT_NEED_ETCD();
   testing::EtcdCluster cluster(1, {"--max-txn-ops", "512"});
   auto client = ClientFor(cluster.endpoints(), "/large-txns", 5000, 512);
   EtcdBackend backend(client, [] { return true; });
@@ -645,7 +646,7 @@ TEST(EtcdLargeTxnTest, ABatchGoesInTxnsOfMaxTxnOpsWhenTheMembersTakeThem) {
 // A pipeline's progress is its keys' last write (etcd_layout.h), so a batch's txns must land in
 // order: two rounds of commits of 200 pipelines in one batch (one put each, their ids reserved:
 // several txns) land round after round, and a reload finds every pipeline at its second. (Txns
-// sent concurrently would break this: it was tried, see docs/PERFORMANCE.md.)
+// sent concurrently would break this: it was tried, see docs/perf-notes/notebook.md.)
 TEST_F(EtcdStoreTest, TwoRoundsOfCommitsInOneBatchLandRoundAfterRound) {
   constexpr int kPipelines = 200;
   std::vector<PipelineRecord> records;
@@ -937,7 +938,7 @@ TEST_F(EtcdStoreTest, ALeaderWhoseLeaseIsRevokedIsToldItLostAndNeverLeadsAgain) 
 }
 
 TEST(EtcdElectionOutageTest, ALeaderStopsActingWhileEtcdIsDownAndResumesWhenItIsBack) {
-  if (!testing::EtcdCluster::Installed()) GTEST_SKIP() << "etcd is not installed";
+  CKPT_NEED_ETCD();
   testing::EtcdCluster cluster(1);
   EtcdSettings settings;
   settings.endpoints = cluster.endpoints();
@@ -972,7 +973,7 @@ TEST(EtcdElectionOutageTest, ALeaderKeepsItsLeaseWhileTheMemberItAsksHangs) {
   // paused host): the leader asks another in time, and nothing stops. Defaults for the TTL and
   // the request timeout, which are equal: a keepalive left to hang for the request timeout alone
   // would outlast the local deadline.
-  if (!testing::EtcdCluster::Installed()) GTEST_SKIP() << "etcd is not installed";
+  CKPT_NEED_ETCD();
   testing::EtcdCluster cluster(3, {"--heartbeat-interval=50", "--election-timeout=500"});
   EtcdSettings settings;
   settings.endpoints = cluster.endpoints();

@@ -14,6 +14,7 @@
 #include "etcd_test_util.h"
 #include "support/etcd_cluster.h"
 #include "support/eventually.h"
+#include "support/need_tool.h"
 
 namespace ckpt {
 namespace {
@@ -28,10 +29,7 @@ testing::EtcdCluster& Cluster() {
 class EtcdUnreadableTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!testing::EtcdCluster::Installed()) {
-      if (std::getenv("CI")) FAIL() << "etcd is not installed (CI must have it)";
-      GTEST_SKIP() << "etcd is not installed";
-    }
+    CKPT_NEED_ETCD();
     prefix_ = "/u/" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name());
   }
   // Two pipelines with a checkpoint each, written through a store that is then closed.
