@@ -8,8 +8,8 @@
 // built without NDEBUG, checks each completion against every tag outstanding on that queue under
 // the queue's one mutex. A stream keeps a read outstanding for its whole life, so at 20,000
 // streams each completion scanned ~40,000 tags under that lock and the worker edge stopped there
-// with the CPU half idle (docs/PERFORMANCE.md). Here each stream lives on one of several queues:
-// a scan covers that queue's streams only, under a lock of its own.
+// with the CPU half idle (docs/perf-notes/notebook.md). Here each stream lives on one of several
+// queues: a scan covers that queue's streams only, under a lock of its own.
 //
 // Threading: the On* reactions run on the queue's one thread, one at a time, never concurrently.
 // StartWrite and Finish may be called from any thread, but never two at once, and never StartWrite

@@ -10,8 +10,8 @@
 // The strand is the shard's loop itself: an IoShards io_context is run by exactly one thread, so
 // its handlers never overlap, and an asio::strand on top of it would only add a queue, a lock and
 // a re-post (an allocation) to every handler (at 100,000 pipelines that was a tenth of the CPU
-// and most of the trigger delay's tail, docs/PERFORMANCE.md). Order: what one thread posts runs
-// in that order. Unlike an asio::strand, what a handler of this shard posts is queued when the
+// and most of the trigger delay's tail, docs/perf-notes/notebook.md). Order: what one thread posts
+// runs in that order. Unlike an asio::strand, what a handler of this shard posts is queued when the
 // handler returns, so a post another thread makes meanwhile can run first; nothing here relies on
 // such a post coming second (the other threads' posts are their own events: acks, hellos, store
 // completions, operator calls).
