@@ -11,7 +11,7 @@
 #include <memory>
 #include <vector>
 
-#include "rpc/admin_backend.h"
+#include "api/admin_backend.h"
 
 namespace ckpt::bench {
 

@@ -1,6 +1,6 @@
-#include "rpc/admin_convert.h"
+#include "api/admin_convert.h"
 
-#include "rpc/proto_convert.h"
+#include "api/proto_convert.h"
 
 namespace ckpt {
 

@@ -1,4 +1,4 @@
-#include "rpc/admin_reads.h"
+#include "api/admin_reads.h"
 
 #include <limits>
 #include <optional>
@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "rpc/admin_convert.h"
+#include "api/admin_convert.h"
 
 namespace ckpt {
 

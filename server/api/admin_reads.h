@@ -13,9 +13,9 @@
 #include <memory>
 #include <vector>
 
+#include "api/admin_backend.h"
 #include "ckpt/v1/admin.pb.h"
 #include "common/status.h"
-#include "rpc/admin_backend.h"
 #include "runtime/pipeline_runner.h"
 
 namespace ckpt {

@@ -1,4 +1,4 @@
-#include "rpc/proto_convert.h"
+#include "api/proto_convert.h"
 
 #include <algorithm>
 

@@ -5,7 +5,7 @@
 
 #include <functional>
 
-#include "rpc/admin_backend.h"
+#include "api/admin_backend.h"
 #include "runtime/pipeline_host.h"
 #include "store/metadata_store.h"
 

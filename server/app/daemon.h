@@ -2,7 +2,7 @@
 // Daemon is ckptd's composition root: it opens the store, puts the pipelines (runtime's
 // PipelineHost) on the io shards (a fixed number of event loops, one thread each), and serves the
 // gRPC services and the HTTP endpoints over them. Nothing below app/ knows it: each service sees
-// only the narrow interface it needs (rpc/admin_backend.h, rpc/worker_session.h's SessionDeps,
+// only the narrow interface it needs (api/admin_backend.h, rpc/worker_session.h's SessionDeps,
 // http's HttpEndpoints). main.cc and the integration tests drive it.
 //
 // Threading: Start and Shutdown are called from one controlling thread (main, or a test), never

@@ -5,11 +5,11 @@
 #include <limits>
 #include <optional>
 
+#include "api/admin_convert.h"
+#include "api/admin_reads.h"
 #include "ckpt_version.h"
 #include "core/spec_validation.h"
-#include "rpc/admin_convert.h"
 #include "rpc/admin_methods.h"
-#include "rpc/admin_reads.h"
 #include "rpc/audit_interceptor.h"
 #include "rpc/caller_credentials.h"
 #include "rpc/status_mapping.h"

@@ -14,10 +14,10 @@
 #include <unordered_map>
 #include <vector>
 
+#include "api/admin_backend.h"
 #include "ckpt/v1/admin.grpc.pb.h"
 #include "common/mutex.h"
 #include "core/limits.h"
-#include "rpc/admin_backend.h"
 #include "rpc/admin_call_limit.h"
 #include "rpc/gatekeeper.h"
 #include "rpc/savepoint_stream.h"

@@ -1,6 +1,6 @@
 #include "rpc/savepoint_stream.h"
 
-#include "rpc/admin_convert.h"
+#include "api/admin_convert.h"
 #include "rpc/status_mapping.h"
 
 namespace ckpt {

@@ -4,8 +4,8 @@
 
 #include <boost/asio/post.hpp>
 
+#include "api/proto_convert.h"
 #include "core/spec_validation.h"
-#include "rpc/proto_convert.h"
 #include "rpc/status_mapping.h"
 
 namespace ckpt {

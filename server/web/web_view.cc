@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "rpc/admin_convert.h"
-#include "rpc/admin_reads.h"
+#include "api/admin_convert.h"
+#include "api/admin_reads.h"
 #include "runtime/quarantine.h"
 #include "views/figures.h"
 #include "web/api_json.h"

@@ -26,8 +26,8 @@
 #include <functional>
 #include <string_view>
 
+#include "api/admin_backend.h"
 #include "http/http_routes.h"
-#include "rpc/admin_backend.h"
 
 namespace ckpt {
 

@@ -8,10 +8,10 @@
 #include <future>
 #include <nlohmann/json.hpp>
 
+#include "api/admin_backend.h"
 #include "daemon_fixture.h"
 #include "http_client.h"
 #include "raw_worker.h"
-#include "rpc/admin_backend.h"
 #include "web/web_view.h"
 
 namespace ckpt::testing {
