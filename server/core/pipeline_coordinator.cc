@@ -51,8 +51,7 @@ PipelineCoordinator::PipelineCoordinator(const StoredPipeline& stored, const Clo
       from_config_(stored.record.from_config),
       spec_unsaved_(stored.spec_unsaved),
       // A member's ids come from its group, above its own counter: the newest it completed.
-      next_id_(std::max(stored.id_counter, stored.record.last_completed_id) + 1),
-      reserved_end_(stored.id_counter),
+      ids_(stored.id_counter, stored.record.last_completed_id),
       history_(stored.history.begin(), stored.history.end()),
       horizon_(stored.retained_from),
       last_released_(stored.record.released_ids) {
@@ -156,12 +155,12 @@ std::optional<SteadyTime> PipelineCoordinator::DesiredWakeup() const {
   auto consider = [&at](std::optional<SteadyTime> t) {
     if (t && (!at || *t < *at)) at = t;
   };
-  if (reserve_retry_at_ && !reserve_in_flight_) consider(reserve_retry_at_);
+  consider(ids_.retry_at());
   if (queued_savepoint_) consider(queued_savepoint_->deadline);
   if (sticky_ != StickyState::kActive) return at;
   if (!AllTasksRegistered()) {
     consider(next_missing_warn_at_);
-  } else if (!pending_ && !trigger_waits_for_ids_ && store_writable_ && !group_) {
+  } else if (!pending_ && !ids_.waiting() && store_writable_ && !group_) {
     // A queued savepoint starts as soon as it can, ignoring interval, min pause and positions.
     if (queued_savepoint_) {
       consider(SteadyTime{});
@@ -190,10 +189,7 @@ Actions PipelineCoordinator::OnWakeup() {
   Actions out = WithCapacity(4);
   const SteadyTime now = clock_.SteadyNow();
   armed_wakeup_.reset();  // it fired; a stale fire only makes us re-evaluate, which is harmless
-  if (reserve_retry_at_ && now >= *reserve_retry_at_) {
-    reserve_retry_at_.reset();
-    MaybeReserveIds(out);
-  }
+  if (ids_.TakeDueRetry(now)) MaybeReserveIds(out);
   if (queued_savepoint_ && now >= queued_savepoint_->deadline) {
     FinishQueuedSavepoint("savepoint timed out before it could start", out);
   }
@@ -227,29 +223,13 @@ Actions PipelineCoordinator::OnWakeup() {
 // Ids
 
 void PipelineCoordinator::MaybeReserveIds(Actions& out) {
-  if (group_ || reserve_in_flight_ || reserve_retry_at_) return;  // a member's ids are the group's
-  const int64_t left = reserved_end_ - next_id_ + 1;
-  if (left > options_->id_block / 2) return;
-  if (std::max(reserved_end_, next_id_ - 1) > kMaxCheckpointId - options_->id_block) {
-    // Unreachable in practice (ValidateStored keeps loaded counters far below): never overflow.
-    if (!ids_exhausted_logged_) {
-      out.push_back(Log{LogLevel::kError, "checkpoint ids are exhausted (the counter reached " +
-                                              std::to_string(reserved_end_) +
-                                              "); no more ids are reserved"});
-      ids_exhausted_logged_ = true;
-    }
-    return;
-  }
-  reserve_in_flight_ = true;
-  out.push_back(ReserveIds{std::max(reserved_end_, next_id_ - 1) + options_->id_block});
+  if (group_) return;  // a member's ids are the group's
+  ids_.MaybeReserve(options_->id_block, out);
 }
 
 Actions PipelineCoordinator::OnIdsReserved(int64_t counter) {
   Actions out;
-  reserve_in_flight_ = false;
-  reserved_end_ = std::max(reserved_end_, counter);
-  if (trigger_waits_for_ids_) {
-    trigger_waits_for_ids_ = false;
+  if (ids_.OnReserved(counter)) {
     // Re-drive the trigger that was waiting: a fresh wakeup evaluation does exactly that.
     Actions more = OnWakeup();
     out.insert(out.end(), more.begin(), more.end());
@@ -262,8 +242,7 @@ Actions PipelineCoordinator::OnIdsReserved(int64_t counter) {
 
 Actions PipelineCoordinator::OnIdsReserveFailed(const Status& error) {
   Actions out;
-  reserve_in_flight_ = false;
-  reserve_retry_at_ = clock_.SteadyNow() + options_->reserve_retry;
+  ids_.OnReserveFailed(clock_.SteadyNow() + options_->reserve_retry);
   out.push_back(Log{LogLevel::kError, "reserving checkpoint ids failed (" + error.ToString() +
                                           "); retrying in " +
                                           std::to_string(options_->reserve_retry.count()) + " ms"});
@@ -280,9 +259,9 @@ bool PipelineCoordinator::TryTrigger(CheckpointKind kind, const std::string& tar
       !store_writable_) {
     return false;
   }
-  if (next_id_ > reserved_end_) {
+  const std::optional<int64_t> id = ids_.Take();
+  if (!id) {
     // No durable id left: wait for the reservation, whose completion re-drives this trigger.
-    trigger_waits_for_ids_ = true;
     MaybeReserveIds(out);
     out.push_back(Log{LogLevel::kDebug, "trigger waits for an id reservation"});
     return false;
@@ -296,7 +275,7 @@ bool PipelineCoordinator::TryTrigger(CheckpointKind kind, const std::string& tar
     }
   }
   PendingRound round;
-  round.id = next_id_++;
+  round.id = *id;
   round.kind = kind;
   round.target = IsSavepoint(kind) ? SavepointLocation(target, round.id) : "";
   round.triggered_at = now;

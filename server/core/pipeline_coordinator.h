@@ -21,6 +21,7 @@
 #include "core/actions.h"
 #include "core/clock.h"
 #include "core/explanation.h"
+#include "core/id_reservation.h"
 #include "core/maybe_time.h"
 #include "core/packed_history_entry.h"
 #include "core/packed_task_states.h"
@@ -566,13 +567,7 @@ class PipelineCoordinator {
   bool shutting_down_ = false;
   bool deleted_ = false;  // after Delete: nothing is sent or written any more
 
-  // Ids: next_id_ .. reserved_end_ are durably reserved and free to hand out.
-  int64_t next_id_ = 1;
-  int64_t reserved_end_ = 0;
-  MaybeTime reserve_retry_at_;
-  bool reserve_in_flight_ = false;
-  bool trigger_waits_for_ids_ = false;
-  bool ids_exhausted_logged_ = false;
+  IdReservation ids_;  // the durable ids free to hand out, and their reservation
   bool store_writable_ = true;
   bool persist_owed_ = false;  // a failed write waits for the store to take writes again
 

@@ -29,7 +29,7 @@ Actions PipelineCoordinator::SetGroup(std::optional<AlignmentGroupSpec> group, i
   }
   group_.reset();
   // Its own ids continue above every id the group handed out; reserved before its next round.
-  next_id_ = std::max(next_id_, id_floor + 1);
+  ids_.RaiseAbove(id_floor);
   SyncPositionGate();
   out.push_back(Log{LogLevel::kInfo, "left alignment group " + name + "; checkpoints on its own"});
   MaybeReserveIds(out);
@@ -78,7 +78,7 @@ uint64_t PipelineCoordinator::PositionsVersion() const {
 }
 
 int64_t PipelineCoordinator::IdFloor() const {
-  return std::max({reserved_end_, next_id_ - 1, last_completed_id_});
+  return std::max(ids_.Highest(), last_completed_id_);
 }
 
 Actions PipelineCoordinator::StartGroupRound(int64_t checkpoint_id, CheckpointKind kind,
@@ -109,7 +109,7 @@ Actions PipelineCoordinator::StartGroupRound(int64_t checkpoint_id, CheckpointKi
     }
   }
   const SteadyTime now = clock_.SteadyNow();
-  next_id_ = std::max(next_id_, checkpoint_id + 1);  // ids stay increasing if it leaves
+  ids_.RaiseAbove(checkpoint_id);  // ids stay increasing if it leaves
   PendingRound round;
   round.id = checkpoint_id;
   round.kind = kind;

@@ -168,7 +168,7 @@ Explanation PipelineCoordinator::Explain(int64_t stuck_threshold_ms) const {
     e.holdup = Holdup::kWaitingForGroup;
     return e;
   }
-  if (trigger_waits_for_ids_) {
+  if (ids_.waiting()) {
     e.holdup = Holdup::kWaitingForIds;
     return e;
   }
