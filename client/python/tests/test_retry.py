@@ -37,7 +37,7 @@ class ClassifyTest(unittest.TestCase):
     def test_everything_else_is_retried(self):
         for code in (Code.UNAVAILABLE, Code.DEADLINE_EXCEEDED, Code.ALREADY_EXISTS,
                      Code.CANCELLED, Code.OK, Code.RESOURCE_EXHAUSTED, Code.INTERNAL,
-                     Code.UNKNOWN, Code.FAILED_PRECONDITION):
+                     Code.UNKNOWN):
             self.assert_action(retry.RETRY, code)
 
 

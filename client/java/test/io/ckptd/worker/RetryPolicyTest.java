@@ -49,7 +49,7 @@ public class RetryPolicyTest {
     for (Code code :
         new Code[] {
           Code.UNAVAILABLE, Code.DEADLINE_EXCEEDED, Code.ALREADY_EXISTS, Code.CANCELLED, Code.OK,
-          Code.RESOURCE_EXHAUSTED, Code.INTERNAL, Code.UNKNOWN, Code.FAILED_PRECONDITION
+          Code.RESOURCE_EXHAUSTED, Code.INTERNAL, Code.UNKNOWN
         }) {
       assertAction(RetryPolicy.Action.RETRY, code, "");
     }
