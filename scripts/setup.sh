@@ -16,7 +16,7 @@ packages=(
   chromium fonts-liberation
   openjdk-17-jdk-headless libgrpc-java libprotobuf-java protobuf-compiler-grpc-java-plugin
   libnetty-java libperfmark-java libgoogle-gson-java libgeronimo-annotation-1.3-spec-java
-  libnetty-tcnative-java libnetty-tcnative-jni
+  libnetty-tcnative-java libnetty-tcnative-jni junit4
 )
 
 missing=()

@@ -10,7 +10,9 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Function;
 import javax.net.ssl.SSLException;
 
 /**
@@ -25,10 +27,22 @@ final class Channels {
 
   private final SslContext ssl; // null: plaintext
   private final String serverNameOverride;
+  private final Function<String, ManagedChannel> opener; // null: Netty's, as set up here
   private final Map<String, ManagedChannel> channels = new HashMap<>();
   private boolean closed;
 
+  /**
+   * Plaintext channels that {@code opener} makes instead of Netty: the unit tests' fake transport,
+   * which lets them drive a worker's streams without a daemon.
+   */
+  Channels(Function<String, ManagedChannel> opener) {
+    this.ssl = null;
+    this.serverNameOverride = null;
+    this.opener = Objects.requireNonNull(opener, "opener");
+  }
+
   Channels(File caFile, File certFile, File keyFile, String serverNameOverride) {
+    this.opener = null;
     if ((certFile == null) != (keyFile == null)) {
       throw new IllegalArgumentException("certFile and keyFile go together");
     }
@@ -68,7 +82,7 @@ final class Channels {
     if (closed) {
       throw new IllegalStateException("channels closed");
     }
-    return channels.computeIfAbsent(target, this::open);
+    return channels.computeIfAbsent(target, opener != null ? opener : this::open);
   }
 
   private ManagedChannel open(String target) {

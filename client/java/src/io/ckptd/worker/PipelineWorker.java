@@ -97,11 +97,19 @@ public final class PipelineWorker implements AutoCloseable {
    *     the clear to an address that is not loopback
    */
   public PipelineWorker(WorkerOptions options, Handler handler) {
+    this(
+        options,
+        Objects.requireNonNull(handler, "handler"),
+        new Channels(
+            options.caFile(), options.certFile(), options.keyFile(), options.tlsServerName()));
+  }
+
+  /** As the public constructor, over {@code channels}: the unit tests' fake transport. */
+  PipelineWorker(WorkerOptions options, Handler handler, Channels channels) {
     this.options = options;
     this.handler = Objects.requireNonNull(handler, "handler");
     this.tasks = Set.copyOf(options.taskIds());
-    this.channels =
-        new Channels(options.caFile(), options.certFile(), options.keyFile(), options.tlsServerName());
+    this.channels = channels;
     this.token = new TokenSource(options.tokenFile() == null ? null : options.tokenFile().toPath());
     if (token.present()
         && !channels.tls()
