@@ -31,6 +31,10 @@
 // guarded by view_mu_, which ApplyBatch holds for a whole batch and LoadPipelines while it loads.
 // ListCompleted must not wait for a batch, so where each history starts is also published, as
 // each txn lands, under horizon_mu_ (held only to copy one number).
+//
+// The code, by concern: etcd_backend.cc (setup, the fence, the standby's warm copy),
+// etcd_apply_batch.cc and etcd_commit_plan.cc (a batch planned into txns), etcd_batch_writer.cc
+// (the fenced txns and their outcomes), etcd_reads.cc (the load and every other read).
 
 #include <atomic>
 #include <chrono>
@@ -121,7 +125,7 @@ class EtcdBackend final : public StoreBackend {
     std::vector<int64_t> kept;         // ... unless named here (etcd::Horizon)
     etcd::Horizon horizon() const { return {retained_from, kept}; }
   };
-  class BatchWriter;
+  class BatchWriter;  // one batch's fenced txns (etcd_batch_writer.h)
   // A commit encoded against its pipeline's view (PrepareCommit), not yet in a txn.
   struct PreparedCommit {
     std::string value;                // the checkpoint key's

@@ -136,7 +136,7 @@ std::shared_ptr<const EtcdClient::Stubs> EtcdClient::MakeStubs(size_t first) con
   }
   grpc::ChannelArguments args;
   // A txn may carry up to etcd's request limit (1.5 MiB); a range answers at most a page of
-  // values (etcd_backend.cc), well under this.
+  // values (etcd_reads.cc), well under this.
   args.SetMaxReceiveMessageSize(64 << 20);
   args.SetMaxSendMessageSize(4 << 20);
   // Its own connections: a replaced channel must not inherit the old one's backoff through a

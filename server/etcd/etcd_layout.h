@@ -33,7 +33,7 @@
 //                                            txn compares its mod revision and rewrites it, so
 //                                            one whose answer was lost can be told applied or
 //                                            not, and sent again without a late copy landing
-//                                            twice (etcd_backend.cc, Send)
+//                                            twice (etcd_batch_writer.cc, Send)
 //
 // One write per completion. A commit writes only its checkpoint key: the progress after it rides
 // in that value, so the progress key is rewritten only by what changes progress without a
