@@ -7,13 +7,9 @@
 namespace ckpt::cli {
 namespace {
 
-bool StartsWith(std::string_view text, std::string_view prefix) {
-  return text.substr(0, prefix.size()) == prefix;
-}
-
 // "host:port", "[v6]:port", "host" or "v6" without a port.
 std::string_view HostOf(std::string_view address) {
-  if (StartsWith(address, "[")) {
+  if (address.starts_with("[")) {
     const size_t end = address.find(']');
     return end == std::string_view::npos ? std::string_view() : address.substr(1, end - 1);
   }
@@ -56,13 +52,13 @@ bool AllLoopback(std::string_view list) {
 }  // namespace
 
 bool IsLoopbackTarget(std::string_view target) {
-  if (StartsWith(target, "unix:") || StartsWith(target, "unix-abstract:")) return true;
-  if (StartsWith(target, "ipv4:")) return AllLoopback(target.substr(5));
-  if (StartsWith(target, "ipv6:")) return AllLoopback(target.substr(5));
-  if (StartsWith(target, "dns:")) {
+  if (target.starts_with("unix:") || target.starts_with("unix-abstract:")) return true;
+  if (target.starts_with("ipv4:")) return AllLoopback(target.substr(5));
+  if (target.starts_with("ipv6:")) return AllLoopback(target.substr(5));
+  if (target.starts_with("dns:")) {
     target.remove_prefix(4);
     // "dns://authority/host:port": the authority is the DNS server, not the daemon.
-    if (StartsWith(target, "//")) {
+    if (target.starts_with("//")) {
       const size_t slash = target.find('/', 2);
       if (slash == std::string_view::npos) return false;
       target.remove_prefix(slash + 1);

@@ -6,10 +6,6 @@
 namespace ckpt::cli {
 namespace {
 
-bool StartsWith(std::string_view text, std::string_view prefix) {
-  return text.substr(0, prefix.size()) == prefix;
-}
-
 std::string_view Trim(std::string_view text) {
   while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) {
     text.remove_prefix(1);
@@ -24,7 +20,7 @@ std::string_view Trim(std::string_view text) {
 // HOST:PORT. Only the schemes the loopback check knows, and "://": "ckptd:http" is a bad port.
 bool HasScheme(std::string_view entry) {
   for (std::string_view scheme : {"unix:", "unix-abstract:", "dns:", "ipv4:", "ipv6:"}) {
-    if (StartsWith(entry, scheme)) return true;
+    if (entry.starts_with(scheme)) return true;
   }
   return entry.find("://") != std::string_view::npos;
 }
@@ -32,7 +28,7 @@ bool HasScheme(std::string_view entry) {
 // "" when `entry` is HOST:PORT, else why not.
 std::string CheckHostPort(std::string_view entry) {
   std::string_view port;
-  if (StartsWith(entry, "[")) {
+  if (entry.starts_with("[")) {
     const size_t close = entry.find(']');
     if (close == std::string_view::npos) return "an IPv6 address without its closing ']'";
     if (close == 1) return "no host";
@@ -67,8 +63,8 @@ std::optional<std::vector<std::string>> ParseServerList(std::string_view text,
     *error = name + ": no address given";
     return std::nullopt;
   }
-  if (trimmed.find(',') == std::string_view::npos || StartsWith(trimmed, "ipv4:") ||
-      StartsWith(trimmed, "ipv6:")) {
+  if (trimmed.find(',') == std::string_view::npos || trimmed.starts_with("ipv4:") ||
+      trimmed.starts_with("ipv6:")) {
     return std::vector<std::string>{std::string(trimmed)};
   }
   std::vector<std::string> servers;
