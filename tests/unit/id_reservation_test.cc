@@ -42,8 +42,13 @@ TEST(IdReservation, AFreshPipelineWaitsForItsFirstBlockAndTheTriggerIsReDriven) 
 }
 
 TEST(IdReservation, IdsContinueAboveTheStoredCounterAndTheNewestCompletedId) {
-  IdReservation reserved(/*stored_counter=*/500, /*last_completed_id=*/40);
-  EXPECT_EQ(reserved.Take(), 501);  // the counter was reserved before the restart: skipped
+  // Ids up to the stored counter were reserved before a restart and may have been handed out:
+  // none of them is handed out again, and the first trigger waits for a new block.
+  IdReservation restarted(/*stored_counter=*/500, /*last_completed_id=*/40);
+  EXPECT_EQ(restarted.next(), 501);
+  EXPECT_EQ(restarted.Take(), std::nullopt);
+  EXPECT_TRUE(restarted.OnReserved(600));
+  EXPECT_EQ(restarted.Take(), 501);
   // A group member completed ids its group handed out, above its own counter.
   IdReservation member(/*stored_counter=*/50, /*last_completed_id=*/60);
   EXPECT_EQ(member.next(), 61);
@@ -112,7 +117,8 @@ TEST(IdReservation, NearTheLargestIdNothingIsReservedAndThatIsLoggedOnce) {
 }
 
 TEST(IdReservation, IdsAGroupHandedOutAreNeverHandedOutAgain) {
-  IdReservation ids(/*stored_counter=*/kBlock, 0);
+  IdReservation ids(/*stored_counter=*/0, 0);
+  ids.OnReserved(kBlock);
   ids.RaiseAbove(70);
   EXPECT_EQ(ids.Take(), 71);
   ids.RaiseAbove(10);  // never down
