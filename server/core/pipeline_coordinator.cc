@@ -52,9 +52,7 @@ PipelineCoordinator::PipelineCoordinator(const StoredPipeline& stored, const Clo
       spec_unsaved_(stored.spec_unsaved),
       // A member's ids come from its group, above its own counter: the newest it completed.
       ids_(stored.id_counter, stored.record.last_completed_id),
-      history_(stored.history.begin(), stored.history.end()),
-      horizon_(stored.retained_from),
-      last_released_(stored.record.released_ids) {
+      history_(stored.history, stored.retained_from, stored.record.released_ids) {
   if (stored.record.restore_from && stored.restore_source) {
     restore_ = std::make_unique<const HeldRestorePoint>(spec_.key, stored.record.restore_from->key,
                                                         true, *stored.restore_source);
@@ -86,7 +84,7 @@ Actions PipelineCoordinator::Start(bool restarted) {
   // Pins dropped while the daemon was down: what they spared outside `retained` goes now.
   if (restarted) DeleteUnpinnedOutsideWindow(out);
   // The last release may not have reached the workers before the daemon stopped.
-  resend_release_ = restarted && !last_released_.empty();
+  history_.OnStart(restarted);
   MaybeReserveIds(out);
   Rearm(out);
   return out;
@@ -795,8 +793,7 @@ PipelineCoordinator::Outcome PipelineCoordinator::Delete() {
   FinishQueuedSavepoint("pipeline deleted", out);
   // Every checkpoint and savepoint goes with the record, and the one with the store too (the
   // store's delete comes after its commit).
-  std::vector<int64_t> released;
-  for (const PackedHistoryEntry& e : history_) released.push_back(e.checkpoint_id());
+  std::vector<int64_t> released = history_.Ids();
   if (pending_ && pending_->completing) released.push_back(pending_->id);
   std::sort(released.begin(), released.end());
   released.erase(std::unique(released.begin(), released.end()), released.end());
@@ -939,11 +936,12 @@ PipelineProgress PipelineCoordinator::ProjectedProgress() const {
   if (restore_ && restore_->operator_set) {
     r.restore_from = CheckpointRef{restore_->source(spec_.key), restore_->checkpoint_id};
   }
-  r.released_ids = last_released_;
+  r.released_ids = history_.last_released();
   if (pending_ && pending_->completing) {
     r.restore_from.reset();  // a completion ends an operator-set restore point
     const int64_t plain_extra = pending_->kind == CheckpointKind::kCheckpoint ? pending_->id : 0;
-    if (auto released = ReleasedBy(plain_extra, pending_->keep); !released.empty()) {
+    if (auto released = history_.ReleasedBy(spec_.retained, plain_extra, pending_->keep);
+        !released.empty()) {
       r.released_ids = std::move(released);  // recorded by the commit that releases them
     }
     // A commit is queued ahead of this write; writing the pre-commit record after it would undo
@@ -1070,11 +1068,6 @@ PipelineCoordinator::Occasional& PipelineCoordinator::occasional() {
 const PipelineCoordinator::Occasional& PipelineCoordinator::occasional_or_none() const {
   static const Occasional kNone;
   return occasional_ ? *occasional_ : kNone;
-}
-
-bool PipelineCoordinator::BeingDeleted(int64_t checkpoint_id) const {
-  return occasional_ && std::find(occasional_->deleting.begin(), occasional_->deleting.end(),
-                                  checkpoint_id) != occasional_->deleting.end();
 }
 
 }  // namespace ckpt

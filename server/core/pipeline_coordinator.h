@@ -19,11 +19,11 @@
 
 #include "common/status.h"
 #include "core/actions.h"
+#include "core/checkpoint_history.h"
 #include "core/clock.h"
 #include "core/explanation.h"
 #include "core/id_reservation.h"
 #include "core/maybe_time.h"
-#include "core/packed_history_entry.h"
 #include "core/packed_task_states.h"
 #include "core/position_gate.h"
 #include "core/recent_durations.h"
@@ -531,13 +531,6 @@ class PipelineCoordinator {
   bool RestoreSetDiffers() const;
   // RESOURCE_EXHAUSTED when the history holds options_->max_savepoints savepoints.
   Status CheckSavepointRoom() const;
-  // The plain checkpoints a commit of plain checkpoint `extra` (0: a savepoint) keeping `keep`
-  // pushes out of the history.
-  std::vector<int64_t> ReleasedBy(int64_t extra, const std::vector<int64_t>& keep) const;
-  // The oldest plain checkpoint id within `retained` once plain checkpoint `extra` (a commit in
-  // flight; 0: none, or a savepoint) joined the history; 0 when fewer than `retained` plain ones
-  // are held.
-  int64_t WindowStart(int64_t extra = 0) const;
   bool IsPinned(int64_t checkpoint_id) const;
   // Plain checkpoints outside `retained` that no pin holds and no delete is under way for: they
   // leave the history (DeleteCheckpoints). Pins dropped while the daemon was down, or just now.
@@ -610,19 +603,10 @@ class PipelineCoordinator {
     PackedTaskStates task_states;
   };
   std::unique_ptr<const HeldRestorePoint> restore_;
-  // The history as the store keeps it (ids and kinds, oldest first). Its capacity is the window
-  // and one more (the commit landing before the trim): trimmed in place, it allocates nothing a
-  // commit.
-  std::vector<PackedHistoryEntry> history_;
-  // The highest window start any commit had (StoredPipeline::retained_from at load): plain ids
-  // below it held only for a pin leave once unpinned, even when the window has grown back down
-  // over them since (a larger `retained`, a deleted checkpoint), as the etcd backend hides them.
-  int64_t horizon_ = 0;
-  // What the last releasing write released (PipelineProgress::released_ids), and whether a
-  // session registering now gets it again (after a restart, until the next release).
-  std::vector<int64_t> last_released_;
+  // The history as the store keeps it, what leaves it and what its last release was. Declared
+  // no_unique_address so that restore_rescaled_ fills its tail padding.
+  [[no_unique_address]] CheckpointHistory history_;
   bool restore_rescaled_ = false;  // RestoreSetDiffers(), for restore_ (see there)
-  bool resend_release_ = false;    // last_released_ goes to a session registering now (see there)
 
   // Only with a position_interval (null otherwise: an ungrouped pipeline without positions pays
   // one pointer).
@@ -658,9 +642,6 @@ class PipelineCoordinator {
 
   // What most pipelines never need, made on first use (occasional()): the others pay a pointer.
   struct Occasional {
-    // Ids of history_ the store is deleting (DeleteCheckpoint); they stay in history_ until it
-    // is durable.
-    std::vector<int64_t> deleting;
     // When the worker savepoint requests of the last minute were accepted, oldest first: at most
     // options_->savepoint_requests_per_minute entries. A vector, not a deque (see `recent`).
     std::vector<SteadyTime> worker_savepoint_times;
@@ -676,7 +657,6 @@ class PipelineCoordinator {
   Occasional& occasional();
   // What is held, or an empty one: for reading without making it.
   const Occasional& occasional_or_none() const;
-  bool BeingDeleted(int64_t checkpoint_id) const;
 };
 
 }  // namespace ckpt

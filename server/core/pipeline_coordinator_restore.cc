@@ -50,30 +50,6 @@ RestorePoint PipelineCoordinator::CurrentRestorePoint() const {
   return point;
 }
 
-std::vector<int64_t> PipelineCoordinator::ReleasedBy(int64_t extra,
-                                                     const std::vector<int64_t>& keep) const {
-  const int64_t window_start = WindowStart(extra);
-  std::vector<int64_t> released;
-  for (const PackedHistoryEntry& entry : history_) {
-    if (entry.plain() && entry.checkpoint_id() < window_start &&
-        !std::binary_search(keep.begin(), keep.end(), entry.checkpoint_id())) {
-      released.push_back(entry.checkpoint_id());
-    }
-  }
-  return released;
-}
-
-int64_t PipelineCoordinator::WindowStart(int64_t extra) const {
-  const int64_t keep = std::max<int32_t>(spec_.retained, 1);
-  int64_t counted = extra > 0 ? 1 : 0;
-  if (counted == keep) return extra;
-  for (auto it = history_.rbegin(); it != history_.rend(); ++it) {
-    if (!it->plain()) continue;
-    if (++counted == keep) return it->checkpoint_id();
-  }
-  return 0;
-}
-
 bool PipelineCoordinator::IsPinned(int64_t checkpoint_id) const {
   return options_->pins && options_->pins->IsPinned(spec_.key, checkpoint_id);
 }
@@ -98,70 +74,28 @@ void PipelineCoordinator::AdoptCompleted(int64_t checkpoint_id, CheckpointKind k
   restore_rescaled_ = RestoreSetDiffers();
   SyncPositionGate();  // the next round's positions count from this one's
 
-  // The window and the commit landing now: what the history usually holds just before its trim.
-  const size_t window = static_cast<size_t>(std::max<int32_t>(spec_.retained, 1)) + 1;
-  if (history_.size() == history_.capacity()) {
-    // Doubling up to the window, then exactly that: the history lives as long as the pipeline.
-    // Beyond the window (savepoints, pinned ids) doubling again.
-    size_t room = std::max<size_t>(2 * history_.size(), 1);
-    if (history_.size() < window) room = std::min(room, window);
-    history_.reserve(room);
-  }
-  history_.emplace_back(checkpoint_id, kind);
-  // The store's commit kept the max(retained, 1) newest plain checkpoints, every savepoint and
-  // the pinned ones it was told to keep; the same ones stay here. Ids are committed in
-  // increasing order, so the history stays sorted. Trimmed in place: no allocation a commit.
-  const int64_t window_start = WindowStart();
-  horizon_ = std::max(horizon_, window_start);
-  std::vector<int64_t> released;
-  size_t kept = 0;
-  for (const PackedHistoryEntry entry : history_) {
-    const bool out_of_window = entry.plain() && entry.checkpoint_id() < window_start &&
-                               !std::binary_search(keep.begin(), keep.end(), entry.checkpoint_id());
-    if (out_of_window) {
-      released.push_back(entry.checkpoint_id());
-    } else {
-      history_[kept++] = entry;
-    }
-  }
-  history_.erase(history_.begin() + static_cast<std::ptrdiff_t>(kept), history_.end());
-  // Savepoints or pins held once made it grow: it shrinks when they have gone.
-  if (history_.capacity() > 2 * window && history_.size() < window) history_.shrink_to_fit();
-  if (!released.empty()) {
-    // The commit recorded them (ProjectedProgress): after a restart they are sent again.
-    last_released_ = released;
-    resend_release_ = false;
-    out.push_back(SendRelease{Sessions(), std::move(released)});
-  }
+  std::vector<int64_t> released =
+      history_.Adopt(checkpoint_id, kind, spec_.retained, keep);  // recorded: a restart resends
+  if (!released.empty()) out.push_back(SendRelease{Sessions(), std::move(released)});
   // A pin dropped while this commit was in flight: what it spared may go now.
   DeleteUnpinnedOutsideWindow(out);
 }
 
 void PipelineCoordinator::DeleteUnpinnedOutsideWindow(Actions& out) {
-  const int64_t window_start = std::max(WindowStart(), horizon_);
-  std::vector<int64_t> ids;
-  for (const PackedHistoryEntry& entry : history_) {
-    if (!entry.plain() || entry.checkpoint_id() >= window_start) continue;
-    if (IsPinned(entry.checkpoint_id())) continue;
-    if (restore_ && restore_->checkpoint_id == entry.checkpoint_id() && !restore_->other_source) {
-      continue;
-    }
-    if (BeingDeleted(entry.checkpoint_id())) continue;
-    ids.push_back(entry.checkpoint_id());
-  }
+  std::vector<int64_t> ids = history_.OutsideWindow(spec_.retained);
+  std::erase_if(ids, [&](int64_t id) {
+    return IsPinned(id) || (restore_ && restore_->checkpoint_id == id && !restore_->other_source);
+  });
   if (ids.empty()) return;
-  std::vector<int64_t>& deleting = occasional().deleting;
-  deleting.insert(deleting.end(), ids.begin(), ids.end());
+  history_.MarkDeleting(ids);
   out.push_back(DeleteCheckpoints{std::move(ids)});
 }
 
 Status PipelineCoordinator::AddPin(int64_t checkpoint_id, const PipelineKey& holder) {
-  const auto entry =
-      std::find_if(history_.begin(), history_.end(),
-                   [&](const PackedHistoryEntry& e) { return e.checkpoint_id() == checkpoint_id; });
+  const PackedHistoryEntry* entry = history_.Find(checkpoint_id);
   const std::string what =
       "checkpoint " + std::to_string(checkpoint_id) + " of pipeline " + spec_.key.ToString();
-  if (entry == history_.end() || BeingDeleted(checkpoint_id)) {
+  if (!entry || history_.BeingDeleted(checkpoint_id)) {
     return Status::NotFound(what + " is not in its history (ckptctl checkpoint list shows it)");
   }
   if (!options_->pins) return Status::Internal("no restore pins in this daemon");
@@ -170,7 +104,7 @@ Status PipelineCoordinator::AddPin(int64_t checkpoint_id, const PipelineKey& hol
   const int64_t plain_extra =
       pending_ && pending_->kind == CheckpointKind::kCheckpoint ? pending_->id : 0;
   if (entry->plain() && pending_ && pending_->completing && !IsPinned(checkpoint_id) &&
-      checkpoint_id < std::max(WindowStart(plain_extra), horizon_)) {
+      checkpoint_id < history_.Horizon(spec_.retained, plain_extra)) {
     return Status::NotFound(what + " is leaving its history (retained " +
                             std::to_string(spec_.retained) + "); pick a newer one");
   }
@@ -229,9 +163,8 @@ PipelineCoordinator::Outcome PipelineCoordinator::Restore(const PipelineKey& sou
 }
 
 Status PipelineCoordinator::CheckSavepointRoom() const {
-  const auto held = std::count_if(history_.begin(), history_.end(),
-                                  [](const PackedHistoryEntry& e) { return !e.plain(); });
-  if (held < options_->max_savepoints) return Status::Ok();
+  const size_t held = history_.savepoints();
+  if (static_cast<int64_t>(held) < options_->max_savepoints) return Status::Ok();
   return Status::ResourceExhausted(
       "pipeline " + spec_.key.ToString() + " holds " + std::to_string(held) + " savepoints, " +
       NameLimit("max_savepoints_per_pipeline", options_->max_savepoints) +
@@ -241,11 +174,9 @@ Status PipelineCoordinator::CheckSavepointRoom() const {
 
 PipelineCoordinator::Outcome PipelineCoordinator::DeleteCheckpoint(int64_t checkpoint_id) {
   Outcome o;
-  const auto entry =
-      std::find_if(history_.begin(), history_.end(),
-                   [&](const PackedHistoryEntry& e) { return e.checkpoint_id() == checkpoint_id; });
+  const PackedHistoryEntry* entry = history_.Find(checkpoint_id);
   const std::string what = "checkpoint " + std::to_string(checkpoint_id);
-  if (entry == history_.end()) {
+  if (!entry) {
     o.status = Status::NotFound(what + " of pipeline " + spec_.key.ToString() +
                                 " is not in its history (never completed, or released already)");
     return o;
@@ -265,8 +196,8 @@ PipelineCoordinator::Outcome PipelineCoordinator::DeleteCheckpoint(int64_t check
         "elsewhere, or let it complete a checkpoint, first");
     return o;
   }
-  if (BeingDeleted(checkpoint_id)) return o;
-  occasional().deleting.push_back(checkpoint_id);
+  if (history_.BeingDeleted(checkpoint_id)) return o;
+  history_.MarkDeleting({checkpoint_id});
   o.actions.push_back(Log{LogLevel::kInfo, std::string(CheckpointKindName(entry->kind())) + " " +
                                                std::to_string(checkpoint_id) +
                                                " deleted by an operator"});
@@ -276,16 +207,8 @@ PipelineCoordinator::Outcome PipelineCoordinator::DeleteCheckpoint(int64_t check
 
 Actions PipelineCoordinator::OnCheckpointsDeleted(const std::vector<int64_t>& checkpoint_ids) {
   Actions out;
-  std::vector<int64_t> released;
-  for (int64_t id : checkpoint_ids) {
-    if (occasional_) std::erase(occasional_->deleting, id);
-    const auto removed = std::erase_if(
-        history_, [id](const PackedHistoryEntry& e) { return e.checkpoint_id() == id; });
-    if (removed > 0) released.push_back(id);
-  }
+  std::vector<int64_t> released = history_.OnDeleted(checkpoint_ids);
   if (!released.empty() && !deleted_) {
-    last_released_ = released;
-    resend_release_ = false;
     Persist(out);  // recorded, so that a restart sends them again
     out.push_back(SendRelease{Sessions(), std::move(released)});
   }
@@ -295,9 +218,7 @@ Actions PipelineCoordinator::OnCheckpointsDeleted(const std::vector<int64_t>& ch
 Actions PipelineCoordinator::OnCheckpointsDeleteFailed(const std::vector<int64_t>& checkpoint_ids,
                                                        const Status& error) {
   Actions out;
-  if (occasional_) {
-    for (int64_t id : checkpoint_ids) std::erase(occasional_->deleting, id);
-  }
+  history_.OnDeleteFailed(checkpoint_ids);
   out.push_back(
       Log{LogLevel::kWarn, "deleting checkpoint(s) failed, they stay: " + error.ToString()});
   return out;

@@ -109,13 +109,10 @@ PipelineCoordinator::Registration PipelineCoordinator::OnRegister(
   reg.welcome = WelcomeInfo{
       generation_, State(), last_completed_id_, last_completed_kind_, RestorePointFor(task_ids),
       {}};
-  reg.welcome.retained_checkpoint_ids.reserve(history_.size());
-  for (const PackedHistoryEntry& entry : history_) {
-    reg.welcome.retained_checkpoint_ids.push_back(entry.checkpoint_id());
-  }
+  reg.welcome.retained_checkpoint_ids = history_.Ids();
   // After the welcome (the actions run after it is sent): a release the daemon may have died
   // before sending, again.
-  if (resend_release_) out.push_back(SendRelease{{session}, last_released_});
+  if (history_.resend_release()) out.push_back(SendRelease{{session}, history_.last_released()});
   Rearm(out);
   return reg;
 }
