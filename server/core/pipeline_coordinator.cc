@@ -154,13 +154,13 @@ std::optional<SteadyTime> PipelineCoordinator::DesiredWakeup() const {
     if (t && (!at || *t < *at)) at = t;
   };
   consider(ids_.retry_at());
-  if (queued_savepoint_) consider(queued_savepoint_->deadline);
+  if (const auto* queued = savepoints_.queued()) consider(queued->deadline);
   if (sticky_ != StickyState::kActive) return at;
   if (!AllTasksRegistered()) {
     consider(next_missing_warn_at_);
   } else if (!pending_ && !ids_.waiting() && store_writable_ && !group_) {
     // A queued savepoint starts as soon as it can, ignoring interval, min pause and positions.
-    if (queued_savepoint_) {
+    if (savepoints_.queued()) {
       consider(SteadyTime{});
     } else if (PositionsOpen()) {
       consider(*NextPeriodicDue());
@@ -188,7 +188,7 @@ Actions PipelineCoordinator::OnWakeup() {
   const SteadyTime now = clock_.SteadyNow();
   armed_wakeup_.reset();  // it fired; a stale fire only makes us re-evaluate, which is harmless
   if (ids_.TakeDueRetry(now)) MaybeReserveIds(out);
-  if (queued_savepoint_ && now >= queued_savepoint_->deadline) {
+  if (savepoints_.queued() && now >= savepoints_.queued()->deadline) {
     FinishQueuedSavepoint("savepoint timed out before it could start", out);
   }
   if (!shutting_down_ && sticky_ == StickyState::kActive) {
@@ -202,10 +202,9 @@ Actions PipelineCoordinator::OnWakeup() {
         next_missing_warn_at_ = now + options_->missing_tasks_warn_interval;
       }
     } else if (!pending_ && !group_) {  // a member's rounds are its group's
-      if (queued_savepoint_) {
-        const QueuedSavepoint sp = *queued_savepoint_;
-        TryTrigger(sp.stop ? CheckpointKind::kSavepointAndStop : CheckpointKind::kSavepoint,
-                   sp.target, TriggerCause::kSavepoint, out);
+      if (const auto* queued = savepoints_.queued()) {
+        const std::string target = queued->target;  // TryTrigger takes it from the queue
+        TryTrigger(queued->kind(), target, TriggerCause::kSavepoint, out);
       } else if (!PositionsOpen()) {
         WarnUnreportedPositions(now, out);
       } else if (auto due = NextPeriodicDue(); due && now >= *due) {
@@ -279,10 +278,11 @@ bool PipelineCoordinator::TryTrigger(CheckpointKind kind, const std::string& tar
   round.triggered_at = now;
   round.triggered_at_ms = clock_.WallMs();
   SteadyTime deadline = now + Millis(spec_.timeout_ms);
-  if (cause == TriggerCause::kSavepoint && queued_savepoint_) {
-    deadline = queued_savepoint_->deadline;  // a savepoint's timeout counts from the request
-    round.worker_asked = queued_savepoint_->worker_asked;
-    queued_savepoint_.reset();
+  if (cause == TriggerCause::kSavepoint) {
+    if (std::optional<SavepointQueue::Request> asked = savepoints_.Take()) {
+      deadline = asked->deadline;  // a savepoint's timeout counts from the request
+      round.worker_asked = asked->worker_asked;
+    }
   }
   round.deadline = deadline;
   round.requested_target = target;
@@ -519,7 +519,7 @@ Actions PipelineCoordinator::OnCommitted(int64_t checkpoint_id) {
     Persist(out);
   }
   Rearm(out);
-  if (queued_savepoint_ && !pending_) {
+  if (savepoints_.queued() && !pending_) {
     Actions more = OnWakeup();  // a queued savepoint starts right away, before any periodic one
     out.insert(out.end(), more.begin(), more.end());
   }
@@ -649,20 +649,18 @@ PipelineCoordinator::Outcome PipelineCoordinator::RequestSavepoint(const std::st
     }
     return o;
   }
-  if (queued_savepoint_) {
-    if (queued_savepoint_->stop != stop || queued_savepoint_->target != target) {
-      o.status = Status::FailedPrecondition("a different savepoint is queued");
-    } else {
-      queued_savepoint_->worker_asked = queued_savepoint_->worker_asked || worker_asked;
+  if (savepoints_.queued() == nullptr) {
+    if (Status full = CheckSavepointRoom(); !full.ok()) {
+      o.status = std::move(full);
+      return o;
     }
-    return o;
   }
-  if (Status full = CheckSavepointRoom(); !full.ok()) {
-    o.status = std::move(full);
-    return o;
+  const SavepointQueue::Offered offered =
+      savepoints_.Offer({target, stop, clock_.SteadyNow() + timeout, worker_asked});
+  if (offered == SavepointQueue::Offered::kDiffers) {
+    o.status = Status::FailedPrecondition("a different savepoint is queued");
   }
-  queued_savepoint_ = std::make_unique<QueuedSavepoint>(
-      QueuedSavepoint{target, stop, clock_.SteadyNow() + timeout, worker_asked});
+  if (offered != SavepointQueue::Offered::kQueued) return o;
   if (!pending_) {
     Actions more = OnWakeup();
     o.actions.insert(o.actions.end(), more.begin(), more.end());
@@ -676,19 +674,16 @@ PipelineCoordinator::Outcome PipelineCoordinator::RequestSavepoint(const std::st
 
 Actions PipelineCoordinator::OnSavepointCallersGone() {
   Actions out;
-  if (!queued_savepoint_ || queued_savepoint_->worker_asked) return out;
-  queued_savepoint_.reset();
+  if (!savepoints_.DropIfNoWorkerWaits()) return out;
   out.push_back(Log{LogLevel::kInfo, "queued savepoint dropped: every caller went away"});
   Rearm(out);
   return out;
 }
 
 void PipelineCoordinator::FinishQueuedSavepoint(const std::string& reason, Actions& out) {
-  if (!queued_savepoint_) return;
-  const CheckpointKind kind =
-      queued_savepoint_->stop ? CheckpointKind::kSavepointAndStop : CheckpointKind::kSavepoint;
-  queued_savepoint_.reset();
-  out.push_back(RoundFinished{0, kind, CheckpointStatus::kFailed, {}, reason, false, ""});
+  const std::optional<SavepointQueue::Request> queued = savepoints_.Take();
+  if (!queued) return;
+  out.push_back(RoundFinished{0, queued->kind(), CheckpointStatus::kFailed, {}, reason, false, ""});
   out.push_back(Log{LogLevel::kWarn, "queued savepoint failed: " + reason});
 }
 
@@ -833,8 +828,8 @@ std::optional<SavepointView> PipelineCoordinator::CurrentSavepoint() const {
                          static_cast<int>(pending_->acked.size()),
                          static_cast<int>(expected_.size()), pending_->target};
   }
-  if (queued_savepoint_) {
-    return SavepointView{0, queued_savepoint_->stop, 0, static_cast<int>(expected_.size()), ""};
+  if (const auto* queued = savepoints_.queued()) {
+    return SavepointView{0, queued->stop, 0, static_cast<int>(expected_.size()), ""};
   }
   return std::nullopt;
 }

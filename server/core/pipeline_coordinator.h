@@ -28,6 +28,7 @@
 #include "core/position_gate.h"
 #include "core/recent_durations.h"
 #include "core/restore_pins.h"
+#include "core/savepoint_queue.h"
 #include "core/session_table.h"
 #include "core/task_id_set.h"
 #include "core/task_owners.h"
@@ -409,12 +410,6 @@ class PipelineCoordinator {
     int64_t position = 0;   // trigger.position; 0: none
     bool of_group = false;  // its alignment group's round (StartGroupRound), not its own
   };
-  struct QueuedSavepoint {
-    std::string target;  // empty: the default location
-    bool stop = false;
-    SteadyTime deadline;
-    bool worker_asked = false;  // a worker's request waits for it: callers leaving do not drop it
-  };
   // A stream's warnings are logged at most once per kSessionWarnInterval; the others counted.
   static constexpr Millis kSessionWarnInterval{10000};
   struct WarnBudget {
@@ -438,10 +433,6 @@ class PipelineCoordinator {
   // spec_ = spec but for the key, which is equal (checked) and which other threads read (key()):
   // even assigning an equal string writes to it.
   void AdoptSpecKeepingKey(const PipelineSpec& spec);
-  // A worker's savepoint request within the rules: a target under savepoint_root (or none), and
-  // within savepoint_requests_per_minute (an accepted request counts).
-  // `*over_rate` tells a refusal for the rate apart (counted as a limit).
-  Status AdmitWorkerSavepoint(const std::string& target, bool* over_rate);
   Outcome AnswerWorkerSavepoint(SessionId session, const std::string& target, bool stop,
                                 bool for_group);
   // Whether a warning about `session` may be logged now (at most one per kSessionWarnInterval per
@@ -626,7 +617,7 @@ class PipelineCoordinator {
   // On the heap, made for each round: a pipeline without a round pending (most of them, most of
   // the time, at 100,000 pipelines) then pays a pointer instead of the round's 230 bytes.
   std::unique_ptr<PendingRound> pending_;
-  std::unique_ptr<QueuedSavepoint> queued_savepoint_;
+  SavepointQueue savepoints_;  // the savepoint waiting to start, and the workers' request rate
 
   SessionTable<SessionInfo> sessions_;
   // Who holds each task, and which registered in this process (a second registration is a
@@ -642,9 +633,6 @@ class PipelineCoordinator {
 
   // What most pipelines never need, made on first use (occasional()): the others pay a pointer.
   struct Occasional {
-    // When the worker savepoint requests of the last minute were accepted, oldest first: at most
-    // options_->savepoint_requests_per_minute entries. A vector, not a deque (see `recent`).
-    std::vector<SteadyTime> worker_savepoint_times;
     WarnBudget unknown_warn_budget;  // for messages of streams no longer registered
     // The failed rounds, newest first, at most options_->recent_rounds_kept. A vector, not a
     // deque: libstdc++'s deque allocates ~600 bytes even when empty (and inserting at the front

@@ -172,7 +172,7 @@ Explanation PipelineCoordinator::Explain(int64_t stuck_threshold_ms) const {
     e.holdup = Holdup::kWaitingForIds;
     return e;
   }
-  if (!PositionsOpen() && !queued_savepoint_) {
+  if (!PositionsOpen() && !savepoints_.queued()) {
     e.holdup = Holdup::kWaitingForPositions;
     e.position_needed = positions_->gate.threshold();
     // Tasks that never reported first: they are the likelier cause.

@@ -167,14 +167,14 @@ void PipelineCoordinator::LoseSession(SessionId session, const std::string& why,
     // queued again while its timeout lasts, unless the pipeline was paused meanwhile (a queued
     // savepoint fails on PAUSED). Task loss does not count toward tolerable_failures.
     const bool savepoint = pending_->kind != CheckpointKind::kCheckpoint;
-    const QueuedSavepoint requeue{pending_->requested_target,
-                                  pending_->kind == CheckpointKind::kSavepointAndStop,
-                                  pending_->deadline, pending_->worker_asked};
+    const SavepointQueue::Request requeue{pending_->requested_target,
+                                          pending_->kind == CheckpointKind::kSavepointAndStop,
+                                          pending_->deadline, pending_->worker_asked};
     FailRound(CheckpointStatus::kAborted, "task(s) lost: " + FirstNames(lost),
               FailureCause::kAborted, out);
     if (savepoint && !shutting_down_ && sticky_ == StickyState::kActive &&
-        clock_.SteadyNow() < requeue.deadline && !queued_savepoint_ && !group_) {
-      queued_savepoint_ = std::make_unique<QueuedSavepoint>(requeue);
+        clock_.SteadyNow() < requeue.deadline && !savepoints_.queued() && !group_) {
+      savepoints_.Offer(requeue);
       for (auto it = out.rbegin(); it != out.rend(); ++it) {
         if (auto* finished = std::get_if<RoundFinished>(&*it)) {
           finished->requeued = true;  // not the savepoint's end: its callers keep waiting
@@ -217,7 +217,11 @@ PipelineCoordinator::Outcome PipelineCoordinator::AnswerWorkerSavepoint(SessionI
         "a savepoint of an alignment group's member is the whole group's, and goes to each "
         "member's default location: leave out the target");
   } else {
-    outcome.status = AdmitWorkerSavepoint(target, &over_rate);
+    // Under its own job's directory: a worker of one job must not write its state where another
+    // job's savepoints go (nor read them back as its restore point).
+    outcome.status = savepoints_.AdmitWorkerRequest(
+        target, options_->savepoint_root + "/" + EncodePathSegment(spec_.key.job_id),
+        clock_.SteadyNow(), options_->savepoint_requests_per_minute, &over_rate);
   }
   if (outcome.status.ok()) {
     outcome.actions.push_back(
@@ -244,31 +248,6 @@ PipelineCoordinator::Outcome PipelineCoordinator::AnswerWorkerSavepoint(SessionI
     outcome.actions.push_back(SendSavepointRefused{session, outcome.status.message(), limit});
   }
   return outcome;
-}
-
-Status PipelineCoordinator::AdmitWorkerSavepoint(const std::string& target, bool* over_rate) {
-  // Under its own job's directory: a worker of one job must not write its state where another
-  // job's savepoints go (nor read them back as its restore point).
-  const std::string job_root = options_->savepoint_root + "/" + EncodePathSegment(spec_.key.job_id);
-  if (!target.empty() && !PathIsUnder(target, job_root)) {
-    return Status::PermissionDenied("a worker's savepoint target must lie under " + job_root +
-                                    "/ (savepoint_root/<its job>) or be empty; " + target +
-                                    " does not");
-  }
-  const SteadyTime now = clock_.SteadyNow();
-  std::vector<SteadyTime>& times = occasional().worker_savepoint_times;
-  times.erase(times.begin(), std::find_if(times.begin(), times.end(), [&](SteadyTime t) {
-                return now - t < std::chrono::minutes(1);
-              }));
-  const int64_t limit = options_->savepoint_requests_per_minute;
-  if (static_cast<int64_t>(times.size()) >= limit) {
-    *over_rate = true;
-    return Status::ResourceExhausted("more than limits.savepoint_requests_per_minute (" +
-                                     std::to_string(limit) +
-                                     ") worker savepoint requests in the last minute");
-  }
-  times.push_back(now);
-  return Status::Ok();
 }
 
 bool PipelineCoordinator::AllowSessionWarning(SessionId session, std::string* text) {

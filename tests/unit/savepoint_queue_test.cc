@@ -1,0 +1,98 @@
+// SavepointQueue: one savepoint waits at a time, the same request joins it and another is refused,
+// a worker's request outlives its operator callers, and workers' requests are bounded per minute
+// and to their job's directory.
+#include "core/savepoint_queue.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+
+namespace ckpt {
+namespace {
+
+using Offered = SavepointQueue::Offered;
+using std::chrono::seconds;
+
+const SteadyTime kT0 = SteadyTime{} + std::chrono::hours(1);
+
+SavepointQueue::Request Asked(std::string target, bool stop, bool worker_asked = false) {
+  return {std::move(target), stop, kT0 + seconds(30), worker_asked};
+}
+
+TEST(SavepointQueue, TheSameRequestJoinsTheWaitingOneAndAnotherIsRefused) {
+  SavepointQueue queue;
+  EXPECT_EQ(queue.queued(), nullptr);
+  EXPECT_EQ(queue.Offer(Asked("", false)), Offered::kQueued);
+  EXPECT_EQ(queue.Offer(Asked("", false)), Offered::kJoined);
+  EXPECT_EQ(queue.Offer(Asked("", true)), Offered::kDiffers);        // stop differs
+  EXPECT_EQ(queue.Offer(Asked("/sp/x", false)), Offered::kDiffers);  // target differs
+  ASSERT_NE(queue.queued(), nullptr);
+  EXPECT_EQ(queue.queued()->kind(), CheckpointKind::kSavepoint);
+  EXPECT_EQ(queue.queued()->deadline, kT0 + seconds(30));  // the first request's deadline
+}
+
+TEST(SavepointQueue, TakeEmptiesTheQueueAndHandsOverTheRequest) {
+  SavepointQueue queue;
+  EXPECT_EQ(queue.Take(), std::nullopt);
+  queue.Offer(Asked("/sp/a", true, /*worker_asked=*/true));
+  const auto taken = queue.Take();
+  ASSERT_TRUE(taken.has_value());
+  EXPECT_EQ(taken->target, "/sp/a");
+  EXPECT_EQ(taken->kind(), CheckpointKind::kSavepointAndStop);
+  EXPECT_TRUE(taken->worker_asked);
+  EXPECT_EQ(queue.queued(), nullptr);
+  EXPECT_EQ(queue.Take(), std::nullopt);
+  EXPECT_EQ(queue.Offer(Asked("/sp/b", false)), Offered::kQueued);  // room for the next
+}
+
+TEST(SavepointQueue, OperatorsLeavingDropItUnlessAWorkerAskedToo) {
+  SavepointQueue operators_only;
+  operators_only.Offer(Asked("", false));
+  EXPECT_TRUE(operators_only.DropIfNoWorkerWaits());
+  EXPECT_EQ(operators_only.queued(), nullptr);
+  EXPECT_FALSE(operators_only.DropIfNoWorkerWaits());  // nothing left to drop
+
+  SavepointQueue joined_by_a_worker;
+  joined_by_a_worker.Offer(Asked("", false));
+  joined_by_a_worker.Offer(Asked("", false, /*worker_asked=*/true));
+  EXPECT_FALSE(joined_by_a_worker.DropIfNoWorkerWaits());
+  ASSERT_NE(joined_by_a_worker.queued(), nullptr);
+  EXPECT_TRUE(joined_by_a_worker.queued()->worker_asked);
+}
+
+TEST(SavepointQueue, WorkerRequestsAreBoundedPerMinuteAndTheWindowSlides) {
+  SavepointQueue queue;
+  const std::string root = "/sp/job";
+  bool over_rate = false;
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_TRUE(queue.AdmitWorkerRequest("", root, kT0 + seconds(i), 3, &over_rate).ok());
+  }
+  const Status fourth = queue.AdmitWorkerRequest("", root, kT0 + seconds(10), 3, &over_rate);
+  EXPECT_EQ(fourth.code(), StatusCode::kResourceExhausted);
+  EXPECT_TRUE(over_rate);
+  EXPECT_NE(fourth.message().find("savepoint_requests_per_minute (3)"), std::string::npos);
+  // A minute after the first, one place is free again; a refusal took none.
+  over_rate = false;
+  EXPECT_TRUE(queue.AdmitWorkerRequest("", root, kT0 + seconds(60), 3, &over_rate).ok());
+  EXPECT_FALSE(queue.AdmitWorkerRequest("", root, kT0 + seconds(60), 3, &over_rate).ok());
+  EXPECT_TRUE(over_rate);
+}
+
+TEST(SavepointQueue, AWorkersTargetMustLieUnderItsJobsDirectory) {
+  SavepointQueue queue;
+  bool over_rate = false;
+  EXPECT_TRUE(queue.AdmitWorkerRequest("/sp/job/a", "/sp/job", kT0, 6, &over_rate).ok());
+  const Status other_job = queue.AdmitWorkerRequest("/sp/job2/a", "/sp/job", kT0, 6, &over_rate);
+  EXPECT_EQ(other_job.code(), StatusCode::kPermissionDenied);
+  EXPECT_FALSE(over_rate);
+  EXPECT_EQ(queue.AdmitWorkerRequest("/sp/job/../other", "/sp/job", kT0, 6, &over_rate).code(),
+            StatusCode::kPermissionDenied);
+  // A refused target does not count toward the rate.
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_TRUE(queue.AdmitWorkerRequest("", "/sp/job", kT0, 6, &over_rate).ok());
+  }
+  EXPECT_FALSE(queue.AdmitWorkerRequest("", "/sp/job", kT0, 6, &over_rate).ok());
+}
+
+}  // namespace
+}  // namespace ckpt
