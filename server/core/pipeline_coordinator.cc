@@ -271,7 +271,7 @@ bool PipelineCoordinator::TryTrigger(CheckpointKind kind, const std::string& tar
       out.push_back(RecordTriggerDelay{Since(PeriodicDueWithPositions(*due), now)});
     }
   }
-  PendingRound round;
+  PendingRound::Start round;
   round.id = *id;
   round.kind = kind;
   round.target = IsSavepoint(kind) ? SavepointLocation(target, round.id) : "";
@@ -305,18 +305,17 @@ bool PipelineCoordinator::TryTrigger(CheckpointKind kind, const std::string& tar
 
 Actions PipelineCoordinator::OnTimeout(int64_t checkpoint_id) {
   Actions out;
-  // Fenced by id and phase: a timeout already posted when the round ended or moved to the store
-  // is stale and dropped.
-  if (!pending_ || pending_->id != checkpoint_id || pending_->completing) return out;
-  if (!pending_->stuck_noted && clock_.SteadyNow() < pending_->deadline) {
-    pending_->stuck_noted = true;
+  if (!pending_) return out;
+  const PendingRound::Timer fired = pending_->OnTimer(checkpoint_id, clock_.SteadyNow());
+  if (fired == PendingRound::Timer::kStale) return out;
+  if (fired == PendingRound::Timer::kStuck) {
     out.push_back(RoundStuck{checkpoint_id});
-    out.push_back(ArmTimeout{pending_->deadline, checkpoint_id});
+    out.push_back(ArmTimeout{pending_->deadline(), checkpoint_id});
     return out;
   }
-  const bool savepoint = IsSavepoint(pending_->kind);
+  const bool savepoint = IsSavepoint(pending_->kind());
   FailRound(CheckpointStatus::kExpired,
-            "expired: " + std::to_string(expected_.size() - pending_->acked.size()) + " of " +
+            "expired: " + std::to_string(expected_.size() - pending_->acked().size()) + " of " +
                 std::to_string(expected_.size()) + " tasks did not acknowledge in time",
             savepoint ? FailureCause::kNotCounted : FailureCause::kCounted, out);
   Rearm(out);
@@ -337,7 +336,7 @@ bool PipelineCoordinator::AcceptsRoundMessage(SessionId session, int64_t checkpo
     return false;
   }
   // Fenced by id and phase: old, unknown or already-finished rounds, and a round with the store.
-  if (!pending_ || pending_->id != checkpoint_id || pending_->completing) {
+  if (!pending_ || pending_->id() != checkpoint_id || pending_->completing()) {
     out.push_back(IgnoredMessage{IgnoredReason::kNotPending});
     return false;
   }
@@ -349,52 +348,37 @@ Actions PipelineCoordinator::OnAck(SessionId session, int64_t checkpoint_id,
                                    const AckFigures& reported, int64_t position) {
   Actions out;
   if (!AcceptsRoundMessage(session, checkpoint_id, task_id, "ack", out)) return out;
-  // Not awaited (see PendingRound::acked): not expected, or acked already. Checked before the
-  // position: a repeated ack is ignored whatever position it names.
-  if (!expected_.count(task_id) || pending_->acked.count(task_id)) {
+  // AcceptsRoundMessage checked that the session holds the task.
+  const PendingRound::Acked acked = pending_->Ack(
+      expected_, task_id, state,
+      TaskFigures{task_id, sessions_.at(session).worker_id, clock_.WallMs(), reported}, position);
+  if (acked == PendingRound::Acked::kDuplicate) {
     out.push_back(IgnoredMessage{IgnoredReason::kDuplicate});
     return out;
   }
-  if (pending_->position > 0 && position != pending_->position) {
-    // Snapshotted somewhere else: the round's states would not line up.
+  if (acked == PendingRound::Acked::kOtherPosition) {
     NotePassedPosition(position);
-    const bool savepoint = IsSavepoint(pending_->kind);
     FailRound(CheckpointStatus::kFailed,
               "task " + task_id + " acked at position " + std::to_string(position) +
-                  ", not at the trigger's " + std::to_string(pending_->position),
-              savepoint ? FailureCause::kNotCounted : FailureCause::kCounted, out);
+                  ", not at the trigger's " + std::to_string(pending_->position()),
+              pending_->savepoint() ? FailureCause::kNotCounted : FailureCause::kCounted, out);
     Rearm(out);
     return out;
   }
-  pending_->acked.emplace(task_id, state);
-  // AcceptsRoundMessage checked that the session holds the task.
-  pending_->figures.push_back(
-      TaskFigures{task_id, sessions_.at(session).worker_id, clock_.WallMs(), reported});
-  if (pending_->acked.size() < expected_.size()) return out;
+  if (acked == PendingRound::Acked::kAwaitingMore) return out;
 
   // Last ack: the round goes to the store and can no longer be aborted.
-  pending_->completing = true;
   out.reserve(out.size() + 2);
   out.push_back(CancelTimeout{});
-  CompletedCheckpoint checkpoint;
-  checkpoint.checkpoint_id = pending_->id;
-  checkpoint.kind = pending_->kind;
-  checkpoint.triggered_at_ms = pending_->triggered_at_ms;
-  checkpoint.finished_at_ms = clock_.WallMs();
-  checkpoint.location = pending_->target;
-  checkpoint.task_states = pending_->acked;
-  checkpoint.task_figures = pending_->figures;
-  checkpoint.position = pending_->position;
-  if (pending_->of_group) checkpoint.alignment_group = group_ ? group_->name : std::string();
-  std::sort(checkpoint.task_figures.begin(), checkpoint.task_figures.end(),
-            [](const TaskFigures& a, const TaskFigures& b) { return a.task_id < b.task_id; });
-  if (options_->pins) pending_->keep = options_->pins->PinnedIds(spec_.key);
+  CompletedCheckpoint checkpoint = pending_->ToCheckpoint(clock_.WallMs());
+  if (pending_->of_group()) checkpoint.alignment_group = group_ ? group_->name : std::string();
+  if (options_->pins) pending_->SetKeep(options_->pins->PinnedIds(spec_.key));
   CheckpointCommit commit{spec_.key, spec_.retained, ProjectedProgress(), std::move(checkpoint),
-                          pending_->keep};
-  if (pending_->of_group) {
+                          pending_->keep()};
+  if (pending_->of_group()) {
     // The group commits every member's part at once (or none): its answer comes as OnCommitted
     // or EndGroupRound.
-    out.push_back(MemberDone{pending_->id, std::move(commit)});
+    out.push_back(MemberDone{pending_->id(), std::move(commit)});
   } else {
     out.push_back(CommitCheckpoint{std::move(commit)});
   }
@@ -410,7 +394,7 @@ Actions PipelineCoordinator::OnDecline(SessionId session, int64_t checkpoint_id,
     // A task that declines because it is already past the round's position.
     NotePassedPosition(std::max(position, positions_->gate.PositionOf(task_id).value_or(0)));
   }
-  const bool savepoint = IsSavepoint(pending_->kind);
+  const bool savepoint = IsSavepoint(pending_->kind());
   FailRound(expired ? CheckpointStatus::kExpired : CheckpointStatus::kFailed,
             "task " + task_id + (expired ? " expired it: " : " declined it: ") + reason,
             savepoint ? FailureCause::kNotCounted : FailureCause::kCounted, out);
@@ -422,7 +406,7 @@ void PipelineCoordinator::FailRound(CheckpointStatus status, const std::string& 
                                     FailureCause cause, Actions& out, bool tell_group) {
   PendingRound round = std::move(*pending_);
   pending_.reset();
-  if (round.of_group && tell_group) {
+  if (round.of_group() && tell_group) {
     MemberFailure failure = MemberFailure::kDeclined;
     if (cause == FailureCause::kAborted) {
       failure = MemberFailure::kAborted;
@@ -432,7 +416,7 @@ void PipelineCoordinator::FailRound(CheckpointStatus status, const std::string& 
       failure = MemberFailure::kPassedPosition;  // the group steps its next position
     }
     if (positions_) positions_->step_next = false;  // the group's to apply, not this pipeline's
-    out.push_back(MemberFailed{round.id, failure, reason, std::nullopt});
+    out.push_back(MemberFailed{round.id(), failure, reason, std::nullopt});
   }
   const SteadyTime now = clock_.SteadyNow();
   last_finished_at_ = now;
@@ -445,16 +429,16 @@ void PipelineCoordinator::FailRound(CheckpointStatus status, const std::string& 
     ++counters_.failed_count;
   }
   out.push_back(CancelTimeout{});
-  out.push_back(SendAbort{Sessions(), round.id, reason});
-  RememberRound({round.id, round.kind, status, round.triggered_at_ms, clock_.WallMs(),
-                 static_cast<int>(round.acked.size()), static_cast<int>(expected_.size()), reason,
-                 round.position});
+  out.push_back(SendAbort{Sessions(), round.id(), reason});
+  RememberRound({round.id(), round.kind(), status, round.triggered_at_ms(), clock_.WallMs(),
+                 static_cast<int>(round.acked().size()), static_cast<int>(expected_.size()), reason,
+                 round.position()});
   occasional().last_failed_tasks = std::make_unique<const FailedRoundTasks>(
-      FailedRoundTasks{round.id, std::move(round.acked), std::move(round.figures)});
-  out.push_back(RoundFinished{round.id, round.kind, status, Since(round.triggered_at, now), reason,
-                              false, round.target});
-  out.push_back(Log{LogLevel::kWarn, std::string(CheckpointKindName(round.kind)) + " " +
-                                         std::to_string(round.id) + " " +
+      FailedRoundTasks{round.id(), round.TakeAcked(), round.TakeFigures()});
+  out.push_back(RoundFinished{round.id(), round.kind(), status, Since(round.triggered_at(), now),
+                              reason, false, round.target()});
+  out.push_back(Log{LogLevel::kWarn, std::string(CheckpointKindName(round.kind())) + " " +
+                                         std::to_string(round.id()) + " " +
                                          CheckpointStatusName(status) + ": " + reason});
   if (cause == FailureCause::kCounted) {
     ++counters_.consecutive_failures;
@@ -474,7 +458,7 @@ void PipelineCoordinator::FailRound(CheckpointStatus status, const std::string& 
 
 Actions PipelineCoordinator::OnCommitted(int64_t checkpoint_id) {
   Actions out;
-  if (!pending_ || !pending_->completing || pending_->id != checkpoint_id) {
+  if (!pending_ || !pending_->completing() || pending_->id() != checkpoint_id) {
     // Cannot happen while the store reports each commit once; say so loudly if it does.
     out.push_back(Log{LogLevel::kError, "store reported checkpoint " +
                                             std::to_string(checkpoint_id) +
@@ -487,28 +471,28 @@ Actions PipelineCoordinator::OnCommitted(int64_t checkpoint_id) {
   if (deleted_) {
     // Durable, then deleted with the pipeline: only whoever waits for it (a savepoint's caller)
     // and the metrics learn the outcome. Nothing is written back.
-    out.push_back(RoundFinished{round.id, round.kind, CheckpointStatus::kCompleted,
-                                Since(round.triggered_at, now), "", false, round.target});
+    out.push_back(RoundFinished{round.id(), round.kind(), CheckpointStatus::kCompleted,
+                                Since(round.triggered_at(), now), "", false, round.target()});
     return out;
   }
   out.reserve(4);  // SendComplete, SendRelease, RoundFinished, ArmWakeup
   last_finished_at_ = now;
   ++counters_.completed_count;
   counters_.consecutive_failures = 0;
-  last_completed_id_ = round.id;
-  last_completed_kind_ = round.kind;
+  last_completed_id_ = round.id();
+  last_completed_kind_ = round.kind();
   last_completed_at_ms_ = clock_.WallMs();
-  recent_durations_.Add(std::chrono::duration_cast<Millis>(now - round.triggered_at).count());
-  if (round.kind == CheckpointKind::kSavepointAndStop) SetSticky(StickyState::kStopped);
+  recent_durations_.Add(std::chrono::duration_cast<Millis>(now - round.triggered_at()).count());
+  if (round.kind() == CheckpointKind::kSavepointAndStop) SetSticky(StickyState::kStopped);
   // Every session registered now, including one that joined after the trigger (docs/PROTOCOL.md,
   // "Rounds: trigger, ack, decline").
-  out.push_back(SendComplete{Sessions(), round.id, round.kind});
-  AdoptCompleted(round.id, round.kind, round.target, round.position, std::move(round.acked),
-                 round.keep, out);
-  out.push_back(RoundFinished{round.id, round.kind, CheckpointStatus::kCompleted,
-                              Since(round.triggered_at, now), "", false, round.target});
+  out.push_back(SendComplete{Sessions(), round.id(), round.kind()});
+  AdoptCompleted(round.id(), round.kind(), round.target(), round.position(), round.TakeAcked(),
+                 round.keep(), out);
+  out.push_back(RoundFinished{round.id(), round.kind(), CheckpointStatus::kCompleted,
+                              Since(round.triggered_at(), now), "", false, round.target()});
   if (sticky_ == StickyState::kStopped) {
-    const std::string why = "STOPPED after savepoint " + std::to_string(round.id);
+    const std::string why = "STOPPED after savepoint " + std::to_string(round.id());
     out.push_back(Log{LogLevel::kInfo, "pipeline " + why});
     AnnounceState(why, out);
   }
@@ -528,7 +512,7 @@ Actions PipelineCoordinator::OnCommitted(int64_t checkpoint_id) {
 
 Actions PipelineCoordinator::OnCommitFailed(int64_t checkpoint_id, const Status& error) {
   Actions out;
-  if (!pending_ || !pending_->completing || pending_->id != checkpoint_id) {
+  if (!pending_ || !pending_->completing() || pending_->id() != checkpoint_id) {
     out.push_back(Log{LogLevel::kError, "store reported checkpoint " +
                                             std::to_string(checkpoint_id) +
                                             " failed, but it is not the round being completed"});
@@ -537,9 +521,9 @@ Actions PipelineCoordinator::OnCommitFailed(int64_t checkpoint_id, const Status&
   if (deleted_) {
     const PendingRound round = std::move(*pending_);
     pending_.reset();
-    out.push_back(RoundFinished{round.id, round.kind, CheckpointStatus::kFailed,
-                                Since(round.triggered_at, clock_.SteadyNow()),
-                                "store write failed: " + error.message(), false, round.target});
+    out.push_back(RoundFinished{round.id(), round.kind(), CheckpointStatus::kFailed,
+                                Since(round.triggered_at(), clock_.SteadyNow()),
+                                "store write failed: " + error.message(), false, round.target()});
     return out;
   }
   // A failed write is a failed checkpoint, never a complete one. The failure is the daemon's, not
@@ -599,7 +583,7 @@ PipelineCoordinator::Outcome PipelineCoordinator::TriggerCheckpoint(int64_t* che
   }
   if (pending_) {
     o.status =
-        Status::FailedPrecondition("checkpoint " + std::to_string(pending_->id) + " is pending");
+        Status::FailedPrecondition("checkpoint " + std::to_string(pending_->id()) + " is pending");
     return o;
   }
   if (State() != PipelineState::kRunning || shutting_down_) {
@@ -615,7 +599,7 @@ PipelineCoordinator::Outcome PipelineCoordinator::TriggerCheckpoint(int64_t* che
     o.status = Status::Unavailable("no checkpoint id is reserved yet; retry shortly");
     return o;
   }
-  if (checkpoint_id) *checkpoint_id = pending_->id;
+  if (checkpoint_id) *checkpoint_id = pending_->id();
   Rearm(o.actions);
   return o;
 }
@@ -639,13 +623,13 @@ PipelineCoordinator::Outcome PipelineCoordinator::RequestSavepoint(const std::st
     return o;
   }
   const CheckpointKind kind = stop ? CheckpointKind::kSavepointAndStop : CheckpointKind::kSavepoint;
-  if (pending_ && IsSavepoint(pending_->kind)) {
+  if (pending_ && IsSavepoint(pending_->kind())) {
     // Join the pending savepoint if it is the same request: same stop, same target as asked (an
     // empty target, the default location, joins only a savepoint that asked for no target).
-    if (pending_->kind != kind || pending_->requested_target != target) {
+    if (pending_->kind() != kind || pending_->requested_target() != target) {
       o.status = Status::FailedPrecondition("a different savepoint is pending");
     } else {
-      pending_->worker_asked = pending_->worker_asked || worker_asked;
+      if (worker_asked) pending_->JoinWorkerRequest();
     }
     return o;
   }
@@ -665,8 +649,8 @@ PipelineCoordinator::Outcome PipelineCoordinator::RequestSavepoint(const std::st
     Actions more = OnWakeup();
     o.actions.insert(o.actions.end(), more.begin(), more.end());
   } else {
-    o.actions.push_back(
-        Log{LogLevel::kInfo, "savepoint queued behind checkpoint " + std::to_string(pending_->id)});
+    o.actions.push_back(Log{
+        LogLevel::kInfo, "savepoint queued behind checkpoint " + std::to_string(pending_->id())});
     Rearm(o.actions);
   }
   return o;
@@ -734,7 +718,7 @@ PipelineCoordinator::Outcome PipelineCoordinator::UpdateSpec(const PipelineSpec&
           session, Status::InvalidArgument("the pipeline's task set changed; register again")});
       LoseSession(session, "task set updated", o.actions, SessionEnd::kLost, std::move(departed));
     }
-    if (pending_ && !pending_->completing) {
+    if (pending_ && !pending_->completing()) {
       FailRound(CheckpointStatus::kAborted, "the pipeline's task set changed",
                 FailureCause::kAborted, o.actions);
     }
@@ -789,10 +773,10 @@ PipelineCoordinator::Outcome PipelineCoordinator::Delete() {
   // Every checkpoint and savepoint goes with the record, and the one with the store too (the
   // store's delete comes after its commit).
   std::vector<int64_t> released = history_.Ids();
-  if (pending_ && pending_->completing) released.push_back(pending_->id);
+  if (pending_ && pending_->completing()) released.push_back(pending_->id());
   std::sort(released.begin(), released.end());
   released.erase(std::unique(released.begin(), released.end()), released.end());
-  if (pending_ && !pending_->completing) {
+  if (pending_ && !pending_->completing()) {
     FailRound(CheckpointStatus::kAborted, "pipeline deleted", FailureCause::kAborted, out);
   }
   // A completing round stays: its store completion still comes and ends it (OnCommitted).
@@ -823,10 +807,10 @@ Actions PipelineCoordinator::SetFromConfig(bool from_config) {
 }
 
 std::optional<SavepointView> PipelineCoordinator::CurrentSavepoint() const {
-  if (pending_ && IsSavepoint(pending_->kind)) {
-    return SavepointView{pending_->id, pending_->kind == CheckpointKind::kSavepointAndStop,
-                         static_cast<int>(pending_->acked.size()),
-                         static_cast<int>(expected_.size()), pending_->target};
+  if (pending_ && IsSavepoint(pending_->kind())) {
+    return SavepointView{pending_->id(), pending_->kind() == CheckpointKind::kSavepointAndStop,
+                         static_cast<int>(pending_->acked().size()),
+                         static_cast<int>(expected_.size()), pending_->target()};
   }
   if (const auto* queued = savepoints_.queued()) {
     return SavepointView{0, queued->stop, 0, static_cast<int>(expected_.size()), ""};
@@ -844,7 +828,7 @@ Actions PipelineCoordinator::BeginShutdown() {
 
 Actions PipelineCoordinator::AbortForShutdown() {
   Actions out;
-  if (pending_ && !pending_->completing) {
+  if (pending_ && !pending_->completing()) {
     FailRound(CheckpointStatus::kAborted, "daemon shutting down", FailureCause::kAborted, out);
   }
   return out;
@@ -862,7 +846,7 @@ void PipelineCoordinator::BumpGeneration(const std::string& why, Actions& out) {
 
 void PipelineCoordinator::Persist(Actions& out) {
   if (deleted_) return;  // the caller deletes the record; writing it back would revive it
-  if (pending_ && pending_->of_group && pending_->completing) {
+  if (pending_ && pending_->of_group() && pending_->completing()) {
     // A member's part waits for the group's commit, which is not queued ahead of this write as
     // a round of its own would be: this state is written once the round ends (OnCommitted,
     // FailRound).
@@ -932,10 +916,11 @@ PipelineProgress PipelineCoordinator::ProjectedProgress() const {
     r.restore_from = CheckpointRef{restore_->source(spec_.key), restore_->checkpoint_id};
   }
   r.released_ids = history_.last_released();
-  if (pending_ && pending_->completing) {
+  if (pending_ && pending_->completing()) {
     r.restore_from.reset();  // a completion ends an operator-set restore point
-    const int64_t plain_extra = pending_->kind == CheckpointKind::kCheckpoint ? pending_->id : 0;
-    if (auto released = history_.ReleasedBy(spec_.retained, plain_extra, pending_->keep);
+    const int64_t plain_extra =
+        pending_->kind() == CheckpointKind::kCheckpoint ? pending_->id() : 0;
+    if (auto released = history_.ReleasedBy(spec_.retained, plain_extra, pending_->keep());
         !released.empty()) {
       r.released_ids = std::move(released);  // recorded by the commit that releases them
     }
@@ -943,10 +928,10 @@ PipelineProgress PipelineCoordinator::ProjectedProgress() const {
     // it. If the commit fails, FailRound persists the real record again.
     ++r.counters.completed_count;
     r.counters.consecutive_failures = 0;
-    r.last_completed_id = pending_->id;
-    r.last_completed_kind = pending_->kind;
+    r.last_completed_id = pending_->id();
+    r.last_completed_kind = pending_->kind();
     r.last_completed_at_ms = clock_.WallMs();
-    if (pending_->kind == CheckpointKind::kSavepointAndStop) r.sticky = StickyState::kStopped;
+    if (pending_->kind() == CheckpointKind::kSavepointAndStop) r.sticky = StickyState::kStopped;
   }
   return r;
 }
@@ -978,7 +963,7 @@ PipelineStatus PipelineCoordinator::Describe(bool with_task_ids) const {
   s.generation = generation_;
   s.registered_tasks = static_cast<int>(task_owner_.held());
   s.missing_tasks = MissingTasks(kMaxListedTaskNames, &s.missing_tasks_total);
-  s.pending_checkpoint_id = pending_ ? pending_->id : 0;
+  s.pending_checkpoint_id = pending_ ? pending_->id() : 0;
   s.last_completed_checkpoint_id = last_completed_id_;
   s.last_completed_at_ms = last_completed_at_ms_;
   s.counters = counters_;
@@ -992,24 +977,24 @@ PipelineStatus PipelineCoordinator::Describe(bool with_task_ids) const {
 std::optional<PendingSummary> PipelineCoordinator::Pending() const {
   if (!pending_) return std::nullopt;
   PendingSummary p;
-  p.checkpoint_id = pending_->id;
-  p.kind = pending_->kind;
-  p.triggered_at_ms = pending_->triggered_at_ms;
-  p.completing = pending_->completing;
-  for (const auto& [task, state] : pending_->acked) {
+  p.checkpoint_id = pending_->id();
+  p.kind = pending_->kind();
+  p.triggered_at_ms = pending_->triggered_at_ms();
+  p.completing = pending_->completing();
+  for (const auto& [task, state] : pending_->acked()) {
     if (p.acked_tasks.size() == kMaxListedTaskNames) break;
     p.acked_tasks.push_back(task);
   }
-  p.acked_total = static_cast<int>(pending_->acked.size());
-  if (!pending_->completing) {
+  p.acked_total = static_cast<int>(pending_->acked().size());
+  if (!pending_->completing()) {
     for (const auto& task : expected_) {
-      if (pending_->acked.count(task)) continue;
+      if (pending_->acked().count(task)) continue;
       ++p.awaiting_total;
       if (p.awaiting_tasks.size() < kMaxListedTaskNames) p.awaiting_tasks.push_back(task);
     }
   }
   p.expected_tasks = static_cast<int>(expected_.size());
-  p.position = pending_->position;
+  p.position = pending_->position();
   return p;
 }
 

@@ -25,6 +25,7 @@
 #include "core/id_reservation.h"
 #include "core/maybe_time.h"
 #include "core/packed_task_states.h"
+#include "core/pending_round.h"
 #include "core/position_gate.h"
 #include "core/recent_durations.h"
 #include "core/restore_pins.h"
@@ -377,7 +378,7 @@ class PipelineCoordinator {
   bool HasPendingRound() const { return pending_ != nullptr; }
   // Every task acked the pending round: it is with the store (or, a member's, with its group).
   // A member: its part of the pending group round is done and waits for the group's verdict.
-  bool GroupPartDone() const { return pending_ && pending_->completing && pending_->of_group; }
+  bool GroupPartDone() const { return pending_ && pending_->completing() && pending_->of_group(); }
   // Delete's refusal, if it would refuse now (the restore points of others), without acting.
   Status CheckDeletable() const;
   std::optional<SavepointView> CurrentSavepoint() const;
@@ -385,31 +386,6 @@ class PipelineCoordinator {
   bool from_config() const { return from_config_; }
 
  private:
-  struct PendingRound {
-    int64_t id = 0;
-    CheckpointKind kind = CheckpointKind::kCheckpoint;
-    std::string target;
-    SteadyTime triggered_at;
-    SteadyTime deadline;
-    int64_t triggered_at_ms = 0;
-    std::string requested_target;  // savepoints: the target as asked (empty: default location)
-    bool worker_asked = false;     // savepoints: a worker's request waits for it
-    bool completing = false;
-    // The tasks that acked. The ones still awaited are expected_ minus these, kept implicit
-    // rather than copied at every trigger: while a round is pending and not completing,
-    // expected_ does not change (UpdateSpec fails such a round when the task set changes), and
-    // only tasks of expected_ are ever acked (OnRegister refuses any other task). A completing
-    // round awaits nothing.
-    std::map<std::string, TaskState> acked;
-    // Who acked each task of `acked`, when, and what it reported, in ack order (stored with the
-    // checkpoint: CompletedCheckpoint::task_figures).
-    std::vector<TaskFigures> figures;
-    bool stuck_noted = false;  // RoundStuck was sent (the timer now waits for the deadline)
-    // The commit's CheckpointCommit::keep: what its trim spared (completing rounds only).
-    std::vector<int64_t> keep;
-    int64_t position = 0;   // trigger.position; 0: none
-    bool of_group = false;  // its alignment group's round (StartGroupRound), not its own
-  };
   // A stream's warnings are logged at most once per kSessionWarnInterval; the others counted.
   static constexpr Millis kSessionWarnInterval{10000};
   struct WarnBudget {

@@ -23,7 +23,7 @@ Actions PipelineCoordinator::SetGroup(std::optional<AlignmentGroupSpec> group, i
   }
   if (!group_) return out;
   const std::string name = group_->name;
-  if (pending_ && pending_->of_group && !pending_->completing) {
+  if (pending_ && pending_->of_group() && !pending_->completing()) {
     FailRound(CheckpointStatus::kAborted, "left alignment group " + name, FailureCause::kAborted,
               out);
   }
@@ -56,8 +56,8 @@ std::pair<bool, std::string> PipelineCoordinator::GroupReadiness() const {
   }
   if (!store_writable_) return {false, "the store fails writes"};
   if (pending_) {
-    return {false, std::string(pending_->completing ? "completing " : "pending ") +
-                       CheckpointKindName(pending_->kind) + " " + std::to_string(pending_->id)};
+    return {false, std::string(pending_->completing() ? "completing " : "pending ") +
+                       CheckpointKindName(pending_->kind()) + " " + std::to_string(pending_->id())};
   }
   return {true, ""};
 }
@@ -110,7 +110,7 @@ Actions PipelineCoordinator::StartGroupRound(int64_t checkpoint_id, CheckpointKi
   }
   const SteadyTime now = clock_.SteadyNow();
   ids_.RaiseAbove(checkpoint_id);  // ids stay increasing if it leaves
-  PendingRound round;
+  PendingRound::Start round;
   round.id = checkpoint_id;
   round.kind = kind;
   round.target = kind != CheckpointKind::kCheckpoint ? SavepointLocation("", checkpoint_id) : "";
@@ -135,8 +135,8 @@ Actions PipelineCoordinator::EndGroupRound(int64_t checkpoint_id, MemberOutcome 
                                            const std::string& reason) {
   Actions out;
   // Not pending here: it failed here first (or it is a round of its own).
-  if (!pending_ || pending_->id != checkpoint_id || !pending_->of_group) return out;
-  const bool savepoint = pending_->kind != CheckpointKind::kCheckpoint;
+  if (!pending_ || pending_->id() != checkpoint_id || !pending_->of_group()) return out;
+  const bool savepoint = pending_->kind() != CheckpointKind::kCheckpoint;
   const FailureCause counted = savepoint ? FailureCause::kNotCounted : FailureCause::kCounted;
   const std::string why =
       "alignment group " + (group_ ? group_->name : std::string()) + ": " + reason;

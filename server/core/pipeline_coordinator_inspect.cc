@@ -29,18 +29,18 @@ std::optional<CheckpointDetail> PipelineCoordinator::DescribeCheckpoint(
   CheckpointDetail detail;
   const std::map<std::string, TaskState>* acked = nullptr;
   const std::vector<TaskFigures>* figures = nullptr;
-  if (pending_ && pending_->id == checkpoint_id) {
+  if (pending_ && pending_->id() == checkpoint_id) {
     RoundSummary& r = detail.round;
-    r.checkpoint_id = pending_->id;
-    r.kind = pending_->kind;
+    r.checkpoint_id = pending_->id();
+    r.kind = pending_->kind();
     r.status = CheckpointStatus::kPending;
-    r.triggered_at_ms = pending_->triggered_at_ms;
-    r.acked_tasks = static_cast<int>(pending_->acked.size());
+    r.triggered_at_ms = pending_->triggered_at_ms();
+    r.acked_tasks = static_cast<int>(pending_->acked().size());
     r.expected_tasks = static_cast<int>(expected_.size());
-    r.position = pending_->position;
-    detail.location = pending_->target;
-    acked = &pending_->acked;
-    figures = &pending_->figures;
+    r.position = pending_->position();
+    detail.location = pending_->target();
+    acked = &pending_->acked();
+    figures = &pending_->figures();
   } else if (const Occasional& o = occasional_or_none();
              o.last_failed_tasks && o.last_failed_tasks->checkpoint_id == checkpoint_id &&
              !o.recent.empty() && o.recent.front().checkpoint_id == checkpoint_id) {
@@ -125,15 +125,15 @@ Explanation PipelineCoordinator::Explain(int64_t stuck_threshold_ms) const {
   }
   if (pending_) {
     // A round under way is what an operator asks about first, whatever the state says next.
-    e.pending_checkpoint_id = pending_->id;
-    e.pending_kind = pending_->kind;
-    e.pending_age_ms = std::chrono::duration_cast<Millis>(now - pending_->triggered_at).count();
-    if (!pending_->completing) {
+    e.pending_checkpoint_id = pending_->id();
+    e.pending_kind = pending_->kind();
+    e.pending_age_ms = std::chrono::duration_cast<Millis>(now - pending_->triggered_at()).count();
+    if (!pending_->completing()) {
       for (const std::string& task : expected_) {
-        if (!pending_->acked.count(task)) add_task(task, tasks_missing_since_ms_);
+        if (!pending_->acked().count(task)) add_task(task, tasks_missing_since_ms_);
       }
     }
-    if (e.holdup == Holdup::kNone && pending_->of_group && pending_->completing) {
+    if (e.holdup == Holdup::kNone && pending_->of_group() && pending_->completing()) {
       e.holdup = Holdup::kWaitingForGroup;  // its part is done: the other members hold it
     } else if (e.holdup == Holdup::kNone) {
       e.holdup =

@@ -47,8 +47,8 @@ int64_t PipelineCoordinator::NextRoundPosition() {
 }
 
 void PipelineCoordinator::NotePassedPosition(int64_t position) {
-  if (!positions_ || !pending_ || pending_->position <= 0) return;
-  if (position > pending_->position) positions_->step_next = true;
+  if (!positions_ || !pending_ || pending_->position() <= 0) return;
+  if (position > pending_->position()) positions_->step_next = true;
 }
 
 void PipelineCoordinator::WarnUnreportedPositions(SteadyTime now, Actions& out) {

@@ -102,8 +102,8 @@ Status PipelineCoordinator::AddPin(int64_t checkpoint_id, const PipelineKey& hol
   // A commit in flight may push a plain checkpoint out as it lands, with a trim decided before
   // this pin: refuse rather than race it.
   const int64_t plain_extra =
-      pending_ && pending_->kind == CheckpointKind::kCheckpoint ? pending_->id : 0;
-  if (entry->plain() && pending_ && pending_->completing && !IsPinned(checkpoint_id) &&
+      pending_ && pending_->kind() == CheckpointKind::kCheckpoint ? pending_->id() : 0;
+  if (entry->plain() && pending_ && pending_->completing() && !IsPinned(checkpoint_id) &&
       checkpoint_id < history_.Horizon(spec_.retained, plain_extra)) {
     return Status::NotFound(what + " is leaving its history (retained " +
                             std::to_string(spec_.retained) + "); pick a newer one");
@@ -116,7 +116,7 @@ Actions PipelineCoordinator::OnPinDropped(int64_t checkpoint_id) {
   Actions out;
   if (deleted_ || IsPinned(checkpoint_id)) return out;
   // A commit in flight decided its trim with the pin; its completion looks again.
-  if (pending_ && pending_->completing) return out;
+  if (pending_ && pending_->completing()) return out;
   DeleteUnpinnedOutsideWindow(out);
   return out;
 }
@@ -128,7 +128,7 @@ PipelineCoordinator::Outcome PipelineCoordinator::Restore(const PipelineKey& sou
   if (deleted_ || shutting_down_ || pending_ || (!stopped_here && !task_owner_.empty())) {
     o.status = Status::FailedPrecondition(
         "pipeline " + spec_.key.ToString() + " is " + PipelineStateName(State()) +
-        (pending_ ? " with checkpoint " + std::to_string(pending_->id) + " pending" : "") +
+        (pending_ ? " with checkpoint " + std::to_string(pending_->id()) + " pending" : "") +
         "; restore it while no task is registered, or pause it first (and wait for the pending "
         "round to end)");
     return o;

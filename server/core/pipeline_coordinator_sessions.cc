@@ -162,14 +162,14 @@ void PipelineCoordinator::LoseSession(SessionId session, const std::string& why,
   }
   next_missing_warn_at_ = clock_.SteadyNow() + options_->missing_tasks_warn_interval;
   BumpGeneration("task loss", out);
-  if (pending_ && !pending_->completing) {
+  if (pending_ && !pending_->completing()) {
     // A round already with the store completes anyway; any other is aborted, and a savepoint is
     // queued again while its timeout lasts, unless the pipeline was paused meanwhile (a queued
     // savepoint fails on PAUSED). Task loss does not count toward tolerable_failures.
-    const bool savepoint = pending_->kind != CheckpointKind::kCheckpoint;
-    const SavepointQueue::Request requeue{pending_->requested_target,
-                                          pending_->kind == CheckpointKind::kSavepointAndStop,
-                                          pending_->deadline, pending_->worker_asked};
+    const bool savepoint = pending_->kind() != CheckpointKind::kCheckpoint;
+    const SavepointQueue::Request requeue{pending_->requested_target(),
+                                          pending_->kind() == CheckpointKind::kSavepointAndStop,
+                                          pending_->deadline(), pending_->worker_asked()};
     FailRound(CheckpointStatus::kAborted, "task(s) lost: " + FirstNames(lost),
               FailureCause::kAborted, out);
     if (savepoint && !shutting_down_ && sticky_ == StickyState::kActive &&
