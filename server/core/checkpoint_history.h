@@ -6,6 +6,7 @@
 // what the last releasing write released (sent again to a session registering after a restart).
 // The coordinator decides the rest: what pins hold, which id is the restore point, when to write.
 //
+// One of the coordinator's parts (docs/DESIGN.md, "The coordinator's parts").
 // Threading: owned by one PipelineCoordinator, so used on its pipeline's strand only. No I/O.
 //
 // Memory: one per pipeline for its whole life. The entries are packed (8 bytes an id), a commit

@@ -1,9 +1,9 @@
 #pragma once
 // PendingRound: one pipeline's round from its trigger until it ends (docs/DESIGN.md, "The
-// round"). It is fenced by id and phase: a message or timer naming another id is stale, and so
-// is one that arrives once every task acked (the round is then completing: with the store, or a
-// member's part with its group, and never aborted). It holds the acks as they come, in a map by
-// task, and who sent each and when (stored with the checkpoint).
+// coordinator's parts"). It is fenced by id and phase: a message or timer naming another id is
+// stale, and so is one that arrives once every task acked (the round is then completing: with the
+// store, or a member's part with its group, and never aborted). It holds the acks as they come, in
+// a map by task, and who sent each and when (stored with the checkpoint).
 //
 // The coordinator decides what a round's end means (counters, the restore point, the workers);
 // this part decides which ack counts and when the round is complete or overdue.

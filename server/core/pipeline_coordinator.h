@@ -9,6 +9,14 @@
 // Fencing (docs/DESIGN.md): a timeout names its checkpoint id and is checked against the round's
 // phase; acks and declines name their checkpoint id; a round handed to the store (completing) is
 // never aborted, and a store completion is never dropped.
+//
+// One class, one concept: a pipeline's every event goes through this one entry point, because
+// what an event means depends on all of its state at once (a lost task aborts the round,
+// requeues its savepoint and bumps the generation). What can be owned apart is: the round
+// (pending_round.h), the ids (id_reservation.h), the history (checkpoint_history.h), the
+// savepoint queue (savepoint_queue.h), the sessions and task owners, the position gate; see
+// docs/DESIGN.md, "The coordinator's parts". The handlers are in pipeline_coordinator*.cc by
+// concern (rounds and schedule, sessions, restore, positions, group membership, inspection).
 
 #include <map>
 #include <memory>

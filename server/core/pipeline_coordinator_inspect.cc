@@ -1,6 +1,7 @@
-// What operators see inside a round (docs/man/ckptctl-checkpoint.1, "get"): each task's
-// part of the pending round or of the newest failed one. Completed rounds are read from the
-// store, which keeps their tasks' figures with their states.
+// What operators see: the pipeline's state and status, the pending round, and inside a round
+// (docs/man/ckptctl-checkpoint.1, "get") each task's part of the pending round or of the newest
+// failed one. Completed rounds are read from the store, which keeps their tasks' figures with
+// their states. Queries only: nothing here changes the coordinator.
 #include <algorithm>
 
 #include "core/pipeline_coordinator.h"
@@ -197,6 +198,79 @@ Explanation PipelineCoordinator::Explain(int64_t stuck_threshold_ms) const {
     e.holdup = Holdup::kWaitingMinPause;
   }
   return e;
+}
+
+PipelineState PipelineCoordinator::State() const {
+  switch (sticky_) {
+    case StickyState::kPaused: return PipelineState::kPaused;
+    case StickyState::kFailed: return PipelineState::kFailed;
+    case StickyState::kStopped: return PipelineState::kStopped;
+    case StickyState::kActive: break;
+  }
+  return AllTasksRegistered() ? PipelineState::kRunning : PipelineState::kWaitingForTasks;
+}
+
+PipelineStatus PipelineCoordinator::Describe(bool with_task_ids) const {
+  PipelineStatus s;
+  if (with_task_ids) {
+    s.spec = spec_;
+  } else {
+    s.spec.key = spec_.key;
+    s.spec.interval_ms = spec_.interval_ms;
+    s.spec.timeout_ms = spec_.timeout_ms;
+    s.spec.min_pause_ms = spec_.min_pause_ms;
+    s.spec.tolerable_failures = spec_.tolerable_failures;
+    s.spec.retained = spec_.retained;
+  }
+  s.expected_tasks = static_cast<int>(expected_.size());
+  s.state = State();
+  s.generation = generation_;
+  s.registered_tasks = static_cast<int>(task_owner_.held());
+  s.missing_tasks = MissingTasks(kMaxListedTaskNames, &s.missing_tasks_total);
+  s.pending_checkpoint_id = pending_ ? pending_->id() : 0;
+  s.last_completed_checkpoint_id = last_completed_id_;
+  s.last_completed_at_ms = last_completed_at_ms_;
+  s.counters = counters_;
+  s.sessions = static_cast<int>(sessions_.size());
+  s.from_config = from_config_;
+  s.restore = RestorePointFor({});
+  s.restore.task_states.clear();
+  return s;
+}
+
+std::optional<PendingSummary> PipelineCoordinator::Pending() const {
+  if (!pending_) return std::nullopt;
+  PendingSummary p;
+  p.checkpoint_id = pending_->id();
+  p.kind = pending_->kind();
+  p.triggered_at_ms = pending_->triggered_at_ms();
+  p.completing = pending_->completing();
+  for (const auto& [task, state] : pending_->acked()) {
+    if (p.acked_tasks.size() == kMaxListedTaskNames) break;
+    p.acked_tasks.push_back(task);
+  }
+  p.acked_total = static_cast<int>(pending_->acked().size());
+  if (!pending_->completing()) {
+    for (const auto& task : expected_) {
+      if (pending_->acked().count(task)) continue;
+      ++p.awaiting_total;
+      if (p.awaiting_tasks.size() < kMaxListedTaskNames) p.awaiting_tasks.push_back(task);
+    }
+  }
+  p.expected_tasks = static_cast<int>(expected_.size());
+  p.position = pending_->position();
+  return p;
+}
+
+std::vector<std::string> PipelineCoordinator::MissingTasks(size_t max_names, int* total) const {
+  std::vector<std::string> missing;
+  const size_t count = expected_.size() - task_owner_.held();
+  if (total) *total = static_cast<int>(count);
+  for (const auto& task : spec_.task_ids) {
+    if (missing.size() == std::min(max_names, count)) break;
+    if (OwnerOf(task) == TaskOwners::kNobody) missing.push_back(task);
+  }
+  return missing;
 }
 
 }  // namespace ckpt

@@ -8,6 +8,7 @@
 // The coordinator decides when a savepoint may start and what a refusal says; this part holds
 // what waits and counts the workers' requests.
 //
+// One of the coordinator's parts (docs/DESIGN.md, "The coordinator's parts").
 // Threading: owned by one PipelineCoordinator, so used on its pipeline's strand only. No I/O.
 //
 // Memory: one pointer in a pipeline that never had a savepoint asked for; the queue and the
