@@ -25,7 +25,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 seconds=${1:-60}
 build_dir=$root/build-fuzz
-targets=(config coordinator)
+targets=(config coordinator group_coordinator)
 
 if ! command -v clang++ >/dev/null; then
   echo "fuzz.sh: clang++ not found (Debian: apt-get install clang libclang-rt-14-dev)" >&2

@@ -45,7 +45,7 @@ tsan_dir=$root/build-tsan-clang
 # Only what the TSan run below runs: the unit and integration test programs and the fuzz corpus
 # replays (and the tools the integration tests start).
 CKPT_BUILD_TARGETS="unit_tests client_unit_tests integration_tests etcd_tests config_replay \
-  coordinator_replay" CXX=clang++ \
+  coordinator_replay group_coordinator_replay" CXX=clang++ \
   "$root/scripts/build.sh" "$tsan_dir" -DCKPT_SANITIZE=thread -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" -DCKPT_WERROR=ON -DCMAKE_UNITY_BUILD=ON \
   -DCKPT_GTEST_SHARDS=ON

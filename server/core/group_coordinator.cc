@@ -170,6 +170,7 @@ GroupActions GroupCoordinator::OnWakeup() {
   ExpireQueuedSavepoint(out);
   auto more = TryStart(false, std::nullopt);
   out.insert(out.end(), more.begin(), more.end());
+  if (queued_) ArmWakeup(queued_->deadline, out);  // still held: its timeout wakes the group
   return out;
 }
 

@@ -560,6 +560,27 @@ TEST_F(GroupTest, AQueuedSavepointWaitsForEveryMemberOrItsTimeout) {
   EXPECT_TRUE(group_->CancelQueuedSavepoint().empty()) << "nothing queued any more";
 }
 
+// The group's wakeup for the next round comes before the savepoint's timeout, while a member
+// still holds the group: that wakeup arms the timeout, or the savepoint would wait for as long as
+// the member does.
+TEST_F(GroupTest, AQueuedSavepointIsDroppedAtItsTimeoutAfterAnEarlierWakeup) {
+  Make();
+  Join({kA, kB});
+  const int64_t id = Started();
+  CompleteRound(id, {kA, kB});  // the next round's wakeup: one interval (1 s) from now
+  Run(group_->OnMemberState(kB, false, "paused by an operator"));
+  Take();
+  auto queued = group_->RequestRound(CheckpointKind::kSavepoint, nullptr, Millis(3000));
+  ASSERT_TRUE(queued.status.ok());
+  EXPECT_TRUE(Of<ArmGroupWakeup>(queued.actions).empty()) << "the earlier wakeup comes first";
+  clock_.Advance(Millis(1000));
+  const auto wakeups = Of<ArmGroupWakeup>(group_->OnWakeup());
+  ASSERT_EQ(wakeups.size(), 1u) << "still held: the savepoint's timeout is armed";
+  EXPECT_EQ(wakeups[0].at, clock_.SteadyNow() + Millis(2000));
+  clock_.Advance(Millis(2000));
+  EXPECT_EQ(Of<GroupSavepointDropped>(group_->OnWakeup()).size(), 1u);
+}
+
 TEST_F(GroupTest, ASavepointSkipsThePositionGateButTakesAPosition) {
   Make(AlignmentGroupSpec{"g", 1000, 5000, 0, 100});
   Join({kA});
