@@ -10,6 +10,7 @@
 // After Delete only time and timer handlers reach the coordinator, as in runtime/pipeline_runner.
 //
 // CKPT_FUZZ_VERBOSE=1 prints every event and action (to replay a reproducer by hand).
+// One file: the input's decoder and the events it drives, which only make sense together.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>

@@ -43,6 +43,11 @@
 //     model.
 // A broken rule prints what broke and traps (not assert: it does not depend on NDEBUG).
 //
+// One file, one concept: the decoder, the runtime stand-in and the model each see every action
+// as the other two produce or carry it out, in one loop; apart, each would need the others'
+// state. The pipeline coordinator's fuzzer keeps its model apart (tests/support/
+// coordinator_invariants.h) because the unit tests share it; no unit test drives a group's model.
+//
 // CKPT_FUZZ_VERBOSE=1 prints every event and action (to replay a reproducer by hand).
 #include <algorithm>
 #include <chrono>

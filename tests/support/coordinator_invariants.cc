@@ -1,3 +1,7 @@
+// CheckedCoordinator's model of a pipeline (coordinator_invariants.h lists the rules). One
+// concept over ~800 lines: the model mirrors the coordinator's state (the round, the sessions,
+// the history, the timers and the store's queue as the runtime keeps them) and checks every
+// rule against that one mirror after every call; split, each half would need the mirror.
 #include "support/coordinator_invariants.h"
 
 #include <algorithm>
