@@ -169,7 +169,7 @@ std::optional<SteadyTime> PipelineCoordinator::DesiredWakeup() const {
     } else if (PositionsOpen()) {
       consider(*NextPeriodicDue());
     } else {
-      consider(positions_->next_warn_at);  // a report that opens the gate re-arms
+      consider(positions_->next_warn_at());  // a report that opens the gate re-arms
     }
   }
   return at;
@@ -396,7 +396,7 @@ Actions PipelineCoordinator::OnDecline(SessionId session, int64_t checkpoint_id,
   if (!AcceptsRoundMessage(session, checkpoint_id, task_id, "decline", out)) return out;
   if (positions_) {
     // A task that declines because it is already past the round's position.
-    NotePassedPosition(std::max(position, positions_->gate.PositionOf(task_id).value_or(0)));
+    NotePassedPosition(std::max(position, positions_->gate().PositionOf(task_id).value_or(0)));
   }
   const bool savepoint = IsSavepoint(pending_->kind());
   FailRound(expired ? CheckpointStatus::kExpired : CheckpointStatus::kFailed,
@@ -411,15 +411,16 @@ void PipelineCoordinator::FailRound(CheckpointStatus status, const std::string& 
   PendingRound round = std::move(*pending_);
   pending_.reset();
   if (round.of_group() && tell_group) {
+    // A step owed for a passed position is the group's to apply, not this pipeline's.
+    const bool passed_position = positions_ && positions_->TakeStep();
     MemberFailure failure = MemberFailure::kDeclined;
     if (cause == FailureCause::kAborted) {
       failure = MemberFailure::kAborted;
     } else if (status == CheckpointStatus::kExpired) {
       failure = MemberFailure::kExpired;
-    } else if (positions_ && positions_->step_next) {
+    } else if (passed_position) {
       failure = MemberFailure::kPassedPosition;  // the group steps its next position
     }
-    if (positions_) positions_->step_next = false;  // the group's to apply, not this pipeline's
     out.push_back(MemberFailed{round.id(), failure, reason, std::nullopt});
   }
   const SteadyTime now = clock_.SteadyNow();

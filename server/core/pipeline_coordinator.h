@@ -35,6 +35,7 @@
 #include "core/packed_task_states.h"
 #include "core/pending_round.h"
 #include "core/position_gate.h"
+#include "core/position_tracking.h"
 #include "core/recent_durations.h"
 #include "core/restore_pins.h"
 #include "core/savepoint_queue.h"
@@ -585,13 +586,6 @@ class PipelineCoordinator {
 
   // Only with a position_interval (null otherwise: an ungrouped pipeline without positions pays
   // one pointer).
-  struct PositionTracking {
-    PositionGate gate;
-    bool step_next = false;  // the last round failed on a passed position: one interval more
-    SteadyTime next_warn_at{};
-    // When the gate last opened: a periodic trigger held by positions is late only from then.
-    SteadyTime opened_at{};
-  };
   std::unique_ptr<PositionTracking> positions_;
 
   // The alignment group's policy while a member (null otherwise: an ungrouped pipeline pays one

@@ -65,16 +65,17 @@ std::pair<bool, std::string> PipelineCoordinator::GroupReadiness() const {
 MemberPositions PipelineCoordinator::GroupPositions() const {
   MemberPositions p;
   if (!positions_) return p;
-  p.min = positions_->gate.Lowest().value_or(0);
-  p.max = positions_->gate.Highest().value_or(0);
-  p.all_reported = !expected_.empty() && positions_->gate.reported() >= expected_.size();
+  p.min = positions_->gate().Lowest().value_or(0);
+  p.max = positions_->gate().Highest().value_or(0);
+  p.all_reported = !expected_.empty() && positions_->gate().reported() >= expected_.size();
   return p;
 }
 
 uint64_t PipelineCoordinator::PositionsVersion() const {
   // The gate's own count, and whether there is a gate (made or dropped with the policy).
   // And the task set's size: a task added makes all_reported false without a report.
-  return positions_ ? (positions_->gate.version() * 2 + 1) ^ (uint64_t{expected_.size()} << 40) : 0;
+  return positions_ ? (positions_->gate().version() * 2 + 1) ^ (uint64_t{expected_.size()} << 40)
+                    : 0;
 }
 
 int64_t PipelineCoordinator::IdFloor() const {

@@ -175,11 +175,11 @@ Explanation PipelineCoordinator::Explain(int64_t stuck_threshold_ms) const {
   }
   if (!PositionsOpen() && !savepoints_.queued()) {
     e.holdup = Holdup::kWaitingForPositions;
-    e.position_needed = positions_->gate.threshold();
+    e.position_needed = positions_->gate().threshold();
     // Tasks that never reported first: they are the likelier cause.
     for (bool reported : {false, true}) {
       for (const std::string& task : spec_.task_ids) {
-        const auto at = positions_->gate.PositionOf(task);
+        const auto at = positions_->gate().PositionOf(task);
         if (at.has_value() != reported || (at && *at >= e.position_needed)) continue;
         add_task(task, 0);
       }

@@ -15,50 +15,40 @@ void PipelineCoordinator::SyncPositionGate() {
     positions_.reset();
     return;
   }
+  const SteadyTime now = clock_.SteadyNow();
   if (!positions_) {
-    positions_ = std::make_unique<PositionTracking>();
-    positions_->next_warn_at = clock_.SteadyNow() + options_->positions_warn_interval;
+    positions_ = std::make_unique<PositionTracking>(now + options_->positions_warn_interval);
   }
-  const bool was_open = positions_->gate.Open(expected_.size()) && positions_->gate.reported() > 0;
-  positions_->gate.Retain(expected_);
-  const int64_t base = BasePosition();
-  const int64_t step = std::max<int64_t>(0, spec_.position_interval);
-  positions_->gate.SetThreshold(base > kMaxPosition - step ? kMaxPosition : base + step);
-  if (!was_open && PositionsOpen()) positions_->opened_at = clock_.SteadyNow();
+  positions_->Sync(expected_, BasePosition(), spec_.position_interval, now);
 }
 
 SteadyTime PipelineCoordinator::PeriodicDueWithPositions(SteadyTime due) const {
-  return positions_ ? std::max(due, positions_->opened_at) : due;
+  return positions_ ? positions_->DueOnceOpen(due) : due;
 }
 
 int64_t PipelineCoordinator::BasePosition() const { return restore_ ? restore_->position : 0; }
 
 bool PipelineCoordinator::PositionsOpen() const {
-  return !positions_ || positions_->gate.Open(expected_.size());
+  return !positions_ || positions_->Open(expected_.size());
 }
 
 int64_t PipelineCoordinator::NextRoundPosition() {
   if (!positions_) return 0;
-  const int64_t above = std::max(positions_->gate.Highest().value_or(0), BasePosition());
-  int64_t position = NextMultiple(above, spec_.position_interval);
-  if (positions_->step_next) position = NextMultiple(position, spec_.position_interval);
-  positions_->step_next = false;  // once, not cumulative
-  return position;
+  return positions_->NextRoundPosition(BasePosition(), spec_.position_interval);
 }
 
 void PipelineCoordinator::NotePassedPosition(int64_t position) {
-  if (!positions_ || !pending_ || pending_->position() <= 0) return;
-  if (position > pending_->position()) positions_->step_next = true;
+  if (!positions_ || !pending_) return;
+  positions_->NotePassed(position, pending_->position());
 }
 
 void PipelineCoordinator::WarnUnreportedPositions(SteadyTime now, Actions& out) {
-  if (!positions_ || now < positions_->next_warn_at) return;
-  positions_->next_warn_at = now + options_->positions_warn_interval;
-  if (positions_->gate.reported() >= expected_.size()) return;  // all report: only slow
+  if (!positions_ || !positions_->TakeWarnDue(now, options_->positions_warn_interval)) return;
+  if (positions_->gate().reported() >= expected_.size()) return;  // all report: only slow
   std::vector<std::string> unreported;
   size_t total = 0;
   for (const std::string& task : spec_.task_ids) {
-    if (positions_->gate.PositionOf(task)) continue;
+    if (positions_->gate().PositionOf(task)) continue;
     ++total;
     if (unreported.size() < kNamesListed) unreported.push_back(Printable(task));
   }
@@ -72,7 +62,7 @@ void PipelineCoordinator::WarnUnreportedPositions(SteadyTime now, Actions& out) 
 
 void PipelineCoordinator::ForgetPositions(const std::vector<std::string>& tasks) {
   if (!positions_) return;
-  for (const std::string& task : tasks) positions_->gate.Forget(task);
+  for (const std::string& task : tasks) positions_->Forget(task);
 }
 
 Actions PipelineCoordinator::OnPositions(
@@ -91,7 +81,7 @@ Actions PipelineCoordinator::OnPositions(
       refused = true;
       continue;
     }
-    changed |= positions_->gate.Report(task, position);
+    changed |= positions_->Report(task, position);
   }
   if (refused) {
     std::string text =
@@ -100,7 +90,7 @@ Actions PipelineCoordinator::OnPositions(
         std::to_string(kMaxPosition) + "]";
     if (AllowSessionWarning(session, &text)) out.push_back(Log{LogLevel::kWarn, std::move(text)});
   }
-  if (!was_open && PositionsOpen()) positions_->opened_at = clock_.SteadyNow();
+  positions_->NoteOpening(was_open, expected_.size(), clock_.SteadyNow());
   if (changed) Rearm(out);  // the gate may have opened
   return out;
 }
