@@ -2,7 +2,7 @@
 // The MetadataStore contract (store/metadata_store.h) as parameterized tests, held against every
 // backend: a test program includes this once and instantiates MetadataStoreContract with its
 // backends (metadata_store_contract_test.cc: SQLite and the in-memory test backend;
-// integration/etcd_store_test.cc: etcd). What one backend passes, any other must.
+// integration/etcd_store_contract_test.cc: etcd). What one backend passes, any other must.
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
