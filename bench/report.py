@@ -6,6 +6,10 @@ Inputs: the anchors' JSON lines of this run (run-anchors.sh's output; optional) 
 figures of the same run, as the performance issue asks: absolute times on this machine move from
 run to run. The plot needs matplotlib (Debian: python3-matplotlib); without it the JSON and
 Markdown are still written.
+
+One script, one report: the targets (Report.evaluate) and the outputs (JSON, Markdown, the plot)
+read the same figures of one run through the same lookups; split, each part would need the whole
+Report.
 """
 import argparse
 import json

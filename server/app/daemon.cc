@@ -1,6 +1,14 @@
+// Daemon's life: construction, Start (the store, then the pipelines, then serving; with the etcd
+// backend a standby's start, whose campaign goes on in daemon_leadership.cc), the graceful
+// Shutdown in its order, the destructor's order of teardown, and the stats line logged every
+// minute while it runs and once at the end. Elsewhere: daemon_serving.cc (the gRPC server, the
+// HTTP endpoints and what they say: health, liveness, readiness, /metrics), daemon_reload.cc
+// (SIGHUP), daemon_leadership.cc (the etcd backend's campaign and takeover).
+//
+// Threading: the controlling thread (daemon.h); the stats timer's handlers run on
+// shards_.control().
 #include "app/daemon.h"
 
-#include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
 #include <spdlog/spdlog.h>
@@ -8,72 +16,35 @@
 #include <thread>
 
 #include "app/admin_backend_impl.h"
+#include "app/daemon_internal.h"
 #include "app/store_factory.h"
-#include "ckpt_version.h"
-#include "common/exit_codes.h"
-#include "common/host_port.h"
-#include "config/reload_rules.h"
-#include "config/security_sections.h"
 #include "config/store_section.h"
-#include "core/printable.h"
 #include "etcd/etcd_election.h"
 #include "etcd/etcd_store.h"
-#include "ha/exit_policy.h"
-#include "ha/takeover.h"
 #include "http/metrics_server.h"
 #include "rpc/admin_service.h"
-#include "rpc/audit_interceptor.h"
 #include "rpc/gatekeeper.h"
 #include "rpc/grpc_listener.h"
-#include "rpc/grpc_log_bridge.h"
 #include "rpc/tls_credentials.h"
 #include "rpc/worker_service.h"
 #include "runtime/heap_trimmer.h"
 #include "runtime/loop_monitor.h"
-#include "runtime/metrics_page.h"
 #include "web/web_view.h"
 
 namespace ckpt {
 
+using daemon_internal::kReloadWait;
+
 namespace {
-
-// The gRPC services whose health grpc.health.v1 reports by name ("" is the whole server).
-constexpr const char* kHealthServices[] = {"ckpt.v1.WorkerService", "ckpt.v1.AdminService"};
-
-// /healthz: every event loop is probed this often, and one whose probe has not run for
-// kLoopStallAfter is wedged (a liveness probe should restart the daemon).
-constexpr auto kLoopProbeInterval = std::chrono::milliseconds(1000);
-constexpr auto kLoopStallAfter = std::chrono::seconds(10);
-
-// Completion queues for the worker streams, a thread each (rpc/stream_queues.h): every completion
-// scans the tags outstanding on its queue (Debian's gRPC), about one per stream, so more queues
-// mean shorter scans under more locks. The threads mostly sleep; four keep a scan at 20,000
-// streams to a quarter of one queue's.
-constexpr size_t kWorkerStreamQueues = 4;
-
-// A connection with calls but no traffic for this long is pinged; one whose ping is not answered
-// within the timeout is closed (its streams end, their tasks are released).
-constexpr std::chrono::milliseconds kKeepaliveTime = std::chrono::seconds(30);
-constexpr std::chrono::milliseconds kKeepaliveTimeout = std::chrono::seconds(10);
 
 // At shutdown, how long savepoint calls have to write their final message.
 constexpr auto kSavepointStreamsFinish = std::chrono::seconds(2);
-
-// With per-pipeline series on, a rendered /metrics page serves the scrapes of this long.
-constexpr auto kMetricsPageReuse = std::chrono::seconds(1);
-
-// A reload waits this long for its pipeline changes (store writes, strands) before reporting
-// the ones not done as failed; they may still finish later.
-constexpr auto kReloadWait = std::chrono::seconds(10);
 
 // The daemon's rule for `threads: 0`: one io thread per core.
 unsigned IoThreadCount(const DaemonConfig& config) {
   return config.threads > 0 ? static_cast<unsigned>(config.threads)
                             : std::max(1u, std::thread::hardware_concurrency());
 }
-
-const double kProcessStart =
-    std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 
 }  // namespace
 
@@ -176,405 +147,6 @@ Status Daemon::Start() {
   return Status::Ok();
 }
 
-Status Daemon::StartServing() {
-  // The copies of the TLS files gRPC reads live in data_dir (rpc/tls_credentials.h).
-  auto credentials = MakeListenCredentials(config_.tls, config_.data_dir + "/tls",
-                                           metrics_.tls_reload_failures_total);
-  if (!credentials.ok()) return credentials.status();
-  tls_reloader_ = std::move(credentials->reloader);
-  if (config_.insecure) {
-    const std::string exposure = ExposureProblem(config_.listen, config_.tls, config_.auth, false);
-    if (!exposure.empty()) {
-      spdlog::warn(
-          "insecure: true: serving {} without {}; anyone who reaches the port may act "
-          "as any worker and operator",
-          config_.listen,
-          !config_.tls.enabled && !config_.auth.enabled ? "TLS and auth"
-          : !config_.tls.enabled                        ? "TLS"
-                                                        : "auth");
-    }
-  }
-  if (auto http = ParseHostPort(config_.metrics_listen); http.ok() && !IsLoopbackHost(http->host)) {
-    spdlog::warn(
-        "metrics_listen {} is reachable from other machines; /metrics, /healthz, /readyz{} have "
-        "no authentication (docs/SECURITY.md)",
-        config_.metrics_listen, WebViewOn(config_) ? " and the web view" : "");
-  }
-  gatekeeper_ = std::make_unique<Gatekeeper>(config_.auth, metrics_, leadership_);
-  if (config_.auth.enabled) {
-    spdlog::info("auth: {} principal(s); tls: {}", config_.auth.principals.size(),
-                 config_.tls.enabled
-                     ? std::string("client_auth ") + ClientAuthName(config_.tls.client_auth)
-                     : std::string("off"));
-  }
-  worker_service_ = std::make_unique<WorkerServiceImpl>(SessionDeps{
-      host_->registry(), metrics_, shards_, config_.lease_ttl_ms, config_.hello_timeout_ms,
-      *gatekeeper_, config_.limits, leadership_, &host_->quarantine()});
-  admin_backend_ = std::make_unique<DaemonAdminBackend>(*host_, *store_, metrics_, [this] {
-    return AdminBackend::Facts{uptime_ms(), host_->registry().size(), shards_.size(),
-                               config_.data_dir, leadership_.view()};
-  });
-  admin_call_limit_ = std::make_unique<AdminCallLimit>(metrics_.admin_calls_ended_total);
-  admin_service_ = std::make_unique<AdminServiceImpl>(*admin_backend_, *gatekeeper_, config_.limits,
-                                                      *admin_call_limit_);
-  web_view_ = std::make_unique<WebView>(*admin_backend_, shards_.control());
-  // Process-wide switches, read by the builder: grpc.health.v1.Health and
-  // grpc.reflection.v1alpha.ServerReflection, so that standard probes and tools work.
-  grpc::EnableDefaultHealthCheckService(true);
-  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
-  grpc::ServerBuilder builder;
-  // The daemon accepts the port's connections itself and hands them to gRPC (rpc/grpc_listener.h).
-  grpc_listener_ = std::make_unique<GrpcListener>(
-      shards_.control(),
-      builder.experimental().AddExternalConnectionAcceptor(
-          grpc::ServerBuilder::experimental_type::ExternalConnectionType::FROM_FD,
-          credentials->credentials),
-      config_.limits.max_connections, config_.limits.max_connections_per_peer,
-      [this](bool per_peer) {
-        metrics_.CountLimit(per_peer ? CountedLimit::kMaxConnectionsPerPeer
-                                     : CountedLimit::kMaxConnections);
-      });
-  if (Status s = grpc_listener_->Listen(config_.listen); !s.ok()) return s;
-  grpc_port_ = grpc_listener_->port();
-  builder.SetMaxReceiveMessageSize(static_cast<int>(config_.limits.max_message_bytes));
-  // Connections that carry nothing are closed, handshakes that do not finish are given up, and
-  // connections with calls are pinged while quiet (a peer gone without a FIN is found out).
-  builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS,
-                             static_cast<int>(config_.limits.connection_idle_timeout_ms));
-  builder.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS,
-                             static_cast<int>(config_.limits.handshake_timeout_ms));
-  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, static_cast<int>(kKeepaliveTime.count()));
-  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS,
-                             static_cast<int>(kKeepaliveTimeout.count()));
-  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
-  interceptors.push_back(admin_call_limit_->MakeFactory());
-  interceptors.push_back(std::make_unique<AuditInterceptorFactory>(*gatekeeper_));
-  builder.experimental().SetInterceptorCreators(std::move(interceptors));
-  builder.RegisterService(worker_service_.get());
-  builder.RegisterService(admin_service_.get());
-  stream_queues_ = std::make_unique<StreamQueues>(builder, kWorkerStreamQueues);
-  server_ = builder.BuildAndStart();
-  if (!server_) return Status::Unavailable("the gRPC server did not start (see gRPC's log above)");
-  stream_queues_->Start(*worker_service_, [service = worker_service_.get()](
-                                              std::unique_ptr<grpc::ServerContext> context,
-                                              std::unique_ptr<StreamQueues::Stream> stream,
-                                              std::shared_ptr<void> ticket) {
-    service->Accept(std::move(context), std::move(stream), std::move(ticket));
-  });
-  grpc_listener_->Start();
-  if (tls_reloader_) tls_reloader_->Start();
-  loop_monitor_ = std::make_unique<LoopMonitor>(shards_.AllLoops(), kLoopProbeInterval);
-  heap_trimmer_ = std::make_unique<HeapTrimmer>(shards_.control(), [this] {
-    return metrics_.worker_sessions_ended_total.load() +
-           metrics_.savepoint_calls_ended_total.load() + metrics_.admin_calls_ended_total.load();
-  });
-  // Until every port accepts (and on a standby, until it leads): NOT_SERVING, by name too. The
-  // default service starts SERVING and would say so too early; a name never set is NOT_FOUND.
-  if (auto* health = server_->GetHealthCheckService()) {
-    health->SetServingStatus(false);
-    for (const char* service : kHealthServices) health->SetServingStatus(service, false);
-  }
-  if (!config_.metrics_listen.empty()) {
-    HttpEndpoints endpoints;
-    endpoints.metrics = [this] { return MetricsText(); };
-    endpoints.not_alive = [this] { return NotAlive(); };
-    endpoints.not_ready = [this] { return NotReady(); };
-    endpoints.pages = [this](std::string_view method, std::string_view target,
-                             std::function<void(HttpReply)> answer) {
-      if (!web_view_on_.load()) {
-        HttpReply off;
-        off.status = 404;
-        off.body =
-            "the web view is off (metrics.web_view: false, or unset with auth on or "
-            "metrics_listen off loopback); /metrics, /healthz and /readyz are served\n";
-        return answer(std::move(off));
-      }
-      web_view_->Serve(method, target, std::move(answer));
-    };
-    metrics_server_ = std::make_unique<MetricsServer>(shards_.control(), std::move(endpoints));
-    if (Status s = metrics_server_->Listen(config_.metrics_listen); !s.ok()) return s;
-  }
-  return Status::Ok();
-}
-
-Status Daemon::StartCampaign() {
-  auto client = EtcdClient::Create(config_.etcd);
-  if (!client.ok()) return client.status();
-  std::shared_ptr<EtcdClient> etcd = std::move(*client);
-  if (!etcd->WaitConnected(std::chrono::milliseconds(config_.etcd.dial_timeout_ms))) {
-    // Not fatal: the campaign retries until etcd answers, as a standby that says why.
-    spdlog::warn("etcd {} not reachable within dial_timeout_ms {}; standing by and retrying",
-                 etcd->endpoints_text(), config_.etcd.dial_timeout_ms);
-  }
-  leadership_.StandBy();
-  metrics_.role = 2;
-  ElectionCallbacks callbacks;
-  callbacks.on_leader_seen = [this](const std::string& address, int64_t epoch) {
-    if (leadership_.role() != Leadership::Role::kStandby) return;
-    metrics_.leader_epoch = epoch;
-    if (!leadership_.SetLeaderSeen(address, epoch)) {
-      // The election rule passes such keys over, so this is a belt to its braces: no client is
-      // sent there, and the trailer is left out (ha/leadership.h).
-      spdlog::warn(
-          "etcd: the leader (epoch {}) advertises {}, which is no address a client can be "
-          "sent to; clients are told no leader until it changes",
-          epoch, Printable(address));
-    } else if (address.empty()) {
-      spdlog::info("etcd: no leader now; campaigning");
-    } else {
-      spdlog::info("etcd: {} leads (epoch {}); standing by", address, epoch);
-    }
-  };
-  callbacks.on_deadline = [this](LeaseClock::time_point until) {
-    metrics_.lease_deadline_ns = until.time_since_epoch().count();  // the deadline is the lease's
-  };
-  callbacks.on_elected = [this](const std::string& key, int64_t epoch) {
-    // Off the election's thread, which must keep the lease alive while the load runs.
-    MutexLock lock(takeover_mu_);
-    if (shutting_down_) return;
-    takeover_thread_ = std::thread([this, key, epoch] { TakeOver(key, epoch); });
-  };
-  // Never back to standby in-process: stop at once; systemd starts a standby.
-  callbacks.on_lost = [](const std::string& why) { ExitFor(EtcdOutcome::kFencedOut, why); };
-  election_ = std::make_unique<EtcdElection>(etcd, config_.advertise, std::move(callbacks),
-                                             &leadership_.lease());
-  GroupCommitOptions store_options;
-  store_options.writer_nice = config_.store_writer_nice;
-  auto store = EtcdStore::Create(
-      etcd, [this] { return leadership_.lease().Confirmed(); }, std::move(store_options));
-  // Until it leads: a copy of the prefix kept warm by a watch, for a quick takeover.
-  store->backend().StartWarming();
-  etcd_store_ = store.get();
-  store_ = std::move(store);
-  return Status::Ok();
-}
-
-void Daemon::TakeOver(const std::string& leader_key, int64_t epoch) {
-  const auto began = std::chrono::steady_clock::now();
-  MutexLock declared_lock(declared_mu_);  // a reload meanwhile waits, then applies to these
-  TakeoverSteps steps;
-  // Every write from here on carries the fence; the load reads at a revision after the leader
-  // key's creation (a linearizable range), so it sees every write of earlier leaders.
-  steps.fence = [&] { etcd_store_->backend().SetFence(leader_key, epoch); };
-  // A setting above what the members take would have etcd refuse every full batch; found here
-  // it is a configuration error, said before serving.
-  steps.check = [&] { return etcd_store_->backend().CheckTxnLimit(); };
-  steps.load = [&] {
-    declared_mu_.AssertHeld();  // taken above, for the whole sequence
-    return host_->Load(declared_, declared_restore_from_, declared_groups_, kReloadWait);
-  };
-  // Loaded runners bumped their generations and reserve fresh id blocks before their first
-  // trigger (restart semantics): from now on this daemon serves.
-  steps.serve = [&] {
-    leadership_.BecomeLeader(config_.advertise, epoch);
-    metrics_.role = 1;
-    metrics_.leader_epoch = epoch;
-    ready_ = true;
-    UpdateHealthService();
-  };
-  RunTakeover(steps);
-  spdlog::info("leading as epoch {}: {} pipeline(s) loaded in {} ms; serving on port {}", epoch,
-               host_->registry().size(),
-               std::chrono::duration_cast<std::chrono::milliseconds>(
-                   std::chrono::steady_clock::now() - began)
-                   .count(),
-               grpc_port_);
-}
-
-int Daemon::metrics_port() const { return metrics_server_ ? metrics_server_->port() : 0; }
-
-std::string Daemon::NotAlive() const {
-  if (loop_monitor_ && !loop_monitor_->AllTurning(kLoopStallAfter)) {
-    return "an event loop has not turned for " + std::to_string(kLoopStallAfter.count()) + " s";
-  }
-  if (grpc_listener_ && !grpc_listener_->accepting()) {
-    return "the gRPC port does not accept connections (out of file descriptors?)";
-  }
-  return "";
-}
-
-std::string Daemon::NotReady() const {
-  if (leadership_.role() == Leadership::Role::kStandby) {
-    const auto view = leadership_.view();
-    return "standby: " + (view.leader_address.empty() ? std::string("no leader known yet")
-                                                      : view.leader_address + " leads");
-  }
-  if (!ready_.load()) return "starting or shutting down";
-  if (!leadership_.MaySendToWorkers()) {
-    return "leader, but etcd has not confirmed the lease in time (past its local deadline)";
-  }
-  if (host_ && !host_->store_writable()) {
-    const std::string why = host_->why_store_not_writable();
-    return "the store fails writes" + (why.empty() ? std::string() : " (" + why + ")");
-  }
-  return NotAlive();
-}
-
-bool Daemon::ready() const { return NotReady().empty(); }
-
-void Daemon::UpdateHealthService() {
-  MutexLock lock(health_mu_);
-  if (!ready_.load()) return;  // not serving yet, or shutting down: health stays as it is
-  // The store's state now, not the one a caller was told about: calls may cross.
-  const bool serving = host_->store_writable();
-  if (auto* health = server_ ? server_->GetHealthCheckService() : nullptr) {
-    health->SetServingStatus(serving);
-    for (const char* service : kHealthServices) health->SetServingStatus(service, serving);
-  }
-}
-
-std::string Daemon::MetricsText() const {
-  MetricsPageOptions options;
-  // gRPC reports failed handshakes only in its log (rpc/grpc_log_bridge.h): this process's.
-  options.tls_handshake_failures = TlsHandshakeFailures();
-  options.store_unreadable_records = host_->quarantine().records();
-  if (etcd_store_ && leadership_.role() == Leadership::Role::kStandby) {
-    options.store_unreadable_records = etcd_store_->backend().unreadable_seen_by_standby();
-  }
-  options.version = kCkptVersion;
-  options.per_pipeline = per_pipeline_metrics_.load();
-  options.start_time_seconds = kProcessStart;
-  if (etcd_store_) {
-    options.etcd = true;
-    options.etcd_transactions = etcd_store_->backend().txns_committed();
-    options.etcd_transactions_resent = etcd_store_->backend().txns_resent();
-  }
-  if (!options.per_pipeline) return RenderMetricsPage(metrics_, host_->registry(), options);
-  // With a series set per pipeline a page is megabytes at 100,000 pipelines: scrapes within
-  // kMetricsPageReuse of one another share one rendering, so that several scrapers cost what one
-  // does. (The page is rendered on the control loop, never on a pipeline's.)
-  MutexLock lock(page_cache_mu_);
-  const auto now = std::chrono::steady_clock::now();
-  if (page_cache_.empty() || now - page_cache_at_ >= kMetricsPageReuse) {
-    page_cache_ = RenderMetricsPage(metrics_, host_->registry(), options);
-    page_cache_at_ = now;
-  }
-  return page_cache_;
-}
-
-ReloadResult Daemon::Reload(const DaemonConfig& next) {
-  // One table says what a reload applies (config/reload_rules.h); what it does not apply stays
-  // as it runs, and so does everything that depends on it.
-  std::vector<std::string> needs_restart;
-  for (const RestartOnlyChange& change : RestartOnlyChanges(in_force_, next)) {
-    if (change.running.empty() && change.wanted.empty()) {
-      spdlog::warn("reload: {} changed; needs a restart, keeping the running one", change.key);
-    } else {
-      spdlog::warn("reload: {} changed ({} -> {}); needs a restart, keeping {}", change.key,
-                   change.running, change.wanted, change.running);
-    }
-    needs_restart.push_back(change.key);
-  }
-  const DaemonConfig in_force = InForceAfterReload(in_force_, next);
-  in_force_ = in_force;
-  if (!(gatekeeper_->policy()->spec() == in_force.auth)) {
-    gatekeeper_->SetPolicy(in_force.auth);
-    spdlog::info(
-        "reload: auth policy replaced: {} principal(s); new calls and hellos are judged by it, "
-        "and streams of principals it refuses are ended",
-        in_force.auth.principals.size());
-    // Streams already registered answer to the new policy too: a removed or narrowed principal
-    // (a leaked certificate, a moved team) loses its streams now, not at its next reconnect.
-    // Each pipeline checks its own sessions on its strand.
-    auto policy = gatekeeper_->policy();
-    for (const auto& runner : host_->registry().All()) {
-      runner->EndSessionsRefused(
-          [policy](const std::string& principal, const std::string& job) -> std::optional<Status> {
-            if (auto refusal = policy->CheckRegistered(principal, job)) return refusal->status;
-            return std::nullopt;
-          });
-    }
-  }
-
-  if (next.log_level != log_level_) {
-    spdlog::info("reload: log.level {} -> {}", log_level_, next.log_level);
-    spdlog::set_level(spdlog::level::from_str(next.log_level));
-    log_level_ = next.log_level;
-  }
-  if (next.metrics_per_pipeline != per_pipeline_metrics_.load()) {
-    spdlog::info("reload: metrics.per_pipeline -> {}", next.metrics_per_pipeline);
-    per_pipeline_metrics_ = next.metrics_per_pipeline;
-  }
-  // Of the configuration in force: its default follows the auth and metrics_listen that run.
-  if (WebViewOn(in_force) != web_view_on_.load()) {
-    spdlog::info("reload: the web view is now {}", WebViewOn(in_force) ? "on" : "off");
-    web_view_on_ = WebViewOn(in_force);
-  }
-  const PipelineDefaults defaults = host_->defaults();
-  if (!(next.defaults.interval_ms == defaults.interval_ms &&
-        next.defaults.timeout_ms == defaults.timeout_ms &&
-        next.defaults.min_pause_ms == defaults.min_pause_ms &&
-        next.defaults.tolerable_failures == defaults.tolerable_failures &&
-        next.defaults.retained == defaults.retained)) {
-    spdlog::info(
-        "reload: pipeline defaults changed; they apply to pipelines created from now on "
-        "and to declared ones");
-  }
-  host_->SetDefaults(next.defaults);
-
-  MutexLock declared_lock(declared_mu_);
-  declared_ = next.pipelines;
-  declared_restore_from_ = next.pipeline_restore_from;
-  declared_groups_ = next.alignment_groups;
-  if (!leadership_.serving()) {
-    // A standby has no pipelines to change: the list is kept and loaded at takeover.
-    ReloadResult kept;
-    kept.needs_restart = std::move(needs_restart);
-    spdlog::info(
-        "reload done on a standby: {} declared pipeline(s) kept for the takeover; {} "
-        "key(s) need a restart",
-        declared_.size(), kept.needs_restart.size());
-    return kept;
-  }
-  if (int failed = host_->groups().ApplyDeclared(next.alignment_groups, kReloadWait); failed > 0) {
-    spdlog::error("reload: {} alignment group(s) of the config file not applied", failed);
-  }
-  ReloadResult result =
-      host_->ApplyDeclared(next.pipelines, kReloadWait, next.pipeline_restore_from);
-  result.needs_restart = std::move(needs_restart);
-  spdlog::info(
-      "reload done: {} pipeline(s) created, {} updated, {} unchanged, {} left alone (created "
-      "through the API), {} no longer declared, {} failed; {} key(s) need a restart",
-      result.created, result.updated, result.unchanged, result.left_alone, result.undeclared,
-      result.failed, result.needs_restart.size());
-  return result;
-}
-
-int64_t Daemon::uptime_ms() const {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
-                                                               started_at_)
-      .count();
-}
-
-void Daemon::ScheduleStats() {
-  stats_timer_->expires_after(std::chrono::minutes(1));
-  stats_timer_->async_wait([this](const boost::system::error_code& ec) {
-    if (ec) return;
-    LogStats("stats");
-    ScheduleStats();
-  });
-}
-
-void Daemon::LogStats(const char* what) const {
-  const auto delay = metrics_.trigger_delay.Take();
-  const auto duration = metrics_.checkpoint_duration.Take();
-  spdlog::info(
-      "{}: {} pipeline(s), {} worker session(s); checkpoints completed {}, failed {}, expired {}, "
-      "aborted by task loss {}; "
-      "trigger delay p50 <= {:.0f} us, p99 <= {:.0f} us, max {} us (n={}); checkpoint duration "
-      "p50 <= {:.1f} ms, p99 <= {:.1f} ms (bucket bounds)",
-      what, host_->registry().size(), metrics_.worker_sessions.load(),
-      metrics_.checkpoints_completed_total.load(), metrics_.checkpoints_failed_total.load(),
-      metrics_.checkpoints_expired_total.load(), metrics_.checkpoints_aborted_total.load(),
-      delay.QuantileMicros(0.5), delay.QuantileMicros(0.99), delay.max_micros, delay.count,
-      duration.QuantileMicros(0.5) / 1000, duration.QuantileMicros(0.99) / 1000);
-}
-
-void Daemon::CancelReload() {
-  reload_cancelled_ = true;
-  if (host_) host_->CancelApplyDeclared();
-}
-
 void Daemon::Shutdown() {
   if (!started_ || stopped_) return;
   stopped_ = true;
@@ -649,6 +221,36 @@ void Daemon::Shutdown() {
   for (auto& r : runners) r->ReleaseAfterStop();
   LogStats("totals");
   spdlog::info("shutdown complete");
+}
+
+int64_t Daemon::uptime_ms() const {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                               started_at_)
+      .count();
+}
+
+void Daemon::ScheduleStats() {
+  stats_timer_->expires_after(std::chrono::minutes(1));
+  stats_timer_->async_wait([this](const boost::system::error_code& ec) {
+    if (ec) return;
+    LogStats("stats");
+    ScheduleStats();
+  });
+}
+
+void Daemon::LogStats(const char* what) const {
+  const auto delay = metrics_.trigger_delay.Take();
+  const auto duration = metrics_.checkpoint_duration.Take();
+  spdlog::info(
+      "{}: {} pipeline(s), {} worker session(s); checkpoints completed {}, failed {}, expired {}, "
+      "aborted by task loss {}; "
+      "trigger delay p50 <= {:.0f} us, p99 <= {:.0f} us, max {} us (n={}); checkpoint duration "
+      "p50 <= {:.1f} ms, p99 <= {:.1f} ms (bucket bounds)",
+      what, host_->registry().size(), metrics_.worker_sessions.load(),
+      metrics_.checkpoints_completed_total.load(), metrics_.checkpoints_failed_total.load(),
+      metrics_.checkpoints_expired_total.load(), metrics_.checkpoints_aborted_total.load(),
+      delay.QuantileMicros(0.5), delay.QuantileMicros(0.99), delay.max_micros, delay.count,
+      duration.QuantileMicros(0.5) / 1000, duration.QuantileMicros(0.99) / 1000);
 }
 
 }  // namespace ckpt

@@ -5,6 +5,11 @@
 // only the narrow interface it needs (api/admin_backend.h, rpc/worker_session.h's SessionDeps,
 // http's HttpEndpoints). main.cc and the integration tests drive it.
 //
+// One class, in files of one job each: daemon.cc (construction, Start, Shutdown, the stats line),
+// daemon_serving.cc (the gRPC server, the HTTP endpoints, health, readiness and /metrics),
+// daemon_reload.cc (SIGHUP), daemon_leadership.cc (the etcd backend's campaign and takeover);
+// daemon_internal.h holds what they share.
+//
 // Threading: Start and Shutdown are called from one controlling thread (main, or a test), never
 // from an io_context thread; Reload from that thread or from one thread of its own (main's
 // ReloadThread), never beside another Reload, and CancelReload before Shutdown. Accessors are

@@ -3,6 +3,12 @@
 // to worker sessions, Asio timers, store writes (whose completions it posts back to the strand),
 // logs with job and pipeline, metrics.
 //
+// One class, in files of one job each: pipeline_runner.cc (construction, worker stream and daemon
+// events), pipeline_runner_operators.cc (operator calls), pipeline_runner_savepoints.cc (operators'
+// savepoints and their observers), pipeline_runner_group.cc (an alignment group's member),
+// pipeline_runner_actions.cc (carrying out the coordinator's actions: sends, the timer, store
+// writes, metrics, logs); pipeline_runner_internal.h holds what they share.
+//
 // Threading: public methods may be called from any thread; each posts its work to strand_ and
 // returns at once. Members under "strand_" are touched only by handlers running on strand_. Nothing
 // on the strand blocks: the store is asynchronous and sessions queue their writes.

@@ -1,3 +1,13 @@
+// SqliteBackend (sqlite_backend.h): every SQL statement of the embedded store against its schema
+// (sqlite_schema.cc): the writer connection's prepared statements and the batch that runs them
+// (WriterConn, ApplyBatch), and the read connection's reads (ReaderConn: the load, the history, the
+// id counter, the groups). One file because both connection structs are private to it and both
+// sides' statements follow the same tables and column order: a change of the schema is a change
+// here. The write and read halves could be split as the etcd backend's were, with the two structs
+// in an internal header.
+//
+// Threading: as sqlite_backend.h says (ApplyBatch and WriterConn on the writer thread; the reads
+// from any thread, under read_mu_).
 #include "sqlite/sqlite_backend.h"
 
 #include <spdlog/spdlog.h>

@@ -88,6 +88,10 @@ verify(cert, ca_file, crl_file=None, crl_dir=None, purpose=None) -> (ok, message
     Runs `openssl verify` (with -crl_check_all when a CRL is given); message is its output,
     whose failures name the reason ("certificate has expired", "certificate revoked", ...).
 
+One module, not split: the factory is one class over one openssl working directory per CA (its
+index, serial and CRLs), and the tests import it whole; its length is the kinds of certificate it
+makes and the self-check below.
+
 Run `python3 certs.py` for a self-check: it makes every kind of certificate in a temp dir,
 checks them with `openssl verify`, prints the timings and OK, and removes the dir.
 """

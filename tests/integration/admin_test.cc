@@ -1,4 +1,7 @@
 // AdminService against a real daemon: every RPC's success and error paths, and savepoints.
+// One suite over one fixture (AdminTest: a daemon, the admin stub, raw workers that ack): the calls
+// of the admin API one after another, and the savepoints that most of its length is about, all
+// against the same setup. Split, that fixture would move to a header for files of a few tests each.
 #include <gtest/gtest.h>
 
 #include <limits>

@@ -31,6 +31,10 @@
 // clients, also in clear text to an address that is not loopback, so that a test can see the
 // daemon refuse it) and --tls-server-name. Unusable files: exit 2.
 //
+// One program in one file: the commands are short branches of main over the same frame (the
+// channel and its credentials, the stream reactors, the tally printed as JSON, the deadline), which
+// a split by command would move into a header that every file includes.
+//
 // Threading: gRPC's callback reactors, counted down on a latch; main waits with a deadline.
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>

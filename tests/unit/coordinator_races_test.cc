@@ -1,10 +1,10 @@
 // Races between worker streams, played in every order at the coordinator. The runtime hands every
 // hello, ack, decline, stream end and store completion of a pipeline to its coordinator one at a
-// time, on the pipeline's strand (runtime/pipeline_runner.cc); a race between two streams is
-// therefore one of a few orders of coordinator events. The chaos tests over gRPC
-// (tests/integration/chaos_*_test.cc) hit one order by chance; here each order that matters is
-// played on purpose, and every step is checked against the invariant model
-// (support/coordinator_invariants.h).
+// time, on the pipeline's strand (runtime/pipeline_runner.cc; store completions in
+// pipeline_runner_actions.cc); a race between two streams is therefore one of a few orders of
+// coordinator events. The chaos tests over gRPC (tests/integration/chaos_*_test.cc) hit one order
+// by chance; here each order that matters is played on purpose, and every step is checked against
+// the invariant model (support/coordinator_invariants.h).
 #include <gtest/gtest.h>
 
 #include <cstdint>

@@ -1,5 +1,9 @@
 // The restore loop in the coordinator (docs/PROTOCOL.md, "Restore and release"): which restore
 // point a welcome names and with which task states, and which checkpoints a completion releases.
+// One mechanism seen from each side: what a welcome hands out as the restore point is what a
+// release, a checkpoint delete, the savepoint cap and a pin must leave alone, and a restore from
+// another pipeline pins its source; the tests share the rounds and pins helpers here and are read
+// side by side. Not split for that reason.
 #include <gtest/gtest.h>
 
 #include "coordinator_harness.h"

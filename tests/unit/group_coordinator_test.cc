@@ -1,4 +1,7 @@
 // GroupCoordinator: every rule of a group round (docs/ALIGNMENT.md), with a clock moved by hand.
+// One class's rules over one fixture (GroupTest: members, a hand-moved clock, the actions it reads
+// back), in the order docs/ALIGNMENT.md gives them; split by rule, that fixture would move to a
+// header for files of a few tests each.
 #include "core/group_coordinator.h"
 
 #include <gtest/gtest.h>

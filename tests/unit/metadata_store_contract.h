@@ -2,7 +2,10 @@
 // The MetadataStore contract (store/metadata_store.h) as parameterized tests, held against every
 // backend: a test program includes this once and instantiates MetadataStoreContract with its
 // backends (metadata_store_contract_test.cc: SQLite and the in-memory test backend;
-// integration/etcd_store_test.cc: etcd). What one backend passes, any other must.
+// integration/etcd_store_contract_test.cc: etcd). What one backend passes, any other must.
+// One list by design: every backend is held against all of it, and each test program includes it
+// once. Split into several headers, each program would have to include every part, and a test added
+// to one part could be missed by a backend.
 #include <gtest/gtest.h>
 #include <stdlib.h>
 

@@ -1,3 +1,9 @@
+// One class, not split: a worker's session with the daemon (the stream thread that connects,
+// reconnects with backoff, follows the leader and dispatches; the heartbeats; the public calls) all
+// read and write one state under one lock (the current stream, the newest epoch, the positions).
+// What stands alone is already a class of its own (ConnectStream, Backoff, Channels, RetryPolicy,
+// ServerList, TokenSource); splitting the rest would spread that lock's invariants over several
+// files.
 package io.ckptd.worker;
 
 import io.ckptd.v1.Ack;
