@@ -7,7 +7,8 @@
 // (timers armed and replaced, store writes queued) and checks the invariants listed there after
 // every coordinator call; a broken one prints what broke and traps (the check does not depend on
 // NDEBUG). The coordinator unit tests are held to the same model.
-// After Delete only time and timer handlers reach the coordinator, as in runtime/pipeline_runner.
+// After Delete only time and timer handlers reach the coordinator, as in
+// runtime/pipeline_runner*.cc.
 //
 // CKPT_FUZZ_VERBOSE=1 prints every event and action (to replay a reproducer by hand).
 // One file: the input's decoder and the events it drives, which only make sense together.
@@ -184,8 +185,8 @@ class Driver {
   void Event() {
     const uint8_t op = in_.Byte() % 31;
     // After Delete the runtime drops every worker message, timer and id reservation and answers
-    // operator calls with NOT_FOUND (runtime/pipeline_runner.cc); only the completion of a commit
-    // handed to the store before the delete still arrives. Time still passes.
+    // operator calls with NOT_FOUND (runtime/pipeline_runner_internal.h); only the completion of a
+    // commit handed to the store before the delete still arrives. Time still passes.
     const bool after_delete = op == 0 || op == 13 || op == 14 || op == 27;
     if (c_->deleted() && !after_delete) return;
     const auto& wakeup = c_->armed_wakeup();
