@@ -15,20 +15,20 @@ using Acked = PendingRound::Acked;
 using Timer = PendingRound::Timer;
 using std::chrono::seconds;
 
-const SteadyTime kT0 = SteadyTime{} + std::chrono::hours(1);
-const std::vector<std::string> kTasks = {"a", "b", "c"};
+const SteadyTime kTriggeredAt = SteadyTime{} + std::chrono::hours(1);
+const std::vector<std::string> kRoundTasks = {"a", "b", "c"};
 
-PendingRound Round(int64_t position = 0) {
+PendingRound RoundAt(int64_t position = 0) {
   PendingRound::Start start;
   start.id = 7;
-  start.triggered_at = kT0;
-  start.deadline = kT0 + seconds(60);
+  start.triggered_at = kTriggeredAt;
+  start.deadline = kTriggeredAt + seconds(60);
   start.triggered_at_ms = 1000;
   start.position = position;
   return PendingRound(std::move(start));
 }
 
-TaskState State(const std::string& handle) {
+TaskState AckedState(const std::string& handle) {
   TaskState state;
   state.uri = handle;
   return state;
@@ -39,65 +39,68 @@ TaskFigures By(const std::string& task, const std::string& worker, int64_t at_ms
 }
 
 TEST(PendingRound, EveryExpectedTaskAcksOnceAndTheLastMakesItComplete) {
-  const TaskIdSet expected(kTasks.begin(), kTasks.end());
-  PendingRound round = Round();
-  EXPECT_EQ(round.Ack(expected, "b", State("sb"), By("b", "w2", 1), 0), Acked::kAwaitingMore);
-  EXPECT_EQ(round.Ack(expected, "b", State("again"), By("b", "w2", 2), 0), Acked::kDuplicate);
-  EXPECT_EQ(round.Ack(expected, "z", State("sz"), By("z", "w9", 3), 0), Acked::kDuplicate);
-  EXPECT_EQ(round.Ack(expected, "a", State("sa"), By("a", "w1", 4), 0), Acked::kAwaitingMore);
+  const TaskIdSet expected(kRoundTasks.begin(), kRoundTasks.end());
+  PendingRound round = RoundAt();
+  EXPECT_EQ(round.Ack(expected, "b", AckedState("sb"), By("b", "w2", 1), 0), Acked::kAwaitingMore);
+  EXPECT_EQ(round.Ack(expected, "b", AckedState("again"), By("b", "w2", 2), 0), Acked::kDuplicate);
+  EXPECT_EQ(round.Ack(expected, "z", AckedState("sz"), By("z", "w9", 3), 0), Acked::kDuplicate);
+  EXPECT_EQ(round.Ack(expected, "a", AckedState("sa"), By("a", "w1", 4), 0), Acked::kAwaitingMore);
   EXPECT_FALSE(round.completing());
   EXPECT_TRUE(round.Awaits(7));
   EXPECT_EQ(round.acked_count(), 2u);
   EXPECT_TRUE(round.HasAcked("a"));
   EXPECT_FALSE(round.HasAcked("c"));
-  EXPECT_EQ(round.Ack(expected, "c", State("sc"), By("c", "w1", 5), 0), Acked::kLast);
+  EXPECT_EQ(round.Ack(expected, "c", AckedState("sc"), By("c", "w1", 5), 0), Acked::kLast);
   EXPECT_TRUE(round.completing());
   // With the store: nothing concerns it any more, not even an ack of a task it has.
   EXPECT_FALSE(round.Awaits(7));
-  EXPECT_EQ(round.Ack(expected, "c", State("sc"), By("c", "w1", 6), 0), Acked::kDuplicate);
+  EXPECT_EQ(round.Ack(expected, "c", AckedState("sc"), By("c", "w1", 6), 0), Acked::kDuplicate);
   EXPECT_EQ(round.acked().at("b").uri, "sb");  // the first ack's state, not the repeat's
 }
 
 TEST(PendingRound, AnAckAtAnotherPositionThanTheRoundsFailsIt) {
-  const TaskIdSet expected(kTasks.begin(), kTasks.end());
-  PendingRound round = Round(/*position=*/500);
-  EXPECT_EQ(round.Ack(expected, "a", State("sa"), By("a", "w", 1), 500), Acked::kAwaitingMore);
-  EXPECT_EQ(round.Ack(expected, "b", State("sb"), By("b", "w", 2), 501), Acked::kOtherPosition);
+  const TaskIdSet expected(kRoundTasks.begin(), kRoundTasks.end());
+  PendingRound round = RoundAt(/*position=*/500);
+  EXPECT_EQ(round.Ack(expected, "a", AckedState("sa"), By("a", "w", 1), 500), Acked::kAwaitingMore);
+  EXPECT_EQ(round.Ack(expected, "b", AckedState("sb"), By("b", "w", 2), 501),
+            Acked::kOtherPosition);
   EXPECT_EQ(round.acked_count(), 1u);  // not counted
   // A repeated ack is ignored whatever position it names.
-  EXPECT_EQ(round.Ack(expected, "a", State("sa"), By("a", "w", 3), 9), Acked::kDuplicate);
+  EXPECT_EQ(round.Ack(expected, "a", AckedState("sa"), By("a", "w", 3), 9), Acked::kDuplicate);
   // Without a position, any position is fine.
-  PendingRound plain = Round();
-  EXPECT_EQ(plain.Ack(expected, "a", State("sa"), By("a", "w", 1), 42), Acked::kAwaitingMore);
+  PendingRound plain = RoundAt();
+  EXPECT_EQ(plain.Ack(expected, "a", AckedState("sa"), By("a", "w", 1), 42), Acked::kAwaitingMore);
 }
 
 TEST(PendingRound, TheTimerNotesTheStuckThresholdOnceThenExpiresAtTheDeadline) {
-  PendingRound round = Round();
-  EXPECT_EQ(round.OnTimer(6, kT0 + seconds(10)), Timer::kStale);  // another round's
-  EXPECT_EQ(round.OnTimer(7, kT0 + seconds(10)), Timer::kStuck);
-  EXPECT_EQ(round.OnTimer(7, kT0 + seconds(20)), Timer::kExpired);  // noted: only the deadline
-  PendingRound late = Round();
-  EXPECT_EQ(late.OnTimer(7, kT0 + seconds(60)), Timer::kExpired);  // the deadline came first
+  PendingRound round = RoundAt();
+  EXPECT_EQ(round.OnTimer(6, kTriggeredAt + seconds(10)), Timer::kStale);  // another round's
+  EXPECT_EQ(round.OnTimer(7, kTriggeredAt + seconds(10)), Timer::kStuck);
+  EXPECT_EQ(round.OnTimer(7, kTriggeredAt + seconds(20)),
+            Timer::kExpired);  // noted: only the deadline
+  PendingRound late = RoundAt();
+  EXPECT_EQ(late.OnTimer(7, kTriggeredAt + seconds(60)),
+            Timer::kExpired);  // the deadline came first
   PendingRound no_notice = [] {
     PendingRound::Start start;
     start.id = 7;
-    start.deadline = kT0 + seconds(60);
+    start.deadline = kTriggeredAt + seconds(60);
     start.stuck_noted = true;  // the deadline comes first, or the group keeps the timer
     return PendingRound(std::move(start));
   }();
-  EXPECT_EQ(no_notice.OnTimer(7, kT0), Timer::kExpired);
+  EXPECT_EQ(no_notice.OnTimer(7, kTriggeredAt), Timer::kExpired);
 }
 
 TEST(PendingRound, AFiredTimerOfACompletingRoundIsStale) {
   const std::vector<std::string> one = {"a"};
   const TaskIdSet expected(one.begin(), one.end());
-  PendingRound round = Round();
-  EXPECT_EQ(round.Ack(expected, "a", State("sa"), By("a", "w", 1), 0), Acked::kLast);
-  EXPECT_EQ(round.OnTimer(7, kT0 + seconds(120)), Timer::kStale);
+  PendingRound round = RoundAt();
+  EXPECT_EQ(round.Ack(expected, "a", AckedState("sa"), By("a", "w", 1), 0), Acked::kLast);
+  EXPECT_EQ(round.OnTimer(7, kTriggeredAt + seconds(120)), Timer::kStale);
 }
 
 TEST(PendingRound, TheCheckpointHoldsTheAckedStatesAndTheFiguresInTaskOrder) {
-  const TaskIdSet expected(kTasks.begin(), kTasks.end());
+  const TaskIdSet expected(kRoundTasks.begin(), kRoundTasks.end());
   PendingRound::Start start;
   start.id = 9;
   start.kind = CheckpointKind::kSavepoint;
@@ -105,9 +108,9 @@ TEST(PendingRound, TheCheckpointHoldsTheAckedStatesAndTheFiguresInTaskOrder) {
   start.triggered_at_ms = 1000;
   start.position = 77;
   PendingRound round(std::move(start));
-  round.Ack(expected, "c", State("sc"), By("c", "w3", 1001), 77);
-  round.Ack(expected, "a", State("sa"), By("a", "w1", 1002), 77);
-  round.Ack(expected, "b", State("sb"), By("b", "w2", 1003), 77);
+  round.Ack(expected, "c", AckedState("sc"), By("c", "w3", 1001), 77);
+  round.Ack(expected, "a", AckedState("sa"), By("a", "w1", 1002), 77);
+  round.Ack(expected, "b", AckedState("sb"), By("b", "w2", 1003), 77);
   const CompletedCheckpoint checkpoint = round.ToCheckpoint(2000);
   EXPECT_EQ(checkpoint.checkpoint_id, 9);
   EXPECT_EQ(checkpoint.kind, CheckpointKind::kSavepoint);
@@ -128,7 +131,7 @@ TEST(PendingRound, TheCheckpointHoldsTheAckedStatesAndTheFiguresInTaskOrder) {
 }
 
 TEST(PendingRound, AWorkerJoiningASavepointIsRemembered) {
-  PendingRound round = Round();
+  PendingRound round = RoundAt();
   EXPECT_FALSE(round.worker_asked());
   round.JoinWorkerRequest();
   EXPECT_TRUE(round.worker_asked());

@@ -14,52 +14,52 @@ namespace {
 
 using std::chrono::seconds;
 
-const SteadyTime kT0 = SteadyTime{} + std::chrono::hours(1);
-const std::vector<std::string> kTasks = {"a", "b"};
+const SteadyTime kTrackingStart = SteadyTime{} + std::chrono::hours(1);
+const std::vector<std::string> kTwoTasks = {"a", "b"};
 
 TEST(PositionTracking, TheGateOpensOneIntervalPastTheBaseAndNotesWhen) {
-  const TaskIdSet tasks(kTasks.begin(), kTasks.end());
-  PositionTracking positions(kT0 + seconds(60));
-  positions.Sync(tasks, /*base=*/1000, /*interval=*/100, kT0);
+  const TaskIdSet tasks(kTwoTasks.begin(), kTwoTasks.end());
+  PositionTracking positions(kTrackingStart + seconds(60));
+  positions.Sync(tasks, /*base=*/1000, /*interval=*/100, kTrackingStart);
   EXPECT_EQ(positions.gate().threshold(), 1100);
   EXPECT_FALSE(positions.Open(tasks.size()));
   EXPECT_TRUE(positions.Report("a", 1100));
   EXPECT_FALSE(positions.Report("a", 1050));  // not higher: nothing changed
   EXPECT_FALSE(positions.Report("b", -1));    // out of range: refused
-  positions.NoteOpening(false, tasks.size(), kT0 + seconds(1));
+  positions.NoteOpening(false, tasks.size(), kTrackingStart + seconds(1));
   EXPECT_FALSE(positions.Open(tasks.size()));
   // Not open yet: a trigger due before now is due now, not from when the gate opens.
-  EXPECT_EQ(positions.DueOnceOpen(kT0), kT0);
+  EXPECT_EQ(positions.DueOnceOpen(kTrackingStart), kTrackingStart);
   EXPECT_TRUE(positions.Report("b", 1200));
-  positions.NoteOpening(false, tasks.size(), kT0 + seconds(5));
+  positions.NoteOpening(false, tasks.size(), kTrackingStart + seconds(5));
   EXPECT_TRUE(positions.Open(tasks.size()));
   // A trigger due before the gate opened is late only from when it opened.
-  EXPECT_EQ(positions.DueOnceOpen(kT0 + seconds(2)), kT0 + seconds(5));
-  EXPECT_EQ(positions.DueOnceOpen(kT0 + seconds(9)), kT0 + seconds(9));
+  EXPECT_EQ(positions.DueOnceOpen(kTrackingStart + seconds(2)), kTrackingStart + seconds(5));
+  EXPECT_EQ(positions.DueOnceOpen(kTrackingStart + seconds(9)), kTrackingStart + seconds(9));
   // A task forgotten (its stream ended) closes it again.
   positions.Forget("b");
   EXPECT_FALSE(positions.Open(tasks.size()));
 }
 
 TEST(PositionTracking, TheThresholdSaturatesAndAChangedTaskSetForgetsTheOthers) {
-  const TaskIdSet tasks(kTasks.begin(), kTasks.end());
-  PositionTracking positions(kT0);
-  positions.Sync(tasks, kMaxPosition - 5, 100, kT0);
+  const TaskIdSet tasks(kTwoTasks.begin(), kTwoTasks.end());
+  PositionTracking positions(kTrackingStart);
+  positions.Sync(tasks, kMaxPosition - 5, 100, kTrackingStart);
   EXPECT_EQ(positions.gate().threshold(), kMaxPosition);
   positions.Report("a", 7);
   positions.Report("b", 9);
   const std::vector<std::string> only_b = {"b"};
   const TaskIdSet smaller(only_b.begin(), only_b.end());
-  positions.Sync(smaller, 0, 5, kT0);
+  positions.Sync(smaller, 0, 5, kTrackingStart);
   EXPECT_EQ(positions.gate().reported(), 1u);
   EXPECT_EQ(positions.gate().PositionOf("a"), std::nullopt);
   EXPECT_TRUE(positions.Open(smaller.size()));  // b at 9 >= 5
 }
 
 TEST(PositionTracking, TheNextRoundIsTheNextMultipleAboveAllAndStepsOnceAfterAPassedPosition) {
-  const TaskIdSet tasks(kTasks.begin(), kTasks.end());
-  PositionTracking positions(kT0);
-  positions.Sync(tasks, 0, 100, kT0);
+  const TaskIdSet tasks(kTwoTasks.begin(), kTwoTasks.end());
+  PositionTracking positions(kTrackingStart);
+  positions.Sync(tasks, 0, 100, kTrackingStart);
   EXPECT_EQ(positions.NextRoundPosition(/*base=*/0, 100), 100);
   positions.Report("a", 250);
   EXPECT_EQ(positions.NextRoundPosition(0, 100), 300);
@@ -78,12 +78,12 @@ TEST(PositionTracking, TheNextRoundIsTheNextMultipleAboveAllAndStepsOnceAfterAPa
 }
 
 TEST(PositionTracking, TheWarningAboutSilentTasksComesAtMostOncePerInterval) {
-  PositionTracking positions(kT0 + seconds(60));
-  EXPECT_EQ(positions.next_warn_at(), kT0 + seconds(60));
-  EXPECT_FALSE(positions.TakeWarnDue(kT0 + seconds(59), seconds(60)));
-  EXPECT_TRUE(positions.TakeWarnDue(kT0 + seconds(60), seconds(60)));
-  EXPECT_EQ(positions.next_warn_at(), kT0 + seconds(120));
-  EXPECT_FALSE(positions.TakeWarnDue(kT0 + seconds(61), seconds(60)));
+  PositionTracking positions(kTrackingStart + seconds(60));
+  EXPECT_EQ(positions.next_warn_at(), kTrackingStart + seconds(60));
+  EXPECT_FALSE(positions.TakeWarnDue(kTrackingStart + seconds(59), seconds(60)));
+  EXPECT_TRUE(positions.TakeWarnDue(kTrackingStart + seconds(60), seconds(60)));
+  EXPECT_EQ(positions.next_warn_at(), kTrackingStart + seconds(120));
+  EXPECT_FALSE(positions.TakeWarnDue(kTrackingStart + seconds(61), seconds(60)));
 }
 
 }  // namespace

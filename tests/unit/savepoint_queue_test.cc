@@ -13,10 +13,10 @@ namespace {
 using Offered = SavepointQueue::Offered;
 using std::chrono::seconds;
 
-const SteadyTime kT0 = SteadyTime{} + std::chrono::hours(1);
+const SteadyTime kAskedAt = SteadyTime{} + std::chrono::hours(1);
 
 SavepointQueue::Request Asked(std::string target, bool stop, bool worker_asked = false) {
-  return {std::move(target), stop, kT0 + seconds(30), worker_asked};
+  return {std::move(target), stop, kAskedAt + seconds(30), worker_asked};
 }
 
 TEST(SavepointQueue, TheSameRequestJoinsTheWaitingOneAndAnotherIsRefused) {
@@ -28,7 +28,7 @@ TEST(SavepointQueue, TheSameRequestJoinsTheWaitingOneAndAnotherIsRefused) {
   EXPECT_EQ(queue.Offer(Asked("/sp/x", false)), Offered::kDiffers);  // target differs
   ASSERT_NE(queue.queued(), nullptr);
   EXPECT_EQ(queue.queued()->kind(), CheckpointKind::kSavepoint);
-  EXPECT_EQ(queue.queued()->deadline, kT0 + seconds(30));  // the first request's deadline
+  EXPECT_EQ(queue.queued()->deadline, kAskedAt + seconds(30));  // the first request's deadline
 }
 
 TEST(SavepointQueue, TakeEmptiesTheQueueAndHandsOverTheRequest) {
@@ -65,33 +65,34 @@ TEST(SavepointQueue, WorkerRequestsAreBoundedPerMinuteAndTheWindowSlides) {
   const std::string root = "/sp/job";
   bool over_rate = false;
   for (int i = 0; i < 3; ++i) {
-    EXPECT_TRUE(queue.AdmitWorkerRequest("", root, kT0 + seconds(i), 3, &over_rate).ok());
+    EXPECT_TRUE(queue.AdmitWorkerRequest("", root, kAskedAt + seconds(i), 3, &over_rate).ok());
   }
-  const Status fourth = queue.AdmitWorkerRequest("", root, kT0 + seconds(10), 3, &over_rate);
+  const Status fourth = queue.AdmitWorkerRequest("", root, kAskedAt + seconds(10), 3, &over_rate);
   EXPECT_EQ(fourth.code(), StatusCode::kResourceExhausted);
   EXPECT_TRUE(over_rate);
   EXPECT_NE(fourth.message().find("savepoint_requests_per_minute (3)"), std::string::npos);
   // A minute after the first, one place is free again; a refusal took none.
   over_rate = false;
-  EXPECT_TRUE(queue.AdmitWorkerRequest("", root, kT0 + seconds(60), 3, &over_rate).ok());
-  EXPECT_FALSE(queue.AdmitWorkerRequest("", root, kT0 + seconds(60), 3, &over_rate).ok());
+  EXPECT_TRUE(queue.AdmitWorkerRequest("", root, kAskedAt + seconds(60), 3, &over_rate).ok());
+  EXPECT_FALSE(queue.AdmitWorkerRequest("", root, kAskedAt + seconds(60), 3, &over_rate).ok());
   EXPECT_TRUE(over_rate);
 }
 
 TEST(SavepointQueue, AWorkersTargetMustLieUnderItsJobsDirectory) {
   SavepointQueue queue;
   bool over_rate = false;
-  EXPECT_TRUE(queue.AdmitWorkerRequest("/sp/job/a", "/sp/job", kT0, 6, &over_rate).ok());
-  const Status other_job = queue.AdmitWorkerRequest("/sp/job2/a", "/sp/job", kT0, 6, &over_rate);
+  EXPECT_TRUE(queue.AdmitWorkerRequest("/sp/job/a", "/sp/job", kAskedAt, 6, &over_rate).ok());
+  const Status other_job =
+      queue.AdmitWorkerRequest("/sp/job2/a", "/sp/job", kAskedAt, 6, &over_rate);
   EXPECT_EQ(other_job.code(), StatusCode::kPermissionDenied);
   EXPECT_FALSE(over_rate);
-  EXPECT_EQ(queue.AdmitWorkerRequest("/sp/job/../other", "/sp/job", kT0, 6, &over_rate).code(),
+  EXPECT_EQ(queue.AdmitWorkerRequest("/sp/job/../other", "/sp/job", kAskedAt, 6, &over_rate).code(),
             StatusCode::kPermissionDenied);
   // A refused target does not count toward the rate.
   for (int i = 0; i < 5; ++i) {
-    EXPECT_TRUE(queue.AdmitWorkerRequest("", "/sp/job", kT0, 6, &over_rate).ok());
+    EXPECT_TRUE(queue.AdmitWorkerRequest("", "/sp/job", kAskedAt, 6, &over_rate).ok());
   }
-  EXPECT_FALSE(queue.AdmitWorkerRequest("", "/sp/job", kT0, 6, &over_rate).ok());
+  EXPECT_FALSE(queue.AdmitWorkerRequest("", "/sp/job", kAskedAt, 6, &over_rate).ok());
 }
 
 }  // namespace
