@@ -9,7 +9,7 @@
 namespace ckpt {
 namespace {
 
-using Ids = std::vector<int64_t>;
+using IdList = std::vector<int64_t>;
 constexpr auto kPlain = CheckpointKind::kCheckpoint;
 constexpr auto kSavepoint = CheckpointKind::kSavepoint;
 
@@ -17,23 +17,23 @@ CheckpointHistory Empty() { return CheckpointHistory({}, 0, {}); }
 
 TEST(CheckpointHistory, ACommitKeepsTheRetainedNewestPlainOnesAndReleasesTheRest) {
   CheckpointHistory history = Empty();
-  EXPECT_EQ(history.Adopt(1, kPlain, /*retained=*/2, {}), Ids{});
-  EXPECT_EQ(history.Adopt(2, kPlain, 2, {}), Ids{});
-  EXPECT_EQ(history.Adopt(3, kPlain, 2, {}), Ids{1});
-  EXPECT_EQ(history.Ids(), (Ids{2, 3}));
-  EXPECT_EQ(history.last_released(), Ids{1});
+  EXPECT_EQ(history.Adopt(1, kPlain, /*retained=*/2, {}), IdList{});
+  EXPECT_EQ(history.Adopt(2, kPlain, 2, {}), IdList{});
+  EXPECT_EQ(history.Adopt(3, kPlain, 2, {}), IdList{1});
+  EXPECT_EQ(history.Ids(), (IdList{2, 3}));
+  EXPECT_EQ(history.last_released(), IdList{1});
   // retained 0 still keeps one: the restore point.
-  EXPECT_EQ(history.Adopt(4, kPlain, 0, {}), (Ids{2, 3}));
-  EXPECT_EQ(history.Ids(), Ids{4});
+  EXPECT_EQ(history.Adopt(4, kPlain, 0, {}), (IdList{2, 3}));
+  EXPECT_EQ(history.Ids(), IdList{4});
 }
 
 TEST(CheckpointHistory, SavepointsStayAndDoNotCountTowardTheWindow) {
   CheckpointHistory history = Empty();
   history.Adopt(1, kPlain, 1, {});
   history.Adopt(2, kSavepoint, 1, {});
-  EXPECT_EQ(history.Ids(), (Ids{1, 2}));  // the savepoint pushed no plain one out
-  EXPECT_EQ(history.Adopt(3, kPlain, 1, {}), Ids{1});
-  EXPECT_EQ(history.Ids(), (Ids{2, 3}));
+  EXPECT_EQ(history.Ids(), (IdList{1, 2}));  // the savepoint pushed no plain one out
+  EXPECT_EQ(history.Adopt(3, kPlain, 1, {}), IdList{1});
+  EXPECT_EQ(history.Ids(), (IdList{2, 3}));
   EXPECT_EQ(history.savepoints(), 1u);
   ASSERT_NE(history.Find(2), nullptr);
   EXPECT_FALSE(history.Find(2)->plain());
@@ -43,26 +43,26 @@ TEST(CheckpointHistory, SavepointsStayAndDoNotCountTowardTheWindow) {
 TEST(CheckpointHistory, WhatACommitKeepsStaysUntilACommitNoLongerKeepsIt) {
   CheckpointHistory history = Empty();
   history.Adopt(1, kPlain, 1, {});
-  EXPECT_EQ(history.Adopt(2, kPlain, 1, /*keep=*/{1}), Ids{});
-  EXPECT_EQ(history.Ids(), (Ids{1, 2}));
+  EXPECT_EQ(history.Adopt(2, kPlain, 1, /*keep=*/{1}), IdList{});
+  EXPECT_EQ(history.Ids(), (IdList{1, 2}));
   // Outside the window: a candidate to delete once nothing holds it.
-  EXPECT_EQ(history.OutsideWindow(1), Ids{1});
-  EXPECT_EQ(history.Adopt(3, kPlain, 1, {}), (Ids{1, 2}));
+  EXPECT_EQ(history.OutsideWindow(1), IdList{1});
+  EXPECT_EQ(history.Adopt(3, kPlain, 1, {}), (IdList{1, 2}));
 }
 
 TEST(CheckpointHistory, ReleasedByPredictsWhatTheCommitInFlightReleases) {
   CheckpointHistory history = Empty();
   history.Adopt(1, kPlain, 2, {});
   history.Adopt(2, kPlain, 2, {});
-  EXPECT_EQ(history.ReleasedBy(2, /*extra=*/3, {}), Ids{1});
-  EXPECT_EQ(history.ReleasedBy(2, 3, /*keep=*/{1}), Ids{});
-  EXPECT_EQ(history.ReleasedBy(2, /*a savepoint=*/0, {}), Ids{});
+  EXPECT_EQ(history.ReleasedBy(2, /*extra=*/3, {}), IdList{1});
+  EXPECT_EQ(history.ReleasedBy(2, 3, /*keep=*/{1}), IdList{});
+  EXPECT_EQ(history.ReleasedBy(2, /*a savepoint=*/0, {}), IdList{});
   EXPECT_EQ(history.WindowStart(2, 3), 2);
   EXPECT_EQ(history.WindowStart(2), 1);
   EXPECT_EQ(history.WindowStart(3), 0);  // not full
   // Predicting changes nothing.
-  EXPECT_EQ(history.Ids(), (Ids{1, 2}));
-  const Ids predicted = history.ReleasedBy(2, 3, {});
+  EXPECT_EQ(history.Ids(), (IdList{1, 2}));
+  const IdList predicted = history.ReleasedBy(2, 3, {});
   EXPECT_EQ(history.Adopt(3, kPlain, 2, {}), predicted);
 }
 
@@ -71,11 +71,11 @@ TEST(CheckpointHistory, TheHorizonNeverMovesDownWhenRetainedGrows) {
   CheckpointHistory history({{3, kPlain}, {5, kPlain}, {6, kPlain}}, /*horizon=*/5, {});
   EXPECT_EQ(history.WindowStart(10), 0);  // a larger retained: the window is not full
   EXPECT_EQ(history.Horizon(10), 5);
-  EXPECT_EQ(history.OutsideWindow(10), Ids{3});
+  EXPECT_EQ(history.OutsideWindow(10), IdList{3});
   // A commit's window start raises it.
   history.Adopt(7, kPlain, 2, /*keep=*/{3});
   EXPECT_EQ(history.Horizon(10), 6);
-  EXPECT_EQ(history.OutsideWindow(10), Ids{3});
+  EXPECT_EQ(history.OutsideWindow(10), IdList{3});
 }
 
 TEST(CheckpointHistory, AnIdBeingDeletedStaysUntilTheDeleteIsDurable) {
@@ -86,19 +86,19 @@ TEST(CheckpointHistory, AnIdBeingDeletedStaysUntilTheDeleteIsDurable) {
   history.MarkDeleting({1, 2});
   EXPECT_TRUE(history.BeingDeleted(1));
   EXPECT_TRUE(history.BeingDeleted(2));
-  EXPECT_EQ(history.OutsideWindow(1), Ids{});  // not offered twice
-  EXPECT_EQ(history.Ids(), (Ids{1, 2, 3}));
+  EXPECT_EQ(history.OutsideWindow(1), IdList{});  // not offered twice
+  EXPECT_EQ(history.Ids(), (IdList{1, 2, 3}));
   // A failed delete leaves them held and deletable again.
   history.OnDeleteFailed({2});
   EXPECT_FALSE(history.BeingDeleted(2));
-  EXPECT_EQ(history.OutsideWindow(1), Ids{2});
+  EXPECT_EQ(history.OutsideWindow(1), IdList{2});
   // A durable one releases what was held, once.
-  EXPECT_EQ(history.OnDeleted({1, 99}), Ids{1});
+  EXPECT_EQ(history.OnDeleted({1, 99}), IdList{1});
   EXPECT_FALSE(history.BeingDeleted(1));
-  EXPECT_EQ(history.Ids(), (Ids{2, 3}));
-  EXPECT_EQ(history.last_released(), Ids{1});
-  EXPECT_EQ(history.OnDeleted({1}), Ids{});
-  EXPECT_EQ(history.last_released(), Ids{1});
+  EXPECT_EQ(history.Ids(), (IdList{2, 3}));
+  EXPECT_EQ(history.last_released(), IdList{1});
+  EXPECT_EQ(history.OnDeleted({1}), IdList{});
+  EXPECT_EQ(history.last_released(), IdList{1});
 }
 
 TEST(CheckpointHistory, TheLastReleaseIsSentAgainAfterARestartUntilTheNextRelease) {
@@ -109,10 +109,10 @@ TEST(CheckpointHistory, TheLastReleaseIsSentAgainAfterARestartUntilTheNextReleas
   CheckpointHistory restarted({{4, kPlain}}, 0, {1, 2});
   restarted.OnStart(/*restarted=*/true);
   EXPECT_TRUE(restarted.resend_release());
-  EXPECT_EQ(restarted.last_released(), (Ids{1, 2}));
+  EXPECT_EQ(restarted.last_released(), (IdList{1, 2}));
   restarted.Adopt(5, kPlain, 1, {});  // releases 4: that is the one sent now
   EXPECT_FALSE(restarted.resend_release());
-  EXPECT_EQ(restarted.last_released(), Ids{4});
+  EXPECT_EQ(restarted.last_released(), IdList{4});
 
   CheckpointHistory nothing_released({{4, kPlain}}, 0, {});
   nothing_released.OnStart(true);
@@ -127,11 +127,11 @@ TEST(CheckpointHistory, ACommitAllocatesNothingOnceTheWindowsRoomIsThere) {
   EXPECT_EQ(capacity, 4u);  // the window and the commit landing before its trim
   for (int64_t id = 4; id <= 100; ++id) history.Adopt(id, kPlain, 3, {});
   EXPECT_EQ(history.entries().data(), before);
-  EXPECT_EQ(history.Ids(), (Ids{98, 99, 100}));
+  EXPECT_EQ(history.Ids(), (IdList{98, 99, 100}));
   // Savepoints made it grow; once they are gone it shrinks back.
   for (int64_t id = 101; id <= 120; ++id) history.Adopt(id, kSavepoint, 3, {});
   EXPECT_GT(history.entries().capacity(), 8u);
-  Ids savepoints;
+  IdList savepoints;
   for (int64_t id = 101; id <= 120; ++id) savepoints.push_back(id);
   history.OnDeleted(savepoints);
   history.Adopt(121, kPlain, 3, {});
