@@ -75,6 +75,9 @@ bool EtcdBackend::BatchWriter::Add(size_t op_index, std::vector<RequestOp> reque
 bool EtcdBackend::BatchWriter::Send() {
   b_.view_mu_.AssertHeld();
   if (txn_.success().empty()) return true;
+  // The batch's own operations, for messages: counted before Send adds its own (the cursor, the
+  // layout, the high-water mark).
+  const size_t ops = static_cast<size_t>(txn_.success_size());
   const std::string token =
       std::to_string(b_.fence_revision_) + ":" + std::to_string(b_.writer_seq_ + 1);
   Compare* fence = txn_.add_compare();
@@ -88,14 +91,11 @@ bool EtcdBackend::BatchWriter::Send() {
   cursor->set_result(Compare::EQUAL);
   cursor->set_mod_revision(b_.writer_revision_);
   *txn_.add_success() = Put(b_.layout_.WriterKey(), token);
-  size_t ops = txn_.success_size() - 1;
   if (!b_.layout_stored_) {
     *txn_.add_success() = Put(b_.layout_.LayoutKey(), std::to_string(etcd::kLayoutVersion));
-    --ops;
   }
   if (txn_high_water_ > b_.high_water_) {
     *txn_.add_success() = Put(b_.layout_.HighWaterKey(), std::to_string(txn_high_water_));
-    --ops;
   }
   const auto give_up_at =
       std::chrono::steady_clock::now() + kResolveWindowPerTimeout * b_.request_timeout();
@@ -165,7 +165,6 @@ bool EtcdBackend::BatchWriter::Send() {
     }
     horizons_.clear();
   }
-  ++sent_;
   txn_.Clear();
   puts_.clear();
   deletes_.clear();

@@ -97,7 +97,6 @@ class EtcdBackend::BatchWriter {
   size_t bytes_ = 0;
   bool alone_in_txn_ = false;
   std::vector<size_t> ops_in_txn_;
-  int sent_ = 0;
   Status stop_;
   std::optional<Refusal> refusal_;
   int64_t txn_high_water_ = 0;  // the highest counter the pending txn puts
