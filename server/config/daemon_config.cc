@@ -1,3 +1,8 @@
+// The daemon's YAML config (docs/CONFIGURATION.md): ConfigReader walks the document once, key by
+// key, and every error names its file, line and column. One reader over one document: the
+// sections' rules need each other (the pipelines take the defaults; exposure checks read the
+// listeners and the security section), so they stay in one pass. Sections with rules of their own
+// are apart: security_sections.cc, store_section.cc, the walk itself in yaml_walk.cc.
 #include "config/daemon_config.h"
 
 #include <fcntl.h>

@@ -1,3 +1,8 @@
+// AdminService, the operators' gRPC API (docs/PROTOCOL.md): one handler per RPC, each admitting
+// the caller (rpc/gatekeeper.h: its role for the method), converting the request
+// (api/admin_convert.h) and asking the daemon through AdminBackend; unary calls finish from the
+// pipeline's strand, store reads run on the admin thread, TriggerSavepoint streams its progress.
+// One concept: the API's surface, call by call; what the calls share lives below it (server/api/).
 #include "rpc/admin_service.h"
 
 #include <atomic>

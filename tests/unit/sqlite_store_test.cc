@@ -1,3 +1,7 @@
+// The SQLite backend through GroupCommitStore, against a real file in a temporary directory: what
+// it keeps across a reopen, batching from many threads, reads beside a busy writer, and every way
+// the file or the disk can fail (a garbage or foreign file, a newer schema, an unknown commit
+// outcome, a full disk). The rules every backend shares are metadata_store_contract.h's.
 #include "sqlite/sqlite_store.h"
 
 #include <gtest/gtest.h>
