@@ -17,6 +17,9 @@ StreamEndAction ClassifyStreamEnd(StatusCode code, std::string_view message) {
     case StatusCode::kAborted: return StreamEndAction::kGiveUp;
     // No such pipeline: an operator may create it later.
     case StatusCode::kNotFound: return StreamEndAction::kRetrySlowly;
+    // An UNREADABLE pipeline's hello: its stored record cannot be read until an operator deletes
+    // and creates it again.
+    case StatusCode::kFailedPrecondition: return StreamEndAction::kRetrySlowly;
     // UNAVAILABLE (daemon down or restarting), DEADLINE_EXCEEDED (lease expired), ALREADY_EXISTS
     // (our previous stream not yet seen dead), OK without our goodbye, and anything unexpected.
     default: return StreamEndAction::kRetry;

@@ -77,10 +77,11 @@ TEST(SdkRetryPolicy, GivesUpOnlyWhereRetryingCannotHelp) {
     EXPECT_EQ(ClassifyStreamEnd(code), StreamEndAction::kGiveUp) << ToString(code);
   }
   EXPECT_EQ(ClassifyStreamEnd(StatusCode::kNotFound), StreamEndAction::kRetrySlowly);
-  for (StatusCode code :
-       {StatusCode::kOk, StatusCode::kUnavailable, StatusCode::kDeadlineExceeded,
-        StatusCode::kAlreadyExists, StatusCode::kCancelled, StatusCode::kInternal,
-        StatusCode::kResourceExhausted, StatusCode::kFailedPrecondition, StatusCode::kUnknown}) {
+  // An UNREADABLE pipeline's hello: only an operator clears it (docs/PROTOCOL.md).
+  EXPECT_EQ(ClassifyStreamEnd(StatusCode::kFailedPrecondition), StreamEndAction::kRetrySlowly);
+  for (StatusCode code : {StatusCode::kOk, StatusCode::kUnavailable, StatusCode::kDeadlineExceeded,
+                          StatusCode::kAlreadyExists, StatusCode::kCancelled, StatusCode::kInternal,
+                          StatusCode::kResourceExhausted, StatusCode::kUnknown}) {
     EXPECT_EQ(ClassifyStreamEnd(code), StreamEndAction::kRetry) << ToString(code);
   }
 }

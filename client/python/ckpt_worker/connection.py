@@ -10,12 +10,18 @@ MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 MAX_CREDENTIAL_FILE_BYTES = 1024 * 1024
 
 
+def _is_port(text):
+    """ASCII digits of 1..65535 (str.isdigit alone also takes other scripts' digits)."""
+    return (0 < len(text) <= 5 and text.isascii() and text.isdigit()
+            and 1 <= int(text) <= 65535)
+
+
 def parse_servers(server):
     """"host:port" or "host:port,host:port" (the daemons of an HA group) -> a list."""
     servers = [s.strip() for s in server.split(",")]
     for s in servers:
         host, sep, port = s.rpartition(":")
-        if not s or not sep or not host or not port.isdigit():
+        if not s or not sep or not host or not _is_port(port):
             raise ValueError(f"server address {s!r} is not HOST:PORT (in {server!r})")
     if len(set(servers)) != len(servers):
         raise ValueError(f"a server address is named twice in {server!r}")

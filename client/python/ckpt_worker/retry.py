@@ -26,6 +26,8 @@ def classify(code, message):
         return GIVE_UP  # another stream took our tasks over: taking them back would be a fight
     if code == grpc.StatusCode.NOT_FOUND:
         return RETRY_SLOWLY  # no such pipeline: an operator may create it later
+    if code == grpc.StatusCode.FAILED_PRECONDITION:
+        return RETRY_SLOWLY  # its stored record is unreadable: an operator must recreate it
     # UNAVAILABLE, DEADLINE_EXCEEDED (lease expired), ALREADY_EXISTS (our previous stream not yet
     # seen dead), CANCELLED, OK without our goodbye, anything unexpected.
     return RETRY

@@ -395,6 +395,7 @@ class PipelineWorker:
                 if stale:
                     self.counters.stale_messages += 1
                 else:
+                    self._max_epoch = max(self._max_epoch, t.leader_epoch)  # seen, as a welcome's
                     self._trigger_positions[t.checkpoint_id] = t.position
                     while len(self._trigger_positions) > _TRIGGERS_REMEMBERED:
                         del self._trigger_positions[min(self._trigger_positions)]

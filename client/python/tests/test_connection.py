@@ -15,7 +15,11 @@ class ParseServersTest(unittest.TestCase):
         self.assertEqual(connection.parse_servers("a:1, b:2 ,[::1]:3"), ["a:1", "b:2", "[::1]:3"])
 
     def test_refuses_what_is_not_host_port(self):
-        for server in ("", "a", "a:", ":7070", "a:70x", "a:1,,b:2", "a:1,", "a:-1"):
+        # Ports are ASCII digits of 1..65535, as the C++ SDK and ckptctl take them: not Arabic-Indic
+        # or fullwidth digits (which int() would read), not 0, not above 65535.
+        for server in ("", "a", "a:", ":7070", "a:70x", "a:1,,b:2", "a:1,", "a:-1",
+                       "a:\u0667\u0660\u0667\u0660", "a:\uff17\uff10", "a:0", "a:65536",
+                       "a:000007070"):
             with self.subTest(server=server):
                 with self.assertRaisesRegex(ValueError, "is not HOST:PORT"):
                     connection.parse_servers(server)

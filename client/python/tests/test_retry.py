@@ -34,6 +34,11 @@ class ClassifyTest(unittest.TestCase):
     def test_a_missing_pipeline_is_retried_slowly(self):
         self.assert_action(retry.RETRY_SLOWLY, Code.NOT_FOUND, "no pipeline job/p")
 
+    def test_an_unreadable_pipeline_is_retried_slowly(self):
+        # Only an operator clears it (delete and create the pipeline again): docs/PROTOCOL.md.
+        self.assert_action(retry.RETRY_SLOWLY, Code.FAILED_PRECONDITION,
+                           "pipeline job/p is UNREADABLE: its stored record cannot be read")
+
     def test_everything_else_is_retried(self):
         for code in (Code.UNAVAILABLE, Code.DEADLINE_EXCEEDED, Code.ALREADY_EXISTS,
                      Code.CANCELLED, Code.OK, Code.RESOURCE_EXHAUSTED, Code.INTERNAL,

@@ -26,6 +26,17 @@ class EpochFilterTest(WorkerTestCase):
         self.assertEqual([t.checkpoint_id for (t,) in self.recorder.of("trigger")], [2, 3, 4])
         self.assertEqual(worker.counters.stale_messages, 1)
 
+    def test_a_trigger_of_a_newer_leadership_raises_the_bar(self):
+        worker = self.start_worker()
+        call = self.welcome_next_call(epoch=5)
+        call.reply(msg.trigger(1, epoch=6))
+        call.reply(msg.trigger(2, epoch=5))
+        call.reply(msg.trigger(3, epoch=6))
+        self.recorder.wait_for("trigger", 2)
+        self.wait_handled(call)
+        self.assertEqual([t.checkpoint_id for (t,) in self.recorder.of("trigger")], [1, 3])
+        self.assertEqual(worker.counters.stale_messages, 1)
+
     def test_a_stale_welcome_is_ignored_with_every_end_of_round_of_its_stream(self):
         worker = self.start_worker()
         call = self.reconnect(self.welcome_next_call(epoch=5))

@@ -44,6 +44,8 @@ public final class RetryPolicy {
         return Action.GIVE_UP;
       case NOT_FOUND:
         return Action.RETRY_SLOWLY; // an operator may create the pipeline later
+      case FAILED_PRECONDITION:
+        return Action.RETRY_SLOWLY; // its stored record is unreadable: an operator must recreate it
       default:
         // UNAVAILABLE, DEADLINE_EXCEEDED (lease expired), ALREADY_EXISTS (our previous stream
         // not yet seen dead), CANCELLED, RESOURCE_EXHAUSTED, OK without our goodbye, the rest.

@@ -17,7 +17,7 @@ final class ServerList {
       String s = part.strip();
       int colon = s.lastIndexOf(':');
       String port = colon < 0 ? "" : s.substring(colon + 1);
-      if (colon <= 0 || port.isEmpty() || !port.chars().allMatch(Character::isDigit)) {
+      if (colon <= 0 || !isPort(port)) {
         throw new IllegalArgumentException(
             "server address '" + s + "' is not HOST:PORT (in '" + servers + "')");
       }
@@ -27,6 +27,15 @@ final class ServerList {
       throw new IllegalArgumentException("a server address is named twice in '" + servers + "'");
     }
     return List.copyOf(out);
+  }
+
+  /** ASCII digits of 1..65535 (Character.isDigit also takes other scripts' digits). */
+  private static boolean isPort(String text) {
+    if (text.isEmpty() || text.length() > 5 || !text.chars().allMatch(c -> c >= '0' && c <= '9')) {
+      return false;
+    }
+    int port = Integer.parseInt(text);
+    return port >= 1 && port <= 65535;
   }
 
   /**

@@ -45,6 +45,15 @@ public class RetryPolicyTest {
   }
 
   @Test
+  public void anUnreadablePipelineIsRetriedSlowly() {
+    // Only an operator clears it (delete and create the pipeline again): docs/PROTOCOL.md.
+    assertAction(
+        RetryPolicy.Action.RETRY_SLOWLY,
+        Code.FAILED_PRECONDITION,
+        "pipeline job/p is UNREADABLE: its stored record cannot be read");
+  }
+
+  @Test
   public void everythingElseIsRetried() {
     for (Code code :
         new Code[] {

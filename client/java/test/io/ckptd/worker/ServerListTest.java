@@ -18,7 +18,12 @@ public class ServerListTest {
 
   @Test
   public void refusesWhatIsNotHostPort() {
-    String[] notHostPort = {"", "a", "a:", ":7070", "a:70x", "a:1,,b:2", "a:1,", "a:-1"};
+    // Ports are ASCII digits of 1..65535, as the C++ SDK and ckptctl take them: not Arabic-Indic
+    // or fullwidth digits (which Character.isDigit accepts), not 0, not above 65535.
+    String[] notHostPort = {
+      "", "a", "a:", ":7070", "a:70x", "a:1,,b:2", "a:1,", "a:-1",
+      "a:\u0667\u0660\u0667\u0660", "a:\uff17\uff10", "a:0", "a:65536", "a:000007070"
+    };
     for (String servers : notHostPort) {
       IllegalArgumentException e =
           assertThrows(servers, IllegalArgumentException.class, () -> ServerList.parse(servers));
