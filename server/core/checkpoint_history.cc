@@ -88,7 +88,7 @@ std::vector<int64_t> CheckpointHistory::Adopt(int64_t checkpoint_id, CheckpointK
   entries_.erase(entries_.begin() + static_cast<std::ptrdiff_t>(kept), entries_.end());
   // Savepoints or pins held once made it grow: it shrinks when they have gone.
   if (entries_.capacity() > 2 * window && entries_.size() < window) entries_.shrink_to_fit();
-  if (!released.empty()) SetReleased(released);
+  if (!released.empty()) NoteReleased(released);
   return released;
 }
 
@@ -122,7 +122,6 @@ std::vector<int64_t> CheckpointHistory::OnDeleted(const std::vector<int64_t>& id
         entries_, [id](const PackedHistoryEntry& e) { return e.checkpoint_id() == id; });
     if (removed > 0) released.push_back(id);
   }
-  if (!released.empty()) SetReleased(released);
   return released;
 }
 
@@ -132,7 +131,7 @@ void CheckpointHistory::OnDeleteFailed(const std::vector<int64_t>& ids) {
   if (deleting_->empty()) deleting_.reset();
 }
 
-void CheckpointHistory::SetReleased(const std::vector<int64_t>& released) {
+void CheckpointHistory::NoteReleased(const std::vector<int64_t>& released) {
   last_released_ = released;
   resend_release_ = false;
 }

@@ -58,11 +58,13 @@ class CheckpointHistory {
   // A delete of `ids` is in flight: they stay held until OnDeleted.
   void MarkDeleting(const std::vector<int64_t>& ids);
   bool BeingDeleted(int64_t checkpoint_id) const;
-  // The delete is durable: the ids leave. Returns those that were held; when there are any they
-  // are the last released.
+  // The delete is durable: the ids leave. Returns those that were held (the caller records them
+  // with NoteReleased unless the pipeline itself is gone).
   std::vector<int64_t> OnDeleted(const std::vector<int64_t>& ids);
   void OnDeleteFailed(const std::vector<int64_t>& ids);
 
+  // `released` is what the next write records as released.
+  void NoteReleased(const std::vector<int64_t>& released);
   // What the last releasing write released (PipelineProgress::released_ids).
   const std::vector<int64_t>& last_released() const { return last_released_; }
   // After a restart, until the next release, a session registering gets last_released() again:
@@ -71,8 +73,6 @@ class CheckpointHistory {
   bool resend_release() const { return resend_release_; }
 
  private:
-  void SetReleased(const std::vector<int64_t>& released);
-
   // Oldest first, sorted. Its capacity is the window and one more (the commit landing before the
   // trim).
   std::vector<PackedHistoryEntry> entries_;

@@ -19,7 +19,7 @@ PendingRound::Acked PendingRound::Ack(const TaskIdSet& expected, const std::stri
                                       const TaskState& state, TaskFigures figures,
                                       int64_t position) {
   // Checked before the position: a repeated ack is ignored whatever position it names.
-  if (completing_ || !expected.count(task) || acked_.count(task)) return Acked::kDuplicate;
+  if (!Awaits(expected, task)) return Acked::kDuplicate;
   // Snapshotted somewhere else: the round's states would not line up.
   if (start_.position > 0 && position != start_.position) return Acked::kOtherPosition;
   acked_.emplace(task, state);

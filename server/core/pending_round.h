@@ -76,6 +76,11 @@ class PendingRound {
   Acked Ack(const TaskIdSet& expected, const std::string& task, const TaskState& state,
             TaskFigures figures, int64_t position);
   bool HasAcked(const std::string& task) const { return acked_.count(task) > 0; }
+  // Whether an ack of `task` would count: a task of `expected`, not acked yet, the round not
+  // completing.
+  bool Awaits(const TaskIdSet& expected, const std::string& task) const {
+    return !completing_ && expected.count(task) && !HasAcked(task);
+  }
   size_t acked_count() const { return acked_.size(); }
   const std::map<std::string, TaskState>& acked() const { return acked_; }
   // Who acked each task, when, and what it reported, in ack order.

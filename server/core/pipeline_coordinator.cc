@@ -352,14 +352,16 @@ Actions PipelineCoordinator::OnAck(SessionId session, int64_t checkpoint_id,
                                    const AckFigures& reported, int64_t position) {
   Actions out;
   if (!AcceptsRoundMessage(session, checkpoint_id, task_id, "ack", out)) return out;
+  // A repeat is told apart before the ack's figures are made (a worker looping on one ack costs
+  // no copies); Ack checks it again.
+  if (!pending_->Awaits(expected_, task_id)) {
+    out.push_back(IgnoredMessage{IgnoredReason::kDuplicate});
+    return out;
+  }
   // AcceptsRoundMessage checked that the session holds the task.
   const PendingRound::Acked acked = pending_->Ack(
       expected_, task_id, state,
       TaskFigures{task_id, sessions_.at(session).worker_id, clock_.WallMs(), reported}, position);
-  if (acked == PendingRound::Acked::kDuplicate) {
-    out.push_back(IgnoredMessage{IgnoredReason::kDuplicate});
-    return out;
-  }
   if (acked == PendingRound::Acked::kOtherPosition) {
     NotePassedPosition(position);
     FailRound(CheckpointStatus::kFailed,
@@ -369,7 +371,7 @@ Actions PipelineCoordinator::OnAck(SessionId session, int64_t checkpoint_id,
     Rearm(out);
     return out;
   }
-  if (acked == PendingRound::Acked::kAwaitingMore) return out;
+  if (acked != PendingRound::Acked::kLast) return out;  // counted; more are awaited
 
   // Last ack: the round goes to the store and can no longer be aborted.
   out.reserve(out.size() + 2);

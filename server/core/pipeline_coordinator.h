@@ -14,7 +14,8 @@
 // what an event means depends on all of its state at once (a lost task aborts the round,
 // requeues its savepoint and bumps the generation). What can be owned apart is: the round
 // (pending_round.h), the ids (id_reservation.h), the history (checkpoint_history.h), the
-// savepoint queue (savepoint_queue.h), the sessions and task owners, the position gate; see
+// savepoint queue (savepoint_queue.h), the sessions and task owners, the positions
+// (position_tracking.h); see
 // docs/DESIGN.md, "The coordinator's parts". The handlers are in pipeline_coordinator*.cc by
 // concern (rounds and schedule, sessions, restore, positions, group membership, inspection).
 
@@ -593,7 +594,7 @@ class PipelineCoordinator {
   std::unique_ptr<const AlignmentGroupSpec> group_;
 
   // On the heap, made for each round: a pipeline without a round pending (most of them, most of
-  // the time, at 100,000 pipelines) then pays a pointer instead of the round's 230 bytes.
+  // the time, at 100,000 pipelines) then pays a pointer instead of the round's 224 bytes.
   std::unique_ptr<PendingRound> pending_;
   SavepointQueue savepoints_;  // the savepoint waiting to start, and the workers' request rate
 

@@ -104,14 +104,15 @@ PipelineCoordinator::Outcome PipelineCoordinator::RequestSavepoint(const std::st
     }
     return o;
   }
-  if (savepoints_.queued() == nullptr) {
+  SavepointQueue::Request request{target, stop, SteadyTime{}, worker_asked};
+  if (savepoints_.queued() == nullptr) {  // it waits: its room and its deadline
     if (Status full = CheckSavepointRoom(); !full.ok()) {
       o.status = std::move(full);
       return o;
     }
+    request.deadline = clock_.SteadyNow() + timeout;
   }
-  const SavepointQueue::Offered offered =
-      savepoints_.Offer({target, stop, clock_.SteadyNow() + timeout, worker_asked});
+  const SavepointQueue::Offered offered = savepoints_.Offer(std::move(request));
   if (offered == SavepointQueue::Offered::kDiffers) {
     o.status = Status::FailedPrecondition("a different savepoint is queued");
   }

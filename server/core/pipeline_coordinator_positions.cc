@@ -15,11 +15,13 @@ void PipelineCoordinator::SyncPositionGate() {
     positions_.reset();
     return;
   }
-  const SteadyTime now = clock_.SteadyNow();
   if (!positions_) {
-    positions_ = std::make_unique<PositionTracking>(now + options_->positions_warn_interval);
+    positions_ =
+        std::make_unique<PositionTracking>(clock_.SteadyNow() + options_->positions_warn_interval);
   }
-  positions_->Sync(expected_, BasePosition(), spec_.position_interval, now);
+  if (positions_->Sync(expected_, BasePosition(), spec_.position_interval)) {
+    positions_->NoteOpened(clock_.SteadyNow());
+  }
 }
 
 SteadyTime PipelineCoordinator::PeriodicDueWithPositions(SteadyTime due) const {
@@ -90,7 +92,7 @@ Actions PipelineCoordinator::OnPositions(
         std::to_string(kMaxPosition) + "]";
     if (AllowSessionWarning(session, &text)) out.push_back(Log{LogLevel::kWarn, std::move(text)});
   }
-  positions_->NoteOpening(was_open, expected_.size(), clock_.SteadyNow());
+  if (!was_open && PositionsOpen()) positions_->NoteOpened(clock_.SteadyNow());
   if (changed) Rearm(out);  // the gate may have opened
   return out;
 }

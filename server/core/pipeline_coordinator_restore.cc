@@ -209,6 +209,7 @@ Actions PipelineCoordinator::OnCheckpointsDeleted(const std::vector<int64_t>& ch
   Actions out;
   std::vector<int64_t> released = history_.OnDeleted(checkpoint_ids);
   if (!released.empty() && !deleted_) {
+    history_.NoteReleased(released);
     Persist(out);  // recorded, so that a restart sends them again
     out.push_back(SendRelease{Sessions(), std::move(released)});
   }

@@ -217,11 +217,13 @@ PipelineCoordinator::Outcome PipelineCoordinator::AnswerWorkerSavepoint(SessionI
         "a savepoint of an alignment group's member is the whole group's, and goes to each "
         "member's default location: leave out the target");
   } else {
-    // Under its own job's directory: a worker of one job must not write its state where another
-    // job's savepoints go (nor read them back as its restore point).
-    outcome.status = savepoints_.AdmitWorkerRequest(
-        target, options_->savepoint_root + "/" + EncodePathSegment(spec_.key.job_id),
-        clock_.SteadyNow(), options_->savepoint_requests_per_minute, &over_rate);
+    outcome.status = SavepointQueue::CheckWorkerTarget(
+        target, options_->savepoint_root + "/" + EncodePathSegment(spec_.key.job_id));
+    if (outcome.status.ok()) {
+      outcome.status = savepoints_.AdmitWorkerRequest(clock_.SteadyNow(),
+                                                      options_->savepoint_requests_per_minute);
+      over_rate = !outcome.status.ok();
+    }
   }
   if (outcome.status.ok()) {
     outcome.actions.push_back(

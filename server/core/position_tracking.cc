@@ -4,21 +4,16 @@
 
 namespace ckpt {
 
-void PositionTracking::Sync(const TaskIdSet& expected, int64_t base, int64_t interval,
-                            SteadyTime now) {
+bool PositionTracking::Sync(const TaskIdSet& expected, int64_t base, int64_t interval) {
   const bool was_open = gate_.Open(expected.size()) && gate_.reported() > 0;
   gate_.Retain(expected);
   const int64_t step = std::max<int64_t>(0, interval);
   gate_.SetThreshold(base > kMaxPosition - step ? kMaxPosition : base + step);
-  if (!was_open && gate_.Open(expected.size())) opened_at_ = now;
+  return !was_open && gate_.Open(expected.size());
 }
 
 bool PositionTracking::Report(const std::string& task, int64_t position) {
   return gate_.Report(task, position);
-}
-
-void PositionTracking::NoteOpening(bool was_open, size_t expected, SteadyTime now) {
-  if (!was_open && gate_.Open(expected)) opened_at_ = now;
 }
 
 int64_t PositionTracking::NextRoundPosition(int64_t base, int64_t interval) {

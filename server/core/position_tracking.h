@@ -25,16 +25,17 @@ class PositionTracking {
   bool Open(size_t expected) const { return gate_.Open(expected); }
 
   // The gate's threshold is one `interval` (>= 0) past `base` (the last checkpoint's position),
-  // for the tasks of `expected` only (a changed set forgets the others).
-  void Sync(const TaskIdSet& expected, int64_t base, int64_t interval, SteadyTime now);
+  // for the tasks of `expected` only (a changed set forgets the others). True when that opened
+  // the gate (the caller then says when: NoteOpened).
+  bool Sync(const TaskIdSet& expected, int64_t base, int64_t interval);
   // A task's report (the caller checked that the reporting stream holds it). False when nothing
   // changed, or when `position` is outside [0, kMaxPosition].
   bool Report(const std::string& task, int64_t position);
   // The task may resume from an older position: what it reported no longer counts.
   void Forget(const std::string& task) { gate_.Forget(task); }
-  // After reports: when the gate has just opened (`was_open` false before them), from `now` on a
-  // periodic trigger held by it is late.
-  void NoteOpening(bool was_open, size_t expected, SteadyTime now);
+  // The gate has just opened (Sync said so, or reports opened it): from `now` on, a periodic
+  // trigger it held is late.
+  void NoteOpened(SteadyTime now) { opened_at_ = now; }
   // A periodic trigger due at `due` is due, once the positions are counted, not before the gate
   // opened (the trigger delay measures the scheduler, not the tasks).
   SteadyTime DueOnceOpen(SteadyTime due) const { return due > opened_at_ ? due : opened_at_; }

@@ -1,6 +1,6 @@
 #pragma once
 // SavepointQueue: the savepoint a pipeline was asked for and has not started yet, and the rate of
-// its workers' requests (docs/PROTOCOL.md, "Savepoints"). One savepoint waits at a time: a
+// its workers' requests (docs/PROTOCOL.md, "Savepoint requests"). One savepoint waits at a time: a
 // request that agrees with it (stop and target as asked) joins it, any other is refused. It
 // waits until the pipeline can start it (then Take) or until its deadline, which counts from the
 // request. Operators' calls may leave; a worker's request waits until its deadline.
@@ -12,7 +12,7 @@
 // Threading: owned by one PipelineCoordinator, so used on its pipeline's strand only. No I/O.
 //
 // Memory: one pointer in a pipeline that never had a savepoint asked for; the queue and the
-// request times are made on first use.
+// request times are made on first use (32 bytes, and the request while one waits).
 
 #include <cstdint>
 #include <memory>
@@ -39,7 +39,7 @@ class SavepointQueue {
   };
 
   // The savepoint waiting, or null.
-  const Request* queued() const { return state_ && state_->queued ? &*state_->queued : nullptr; }
+  const Request* queued() const { return state_ ? state_->queued.get() : nullptr; }
 
   enum class Offered {
     kQueued,   // nothing was waiting: this request waits now
@@ -53,16 +53,16 @@ class SavepointQueue {
   // it too. True when it was dropped.
   bool DropIfNoWorkerWaits();
 
-  // A worker's request within the rules: `target` empty or under `job_root` (a worker of one job
-  // must not write where another job's savepoints go), and at most `per_minute` accepted in the
-  // minute before `now` (an accepted request counts). `*over_rate` tells a refusal for the rate
-  // apart (counted as a limit).
-  Status AdmitWorkerRequest(const std::string& target, const std::string& job_root, SteadyTime now,
-                            int64_t per_minute, bool* over_rate);
+  // A worker's target is empty or under `job_root`: a worker of one job must not write where
+  // another job's savepoints go (nor read them back as its restore point).
+  static Status CheckWorkerTarget(const std::string& target, const std::string& job_root);
+  // At most `per_minute` worker requests accepted in the minute before `now`; an accepted
+  // request counts. RESOURCE_EXHAUSTED (a limit) beyond it.
+  Status AdmitWorkerRequest(SteadyTime now, int64_t per_minute);
 
  private:
   struct State {
-    std::optional<Request> queued;
+    std::unique_ptr<Request> queued;  // null: none (a pointer: most pipelines never queue one)
     // When the worker requests of the last minute were accepted, oldest first: at most
     // per_minute entries. A vector, not a deque: libstdc++'s deque allocates ~600 bytes even
     // when empty.

@@ -76,19 +76,20 @@ TEST(PendingRound, TheTimerNotesTheStuckThresholdOnceThenExpiresAtTheDeadline) {
   PendingRound round = RoundAt();
   EXPECT_EQ(round.OnTimer(6, kTriggeredAt + seconds(10)), Timer::kStale);  // another round's
   EXPECT_EQ(round.OnTimer(7, kTriggeredAt + seconds(10)), Timer::kStuck);
-  EXPECT_EQ(round.OnTimer(7, kTriggeredAt + seconds(20)),
-            Timer::kExpired);  // noted: only the deadline
+  // The notice given, the timer is armed for the deadline: when it fires, the round expires.
+  EXPECT_EQ(round.OnTimer(7, kTriggeredAt + seconds(60)), Timer::kExpired);
+  // The deadline came before the stuck threshold.
   PendingRound late = RoundAt();
-  EXPECT_EQ(late.OnTimer(7, kTriggeredAt + seconds(60)),
-            Timer::kExpired);  // the deadline came first
+  EXPECT_EQ(late.OnTimer(7, kTriggeredAt + seconds(60)), Timer::kExpired);
+  // No notice due (the deadline comes first, or the group keeps the timer).
   PendingRound no_notice = [] {
     PendingRound::Start start;
     start.id = 7;
     start.deadline = kTriggeredAt + seconds(60);
-    start.stuck_noted = true;  // the deadline comes first, or the group keeps the timer
+    start.stuck_noted = true;
     return PendingRound(std::move(start));
   }();
-  EXPECT_EQ(no_notice.OnTimer(7, kTriggeredAt), Timer::kExpired);
+  EXPECT_EQ(no_notice.OnTimer(7, kTriggeredAt + seconds(60)), Timer::kExpired);
 }
 
 TEST(PendingRound, AFiredTimerOfACompletingRoundIsStale) {
@@ -125,7 +126,7 @@ TEST(PendingRound, TheCheckpointHoldsTheAckedStatesAndTheFiguresInTaskOrder) {
   EXPECT_EQ(checkpoint.task_figures[2].worker_id, "w3");
   // Ack order stays in the round itself.
   EXPECT_EQ(round.figures().front().task_id, "c");
-  // Moving the acks out leaves the round empty.
+  // The acks move out as the round ends, whole.
   EXPECT_EQ(round.TakeAcked().size(), 3u);
   EXPECT_EQ(round.TakeFigures().size(), 3u);
 }

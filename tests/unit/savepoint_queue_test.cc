@@ -62,37 +62,30 @@ TEST(SavepointQueue, OperatorsLeavingDropItUnlessAWorkerAskedToo) {
 
 TEST(SavepointQueue, WorkerRequestsAreBoundedPerMinuteAndTheWindowSlides) {
   SavepointQueue queue;
-  const std::string root = "/sp/job";
-  bool over_rate = false;
   for (int i = 0; i < 3; ++i) {
-    EXPECT_TRUE(queue.AdmitWorkerRequest("", root, kAskedAt + seconds(i), 3, &over_rate).ok());
+    EXPECT_TRUE(queue.AdmitWorkerRequest(kAskedAt + seconds(i), 3).ok());
   }
-  const Status fourth = queue.AdmitWorkerRequest("", root, kAskedAt + seconds(10), 3, &over_rate);
+  const Status fourth = queue.AdmitWorkerRequest(kAskedAt + seconds(10), 3);
   EXPECT_EQ(fourth.code(), StatusCode::kResourceExhausted);
-  EXPECT_TRUE(over_rate);
   EXPECT_NE(fourth.message().find("savepoint_requests_per_minute (3)"), std::string::npos);
   // A minute after the first, one place is free again; a refusal took none.
-  over_rate = false;
-  EXPECT_TRUE(queue.AdmitWorkerRequest("", root, kAskedAt + seconds(60), 3, &over_rate).ok());
-  EXPECT_FALSE(queue.AdmitWorkerRequest("", root, kAskedAt + seconds(60), 3, &over_rate).ok());
-  EXPECT_TRUE(over_rate);
+  EXPECT_TRUE(queue.AdmitWorkerRequest(kAskedAt + seconds(60), 3).ok());
+  EXPECT_FALSE(queue.AdmitWorkerRequest(kAskedAt + seconds(60), 3).ok());
+  // The request times do not keep a queued savepoint alive, nor the other way round.
+  EXPECT_EQ(queue.Offer(Asked("", false)), Offered::kQueued);
+  EXPECT_TRUE(queue.Take().has_value());
+  EXPECT_EQ(queue.queued(), nullptr);
+  EXPECT_FALSE(queue.AdmitWorkerRequest(kAskedAt + std::chrono::milliseconds(60500), 3).ok());
 }
 
 TEST(SavepointQueue, AWorkersTargetMustLieUnderItsJobsDirectory) {
-  SavepointQueue queue;
-  bool over_rate = false;
-  EXPECT_TRUE(queue.AdmitWorkerRequest("/sp/job/a", "/sp/job", kAskedAt, 6, &over_rate).ok());
-  const Status other_job =
-      queue.AdmitWorkerRequest("/sp/job2/a", "/sp/job", kAskedAt, 6, &over_rate);
+  EXPECT_TRUE(SavepointQueue::CheckWorkerTarget("", "/sp/job").ok());
+  EXPECT_TRUE(SavepointQueue::CheckWorkerTarget("/sp/job/a", "/sp/job").ok());
+  const Status other_job = SavepointQueue::CheckWorkerTarget("/sp/job2/a", "/sp/job");
   EXPECT_EQ(other_job.code(), StatusCode::kPermissionDenied);
-  EXPECT_FALSE(over_rate);
-  EXPECT_EQ(queue.AdmitWorkerRequest("/sp/job/../other", "/sp/job", kAskedAt, 6, &over_rate).code(),
+  EXPECT_NE(other_job.message().find("/sp/job/"), std::string::npos) << other_job.ToString();
+  EXPECT_EQ(SavepointQueue::CheckWorkerTarget("/sp/job/../other", "/sp/job").code(),
             StatusCode::kPermissionDenied);
-  // A refused target does not count toward the rate.
-  for (int i = 0; i < 5; ++i) {
-    EXPECT_TRUE(queue.AdmitWorkerRequest("", "/sp/job", kAskedAt, 6, &over_rate).ok());
-  }
-  EXPECT_FALSE(queue.AdmitWorkerRequest("", "/sp/job", kAskedAt, 6, &over_rate).ok());
 }
 
 }  // namespace

@@ -248,6 +248,8 @@ struct PipelineWorkerCounters {
 //     "restored to checkpoint ..." (an operator restored the pipeline) reconnects, and the next
 //     welcome carries the new restore point;
 //   - NOT_FOUND (no such pipeline yet): retry at the maximum backoff, as it may be created later;
+//   - FAILED_PRECONDITION (the pipeline's stored record is unreadable): retry at the maximum
+//     backoff, until an operator deletes and creates it again;
 //   - anything else (UNAVAILABLE, DEADLINE_EXCEEDED = lease expired, ALREADY_EXISTS, OK without our
 //     goodbye, ...): retry with exponential backoff. The backoff restarts from backoff_initial once
 //     a session stayed up for a second.

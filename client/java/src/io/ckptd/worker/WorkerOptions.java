@@ -183,7 +183,10 @@ public final class WorkerOptions {
       return this;
     }
 
-    /** The largest reconnect delay (default 5 s); also the delay after NOT_FOUND. */
+    /**
+     * The largest reconnect delay (default 5 s); also the delay after NOT_FOUND and
+     * FAILED_PRECONDITION (an unreadable pipeline).
+     */
     public Builder backoffMax(Duration backoffMax) {
       this.backoffMax = Objects.requireNonNull(backoffMax);
       return this;
