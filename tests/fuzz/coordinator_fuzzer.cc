@@ -23,6 +23,7 @@
 
 #include "core/pipeline_coordinator.h"
 #include "core/spec_validation.h"
+#include "fuzz_input.h"
 #include "support/coordinator_invariants.h"
 
 namespace ckpt {
@@ -32,52 +33,8 @@ using testing::CheckedCoordinator;
 
 bool g_verbose = false;
 
-// --------------------------------------------------------------------------------------------
-// Input
-
-class Input {
- public:
-  Input(const uint8_t* data, size_t size) : data_(data), size_(size) {}
-  bool empty() const { return pos_ >= size_; }
-  // Past the end: zeros, so a truncated event still decodes.
-  uint8_t Byte() { return pos_ < size_ ? data_[pos_++] : 0; }
-  size_t pos() const { return pos_; }
-
- private:
-  const uint8_t* data_;
-  size_t size_;
-  size_t pos_ = 0;
-};
-
-// --------------------------------------------------------------------------------------------
-// Clock: steady and wall time move together, by hand. Optionally every steady reading moves time
-// on by 1 us, as a real clock does between two reads; the model reads without ticking.
-
-class FuzzClock final : public testing::TestClock {
- public:
-  SteadyTime SteadyNow() const override {
-    if (ticking_) now_ += std::chrono::microseconds(1);
-    return now_;
-  }
-  int64_t WallMs() const override { return wall_ms_; }
-  SteadyTime Peek() const override { return now_; }
-  bool Ticking() const override { return ticking_; }
-  void SetTicking(bool on) { ticking_ = on; }
-  void Advance(std::chrono::microseconds d) {
-    now_ += d;
-    wall_ms_ = wall_base_ + std::chrono::duration_cast<Millis>(now_ - start_).count();
-  }
-  void AdvanceTo(SteadyTime t) {
-    if (t > now_) Advance(std::chrono::duration_cast<std::chrono::microseconds>(t - now_));
-  }
-
- private:
-  const SteadyTime start_{Millis(1'000'000)};
-  mutable SteadyTime now_{start_};
-  bool ticking_ = false;
-  const int64_t wall_base_ = 1'700'000'000'000;
-  int64_t wall_ms_ = wall_base_;
-};
+using fuzz::FuzzClock;
+using Input = fuzz::FuzzInput;
 
 // --------------------------------------------------------------------------------------------
 // The driver: events from the input, played against a checked coordinator; the driver plays the

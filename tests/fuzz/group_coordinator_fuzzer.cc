@@ -63,6 +63,7 @@
 
 #include "core/group_coordinator.h"
 #include "core/spec_validation.h"
+#include "fuzz_input.h"
 
 namespace ckpt {
 namespace {
@@ -80,48 +81,8 @@ bool g_verbose = false;
     if (g_verbose) Print(what); \
   } while (0)
 
-// --------------------------------------------------------------------------------------------
-// Input
-
-class GroupInput {
- public:
-  GroupInput(const uint8_t* data, size_t size) : data_(data), size_(size) {}
-  bool empty() const { return pos_ >= size_; }
-  // Past the end: zeros, so a truncated event still decodes.
-  uint8_t Byte() { return pos_ < size_ ? data_[pos_++] : 0; }
-
- private:
-  const uint8_t* data_;
-  size_t size_;
-  size_t pos_ = 0;
-};
-
-// --------------------------------------------------------------------------------------------
-// Clock: steady and wall time move together, by hand. Optionally every steady reading moves time
-// on by 1 us, as a real clock does between two reads; Peek() never does.
-
-class GroupFuzzClock final : public Clock {
- public:
-  SteadyTime SteadyNow() const override {
-    if (ticking_) now_ += std::chrono::microseconds(1);
-    return now_;
-  }
-  int64_t WallMs() const override {
-    return kWallBase + std::chrono::duration_cast<Millis>(now_ - kStart).count();
-  }
-  SteadyTime Peek() const { return now_; }
-  void SetTicking(bool on) { ticking_ = on; }
-  void Advance(std::chrono::microseconds d) { now_ += d; }
-  void AdvanceTo(SteadyTime t) {
-    if (t > now_) now_ = t;
-  }
-
- private:
-  static constexpr SteadyTime kStart{Millis(1'000'000)};
-  static constexpr int64_t kWallBase = 1'700'000'000'000;
-  mutable SteadyTime now_{kStart};
-  bool ticking_ = false;
-};
+using GroupInput = fuzz::FuzzInput;
+using GroupFuzzClock = fuzz::FuzzClock;
 
 // --------------------------------------------------------------------------------------------
 // Descriptions for CKPT_FUZZ_VERBOSE and failure messages
