@@ -1,5 +1,7 @@
 #include "api/admin_convert.h"
 
+#include <map>
+
 #include "api/proto_convert.h"
 
 namespace ckpt {
@@ -30,6 +32,7 @@ PipelineSpec SpecFromCreate(const v1::PipelineSpec& proto, const PipelineDefault
       proto.has_tolerable_failures() ? proto.tolerable_failures() : defaults.tolerable_failures;
   spec.retained = proto.has_retained() ? proto.retained() : defaults.retained;
   spec.position_interval = proto.position_interval();  // no daemon default: 0, time alone
+  spec.commit_timeout_ms = proto.commit_timeout_ms();  // no daemon default: 0, no commit phase
   spec.alignment_group = proto.alignment_group();
   return spec;
 }
@@ -44,6 +47,7 @@ PipelineSpec SpecFromUpdate(const v1::PipelineSpec& proto, const PipelineSpec& c
   if (proto.has_tolerable_failures()) spec.tolerable_failures = proto.tolerable_failures();
   if (proto.has_retained()) spec.retained = proto.retained();
   if (proto.has_position_interval()) spec.position_interval = proto.position_interval();
+  if (proto.has_commit_timeout_ms()) spec.commit_timeout_ms = proto.commit_timeout_ms();
   // An update leaves the group alone unless it names one (UpdateSpec refuses a different one).
   if (!proto.alignment_group().empty()) spec.alignment_group = proto.alignment_group();
   return spec;
@@ -62,6 +66,9 @@ void ToProto(const PipelineStatus& s, v1::Pipeline* out) {
   spec->set_retained(s.spec.retained);
   spec->set_position_interval(s.spec.position_interval);
   spec->set_alignment_group(s.spec.alignment_group);
+  spec->set_commit_timeout_ms(s.spec.commit_timeout_ms);
+  out->set_committing_checkpoint_id(s.committing_checkpoint_id);
+  out->set_last_committed_checkpoint_id(s.last_committed_checkpoint_id);
   out->set_state(ckpt::ToProto(s.state));
   out->set_generation(s.generation);
   out->set_expected_tasks(s.expected_tasks);
@@ -86,6 +93,7 @@ void ToProto(const PipelineStatus& s, v1::Pipeline* out) {
     r->set_rescaled(s.restore.rescaled);
     r->set_operator_set(s.restore.operator_set);
     r->set_position(s.restore.position);
+    r->set_commit_pending(s.restore.commit_pending);
   }
 }
 
@@ -118,9 +126,20 @@ void ToProto(const CompletedCheckpoint& c, int expected_tasks, v1::CheckpointInf
   out->set_location(c.location);
   out->set_position(c.position);
   out->set_alignment_group(c.alignment_group);
+  out->set_commit_status(ToProto(c.commit_status));
+  out->set_committed_at_ms(c.committed_at_ms);
   if (!with_states) return;
   for (const auto& [task, state] : c.task_states)
     ckpt::ToProto(state, &(*out->mutable_state())[task]);
+}
+
+v1::CommitStatus ToProto(CommitStatus status) {
+  switch (status) {
+    case CommitStatus::kNone: return v1::COMMIT_STATUS_NONE;
+    case CommitStatus::kCommitting: return v1::COMMIT_STATUS_COMMITTING;
+    case CommitStatus::kCommitted: return v1::COMMIT_STATUS_COMMITTED;
+  }
+  return v1::COMMIT_STATUS_NONE;
 }
 
 void ToProto(const RoundSummary& r, v1::CheckpointInfo* out) {
@@ -181,7 +200,21 @@ void AddTasks(const CompletedCheckpoint& checkpoint, v1::CheckpointInfo* out) {
   }
 }
 
-static_assert(static_cast<int>(Holdup::kWaitingForGroup) == v1::PIPELINE_HOLDUP_WAITING_FOR_GROUP &&
+void AddTaskCommitTimes(const std::vector<std::pair<std::string, int64_t>>& times,
+                        v1::CheckpointInfo* out) {
+  if (times.empty()) return;
+  std::map<std::string, int64_t> by_task(times.begin(), times.end());
+  for (v1::TaskCheckpointInfo& task : *out->mutable_tasks()) {
+    if (auto it = by_task.find(task.task_id()); it != by_task.end()) {
+      task.set_committed_at_ms(it->second);
+    }
+  }
+}
+
+static_assert(static_cast<int>(Holdup::kCommitOverdue) == v1::PIPELINE_HOLDUP_COMMIT_OVERDUE &&
+                  static_cast<int>(Holdup::kCommitting) == v1::PIPELINE_HOLDUP_COMMITTING &&
+                  static_cast<int>(Holdup::kWaitingForGroup) ==
+                      v1::PIPELINE_HOLDUP_WAITING_FOR_GROUP &&
                   static_cast<int>(Holdup::kWaitingForPositions) ==
                       v1::PIPELINE_HOLDUP_WAITING_FOR_POSITIONS &&
                   static_cast<int>(Holdup::kWaitingMinPause) ==
@@ -223,6 +256,9 @@ void ToProto(const Explanation& e, const std::string& summary, v1::PipelineExpla
   for (const auto& [member, why] : e.group_holding) {
     ToProto(member, why, out->add_group_holding());
   }
+  out->set_committing_checkpoint_id(e.committing_checkpoint_id);
+  out->set_commit_age_ms(e.commit_age_ms);
+  out->set_commit_timeout_ms(e.commit_timeout_ms);
 }
 
 void ToProto(const PendingSummary& p, v1::CheckpointInfo* out) {

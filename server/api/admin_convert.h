@@ -30,6 +30,10 @@ void ToProto(const PendingSummary& pending, v1::CheckpointInfo* out);
 // GetCheckpoint: a round in memory with its tasks, or a stored checkpoint with its tasks.
 void ToProto(const CheckpointDetail& detail, v1::CheckpointInfo* out);
 void AddTasks(const CompletedCheckpoint& checkpoint, v1::CheckpointInfo* out);
+// Each task's commit time (PipelineCoordinator::TaskCommitTimes) onto the tasks AddTasks added.
+void AddTaskCommitTimes(const std::vector<std::pair<std::string, int64_t>>& times,
+                        v1::CheckpointInfo* out);
+v1::CommitStatus ToProto(CommitStatus status);
 void ToProto(const Explanation& e, const std::string& summary, v1::PipelineExplanation* out);
 v1::SavepointStatus ToProto(SavepointPhase phase);
 // PutAlignmentGroup's fields, unset ones left unset.

@@ -10,6 +10,19 @@
 
 namespace ckpt {
 
+namespace {
+
+// The coordinator's COMMITTED mark, for ApplyCommitMark: the etcd store writes a checkpoint
+// COMMITTING and marks it COMMITTED in the pipeline's progress only.
+PipelineProgress CommitMarks(const PipelineCoordinator& c) {
+  PipelineProgress marks;
+  marks.last_committed_id = c.LastCommittedId();
+  marks.last_committed_at_ms = c.LastCommittedAtMs();
+  return marks;
+}
+
+}  // namespace
+
 size_t RepeatedFieldBytes(size_t bytes) {
   size_t varint = 1;
   for (size_t rest = bytes >> 7; rest != 0; rest >>= 7) ++varint;
@@ -22,6 +35,7 @@ void ReadCheckpointHistory(AdminBackend& backend, const std::shared_ptr<Pipeline
   runner->Inspect([&backend, key = runner->key(), limit, before_id, out, state_bytes,
                    done = std::move(done)](const PipelineCoordinator& c) mutable {
     const int expected = static_cast<int>(c.spec().task_ids.size());
+    const PipelineProgress marks = CommitMarks(c);
     std::optional<PendingSummary> pending = before_id == 0 ? c.Pending() : std::nullopt;
     std::vector<RoundSummary> recent;
     for (const auto& r : c.RecentRounds()) {
@@ -29,9 +43,10 @@ void ReadCheckpointHistory(AdminBackend& backend, const std::shared_ptr<Pipeline
     }
     backend.ListCompleted(
         key, limit, before_id,
-        [limit, out, state_bytes, expected, pending, recent = std::move(recent),
+        [limit, out, state_bytes, expected, pending, marks, recent = std::move(recent),
          done = std::move(done)](Result<std::vector<CompletedCheckpoint>> completed) {
           if (!completed.ok()) return done(completed.status());
+          for (CompletedCheckpoint& checkpoint : *completed) ApplyCommitMark(marks, checkpoint);
           if (pending) {
             ToProto(*pending, out->add_checkpoints());
             if (state_bytes) state_bytes->push_back(0);
@@ -104,15 +119,17 @@ void ReadCheckpoint(AdminBackend& backend, const std::shared_ptr<PipelineRunner>
     const int expected = static_cast<int>(c.spec().task_ids.size());
     backend.ListCompleted(
         key, 1, id + 1,
-        [id, expected, missing, out,
+        [id, expected, missing, out, marks = CommitMarks(c), commit_times = c.TaskCommitTimes(id),
          done = std::move(done)](Result<std::vector<CompletedCheckpoint>> found) {
           if (!found.ok()) return done(found.status());
           if (found->empty() || found->front().checkpoint_id != id) {
             return done(Status::NotFound(missing));
           }
+          ApplyCommitMark(marks, found->front());
           ToProto(found->front(), expected, out);
           out->clear_state();  // the states are in `tasks`: a wide checkpoint's, once
           AddTasks(found->front(), out);
+          AddTaskCommitTimes(commit_times, out);
           done(Status::Ok());
         });
   });

@@ -46,11 +46,13 @@ void ToProto(const OutboundMessage& message, v1::CoordinatorMessage* out) {
       r->set_rescaled(point.rescaled);
       r->set_operator_set(point.operator_set);
       r->set_position(point.position);
+      r->set_commit_pending(point.commit_pending);
       auto& states = *r->mutable_task_states();
       for (const auto& [task, state] : point.task_states) ToProto(state, &states[task]);
     }
     w->mutable_retained_checkpoint_ids()->Add(m->info.retained_checkpoint_ids.begin(),
                                               m->info.retained_checkpoint_ids.end());
+    w->set_last_committed_checkpoint_id(m->info.last_committed_checkpoint_id);
   } else if (auto* m = std::get_if<SendTrigger>(&message)) {
     auto* t = out->mutable_trigger();
     t->set_checkpoint_id(m->checkpoint_id);
@@ -76,6 +78,8 @@ void ToProto(const OutboundMessage& message, v1::CoordinatorMessage* out) {
     c->set_reason(m->reason);
   } else if (auto* m = std::get_if<SendSavepointRefused>(&message)) {
     out->mutable_savepoint_refused()->set_reason(m->reason);
+  } else if (auto* m = std::get_if<SendAllCommitted>(&message)) {
+    out->mutable_all_committed()->set_checkpoint_id(m->checkpoint_id);
   }
 }
 

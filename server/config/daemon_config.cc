@@ -57,11 +57,13 @@ constexpr std::string_view kMetricsKeys[] = {"per_pipeline", "web_view"};
 // The keys PipelineDefaults and PipelineSpec share: `defaults` may set exactly what a pipeline may.
 constexpr std::string_view kPolicyKeys[] = {"interval_ms", "timeout_ms", "min_pause_ms",
                                             "tolerable_failures", "retained"};
-// position_interval is a pipeline's own (or its group's): no daemon-wide default.
+// position_interval and commit_timeout_ms are a pipeline's own (or its group's): no daemon-wide
+// default.
 constexpr std::string_view kPipelineKeys[] = {
-    "job_id",      "pipeline_id",  "task_ids",          "parallelism",
-    "interval_ms", "timeout_ms",   "min_pause_ms",      "tolerable_failures",
-    "retained",    "restore_from", "position_interval", "alignment_group"};
+    "job_id",           "pipeline_id",  "task_ids",          "parallelism",
+    "interval_ms",      "timeout_ms",   "min_pause_ms",      "tolerable_failures",
+    "retained",         "restore_from", "position_interval", "alignment_group",
+    "commit_timeout_ms"};
 constexpr std::string_view kGroupKeys[] = {"name", "interval_ms", "timeout_ms", "min_pause_ms",
                                            "position_interval"};
 // pipelines[].restore_from: the fields of CreatePipeline's restore_from.
@@ -426,6 +428,7 @@ MaybeYamlError ConfigReader::ReadPipeline(const YAML::Node& entry, const std::st
                                       : ReadParallelism(field, &spec->task_ids);
     }
     if (field.name == "position_interval") return ReadIntAs(field, &spec->position_interval);
+    if (field.name == "commit_timeout_ms") return ReadIntAs(field, &spec->commit_timeout_ms);
     if (field.name == "alignment_group") return ReadString(field, &spec->alignment_group);
     if (field.name == "restore_from") {
       CheckpointRef ref;

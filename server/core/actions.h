@@ -41,6 +41,13 @@ struct SendComplete {
   CheckpointKind kind = CheckpointKind::kCheckpoint;
 };
 
+// Every task committed the side effects of `checkpoint_id` and its COMMITTED mark is durable
+// (docs/PROTOCOL.md, "Commit phase").
+struct SendAllCommitted {
+  std::vector<SessionId> to;
+  int64_t checkpoint_id = 0;
+};
+
 // Tells the sessions that these checkpoints left the history (docs/PROTOCOL.md, "Restore and
 // release"): sent after the commit that released them is durable; the tasks may delete their state.
 struct SendRelease {
@@ -105,6 +112,13 @@ struct PersistProgress {
 struct CommitCheckpoint {
   CheckpointCommit commit;
 };
+// The COMMITTED mark of `checkpoint_id`: a progress write (PipelineProgress::last_committed_id).
+// Completion comes back as OnCommitMarked / OnCommitMarkFailed with the id.
+struct PersistCommitMark {
+  PipelineKey key;
+  PipelineProgress progress;
+  int64_t checkpoint_id = 0;
+};
 // The last pin on a checkpoint went away (RestorePins): its pipeline (ref.key) is told
 // (OnPinDropped) and may release it.
 struct PinDropped {
@@ -127,6 +141,18 @@ struct RecordTriggerDelay {
 // (ckptd_checkpoints_stuck_total). Once per round.
 struct RoundStuck {
   int64_t checkpoint_id = 0;
+};
+
+// The COMMITTING checkpoint passed commit_timeout_ms with tasks not committed: counted
+// (ckptd_commits_overdue_total), once per checkpoint; the warning is a Log beside it.
+struct CommitOverdue {
+  int64_t checkpoint_id = 0;
+};
+// A checkpoint's commit phase ended (COMMITTED): `duration` from `complete` to the durable mark
+// (ckptd_commit_duration_seconds).
+struct CommitFinished {
+  int64_t checkpoint_id = 0;
+  std::chrono::microseconds duration{0};
 };
 
 // A round ended; for metrics and progress reporting.
@@ -213,10 +239,10 @@ struct Log {
 
 using Action =
     std::variant<SendTrigger, SendAbort, SendComplete, SendRelease, SendState, SendSavepointRefused,
-                 EndSession, ArmWakeup, CancelWakeup, ArmTimeout, CancelTimeout, ReserveIds,
-                 PersistRecord, PersistProgress, CommitCheckpoint, DeleteCheckpoints, PinDropped,
-                 RecordTriggerDelay, RoundStuck, RoundFinished, MemberDone, MemberFailed,
-                 IgnoredMessage, Log>;
+                 SendAllCommitted, EndSession, ArmWakeup, CancelWakeup, ArmTimeout, CancelTimeout,
+                 ReserveIds, PersistRecord, PersistProgress, CommitCheckpoint, PersistCommitMark,
+                 DeleteCheckpoints, PinDropped, RecordTriggerDelay, RoundStuck, RoundFinished,
+                 CommitOverdue, CommitFinished, MemberDone, MemberFailed, IgnoredMessage, Log>;
 using Actions = std::vector<Action>;
 
 }  // namespace ckpt

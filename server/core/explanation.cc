@@ -64,6 +64,8 @@ const char* HoldupName(Holdup holdup) {
     case Holdup::kWaitingMinPause: return "WAITING_MIN_PAUSE";
     case Holdup::kWaitingForPositions: return "WAITING_FOR_POSITIONS";
     case Holdup::kWaitingForGroup: return "WAITING_FOR_GROUP";
+    case Holdup::kCommitting: return "COMMITTING";
+    case Holdup::kCommitOverdue: return "COMMIT_OVERDUE";
   }
   return "NONE";
 }
@@ -152,6 +154,20 @@ std::string ExplainSentence(const PipelineKey& key, const Explanation& e, int64_
                 (e.group_holding.size() > 2 ? "s" : "") + ")";
       }
       return text;
+    }
+    case Holdup::kCommitting:
+    case Holdup::kCommitOverdue: {
+      std::string text = (e.holdup == Holdup::kCommitOverdue ? "commit overdue: checkpoint "
+                                                             : "committing: checkpoint ") +
+                         std::to_string(e.committing_checkpoint_id) + " is waiting for " +
+                         std::to_string(e.tasks_total) + (e.tasks_total == 1 ? " task" : " tasks") +
+                         " to commit (" + TaskNames(e, 3) + ") for " +
+                         ShortDuration(e.commit_age_ms) + " (commit_timeout " +
+                         ShortDuration(e.commit_timeout_ms) + ")";
+      if (!e.tasks.empty() && e.tasks.front().worker_id.empty()) {
+        text += "; " + e.tasks.front().task_id + " is held by no worker";
+      }
+      return text + "; no new checkpoint until it is COMMITTED";
     }
     case Holdup::kNone: break;
   }

@@ -27,6 +27,8 @@ enum class Holdup {
   kWaitingMinPause,      // the last round ended less than min_pause ago
   kWaitingForPositions,  // position_interval: tasks have not reported positions that far yet
   kWaitingForGroup,      // a member of an alignment group: the group's round or schedule holds it
+  kCommitting,           // the newest checkpoint is COMMITTING, within commit_timeout_ms
+  kCommitOverdue,        // it is COMMITTING past commit_timeout_ms (`tasks`: not committed)
 };
 const char* HoldupName(Holdup holdup);  // "ROUND_SLOW", as the proto names it
 
@@ -65,6 +67,10 @@ struct Explanation {
   std::vector<std::pair<PipelineKey, std::string>> group_holding;
   bool group_waiting_for_positions = false;  // the group's position gate is closed
   bool group_waiting_for_ids = false;        // the group's next id is being reserved
+  // kCommitting, kCommitOverdue: the checkpoint, since when (its `complete`), and the timeout.
+  int64_t committing_checkpoint_id = 0;
+  int64_t commit_age_ms = 0;
+  int64_t commit_timeout_ms = 0;
 };
 
 inline constexpr size_t kMaxExplainedTasks = 1000;

@@ -67,6 +67,23 @@ PipelineCoordinator::PipelineCoordinator(const StoredPipeline& stored, const Clo
   restore_rescaled_ = RestoreSetDiffers();
   SyncPositionGate();
   if (!expected_.empty()) tasks_missing_since_ms_ = clock_.WallMs();  // no stream yet
+  const bool newest_committing =
+      stored.newest && stored.newest->commit_status == CommitStatus::kCommitting &&
+      stored.newest->checkpoint_id > stored.record.last_committed_id && !stored.record.restore_from;
+  if (stored.record.last_committed_id > 0 || newest_committing) {
+    Commits& c = commits();
+    c.last_committed_id = stored.record.last_committed_id;
+    c.last_committed_at_ms = stored.record.last_committed_at_ms;
+    if (newest_committing) {
+      // COMMITTING when the daemon stopped: the per-task marks were not durable, so every task is
+      // asked again (its welcome carries commit_pending). Overdue counts from this start.
+      const SteadyTime now = clock_.SteadyNow();
+      const int64_t timeout_ms = CommitTimeoutMs();
+      c.phase = std::make_unique<CommitPhase>(
+          CommitPhase::Start{stored.newest->checkpoint_id, stored.newest->kind, expected_.size(),
+                             now, timeout_ms > 0 ? now + Millis(timeout_ms) : SteadyTime::max()});
+    }
+  }
 }
 
 Actions PipelineCoordinator::Start(bool restarted) {
@@ -158,11 +175,15 @@ std::optional<SteadyTime> PipelineCoordinator::DesiredWakeup() const {
     if (t && (!at || *t < *at)) at = t;
   };
   consider(ids_.retry_at());
+  if (Committing()) {
+    consider(commits_->phase->overdue_at());
+    consider(commits_->phase->mark_retry_at());
+  }
   if (const auto* queued = savepoints_.queued()) consider(queued->deadline);
   if (sticky_ != StickyState::kActive) return at;
   if (!AllTasksRegistered()) {
     consider(next_missing_warn_at_);
-  } else if (!pending_ && !ids_.waiting() && store_writable_ && !group_) {
+  } else if (!pending_ && !Committing() && !ids_.waiting() && store_writable_ && !group_) {
     // A queued savepoint starts as soon as it can, ignoring interval, min pause and positions.
     if (savepoints_.queued()) {
       consider(SteadyTime{});
@@ -192,6 +213,8 @@ Actions PipelineCoordinator::OnWakeup() {
   const SteadyTime now = clock_.SteadyNow();
   armed_wakeup_.reset();  // it fired; a stale fire only makes us re-evaluate, which is harmless
   if (ids_.TakeDueRetry(now)) MaybeReserveIds(out);
+  MaybeWarnCommitOverdue(now, out);
+  MaybeWriteCommitMark(out);
   if (savepoints_.queued() && now >= savepoints_.queued()->deadline) {
     FinishQueuedSavepoint("savepoint timed out before it could start", out);
   }
@@ -205,7 +228,7 @@ Actions PipelineCoordinator::OnWakeup() {
                                                FirstNames(missing, static_cast<size_t>(total))});
         next_missing_warn_at_ = now + options_->missing_tasks_warn_interval;
       }
-    } else if (!pending_ && !group_) {  // a member's rounds are its group's
+    } else if (!pending_ && !Committing() && !group_) {  // a member's rounds are its group's
       if (const auto* queued = savepoints_.queued()) {
         const std::string target = queued->target;  // TryTrigger takes it from the queue
         TryTrigger(queued->kind(), target, TriggerCause::kSavepoint, out);
@@ -256,8 +279,8 @@ Actions PipelineCoordinator::OnIdsReserveFailed(const Status& error) {
 
 bool PipelineCoordinator::TryTrigger(CheckpointKind kind, const std::string& target,
                                      TriggerCause cause, Actions& out) {
-  if (pending_ || shutting_down_ || sticky_ != StickyState::kActive || !AllTasksRegistered() ||
-      !store_writable_) {
+  if (pending_ || Committing() || shutting_down_ || sticky_ != StickyState::kActive ||
+      !AllTasksRegistered() || !store_writable_) {
     return false;
   }
   const std::optional<int64_t> id = ids_.Take();
@@ -303,6 +326,7 @@ bool PipelineCoordinator::TryTrigger(CheckpointKind kind, const std::string& tar
   out.push_back(Log{LogLevel::kDebug, std::string("triggered ") + CheckpointKindName(kind) + " " +
                                           std::to_string(round.id)});
   pending_ = std::make_unique<PendingRound>(std::move(round));
+  if (commits_) commits_->phase.reset();  // the last one's COMMITTED record: a new round is on
   MaybeReserveIds(out);
   return true;
 }
@@ -378,6 +402,7 @@ Actions PipelineCoordinator::OnAck(SessionId session, int64_t checkpoint_id,
   out.push_back(CancelTimeout{});
   CompletedCheckpoint checkpoint = pending_->ToCheckpoint(clock_.WallMs());
   if (pending_->of_group()) checkpoint.alignment_group = group_ ? group_->name : std::string();
+  if (CommitTimeoutMs() > 0) checkpoint.commit_status = CommitStatus::kCommitting;
   if (options_->pins) pending_->SetKeep(options_->pins->PinnedIds(spec_.key));
   CheckpointCommit commit{spec_.key, spec_.retained, ProjectedProgress(), std::move(checkpoint),
                           pending_->keep()};
@@ -412,6 +437,7 @@ void PipelineCoordinator::FailRound(CheckpointStatus status, const std::string& 
                                     FailureCause cause, Actions& out, bool tell_group) {
   PendingRound round = std::move(*pending_);
   pending_.reset();
+  if (commits_) commits_->registered_while_completing.clear();  // nothing of it to commit
   if (round.of_group() && tell_group) {
     // A step owed for a passed position is the group's to apply, not this pipeline's.
     const bool passed_position = positions_ && positions_->TakeStep();
@@ -496,6 +522,7 @@ Actions PipelineCoordinator::OnCommitted(int64_t checkpoint_id) {
   out.push_back(SendComplete{Sessions(), round.id(), round.kind()});
   AdoptCompleted(round.id(), round.kind(), round.target(), round.position(), round.TakeAcked(),
                  round.keep(), out);
+  BeginCommitPhase(round.id(), round.kind(), out);
   out.push_back(RoundFinished{round.id(), round.kind(), CheckpointStatus::kCompleted,
                               Since(round.triggered_at(), now), "", false, round.target()});
   if (sticky_ == StickyState::kStopped) {
@@ -624,6 +651,15 @@ PipelineProgress PipelineCoordinator::ProjectedProgress() const {
     r.restore_from = CheckpointRef{restore_->source(spec_.key), restore_->checkpoint_id};
   }
   r.released_ids = history_.last_released();
+  if (commits_) {
+    r.last_committed_id = commits_->last_committed_id;
+    r.last_committed_at_ms = commits_->last_committed_at_ms;
+    if (Committing() && commits_->phase->mark_at_ms() > 0) {
+      // The mark is with the store (or retried): a write queued behind it must not undo it.
+      r.last_committed_id = commits_->phase->checkpoint_id();
+      r.last_committed_at_ms = commits_->phase->mark_at_ms();
+    }
+  }
   if (pending_ && pending_->completing()) {
     r.restore_from.reset();  // a completion ends an operator-set restore point
     const int64_t plain_extra =
@@ -664,7 +700,7 @@ std::string PipelineCoordinator::SavepointLocation(const std::string& target, in
 }
 
 void PipelineCoordinator::AdoptSpecKeepingKey(const PipelineSpec& spec) {
-  static_assert(sizeof(PipelineSpec) == 160, "PipelineSpec changed: adopt its new fields here");
+  static_assert(sizeof(PipelineSpec) == 168, "PipelineSpec changed: adopt its new fields here");
   spec_.task_ids = spec.task_ids;
   spec_.interval_ms = spec.interval_ms;
   spec_.timeout_ms = spec.timeout_ms;
@@ -672,6 +708,7 @@ void PipelineCoordinator::AdoptSpecKeepingKey(const PipelineSpec& spec) {
   spec_.tolerable_failures = spec.tolerable_failures;
   spec_.retained = spec.retained;
   spec_.position_interval = spec.position_interval;
+  spec_.commit_timeout_ms = spec.commit_timeout_ms;
   // alignment_group: equal as well (checked).
 }
 

@@ -30,6 +30,7 @@
 #include "core/actions.h"
 #include "core/checkpoint_history.h"
 #include "core/clock.h"
+#include "core/commit_phase.h"
 #include "core/explanation.h"
 #include "core/id_reservation.h"
 #include "core/maybe_time.h"
@@ -108,6 +109,9 @@ struct RestorePoint {
   bool rescaled = false;
   bool operator_set = false;  // RestorePipeline or restore_from, until the next completion
   int64_t position = 0;       // where the checkpoint was taken (0: no position)
+  // It is COMMITTING: the tasks commit what it holds (again: idempotently) and send `committed`
+  // (docs/PROTOCOL.md, "Commit phase").
+  bool commit_pending = false;
   std::map<std::string, TaskState> task_states;
 };
 
@@ -121,6 +125,7 @@ struct WelcomeInfo {
   // Every id of this pipeline the daemon still references (its history), oldest first: a worker
   // that was away may delete the state of any other.
   std::vector<int64_t> retained_checkpoint_ids;
+  int64_t last_committed_checkpoint_id = 0;  // the newest durably COMMITTED (0: none)
 };
 
 // A finished round kept in memory (failed and expired ones are not in the store).
@@ -190,6 +195,8 @@ struct PipelineStatus {
   int64_t pending_checkpoint_id = 0;
   int64_t last_completed_checkpoint_id = 0;
   int64_t last_completed_at_ms = 0;
+  int64_t committing_checkpoint_id = 0;  // 0: none
+  int64_t last_committed_checkpoint_id = 0;
   PipelineCounters counters;
   int sessions = 0;
   bool from_config = false;
@@ -246,6 +253,26 @@ class PipelineCoordinator {
   // has a position_interval, and ignored otherwise. Tasks the stream does not hold are ignored.
   Actions OnPositions(SessionId session,
                       const std::vector<std::pair<std::string, int64_t>>& positions);
+
+  // --- the commit phase (pipeline_coordinator_commits.cc; docs/PROTOCOL.md, "Commit phase") ---
+  // A task's `committed`: counted when it names the COMMITTING checkpoint and a task of this
+  // stream not counted yet; otherwise ignored (IgnoredMessage). The last one writes the COMMITTED
+  // mark (PersistCommitMark), whose answer comes as OnCommitMarked or OnCommitMarkFailed.
+  Actions OnTaskCommitted(SessionId session, int64_t checkpoint_id, const std::string& task_id);
+  // The mark is durable: COMMITTED, all_committed to the sessions, rounds may start again.
+  Actions OnCommitMarked(int64_t checkpoint_id);
+  // Retried after CoordinatorOptions::reserve_retry; never a failed round.
+  Actions OnCommitMarkFailed(int64_t checkpoint_id, const Status& error);
+  // The checkpoint that is COMMITTING (0: none).
+  int64_t CommittingId() const;
+  // The newest durably COMMITTED checkpoint (0: none), and when.
+  int64_t LastCommittedId() const { return commits_ ? commits_->last_committed_id : 0; }
+  int64_t LastCommittedAtMs() const { return commits_ ? commits_->last_committed_at_ms : 0; }
+  // GetCheckpoint's per-task commit times (wall clock, 0: not committed or not known) of the
+  // newest completed checkpoint while it has a commit phase here; empty for any other id.
+  std::vector<std::pair<std::string, int64_t>> TaskCommitTimes(int64_t checkpoint_id) const;
+  // The commit phase's effective timeout: the group's while a member (0: none).
+  int64_t CommitTimeoutMs() const;
 
   // --- store completions ---
   Actions OnIdsReserved(int64_t counter);
@@ -331,7 +358,8 @@ class PipelineCoordinator {
   // Its rules for workers: docs/PROTOCOL.md, "Restore and release".
   // Pins one of this pipeline's checkpoints as a restore point (of another pipeline, or its own):
   // OK once RestorePins holds it, when the history holds it and keeps holding it (not being
-  // deleted, not leaving with the commit in flight); NOT_FOUND otherwise. Needs options.pins.
+  // deleted, not leaving with the commit in flight); NOT_FOUND otherwise; FAILED_PRECONDITION
+  // while it is COMMITTING (docs/PROTOCOL.md, "Commit phase"). Needs options.pins.
   // `holder`: the pipeline whose restore point it becomes.
   Status AddPin(int64_t checkpoint_id, const PipelineKey& holder);
   // A pin on one of this pipeline's checkpoints went away: a plain checkpoint outside `retained`
@@ -469,6 +497,20 @@ class PipelineCoordinator {
   void WarnUnreportedPositions(SteadyTime now, Actions& out);
   void ForgetPositions(const std::vector<std::string>& tasks);
 
+  // --- the commit phase (pipeline_coordinator_commits.cc) ---
+  // A round just became durable: with a commit phase it is COMMITTING from now on, and streams
+  // that registered while it was with the store (their welcome named the checkpoint before it)
+  // end ABORTED "commit pending", to come back with commit_pending.
+  void BeginCommitPhase(int64_t checkpoint_id, CheckpointKind kind, Actions& out);
+  // The mark, when due (every task committed, no write in flight, its retry time reached).
+  void MaybeWriteCommitMark(Actions& out);
+  // The overdue warning, once, when due.
+  void MaybeWarnCommitOverdue(SteadyTime now, Actions& out);
+  bool Committing() const { return commits_ && commits_->phase && commits_->phase->committing(); }
+  // FAILED_PRECONDITION naming the COMMITTING checkpoint, for `what` ("a new round"); OK when
+  // none is.
+  Status RefuseWhileCommitting(const std::string& what) const;
+
   // Writes the progress, or the whole record while the spec is unsaved.
   void Persist(Actions& out);
   // Tells every session the current state (or, `deleted`, that the pipeline is gone) and why.
@@ -596,6 +638,20 @@ class PipelineCoordinator {
   // On the heap, made for each round: a pipeline without a round pending (most of them, most of
   // the time, at 100,000 pipelines) then pays a pointer instead of the round's 224 bytes.
   std::unique_ptr<PendingRound> pending_;
+  // The commit phase: only for a pipeline that has or had one (null otherwise: a pipeline without
+  // a commit phase pays one pointer).
+  struct Commits {
+    int64_t last_committed_id = 0;  // durable
+    int64_t last_committed_at_ms = 0;
+    // The newest completed checkpoint's phase, until the next round starts (COMMITTING, then
+    // COMMITTED with its tasks' times for GetCheckpoint).
+    std::unique_ptr<CommitPhase> phase;
+    // Streams registered while a round was with the store: their welcome named the checkpoint
+    // before it, so they cannot know what it commits (BeginCommitPhase).
+    std::vector<SessionId> registered_while_completing;
+  };
+  std::unique_ptr<Commits> commits_;
+  Commits& commits();
   SavepointQueue savepoints_;  // the savepoint waiting to start, and the workers' request rate
 
   SessionTable<SessionInfo> sessions_;

@@ -55,6 +55,10 @@ std::pair<bool, std::string> PipelineCoordinator::GroupReadiness() const {
                        std::to_string(expected_.size()) + " tasks: " + FirstNames(names, total)};
   }
   if (!store_writable_) return {false, "the store fails writes"};
+  if (Committing()) {
+    return {false, "checkpoint " + std::to_string(CommittingId()) + " is COMMITTING (" +
+                       std::to_string(commits_->phase->tasks_left()) + " tasks left)"};
+  }
   if (pending_) {
     return {false, std::string(pending_->completing() ? "completing " : "pending ") +
                        CheckpointKindName(pending_->kind()) + " " + std::to_string(pending_->id())};
@@ -110,7 +114,8 @@ Actions PipelineCoordinator::StartGroupRound(int64_t checkpoint_id, CheckpointKi
     }
   }
   const SteadyTime now = clock_.SteadyNow();
-  ids_.RaiseAbove(checkpoint_id);  // ids stay increasing if it leaves
+  if (commits_) commits_->phase.reset();  // the last one's COMMITTED record: a new round is on
+  ids_.RaiseAbove(checkpoint_id);         // ids stay increasing if it leaves
   PendingRound::Start round;
   round.id = checkpoint_id;
   round.kind = kind;

@@ -146,6 +146,22 @@ Explanation PipelineCoordinator::Explain(int64_t stuck_threshold_ms) const {
     e.timeout_ms = group_->timeout_ms;  // the group's policy replaces its own
     e.interval_ms = group_->interval_ms;
   }
+  if (Committing()) {
+    // The commit holds every new round, whatever else would next.
+    const CommitPhase& phase = *commits_->phase;
+    e.committing_checkpoint_id = phase.checkpoint_id();
+    e.commit_age_ms = std::chrono::duration_cast<Millis>(now - phase.completed_at()).count();
+    e.commit_timeout_ms = CommitTimeoutMs();
+    if (e.holdup == Holdup::kNone) {
+      e.holdup =
+          phase.overdue() || (e.commit_timeout_ms > 0 && e.commit_age_ms >= e.commit_timeout_ms)
+              ? Holdup::kCommitOverdue
+              : Holdup::kCommitting;
+      for (size_t i : phase.TasksLeft(phase.tasks_left())) {
+        add_task(*(expected_.begin() + static_cast<std::ptrdiff_t>(i)), tasks_missing_since_ms_);
+      }
+    }
+  }
   if (e.holdup != Holdup::kNone) return e;
   if (shutting_down_) {
     e.holdup = Holdup::kShuttingDown;
@@ -221,6 +237,7 @@ PipelineStatus PipelineCoordinator::Describe(bool with_task_ids) const {
     s.spec.min_pause_ms = spec_.min_pause_ms;
     s.spec.tolerable_failures = spec_.tolerable_failures;
     s.spec.retained = spec_.retained;
+    s.spec.commit_timeout_ms = spec_.commit_timeout_ms;
   }
   s.expected_tasks = static_cast<int>(expected_.size());
   s.state = State();
@@ -230,6 +247,8 @@ PipelineStatus PipelineCoordinator::Describe(bool with_task_ids) const {
   s.pending_checkpoint_id = pending_ ? pending_->id() : 0;
   s.last_completed_checkpoint_id = last_completed_id_;
   s.last_completed_at_ms = last_completed_at_ms_;
+  s.committing_checkpoint_id = CommittingId();
+  s.last_committed_checkpoint_id = LastCommittedId();
   s.counters = counters_;
   s.sessions = static_cast<int>(sessions_.size());
   s.from_config = from_config_;

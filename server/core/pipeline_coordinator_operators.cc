@@ -57,6 +57,10 @@ PipelineCoordinator::Outcome PipelineCoordinator::TriggerCheckpoint(int64_t* che
         Status::FailedPrecondition("checkpoint " + std::to_string(pending_->id()) + " is pending");
     return o;
   }
+  if (Status s = RefuseWhileCommitting("a new checkpoint"); !s.ok()) {
+    o.status = std::move(s);
+    return o;
+  }
   if (State() != PipelineState::kRunning || shutting_down_) {
     o.status = Status::FailedPrecondition(std::string("pipeline is ") + PipelineStateName(State()));
     return o;
@@ -125,6 +129,10 @@ PipelineCoordinator::Outcome PipelineCoordinator::RequestSavepoint(const std::st
         LogLevel::kInfo, "savepoint queued behind checkpoint " + std::to_string(pending_->id())});
     Rearm(o.actions);
   }
+  if (Committing() && savepoints_.queued()) {
+    o.actions.push_back(Log{LogLevel::kInfo, "savepoint queued until checkpoint " +
+                                                 std::to_string(CommittingId()) + " is COMMITTED"});
+  }
   return o;
 }
 
@@ -156,6 +164,13 @@ PipelineCoordinator::Outcome PipelineCoordinator::UpdateSpec(const PipelineSpec&
   }
   const TaskIdSet new_tasks(spec.task_ids.begin(), spec.task_ids.end());
   const bool tasks_changed = new_tasks != expected_;
+  if (tasks_changed) {
+    // The per-task commit marks are by index into the set: it stays as it is until COMMITTED.
+    if (Status s = RefuseWhileCommitting("a change of the task set"); !s.ok()) {
+      o.status = std::move(s);
+      return o;
+    }
+  }
   const bool all_before = AllTasksRegistered();
   AdoptSpecKeepingKey(spec);
   spec_unsaved_ = true;  // the next write is the whole record

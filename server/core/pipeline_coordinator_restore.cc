@@ -30,6 +30,8 @@ RestorePoint PipelineCoordinator::RestorePointFor(const std::vector<std::string>
   point.rescaled = restore_rescaled_;
   point.operator_set = held.operator_set;
   point.position = held.position;
+  point.commit_pending =
+      !held.other_source && held.checkpoint_id != 0 && held.checkpoint_id == CommittingId();
   if (point.rescaled) {
     point.task_states = held.task_states.ToMap();
     return point;
@@ -99,6 +101,12 @@ Status PipelineCoordinator::AddPin(int64_t checkpoint_id, const PipelineKey& hol
     return Status::NotFound(what + " is not in its history (ckptctl checkpoint list shows it)");
   }
   if (!options_->pins) return Status::Internal("no restore pins in this daemon");
+  if (checkpoint_id == CommittingId()) {
+    // Its side effects are not all committed: a pipeline restored to it could not know whether
+    // to commit them or roll them back.
+    return Status::FailedPrecondition(
+        what + " is COMMITTING; restore from it once it is COMMITTED, or from an older one");
+  }
   // A commit in flight may push a plain checkpoint out as it lands, with a trim decided before
   // this pin: refuse rather than race it.
   const int64_t plain_extra =
@@ -125,6 +133,10 @@ PipelineCoordinator::Outcome PipelineCoordinator::Restore(const PipelineKey& sou
                                                           CompletedCheckpoint checkpoint) {
   Outcome o;
   const bool stopped_here = sticky_ != StickyState::kActive;
+  if (Status s = RefuseWhileCommitting("a restore"); !s.ok()) {
+    o.status = std::move(s);
+    return o;
+  }
   if (deleted_ || shutting_down_ || pending_ || (!stopped_here && !task_owner_.empty())) {
     o.status = Status::FailedPrecondition(
         "pipeline " + spec_.key.ToString() + " is " + PipelineStateName(State()) +
@@ -179,6 +191,12 @@ PipelineCoordinator::Outcome PipelineCoordinator::DeleteCheckpoint(int64_t check
   if (!entry) {
     o.status = Status::NotFound(what + " of pipeline " + spec_.key.ToString() +
                                 " is not in its history (never completed, or released already)");
+    return o;
+  }
+  if (checkpoint_id == CommittingId()) {
+    o.status =
+        Status::FailedPrecondition(what + " of pipeline " + spec_.key.ToString() +
+                                   " is COMMITTING: it is kept until every task committed it");
     return o;
   }
   if (checkpoint_id == last_completed_id_) {

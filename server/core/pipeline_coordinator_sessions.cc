@@ -91,6 +91,10 @@ PipelineCoordinator::Registration PipelineCoordinator::OnRegister(
     info.last_task = std::max(info.last_task, static_cast<uint32_t>(i));
   }
   sessions_[session] = std::move(info);
+  if (pending_ && pending_->completing() && CommitTimeoutMs() > 0) {
+    // Welcomed with the checkpoint before the one with the store (BeginCommitPhase).
+    commits().registered_while_completing.push_back(session);
+  }
   ForgetPositions(task_ids);  // a task registered anew may resume from an older position
   if (!holders.empty()) {
     // LoseSession bumped the generation for the tasks the old stream held.
@@ -110,6 +114,7 @@ PipelineCoordinator::Registration PipelineCoordinator::OnRegister(
       generation_, State(), last_completed_id_, last_completed_kind_, RestorePointFor(task_ids),
       {}};
   reg.welcome.retained_checkpoint_ids = history_.Ids();
+  reg.welcome.last_committed_checkpoint_id = LastCommittedId();
   // After the welcome (the actions run after it is sent): a release the daemon may have died
   // before sending, again.
   if (history_.resend_release()) out.push_back(SendRelease{{session}, history_.last_released()});

@@ -152,6 +152,7 @@ Status ValidateSpec(const PipelineSpec& spec, bool stored) {
     return Status::InvalidArgument("retained is " + std::to_string(spec.retained) +
                                    ", must be between 1 and " + std::to_string(kMaxRetained));
   }
+  if (auto s = CheckDuration(spec.commit_timeout_ms, 0, "commit_timeout_ms"); !s.ok()) return s;
   return CheckPositionInterval(spec.position_interval);
 }
 

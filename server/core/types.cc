@@ -53,4 +53,22 @@ const char* CheckpointStatusName(CheckpointStatus s) {
   return "UNKNOWN";
 }
 
+const char* CommitStatusName(CommitStatus s) {
+  switch (s) {
+    case CommitStatus::kNone: return "NONE";
+    case CommitStatus::kCommitting: return "COMMITTING";
+    case CommitStatus::kCommitted: return "COMMITTED";
+  }
+  return "UNKNOWN";
+}
+
+void ApplyCommitMark(const PipelineProgress& progress, CompletedCheckpoint& checkpoint) {
+  if (checkpoint.commit_status != CommitStatus::kCommitting) return;
+  if (checkpoint.checkpoint_id > progress.last_committed_id) return;
+  checkpoint.commit_status = CommitStatus::kCommitted;
+  if (checkpoint.checkpoint_id == progress.last_committed_id && checkpoint.committed_at_ms == 0) {
+    checkpoint.committed_at_ms = progress.last_committed_at_ms;
+  }
+}
+
 }  // namespace ckpt

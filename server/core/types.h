@@ -44,11 +44,16 @@ enum class CheckpointKind { kCheckpoint, kSavepoint, kSavepointAndStop };
 // kAborted: ended by task loss, a task-set update, takeover, shutdown or deletion. Not the
 // pipeline's failure: it does not count in failed_count.
 enum class CheckpointStatus { kPending, kCompleted, kFailed, kExpired, kAborted };
+// A completed checkpoint's commit phase (docs/PROTOCOL.md, "Commit phase"): kNone when its
+// pipeline had none; kCommitting until every task committed its side effects; kCommitted once
+// that is durable.
+enum class CommitStatus { kNone, kCommitting, kCommitted };
 
 // Short names, as ckptctl prints them and the docs write them ("RUNNING", "SAVEPOINT", "EXPIRED").
 const char* PipelineStateName(PipelineState s);
 const char* CheckpointKindName(CheckpointKind k);
 const char* CheckpointStatusName(CheckpointStatus s);
+const char* CommitStatusName(CommitStatus s);  // "NONE", "COMMITTING", "COMMITTED"
 
 // Defaults as documented in docs/man/ckptd.yaml.5, "PIPELINE DEFAULTS"; the config's `defaults:`
 // section overrides them.
@@ -74,6 +79,9 @@ struct PipelineSpec {
   int64_t position_interval = 0;
   // The alignment group this pipeline checkpoints with ("": none; docs/ALIGNMENT.md).
   std::string alignment_group;
+  // > 0: every completed checkpoint has a commit phase, and a commit not done this long after
+  // `complete` is overdue (docs/PROTOCOL.md, "Commit phase"). 0: none.
+  int64_t commit_timeout_ms = 0;
 
   bool operator==(const PipelineSpec&) const = default;
 };
@@ -120,6 +128,10 @@ struct CompletedCheckpoint {
   std::vector<TaskFigures> task_figures;
   int64_t position = 0;         // where the tasks snapshotted (trigger.position); 0: no position
   std::string alignment_group;  // a group round's: the group's name; "" for the pipeline's own
+  // As written at completion, kNone or kCommitting; read back kCommitted once the pipeline's
+  // progress says so (PipelineProgress::last_committed_id, ApplyCommitMark).
+  CommitStatus commit_status = CommitStatus::kNone;
+  int64_t committed_at_ms = 0;  // wall clock; 0: not committed, or the time was not kept
 
   bool operator==(const CompletedCheckpoint&) const = default;
 };
@@ -165,9 +177,18 @@ struct PipelineProgress {
   // The ids the last write that released any released (ascending): sent again to the workers
   // after a restart, in case the daemon died before telling them.
   std::vector<int64_t> released_ids;
+  // The newest checkpoint whose commit phase is durably COMMITTED, and when (0: none): the
+  // COMMITTED mark (docs/PROTOCOL.md, "Commit phase"). Every checkpoint with a commit phase up
+  // to it is COMMITTED; one above it is COMMITTING.
+  int64_t last_committed_id = 0;
+  int64_t last_committed_at_ms = 0;
 
   bool operator==(const PipelineProgress&) const = default;
 };
+
+// A checkpoint as `progress` says it stands: one written COMMITTING reads COMMITTED once the
+// COMMITTED mark reached its id, with the mark's time when it is the marked one.
+void ApplyCommitMark(const PipelineProgress& progress, CompletedCheckpoint& checkpoint);
 
 // What the store keeps per pipeline besides its checkpoint history and its id counter.
 struct PipelineRecord : PipelineProgress {
@@ -224,6 +245,7 @@ struct AlignmentGroupSpec {
   int64_t timeout_ms = 600000;
   int64_t min_pause_ms = 0;
   int64_t position_interval = 0;  // 0: no position gate
+  int64_t commit_timeout_ms = 0;  // replaces its members' (0: no commit phase)
 
   bool operator==(const AlignmentGroupSpec&) const = default;
 };

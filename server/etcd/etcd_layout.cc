@@ -218,6 +218,7 @@ Result<std::string> EncodeSpec(const PipelineSpec& spec) {
     // Written only when set: a value without it is what a daemon before positions wrote.
     if (spec.position_interval != 0) v["position_interval"] = spec.position_interval;
     if (!spec.alignment_group.empty()) v["alignment_group"] = spec.alignment_group;
+    if (spec.commit_timeout_ms != 0) v["commit_timeout_ms"] = spec.commit_timeout_ms;
     return v.dump();
   } catch (const json::exception& e) {
     return Status::InvalidArgument("spec of " + spec.key.ToString() +
@@ -239,6 +240,7 @@ std::optional<PipelineSpec> DecodeSpec(const std::string& value, const PipelineK
     spec.retained = v.at("retained").get<int32_t>();
     spec.position_interval = v.value("position_interval", int64_t{0});
     spec.alignment_group = v.value("alignment_group", std::string());
+    spec.commit_timeout_ms = v.value("commit_timeout_ms", int64_t{0});
     return spec;
   } catch (const json::exception&) {
     return std::nullopt;
@@ -266,6 +268,12 @@ json ProgressJson(const PipelineProgress& p) {
             {"from_config", p.from_config}};
   if (p.restore_from) v["restore_from"] = RestoreFromJson(*p.restore_from);
   if (!p.released_ids.empty()) v["released"] = p.released_ids;
+  // The COMMITTED mark: only once a pipeline has one (a value without it is what a daemon before
+  // the commit phase wrote).
+  if (p.last_committed_id != 0) {
+    v["last_committed_id"] = p.last_committed_id;
+    v["last_committed_at_ms"] = p.last_committed_at_ms;
+  }
   return v;
 }
 
@@ -290,6 +298,12 @@ json CompactProgressJson(const PipelineProgress& p, const CompletedCheckpoint& s
   if (p.from_config) v["from_config"] = true;
   if (p.restore_from) v["restore_from"] = RestoreFromJson(*p.restore_from);
   if (!p.released_ids.empty()) v["released"] = p.released_ids;
+  // The COMMITTED mark: only once a pipeline has one (a value without it is what a daemon before
+  // the commit phase wrote).
+  if (p.last_committed_id != 0) {
+    v["last_committed_id"] = p.last_committed_id;
+    v["last_committed_at_ms"] = p.last_committed_at_ms;
+  }
   return v;
 }
 
@@ -316,6 +330,8 @@ std::optional<PipelineProgress> ProgressFromJson(const json& v, const CompletedC
                                   : v.at("last_completed_at_ms").get<int64_t>();
     p.from_config = v.value("from_config", false);
     if (v.contains("released")) p.released_ids = v.at("released").get<std::vector<int64_t>>();
+    p.last_committed_id = v.value("last_committed_id", int64_t{0});
+    p.last_committed_at_ms = v.value("last_committed_at_ms", int64_t{0});
     if (v.contains("restore_from")) {
       const json& r = v.at("restore_from");
       p.restore_from =
@@ -357,6 +373,11 @@ Result<std::string> EncodeCheckpoint(const CompletedCheckpoint& cp,
     if (!horizon.kept.empty()) head["kept"] = horizon.kept;
     if (cp.position != 0) head["position"] = cp.position;
     if (!cp.alignment_group.empty()) head["alignment_group"] = cp.alignment_group;
+    // Written COMMITTING; the progress's COMMITTED mark says when it is COMMITTED (the value is
+    // never rewritten: ApplyCommitMark reads the two together).
+    if (cp.commit_status != CommitStatus::kNone) {
+      head["commit_status"] = CommitStatusName(cp.commit_status);
+    }
     json states = TasksJson(cp);  // each task's state and figures
     std::string inline_states = states.dump();
     if (inline_states.size() <= max_value_bytes) {
@@ -400,6 +421,14 @@ std::optional<StoredCheckpoint> DecodeCheckpoint(const std::string& value) {
     cp.location = v.at("location").get<std::string>();
     cp.position = v.value("position", int64_t{0});
     cp.alignment_group = v.value("alignment_group", std::string());
+    const std::string commit = v.value("commit_status", std::string("NONE"));
+    if (commit == "COMMITTING") {
+      cp.commit_status = CommitStatus::kCommitting;
+    } else if (commit == "COMMITTED") {
+      cp.commit_status = CommitStatus::kCommitted;
+    } else if (commit != "NONE") {
+      return std::nullopt;
+    }
     if (v.contains("progress")) {
       stored.progress = ProgressFromJson(v["progress"], &cp);
       if (!stored.progress) return std::nullopt;

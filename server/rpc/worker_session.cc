@@ -153,6 +153,10 @@ bool WorkerSession::HandleMessage() {
             return refusal ? refusal->status : Status::Ok();
           });
       return true;
+    case v1::WorkerMessage::kCommitted:
+      // The task id is only compared with the stream's own (a longer one matches none).
+      pipeline->Committed(id_, in_.committed().checkpoint_id(), in_.committed().task_id());
+      return true;
     case v1::WorkerMessage::kGoodbye:
       ReportEnded("goodbye", /*goodbye=*/true);
       End(Status::Ok());

@@ -27,6 +27,7 @@ struct DaemonMetrics {
   std::atomic<uint64_t> acks_total{0};
   std::atomic<uint64_t> triggers_total{0};
   std::atomic<uint64_t> checkpoints_stuck_total{0};  // rounds past their stuck threshold
+  std::atomic<uint64_t> commits_overdue_total{0};    // commit phases past commit_timeout_ms
   // Stuck notices logged in the current second, and held back (StuckNoticeBudget).
   std::atomic<int64_t> stuck_log_second{0};
   std::atomic<int64_t> stuck_logged_this_second{0};
@@ -68,6 +69,7 @@ struct DaemonMetrics {
   LatencyHistogram trigger_delay;        // ckptd_trigger_delay_seconds: fire time minus due time
   LatencyHistogram checkpoint_duration;  // ckptd_checkpoint_duration_seconds: trigger to complete
   LatencyHistogram store_commit;         // ckptd_store_commit_seconds: queued to durable
+  LatencyHistogram commit_duration;      // ckptd_commit_duration_seconds: complete to COMMITTED
   // The daemon's own share of a round, for wide pipelines. ckptd_round_fan_out_seconds: the
   // loop handing a trigger to every stream of its pipeline. ckptd_round_fan_in_seconds: the last
   // ack read from its stream to the `complete` handed to every stream (durable commit included).

@@ -131,6 +131,10 @@ std::string RenderMetricsPage(const DaemonMetrics& m, const Registry& registry,
               "Rounds that stayed pending past their stuck threshold (stuck_threshold_ms), once "
               "each; `ckptctl pipeline why` says what holds them.",
               Load(m.checkpoints_stuck_total));
+  out.Counter("ckptd_commits_overdue_total",
+              "Commit phases still COMMITTING past their commit_timeout_ms, once each (never "
+              "aborted); `ckptctl pipeline why` names the tasks that have not committed.",
+              Load(m.commits_overdue_total));
   out.Counter("ckptd_acks_total", "Acknowledgements received from tasks.", Load(m.acks_total));
 
   out.Family("ckptd_ignored_messages_total", "counter",
@@ -193,6 +197,10 @@ std::string RenderMetricsPage(const DaemonMetrics& m, const Registry& registry,
              "Time from handing a completed checkpoint to the store to its commit (fsync "
              "included).");
   out.Histogram("ckptd_store_commit_seconds", {}, m.store_commit.Take());
+  out.Family("ckptd_commit_duration_seconds", "histogram",
+             "Commit phase: time from a checkpoint's `complete` to its durable COMMITTED mark "
+             "(every task committed).");
+  out.Histogram("ckptd_commit_duration_seconds", {}, m.commit_duration.Take());
   out.Family("ckptd_round_fan_out_seconds", "histogram",
              "Time the daemon takes to hand a round's trigger to every worker stream of its "
              "pipeline.");

@@ -115,6 +115,12 @@ void PipelineRunner::Decline(SessionId session, int64_t checkpoint_id, std::stri
   });
 }
 
+void PipelineRunner::Committed(SessionId session, int64_t checkpoint_id, std::string task_id) {
+  Post([session, checkpoint_id, task_id = std::move(task_id)](PipelineRunner& r) {
+    r.Run(r.coordinator_.OnTaskCommitted(session, checkpoint_id, task_id));
+  });
+}
+
 void PipelineRunner::Positions(SessionId session,
                                std::vector<std::pair<std::string, int64_t>> positions) {
   Post([session, positions = std::move(positions)](PipelineRunner& r) {

@@ -85,6 +85,8 @@ class PipelineRunner : public std::enable_shared_from_this<PipelineRunner> {
            AckFigures reported = {}, int64_t position = 0);
   void Decline(SessionId session, int64_t checkpoint_id, std::string task_id, std::string reason,
                bool expired, int64_t position = 0);
+  // A task's `committed` (docs/PROTOCOL.md, "Commit phase").
+  void Committed(SessionId session, int64_t checkpoint_id, std::string task_id);
   // A heartbeat's positions (task id, position).
   void Positions(SessionId session, std::vector<std::pair<std::string, int64_t>> positions);
   // A worker's savepoint_request. `may_serve(job)`: whether the asker may act for pipelines of

@@ -82,6 +82,8 @@ void PipelineRunner::Execute(Action& action) {
     }
   } else if (auto* a = std::get_if<SendRelease>(&action)) {
     SendToSessions(sessions_, *a);
+  } else if (auto* a = std::get_if<SendAllCommitted>(&action)) {
+    SendToSessions(sessions_, *a);
   } else if (auto* a = std::get_if<SendState>(&action)) {
     SendToSessions(sessions_, *a);
   } else if (auto* a = std::get_if<SendSavepointRefused>(&action)) {
@@ -118,6 +120,16 @@ void PipelineRunner::Execute(Action& action) {
   } else if (auto* a = std::get_if<PersistProgress>(&action)) {
     context_->store.PutProgress(a->key, a->progress,
                                 PersistDone(/*whole_record=*/false, std::move(a->then)));
+  } else if (auto* a = std::get_if<PersistCommitMark>(&action)) {
+    const int64_t id = a->checkpoint_id;
+    context_->store.PutProgress(a->key, a->progress, [self = shared_from_this(), id](Status s) {
+      self->ReportWrite(s);
+      // Never dropped: a durable mark is COMMITTED (the coordinator checks the id and phase).
+      self->PostStoreCompletion([id, s = std::move(s)](PipelineRunner& r) {
+        r.Run(s.ok() ? r.coordinator_.OnCommitMarked(id)
+                     : r.coordinator_.OnCommitMarkFailed(id, s));
+      });
+    });
   } else if (auto* a = std::get_if<PinDropped>(&action)) {
     if (context_->on_pin_dropped) context_->on_pin_dropped(a->ref);
   } else if (auto* a = std::get_if<DeleteCheckpoints>(&action)) {
@@ -179,6 +191,10 @@ void PipelineRunner::Execute(Action& action) {
       context_->metrics.trigger_delay_sample(a->delay.count());
   } else if (auto* a = std::get_if<RoundStuck>(&action)) {
     NoteStuck(a->checkpoint_id);
+  } else if (std::holds_alternative<CommitOverdue>(action)) {
+    ++context_->metrics.commits_overdue_total;
+  } else if (auto* a = std::get_if<CommitFinished>(&action)) {
+    context_->metrics.commit_duration.ObserveMicros(a->duration.count());
   } else if (auto* a = std::get_if<RoundFinished>(&action)) {
     if (a->kind != CheckpointKind::kCheckpoint && !a->requeued) NotifySavepointObservers(a);
     if (a->checkpoint_id == 0) return;  // a savepoint that never started: no checkpoint failed

@@ -20,8 +20,9 @@ struct WelcomeMessage {
   int64_t lease_ttl_ms = 0;
 };
 
-using OutboundMessage = std::variant<WelcomeMessage, SendTrigger, SendAbort, SendComplete,
-                                     SendRelease, SendState, SendSavepointRefused>;
+using OutboundMessage =
+    std::variant<WelcomeMessage, SendTrigger, SendAbort, SendComplete, SendRelease, SendState,
+                 SendSavepointRefused, SendAllCommitted>;
 
 class SessionSink {
  public:

@@ -55,6 +55,7 @@ struct SqliteBackend::WriterConn {
   Db db;
   Stmt begin, commit, rollback, savepoint, release, rollback_to;
   Stmt upsert_pipeline, update_progress, raise_counter, insert_checkpoint, trim_checkpoints;
+  Stmt mark_committed;
   Stmt delete_pipeline, delete_checkpoints, delete_checkpoint, pipeline_exists, probe;
   Stmt upsert_group, delete_group, raise_group_counter, update_group_progress;
   Stmt raise_high_water, counter_to_high_water;
@@ -104,9 +105,17 @@ struct SqliteBackend::WriterConn {
     PrepareInto(
         db, insert_checkpoint,
         "INSERT INTO checkpoints (job_id, pipeline_id, checkpoint_id, kind, "
-        "triggered_at_ms, finished_at_ms, location, task_states, position, alignment_group) "
-        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+        "triggered_at_ms, finished_at_ms, location, task_states, position, alignment_group, "
+        "commit_status, committed_at_ms) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
         s);
+    // The COMMITTED mark rides with the progress (PipelineProgress::last_committed_id): it also
+    // marks its checkpoint's row, once.
+    PrepareInto(db, mark_committed,
+                "UPDATE checkpoints SET commit_status = 2, committed_at_ms = ?4 "
+                "WHERE job_id = ?1 AND pipeline_id = ?2 AND checkpoint_id = ?3 "
+                "AND commit_status = 1",
+                s);
     // Deletes the plain checkpoints older than the ?3+1-th newest one; none if there are fewer
     // (the subquery is then NULL). Savepoints (kind != 0) are never trimmed, nor the ids of the
     // JSON array ?4 (restore points, CheckpointCommit::keep).
@@ -208,6 +217,17 @@ struct SqliteBackend::WriterConn {
       return db.Error(rc, "writing the progress of pipeline " + key.ToString());
     }
     *changed = sqlite3_changes(db.get()) > 0;
+    if (*changed && progress.last_committed_id > 0) {
+      ResetGuard mark_guard(mark_committed);
+      mark_committed.Bind(1, key.job_id);
+      mark_committed.Bind(2, key.pipeline_id);
+      mark_committed.Bind(3, progress.last_committed_id);
+      mark_committed.Bind(4, progress.last_committed_at_ms);
+      if (int rc = mark_committed.Step(); rc != SQLITE_DONE) {
+        return db.Error(rc, "marking checkpoint " + std::to_string(progress.last_committed_id) +
+                                " of pipeline " + key.ToString() + " COMMITTED");
+      }
+    }
     return Status::Ok();
   }
 
@@ -235,6 +255,8 @@ struct SqliteBackend::WriterConn {
       insert_checkpoint.Bind(8, *states);
       insert_checkpoint.Bind(9, cp.position);
       insert_checkpoint.Bind(10, cp.alignment_group);
+      insert_checkpoint.Bind(11, CommitStatusToInt(cp.commit_status));
+      insert_checkpoint.Bind(12, cp.committed_at_ms);
       if (int rc = insert_checkpoint.Step(); rc != SQLITE_DONE) {
         if (rc == SQLITE_CONSTRAINT_PRIMARYKEY) {
           // Overwriting would rewrite history a worker may already have been told about.
@@ -426,14 +448,16 @@ struct SqliteBackend::ReaderConn {
                 "SELECT c.job_id, c.pipeline_id, c.checkpoint_id, c.kind, "
                 "c.checkpoint_id = p.last_completed_id, c.triggered_at_ms, c.finished_at_ms, "
                 "c.location, CASE WHEN c.checkpoint_id = p.last_completed_id "
-                "THEN c.task_states ELSE '' END, c.position, c.alignment_group "
+                "THEN c.task_states ELSE '' END, c.position, c.alignment_group, "
+                "c.commit_status, c.committed_at_ms "
                 "FROM checkpoints c JOIN pipelines p "
                 "ON p.job_id = c.job_id AND p.pipeline_id = c.pipeline_id "
                 "ORDER BY c.job_id, c.pipeline_id, c.checkpoint_id",
                 s);
     PrepareInto(db, list_completed,
                 "SELECT checkpoint_id, kind, triggered_at_ms, finished_at_ms, location, "
-                "task_states, position, alignment_group FROM checkpoints "
+                "task_states, position, alignment_group, commit_status, committed_at_ms "
+                "FROM checkpoints "
                 "WHERE job_id = ?1 AND pipeline_id = ?2 "
                 "AND checkpoint_id < ?4 ORDER BY checkpoint_id DESC LIMIT ?3",
                 s);
@@ -668,6 +692,13 @@ Status SqliteBackend::LoadHistories(std::vector<StoredPipeline>* pipelines,
     newest.location = stmt.ColumnText(7);
     newest.position = stmt.ColumnInt(9);
     newest.alignment_group = stmt.ColumnText(10);
+    auto commit = CommitStatusFromInt(stmt.ColumnInt(11));
+    if (!commit) {
+      damaged[key] = where + ": its commit status is not one this ckptd wrote";
+      continue;
+    }
+    newest.commit_status = *commit;
+    newest.committed_at_ms = stmt.ColumnInt(12);
     if (!TaskStatesFromJson(stmt.ColumnText(8), &newest.task_states, &newest.task_figures)) {
       damaged[key] = where + ": its task states do not parse";
     }
@@ -725,6 +756,10 @@ Result<std::vector<CompletedCheckpoint>> SqliteBackend::ListCompleted(const Pipe
     cp.location = stmt.ColumnText(4);
     cp.position = stmt.ColumnInt(6);
     cp.alignment_group = stmt.ColumnText(7);
+    auto commit = CommitStatusFromInt(stmt.ColumnInt(8));
+    if (!commit) return Status::Internal("unknown commit status of " + where);
+    cp.commit_status = *commit;
+    cp.committed_at_ms = stmt.ColumnInt(9);
     if (!TaskStatesFromJson(stmt.ColumnText(5), &cp.task_states, &cp.task_figures)) {
       return Status::Internal("unreadable task states of " + where);
     }

@@ -27,6 +27,24 @@ std::optional<CheckpointKind> KindFromInt(int64_t value) {
   }
 }
 
+int64_t CommitStatusToInt(CommitStatus status) {
+  switch (status) {
+    case CommitStatus::kNone: return 0;
+    case CommitStatus::kCommitting: return 1;
+    case CommitStatus::kCommitted: return 2;
+  }
+  return 0;
+}
+
+std::optional<CommitStatus> CommitStatusFromInt(int64_t value) {
+  switch (value) {
+    case 0: return CommitStatus::kNone;
+    case 1: return CommitStatus::kCommitting;
+    case 2: return CommitStatus::kCommitted;
+    default: return std::nullopt;
+  }
+}
+
 int64_t StickyToInt(StickyState sticky) {
   switch (sticky) {
     case StickyState::kActive: return 0;
@@ -110,10 +128,11 @@ std::optional<std::optional<CheckpointRef>> RestoreFromFromJson(const std::strin
 // clang-format off
 const char* const kRecordColumns[kRecordColumnCount] = {
     "job_id", "pipeline_id", "task_ids", "interval_ms", "timeout_ms", "min_pause_ms",
-    "tolerable_failures", "retained", "position_interval", "alignment_group", "generation",
-    "sticky_state", "completed_count", "failed_count", "expired_count", "consecutive_failures",
-    "last_completed_id", "last_completed_kind", "last_completed_at_ms", "from_config",
-    "restore_from", "released_ids"};
+    "tolerable_failures", "retained", "position_interval", "alignment_group",
+    "commit_timeout_ms", "generation", "sticky_state", "completed_count", "failed_count",
+    "expired_count", "consecutive_failures", "last_completed_id", "last_completed_kind",
+    "last_completed_at_ms", "from_config", "restore_from", "released_ids", "last_committed_id",
+    "last_committed_at_ms"};
 // clang-format on
 
 std::string JoinColumns(const std::string& prefix) {
@@ -138,6 +157,8 @@ void BindProgress(Stmt& stmt, const PipelineProgress& p, int first) {
   stmt.Bind(first + 9, int64_t{p.from_config ? 1 : 0});
   stmt.Bind(first + 10, RestoreFromToJson(p.restore_from));
   stmt.Bind(first + 11, json(p.released_ids).dump());
+  stmt.Bind(first + 12, p.last_committed_id);
+  stmt.Bind(first + 13, p.last_committed_at_ms);
 }
 
 void BindRecord(Stmt& stmt, const PipelineRecord& r, const std::string& task_ids_json) {
@@ -151,7 +172,8 @@ void BindRecord(Stmt& stmt, const PipelineRecord& r, const std::string& task_ids
   stmt.Bind(8, int64_t{r.spec.retained});
   stmt.Bind(9, r.spec.position_interval);
   stmt.Bind(10, r.spec.alignment_group);
-  BindProgress(stmt, r.progress(), 11);
+  stmt.Bind(11, r.spec.commit_timeout_ms);
+  BindProgress(stmt, r.progress(), 12);
 }
 
 Result<PipelineRecord> ReadRecord(const Stmt& stmt, const std::string& path) {
@@ -160,7 +182,7 @@ Result<PipelineRecord> ReadRecord(const Stmt& stmt, const std::string& path) {
   r.spec.key.pipeline_id = stmt.ColumnText(1);
   const std::string where = "pipeline " + r.spec.key.ToString() + " in " + path;
   // SQLite lets an INTEGER column hold text: a value that is not a number is damage, not 0.
-  for (int col : {3, 4, 5, 6, 7, 8, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19}) {
+  for (int col : {3, 4, 5, 6, 7, 8, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 23, 24}) {
     if (!stmt.ColumnIsInt(col)) {
       return Status::Internal(std::string("column ") + kRecordColumns[col] + " of " + where +
                               " is not an integer");
@@ -176,29 +198,32 @@ Result<PipelineRecord> ReadRecord(const Stmt& stmt, const std::string& path) {
   r.spec.retained = static_cast<int32_t>(stmt.ColumnInt(7));
   r.spec.position_interval = stmt.ColumnInt(8);
   r.spec.alignment_group = stmt.ColumnText(9);
-  r.generation = stmt.ColumnInt(10);
-  auto sticky = StickyFromInt(stmt.ColumnInt(11));
+  r.spec.commit_timeout_ms = stmt.ColumnInt(10);
+  r.generation = stmt.ColumnInt(11);
+  auto sticky = StickyFromInt(stmt.ColumnInt(12));
   if (!sticky) return Status::Internal("unknown sticky_state of " + where);
   r.sticky = *sticky;
-  r.counters.completed_count = stmt.ColumnInt(12);
-  r.counters.failed_count = stmt.ColumnInt(13);
-  r.counters.expired_count = stmt.ColumnInt(14);
-  r.counters.consecutive_failures = stmt.ColumnInt(15);
-  r.last_completed_id = stmt.ColumnInt(16);
-  auto kind = KindFromInt(stmt.ColumnInt(17));
+  r.counters.completed_count = stmt.ColumnInt(13);
+  r.counters.failed_count = stmt.ColumnInt(14);
+  r.counters.expired_count = stmt.ColumnInt(15);
+  r.counters.consecutive_failures = stmt.ColumnInt(16);
+  r.last_completed_id = stmt.ColumnInt(17);
+  auto kind = KindFromInt(stmt.ColumnInt(18));
   if (!kind) return Status::Internal("unknown last_completed_kind of " + where);
   r.last_completed_kind = *kind;
-  r.last_completed_at_ms = stmt.ColumnInt(18);
-  r.from_config = stmt.ColumnInt(19) != 0;
-  auto restore_from = RestoreFromFromJson(stmt.ColumnText(20));
+  r.last_completed_at_ms = stmt.ColumnInt(19);
+  r.from_config = stmt.ColumnInt(20) != 0;
+  auto restore_from = RestoreFromFromJson(stmt.ColumnText(21));
   if (!restore_from) return Status::Internal("unreadable restore_from of " + where);
   r.restore_from = std::move(*restore_from);
-  auto released = json::parse(stmt.ColumnText(21), nullptr, /*allow_exceptions=*/false);
+  auto released = json::parse(stmt.ColumnText(22), nullptr, /*allow_exceptions=*/false);
   if (!released.is_array()) return Status::Internal("unreadable released_ids of " + where);
   for (const auto& id : released) {
     if (!id.is_number_integer()) return Status::Internal("unreadable released_ids of " + where);
     r.released_ids.push_back(id.get<int64_t>());
   }
+  r.last_committed_id = stmt.ColumnInt(23);
+  r.last_committed_at_ms = stmt.ColumnInt(24);
   return r;
 }
 

@@ -19,6 +19,8 @@ namespace ckpt::sqlite {
 // change the meaning of rows already on disk.
 int64_t KindToInt(CheckpointKind kind);
 std::optional<CheckpointKind> KindFromInt(int64_t value);
+int64_t CommitStatusToInt(CommitStatus status);
+std::optional<CommitStatus> CommitStatusFromInt(int64_t value);
 int64_t StickyToInt(StickyState sticky);
 std::optional<StickyState> StickyFromInt(int64_t value);
 
@@ -33,19 +35,19 @@ std::optional<std::vector<std::string>> TaskIdsFromJson(const std::string& text)
 bool TaskStatesFromJson(const std::string& text, std::map<std::string, TaskState>* states,
                         std::vector<TaskFigures>* figures);
 
-// The pipelines table's columns, in the order BindRecord binds (?1..?22) and ReadRecord reads
-// (0..21). Columns kFirstProgressColumn.. are the progress (PipelineProgress).
+// The pipelines table's columns, in the order BindRecord binds (?1..?25) and ReadRecord reads
+// (0..24). Columns kFirstProgressColumn.. are the progress (PipelineProgress).
 extern const char* const kRecordColumns[];
-constexpr int kRecordColumnCount = 22;
-constexpr int kFirstProgressColumn = 10;
+constexpr int kRecordColumnCount = 25;
+constexpr int kFirstProgressColumn = 11;
 
 // "<prefix>job_id, <prefix>pipeline_id, ..." over kRecordColumns.
 std::string JoinColumns(const std::string& prefix);
-// The progress columns as ?first..?first+11.
+// The progress columns as ?first..?first+13.
 void BindProgress(Stmt& stmt, const PipelineProgress& p, int first);
-// Binds ?1..?22 in kRecordColumns order.
+// Binds ?1..?25 in kRecordColumns order.
 void BindRecord(Stmt& stmt, const PipelineRecord& r, const std::string& task_ids_json);
-// Reads columns 0..21 in kRecordColumns order; INTERNAL names what is unreadable, and where
+// Reads columns 0..24 in kRecordColumns order; INTERNAL names what is unreadable, and where
 // (`path`).
 Result<PipelineRecord> ReadRecord(const Stmt& stmt, const std::string& path);
 

@@ -16,7 +16,8 @@ namespace {
 
 // Version 1; version 2 adds `meta` (kSchemaV2); version 3 the operator-set restore point
 // (kSchemaV3); version 4 the last release (kSchemaV4); version 5 positions (kSchemaV5); version 6
-// alignment groups (kSchemaV6); version 7 the ids' high-water mark (kSchemaV7). A new store
+// alignment groups (kSchemaV6); version 7 the ids' high-water mark (kSchemaV7); version 8 the
+// commit phase (kSchemaV8). A new store
 // is created at the current version; an older file is migrated step by step (Migrate); an older
 // ckptd refuses a newer file instead of misreading it.
 constexpr const char* kSchemaV1 = R"sql(
@@ -122,9 +123,20 @@ INSERT INTO id_high_water (id, value) VALUES (0, MAX(
   COALESCE((SELECT MAX(checkpoint_id) FROM checkpoints WHERE typeof(checkpoint_id) = 'integer'), 0)));
 )sql";
 
+// The commit phase (docs/PROTOCOL.md, "Commit phase"): a pipeline's commit_timeout_ms and its
+// COMMITTED mark (the newest committed checkpoint and when), and each checkpoint's commit status
+// (0 none, 1 committing, 2 committed; the mark's write sets 2) and time.
+constexpr const char* kSchemaV8 = R"sql(
+ALTER TABLE pipelines ADD COLUMN commit_timeout_ms INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE pipelines ADD COLUMN last_committed_id INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE pipelines ADD COLUMN last_committed_at_ms INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE checkpoints ADD COLUMN commit_status INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE checkpoints ADD COLUMN committed_at_ms INTEGER NOT NULL DEFAULT 0;
+)sql";
+
 // What takes version N-1 to N, from 2 on: kUpgrades[N - 2].
-constexpr const char* kUpgrades[] = {kSchemaV2, kSchemaV3, kSchemaV4,
-                                     kSchemaV5, kSchemaV6, kSchemaV7};
+constexpr const char* kUpgrades[] = {kSchemaV2, kSchemaV3, kSchemaV4, kSchemaV5,
+                                     kSchemaV6, kSchemaV7, kSchemaV8};
 static_assert(std::size(kUpgrades) == kSchemaVersion - 1,
               "one upgrade per version after the first");
 

@@ -361,6 +361,13 @@ std::string RenderPipelinePage(const PipelinePageData& d, int refresh_s, int64_t
     if (r.position() > 0) from += ", at position " + std::to_string(r.position());
     body += Fact("Restores from", from);
   }
+  if (p.spec().commit_timeout_ms() > 0) {
+    body += Fact("Commit timeout", std::to_string(p.spec().commit_timeout_ms()) + " ms");
+    body += Fact("Committing", p.committing_checkpoint_id() > 0
+                                   ? std::to_string(p.committing_checkpoint_id())
+                                   : std::string("none"));
+    body += Fact("Last committed", std::to_string(p.last_committed_checkpoint_id()));
+  }
   if (p.spec().position_interval() > 0) {
     body += Fact("Position interval", std::to_string(p.spec().position_interval()));
   }

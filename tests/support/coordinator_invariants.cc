@@ -46,6 +46,9 @@ const char* CoordinatorCallName(CoordinatorCall call) {
     case CoordinatorCall::kSetGroup: return "SetGroup";
     case CoordinatorCall::kStartGroupRound: return "StartGroupRound";
     case CoordinatorCall::kEndGroupRound: return "EndGroupRound";
+    case CoordinatorCall::kTaskCommitted: return "OnTaskCommitted";
+    case CoordinatorCall::kCommitMarked: return "OnCommitMarked";
+    case CoordinatorCall::kCommitMarkFailed: return "OnCommitMarkFailed";
   }
   return "?";
 }
@@ -110,6 +113,18 @@ std::string DescribeAction(const Action& action) {
   if (auto* a = std::get_if<MemberFailed>(&action)) {
     return "MemberFailed id=" + std::to_string(a->checkpoint_id) + " (" + a->reason + ")";
   }
+  if (auto* a = std::get_if<SendAllCommitted>(&action)) {
+    return "SendAllCommitted id=" + std::to_string(a->checkpoint_id);
+  }
+  if (auto* a = std::get_if<PersistCommitMark>(&action)) {
+    return "PersistCommitMark id=" + std::to_string(a->checkpoint_id);
+  }
+  if (auto* a = std::get_if<CommitOverdue>(&action)) {
+    return "CommitOverdue id=" + std::to_string(a->checkpoint_id);
+  }
+  if (auto* a = std::get_if<CommitFinished>(&action)) {
+    return "CommitFinished id=" + std::to_string(a->checkpoint_id);
+  }
   if (auto* a = std::get_if<Log>(&action)) return "Log " + a->text;
   return "?";
 }
@@ -131,6 +146,11 @@ CheckedCoordinator::CheckedCoordinator(const StoredPipeline& stored, const TestC
   last_completed_id_ = stored.record.last_completed_id;
   generation_ = stored.record.generation;
   persisted_generation_ = generation_;
+  if (stored.newest && stored.newest->commit_status == CommitStatus::kCommitting &&
+      stored.newest->checkpoint_id > stored.record.last_committed_id &&
+      !stored.record.restore_from) {
+    committing_ = stored.newest->checkpoint_id;  // COMMITTING when the daemon stopped
+  }
 }
 
 CheckedCoordinator::~CheckedCoordinator() = default;
@@ -292,6 +312,34 @@ Actions CheckedCoordinator::OnCommitFailed(int64_t checkpoint_id, const Status& 
   }
   Actions out = c_.OnCommitFailed(checkpoint_id, error);
   Apply({CoordinatorCall::kCommitFailed, checkpoint_id, 0, "", held}, out);
+  return out;
+}
+
+Actions CheckedCoordinator::OnTaskCommitted(SessionId session, int64_t checkpoint_id,
+                                            const std::string& task_id) {
+  auto owner = owner_.find(task_id);
+  if (committing_ && *committing_ == checkpoint_id && owner != owner_.end() &&
+      owner->second == session) {
+    committed_tasks_.insert(task_id);
+  }
+  Actions out = c_.OnTaskCommitted(session, checkpoint_id, task_id);
+  Apply({CoordinatorCall::kTaskCommitted, checkpoint_id, session, task_id}, out);
+  return out;
+}
+
+Actions CheckedCoordinator::OnCommitMarked(int64_t checkpoint_id) {
+  const bool held = mark_outstanding_ && *mark_outstanding_ == checkpoint_id;
+  if (held) mark_outstanding_.reset();
+  Actions out = c_.OnCommitMarked(checkpoint_id);
+  Apply({CoordinatorCall::kCommitMarked, checkpoint_id, 0, "", held}, out);
+  return out;
+}
+
+Actions CheckedCoordinator::OnCommitMarkFailed(int64_t checkpoint_id, const Status& error) {
+  const bool held = mark_outstanding_ && *mark_outstanding_ == checkpoint_id;
+  if (held) mark_outstanding_.reset();
+  Actions out = c_.OnCommitMarkFailed(checkpoint_id, error);
+  Apply({CoordinatorCall::kCommitMarkFailed, checkpoint_id, 0, "", held}, out);
   return out;
 }
 
@@ -559,10 +607,34 @@ void CheckedCoordinator::Apply(Step step, const Actions& actions) {
                 "DeleteCheckpoints other than for an operator, a completion, a dropped pin or a "
                 "start");
       for (int64_t id : a->checkpoint_ids) {
+        INVARIANT(!committing_ || id != *committing_,
+                  "a COMMITTING checkpoint was handed to the store to delete");
         INVARIANT(id != last_completed_id_, "the restore point was handed to the store to delete");
         INVARIANT(deletes_outstanding_.insert(id).second, "an id handed for deletion twice");
       }
+    } else if (auto* a = std::get_if<PersistCommitMark>(&action)) {
+      INVARIANT(!deleted_, "a COMMITTED mark written after Delete");
+      INVARIANT(committing_ && *committing_ == a->checkpoint_id,
+                "a COMMITTED mark for a checkpoint that is not COMMITTING");
+      INVARIANT(
+          committed_tasks_ == std::set<std::string>(spec_.task_ids.begin(), spec_.task_ids.end()),
+          "COMMITTED before every expected task committed");
+      INVARIANT(a->progress.last_committed_id == a->checkpoint_id,
+                "a COMMITTED mark whose progress does not name it");
+      INVARIANT(!mark_outstanding_, "a second COMMITTED mark while the store holds one");
+      mark_outstanding_ = a->checkpoint_id;
+    } else if (auto* a = std::get_if<SendAllCommitted>(&action)) {
+      INVARIANT(current_.call == CoordinatorCall::kCommitMarked && current_.store_reported &&
+                    current_.id == a->checkpoint_id,
+                "all_committed other than for the mark the store just reported durable");
+      INVARIANT(committing_ && *committing_ == a->checkpoint_id,
+                "all_committed for a checkpoint that is not COMMITTING");
+      committing_.reset();
+      committed_tasks_.clear();
     } else if (auto* a = std::get_if<SendRelease>(&action)) {
+      for (int64_t id : a->checkpoint_ids) {
+        INVARIANT(!committing_ || id != *committing_, "a COMMITTING checkpoint was released");
+      }
       if (current_.call == CoordinatorCall::kRegister) {
         // After a restart, the last release again, to the stream just welcomed only.
         INVARIANT(a->to == std::vector<SessionId>{current_.session},
@@ -637,6 +709,7 @@ void CheckedCoordinator::OnTrigger(const SendTrigger& t, const PipelineStatus& s
   INVARIANT(!deleted_, "trigger after Delete");
   INVARIANT(!shutting_down_, "trigger after BeginShutdown");
   INVARIANT(!open_round_, "a trigger while another round is pending");
+  INVARIANT(!committing_, "a trigger while a checkpoint is COMMITTING");
   INVARIANT(t.checkpoint_id > last_trigger_id_, "trigger ids do not strictly increase");
   INVARIANT(t.checkpoint_id > initial_counter_,
             "trigger id at or below the stored counter (may reuse an id from before a restart)");
@@ -718,6 +791,7 @@ void CheckedCoordinator::OnCommit(const CheckpointCommit& c) {
   persisted_generation_ = c.progress_after.generation;
   handed_.insert(id);
   handed_kinds_[id] = c.checkpoint.kind;
+  if (c.checkpoint.commit_status == CommitStatus::kCommitting) handed_with_commit_phase_.insert(id);
   commit_outstanding_ = id;
 }
 
@@ -739,6 +813,11 @@ void CheckedCoordinator::OnComplete(const SendComplete& s) {
   complete_sent_ = true;
   ++expected_completed_count_;
   last_completed_id_ = id;
+  INVARIANT(!committing_, "a completion while another checkpoint is COMMITTING");
+  if (handed_with_commit_phase_.count(id)) {
+    committing_ = id;
+    committed_tasks_.clear();
+  }
 }
 
 void CheckedCoordinator::OnRoundFinished(const RoundFinished& r, SteadyTime now) {
@@ -805,8 +884,16 @@ void CheckedCoordinator::CheckState() {
   // The schedule never silently stops: an idle running pipeline has a wakeup armed or waits for
   // the store to reserve ids. (While the store fails writes no round may start: the schedule
   // waits for it to recover.)
+  // While a checkpoint is COMMITTING it waits for the tasks' commits instead, and once every
+  // task committed, for its mark: written, or its retry armed.
+  const bool all_committed =
+      committed_tasks_ == std::set<std::string>(spec_.task_ids.begin(), spec_.task_ids.end());
+  if (committing_ && all_committed && !deleted_) {
+    INVARIANT(mark_outstanding_ || wakeup_,
+              "every task committed, and no COMMITTED mark written nor its retry armed");
+  }
   if (!deleted_ && !shutting_down_ && store_writable_ && status.state == PipelineState::kRunning &&
-      !open_round_ && !member_) {  // a member's schedule is its group's
+      !open_round_ && !member_ && !committing_) {  // a member's schedule is its group's
     INVARIANT(wakeup_ || reserve_outstanding_,
               "RUNNING, idle, and nothing armed: the schedule stopped");
   }
@@ -821,7 +908,7 @@ void CheckedCoordinator::CheckState() {
                   status.state != PipelineState::kStopped,
               "a savepoint still queued while PAUSED, FAILED or STOPPED");
     if (!shutting_down_ && store_writable_ && status.state == PipelineState::kRunning &&
-        !open_round_) {
+        !open_round_ && !committing_) {
       const bool ids_left = std::max(last_trigger_id_, initial_counter_) < reserved_confirmed_;
       INVARIANT(ids_left ? wakeup_ && *wakeup_ <= clock_.Peek() : wakeup_ || reserve_outstanding_,
                 "a queued savepoint could start, but nothing starts it now");

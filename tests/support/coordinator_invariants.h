@@ -30,7 +30,10 @@
 //     with only the hello's tasks unless rescaled, and lists it among the retained ids, which hold
 //     nothing released; SendRelease comes only with a completion (after its SendComplete; never
 //     for it, a savepoint, or an id released before) or with the durable delete of exactly those
-//     ids; DeleteCheckpoints never names the restore point nor an id already being deleted.
+//     ids; DeleteCheckpoints never names the restore point nor an id already being deleted;
+//   - the commit phase (docs/PROTOCOL.md, "Commit phase"): a checkpoint is never COMMITTED (its
+//     mark written, all_committed sent) before every expected task committed it; no trigger while
+//     one is COMMITTING; a COMMITTING checkpoint is never released nor handed to be deleted.
 // (docs/PROTOCOL.md states these rules for workers, from "The model" to "Restore and release";
 // docs/DESIGN.md, "Failure and restart", says what a crash keeps.)
 //
@@ -93,6 +96,9 @@ enum class CoordinatorCall {
   kSetGroup,
   kStartGroupRound,
   kEndGroupRound,
+  kTaskCommitted,
+  kCommitMarked,
+  kCommitMarkFailed,
 };
 const char* CoordinatorCallName(CoordinatorCall call);
 
@@ -180,6 +186,16 @@ class CheckedCoordinator {
   Actions OnCheckpointsDeleted(const std::vector<int64_t>& checkpoint_ids);
   Actions OnCheckpointsDeleteFailed(const std::vector<int64_t>& checkpoint_ids,
                                     const Status& error);
+  // The commit phase: a task's `committed`, and the store's answers to the COMMITTED mark (of
+  // another id than the mark the store holds: a wrong report, which must change nothing).
+  Actions OnTaskCommitted(SessionId session, int64_t checkpoint_id, const std::string& task_id);
+  Actions OnCommitMarked(int64_t checkpoint_id);
+  Actions OnCommitMarkFailed(int64_t checkpoint_id, const Status& error);
+  int64_t CommittingId() const { return c_.CommittingId(); }
+  int64_t LastCommittedId() const { return c_.LastCommittedId(); }
+  std::vector<std::pair<std::string, int64_t>> TaskCommitTimes(int64_t checkpoint_id) const {
+    return c_.TaskCommitTimes(checkpoint_id);
+  }
 
   // --- queries, unchecked ---
   PipelineStatus Describe(bool with_task_ids = true) const { return c_.Describe(with_task_ids); }
@@ -198,6 +214,10 @@ class CheckedCoordinator {
   const std::optional<ArmTimeout>& armed_timeout() const { return timeout_; }
   const std::optional<int64_t>& reserve_outstanding() const { return reserve_outstanding_; }
   const std::optional<int64_t>& commit_outstanding() const { return commit_outstanding_; }
+  // The COMMITTED mark handed to the store and not yet reported.
+  const std::optional<int64_t>& mark_outstanding() const { return mark_outstanding_; }
+  // The checkpoint the model holds COMMITTING (from its `complete` to its all_committed).
+  const std::optional<int64_t>& committing() const { return committing_; }
   // Ids handed to the store for deletion (DeleteCheckpoints) and not yet reported.
   const std::set<int64_t>& deletes_outstanding() const { return deletes_outstanding_; }
   const std::optional<int64_t>& open_round() const { return open_round_; }
@@ -293,6 +313,12 @@ class CheckedCoordinator {
   bool open_is_group_ = false;   // the open round is its group's (StartGroupRound)
   int64_t group_position_ = 0;   // the position StartGroupRound passed
   int64_t group_ids_floor_ = 0;  // the highest id a group round used here
+  // The commit phase: which handed checkpoints had one, the one COMMITTING, the tasks that
+  // committed it (here, in this life: a restart asks them again), and the mark with the store.
+  std::set<int64_t> handed_with_commit_phase_;
+  std::optional<int64_t> committing_;
+  std::set<std::string> committed_tasks_;
+  std::optional<int64_t> mark_outstanding_;
 };
 
 }  // namespace ckpt::testing

@@ -130,6 +130,11 @@ class Harness {
         commits.push_back(*a);
         if (auto_commit) Apply(coordinator->OnCommitted(a->commit.checkpoint.checkpoint_id));
       }
+      if (auto* a = std::get_if<SendAllCommitted>(&action)) all_committed.push_back(*a);
+      if (auto* a = std::get_if<PersistCommitMark>(&action)) {
+        marks.push_back(*a);
+        if (auto_commit) Apply(coordinator->OnCommitMarked(a->checkpoint_id));
+      }
     }
   }
 
@@ -174,6 +179,13 @@ class Harness {
     }
   }
 
+  // Every task of the spec commits `id` on `session`.
+  void CommitAll(int64_t id, SessionId session = 1) {
+    for (const auto& task : coordinator->Describe().spec.task_ids) {
+      Apply(coordinator->OnTaskCommitted(session, id, task));
+    }
+  }
+
   int64_t LastTriggerId() const { return triggers.empty() ? 0 : triggers.back().checkpoint_id; }
 
   // The usual opening: start, register every task on session 1, let the first (immediate) trigger
@@ -214,6 +226,8 @@ class Harness {
   std::vector<Log> logs;
   std::vector<int64_t> reserve_requests;
   std::vector<CommitCheckpoint> commits;
+  std::vector<SendAllCommitted> all_committed;
+  std::vector<PersistCommitMark> marks;
 };
 
 }  // namespace ckpt::testing

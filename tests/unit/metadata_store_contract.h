@@ -54,7 +54,10 @@ TEST_P(MetadataStoreContract, ARecordRoundTripsEveryFieldAndAPutReplacesIt) {
   r.spec.tolerable_failures = 3;
   r.spec.retained = 7;
   r.spec.position_interval = 250;
+  r.spec.commit_timeout_ms = 45000;
   r.generation = 42;
+  r.last_committed_id = 98;
+  r.last_committed_at_ms = 1700000001000;
   r.sticky = StickyState::kStopped;
   r.counters = {5, 6, 7, 2};
   r.last_completed_id = 99;
@@ -440,6 +443,66 @@ TEST_P(MetadataStoreContract, ALoadReturnsTheProgressOfTheLastWriteCommitOrProgr
     store->PutProgress(r.spec.key, r.progress(), seen.Record(11));
   });
   EXPECT_EQ(loaded_record(), r);
+}
+
+// The commit phase (docs/PROTOCOL.md, "Commit phase"): a checkpoint is written COMMITTING, and
+// its COMMITTED mark is a progress write naming it. Read together (ApplyCommitMark), the load
+// and the listing say COMMITTED with the mark's time, whatever the backend keeps where; one not
+// yet marked stays COMMITTING, and one written without the phase stays NONE.
+TEST_P(MetadataStoreContract, TheCommittedMarkRidesWithTheProgressAndMarksItsCheckpoint) {
+  auto store = Open();
+  PipelineRecord r = MakeRecord("j", "p");
+  r.spec.commit_timeout_ms = 60000;
+  ASSERT_TRUE(Await([&](auto done) { store->PutPipeline(r, done); }).ok());
+  auto commit = [&](int64_t id, CommitStatus status) {
+    CompletedCheckpoint cp = MakeCheckpoint(id);
+    cp.commit_status = status;
+    r.counters.completed_count += 1;
+    r.last_completed_id = id;
+    r.last_completed_kind = cp.kind;
+    r.last_completed_at_ms = cp.finished_at_ms;
+    return Await([&](auto done) { store->CommitCheckpoint(CommitOf(r, cp), done); });
+  };
+  auto listed = [&]() {
+    auto list = store->ListCompleted(r.spec.key, 0);
+    EXPECT_TRUE(list.ok()) << list.status().ToString();
+    std::vector<CompletedCheckpoint> out = list.ok() ? *list : std::vector<CompletedCheckpoint>{};
+    auto loaded = store->LoadPipelines();
+    EXPECT_TRUE(loaded.ok() && loaded->size() == 1u);
+    if (loaded.ok() && loaded->size() == 1u) {
+      for (CompletedCheckpoint& cp : out) ApplyCommitMark((*loaded)[0].record.progress(), cp);
+    }
+    return out;
+  };
+  ASSERT_TRUE(commit(1, CommitStatus::kNone).ok());
+  ASSERT_TRUE(commit(2, CommitStatus::kCommitting).ok());
+  auto loaded = store->LoadPipelines();
+  ASSERT_TRUE(loaded.ok() && loaded->size() == 1u);
+  ASSERT_TRUE((*loaded)[0].newest.has_value());
+  EXPECT_EQ((*loaded)[0].newest->commit_status, CommitStatus::kCommitting);
+  EXPECT_EQ((*loaded)[0].record.spec.commit_timeout_ms, 60000);
+  EXPECT_EQ((*loaded)[0].record.last_committed_id, 0);
+
+  r.last_committed_id = 2;
+  r.last_committed_at_ms = 1700000009999;
+  ASSERT_TRUE(Await([&](auto done) { store->PutProgress(r.spec.key, r.progress(), done); }).ok());
+  auto list = listed();
+  ASSERT_EQ(list.size(), 2u);
+  EXPECT_EQ(list[0].commit_status, CommitStatus::kCommitted);
+  EXPECT_EQ(list[0].committed_at_ms, 1700000009999);
+  EXPECT_EQ(list[1].commit_status, CommitStatus::kNone);
+  EXPECT_EQ(list[1].committed_at_ms, 0);
+
+  // The next one is COMMITTING while the one before stays COMMITTED.
+  ASSERT_TRUE(commit(3, CommitStatus::kCommitting).ok());
+  loaded = store->LoadPipelines();
+  ASSERT_TRUE(loaded.ok() && loaded->size() == 1u);
+  EXPECT_EQ((*loaded)[0].record, r);
+  EXPECT_EQ((*loaded)[0].newest->commit_status, CommitStatus::kCommitting);
+  list = listed();
+  ASSERT_EQ(list.size(), 3u);
+  EXPECT_EQ(list[0].commit_status, CommitStatus::kCommitting);
+  EXPECT_EQ(list[1].commit_status, CommitStatus::kCommitted);
 }
 
 TEST_P(MetadataStoreContract, ADuplicateCheckpointIdFailsOnlyThatOpOfItsBatch) {

@@ -121,9 +121,13 @@ TEST_F(StoreDataDirTest, ADatabaseOfAnotherStoreIsRefused) {
 
 TEST_F(StoreDataDirTest, AStoreOfTheFirstReleaseIsMigratedAndGivenAnId) {
   MakeStore();
-  // What the first release left: schema version 1 without `meta` and what 3 to 7 added,
+  // What the first release left: schema version 1 without `meta` and what 3 to 8 added,
   // no STORE_ID.
   Sql(db(),
+      "ALTER TABLE pipelines DROP COLUMN commit_timeout_ms; ALTER TABLE pipelines DROP COLUMN "
+      "last_committed_id; ALTER TABLE pipelines DROP COLUMN last_committed_at_ms; ALTER TABLE "
+      "checkpoints DROP COLUMN commit_status; ALTER TABLE checkpoints DROP COLUMN "
+      "committed_at_ms; "
       "ALTER TABLE pipelines DROP COLUMN restore_from; ALTER TABLE pipelines DROP COLUMN "
       "released_ids; ALTER TABLE pipelines DROP COLUMN position_interval; ALTER TABLE "
       "checkpoints DROP COLUMN position; ALTER TABLE pipelines DROP COLUMN alignment_group; "
