@@ -24,6 +24,10 @@ std::string ShortName(v1::CheckpointStatus status) {
   return Strip(v1::CheckpointStatus_Name(status), "CHECKPOINT_STATUS_", status);
 }
 
+std::string ShortName(v1::CommitStatus status) {
+  return Strip(v1::CommitStatus_Name(status), "COMMIT_STATUS_", status);
+}
+
 std::string ShortName(v1::PipelineHoldup holdup) {
   return Strip(v1::PipelineHoldup_Name(holdup), "PIPELINE_HOLDUP_", holdup);
 }

@@ -13,6 +13,7 @@ namespace ckpt {
 std::string ShortName(v1::PipelineState state);
 std::string ShortName(v1::CheckpointKind kind);
 std::string ShortName(v1::CheckpointStatus status);
+std::string ShortName(v1::CommitStatus status);
 std::string ShortName(v1::SavepointStatus status);
 std::string ShortName(v1::PipelineHoldup holdup);
 

@@ -50,6 +50,12 @@ std::string PendingLines(const v1::CheckpointInfo& c, int64_t now_ms) {
 }
 
 // "none", or "etl/p0@42 (SAVEPOINT, set by an operator, rescaled)".
+// "COMMITTED", "COMMITTING", "-" (no commit phase).
+std::string CommitCell(const v1::CheckpointInfo& c) {
+  if (c.commit_status() == v1::COMMIT_STATUS_NONE) return "-";
+  return ShortName(c.commit_status());
+}
+
 std::string RestoreLine(const v1::RestorePoint& r) {
   if (r.checkpoint_id() == 0) return "none (a fresh pipeline)";
   std::string text = r.source_job_id() + "/" + r.source_pipeline_id() + "@" +
@@ -122,6 +128,15 @@ std::string PipelineDetail(const v1::Pipeline& p, int64_t now_ms) {
                                            ? std::to_string(p.pending_checkpoint_id())
                                            : "none"});
   table.AddRow({"Last completed:", LastCompleted(p, now_ms)});
+  if (spec.commit_timeout_ms() > 0 || p.committing_checkpoint_id() > 0 ||
+      p.last_committed_checkpoint_id() > 0) {
+    table.AddRow(
+        {"Commit phase:",
+         (spec.commit_timeout_ms() > 0 ? "timeout " + FormatDuration(spec.commit_timeout_ms())
+                                       : std::string("off")) +
+             ", committing " + IdOrDash(p.committing_checkpoint_id()) + ", last committed " +
+             IdOrDash(p.last_committed_checkpoint_id())});
+  }
   table.AddRow({"Restore point:", RestoreLine(p.restore())});
   table.AddRow({"Checkpoints:", "completed " + std::to_string(p.completed_count()) + ", failed " +
                                     std::to_string(p.failed_count()) + ", expired " +
@@ -148,15 +163,28 @@ std::string PipelineDetail(const v1::Pipeline& p, int64_t now_ms) {
 
 std::string CheckpointsView(const Checkpoints& checkpoints, int64_t now_ms) {
   std::string text;
-  Table finished({"ID", "KIND", "STATUS", "TRIGGERED", "TOOK", "ACKED", "LOCATION / REASON"});
+  // The COMMIT column only where a commit phase is (docs/PROTOCOL.md, "Commit phase").
+  const bool commits = std::any_of(
+      checkpoints.begin(), checkpoints.end(),
+      [](const v1::CheckpointInfo& c) { return c.commit_status() != v1::COMMIT_STATUS_NONE; });
+  std::vector<std::string> header = {"ID",   "KIND",  "STATUS",           "TRIGGERED",
+                                     "TOOK", "ACKED", "LOCATION / REASON"};
+  if (commits) header.insert(header.begin() + 3, "COMMIT");
+  Table finished(header);
   for (const v1::CheckpointInfo& c : checkpoints) {
     if (c.status() == v1::CHECKPOINT_STATUS_PENDING) {
       text += PendingLines(c, now_ms);
       continue;
     }
-    finished.AddRow({std::to_string(c.checkpoint_id()), ShortName(c.kind()), ShortName(c.status()),
-                     FormatAgo(c.triggered_at_ms(), now_ms), Took(c),
-                     Fraction(c.acked_tasks(), c.expected_tasks()), Detail(c)});
+    std::vector<std::string> row = {std::to_string(c.checkpoint_id()),
+                                    ShortName(c.kind()),
+                                    ShortName(c.status()),
+                                    FormatAgo(c.triggered_at_ms(), now_ms),
+                                    Took(c),
+                                    Fraction(c.acked_tasks(), c.expected_tasks()),
+                                    Detail(c)};
+    if (commits) row.insert(row.begin() + 3, CommitCell(c));
+    finished.AddRow(row);
   }
   if (text.empty()) text = "No checkpoint pending.\n";
   text += "\n";
@@ -178,11 +206,23 @@ std::string CheckpointTasksView(const v1::CheckpointInfo& c, int64_t now_ms) {
                      FormatAgo(c.triggered_at_ms(), now_ms) + (pending ? "" : ", took " + Took(c)) +
                      ", " + Fraction(c.acked_tasks(), c.expected_tasks()) + " tasks acked\n";
   if (!Detail(c).empty()) text += "  " + Detail(c) + "\n";
+  if (c.commit_status() != v1::COMMIT_STATUS_NONE) {
+    text += "  commit: " + ShortName(c.commit_status());
+    if (c.committed_at_ms() > 0 && c.finished_at_ms() > 0) {
+      text += " " + FormatDuration(std::max<int64_t>(c.committed_at_ms() - c.finished_at_ms(), 0)) +
+              " after complete";
+    }
+    text += "\n";
+  }
   if (c.tasks_size() == 0) {
     return text + "No task figures (an older failed round, or stored before they were kept).\n";
   }
   const std::vector<const v1::TaskCheckpointInfo*> rows = TasksSlowestFirst(c);
-  Table table({"TASK", "WORKER", "ACK AFTER", "SYNC", "ASYNC", "ALIGNMENT", "SIZE", "STATE URI"});
+  const bool commits = c.commit_status() != v1::COMMIT_STATUS_NONE;
+  std::vector<std::string> header = {"TASK",  "WORKER",    "ACK AFTER", "SYNC",
+                                     "ASYNC", "ALIGNMENT", "SIZE",      "STATE URI"};
+  if (commits) header.insert(header.begin() + 3, "COMMITTED AFTER");
+  Table table(header);
   for (const auto* t : rows) {
     std::string after;
     if (t->acked_at_ms() > 0) {
@@ -192,10 +232,23 @@ std::string CheckpointTasksView(const v1::CheckpointInfo& c, int64_t now_ms) {
     } else {
       after = "not acked";
     }
-    table.AddRow({t->task_id(), t->worker_id().empty() ? "-" : t->worker_id(), after,
-                  FigureOrDash(t->sync_duration_ms()), FigureOrDash(t->async_duration_ms()),
-                  FigureOrDash(t->alignment_duration_ms()), FormatBytes(t->state().size_bytes()),
-                  t->state().uri().empty() ? "-" : t->state().uri()});
+    std::vector<std::string> row = {t->task_id(),
+                                    t->worker_id().empty() ? "-" : t->worker_id(),
+                                    after,
+                                    FigureOrDash(t->sync_duration_ms()),
+                                    FigureOrDash(t->async_duration_ms()),
+                                    FigureOrDash(t->alignment_duration_ms()),
+                                    FormatBytes(t->state().size_bytes()),
+                                    t->state().uri().empty() ? "-" : t->state().uri()};
+    if (commits) {
+      // From the complete; "-": not (yet) committed, or not known (a restart forgets per-task
+      // marks: only the checkpoint's COMMITTED mark is durable).
+      row.insert(row.begin() + 3, t->committed_at_ms() > 0 && c.finished_at_ms() > 0
+                                      ? FormatDuration(std::max<int64_t>(
+                                            t->committed_at_ms() - c.finished_at_ms(), 0))
+                                      : "-");
+    }
+    table.AddRow(row);
   }
   return text + table.Render();
 }
@@ -213,6 +266,13 @@ std::string ExplanationView(const v1::PipelineExplanation& e, int64_t now_ms) {
                                    FormatDuration(e.pending_age_ms()) + " (timeout " +
                                    FormatDuration(e.timeout_ms()) + ", stuck after " +
                                    FormatDuration(e.stuck_threshold_ms()) + ")"});
+  }
+  if (e.committing_checkpoint_id() > 0) {
+    fields.AddRow({"Committing:",
+                   std::to_string(e.committing_checkpoint_id()) + " for " +
+                       FormatDuration(e.commit_age_ms()) + " (commit timeout " +
+                       FormatDuration(e.commit_timeout_ms()) +
+                       (e.holdup() == v1::PIPELINE_HOLDUP_COMMIT_OVERDUE ? ", overdue)" : ")")});
   }
   fields.AddRow({"Recent rounds:", e.recent_rounds() == 0
                                        ? "none completed yet"

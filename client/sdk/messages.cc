@@ -43,6 +43,14 @@ v1::WorkerMessage MakeDecline(int64_t checkpoint_id, std::string task_id, std::s
   return message;
 }
 
+v1::WorkerMessage MakeCommitted(int64_t checkpoint_id, std::string task_id) {
+  v1::WorkerMessage message;
+  v1::Committed* committed = message.mutable_committed();
+  committed->set_checkpoint_id(checkpoint_id);
+  committed->set_task_id(std::move(task_id));
+  return message;
+}
+
 v1::WorkerMessage MakeSavepointRequest(std::string target, bool stop) {
   v1::WorkerMessage message;
   message.mutable_savepoint_request()->set_target(std::move(target));
@@ -101,12 +109,14 @@ Welcome FromProto(const v1::Welcome& welcome) {
   out.restore.source_pipeline_id = restore.source_pipeline_id();
   out.restore.rescaled = restore.rescaled();
   out.restore.position = restore.position();
+  out.restore.commit_pending = restore.commit_pending();
   for (const auto& [task, state] : restore.task_states()) {
     out.restore.task_states[task] =
         TaskStateInfo{state.uri(), state.size_bytes(), state.checksum()};
   }
   out.retained_checkpoint_ids.assign(welcome.retained_checkpoint_ids().begin(),
                                      welcome.retained_checkpoint_ids().end());
+  out.last_committed_checkpoint_id = welcome.last_committed_checkpoint_id();
   return out;
 }
 

@@ -60,6 +60,21 @@ void PipelineSession::Decline(int64_t checkpoint_id, std::string task_id, std::s
   }
 }
 
+void PipelineSession::Committed(int64_t checkpoint_id, std::string task_id) {
+  if (!RunOnStrand([self = shared_from_this(),
+                    message = MakeCommitted(checkpoint_id, std::move(task_id))]() mutable {
+        self->Send(std::move(message));
+      })) {
+    dropped_sends_.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+void PipelineSession::Commit(int64_t checkpoint_id) {
+  InvokeHandler(handlers_.on_commit, checkpoint_id);
+  if (!options_.auto_commit || !HandlersEnabled()) return;
+  for (const std::string& task : options_.task_ids) Send(MakeCommitted(checkpoint_id, task));
+}
+
 void PipelineSession::SetPosition(const std::string& task_id, int64_t position) {
   if (position < 0) return;
   std::lock_guard<std::mutex> lock(positions_mu_);
@@ -216,7 +231,12 @@ void PipelineSession::HandleMessage(uint64_t attempt_id, const v1::CoordinatorMe
         for (const auto& [task, position] : positions_) rewindable_.insert(task);
       }
       // A deposed leader's stream stays up (it ends when that daemon exits), but says nothing.
-      if (current) InvokeHandler(handlers_.on_welcome, FromProto(message.welcome()));
+      if (current) {
+        InvokeHandler(handlers_.on_welcome, FromProto(message.welcome()));
+        // The restore handler committed what the COMMITTING restore point held back.
+        const v1::RestorePoint& restore = message.welcome().restore();
+        if (restore.commit_pending()) Commit(restore.checkpoint_id());
+      }
       return;
     }
     case v1::CoordinatorMessage::kTrigger:
@@ -235,6 +255,11 @@ void PipelineSession::HandleMessage(uint64_t attempt_id, const v1::CoordinatorMe
       if (!Believe(epochs_.AcceptOfStream())) return;
       InvokeHandler(handlers_.on_complete, message.complete().checkpoint_id(),
                     FromProto(message.complete().kind()));
+      if (message.complete().commit()) Commit(message.complete().checkpoint_id());
+      return;
+    case v1::CoordinatorMessage::kAllCommitted:
+      if (!Believe(epochs_.AcceptOfStream())) return;
+      InvokeHandler(handlers_.on_all_committed, message.all_committed().checkpoint_id());
       return;
     case v1::CoordinatorMessage::kState:
       InvokeHandler(handlers_.on_state, FromProto(message.state().state()),

@@ -62,6 +62,7 @@ class PipelineSession final : public PipelineWorker,
                int64_t position) override;
   void SetPosition(const std::string& task_id, int64_t position) override;
   void RequestSavepoint(std::string target, bool stop) override;
+  void Committed(int64_t checkpoint_id, std::string task_id) override;
   void Goodbye(std::chrono::milliseconds timeout) override;
   void Stop() override;
   bool WaitUntilStopped(std::chrono::steady_clock::time_point deadline) override;
@@ -122,6 +123,9 @@ class PipelineSession final : public PipelineWorker,
   // Whether SetPosition was ever called; what the next heartbeat carries (taken out).
   bool PositionsInUse();
   std::map<std::string, int64_t> TakeHeartbeatPositions();
+  // A commit the daemon asked for: on_commit, then (auto_commit) `committed` for every task of
+  // this stream. strand_ only.
+  void Commit(int64_t checkpoint_id);
   // The trigger's position for an ack that named none (0: unknown or none).
   int64_t TriggerPosition(int64_t checkpoint_id) const;
   void CancelTimers();

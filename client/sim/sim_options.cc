@@ -91,6 +91,12 @@ ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
   app.add_option("--ack-delay-ms", options.ack_delay_ms, "Delay between a trigger and the acks")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--commit-delay-ms", options.commit_delay_ms,
+                 "For pipelines with a commit phase (commit_timeout_ms): send each task's "
+                 "`committed` this long after its complete (or its welcome with commit_pending) "
+                 "asked for it, as a sink whose commit takes that long would [absent: at once]")
+      ->type_name("MS")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--decline-rate", options.decline_rate,
                  "Fraction of triggers declined by one task, 0..1")
       ->capture_default_str();

@@ -38,7 +38,10 @@ struct SimOptions {
   int group_size = 0;
   // --positions RATE: each task's position advances RATE per second (0: no positions).
   double positions_rate = 0;
-  int64_t ack_delay_ms = 0;               // delay between a trigger and the acks
+  int64_t ack_delay_ms = 0;  // delay between a trigger and the acks
+  // A commit phase: each task commits this long after the commit was asked (-1: at once, as the
+  // SDK's auto_commit does).
+  int64_t commit_delay_ms = -1;
   double decline_rate = 0;                // fraction of triggers declined (by one task)
   std::chrono::milliseconds duration{0};  // 0: until SIGINT or SIGTERM
   // Latency samples (checkpoint durations, trigger gaps) of rounds triggered before this much of

@@ -97,6 +97,12 @@ void SimPipeline::Start(sdk::WorkerRuntime& runtime) {
   handlers.on_trigger = [this](const sdk::Trigger& trigger) { OnTrigger(trigger); };
   handlers.on_complete = [this](int64_t id, sdk::CheckpointKind kind) { OnComplete(id, kind); };
   handlers.on_abort = [this](int64_t id, const std::string&) { OnAbort(id); };
+  options.auto_commit = !config_.commit_delay;
+  handlers.on_commit = [this](int64_t id) { OnCommit(id); };
+  handlers.on_all_committed = [this](int64_t id) {
+    counters_.all_committed.fetch_add(1, std::memory_order_relaxed);
+    Log("all_committed", id, nullptr);
+  };
   handlers.on_disconnected = [this](const sdk::Disconnect& d) { OnDisconnected(d); };
   handlers.on_state = [this](sdk::PipelineState state, const std::string& reason) {
     OnState(state, reason);
@@ -323,6 +329,15 @@ void SimPipeline::OnComplete(int64_t checkpoint_id, sdk::CheckpointKind kind) {
     Log("aligned", checkpoint_id, std::to_string(acked->second).c_str());
   }
   acked_positions_.erase(acked_positions_.begin(), acked_positions_.upper_bound(checkpoint_id));
+}
+
+void SimPipeline::OnCommit(int64_t checkpoint_id) {
+  counters_.commits.fetch_add(1, std::memory_order_relaxed);
+  Log("commit", checkpoint_id, nullptr);
+  if (!config_.commit_delay) return;  // auto_commit: the SDK sends `committed` now
+  worker_->RunAfter(*config_.commit_delay, [this, checkpoint_id] {
+    for (const std::string& task : task_ids_) worker_->Committed(checkpoint_id, task);
+  });
 }
 
 void SimPipeline::OnAbort(int64_t checkpoint_id) {

@@ -25,6 +25,8 @@ struct SimCounters {
   std::atomic<uint64_t> acks{0};
   std::atomic<uint64_t> declines{0};
   std::atomic<uint64_t> completes{0};
+  std::atomic<uint64_t> commits{0};        // commits asked for (complete or welcome)
+  std::atomic<uint64_t> all_committed{0};  // all_committed received
   std::atomic<uint64_t> aborts{0};
   std::atomic<uint64_t> welcomes{0};
   std::atomic<uint64_t> stopped_pipelines{0};  // gave up for good (an error not retried)
@@ -86,6 +88,8 @@ struct SimPipelineConfig {
   int first_task = 0;  // this stream serves tasks first_task .. first_task + tasks - 1
   int tasks = 1;
   std::chrono::milliseconds ack_delay{0};
+  // Commits this long after they are asked for (nullopt: at once, the SDK's auto_commit).
+  std::optional<std::chrono::milliseconds> commit_delay;
   double decline_rate = 0;
   double positions_rate = 0;  // --positions
   int group = -1;             // --group-size: its group's index (-1: none)
@@ -121,6 +125,7 @@ class SimPipeline {
 
   void OnTrigger(const sdk::Trigger& trigger);
   void OnComplete(int64_t checkpoint_id, sdk::CheckpointKind kind);
+  void OnCommit(int64_t checkpoint_id);
   void OnAbort(int64_t checkpoint_id);
   void OnState(sdk::PipelineState state, const std::string& reason);
   void OnDisconnected(const sdk::Disconnect& disconnect);

@@ -33,6 +33,8 @@ nlohmann::ordered_json SummaryToJson(const SimSummary& s) {
       {"acks", s.acks},
       {"declines", s.declines},
       {"completes", s.completes},
+      {"commits", s.commits},
+      {"all_committed", s.all_committed},
       {"aborts", s.aborts},
       {"aborts_at_goodbye", s.aborts_at_goodbye},
       // duration_ms: trigger to complete as the worker saw it, {p50, p99, max} like

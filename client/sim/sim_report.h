@@ -20,6 +20,8 @@ struct SimSummary {
   uint64_t acks = 0;
   uint64_t declines = 0;
   uint64_t completes = 0;
+  uint64_t commits = 0;        // commits asked for (a commit phase)
+  uint64_t all_committed = 0;  // all_committed received
   uint64_t aborts = 0;
   // Of `aborts`, those that came after the run, while the streams said goodbye: a member's
   // goodbye ends its group's pending round for the members still connected.

@@ -122,6 +122,8 @@ SimOutcome Simulation::Run(const sigset_t& signals) {
       config.first_task = static_cast<int>(stream * tasks / streams);
       config.tasks = static_cast<int>((stream + 1) * tasks / streams) - config.first_task;
       config.ack_delay = milliseconds(options_.ack_delay_ms);
+      if (options_.commit_delay_ms >= 0)
+        config.commit_delay = milliseconds(options_.commit_delay_ms);
       config.decline_rate = options_.decline_rate;
       config.positions_rate = options_.positions_rate;
       if (options_.group_size > 0) {
@@ -197,6 +199,8 @@ SimOutcome Simulation::Run(const sigset_t& signals) {
   summary.acks = counters.acks.load();
   summary.declines = counters.declines.load();
   summary.completes = counters.completes.load();
+  summary.commits = counters.commits.load();
+  summary.all_committed = counters.all_committed.load();
   summary.aborts = counters.aborts.load();
   summary.aborts_at_goodbye = summary.aborts - aborts_in_run;
   summary.restores = counters.restores.load();

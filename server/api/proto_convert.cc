@@ -69,6 +69,7 @@ void ToProto(const OutboundMessage& message, v1::CoordinatorMessage* out) {
     auto* c = out->mutable_complete();
     c->set_checkpoint_id(m->checkpoint_id);
     c->set_kind(ToProto(m->kind));
+    c->set_commit(m->commit);
   } else if (auto* m = std::get_if<SendRelease>(&message)) {
     out->mutable_release()->mutable_checkpoint_ids()->Add(m->checkpoint_ids.begin(),
                                                           m->checkpoint_ids.end());

@@ -39,6 +39,7 @@ struct SendComplete {
   std::vector<SessionId> to;
   int64_t checkpoint_id = 0;
   CheckpointKind kind = CheckpointKind::kCheckpoint;
+  bool commit = false;  // the tasks are to commit it and send `committed` (a commit phase)
 };
 
 // Every task committed the side effects of `checkpoint_id` and its COMMITTED mark is durable

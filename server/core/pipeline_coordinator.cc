@@ -519,7 +519,7 @@ Actions PipelineCoordinator::OnCommitted(int64_t checkpoint_id) {
   if (round.kind() == CheckpointKind::kSavepointAndStop) SetSticky(StickyState::kStopped);
   // Every session registered now, including one that joined after the trigger (docs/PROTOCOL.md,
   // "Rounds: trigger, ack, decline").
-  out.push_back(SendComplete{Sessions(), round.id(), round.kind()});
+  out.push_back(SendComplete{Sessions(), round.id(), round.kind(), CommitTimeoutMs() > 0});
   AdoptCompleted(round.id(), round.kind(), round.target(), round.position(), round.TakeAcked(),
                  round.keep(), out);
   BeginCommitPhase(round.id(), round.kind(), out);

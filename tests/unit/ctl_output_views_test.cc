@@ -115,6 +115,45 @@ TEST(CtlOutputViews, CheckpointsShowThePendingOneFirstWithWhoIsMissing) {
             "6   SAVEPOINT   EXPIRED    11m ago    10m   1/3    timed out\n");
 }
 
+TEST(CtlOutputViews, ACommitColumnAppearsWhereACommitPhaseIs) {
+  Checkpoints list;
+  v1::CheckpointInfo* committing = list.Add();
+  committing->set_checkpoint_id(9);
+  committing->set_kind(v1::CHECKPOINT_KIND_CHECKPOINT);
+  committing->set_status(v1::CHECKPOINT_STATUS_COMPLETED);
+  committing->set_triggered_at_ms(kNow - 3000);
+  committing->set_finished_at_ms(kNow - 2900);
+  committing->set_acked_tasks(2);
+  committing->set_expected_tasks(2);
+  committing->set_commit_status(v1::COMMIT_STATUS_COMMITTING);
+  v1::CheckpointInfo* committed = list.Add();
+  *committed = *committing;
+  committed->set_checkpoint_id(8);
+  committed->set_commit_status(v1::COMMIT_STATUS_COMMITTED);
+  v1::CheckpointInfo* none = list.Add();
+  *none = *committing;
+  none->set_checkpoint_id(7);
+  none->set_commit_status(v1::COMMIT_STATUS_NONE);
+  EXPECT_EQ(CheckpointsView(list, kNow),
+            "No checkpoint pending.\n"
+            "\n"
+            "ID  KIND        STATUS     COMMIT      TRIGGERED  TOOK   ACKED  LOCATION / REASON\n"
+            "9   CHECKPOINT  COMPLETED  COMMITTING  3s ago     100ms  2/2\n"
+            "8   CHECKPOINT  COMPLETED  COMMITTED   3s ago     100ms  2/2\n"
+            "7   CHECKPOINT  COMPLETED  -           3s ago     100ms  2/2\n");
+
+  committed->set_committed_at_ms(kNow - 2400);
+  auto* task = committed->add_tasks();
+  task->set_task_id("0");
+  task->set_worker_id("w");
+  task->set_acked_at_ms(kNow - 2950);
+  task->set_committed_at_ms(kNow - 2500);
+  const std::string detail = CheckpointTasksView(*committed, kNow);
+  EXPECT_NE(detail.find("commit: COMMITTED 500ms after complete"), std::string::npos) << detail;
+  EXPECT_NE(detail.find("COMMITTED AFTER"), std::string::npos) << detail;
+  EXPECT_NE(detail.find("400ms"), std::string::npos) << detail;
+}
+
 TEST(CtlOutputViews, NoCheckpoints) {
   EXPECT_EQ(CheckpointsView(Checkpoints(), kNow),
             "No checkpoint pending.\n\nNo finished checkpoints.\n");

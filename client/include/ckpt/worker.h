@@ -127,6 +127,11 @@ struct RestorePoint {
   // Where the checkpoint was taken, with positions (see Trigger::position); 0: none. Resume
   // reading from here.
   int64_t position = 0;
+  // The checkpoint is COMMITTING (a pipeline with a commit phase, docs/PROTOCOL.md): commit what
+  // its state held back in on_welcome (again: it may have been done before a crash; committing
+  // must be idempotent). With auto_commit, `committed` is sent for this stream's tasks once
+  // on_welcome returns.
+  bool commit_pending = false;
 };
 
 // The daemon accepted the stream (the answer to hello).
@@ -148,6 +153,8 @@ struct Welcome {
   // Every checkpoint id of this pipeline the daemon still references, oldest first: state this
   // worker wrote for any other id may be deleted (it may have missed a release while away).
   std::vector<int64_t> retained_checkpoint_ids;
+  // The newest checkpoint whose commit phase is durably COMMITTED (0: none).
+  int64_t last_committed_checkpoint_id = 0;
 };
 
 // Take a snapshot of every task of this stream, then Ack (or Decline) it per task.
@@ -187,8 +194,19 @@ struct PipelineHandlers {
   std::function<void(const Trigger&)> on_trigger;
   std::function<void(int64_t checkpoint_id, const std::string& reason)> on_abort;
   // May name a checkpoint this stream never saw a trigger for (a takeover, a reconnect): it then
-  // means "this is now the latest durable checkpoint".
+  // means "this is now the latest durable checkpoint". This is where the tasks commit what the
+  // checkpoint held back (a prepared transaction, files to publish); with a commit phase and
+  // auto_commit, `committed` is sent for this stream's tasks once it returns.
   std::function<void(int64_t checkpoint_id, CheckpointKind kind)> on_complete;
+  // A commit phase (docs/PROTOCOL.md, "Commit phase"): commit what `checkpoint_id` held back.
+  // Called after on_complete for a complete that asks for it, and after on_welcome for a restore
+  // point with commit_pending (then again: committing must be idempotent). With auto_commit,
+  // `committed` is sent for this stream's tasks once it returns (unset: once on_complete or
+  // on_welcome returned); without, call Committed() per task when each commit is done.
+  std::function<void(int64_t checkpoint_id)> on_commit;
+  // Every task of the pipeline committed `checkpoint_id`, durably: what it held back may be
+  // forgotten.
+  std::function<void(int64_t checkpoint_id)> on_all_committed;
   std::function<void(const Disconnect&)> on_disconnected;
   // The pipeline's state changed: PAUSED, FAILED or STOPPED (no checkpoints until an operator
   // acts), RUNNING or WAITING_FOR_TASKS after a resume, or kUnspecified when the pipeline was
@@ -218,6 +236,10 @@ struct PipelineWorkerOptions {
   // Reconnect backoff: doubles from initial up to max, each delay jittered to [d/2, d].
   std::chrono::milliseconds backoff_initial{100};
   std::chrono::milliseconds backoff_max{5000};
+  // A pipeline with a commit phase: `committed` is sent for every task of this stream once the
+  // handlers of a commit returned (see PipelineHandlers::on_commit). False: call Committed()
+  // once each task's commit is done (an asynchronous commit).
+  bool auto_commit = true;
 };
 
 // Monotonic counters of one pipeline's connection life (for tests and metrics).
@@ -299,6 +321,9 @@ class PipelineWorker {
   virtual void SetPosition(const std::string& task_id, int64_t position) = 0;
   // Asks the daemon for a savepoint of this pipeline.
   virtual void RequestSavepoint(std::string target, bool stop) = 0;
+  // The task committed what checkpoint_id held back (a commit phase; with auto_commit the SDK
+  // sends this itself). Sent on a welcomed stream only, as Ack is.
+  virtual void Committed(int64_t checkpoint_id, std::string task_id) = 0;
 
   // Deregisters the tasks cleanly: sends goodbye and lets the daemon end the stream (cancels it if
   // that takes longer than timeout). Never reconnects afterwards. Handlers keep running until the
