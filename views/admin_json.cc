@@ -22,7 +22,8 @@ Json RestoreJson(const v1::RestorePoint& r) {
           {"source_pipeline_id", r.source_pipeline_id()},
           {"rescaled", r.rescaled()},
           {"operator_set", r.operator_set()},
-          {"position", r.position()}};
+          {"position", r.position()},
+          {"commit_pending", r.commit_pending()}};
 }
 
 }  // namespace
@@ -55,6 +56,9 @@ Json PipelineJson(const v1::Pipeline& p) {
       {"retained", spec.retained()},
       {"position_interval", spec.position_interval()},
       {"alignment_group", spec.alignment_group()},
+      {"commit_timeout_ms", spec.commit_timeout_ms()},
+      {"committing_checkpoint_id", p.committing_checkpoint_id()},
+      {"last_committed_checkpoint_id", p.last_committed_checkpoint_id()},
       {"from_config", p.from_config()},
       {"restore", RestoreJson(p.restore())},
   };
@@ -79,6 +83,7 @@ Json CheckpointJson(const v1::CheckpointInfo& c) {
         {"async_duration_ms", t.async_duration_ms()},
         {"alignment_duration_ms", t.alignment_duration_ms()},
         {"bytes_processed_during_alignment", t.bytes_processed_during_alignment()},
+        {"committed_at_ms", t.committed_at_ms()},
     });
   }
   return {
@@ -93,6 +98,8 @@ Json CheckpointJson(const v1::CheckpointInfo& c) {
       {"location", c.location()},
       {"position", c.position()},
       {"alignment_group", c.alignment_group()},
+      {"commit_status", ShortName(c.commit_status())},
+      {"committed_at_ms", c.committed_at_ms()},
       {"state", std::move(state)},
       {"pending_tasks", StringArray(c.pending_tasks())},
       {"pending_tasks_total", c.pending_tasks_total()},
@@ -142,6 +149,9 @@ Json ExplanationJson(const v1::PipelineExplanation& e) {
       {"alignment_group", e.alignment_group()},
       {"group_pending_checkpoint_id", e.group_pending_checkpoint_id()},
       {"group_holding", GroupHoldingJson(e.group_holding())},
+      {"committing_checkpoint_id", e.committing_checkpoint_id()},
+      {"commit_age_ms", e.commit_age_ms()},
+      {"commit_timeout_ms", e.commit_timeout_ms()},
   };
 }
 

@@ -16,12 +16,12 @@ namespace {
 
 // CLI11 writes into these; Collect() keeps only the flags given.
 struct SpecFlagBindings {
-  std::string tasks, interval, timeout, min_pause;
+  std::string tasks, interval, timeout, min_pause, commit_timeout;
   int64_t parallelism = 0, tolerable_failures = 0, retained = 0, position_interval = 0;
   CLI::Option *tasks_option = nullptr, *parallelism_option = nullptr, *interval_option = nullptr,
               *timeout_option = nullptr, *min_pause_option = nullptr,
               *tolerable_failures_option = nullptr, *retained_option = nullptr,
-              *position_interval_option = nullptr;
+              *position_interval_option = nullptr, *commit_timeout_option = nullptr;
 
   SpecFlags Collect() const {
     SpecFlags flags;
@@ -33,6 +33,7 @@ struct SpecFlagBindings {
     if (tolerable_failures_option->count() > 0) flags.tolerable_failures = tolerable_failures;
     if (retained_option->count() > 0) flags.retained = retained;
     if (position_interval_option->count() > 0) flags.position_interval = position_interval;
+    if (commit_timeout_option->count() > 0) flags.commit_timeout = commit_timeout;
     return flags;
   }
 };
@@ -79,6 +80,12 @@ void AddSpecOptions(CLI::App* cmd, SpecFlagBindings* b, const char* unset_means)
                       "checkpoints, reported in the workers' heartbeats; 0: time alone" +
                           unset)
           ->type_name("N");
+  b->commit_timeout_option =
+      cmd->add_option("--commit-timeout", b->commit_timeout,
+                      "A commit phase: each checkpoint is COMMITTING until every task committed "
+                      "its side effects, and overdue after this long, e.g. 30s; 0: none" +
+                          unset)
+          ->type_name("DURATION");
 }
 
 void AddRefPositionals(CLI::App* cmd, std::string* job, std::string* pipeline) {
@@ -132,7 +139,7 @@ CommandResult RunUpdate(const GlobalOptions& global, const PipelineFlags& flags)
   if (given.empty()) {
     return CommandResult::BadUsage(
         "nothing to update: give at least one of --tasks, --parallelism, --interval, --timeout, "
-        "--min-pause, --tolerable-failures, --retained, --position-interval");
+        "--min-pause, --tolerable-failures, --retained, --position-interval, --commit-timeout");
   }
   v1::PipelineSpec spec;
   spec.set_job_id(flags.job);

@@ -101,6 +101,8 @@ bool ApplySpecFlags(const SpecFlags& flags, TasksRule rule, v1::PipelineSpec* sp
   return SetDuration("--interval", flags.interval, &v1::PipelineSpec::set_interval_ms, spec,
                      error) &&
          SetDuration("--timeout", flags.timeout, &v1::PipelineSpec::set_timeout_ms, spec, error) &&
+         SetDuration("--commit-timeout", flags.commit_timeout,
+                     &v1::PipelineSpec::set_commit_timeout_ms, spec, error) &&
          SetDuration("--min-pause", flags.min_pause, &v1::PipelineSpec::set_min_pause_ms, spec,
                      error) &&
          SetCount("--tolerable-failures", flags.tolerable_failures,

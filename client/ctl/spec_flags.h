@@ -21,11 +21,12 @@ struct SpecFlags {
   std::optional<std::string> min_pause;
   std::optional<int64_t> tolerable_failures;
   std::optional<int64_t> retained;
-  std::optional<int64_t> position_interval;  // --position-interval N (0: time alone)
+  std::optional<int64_t> position_interval;   // --position-interval N (0: time alone)
+  std::optional<std::string> commit_timeout;  // --commit-timeout 30s (0: no commit phase)
 
   bool empty() const {
     return !tasks && !parallelism && !interval && !timeout && !min_pause && !tolerable_failures &&
-           !retained && !position_interval;
+           !retained && !position_interval && !commit_timeout;
   }
 };
 

@@ -67,6 +67,9 @@ TEST(CtlOutputJson, PipelineHasEveryContractKeyInOrder) {
                                                   "retained",
                                                   "position_interval",
                                                   "alignment_group",
+                                                  "commit_timeout_ms",
+                                                  "committing_checkpoint_id",
+                                                  "last_committed_checkpoint_id",
                                                   "from_config",
                                                   "restore"}));
   EXPECT_EQ(json["job_id"], "etl");
@@ -88,11 +91,11 @@ TEST(CtlOutputJson, PipelineHasEveryContractKeyInOrder) {
 
 TEST(CtlOutputJson, EmptyPipelineStillHasEveryKey) {
   const Json json = PipelineJson(v1::Pipeline());
-  EXPECT_EQ(json.size(), 27u);
-  EXPECT_EQ(
-      Keys(json["restore"]),
-      (std::vector<std::string>{"checkpoint_id", "kind", "location", "source_job_id",
-                                "source_pipeline_id", "rescaled", "operator_set", "position"}));
+  EXPECT_EQ(json.size(), 30u);
+  EXPECT_EQ(Keys(json["restore"]),
+            (std::vector<std::string>{"checkpoint_id", "kind", "location", "source_job_id",
+                                      "source_pipeline_id", "rescaled", "operator_set", "position",
+                                      "commit_pending"}));
   EXPECT_EQ(json["restore"]["checkpoint_id"], 0);
   EXPECT_EQ(json["restore"]["kind"], "") << "no restore point: no kind";
   EXPECT_EQ(json["state"], "UNSPECIFIED");
@@ -115,10 +118,11 @@ TEST(CtlOutputJson, CheckpointTasksCarryEveryFigure) {
   t->set_bytes_processed_during_alignment(4);
   const Json json = CheckpointJson(c);
   ASSERT_EQ(json["tasks"].size(), 1u);
-  EXPECT_EQ(Keys(json["tasks"][0]),
-            (std::vector<std::string>{
-                "task_id", "worker_id", "acked_at_ms", "state", "sync_duration_ms",
-                "async_duration_ms", "alignment_duration_ms", "bytes_processed_during_alignment"}));
+  EXPECT_EQ(
+      Keys(json["tasks"][0]),
+      (std::vector<std::string>{"task_id", "worker_id", "acked_at_ms", "state", "sync_duration_ms",
+                                "async_duration_ms", "alignment_duration_ms",
+                                "bytes_processed_during_alignment", "committed_at_ms"}));
   EXPECT_EQ(json["tasks"][0]["worker_id"], "w1");
   EXPECT_EQ(json["tasks"][0]["state"]["uri"], "s3://a");
   EXPECT_EQ(json["tasks"][0]["bytes_processed_during_alignment"], 4);
@@ -144,11 +148,11 @@ TEST(CtlOutputJson, CheckpointWithStateSortedByTask) {
   (*c.mutable_state())["a"] = a;
 
   const Json json = CheckpointJson(c);
-  EXPECT_EQ(Keys(json),
-            (std::vector<std::string>{"checkpoint_id", "kind", "status", "triggered_at_ms",
-                                      "finished_at_ms", "acked_tasks", "expected_tasks",
-                                      "failure_reason", "location", "position", "alignment_group",
-                                      "state", "pending_tasks", "pending_tasks_total", "tasks"}));
+  EXPECT_EQ(Keys(json), (std::vector<std::string>{
+                            "checkpoint_id", "kind", "status", "triggered_at_ms", "finished_at_ms",
+                            "acked_tasks", "expected_tasks", "failure_reason", "location",
+                            "position", "alignment_group", "commit_status", "committed_at_ms",
+                            "state", "pending_tasks", "pending_tasks_total", "tasks"}));
   EXPECT_EQ(json["tasks"], Json::array()) << "a list view's: GetCheckpoint fills it";
   EXPECT_EQ(json["kind"], "SAVEPOINT_AND_STOP");
   EXPECT_EQ(json["status"], "COMPLETED");
