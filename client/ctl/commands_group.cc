@@ -17,10 +17,10 @@ namespace {
 
 struct GroupFlags {
   std::string name;
-  std::string interval, timeout, min_pause;  // durations as typed
+  std::string interval, timeout, min_pause, commit_timeout;  // durations as typed
   int64_t position_interval = 0;
   CLI::Option *interval_option = nullptr, *timeout_option = nullptr, *min_pause_option = nullptr,
-              *position_interval_option = nullptr;
+              *position_interval_option = nullptr, *commit_timeout_option = nullptr;
 };
 
 std::optional<std::string> Given(const CLI::Option* option, const std::string& value) {
@@ -43,7 +43,9 @@ CommandResult RunPut(const GlobalOptions& global, const GroupFlags& flags) {
       !SetDuration("--timeout", Given(flags.timeout_option, flags.timeout),
                    &v1::AlignmentGroupSpec::set_timeout_ms, &spec, &error) ||
       !SetDuration("--min-pause", Given(flags.min_pause_option, flags.min_pause),
-                   &v1::AlignmentGroupSpec::set_min_pause_ms, &spec, &error)) {
+                   &v1::AlignmentGroupSpec::set_min_pause_ms, &spec, &error) ||
+      !SetDuration("--commit-timeout", Given(flags.commit_timeout_option, flags.commit_timeout),
+                   &v1::AlignmentGroupSpec::set_commit_timeout_ms, &spec, &error)) {
     return CommandResult::BadUsage(error);
   }
   if (flags.position_interval_option->count() > 0) {
@@ -143,6 +145,12 @@ Examples:
                         "Positions every task of every member must pass between rounds "
                         "(heartbeat positions); 0: time alone")
             ->type_name("N");
+    flags->commit_timeout_option =
+        cmd->add_option("--commit-timeout", flags->commit_timeout,
+                        "A commit phase for every member (replacing theirs): each round is "
+                        "COMMITTING until every task of every member committed it, overdue "
+                        "after this long, e.g. 30s; 0s: none")
+            ->type_name("DURATION");
     cmd->callback([&context, flags] {
       context.action = [&context, flags] { return RunPut(context.global, *flags); };
     });

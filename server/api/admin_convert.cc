@@ -280,6 +280,7 @@ AlignmentGroupUpdate GroupUpdateFromProto(const v1::AlignmentGroupSpec& proto) {
   if (proto.has_timeout_ms()) update.timeout_ms = proto.timeout_ms();
   if (proto.has_min_pause_ms()) update.min_pause_ms = proto.min_pause_ms();
   if (proto.has_position_interval()) update.position_interval = proto.position_interval();
+  if (proto.has_commit_timeout_ms()) update.commit_timeout_ms = proto.commit_timeout_ms();
   return update;
 }
 
@@ -297,6 +298,7 @@ void ToProto(const AlignmentGroupView& view, v1::AlignmentGroup* out) {
   spec->set_timeout_ms(g.spec.timeout_ms);
   spec->set_min_pause_ms(g.spec.min_pause_ms);
   spec->set_position_interval(g.spec.position_interval);
+  spec->set_commit_timeout_ms(g.spec.commit_timeout_ms);
   for (const PipelineKey& key : view.members) {
     auto* member = out->add_members();
     member->set_job_id(key.job_id);

@@ -64,8 +64,8 @@ constexpr std::string_view kPipelineKeys[] = {
     "interval_ms",      "timeout_ms",   "min_pause_ms",      "tolerable_failures",
     "retained",         "restore_from", "position_interval", "alignment_group",
     "commit_timeout_ms"};
-constexpr std::string_view kGroupKeys[] = {"name", "interval_ms", "timeout_ms", "min_pause_ms",
-                                           "position_interval"};
+constexpr std::string_view kGroupKeys[] = {
+    "name", "interval_ms", "timeout_ms", "min_pause_ms", "position_interval", "commit_timeout_ms"};
 // pipelines[].restore_from: the fields of CreatePipeline's restore_from.
 constexpr std::string_view kRestoreFromKeys[] = {"job_id", "pipeline_id", "checkpoint_id"};
 // spdlog's level names.
@@ -357,6 +357,7 @@ MaybeYamlError ConfigReader::ReadAlignmentGroups(const YamlField& field) {
       if (f.name == "interval_ms") return ReadIntAs(f, &spec.interval_ms);
       if (f.name == "timeout_ms") return ReadIntAs(f, &spec.timeout_ms);
       if (f.name == "min_pause_ms") return ReadIntAs(f, &spec.min_pause_ms);
+      if (f.name == "commit_timeout_ms") return ReadIntAs(f, &spec.commit_timeout_ms);
       return ReadIntAs(f, &spec.position_interval);
     };
     if (auto error = ForEachField(entry, path, kGroupKeys, visit)) return error;

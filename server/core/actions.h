@@ -218,6 +218,11 @@ struct MemberDone {
   int64_t checkpoint_id = 0;
   CheckpointCommit commit;
 };
+// Every task of the member committed group round `checkpoint_id` (a commit phase): the group
+// answers with OnGroupCommitted once every member has.
+struct MemberCommitted {
+  int64_t checkpoint_id = 0;
+};
 // The member cannot finish group round `checkpoint_id` (it already told its workers).
 struct MemberFailed {
   int64_t checkpoint_id = 0;
@@ -243,7 +248,8 @@ using Action =
                  SendAllCommitted, EndSession, ArmWakeup, CancelWakeup, ArmTimeout, CancelTimeout,
                  ReserveIds, PersistRecord, PersistProgress, CommitCheckpoint, PersistCommitMark,
                  DeleteCheckpoints, PinDropped, RecordTriggerDelay, RoundStuck, RoundFinished,
-                 CommitOverdue, CommitFinished, MemberDone, MemberFailed, IgnoredMessage, Log>;
+                 CommitOverdue, CommitFinished, MemberDone, MemberFailed, MemberCommitted,
+                 IgnoredMessage, Log>;
 using Actions = std::vector<Action>;
 
 }  // namespace ckpt

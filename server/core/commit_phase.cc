@@ -37,7 +37,7 @@ bool CommitPhase::TakeOverdue(SteadyTime now) {
 }
 
 bool CommitPhase::MarkDue(SteadyTime now) const {
-  if (!committing() || left_ > 0 || mark_in_flight_) return false;
+  if (!committing() || left_ > 0 || mark_in_flight_ || start_.group_decides) return false;
   return !mark_retry_at_ || now >= *mark_retry_at_;
 }
 
@@ -60,7 +60,7 @@ void CommitPhase::OnMarkFailed(SteadyTime retry_at) {
 }
 
 std::optional<SteadyTime> CommitPhase::mark_retry_at() const {
-  if (!committing() || mark_in_flight_ || left_ > 0) return std::nullopt;
+  if (!committing() || mark_in_flight_ || left_ > 0 || start_.group_decides) return std::nullopt;
   return mark_retry_at_;
 }
 

@@ -29,6 +29,8 @@ class CommitPhase {
     size_t tasks = 0;         // the task set's size
     SteadyTime completed_at;  // when `complete` went out (or the daemon started, after a crash)
     SteadyTime overdue_at;    // completed_at + commit_timeout_ms
+    // An alignment group's round: the mark waits until every member committed (GroupAgreed).
+    bool group_decides = false;
   };
   explicit CommitPhase(Start start);
 
@@ -62,8 +64,12 @@ class CommitPhase {
   bool TakeOverdue(SteadyTime now);
   bool overdue() const { return overdue_noted_; }
 
-  // The COMMITTED mark: due once every task committed, until a write of it is durable. One write
-  // at a time; a failed one is retried at `retry_at`.
+  // A group's round: every member committed it (or the pipeline left the group): the mark may go.
+  void GroupAgreed() { start_.group_decides = false; }
+  bool awaits_group() const { return start_.group_decides; }
+
+  // The COMMITTED mark: due once every task committed (and, a group's round, the group agreed),
+  // until a write of it is durable. One write at a time; a failed one is retried at `retry_at`.
   bool MarkDue(SteadyTime now) const;
   // A write of the mark went to the store, carrying `at_ms` (the first write's time: a retry
   // writes the same mark).

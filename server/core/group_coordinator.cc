@@ -65,6 +65,17 @@ GroupActions GroupCoordinator::RemoveMember(const PipelineKey& member, const std
   members_.erase(member);
   out.push_back(Log{LogLevel::kInfo,
                     "group " + spec_.name + ": " + MemberName(member) + " left (" + why + ")"});
+  if (committing_ && committing_->members.erase(member) > 0) {
+    // It commits alone from now on; the others no longer wait for it.
+    committing_->waiting.erase(member);
+    if (committing_->waiting.empty()) {
+      if (committing_->members.empty()) {
+        committing_.reset();
+      } else {
+        ReleaseCommittedRound(out);
+      }
+    }
+  }
   const bool in_round =
       pending_ && (pending_->waiting.count(member) ||
                    std::any_of(pending_->done.begin(), pending_->done.end(),
@@ -76,6 +87,28 @@ GroupActions GroupCoordinator::RemoveMember(const PipelineKey& member, const std
                           : TryStart(false, std::nullopt);
   out.insert(out.end(), more.begin(), more.end());
   return out;
+}
+
+GroupActions GroupCoordinator::OnMemberCommitted(const PipelineKey& member, int64_t checkpoint_id) {
+  GroupActions out;
+  if (!committing_ || committing_->id != checkpoint_id || !committing_->members.count(member)) {
+    // Not a round this group holds COMMITTING (the daemon restarted since, or the member joined
+    // after it): the member marks its own part.
+    out.push_back(MarkMemberCommitted{member, checkpoint_id});
+    return out;
+  }
+  committing_->waiting.erase(member);
+  if (committing_->waiting.empty()) ReleaseCommittedRound(out);
+  return out;
+}
+
+void GroupCoordinator::ReleaseCommittedRound(GroupActions& out) {
+  for (const PipelineKey& member : committing_->members) {
+    out.push_back(MarkMemberCommitted{member, committing_->id});
+  }
+  out.push_back(Log{LogLevel::kDebug, "group " + spec_.name + ": every member committed round " +
+                                          std::to_string(committing_->id)});
+  committing_.reset();
 }
 
 bool GroupCoordinator::CommittingWith(const PipelineKey& member) const {
@@ -210,6 +243,20 @@ GroupActions GroupCoordinator::OnCommitted(int64_t checkpoint_id) {
   for (const auto& c : pending_->done) {
     out.push_back(MemberRoundDurable{c.key, pending_->id});
   }
+  if (spec_.commit_timeout_ms > 0) {
+    // COMMITTING in each member from now on: none is ready for the next round until the whole
+    // round is COMMITTED, which each member reports (OnMemberState) once it marked it.
+    CommittingRound round{pending_->id, {}, {}};
+    for (const auto& c : pending_->done) {
+      auto m = members_.find(c.key);
+      if (m == members_.end()) continue;  // left while the store wrote it: commits alone
+      round.members.insert(c.key);
+      m->second.ready = false;
+      m->second.holdup = "committing group round " + std::to_string(pending_->id);
+    }
+    round.waiting = round.members;
+    if (!round.members.empty()) committing_ = std::move(round);
+  }
   out.push_back(GroupRoundFinished{pending_->id, GroupRoundResult::kCompleted, ""});
   last_finished_at_ = clock_.SteadyNow();
   pending_.reset();
@@ -297,6 +344,14 @@ GroupExplanation GroupCoordinator::Explain() const {
   GroupExplanation e;
   e.last_round_id = progress_.last_round_id;
   e.last_position = progress_.last_position;
+  if (committing_) {
+    e.committing_checkpoint_id = committing_->id;
+    for (const auto& key : committing_->waiting) {
+      e.holding.emplace_back(key,
+                             "has not committed group round " + std::to_string(committing_->id));
+    }
+    return e;
+  }
   if (pending_) {
     e.pending_checkpoint_id = pending_->id;
     for (const auto& key : pending_->waiting) {

@@ -15,6 +15,10 @@
 //   it for the others; a task lost, a member paused, changed, deleted or removed aborts it for all.
 //   At the deadline every member not done expires (each counts it), the others are aborted.
 // - A member that is not ready holds every round; Explain names it.
+// - With commit_timeout_ms (docs/PROTOCOL.md, "Commit phase") the group commits as one: a durable
+//   round leaves its members not ready (COMMITTING), each reports once its tasks all committed
+//   (OnMemberCommitted), and only when every member of the round has does each get
+//   MarkMemberCommitted (its COMMITTED mark, then all_committed to its workers).
 //
 // Threading: not thread-safe; the runtime calls it on the group's strand only.
 
@@ -78,6 +82,12 @@ struct GroupRoundStarted {
   CheckpointKind kind = CheckpointKind::kCheckpoint;
   int64_t position = 0;
 };
+// Every member of a COMMITTING round committed it (or the group no longer tracks that round, after
+// a restart): the member writes its COMMITTED mark and tells its workers.
+struct MarkMemberCommitted {
+  PipelineKey member;
+  int64_t checkpoint_id = 0;
+};
 // A queued savepoint that will not start: its timeout passed first.
 struct GroupSavepointDropped {
   CheckpointKind kind = CheckpointKind::kSavepoint;
@@ -94,12 +104,14 @@ struct GroupRoundFinished {
 using GroupAction =
     std::variant<StartMemberRound, MemberRoundDurable, AbortMemberRound, ArmGroupWakeup,
                  ArmGroupDeadline, CancelGroupDeadline, ReserveGroupIds, CommitGroupRound,
-                 GroupRoundStarted, GroupSavepointDropped, GroupRoundFinished, Log>;
+                 GroupRoundStarted, GroupSavepointDropped, GroupRoundFinished, MarkMemberCommitted,
+                 Log>;
 using GroupActions = std::vector<GroupAction>;
 
 // What holds the group now, for `pipeline why` of its members and `group get`.
 struct GroupExplanation {
   int64_t pending_checkpoint_id = 0;
+  int64_t committing_checkpoint_id = 0;  // a durable round whose members have not all committed
   // The pending round's members that are not done, or (none pending) the members not ready,
   // with what each said holds it.
   std::vector<std::pair<PipelineKey, std::string>> holding;
@@ -151,6 +163,11 @@ class GroupCoordinator {
                             CheckpointCommit commit);
   GroupActions OnMemberFailed(const PipelineKey& member, int64_t checkpoint_id,
                               MemberFailure failure, const std::string& reason);
+  // Every task of `member` committed round `checkpoint_id`. Once every member of that round has,
+  // each gets MarkMemberCommitted; for a round the group does not track as COMMITTING (it
+  // restarted since), the member gets it at once.
+  GroupActions OnMemberCommitted(const PipelineKey& member, int64_t checkpoint_id);
+  int64_t CommittingRoundId() const { return committing_ ? committing_->id : 0; }
 
   // --- timers ---
   GroupActions OnWakeup();
@@ -237,6 +254,15 @@ class GroupCoordinator {
   const GroupOptions options_;
   std::map<PipelineKey, Member> members_;
   std::optional<PendingRound> pending_;
+  // A durable round with a commit phase whose members have not all committed it.
+  struct CommittingRound {
+    int64_t id = 0;
+    std::set<PipelineKey> members;  // of the round, still in the group
+    std::set<PipelineKey> waiting;  // of those, not committed yet
+  };
+  std::optional<CommittingRound> committing_;
+  // Every member of the committing round committed: each marks it.
+  void ReleaseCommittedRound(GroupActions& out);
   int64_t next_id_ = 1;         // the next id to hand out, if within progress_.id_counter
   bool reserving_ = false;      // a ReserveGroupIds is with the store
   bool bump_position_ = false;  // the last round failed on a passed position: one more step

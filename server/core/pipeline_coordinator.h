@@ -263,6 +263,9 @@ class PipelineCoordinator {
   Actions OnCommitMarked(int64_t checkpoint_id);
   // Retried after CoordinatorOptions::reserve_retry; never a failed round.
   Actions OnCommitMarkFailed(int64_t checkpoint_id, const Status& error);
+  // A member: every member of its group committed group round `checkpoint_id` (MemberCommitted
+  // went to the group): its COMMITTED mark may be written.
+  Actions OnGroupCommitted(int64_t checkpoint_id);
   // The checkpoint that is COMMITTING (0: none).
   int64_t CommittingId() const;
   // The newest durably COMMITTED checkpoint (0: none), and when.

@@ -45,8 +45,8 @@ void PipelineCoordinator::BeginCommitPhase(int64_t checkpoint_id, CheckpointKind
     return;
   }
   const SteadyTime now = clock_.SteadyNow();
-  commits_->phase = std::make_unique<CommitPhase>(
-      CommitPhase::Start{checkpoint_id, kind, expected_.size(), now, now + Millis(timeout_ms)});
+  commits_->phase = std::make_unique<CommitPhase>(CommitPhase::Start{
+      checkpoint_id, kind, expected_.size(), now, now + Millis(timeout_ms), group_ != nullptr});
   // A stream that registered while the round was with the store was welcomed with the
   // checkpoint before this one: it cannot know what this one commits. Its worker comes back and
   // is welcomed with commit_pending.
@@ -84,10 +84,27 @@ Actions PipelineCoordinator::OnTaskCommitted(SessionId session, int64_t checkpoi
     case CommitPhase::Mark::kAwaitingMore: return out;
     case CommitPhase::Mark::kLast: break;
   }
+  if (phase.awaits_group()) {
+    // The group's round is COMMITTED once every member's tasks committed it.
+    out.push_back(MemberCommitted{checkpoint_id});
+    return out;
+  }
   out.push_back(Log{LogLevel::kDebug, "every task committed checkpoint " +
                                           std::to_string(checkpoint_id) +
                                           "; marking it COMMITTED"});
   MaybeWriteCommitMark(out);
+  return out;
+}
+
+Actions PipelineCoordinator::OnGroupCommitted(int64_t checkpoint_id) {
+  Actions out;
+  if (!Committing() || commits_->phase->checkpoint_id() != checkpoint_id ||
+      !commits_->phase->awaits_group() || !commits_->phase->all_tasks_committed()) {
+    return out;  // stale, or not this member's to mark yet
+  }
+  commits_->phase->GroupAgreed();
+  MaybeWriteCommitMark(out);
+  Rearm(out);
   return out;
 }
 

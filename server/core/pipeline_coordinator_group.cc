@@ -28,6 +28,11 @@ Actions PipelineCoordinator::SetGroup(std::optional<AlignmentGroupSpec> group, i
               out);
   }
   group_.reset();
+  if (Committing() && commits_->phase->awaits_group()) {
+    // On its own now: it marks its part when its tasks committed, without the group.
+    commits_->phase->GroupAgreed();
+    MaybeWriteCommitMark(out);
+  }
   // Its own ids continue above every id the group handed out; reserved before its next round.
   ids_.RaiseAbove(id_floor);
   SyncPositionGate();

@@ -121,6 +121,7 @@ Status ValidateGroupSpec(const AlignmentGroupSpec& spec) {
   if (auto s = CheckDuration(spec.interval_ms, kMinIntervalMs, "interval_ms"); !s.ok()) return s;
   if (auto s = CheckDuration(spec.timeout_ms, 1, "timeout_ms"); !s.ok()) return s;
   if (auto s = CheckDuration(spec.min_pause_ms, 0, "min_pause_ms"); !s.ok()) return s;
+  if (auto s = CheckDuration(spec.commit_timeout_ms, 0, "commit_timeout_ms"); !s.ok()) return s;
   return CheckPositionInterval(spec.position_interval);
 }
 

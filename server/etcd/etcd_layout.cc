@@ -178,6 +178,7 @@ std::string EncodeGroup(const StoredGroup& g) {
               {"timeout_ms", g.spec.timeout_ms},
               {"min_pause_ms", g.spec.min_pause_ms},
               {"position_interval", g.spec.position_interval},
+              {"commit_timeout_ms", g.spec.commit_timeout_ms},
               {"from_config", g.from_config},
               {"id_counter", g.progress.id_counter},
               {"last_round_id", g.progress.last_round_id},
@@ -196,6 +197,7 @@ std::optional<StoredGroup> DecodeGroup(const std::string& value, const std::stri
     g.spec.timeout_ms = v.at("timeout_ms").get<int64_t>();
     g.spec.min_pause_ms = v.at("min_pause_ms").get<int64_t>();
     g.spec.position_interval = v.at("position_interval").get<int64_t>();
+    g.spec.commit_timeout_ms = v.value("commit_timeout_ms", int64_t{0});
     g.from_config = v.at("from_config").get<bool>();
     g.progress.id_counter = v.at("id_counter").get<int64_t>();
     g.progress.last_round_id = v.at("last_round_id").get<int64_t>();

@@ -32,6 +32,7 @@ struct AlignmentGroupUpdate {
   std::optional<int64_t> timeout_ms;
   std::optional<int64_t> min_pause_ms;
   std::optional<int64_t> position_interval;
+  std::optional<int64_t> commit_timeout_ms;
 };
 
 // A group as the API shows it.

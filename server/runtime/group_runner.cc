@@ -92,6 +92,12 @@ void GroupRunner::MemberDone(const PipelineKey& key, int64_t checkpoint_id,
   });
 }
 
+void GroupRunner::MemberCommitted(const PipelineKey& key, int64_t checkpoint_id) {
+  Post([key, checkpoint_id](GroupRunner& g) {
+    g.Run(g.coordinator_.OnMemberCommitted(key, checkpoint_id));
+  });
+}
+
 void GroupRunner::MemberFailed(const PipelineKey& key, int64_t checkpoint_id, MemberFailure failure,
                                std::string reason) {
   Post([key, checkpoint_id, failure, reason = std::move(reason)](GroupRunner& g) {
@@ -170,6 +176,8 @@ void GroupRunner::Execute(GroupAction& action) {
     }
   } else if (auto* a = std::get_if<MemberRoundDurable>(&action)) {
     if (auto member = MemberRunner(a->member)) member->GroupRoundDurable(a->checkpoint_id);
+  } else if (auto* a = std::get_if<MarkMemberCommitted>(&action)) {
+    if (auto member = MemberRunner(a->member)) member->GroupCommitted(a->checkpoint_id);
   } else if (auto* a = std::get_if<AbortMemberRound>(&action)) {
     if (auto member = MemberRunner(a->member)) {
       member->EndGroupRound(a->checkpoint_id, a->outcome, a->reason);

@@ -59,6 +59,8 @@ class GroupRunner : public std::enable_shared_from_this<GroupRunner> {
   void MemberState(const PipelineKey& key, bool ready, std::string holdup);
   void MemberPositions(const PipelineKey& key, ckpt::MemberPositions positions);
   void MemberDone(const PipelineKey& key, int64_t checkpoint_id, CheckpointCommit commit);
+  // Every task of the member committed group round `checkpoint_id` (a commit phase).
+  void MemberCommitted(const PipelineKey& key, int64_t checkpoint_id);
   void MemberFailed(const PipelineKey& key, int64_t checkpoint_id, MemberFailure failure,
                     std::string reason);
 

@@ -172,6 +172,8 @@ class PipelineRunner : public std::enable_shared_from_this<PipelineRunner> {
   // From the group's strand: its round starts, became durable, or ended without completing.
   void StartGroupRound(int64_t checkpoint_id, CheckpointKind kind, int64_t position);
   void GroupRoundDurable(int64_t checkpoint_id);
+  // Every member committed group round `checkpoint_id`: this one may mark it COMMITTED.
+  void GroupCommitted(int64_t checkpoint_id);
   void EndGroupRound(int64_t checkpoint_id, MemberOutcome outcome, std::string reason);
 
   // Safe from any thread, at any time: the numbers the per-pipeline series of /metrics show.

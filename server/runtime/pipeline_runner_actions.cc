@@ -180,6 +180,8 @@ void PipelineRunner::Execute(Action& action) {
         });
   } else if (auto* a = std::get_if<MemberDone>(&action)) {
     if (group_) group_->runner->MemberDone(key(), a->checkpoint_id, std::move(a->commit));
+  } else if (auto* a = std::get_if<MemberCommitted>(&action)) {
+    if (group_) group_->runner->MemberCommitted(key(), a->checkpoint_id);
   } else if (auto* a = std::get_if<MemberFailed>(&action)) {
     if (a->limit) context_->metrics.CountLimit(*a->limit);
     if (group_) {

@@ -4,9 +4,9 @@
 // that waited for the member's group round. The coordinator's side is
 // core/pipeline_coordinator_group.cc.
 //
-// Threading: JoinGroup, StartGroupRound, GroupRoundDurable and EndGroupRound are called from any
-// thread (the group's strand) and post to strand_; the rest runs on strand_. A group's answer
-// comes back to strand_ through PostOperator.
+// Threading: JoinGroup, StartGroupRound, GroupRoundDurable, GroupCommitted and EndGroupRound are
+// called from any thread (the group's strand) and post to strand_; the rest runs on strand_. A
+// group's answer comes back to strand_ through PostOperator.
 #include "common/strand_assert.h"
 #include "runtime/group_runner.h"
 #include "runtime/pipeline_runner.h"
@@ -38,6 +38,13 @@ void PipelineRunner::GroupRoundDurable(int64_t checkpoint_id) {
   PostStoreCompletion([checkpoint_id](PipelineRunner& r) {
     r.Run(r.coordinator_.OnCommitted(checkpoint_id));
     r.RunDeferredDelete();
+  });
+}
+
+void PipelineRunner::GroupCommitted(int64_t checkpoint_id) {
+  // Never dropped: the mark it lets go is what ends the COMMITTING state.
+  PostStoreCompletion([checkpoint_id](PipelineRunner& r) {
+    r.Run(r.coordinator_.OnGroupCommitted(checkpoint_id));
   });
 }
 

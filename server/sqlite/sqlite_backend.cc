@@ -139,11 +139,13 @@ struct SqliteBackend::WriterConn {
     PrepareInto(db, upsert_group,
                 "INSERT INTO alignment_groups (name, interval_ms, timeout_ms, min_pause_ms, "
                 "position_interval, from_config, id_counter, last_round_id, last_position, "
-                "last_completed_at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, 0, 0, 0, 0) "
+                "last_completed_at_ms, commit_timeout_ms) "
+                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, 0, 0, 0, 0, ?7) "
                 "ON CONFLICT (name) DO UPDATE SET interval_ms = excluded.interval_ms, "
                 "timeout_ms = excluded.timeout_ms, min_pause_ms = excluded.min_pause_ms, "
                 "position_interval = excluded.position_interval, "
-                "from_config = excluded.from_config",
+                "from_config = excluded.from_config, "
+                "commit_timeout_ms = excluded.commit_timeout_ms",
                 s);
     PrepareInto(db, delete_group, "DELETE FROM alignment_groups WHERE name = ?1", s);
     PrepareInto(db, raise_high_water,
@@ -341,6 +343,7 @@ struct SqliteBackend::WriterConn {
     upsert_group.Bind(4, spec.min_pause_ms);
     upsert_group.Bind(5, spec.position_interval);
     upsert_group.Bind(6, int64_t{from_config ? 1 : 0});
+    upsert_group.Bind(7, spec.commit_timeout_ms);
     if (int rc = upsert_group.Step(); rc != SQLITE_DONE) {
       return db.Error(rc, "writing alignment group " + spec.name);
     }
@@ -465,8 +468,8 @@ struct SqliteBackend::ReaderConn {
                 "SELECT counter FROM id_counters WHERE job_id = ?1 AND pipeline_id = ?2", s);
     PrepareInto(db, load_groups,
                 "SELECT name, interval_ms, timeout_ms, min_pause_ms, position_interval, "
-                "from_config, id_counter, last_round_id, last_position, last_completed_at_ms "
-                "FROM alignment_groups ORDER BY name",
+                "from_config, id_counter, last_round_id, last_position, last_completed_at_ms, "
+                "commit_timeout_ms FROM alignment_groups ORDER BY name",
                 s);
     return s;
   }
@@ -827,6 +830,7 @@ Result<std::vector<StoredGroup>> SqliteBackend::LoadGroups() {
     g.progress.last_round_id = stmt.ColumnInt(7);
     g.progress.last_position = stmt.ColumnInt(8);
     g.progress.last_completed_at_ms = stmt.ColumnInt(9);
+    g.spec.commit_timeout_ms = stmt.ColumnInt(10);
   }
   if (rc != SQLITE_DONE) return reader_->db.Error(rc, "loading alignment groups from " + path_);
   unreadable_groups_ = std::move(unreadable);

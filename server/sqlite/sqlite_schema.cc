@@ -123,7 +123,8 @@ INSERT INTO id_high_water (id, value) VALUES (0, MAX(
   COALESCE((SELECT MAX(checkpoint_id) FROM checkpoints WHERE typeof(checkpoint_id) = 'integer'), 0)));
 )sql";
 
-// The commit phase (docs/PROTOCOL.md, "Commit phase"): a pipeline's commit_timeout_ms and its
+// The commit phase (docs/PROTOCOL.md, "Commit phase"): a pipeline's and a group's
+// commit_timeout_ms, a pipeline's
 // COMMITTED mark (the newest committed checkpoint and when), and each checkpoint's commit status
 // (0 none, 1 committing, 2 committed; the mark's write sets 2) and time.
 constexpr const char* kSchemaV8 = R"sql(
@@ -132,6 +133,7 @@ ALTER TABLE pipelines ADD COLUMN last_committed_id INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE pipelines ADD COLUMN last_committed_at_ms INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE checkpoints ADD COLUMN commit_status INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE checkpoints ADD COLUMN committed_at_ms INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE alignment_groups ADD COLUMN commit_timeout_ms INTEGER NOT NULL DEFAULT 0;
 )sql";
 
 // What takes version N-1 to N, from 2 on: kUpgrades[N - 2].

@@ -71,8 +71,9 @@ class Driver {
   // (otherwise events do), bit 2 ticking clock, bits 3-4 stored StickyState, bits 5-7 stored
   // generation - 1. h1: bits 0-2 id block, bits 3-5 stored id counter, bits 6-7 age of the last
   // completed checkpoint. h2: the spec's policy (SpecFromByte). h3: bits 0-1 task count, bits
-  // 2-3 start spread, bits 4-5 position_interval.
-  // Then events: an opcode byte (mod 30, see Event()) and its argument bytes.
+  // 2-3 start spread, bits 4-5 position_interval, bits 6-7 commit_timeout_ms (a commit phase on
+  // half the inputs).
+  // Then events: an opcode byte (mod 35, see Event()) and its argument bytes.
   void Setup() {
     const uint8_t h0 = in_.Byte(), h1 = in_.Byte(), h2 = in_.Byte(), h3 = in_.Byte();
     const bool restarted = h0 & 1;
@@ -95,6 +96,8 @@ class Driver {
     static constexpr int kTaskCounts[] = {3, 1, 2, 3};
     stored.record.spec = SpecFromByte(h2, kTaskCounts[h3 & 3]);
     stored.record.spec.position_interval = PositionIntervalFrom(h3 >> 4);
+    static constexpr int64_t kCommitTimeouts[] = {0, 0, 50, 5'000};
+    stored.record.spec.commit_timeout_ms = kCommitTimeouts[(h3 >> 6) & 3];
     stored.record.generation = 1 + (h0 >> 5);
     stored.record.sticky = static_cast<StickyState>((h0 >> 3) & 3);
     stored.record.counters.completed_count = stored.id_counter > 0 ? 3 : 0;
@@ -140,11 +143,11 @@ class Driver {
   // ---- events ---------------------------------------------------------------------------------
 
   void Event() {
-    const uint8_t op = in_.Byte() % 31;
+    const uint8_t op = in_.Byte() % 35;
     // After Delete the runtime drops every worker message, timer and id reservation and answers
     // operator calls with NOT_FOUND (runtime/pipeline_runner_internal.h); only the completion of a
     // commit handed to the store before the delete still arrives. Time still passes.
-    const bool after_delete = op == 0 || op == 13 || op == 14 || op == 27;
+    const bool after_delete = op == 0 || op == 13 || op == 14 || op == 27 || op == 33;
     if (c_->deleted() && !after_delete) return;
     const auto& wakeup = c_->armed_wakeup();
     const auto& timeout = c_->armed_timeout();
@@ -290,6 +293,26 @@ class Driver {
         GroupEvent(what, b);
         break;
       }
+      case 31: {  // a task commits (mostly the COMMITTING checkpoint, from its stream)
+        const uint8_t session = in_.Byte(), id = in_.Byte(), task = in_.Byte();
+        Commit(session, id, task);
+        break;
+      }
+      case 32:  // every task commits the COMMITTING checkpoint from its stream (and the group
+                // agrees)
+        CommitAllOwned(in_.Byte());
+        break;
+      case 33:  // the store answers the COMMITTED mark it holds, or another id
+        MarkAnswer(in_.Byte());
+        break;
+      case 34: {  // a member hears that its group committed some round
+        const int64_t id = PickCheckpointId(in_.Byte());
+        if (member_) {
+          Trace("group: round " + std::to_string(id) + " committed by every member");
+          c_->OnGroupCommitted(id);
+        }
+        break;
+      }
       case 24: {  // a burst of time passing with every timer firing on time
         const int steps = 1 + in_.Byte() % 8;
         for (int i = 0; i < steps; ++i) {
@@ -395,6 +418,61 @@ class Driver {
     c_->OnPositions(session, positions);
   }
 
+  // ---- the commit phase ----------------------------------------------------------------------
+
+  // The COMMITTING checkpoint (or, bit 0, another id), for a task of the pipeline or not, from
+  // its stream (or, bit 7, another).
+  void Commit(uint8_t session_byte, uint8_t id_byte, uint8_t task_byte) {
+    const std::string task = task_byte % 5 < 4 ? kAllTasks[task_byte % 5] : "x";
+    auto owner = c_->owners().find(task);
+    const SessionId session = (session_byte & 0x80) == 0 && owner != c_->owners().end()
+                                  ? owner->second
+                                  : PickSession(session_byte & 0x7f);
+    const int64_t committing = c_->CommittingId();
+    const int64_t id =
+        (id_byte & 1) == 0 && committing > 0 ? committing : PickCheckpointId(id_byte);
+    Trace("committed " + std::to_string(id) + " task " + task + " session " +
+          std::to_string(session));
+    c_->OnTaskCommitted(session, id, task);
+  }
+
+  void CommitAllOwned(uint8_t b) {
+    const int64_t id = c_->CommittingId();
+    if (id == 0) return;
+    const auto owners = c_->owners();  // a copy: a call may end sessions
+    for (const auto& [task, session] : owners) {
+      Trace("committed " + std::to_string(id) + " task " + task);
+      c_->OnTaskCommitted(session, id, task);
+    }
+    if (member_ && (b & 1)) {
+      Trace("group: round " + std::to_string(id) + " committed by every member");
+      c_->OnGroupCommitted(id);
+    }
+  }
+
+  void MarkAnswer(uint8_t b) {
+    const auto& held = c_->mark_outstanding();
+    if (held && (b & 0x80) == 0) {
+      const int64_t id = *held;
+      Trace(std::string("store: COMMITTED mark of ") + std::to_string(id) +
+            ((b & 1) ? " failed" : " durable"));
+      if (b & 1) {
+        c_->OnCommitMarkFailed(id, Status::Unavailable("fuzz: disk full"));
+      } else {
+        c_->OnCommitMarked(id);
+      }
+      return;
+    }
+    int64_t id = PickCheckpointId(b >> 1);
+    if (held && id == *held) id += 1;
+    Trace("store: wrong mark id " + std::to_string(id));
+    if (b & 1) {
+      c_->OnCommitMarkFailed(id, Status::Internal("fuzz"));
+    } else {
+      c_->OnCommitMarked(id);
+    }
+  }
+
   void AckOrDecline(bool decline, uint8_t session_byte, uint8_t id_byte, uint8_t task_byte) {
     const std::string task = task_byte % 5 < 4 ? kAllTasks[task_byte % 5] : "x";
     SessionId session;
@@ -438,6 +516,7 @@ class Driver {
   void UpdateSpec(uint8_t mask, uint8_t policy) {
     PipelineSpec spec = SpecFromByte(policy, 0);
     spec.position_interval = PositionIntervalFrom(mask >> 6);
+    spec.commit_timeout_ms = c_->model_spec().commit_timeout_ms;  // kept: the setup chose it
     for (int i = 0; i < 4; ++i) {
       if (mask & (1 << i)) spec.task_ids.push_back(kAllTasks[i]);
     }
@@ -552,14 +631,18 @@ class Driver {
     while (!c_->deletes_outstanding().empty()) CompleteDelete(true);
     if (c_->deleted()) {  // only the completions of store writes still arrive (see Event)
       if (c_->commit_outstanding()) CompleteCommit(true);
+      if (c_->mark_outstanding()) c_->OnCommitMarked(*c_->mark_outstanding());
       return;
     }
-    for (int i = 0; c_->reserve_outstanding() || c_->commit_outstanding(); ++i) {
+    for (int i = 0; c_->reserve_outstanding() || c_->commit_outstanding() || c_->mark_outstanding();
+         ++i) {
       if (i >= 1000) Fail("store writes never settle: reservation/commit ping-pong");
       if (c_->reserve_outstanding()) {
         CompleteReserve(true);
-      } else {
+      } else if (c_->commit_outstanding()) {
         CompleteCommit(true);
+      } else {
+        c_->OnCommitMarked(*c_->mark_outstanding());
       }
     }
   }

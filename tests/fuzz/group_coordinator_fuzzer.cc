@@ -59,6 +59,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/group_coordinator.h"
@@ -151,6 +152,10 @@ std::string Describe(const GroupAction& action) {
       return "GroupRoundFinished id " + std::to_string(a.checkpoint_id) + " " +
              ResultName(a.result) + (a.reason.empty() ? "" : ": " + a.reason);
     }
+    std::string operator()(const MarkMemberCommitted& a) const {
+      return "MarkMemberCommitted " + a.member.ToString() + " id " +
+             std::to_string(a.checkpoint_id);
+    }
     std::string operator()(const Log& a) const { return "Log: " + a.text; }
   };
   return std::visit(V{}, action);
@@ -240,7 +245,8 @@ class GroupDriver {
   // (SpecFromByte; the position_interval is h3's). h2: bits 0-2 stored id counter, bits 3-5 stored
   // last round id, bits 6-7 age of the last completed round. h3: bits 0-1 position_interval, bits
   // 2-4 the members' own id counters, bit 5 every member reports ready at once, bit 6 the members
-  // join before Start. Then events: an opcode byte (mod 26, see Event()) and its argument bytes.
+  // join before Start. h1's bits 6-7 (the position_interval being h3's) pick commit_timeout_ms.
+  // Then events: an opcode byte (mod 28, see Event()) and its argument bytes.
   void Setup() {
     const uint8_t h0 = in_.Byte(), h1 = in_.Byte(), h2 = in_.Byte(), h3 = in_.Byte();
     const int member_count = 1 + (h0 & 7) % 6;
@@ -251,6 +257,9 @@ class GroupDriver {
 
     spec_ = SpecFromByte(h1);
     spec_.position_interval = PositionIntervalFrom(h3 & 3);
+    // h1's top bits, which SpecFromByte gives the position_interval h3 replaces: the commit phase.
+    static constexpr int64_t kCommitTimeouts[] = {0, 0, 50, 5'000};
+    spec_.commit_timeout_ms = kCommitTimeouts[(h1 >> 6) & 3];
     static constexpr int64_t kCounters[] = {0, 0, 1, 5, 99, 100, 150, 1000};
     static constexpr int64_t kAges[] = {-1, 0, 500, 50'000};
     store_.progress.id_counter = kCounters[h2 & 7];
@@ -336,7 +345,7 @@ class GroupDriver {
   // ---- events ---------------------------------------------------------------------------------
 
   void Event() {
-    const uint8_t op = in_.Byte() % 26;
+    const uint8_t op = in_.Byte() % 28;
     switch (op) {
       case 0: {  // time passes (timers do not fire by themselves)
         const uint8_t b = in_.Byte();
@@ -442,6 +451,20 @@ class GroupDriver {
         }
         break;
       }
+      case 26: {  // a member's tasks all committed some round (mostly the COMMITTING one)
+        const uint8_t m = in_.Byte(), id = in_.Byte();
+        const int64_t committing = committing_ ? committing_->id : 0;
+        MemberCommitted(PickMember(m),
+                        (id & 1) == 0 && committing > 0 ? committing : PickId(id >> 1));
+        break;
+      }
+      case 27:  // every member still COMMITTING reports
+        if (committing_) {
+          const std::set<PipelineKey> waiting = committing_->waiting;
+          const int64_t id = committing_->id;
+          for (const auto& key : waiting) MemberCommitted(key, id);
+        }
+        break;
       case 25: {  // members report positions far enough for the next round
         const int64_t step = std::max<int64_t>(1, spec_.position_interval);
         const int64_t base = last_position_ + step + (in_.Byte() % 3) * step / 2;
@@ -514,11 +537,46 @@ class GroupDriver {
   }
 
   void MemberState(const PipelineKey& key, bool ready) {
+    // A member COMMITTING a group round is not ready until the group let it mark the round.
+    if (ready && committing_ && committing_->members.count(key)) return;
     GROUP_FUZZ_TRACE(key.ToString() + (ready ? " ready" : " not ready"));
     auto it = members_.find(key);
     if (it != members_.end()) it->second.ready = ready;
     if (it == members_.end()) expect_ = Expect::kNoActions;
     Apply("OnMemberState", c_->OnMemberState(key, ready, ready ? "" : "fuzz: paused"));
+  }
+
+  // The commit phase: `key`'s tasks all committed round `id`. For the round the group holds
+  // COMMITTING, every member is told at once, when the last one reported; for any other id the
+  // member alone, at once.
+  void MemberCommitted(const PipelineKey& key, int64_t id) {
+    GROUP_FUZZ_TRACE(key.ToString() + " committed round " + std::to_string(id));
+    std::set<PipelineKey> expected;
+    if (committing_ && committing_->id == id && committing_->members.count(key)) {
+      committing_->waiting.erase(key);
+      if (committing_->waiting.empty()) {
+        expected = committing_->members;
+        committing_.reset();
+      }
+    } else {
+      expected = {key};
+    }
+    GroupActions actions = c_->OnMemberCommitted(key, id);
+    std::set<PipelineKey> marked;
+    for (const auto& a : actions) {
+      if (auto* m = std::get_if<MarkMemberCommitted>(&a)) {
+        GROUP_FUZZ_CHECK(m->checkpoint_id == id, "MarkMemberCommitted for another round");
+        GROUP_FUZZ_CHECK(marked.insert(m->member).second, "MarkMemberCommitted twice to a member");
+      }
+    }
+    GROUP_FUZZ_CHECK(marked == expected, "round " + std::to_string(id) + " marked for " +
+                                             std::to_string(marked.size()) +
+                                             " member(s), not the " +
+                                             std::to_string(expected.size()) +
+                                             " expected (every member committed, "
+                                             "or the untracked one alone)");
+    marks_checked_ = true;
+    Apply("OnMemberCommitted", std::move(actions), /*allow_logs=*/true);
   }
 
   void Positions(const PipelineKey& key, uint8_t m, uint8_t v) {
@@ -666,7 +724,23 @@ class GroupDriver {
       everyone_ = MemberOutcome::kAborted;
     }
     members_.erase(key);
-    Apply("RemoveMember", c_->RemoveMember(key, "fuzz: deleted"), /*allow_logs=*/true);
+    std::set<PipelineKey> released;  // the others no longer wait for it
+    if (committing_ && committing_->members.erase(key) > 0) {
+      committing_->waiting.erase(key);
+      if (committing_->waiting.empty()) {
+        released = committing_->members;
+        committing_.reset();
+      }
+    }
+    GroupActions actions = c_->RemoveMember(key, "fuzz: deleted");
+    std::set<PipelineKey> marked;
+    for (const auto& a : actions) {
+      if (auto* m = std::get_if<MarkMemberCommitted>(&a)) marked.insert(m->member);
+    }
+    GROUP_FUZZ_CHECK(marked == released,
+                     "a member leaving a COMMITTING round released the wrong members");
+    marks_checked_ = true;
+    Apply("RemoveMember", std::move(actions), /*allow_logs=*/true);
     // Its counter is raised to the group's before the record goes.
     int64_t& counter = store_.member_counters[key];
     counter = std::max(counter, store_.progress.id_counter);
@@ -674,7 +748,8 @@ class GroupDriver {
 
   void UpdateSpec(uint8_t b) {
     AlignmentGroupSpec spec = SpecFromByte(b);
-    if (!ValidateGroupSpec(spec).ok()) return;  // the admin API validates first
+    spec.commit_timeout_ms = spec_.commit_timeout_ms;  // kept: the setup chose it
+    if (!ValidateGroupSpec(spec).ok()) return;         // the admin API validates first
     GROUP_FUZZ_TRACE("policy: interval " + std::to_string(spec.interval_ms) + " timeout " +
                      std::to_string(spec.timeout_ms) + " min pause " +
                      std::to_string(spec.min_pause_ms) + " positions " +
@@ -695,6 +770,7 @@ class GroupDriver {
       GROUP_FUZZ_TRACE("  the commit of " + std::to_string(commit_->checkpoint_id) + " landed");
       StoreCommit(*commit_);
     }
+    committing_.reset();  // the group forgets which round was COMMITTING: members mark alone
     Boot(/*restart=*/true, (b & 4) != 0, 0);
     if (b & 8) {
       std::vector<PipelineKey> keys;
@@ -744,6 +820,18 @@ class GroupDriver {
       StoreCommit(commit);
       expected_result_ = GroupRoundResult::kCompleted;
       committed_position_ = round_->position;
+      if (spec_.commit_timeout_ms > 0) {
+        // COMMITTING in every member of the round that is still one: none ready until marked.
+        ModelCommitting committing{id, {}, {}};
+        for (const auto& key : round_->members) {
+          auto m = members_.find(key);
+          if (m == members_.end()) continue;
+          m->second.ready = false;
+          committing.members.insert(key);
+        }
+        committing.waiting = committing.members;
+        if (!committing.members.empty()) committing_ = std::move(committing);
+      }
       Apply("OnCommitted", c_->OnCommitted(id));
     } else {
       GROUP_FUZZ_TRACE("store: round " + std::to_string(id) + " failed");
@@ -787,6 +875,7 @@ class GroupDriver {
   // fault_outcome_, everyone_) or must have no actions at all.
   void Apply(const char* call, GroupActions actions, bool allow_logs = false) {
     call_ = call;
+    const bool marks_checked = std::exchange(marks_checked_, false);
     const Expect expect = expect_;
     expect_ = Expect::kNothing;
     const bool forced = forced_;
@@ -803,7 +892,15 @@ class GroupDriver {
     std::set<PipelineKey> durable;
     for (auto& action : actions) {
       if (g_verbose) std::fprintf(stderr, "    -> %s\n", Describe(action).c_str());
+      if (std::holds_alternative<MarkMemberCommitted>(action)) {
+        GROUP_FUZZ_CHECK(marks_checked, "MarkMemberCommitted from " + std::string(call) +
+                                            ", which reports no member's commit");
+        continue;
+      }
       if (auto* a = std::get_if<StartMemberRound>(&action)) {
+        GROUP_FUZZ_CHECK(!committing_,
+                         "round " + std::to_string(a->checkpoint_id) + " started while round " +
+                             std::to_string(committing_ ? committing_->id : 0) + " is COMMITTING");
         if (!round_ || round_->id != a->checkpoint_id) {
           GROUP_FUZZ_CHECK(!round_, "round " + std::to_string(a->checkpoint_id) +
                                         " started while round " +
@@ -1149,6 +1246,14 @@ class GroupDriver {
   Store store_;
   std::map<PipelineKey, ModelMember> members_;
   std::optional<ModelRound> round_;
+  // A durable round with a commit phase whose members have not all committed it.
+  struct ModelCommitting {
+    int64_t id = 0;
+    std::set<PipelineKey> members;
+    std::set<PipelineKey> waiting;
+  };
+  std::optional<ModelCommitting> committing_;
+  bool marks_checked_ = false;  // the call being applied had its MarkMemberCommitted checked
   bool round_was_queued_ = false;
   std::optional<int64_t> reserve_;          // the reservation with the store
   std::optional<CommitGroupRound> commit_;  // the commit with the store

@@ -49,6 +49,7 @@ const char* CoordinatorCallName(CoordinatorCall call) {
     case CoordinatorCall::kTaskCommitted: return "OnTaskCommitted";
     case CoordinatorCall::kCommitMarked: return "OnCommitMarked";
     case CoordinatorCall::kCommitMarkFailed: return "OnCommitMarkFailed";
+    case CoordinatorCall::kGroupCommitted: return "OnGroupCommitted";
   }
   return "?";
 }
@@ -121,6 +122,9 @@ std::string DescribeAction(const Action& action) {
   }
   if (auto* a = std::get_if<CommitOverdue>(&action)) {
     return "CommitOverdue id=" + std::to_string(a->checkpoint_id);
+  }
+  if (auto* a = std::get_if<MemberCommitted>(&action)) {
+    return "MemberCommitted id=" + std::to_string(a->checkpoint_id);
   }
   if (auto* a = std::get_if<CommitFinished>(&action)) {
     return "CommitFinished id=" + std::to_string(a->checkpoint_id);
@@ -340,6 +344,12 @@ Actions CheckedCoordinator::OnCommitMarkFailed(int64_t checkpoint_id, const Stat
   if (held) mark_outstanding_.reset();
   Actions out = c_.OnCommitMarkFailed(checkpoint_id, error);
   Apply({CoordinatorCall::kCommitMarkFailed, checkpoint_id, 0, "", held}, out);
+  return out;
+}
+
+Actions CheckedCoordinator::OnGroupCommitted(int64_t checkpoint_id) {
+  Actions out = c_.OnGroupCommitted(checkpoint_id);
+  Apply({CoordinatorCall::kGroupCommitted, checkpoint_id}, out);
   return out;
 }
 
@@ -623,6 +633,13 @@ void CheckedCoordinator::Apply(Step step, const Actions& actions) {
                 "a COMMITTED mark whose progress does not name it");
       INVARIANT(!mark_outstanding_, "a second COMMITTED mark while the store holds one");
       mark_outstanding_ = a->checkpoint_id;
+    } else if (auto* a = std::get_if<MemberCommitted>(&action)) {
+      INVARIANT(member_, "MemberCommitted of a pipeline that is no group's member");
+      INVARIANT(committing_ && *committing_ == a->checkpoint_id,
+                "MemberCommitted for a checkpoint that is not COMMITTING");
+      INVARIANT(
+          committed_tasks_ == std::set<std::string>(spec_.task_ids.begin(), spec_.task_ids.end()),
+          "MemberCommitted before every expected task committed");
     } else if (auto* a = std::get_if<SendAllCommitted>(&action)) {
       INVARIANT(current_.call == CoordinatorCall::kCommitMarked && current_.store_reported &&
                     current_.id == a->checkpoint_id,
@@ -888,7 +905,7 @@ void CheckedCoordinator::CheckState() {
   // task committed, for its mark: written, or its retry armed.
   const bool all_committed =
       committed_tasks_ == std::set<std::string>(spec_.task_ids.begin(), spec_.task_ids.end());
-  if (committing_ && all_committed && !deleted_) {
+  if (committing_ && all_committed && !deleted_ && !member_) {  // a member's waits for its group
     INVARIANT(mark_outstanding_ || wakeup_,
               "every task committed, and no COMMITTED mark written nor its retry armed");
   }

@@ -99,6 +99,7 @@ enum class CoordinatorCall {
   kTaskCommitted,
   kCommitMarked,
   kCommitMarkFailed,
+  kGroupCommitted,
 };
 const char* CoordinatorCallName(CoordinatorCall call);
 
@@ -191,6 +192,8 @@ class CheckedCoordinator {
   Actions OnTaskCommitted(SessionId session, int64_t checkpoint_id, const std::string& task_id);
   Actions OnCommitMarked(int64_t checkpoint_id);
   Actions OnCommitMarkFailed(int64_t checkpoint_id, const Status& error);
+  // A member: every member of its group committed the round (the group's side is the caller's).
+  Actions OnGroupCommitted(int64_t checkpoint_id);
   int64_t CommittingId() const { return c_.CommittingId(); }
   int64_t LastCommittedId() const { return c_.LastCommittedId(); }
   std::vector<std::pair<std::string, int64_t>> TaskCommitTimes(int64_t checkpoint_id) const {

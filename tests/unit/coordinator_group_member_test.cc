@@ -69,6 +69,48 @@ TEST(GroupMemberTest, TheLastAckGoesToTheGroupAndOnlyItsCommitCompletesTheRound)
   EXPECT_TRUE(h.c().GroupReadiness().first);
 }
 
+TEST(GroupMemberTest, WithTheGroupsCommitPhaseItMarksOnlyOnceEveryMemberCommitted) {
+  MemberHarness h;
+  AlignmentGroupSpec spec = Ledger();
+  spec.commit_timeout_ms = 30000;  // the group's replaces the member's own (none)
+  h.Apply(h.c().SetGroup(spec));
+  h.Apply(h.c().StartGroupRound(700, CheckpointKind::kCheckpoint, 0));
+  h.AckAll(700);
+  auto done = h.All<MemberDone>();
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].commit.checkpoint.commit_status, CommitStatus::kCommitting);
+  h.Apply(h.c().OnCommitted(700));
+  EXPECT_EQ(h.c().CommittingId(), 700);
+  EXPECT_FALSE(h.c().GroupReadiness().first) << "COMMITTING holds the group";
+
+  h.CommitAll(700);
+  ASSERT_EQ(h.All<MemberCommitted>().size(), 1u) << "its part goes to the group";
+  EXPECT_TRUE(h.marks.empty()) << "no mark before every member committed";
+  EXPECT_TRUE(h.all_committed.empty());
+  h.Apply(h.c().OnGroupCommitted(699));  // another round: nothing
+  EXPECT_TRUE(h.marks.empty());
+  h.Apply(h.c().OnGroupCommitted(700));
+  ASSERT_EQ(h.marks.size(), 1u);
+  ASSERT_EQ(h.all_committed.size(), 1u);
+  EXPECT_EQ(h.all_committed[0].checkpoint_id, 700);
+  EXPECT_TRUE(h.c().GroupReadiness().first);
+}
+
+TEST(GroupMemberTest, AMemberLeavingWhileCommittingMarksItsPartAlone) {
+  MemberHarness h;
+  AlignmentGroupSpec spec = Ledger();
+  spec.commit_timeout_ms = 30000;
+  h.Apply(h.c().SetGroup(spec));
+  h.Apply(h.c().StartGroupRound(700, CheckpointKind::kCheckpoint, 0));
+  h.AckAll(700);
+  h.Apply(h.c().OnCommitted(700));
+  h.CommitAll(700);
+  EXPECT_TRUE(h.marks.empty());
+  h.Apply(h.c().SetGroup(std::nullopt, 700));
+  ASSERT_EQ(h.marks.size(), 1u) << "on its own: no group to wait for";
+  EXPECT_EQ(h.all_committed.size(), 1u);
+}
+
 TEST(GroupMemberTest, AnIdItsHistoryCouldNotHoldIsRefused) {
   MemberHarness h;
   h.Apply(h.c().StartGroupRound(kMaxCheckpointId + 1, CheckpointKind::kCheckpoint, 0));

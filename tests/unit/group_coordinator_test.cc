@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <set>
 
 #include "core/spec_validation.h"
 
@@ -130,6 +131,62 @@ TEST_F(GroupTest, OneIdForAllAndCompleteOnlyOnceTheCommitOfAllIsDurable) {
   EXPECT_EQ(finished[0].result, GroupRoundResult::kCompleted);
   EXPECT_EQ(group_->progress().last_round_id, id);
   EXPECT_EQ(NextRound(), id + 1);
+}
+
+TEST_F(GroupTest, WithACommitPhaseTheGroupCommitsAsOneAndHoldsRoundsUntilThen) {
+  AlignmentGroupSpec spec;
+  spec.commit_timeout_ms = 30000;
+  Make(spec);
+  Join({kA, kB, kC});
+  const int64_t id = Started();
+  Take();
+  CompleteRound(id, {kA, kB, kC});
+  Take();
+  EXPECT_EQ(group_->CommittingRoundId(), id);
+  EXPECT_EQ(NextRound(), 0) << "no round while the last one is COMMITTING";
+  const GroupExplanation e = group_->Explain();
+  EXPECT_EQ(e.committing_checkpoint_id, id);
+  EXPECT_EQ(e.holding.size(), 3u);
+
+  Run(group_->OnMemberCommitted(kA, id));
+  Run(group_->OnMemberCommitted(kB, id));
+  Run(group_->OnMemberCommitted(kB, id));  // again: nothing more
+  EXPECT_TRUE(Of<MarkMemberCommitted>(Take()).empty()) << "not before every member committed";
+  Run(group_->OnMemberCommitted(kC, id));
+  auto marks = Of<MarkMemberCommitted>(Take());
+  ASSERT_EQ(marks.size(), 3u) << "every member is told at once";
+  std::set<PipelineKey> told;
+  for (const auto& m : marks) {
+    EXPECT_EQ(m.checkpoint_id, id);
+    told.insert(m.member);
+  }
+  EXPECT_EQ(told, (std::set<PipelineKey>{kA, kB, kC}));
+  EXPECT_EQ(group_->CommittingRoundId(), 0);
+  // The members report ready once their marks are durable; then rounds go on.
+  for (const auto& m : {kA, kB, kC}) Run(group_->OnMemberState(m, true, ""));
+  EXPECT_EQ(NextRound(), id + 1);
+}
+
+TEST_F(GroupTest, AMemberLeavingOrARoundTheGroupDoesNotTrackIsMarkedAlone) {
+  AlignmentGroupSpec spec;
+  spec.commit_timeout_ms = 30000;
+  Make(spec);
+  Join({kA, kB});
+  const int64_t id = Started();
+  CompleteRound(id, {kA, kB});
+  Take();
+  Run(group_->OnMemberCommitted(kA, id));
+  EXPECT_TRUE(Of<MarkMemberCommitted>(Take()).empty());
+  // B leaves while COMMITTING: A no longer waits for it.
+  Run(group_->RemoveMember(kB, "deleted"));
+  auto marks = Of<MarkMemberCommitted>(Take());
+  ASSERT_EQ(marks.size(), 1u);
+  EXPECT_EQ(marks[0].member, kA);
+  // A round the group does not hold COMMITTING (after a restart): the member marks alone.
+  Run(group_->OnMemberCommitted(kA, id - 1));
+  marks = Of<MarkMemberCommitted>(Take());
+  ASSERT_EQ(marks.size(), 1u);
+  EXPECT_EQ(marks[0].checkpoint_id, id - 1);
 }
 
 TEST_F(GroupTest, ADeclineFailsTheRoundForItsMemberAndAbortsItForTheOthers) {

@@ -202,7 +202,8 @@ struct PipelineHandlers {
   // Called after on_complete for a complete that asks for it, and after on_welcome for a restore
   // point with commit_pending (then again: committing must be idempotent). With auto_commit,
   // `committed` is sent for this stream's tasks once it returns (unset: once on_complete or
-  // on_welcome returned); without, call Committed() per task when each commit is done.
+  // on_welcome returned); without, call Committed() per task when each commit is done. A handler
+  // that throws sends nothing: the checkpoint stays COMMITTING until the next welcome asks again.
   std::function<void(int64_t checkpoint_id)> on_commit;
   // Every task of the pipeline committed `checkpoint_id`, durably: what it held back may be
   // forgotten.

@@ -41,6 +41,9 @@ class RestorePoint:
     rescaled: bool = False
     operator_set: bool = False
     position: int = 0  # where the checkpoint was taken (0: none): resume reading from here
+    # The checkpoint is still COMMITTING (a commit phase): commit what its state held back, again
+    # if need be (it may have been done before a crash), then `committed` goes out per task.
+    commit_pending: bool = False
 
 
 @dataclass(frozen=True)
@@ -58,6 +61,8 @@ class Welcome:
     restore: RestorePoint
     # Every id the daemon still references, oldest first (see docs/PROTOCOL.md before deleting).
     retained_checkpoint_ids: List[int]
+    # The newest checkpoint whose commit phase is durably COMMITTED (0: none).
+    last_committed_checkpoint_id: int = 0
 
 
 @dataclass(frozen=True)

@@ -58,7 +58,8 @@ def _restore_point(r):
         task_states={t: TaskState(s.uri, s.size_bytes, s.checksum)
                      for t, s in r.task_states.items()},
         source_job_id=r.source_job_id, source_pipeline_id=r.source_pipeline_id,
-        rescaled=r.rescaled, operator_set=r.operator_set, position=r.position)
+        rescaled=r.rescaled, operator_set=r.operator_set, position=r.position,
+        commit_pending=r.commit_pending)
 
 
 class _Stream:
@@ -95,20 +96,34 @@ class PipelineWorker:
 
     server: "host:port", or the daemons of an HA group as "host:port,host:port" (the leader is
     followed). Handlers (all optional): on_welcome(Welcome), on_trigger(Trigger),
-    on_abort(checkpoint_id, reason), on_complete(checkpoint_id, kind), on_release([ids]),
-    on_state(state, reason), on_savepoint_refused(reason), on_disconnected(Disconnect).
+    on_abort(checkpoint_id, reason), on_complete(checkpoint_id, kind), on_commit(checkpoint_id),
+    on_all_committed(checkpoint_id), on_release([ids]), on_state(state, reason),
+    on_savepoint_refused(reason), on_disconnected(Disconnect). A handler that raises is printed
+    to stderr and the stream goes on.
 
     Every hello after the first asks for takeover (takeover_on_reconnect): a live stream holding
-    our tasks is most likely our own previous one, not yet seen dead. ack, decline and
+    our tasks is most likely our own previous one, not yet seen dead. ack, decline, committed and
     request_savepoint go out only on a welcomed stream; otherwise they are dropped and counted
-    (after a reconnect the daemon has aborted that round and triggers a new one).
+    (after a reconnect the daemon has aborted that round and triggers a new one, and asks for a
+    pending commit again with the welcome's restore.commit_pending).
+
+    A pipeline with a commit phase (docs/PROTOCOL.md, "Commit phase"): a complete with commit
+    calls on_complete, then on_commit(checkpoint_id); a welcome whose restore point has
+    commit_pending calls on_welcome, then on_commit(restore.checkpoint_id), which commits what
+    that state holds again (committing must be idempotent). With auto_commit, `committed` is sent
+    for every task of this worker once they returned; if one of them raises, the sequence stops
+    there and nothing is sent: the application did not commit, and the checkpoint stays
+    COMMITTING (the daemon warns when it is overdue). With auto_commit=False, call committed()
+    per task once its commit is done (an asynchronous commit). on_all_committed: every task of
+    the pipeline committed, durably; what the checkpoint held back may be forgotten.
     """
 
     def __init__(self, server, *, worker_id, job_id, pipeline_id, task_ids,
                  on_welcome=None, on_trigger=None, on_abort=None, on_complete=None,
-                 on_release=None, on_state=None, on_savepoint_refused=None,
-                 on_disconnected=None, takeover_on_reconnect=True, backoff_initial=0.1,
-                 backoff_max=5.0, ca_file=None, cert_file=None, key_file=None, token_file=None,
+                 on_commit=None, on_all_committed=None, on_release=None, on_state=None,
+                 on_savepoint_refused=None, on_disconnected=None, auto_commit=True,
+                 takeover_on_reconnect=True, backoff_initial=0.1, backoff_max=5.0,
+                 ca_file=None, cert_file=None, key_file=None, token_file=None,
                  tls_server_name=None):
         if not task_ids:
             raise ValueError("task_ids: a worker serves at least one task")
@@ -122,9 +137,11 @@ class PipelineWorker:
                                        pipeline_id=pipeline_id, task_ids=list(task_ids))
         self._tasks = frozenset(task_ids)
         self._handlers = dict(welcome=on_welcome, trigger=on_trigger, abort=on_abort,
-                              complete=on_complete, release=on_release, state=on_state,
-                              savepoint_refused=on_savepoint_refused,
+                              complete=on_complete, commit=on_commit,
+                              all_committed=on_all_committed, release=on_release,
+                              state=on_state, savepoint_refused=on_savepoint_refused,
                               disconnected=on_disconnected)
+        self._auto_commit = auto_commit
         self._takeover_on_reconnect = takeover_on_reconnect
         self._backoff = retry.Backoff(backoff_initial, backoff_max)
 
@@ -185,6 +202,12 @@ class PipelineWorker:
         decline = worker_pb2.Decline(checkpoint_id=checkpoint_id, task_id=task_id,
                                      reason=reason, expired=expired, position=position)
         self._send_on_session(worker_pb2.WorkerMessage(decline=decline))
+
+    def committed(self, checkpoint_id, task_id):
+        """The task committed what checkpoint_id held back (a commit phase). With auto_commit
+        the worker sends this itself; without, call it once the task's commit is done."""
+        committed = worker_pb2.Committed(checkpoint_id=checkpoint_id, task_id=task_id)
+        self._send_on_session(worker_pb2.WorkerMessage(committed=committed))
 
     def request_savepoint(self, target="", stop=False):
         """Asks the daemon for a savepoint of this pipeline (its answer: a trigger, or
@@ -409,8 +432,12 @@ class PipelineWorker:
             if which == "abort":
                 self._call("abort", message.abort.checkpoint_id, message.abort.reason)
             else:
-                self._call("complete", message.complete.checkpoint_id,
-                           kind_name(message.complete.kind))
+                c = message.complete
+                if self._call("complete", c.checkpoint_id, kind_name(c.kind)) and c.commit:
+                    self._commit(c.checkpoint_id)
+        elif which == "all_committed":
+            if not self._stale_stream(stream):  # a deposed leader's word is not durable
+                self._call("all_committed", message.all_committed.checkpoint_id)
         elif which == "release":
             if not self._stale_stream(stream):  # a deposed leader's release deletes nothing
                 self._call("release", list(message.release.checkpoint_ids))
@@ -440,13 +467,23 @@ class PipelineWorker:
             self._changed = set()
             self._may_go_back = set(self._tasks)
         self._heartbeat_wake.set()  # follow this session's interval from now
-        self._call("welcome", Welcome(
+        welcomed = self._call("welcome", Welcome(
             session_id=w.session_id, generation=w.generation, state=state_name(w.state),
             last_completed_checkpoint_id=w.last_completed_checkpoint_id,
             last_completed_kind=kind_name(w.last_completed_kind),
             heartbeat_interval_ms=w.heartbeat_interval_ms, lease_ttl_ms=w.lease_ttl_ms,
             leader_epoch=w.leader_epoch, restore=_restore_point(w.restore),
-            retained_checkpoint_ids=list(w.retained_checkpoint_ids)))
+            retained_checkpoint_ids=list(w.retained_checkpoint_ids),
+            last_committed_checkpoint_id=w.last_committed_checkpoint_id))
+        # The restore point is still COMMITTING: on_welcome restored what it holds, to commit.
+        if welcomed and w.restore.commit_pending:
+            self._commit(w.restore.checkpoint_id)
+
+    def _commit(self, checkpoint_id):
+        """on_complete or on_welcome returned; once on_commit has too, the tasks committed."""
+        if self._call("commit", checkpoint_id) and self._auto_commit:
+            for task in self._hello.task_ids:
+                self.committed(checkpoint_id, task)
 
     def _stale_stream(self, stream):
         with self._lock:
@@ -456,13 +493,16 @@ class PipelineWorker:
         return False
 
     def _call(self, name, *args):
+        """False if the handler raised: what it was to do may not be done."""
         handler = self._handlers.get(name)
         if handler is None:
-            return
+            return True
         try:
             handler(*args)
         except Exception as e:  # a handler's bug must not end the stream's thread
             traceback.print_exception(type(e), e, e.__traceback__)
+            return False
+        return True
 
     # ---- sends and heartbeats ------------------------------------------------------------------
 

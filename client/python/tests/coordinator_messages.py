@@ -21,9 +21,14 @@ def abort(checkpoint_id, reason="the test aborts it"):
         abort=worker_pb2.Abort(checkpoint_id=checkpoint_id, reason=reason))
 
 
-def complete(checkpoint_id, kind=common_pb2.CHECKPOINT_KIND_CHECKPOINT):
+def complete(checkpoint_id, kind=common_pb2.CHECKPOINT_KIND_CHECKPOINT, commit=False):
     return worker_pb2.CoordinatorMessage(
-        complete=worker_pb2.Complete(checkpoint_id=checkpoint_id, kind=kind))
+        complete=worker_pb2.Complete(checkpoint_id=checkpoint_id, kind=kind, commit=commit))
+
+
+def all_committed(checkpoint_id):
+    return worker_pb2.CoordinatorMessage(
+        all_committed=worker_pb2.AllCommitted(checkpoint_id=checkpoint_id))
 
 
 def release(*checkpoint_ids):

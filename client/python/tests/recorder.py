@@ -3,8 +3,8 @@ import threading
 
 from waits import wait_until
 
-EVENTS = ("welcome", "trigger", "abort", "complete", "release", "state", "savepoint_refused",
-          "disconnected")
+EVENTS = ("welcome", "trigger", "abort", "complete", "commit", "all_committed", "release", "state",
+          "savepoint_refused", "disconnected")
 
 
 class Recorder:
