@@ -7,8 +7,10 @@ package io.ckptd.worker;
  * @param connects welcomes received
  * @param reconnects welcomes after the first
  * @param disconnects streams that ended without the worker asking
- * @param droppedSends acks, declines and savepoint requests dropped: no welcomed stream to take
- *     them (after a reconnect the daemon aborted that round and triggers a new one)
+ * @param droppedSends acks, declines, savepoint requests and committed notices dropped: no
+ *     welcomed stream to take them (after a reconnect the daemon aborted that round and triggers a
+ *     new one; a checkpoint still COMMITTING comes back as the welcome's commit-pending restore
+ *     point)
  * @param staleMessages messages of a deposed leader, dropped
  * @param leaderRedirects times a standby's ckpt-leader was followed
  */

@@ -10,7 +10,9 @@ import java.util.List;
  * order the daemon sent the messages. A handler must not block for long (the daemon's next
  * messages wait meanwhile; heartbeats go on from their own thread); it may call any method of its
  * {@link PipelineWorker}, such as {@code ack} or {@code goodbye}. An exception a handler throws
- * (an Error too, short of the JVM's own) is logged and does not end the stream.
+ * (an Error too, short of the JVM's own) is logged and does not end the stream; one thrown by the
+ * handlers of a commit also keeps the worker from sending {@code committed} for it (see {@link
+ * #onCommit}).
  */
 public interface Handler {
   /** The worker is about to open a stream to {@code target}; {@code takeover}: its hello asks for it. */
@@ -25,8 +27,35 @@ public interface Handler {
   /** The round failed or was dropped: discard what the tasks wrote for it. */
   default void onAbort(long checkpointId, String reason) {}
 
-  /** The round is durable: commit the side effects held back for it. */
+  /**
+   * The round is durable: commit the side effects held back for it. May name a round this stream
+   * never saw a trigger for (a takeover, a reconnect): it then means "this is now the newest
+   * durable round". With a commit phase, {@link #onCommit} follows for the same id.
+   */
   default void onComplete(long checkpointId, CheckpointKind kind) {}
+
+  /**
+   * The pipeline has a commit phase (docs/PROTOCOL.md, "Commit phase"): commit what {@code
+   * checkpointId} held back (a prepared transaction, files to publish). Called right after {@link
+   * #onComplete} for a complete that asks for a commit, and right after {@link #onWelcome} for a
+   * restore point with {@link RestorePoint#commitPending()} (then again, as the commit may have
+   * happened before a crash or reconnect: committing must be idempotent). No new round of the
+   * pipeline starts until every task committed.
+   *
+   * <p>With {@link WorkerOptions#autoCommit()} (the default) the worker sends {@code committed}
+   * for every task of its own once this returns, unless this handler or the {@code onComplete} or
+   * {@code onWelcome} before it threw: then nothing is sent for that commit, and the checkpoint
+   * stays COMMITTING (the daemon warns once it is overdue) until the application calls {@link
+   * PipelineWorker#committed} per task, or a later welcome asks again. Without autoCommit, call
+   * {@code committed} once each task's commit is done, from any thread (an asynchronous commit).
+   */
+  default void onCommit(long checkpointId) {}
+
+  /**
+   * Every task of the pipeline committed {@code checkpointId}, and its COMMITTED mark is durable:
+   * what it held back may be forgotten.
+   */
+  default void onAllCommitted(long checkpointId) {}
 
   /** These rounds left the history: delete their state (idempotently; may come twice). */
   default void onRelease(List<Long> checkpointIds) {}

@@ -7,6 +7,7 @@
 package io.ckptd.worker;
 
 import io.ckptd.v1.Ack;
+import io.ckptd.v1.Committed;
 import io.ckptd.v1.CoordinatorMessage;
 import io.ckptd.v1.Decline;
 import io.ckptd.v1.Goodbye;
@@ -49,9 +50,18 @@ import java.util.function.Consumer;
  * <p>Threads: each worker has one stream thread, which opens the streams, reads them and calls the
  * {@link Handler} one call at a time, and one thread for heartbeats. Both end, and the channels
  * close, once the worker stopped for good. Every public method is thread-safe and may be called
- * from a handler. {@code ack}, {@code decline} and
- * {@code requestSavepoint} go out only on a welcomed stream; otherwise they are dropped and
- * counted (a round of a stream that ended is aborted by the daemon, and a new one triggered).
+ * from a handler. {@code ack}, {@code decline}, {@code requestSavepoint} and {@code committed} go
+ * out only on a welcomed stream; otherwise they are dropped and counted (a round of a stream that
+ * ended is aborted by the daemon, and a new one triggered; a checkpoint still COMMITTING comes back
+ * in the next welcome's restore point, with {@code commitPending}).
+ *
+ * <p>Commit phase (docs/PROTOCOL.md): a complete that asks for a commit calls {@link
+ * Handler#onComplete}, then {@link Handler#onCommit}; a welcome whose restore point is {@link
+ * RestorePoint#commitPending()} calls {@link Handler#onWelcome}, then {@code onCommit} for the
+ * restore point. Then, with {@link WorkerOptions#autoCommit()}, {@code committed} goes out for
+ * every task of this worker, unless one of those handlers threw: then none goes out for that
+ * commit. Without autoCommit the application calls {@link #committed} per task.
+ * {@link Handler#onAllCommitted} says every task of the pipeline committed.
  */
 public final class PipelineWorker implements AutoCloseable {
   /** The largest position a worker may report. */
@@ -216,6 +226,27 @@ public final class PipelineWorker implements AutoCloseable {
             .setPosition(position)
             .build();
     sendOnSession(WorkerMessage.newBuilder().setDecline(decline).build());
+  }
+
+  /**
+   * The task committed what {@code checkpointId} held back (a pipeline with a commit phase; see
+   * {@link Handler#onCommit}). Only needed without {@link WorkerOptions#autoCommit()}: an
+   * asynchronous commit calls it once each task's commit is done, from any thread, or after a
+   * commit handler threw. Sent on a welcomed stream only, as {@code ack} is; otherwise dropped and
+   * counted (the next welcome asks for the commit again, with {@link
+   * RestorePoint#commitPending()}).
+   *
+   * @throws IllegalArgumentException a task not of this worker
+   */
+  public void committed(long checkpointId, String taskId) {
+    checkTask(taskId);
+    sendOnSession(committedMessage(checkpointId, taskId));
+  }
+
+  private static WorkerMessage committedMessage(long checkpointId, String taskId) {
+    Committed committed =
+        Committed.newBuilder().setCheckpointId(checkpointId).setTaskId(taskId).build();
+    return WorkerMessage.newBuilder().setCommitted(committed).build();
   }
 
   /** Asks for a savepoint to the default location; the answer is a trigger, or a refusal. */
@@ -594,8 +625,18 @@ public final class PipelineWorker implements AutoCloseable {
         break;
       case COMPLETE:
         if (!staleStream(s)) {
-          CheckpointKind kind = CheckpointKind.fromProto(message.getComplete().getKind());
-          call(h -> h.onComplete(message.getComplete().getCheckpointId(), kind));
+          io.ckptd.v1.Complete complete = message.getComplete();
+          CheckpointKind kind = CheckpointKind.fromProto(complete.getKind());
+          boolean returned = call(h -> h.onComplete(complete.getCheckpointId(), kind));
+          if (complete.getCommit()) {
+            commit(complete.getCheckpointId(), returned);
+          }
+        }
+        break;
+      case ALL_COMMITTED:
+        if (!staleStream(s)) { // a deposed leader's may not be durable
+          long id = message.getAllCommitted().getCheckpointId();
+          call(h -> h.onAllCommitted(id));
         }
         break;
       case RELEASE:
@@ -643,7 +684,34 @@ public final class PipelineWorker implements AutoCloseable {
               () -> heartbeatSafely(s), intervalMs, intervalMs, TimeUnit.MILLISECONDS);
     }
     Welcome welcome = Protos.welcome(w);
-    call(h -> h.onWelcome(welcome));
+    boolean returned = call(h -> h.onWelcome(welcome));
+    if (welcome.restore().commitPending()) {
+      // onWelcome restored the tasks; the restore point's commit follows.
+      commit(welcome.restore().checkpointId(), returned);
+    }
+  }
+
+  /**
+   * The commit phase of {@code checkpointId}, once the handler before it (onComplete or onWelcome)
+   * ran: onCommit, then with autoCommit {@code committed} for every task of this worker, unless a
+   * handler threw ({@code returned} false, or onCommit now): the commit may not have happened, and
+   * saying otherwise would let the daemon mark it COMMITTED.
+   */
+  private void commit(long checkpointId, boolean returned) {
+    boolean committed = call(h -> h.onCommit(checkpointId));
+    if (!options.autoCommit()) {
+      return;
+    }
+    if (!returned || !committed) {
+      LOG.log(
+          Level.WARNING,
+          "{0}/{1}: no committed sent for checkpoint {2}: a handler of its commit threw",
+          options.jobId(), options.pipelineId(), Long.toString(checkpointId));
+      return;
+    }
+    for (String task : options.taskIds()) {
+      sendOnSession(committedMessage(checkpointId, task));
+    }
   }
 
   /** Epoch 0 (a daemon with the embedded store) is never stale; others must not go back. */
@@ -651,7 +719,7 @@ public final class PipelineWorker implements AutoCloseable {
     return epoch == 0 || epoch >= newest;
   }
 
-  /** Abort, complete and release belong to their stream's welcome, and its epoch. */
+  /** Abort, complete, release and all_committed belong to their stream's welcome, and its epoch. */
   private boolean staleStream(ConnectStream s) {
     synchronized (lock) {
       if (!s.welcomed || !isCurrent(s.epoch, maxEpoch)) {
@@ -662,9 +730,12 @@ public final class PipelineWorker implements AutoCloseable {
     }
   }
 
-  private void call(Consumer<Handler> event) {
+  /** Runs a handler; false when it threw (logged). */
+  private boolean call(Consumer<Handler> event) {
+    boolean returned = false;
     try {
       event.accept(handler);
+      returned = true;
     } catch (VirtualMachineError e) {
       throw e; // out of memory, say: run() ends the worker and reports it
     } catch (Throwable e) {
@@ -678,6 +749,7 @@ public final class PipelineWorker implements AutoCloseable {
       LOG.log(Level.WARNING, "a handler of {0}/{1} left the stream thread interrupted; cleared",
           options.jobId(), options.pipelineId());
     }
+    return returned;
   }
 
   // ---- sends and heartbeats ---------------------------------------------------------------------

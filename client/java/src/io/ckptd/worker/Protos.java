@@ -31,7 +31,8 @@ final class Protos {
         r.getSourcePipelineId(),
         r.getRescaled(),
         r.getOperatorSet(),
-        r.getPosition());
+        r.getPosition(),
+        r.getCommitPending());
   }
 
   static Welcome welcome(io.ckptd.v1.Welcome w) {
@@ -45,7 +46,8 @@ final class Protos {
         w.getLeaseTtlMs(),
         w.getLeaderEpoch(),
         restorePoint(w.getRestore()),
-        w.getRetainedCheckpointIdsList());
+        w.getRetainedCheckpointIdsList(),
+        w.getLastCommittedCheckpointId());
   }
 
   static Trigger trigger(io.ckptd.v1.Trigger t) {

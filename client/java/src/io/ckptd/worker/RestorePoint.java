@@ -15,6 +15,10 @@ import java.util.Map;
  * @param rescaled the source's task set differs: redistribute {@code taskStates} over the tasks
  * @param operatorSet chosen by an operator rather than the newest completed round
  * @param position where the checkpoint was taken (0: none): resume reading there
+ * @param commitPending the checkpoint is still COMMITTING (a pipeline with a commit phase,
+ *     docs/PROTOCOL.md "Commit phase"): commit what it held back, again if it was done before a
+ *     crash or reconnect (committing must be idempotent). {@link Handler#onCommit} is called for it
+ *     right after {@link Handler#onWelcome}
  */
 public record RestorePoint(
     long checkpointId,
@@ -25,7 +29,8 @@ public record RestorePoint(
     String sourcePipelineId,
     boolean rescaled,
     boolean operatorSet,
-    long position) {
+    long position,
+    boolean commitPending) {
   public RestorePoint {
     taskStates = Map.copyOf(taskStates);
   }

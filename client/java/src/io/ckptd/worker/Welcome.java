@@ -16,6 +16,9 @@ import java.util.List;
  * @param leaderEpoch the leadership that sent it (0: embedded store)
  * @param restore where the tasks restore from
  * @param retainedCheckpointIds every id the daemon still references, oldest first
+ * @param lastCommittedCheckpointId the newest checkpoint whose commit phase is durably COMMITTED
+ *     (0: none, or a pipeline without a commit phase); {@code restore().commitPending()} says
+ *     whether the restore point still waits for this stream's commit
  */
 public record Welcome(
     String sessionId,
@@ -27,7 +30,8 @@ public record Welcome(
     long leaseTtlMs,
     long leaderEpoch,
     RestorePoint restore,
-    List<Long> retainedCheckpointIds) {
+    List<Long> retainedCheckpointIds,
+    long lastCommittedCheckpointId) {
   public Welcome {
     retainedCheckpointIds = List.copyOf(retainedCheckpointIds);
   }

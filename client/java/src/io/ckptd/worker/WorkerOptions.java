@@ -25,6 +25,7 @@ public final class WorkerOptions {
   private final String pipelineId;
   private final List<String> taskIds;
   private final boolean takeoverOnReconnect;
+  private final boolean autoCommit;
   private final Duration backoffInitial;
   private final Duration backoffMax;
   private final File caFile;
@@ -53,6 +54,7 @@ public final class WorkerOptions {
       Limits.checkId(task, "task id");
     }
     takeoverOnReconnect = b.takeoverOnReconnect;
+    autoCommit = b.autoCommit;
     backoffInitial = b.backoffInitial;
     backoffMax = b.backoffMax;
     new Backoff(backoffInitial, backoffMax); // checks them
@@ -63,7 +65,10 @@ public final class WorkerOptions {
     tlsServerName = b.tlsServerName;
   }
 
-  /** A builder with the defaults: takeover on reconnect, backoff from 100 ms to 5 s, plaintext. */
+  /**
+   * A builder with the defaults: takeover on reconnect, backoff from 100 ms to 5 s, committed sent
+   * by the worker (autoCommit), plaintext.
+   */
   public static Builder builder() {
     return new Builder();
   }
@@ -92,6 +97,15 @@ public final class WorkerOptions {
 
   public boolean takeoverOnReconnect() {
     return takeoverOnReconnect;
+  }
+
+  /**
+   * With a commit phase: whether the worker sends {@code committed} for every task once the
+   * handlers of a commit returned (see {@link Handler#onCommit}); false: the application calls
+   * {@link PipelineWorker#committed} itself.
+   */
+  public boolean autoCommit() {
+    return autoCommit;
   }
 
   public Duration backoffInitial() {
@@ -130,6 +144,7 @@ public final class WorkerOptions {
     private String pipelineId;
     private List<String> taskIds;
     private boolean takeoverOnReconnect = true;
+    private boolean autoCommit = true;
     private Duration backoffInitial = Duration.ofMillis(100);
     private Duration backoffMax = Duration.ofSeconds(5);
     private File caFile;
@@ -174,6 +189,18 @@ public final class WorkerOptions {
      */
     public Builder takeoverOnReconnect(boolean takeoverOnReconnect) {
       this.takeoverOnReconnect = takeoverOnReconnect;
+      return this;
+    }
+
+    /**
+     * A pipeline with a commit phase (docs/PROTOCOL.md, "Commit phase"): whether the worker sends
+     * {@code committed} for every task of its own once {@link Handler#onCommit} (and the {@code
+     * onComplete} or {@code onWelcome} before it) returned without throwing (default true). False
+     * for an asynchronous commit: call {@link PipelineWorker#committed} per task once its commit
+     * is done.
+     */
+    public Builder autoCommit(boolean autoCommit) {
+      this.autoCommit = autoCommit;
       return this;
     }
 

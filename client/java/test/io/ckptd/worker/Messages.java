@@ -1,6 +1,7 @@
 package io.ckptd.worker;
 
 import io.ckptd.v1.Abort;
+import io.ckptd.v1.AllCommitted;
 import io.ckptd.v1.Complete;
 import io.ckptd.v1.CoordinatorMessage;
 import io.ckptd.v1.Release;
@@ -62,6 +63,43 @@ final class Messages {
 
   static CoordinatorMessage complete(long checkpointId) {
     return complete(checkpointId, io.ckptd.v1.CheckpointKind.CHECKPOINT_KIND_CHECKPOINT);
+  }
+
+  /** A checkpoint's complete; {@code commit}: the pipeline has a commit phase. */
+  static CoordinatorMessage complete(long checkpointId, boolean commit) {
+    return CoordinatorMessage.newBuilder()
+        .setComplete(
+            Complete.newBuilder()
+                .setCheckpointId(checkpointId)
+                .setKind(io.ckptd.v1.CheckpointKind.CHECKPOINT_KIND_CHECKPOINT)
+                .setCommit(commit))
+        .build();
+  }
+
+  /**
+   * A welcome of {@code epoch} whose restore point, {@code checkpointId}, is still COMMITTING;
+   * {@code lastCommitted} the one before it.
+   */
+  static CoordinatorMessage welcomeCommitPending(
+      long epoch, long checkpointId, long lastCommitted) {
+    return of(
+        io.ckptd.v1.Welcome.newBuilder()
+            .setLeaderEpoch(epoch)
+            .setHeartbeatIntervalMs(QUIET_HEARTBEAT_MS)
+            .setLastCompletedCheckpointId(checkpointId)
+            .setLastCommittedCheckpointId(lastCommitted)
+            .setRestore(
+                io.ckptd.v1.RestorePoint.newBuilder()
+                    .setCheckpointId(checkpointId)
+                    .setKind(io.ckptd.v1.CheckpointKind.CHECKPOINT_KIND_CHECKPOINT)
+                    .setCommitPending(true))
+            .build());
+  }
+
+  static CoordinatorMessage allCommitted(long checkpointId) {
+    return CoordinatorMessage.newBuilder()
+        .setAllCommitted(AllCommitted.newBuilder().setCheckpointId(checkpointId))
+        .build();
   }
 
   static CoordinatorMessage release(Long... checkpointIds) {

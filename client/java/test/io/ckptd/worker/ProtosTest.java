@@ -29,6 +29,7 @@ public class ProtosTest {
             .setRescaled(true)
             .setOperatorSet(true)
             .setPosition(1200)
+            .setCommitPending(true)
             .build();
     io.ckptd.v1.Welcome welcome =
         io.ckptd.v1.Welcome.newBuilder()
@@ -42,14 +43,16 @@ public class ProtosTest {
             .setLeaderEpoch(3)
             .setRestore(restore)
             .addAllRetainedCheckpointIds(List.of(39L, 41L))
+            .setLastCommittedCheckpointId(39)
             .build();
     assertEquals(
         new Welcome(
             "s-1", 7, PipelineState.RUNNING, 41, CheckpointKind.SAVEPOINT, 2500, 9000, 3,
             new RestorePoint(
                 41, CheckpointKind.SAVEPOINT, "s3://b/sp",
-                Map.of("0", new TaskState("s3://b/0", 5, "c0")), "old", "p9", true, true, 1200),
-            List.of(39L, 41L)),
+                Map.of("0", new TaskState("s3://b/0", 5, "c0")), "old", "p9", true, true, 1200,
+                true),
+            List.of(39L, 41L), 39),
         Protos.welcome(welcome));
   }
 
@@ -94,8 +97,9 @@ public class ProtosTest {
     List<Long> ids = new java.util.ArrayList<>(List.of(1L));
     Welcome welcome =
         new Welcome("s", 0, PipelineState.RUNNING, 0, CheckpointKind.UNSPECIFIED, 0, 0, 0,
-            new RestorePoint(0, CheckpointKind.UNSPECIFIED, "", Map.of(), "", "", false, false, 0),
-            ids);
+            new RestorePoint(
+                0, CheckpointKind.UNSPECIFIED, "", Map.of(), "", "", false, false, 0, false),
+            ids, 0);
     ids.add(2L);
     assertEquals(List.of(1L), welcome.retainedCheckpointIds());
     assertThrows(UnsupportedOperationException.class,

@@ -96,6 +96,16 @@ final class RecordingHandler implements Handler {
   }
 
   @Override
+  public void onCommit(long checkpointId) {
+    record("commit", checkpointId);
+  }
+
+  @Override
+  public void onAllCommitted(long checkpointId) {
+    record("all_committed", checkpointId);
+  }
+
+  @Override
   public void onRelease(List<Long> checkpointIds) {
     record("release", checkpointIds);
   }

@@ -1,6 +1,7 @@
 package io.ckptd.worker;
 
 import static org.junit.Assert.assertEquals;
+import static org.junit.Assert.assertFalse;
 import static org.junit.Assert.assertThrows;
 import static org.junit.Assert.assertTrue;
 
@@ -29,8 +30,15 @@ public class WorkerOptionsTest {
     WorkerOptions options = valid().server("a:1,b:2").build();
     assertEquals(List.of("a:1", "b:2"), options.servers());
     assertTrue(options.takeoverOnReconnect());
+    assertTrue(options.autoCommit());
     assertEquals(Duration.ofMillis(100), options.backoffInitial());
     assertEquals(Duration.ofSeconds(5), options.backoffMax());
+  }
+
+  @Test
+  public void autoCommitCanBeTurnedOff() {
+    assertFalse(valid().autoCommit(false).build().autoCommit());
+    assertTrue(valid().autoCommit(false).autoCommit(true).build().autoCommit());
   }
 
   @Test
