@@ -26,6 +26,7 @@ std::vector<size_t> CommitPhase::TasksLeft(size_t max) const {
 
 std::optional<SteadyTime> CommitPhase::overdue_at() const {
   if (overdue_noted_ || left_ == 0 || !committing()) return std::nullopt;
+  if (start_.overdue_at == SteadyTime::max()) return std::nullopt;  // no timeout: never overdue
   return start_.overdue_at;
 }
 

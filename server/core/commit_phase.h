@@ -28,7 +28,7 @@ class CommitPhase {
     CheckpointKind kind = CheckpointKind::kCheckpoint;
     size_t tasks = 0;         // the task set's size
     SteadyTime completed_at;  // when `complete` went out (or the daemon started, after a crash)
-    SteadyTime overdue_at;    // completed_at + commit_timeout_ms
+    SteadyTime overdue_at;    // completed_at + commit_timeout_ms; SteadyTime::max(): never
     // An alignment group's round: the mark waits until every member committed (GroupAgreed).
     bool group_decides = false;
   };

@@ -344,14 +344,7 @@ GroupExplanation GroupCoordinator::Explain() const {
   GroupExplanation e;
   e.last_round_id = progress_.last_round_id;
   e.last_position = progress_.last_position;
-  if (committing_) {
-    e.committing_checkpoint_id = committing_->id;
-    for (const auto& key : committing_->waiting) {
-      e.holding.emplace_back(key,
-                             "has not committed group round " + std::to_string(committing_->id));
-    }
-    return e;
-  }
+  if (committing_) e.committing_checkpoint_id = committing_->id;
   if (pending_) {
     e.pending_checkpoint_id = pending_->id;
     for (const auto& key : pending_->waiting) {
@@ -360,7 +353,12 @@ GroupExplanation GroupCoordinator::Explain() const {
     return e;
   }
   for (const auto& [key, m] : members_) {
-    if (!m.ready) e.holding.emplace_back(key, m.holdup);
+    if (committing_ && committing_->waiting.count(key)) {
+      e.holding.emplace_back(key,
+                             "has not committed group round " + std::to_string(committing_->id));
+    } else if (!m.ready) {
+      e.holding.emplace_back(key, m.holdup);
+    }
     if (spec_.position_interval > 0 && (!m.positions || !m.positions->all_reported)) {
       e.without_positions.push_back(key);
     }

@@ -95,6 +95,12 @@ class PendingRound {
   // A worker's request joined this savepoint.
   void JoinWorkerRequest() { start_.worker_asked = true; }
 
+  // Whether the checkpoint handed to the store has a commit phase (decided at the last ack, when
+  // it is written COMMITTING or not): its completion makes it COMMITTING whatever the spec says
+  // by then, as the store does after a restart.
+  void SetCommitPhase(bool on) { commit_phase_ = on; }
+  bool commit_phase() const { return commit_phase_; }
+
   // The acks, moved out as the round ends (the restore point's states, or a failed round's).
   std::map<std::string, TaskState> TakeAcked() { return std::move(acked_); }
   std::vector<TaskFigures> TakeFigures() { return std::move(figures_); }
@@ -102,6 +108,7 @@ class PendingRound {
  private:
   Start start_;
   bool completing_ = false;
+  bool commit_phase_ = false;
   // The tasks that acked. The ones still awaited are `expected` minus these, kept implicit
   // rather than copied at every trigger: while a round is pending and not completing, the task
   // set does not change (UpdateSpec fails such a round when it does), and only its tasks are

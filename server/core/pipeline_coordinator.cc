@@ -169,7 +169,11 @@ void PipelineCoordinator::HoldForStartOffset() {
 }
 
 std::optional<SteadyTime> PipelineCoordinator::DesiredWakeup() const {
-  if (shutting_down_) return std::nullopt;
+  if (shutting_down_) {
+    // Only a COMMITTED mark's retry: a durable write still worth making in the grace period.
+    if (!deleted_ && Committing()) return commits_->phase->mark_retry_at();
+    return std::nullopt;
+  }
   std::optional<SteadyTime> at;
   auto consider = [&at](std::optional<SteadyTime> t) {
     if (t && (!at || *t < *at)) at = t;
@@ -402,7 +406,8 @@ Actions PipelineCoordinator::OnAck(SessionId session, int64_t checkpoint_id,
   out.push_back(CancelTimeout{});
   CompletedCheckpoint checkpoint = pending_->ToCheckpoint(clock_.WallMs());
   if (pending_->of_group()) checkpoint.alignment_group = group_ ? group_->name : std::string();
-  if (CommitTimeoutMs() > 0) checkpoint.commit_status = CommitStatus::kCommitting;
+  pending_->SetCommitPhase(CommitTimeoutMs() > 0);
+  if (pending_->commit_phase()) checkpoint.commit_status = CommitStatus::kCommitting;
   if (options_->pins) pending_->SetKeep(options_->pins->PinnedIds(spec_.key));
   CheckpointCommit commit{spec_.key, spec_.retained, ProjectedProgress(), std::move(checkpoint),
                           pending_->keep()};
@@ -522,7 +527,7 @@ Actions PipelineCoordinator::OnCommitted(int64_t checkpoint_id) {
   out.push_back(SendComplete{Sessions(), round.id(), round.kind(), CommitTimeoutMs() > 0});
   AdoptCompleted(round.id(), round.kind(), round.target(), round.position(), round.TakeAcked(),
                  round.keep(), out);
-  BeginCommitPhase(round.id(), round.kind(), out);
+  BeginCommitPhase(round.id(), round.kind(), round.commit_phase(), out);
   out.push_back(RoundFinished{round.id(), round.kind(), CheckpointStatus::kCompleted,
                               Since(round.triggered_at(), now), "", false, round.target()});
   if (sticky_ == StickyState::kStopped) {

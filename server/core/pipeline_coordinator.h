@@ -501,10 +501,11 @@ class PipelineCoordinator {
   void ForgetPositions(const std::vector<std::string>& tasks);
 
   // --- the commit phase (pipeline_coordinator_commits.cc) ---
-  // A round just became durable: with a commit phase it is COMMITTING from now on, and streams
-  // that registered while it was with the store (their welcome named the checkpoint before it)
-  // end ABORTED "commit pending", to come back with commit_pending.
-  void BeginCommitPhase(int64_t checkpoint_id, CheckpointKind kind, Actions& out);
+  // A round just became durable: with a commit phase (`phase`: it was written COMMITTING) it is
+  // COMMITTING from now on, and streams that registered while it was with the store (their
+  // welcome named the checkpoint before it) end ABORTED "commit pending", to come back with
+  // commit_pending.
+  void BeginCommitPhase(int64_t checkpoint_id, CheckpointKind kind, bool phase, Actions& out);
   // The mark, when due (every task committed, no write in flight, its retry time reached).
   void MaybeWriteCommitMark(Actions& out);
   // The overdue warning, once, when due.

@@ -34,19 +34,21 @@ Status PipelineCoordinator::RefuseWhileCommitting(const std::string& what) const
       " waits until it is COMMITTED");
 }
 
-void PipelineCoordinator::BeginCommitPhase(int64_t checkpoint_id, CheckpointKind kind,
+void PipelineCoordinator::BeginCommitPhase(int64_t checkpoint_id, CheckpointKind kind, bool phase,
                                            Actions& out) {
-  const int64_t timeout_ms = CommitTimeoutMs();
-  if (!commits_ && timeout_ms <= 0) return;  // never had a commit phase, and has none now
+  if (!commits_ && !phase) return;  // never had a commit phase, and this round had none
   std::vector<SessionId> unaware = std::move(commits().registered_while_completing);
   commits_->registered_while_completing.clear();
-  if (timeout_ms <= 0) {
+  if (!phase) {
     commits_->phase.reset();
     return;
   }
+  // The timeout of now (the spec may have changed while the store wrote it); none: never overdue.
+  const int64_t timeout_ms = CommitTimeoutMs();
   const SteadyTime now = clock_.SteadyNow();
   commits_->phase = std::make_unique<CommitPhase>(CommitPhase::Start{
-      checkpoint_id, kind, expected_.size(), now, now + Millis(timeout_ms), group_ != nullptr});
+      checkpoint_id, kind, expected_.size(), now,
+      timeout_ms > 0 ? now + Millis(timeout_ms) : SteadyTime::max(), group_ != nullptr});
   // A stream that registered while the round was with the store was welcomed with the
   // checkpoint before this one: it cannot know what this one commits. Its worker comes back and
   // is welcomed with commit_pending.

@@ -91,7 +91,7 @@ PipelineCoordinator::Registration PipelineCoordinator::OnRegister(
     info.last_task = std::max(info.last_task, static_cast<uint32_t>(i));
   }
   sessions_[session] = std::move(info);
-  if (pending_ && pending_->completing() && CommitTimeoutMs() > 0) {
+  if (pending_ && pending_->completing() && pending_->commit_phase()) {
     // Welcomed with the checkpoint before the one with the store (BeginCommitPhase).
     commits().registered_while_completing.push_back(session);
   }

@@ -1169,6 +1169,8 @@ class GroupDriver {
     GROUP_FUZZ_CHECK(e.pending_checkpoint_id == (round_ ? round_->id : 0),
                      "Explain's pending round disagrees");
     GROUP_FUZZ_CHECK(e.last_round_id == last_round_id_, "Explain's last round disagrees");
+    GROUP_FUZZ_CHECK(e.committing_checkpoint_id == (committing_ ? committing_->id : 0),
+                     "Explain's COMMITTING round disagrees");
     if (round_) {
       std::set<PipelineKey> holding;
       for (const auto& [key, why] : e.holding) holding.insert(key);

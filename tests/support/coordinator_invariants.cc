@@ -579,7 +579,9 @@ void CheckedCoordinator::Apply(Step step, const Actions& actions) {
     } else if (std::holds_alternative<CancelTimeout>(action)) {
       timeout_.reset();
     } else if (auto* a = std::get_if<ArmWakeup>(&action)) {
-      INVARIANT(!deleted_ && !shutting_down_, "wakeup armed after Delete/BeginShutdown");
+      // After BeginShutdown only a COMMITTED mark's retry (every task committed, the mark failed).
+      INVARIANT(!deleted_ && (!shutting_down_ || committing_),
+                "wakeup armed after Delete/BeginShutdown");
       wakeup_ = a->at;
     } else if (std::holds_alternative<CancelWakeup>(action)) {
       wakeup_.reset();
@@ -650,7 +652,9 @@ void CheckedCoordinator::Apply(Step step, const Actions& actions) {
       committed_tasks_.clear();
     } else if (auto* a = std::get_if<SendRelease>(&action)) {
       for (int64_t id : a->checkpoint_ids) {
-        INVARIANT(!committing_ || id != *committing_, "a COMMITTING checkpoint was released");
+        // DeletePipeline deletes everything, a COMMITTING checkpoint too.
+        INVARIANT(!committing_ || id != *committing_ || current_.call == CoordinatorCall::kDelete,
+                  "a COMMITTING checkpoint was released");
       }
       if (current_.call == CoordinatorCall::kRegister) {
         // After a restart, the last release again, to the stream just welcomed only.

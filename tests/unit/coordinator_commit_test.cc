@@ -173,6 +173,33 @@ TEST(CoordinatorCommit, AMarkTheStoreRefusesIsRetriedAndNeverFailsTheRound) {
   EXPECT_EQ(h.c().Describe().counters.failed_count, 0);
 }
 
+TEST(CoordinatorCommit, AMarkThatFailsDuringShutdownIsStillRetried) {
+  Harness h(CommitSpec());
+  const int64_t id = CompleteFirstRound(h);
+  h.auto_commit = false;
+  h.CommitAll(id);
+  h.Apply(h.c().BeginShutdown());
+  h.Apply(h.c().OnCommitMarkFailed(id, Status::Unavailable("disk full")));
+  h.RunFor(seconds(2));
+  ASSERT_EQ(h.marks.size(), 2u) << "a durable write worth making within the grace period";
+  h.Apply(h.c().OnCommitMarked(id));
+  EXPECT_EQ(h.all_committed.size(), 1u);
+  EXPECT_EQ(h.triggers.size(), 1u) << "and nothing else starts";
+}
+
+TEST(CoordinatorCommit, TheSpecChangingWhileTheStoreWritesDoesNotChangeThatRoundsPhase) {
+  Harness h(CommitSpec());
+  const int64_t id = h.StartToFirstTrigger();
+  h.auto_commit = false;
+  h.AckAll(id);
+  ASSERT_EQ(h.commits[0].commit.checkpoint.commit_status, CommitStatus::kCommitting);
+  EXPECT_TRUE(h.c().UpdateSpec(CommitSpec(0)).status.ok());  // the phase turned off meanwhile
+  h.Apply(h.c().OnCommitted(id));
+  EXPECT_EQ(h.c().CommittingId(), id) << "written COMMITTING: it is COMMITTING, as after a restart";
+  h.CommitAll(id);
+  ASSERT_EQ(h.marks.size(), 1u);
+}
+
 TEST(CoordinatorCommit, AReturningWorkerIsWelcomedWithCommitPendingAndTheLastCommitted) {
   Harness h(CommitSpec());
   const int64_t first = CompleteFirstRound(h);
