@@ -35,14 +35,15 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 example=$root/examples/exactly-once
 
-usage() { sed -n '/^# Usage:/,/^# Exit 0/p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { awk '/^# Usage:/ {on = 1} on && !/^#/ {exit} on {sub(/^# ?/, ""); print}' "$0"; }
 usage_error() { echo "demo-exactly-once: $*" >&2; usage >&2; exit 2; }
 
 entries=20000 kills=24 seconds=120 commit_phase=1 store=sqlite workers=2 tasks=4 rate=
 commit_pause_ms=25 seed=$((RANDOM * 32768 + RANDOM)) build_dir=$root/build keep=0
 while [ $# -gt 0 ]; do
   case $1 in
-    --entries|--kills|--seconds|--store|--workers|--tasks|--rate|--commit-pause-ms|--seed|--build-dir)
+    --entries|--kills|--seconds|--store|--workers|--tasks|--rate|--commit-pause-ms|--seed|\
+    --build-dir)
       [ $# -ge 2 ] || usage_error "$1 needs a value"
       case $1 in
         --entries) entries=$2 ;; --kills) kills=$2 ;; --seconds) seconds=$2 ;;
@@ -63,7 +64,8 @@ done
 [ "$workers" -ge 1 ] && [ "$tasks" -ge "$workers" ] ||
   usage_error "--workers must be between 1 and --tasks ($tasks)"
 [ "$store" = sqlite ] || [ "$store" = etcd ] || usage_error "--store is sqlite or etcd"
-[ -z "$rate" ] || [[ $rate =~ ^[0-9]+$ && $rate -ge 1 ]] || usage_error "--rate takes a whole number >= 1"
+[ -z "$rate" ] || [[ $rate =~ ^[0-9]+$ && $rate -ge 1 ]] ||
+  usage_error "--rate takes a whole number >= 1"
 # A kill and the recovery after it take a few seconds (more for ckptd, whose workers must
 # reconnect): the entries spread over about as long, so that the kills land while they flow.
 [ -n "$rate" ] || rate=$(( entries * 2 / (5 * (kills > 4 ? kills : 4)) + 1 ))
@@ -74,6 +76,7 @@ pg_bin=${PG_BIN:-/usr/lib/postgresql/15/bin}
 ckptd=$build_dir/server/ckptd
 ctl=$build_dir/client/ckptctl
 export PYTHONPATH=$root/client/python:$build_dir/python${PYTHONPATH:+:$PYTHONPATH}
+export PYTHONDONTWRITEBYTECODE=1  # no bytecode left in the source tree
 
 missing() { echo "demo-exactly-once: $*" >&2; exit 1; }
 [ -x "$ckptd" ] && [ -x "$ctl" ] ||
@@ -86,12 +89,15 @@ command -v redis-server >/dev/null && command -v redis-cli >/dev/null ||
   missing "PostgreSQL is not in $pg_bin (Debian: apt-get install postgresql-15; or set PG_BIN)"
 command -v curl >/dev/null || missing "curl is not installed"
 "$python" -c 'import grpc, google.protobuf, redis, psycopg2' 2>/dev/null ||
-  missing "$python lacks grpc, protobuf, redis or psycopg2 (Debian: apt-get install python3-grpcio python3-protobuf python3-redis python3-psycopg2)"
+  missing "$python lacks grpc, protobuf, redis or psycopg2 (Debian: apt-get install" \
+    "python3-grpcio python3-protobuf python3-redis python3-psycopg2)"
 if [ "$store" = etcd ]; then
-  command -v etcd >/dev/null || missing "etcd is not installed (Debian: apt-get install etcd-server)"
+  command -v etcd >/dev/null ||
+    missing "etcd is not installed (Debian: apt-get install etcd-server etcd-client)"
 fi
 if [ "$(id -u)" = 0 ]; then
-  id postgres >/dev/null 2>&1 || missing "PostgreSQL will not run as root, and there is no user postgres"
+  id postgres >/dev/null 2>&1 ||
+    missing "PostgreSQL will not run as root, and there is no user postgres"
   as_pg=(runuser -u postgres --)  # PostgreSQL refuses to run as root
 else
   as_pg=()
@@ -100,7 +106,8 @@ fi
 # ---- processes, and the cleanup that stops them all -------------------------------------------
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/eo-demo.XXXXXX")
-daemon_pid=() worker_pid=() redis_pid= etcd_pid= producer_pid= tail_pid= pg_started=0
+daemon_pid=() worker_pid=() redis_pid='' etcd_pid='' producer_pid='' tail_pid='' pg_started=0
+redis_port='' pg_port='' etcd_client_port='' etcd_peer_port=''  # set by free_port
 cleanup() {
   local status=$? pid
   trap - EXIT INT TERM
@@ -120,11 +127,14 @@ cleanup() {
   exit "$status"
 }
 trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+trap 'echo "demo-exactly-once: interrupted" >&2; exit 130' INT
+trap 'echo "demo-exactly-once: terminated" >&2; exit 143' TERM
 
 start_us=${EPOCHREALTIME/./}
-elapsed() { local us=$(( ${EPOCHREALTIME/./} - start_us )); printf '%d.%d' $((us / 1000000)) $((us / 100000 % 10)); }
+elapsed() {
+  local us=$(( ${EPOCHREALTIME/./} - start_us ))
+  printf '%d.%d' $((us / 1000000)) $((us / 100000 % 10))
+}
 say() { printf '[%6ss] %s\n' "$(elapsed)" "$*"; }
 deadline=$((SECONDS + seconds))
 
@@ -320,7 +330,7 @@ worker_flags=(--server "$servers" --redis "127.0.0.1:$redis_port" --pg "$pg_dsn"
               --commit-pause-ms "$commit_pause_ms")
 [ "$commit_phase" = 1 ] || worker_flags+=(--commit-in-on-complete)
 start_worker() {  # start_worker I: tasks I, I+W, I+2W...
-  local mine= t
+  local mine='' t
   for ((t = $1; t < tasks; t += workers)); do mine+=${mine:+,}$t; done
   "$python" "$example/worker.py" "${worker_flags[@]}" --tasks "$mine" --worker-id "w$1" \
     >>"$work/w$1.log" 2>&1 &
@@ -419,12 +429,13 @@ wait "$producer_pid" || fail "the producer failed (producer.log)"
 producer_pid=
 say "all $entries entries appended; waiting until the workers have read and committed them"
 check_alive
+wait_flags=(--timeout $((deadline - SECONDS > 1 ? deadline - SECONDS : 1)))
+[ "$commit_phase" = 1 ] || wait_flags+=(--no-commit-phase)
 "$python" "$example/check.py" wait --pg "$pg_dsn" --ckptctl "$ctl" --server "$servers" \
-  --tasks "$tasks" --entries "$entries" --timeout $((deadline - SECONDS > 1 ? deadline - SECONDS : 1)) \
-  $([ "$commit_phase" = 1 ] || echo --no-commit-phase) ||
+  --tasks "$tasks" --entries "$entries" "${wait_flags[@]}" ||
   fail "not every entry was committed within ${seconds}s"
 check_alive
-for i in "${!worker_pid[@]}"; do kill -TERM "${worker_pid[$i]}"; done
+for i in "${!worker_pid[@]}"; do kill -TERM "${worker_pid[$i]}" 2>/dev/null || true; done
 for i in "${!worker_pid[@]}"; do wait "${worker_pid[$i]}" || true; done
 worker_pid=()
 

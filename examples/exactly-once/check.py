@@ -83,7 +83,8 @@ def wait(args):
             rows, distinct = committed_counts(cur)
             where = (f"newest {'completed' if args.no_commit_phase else 'COMMITTED'} "
                      f"checkpoint {newest['checkpoint_id']} at positions "
-                     + " ".join(f"{t}={p}/{ends[t]}" for t, p in sorted(positions_of(newest).items()))
+                     + " ".join(f"{t}={p}/{ends[t]}"
+                                for t, p in sorted(positions_of(newest).items()))
                      if newest else (why or "no checkpoint completed yet"))
             print(f"waiting for every entry to be committed: {distinct} of {args.entries} in "
                   f"PostgreSQL ({rows} rows); {where}", flush=True)

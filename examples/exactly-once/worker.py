@@ -193,6 +193,11 @@ class Engine:
         (and, with a commit phase, is ended "commit pending" and welcomed again with that round
         as the restore point). So those are rolled back only at the next trigger, when no round
         of the pipeline is pending or COMMITTING any more."""
+        unknown = [t.task for t in self.tasks if checkpoint_id and t.task not in positions]
+        if unknown:
+            # Starting such a task over from 0 would repeat every entry it committed.
+            raise RuntimeError(f"restore point {checkpoint_id} has no state for task(s) "
+                               f"{', '.join(unknown)}")
         for t in self.tasks:
             t.rollback_open()
             t.position = t.txn_start = positions.get(t.task, 0)

@@ -522,12 +522,14 @@ Actions PipelineCoordinator::OnCommitted(int64_t checkpoint_id) {
   last_completed_at_ms_ = clock_.WallMs();
   recent_durations_.Add(std::chrono::duration_cast<Millis>(now - round.triggered_at()).count());
   if (round.kind() == CheckpointKind::kSavepointAndStop) SetSticky(StickyState::kStopped);
+  // First the commit phase, as the round was written: it ends the streams that cannot know what
+  // this checkpoint commits, which must not be asked to commit it.
+  BeginCommitPhase(round.id(), round.kind(), round.commit_phase(), out);
   // Every session registered now, including one that joined after the trigger (docs/PROTOCOL.md,
   // "Rounds: trigger, ack, decline").
-  out.push_back(SendComplete{Sessions(), round.id(), round.kind(), CommitTimeoutMs() > 0});
+  out.push_back(SendComplete{Sessions(), round.id(), round.kind(), round.commit_phase()});
   AdoptCompleted(round.id(), round.kind(), round.target(), round.position(), round.TakeAcked(),
                  round.keep(), out);
-  BeginCommitPhase(round.id(), round.kind(), round.commit_phase(), out);
   out.push_back(RoundFinished{round.id(), round.kind(), CheckpointStatus::kCompleted,
                               Since(round.triggered_at(), now), "", false, round.target()});
   if (sticky_ == StickyState::kStopped) {

@@ -5,6 +5,8 @@
 // runs through the invariant model (support/coordinator_invariants.h).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "coordinator_harness.h"
 
 namespace ckpt::testing {
@@ -196,6 +198,8 @@ TEST(CoordinatorCommit, TheSpecChangingWhileTheStoreWritesDoesNotChangeThatRound
   EXPECT_TRUE(h.c().UpdateSpec(CommitSpec(0)).status.ok());  // the phase turned off meanwhile
   h.Apply(h.c().OnCommitted(id));
   EXPECT_EQ(h.c().CommittingId(), id) << "written COMMITTING: it is COMMITTING, as after a restart";
+  ASSERT_FALSE(h.completes.empty());
+  EXPECT_TRUE(h.completes.back().commit) << "and the workers are asked to commit it";
   h.CommitAll(id);
   ASSERT_EQ(h.marks.size(), 1u);
 }
@@ -242,6 +246,10 @@ TEST(CoordinatorCommit, AStreamThatRegisteredWhileTheRoundWasWithTheStoreEndsCom
   h.Apply(reg.actions);
   EXPECT_EQ(reg.welcome.restore.checkpoint_id, 0);
   h.Apply(h.c().OnCommitted(id));
+  ASSERT_EQ(h.completes.size(), 1u);
+  EXPECT_EQ(std::count(h.completes[0].to.begin(), h.completes[0].to.end(), SessionId{2}), 0)
+      << "the stream that cannot know what to commit is not asked to";
+  EXPECT_TRUE(h.completes[0].commit);
   bool ended = false;
   for (const EndSession& e : h.ended) {
     if (e.session != 2) continue;

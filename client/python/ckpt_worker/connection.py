@@ -125,6 +125,14 @@ class Channels:
             self.channels[target] = channel
         return channel
 
+    def drop(self, target):
+        """Forgets the channel to `target`: the next get() makes a new one. After a daemon went
+        away a cached channel keeps failing with its last connect error while its own reconnect
+        backoff runs (seconds), although the daemon may be back in a fraction of one."""
+        channel = self.channels.pop(target, None)
+        if channel is not None:
+            channel.close()
+
     def close(self):
         for channel in self.channels.values():
             channel.close()

@@ -330,6 +330,8 @@ class PipelineWorker:
                     self._stream = stream
                     self.counters.attempts += 1
                 code, details, trailers = self._serve(stream, target)
+                if code == grpc.StatusCode.UNAVAILABLE:
+                    self._channels.drop(target)  # its next connect starts afresh
                 with self._lock:
                     self._stream = None
                     self._trigger_positions.clear()

@@ -121,6 +121,17 @@ class ChannelsTest(TempDirTestCase):
         with self.assertRaisesRegex(ValueError, "go together"):
             connection.Channels(key_file=self.write("key.pem", "K"))
 
+    def test_a_dropped_channel_is_made_anew(self):
+        # After a daemon went away the worker drops its channel, so that the next connect does
+        # not wait out the old channel's own reconnect backoff.
+        channels = connection.Channels()
+        self.addCleanup(channels.close)
+        first = channels.get("127.0.0.1:1")
+        self.assertIs(channels.get("127.0.0.1:1"), first)
+        channels.drop("127.0.0.1:1")
+        channels.drop("127.0.0.1:2")  # never made: nothing to do
+        self.assertIsNot(channels.get("127.0.0.1:1"), first)
+
     def test_a_server_name_needs_tls(self):
         with self.assertRaisesRegex(ValueError, "tls_server_name needs TLS"):
             connection.Channels(tls_server_name="ckptd.example")
