@@ -7,7 +7,7 @@ packages=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libboost-dev libspdlog-dev libyaml-cpp-dev libsqlite3-dev libcli11-dev nlohmann-json3-dev
   libgtest-dev sqlite3 python3
-  redis-server postgresql-15 python3-redis python3-psycopg2
+  redis-server postgresql-15 python3-redis python3-psycopg2 curl
   python3-grpcio python3-protobuf python3-pip python3-setuptools python3-wheel python3-h2
   libssl-dev openssl
   etcd-server etcd-client spin
