@@ -5,8 +5,10 @@ committing each checkpoint a while after its `complete` (--commit-delay-ms) and 
   checkpoint reads COMMITTED in ckptctl and in the store, and the commit is timed in
   ckptd_commit_duration_seconds;
 - a commit slower than commit_timeout_ms is overdue: one warning naming the tasks, the metric,
-  `pipeline why` says so, a manual trigger is refused naming the COMMITTING checkpoint, and
-  nothing is aborted;
+  `pipeline why` says so, a manual trigger, a change of the task set, a delete of the checkpoint
+  and a restore are refused naming the COMMITTING checkpoint, and nothing is aborted;
+- an alignment group with a commit phase triggers no round before every member's checkpoint of
+  the last one is COMMITTED;
 - kill -9 of the daemon while a checkpoint is COMMITTING: after the restart the workers are
   welcomed with commit_pending, commit again, and the checkpoint becomes COMMITTED (the mark is
   durable in the store); the pipeline goes on.
@@ -107,6 +109,16 @@ class CommitPhaseTest(unittest.TestCase):
         self.assertNotEqual(trigger.returncode, 0)
         self.assertIn("COMMITTING", trigger.stderr)
         self.assertIn(f"checkpoint {committing}", trigger.stderr)
+        # Neither the task set, nor the checkpoint, nor the restore point moves meanwhile.
+        for refused in (("pipeline", "update", "cp", "p0", "--parallelism", "3"),
+                        ("checkpoint", "delete", "cp", "p0", str(committing)),
+                        ("pipeline", "restore", "cp", "p0", "--checkpoint", str(committing))):
+            answer = self.ctl(*refused)
+            self.assertNotEqual(answer.returncode, 0, refused)
+            self.assertIn("COMMITTING", answer.stderr, refused)
+        got = json.loads(self.ctl("pipeline", "get", "cp", "p0", "-o", "json").stdout)
+        self.assertEqual(got["committing_checkpoint_id"], committing)
+        self.assertEqual(got["expected_tasks"], 2, "the refused update changed nothing")
         e2e.wait_until(lambda: self.events_of("all_committed", "p0"), 30,
                        "the slow commit to land")
         seen = [e for e in e2e.read_events(self.events) if e[2] == "p0"]
@@ -121,6 +133,34 @@ class CommitPhaseTest(unittest.TestCase):
         self.assertIn("2 of 2 tasks have not committed", warned[0])
         self.assertEqual(e2e.stop(sim), 0)
         self.assertEqual(e2e.stop(daemon), 0)
+
+    def test_an_alignment_group_commits_as_one(self):
+        group = ("alignment_groups:\n  - name: ledger\n    interval_ms: 100\n"
+                 "    timeout_ms: 5000\n    commit_timeout_ms: 5000\n")
+        daemon = self.ws.start_daemon(self.ws.write_config(
+            "lease_ttl_ms: 2000\nheartbeat_interval_ms: 500\n" + group +
+            e2e.declared_pipelines("cp", 2, alignment_group="ledger")))
+        sim = self.start_sim(2, commit_delay_ms=100)
+        e2e.wait_until(lambda: all(len(self.events_of("all_committed", p)) >= 3
+                                   for p in ("p0", "p1")), 60,
+                       "three group rounds COMMITTED in both members")
+        self.assertEqual(e2e.stop(sim), 0, self.ws.read_log("ckpt-worker-sim.log"))
+        events = e2e.read_events(self.events)
+        # One id for both members, each COMMITTED in both; no member triggered while either
+        # member of the round before was COMMITTING.
+        done = {p: {e[3] for e in events if e[0] == "all_committed" and e[2] == p}
+                for p in ("p0", "p1")}
+        self.assertTrue(done["p0"] & done["p1"], done)
+        committing = set()
+        for event, _, pipeline, cid, _ in events:
+            if event == "complete":
+                committing.add((pipeline, cid))
+            elif event == "all_committed":
+                committing.discard((pipeline, cid))
+            elif event == "trigger":
+                self.assertFalse({c for c in committing if c[1] < cid},
+                                 f"group round {cid} triggered while {committing} COMMITTING")
+        self.assertEqual(e2e.stop(daemon), 0, self.ws.read_log("ckptd.log"))
 
     def test_kill_dash_nine_while_committing_commits_again_after_the_restart(self):
         cfg = self.ws.write_config(config(commit_timeout_ms=60000, pipelines=2))
