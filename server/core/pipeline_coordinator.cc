@@ -76,12 +76,10 @@ PipelineCoordinator::PipelineCoordinator(const StoredPipeline& stored, const Clo
     c.last_committed_at_ms = stored.record.last_committed_at_ms;
     if (newest_committing) {
       // COMMITTING when the daemon stopped: the per-task marks were not durable, so every task is
-      // asked again (its welcome carries commit_pending). Overdue counts from this start.
-      const SteadyTime now = clock_.SteadyNow();
-      const int64_t timeout_ms = CommitTimeoutMs();
-      c.phase = std::make_unique<CommitPhase>(
-          CommitPhase::Start{stored.newest->checkpoint_id, stored.newest->kind, expected_.size(),
-                             now, timeout_ms > 0 ? now + Millis(timeout_ms) : SteadyTime::max()});
+      // asked again (its welcome carries commit_pending). Overdue counts from this start. Its
+      // group (if any) is not known yet, and would not know the round: it marks alone.
+      c.phase = NewCommitPhase(stored.newest->checkpoint_id, stored.newest->kind,
+                               /*group_decides=*/false);
     }
   }
 }
@@ -354,19 +352,23 @@ Actions PipelineCoordinator::OnTimeout(int64_t checkpoint_id) {
   return out;
 }
 
+bool PipelineCoordinator::HoldsTask(SessionId session, int64_t checkpoint_id,
+                                    const std::string& task_id, const char* what, Actions& out) {
+  if (OwnerOf(task_id) == session) return true;
+  out.push_back(IgnoredMessage{IgnoredReason::kUnownedTask});
+  // Counted always, logged at most once per kSessionWarnInterval per stream: a worker looping on
+  // a bad message must not fill the log. The id is a client's: printed escaped and cut.
+  std::string text = std::string("ignored ") + what + " of checkpoint " +
+                     std::to_string(checkpoint_id) + " for task " + Printable(task_id) +
+                     ", which this stream did not register";
+  if (AllowSessionWarning(session, &text)) out.push_back(Log{LogLevel::kWarn, std::move(text)});
+  return false;
+}
+
 bool PipelineCoordinator::AcceptsRoundMessage(SessionId session, int64_t checkpoint_id,
                                               const std::string& task_id, const char* what,
                                               Actions& out) {
-  if (OwnerOf(task_id) != session) {
-    out.push_back(IgnoredMessage{IgnoredReason::kUnownedTask});
-    // Counted always, logged at most once per kSessionWarnInterval per stream: a worker looping
-    // on a bad ack must not fill the log. The id is a client's: printed escaped and cut.
-    std::string text = std::string("ignored ") + what + " of checkpoint " +
-                       std::to_string(checkpoint_id) + " for task " + Printable(task_id) +
-                       ", which this stream did not register";
-    if (AllowSessionWarning(session, &text)) out.push_back(Log{LogLevel::kWarn, std::move(text)});
-    return false;
-  }
+  if (!HoldsTask(session, checkpoint_id, task_id, what, out)) return false;
   // Fenced by id and phase: old, unknown or already-finished rounds, and a round with the store.
   if (!pending_ || pending_->id() != checkpoint_id || pending_->completing()) {
     out.push_back(IgnoredMessage{IgnoredReason::kNotPending});

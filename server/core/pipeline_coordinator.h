@@ -471,6 +471,10 @@ class PipelineCoordinator {
   void FinishQueuedSavepoint(const std::string& reason, Actions& out);
   // Whether an ack or decline (`what`) concerns the pending round and a task of this stream;
   // when not, records why it is ignored.
+  // Whether `session` holds `task_id`; when not, counts and (now and then) logs the message `what`
+  // as ignored.
+  bool HoldsTask(SessionId session, int64_t checkpoint_id, const std::string& task_id,
+                 const char* what, Actions& out);
   bool AcceptsRoundMessage(SessionId session, int64_t checkpoint_id, const std::string& task_id,
                            const char* what, Actions& out);
   void MaybeReserveIds(Actions& out);
@@ -506,6 +510,9 @@ class PipelineCoordinator {
   // welcome named the checkpoint before it) end ABORTED "commit pending", to come back with
   // commit_pending.
   void BeginCommitPhase(int64_t checkpoint_id, CheckpointKind kind, bool phase, Actions& out);
+  // A commit phase starting now, overdue after the timeout of now (none: never overdue).
+  std::unique_ptr<CommitPhase> NewCommitPhase(int64_t checkpoint_id, CheckpointKind kind,
+                                              bool group_decides) const;
   // The mark, when due (every task committed, no write in flight, its retry time reached).
   void MaybeWriteCommitMark(Actions& out);
   // The overdue warning, once, when due.

@@ -43,12 +43,8 @@ void PipelineCoordinator::BeginCommitPhase(int64_t checkpoint_id, CheckpointKind
     commits_->phase.reset();
     return;
   }
-  // The timeout of now (the spec may have changed while the store wrote it); none: never overdue.
-  const int64_t timeout_ms = CommitTimeoutMs();
-  const SteadyTime now = clock_.SteadyNow();
-  commits_->phase = std::make_unique<CommitPhase>(CommitPhase::Start{
-      checkpoint_id, kind, expected_.size(), now,
-      timeout_ms > 0 ? now + Millis(timeout_ms) : SteadyTime::max(), group_ != nullptr});
+  // The timeout of now: the spec may have changed while the store wrote it.
+  commits_->phase = NewCommitPhase(checkpoint_id, kind, /*group_decides=*/group_ != nullptr);
   // A stream that registered while the round was with the store was welcomed with the
   // checkpoint before this one: it cannot know what this one commits. Its worker comes back and
   // is welcomed with commit_pending.
@@ -61,16 +57,20 @@ void PipelineCoordinator::BeginCommitPhase(int64_t checkpoint_id, CheckpointKind
   }
 }
 
+std::unique_ptr<CommitPhase> PipelineCoordinator::NewCommitPhase(int64_t checkpoint_id,
+                                                                 CheckpointKind kind,
+                                                                 bool group_decides) const {
+  const int64_t timeout_ms = CommitTimeoutMs();
+  const SteadyTime now = clock_.SteadyNow();
+  return std::make_unique<CommitPhase>(CommitPhase::Start{
+      checkpoint_id, kind, expected_.size(), now,
+      timeout_ms > 0 ? now + Millis(timeout_ms) : SteadyTime::max(), group_decides});
+}
+
 Actions PipelineCoordinator::OnTaskCommitted(SessionId session, int64_t checkpoint_id,
                                              const std::string& task_id) {
   Actions out;
-  if (OwnerOf(task_id) != session) {
-    out.push_back(IgnoredMessage{IgnoredReason::kUnownedTask});
-    std::string text = "ignored committed of checkpoint " + std::to_string(checkpoint_id) +
-                       " for task " + Printable(task_id) + ", which this stream did not register";
-    if (AllowSessionWarning(session, &text)) out.push_back(Log{LogLevel::kWarn, std::move(text)});
-    return out;
-  }
+  if (!HoldsTask(session, checkpoint_id, task_id, "committed", out)) return out;
   if (!Committing()) {
     out.push_back(IgnoredMessage{IgnoredReason::kNotPending});
     return out;

@@ -628,9 +628,7 @@ void CheckedCoordinator::Apply(Step step, const Actions& actions) {
       INVARIANT(!deleted_, "a COMMITTED mark written after Delete");
       INVARIANT(committing_ && *committing_ == a->checkpoint_id,
                 "a COMMITTED mark for a checkpoint that is not COMMITTING");
-      INVARIANT(
-          committed_tasks_ == std::set<std::string>(spec_.task_ids.begin(), spec_.task_ids.end()),
-          "COMMITTED before every expected task committed");
+      INVARIANT(EveryTaskCommitted(), "COMMITTED before every expected task committed");
       INVARIANT(a->progress.last_committed_id == a->checkpoint_id,
                 "a COMMITTED mark whose progress does not name it");
       INVARIANT(!mark_outstanding_, "a second COMMITTED mark while the store holds one");
@@ -639,9 +637,7 @@ void CheckedCoordinator::Apply(Step step, const Actions& actions) {
       INVARIANT(member_, "MemberCommitted of a pipeline that is no group's member");
       INVARIANT(committing_ && *committing_ == a->checkpoint_id,
                 "MemberCommitted for a checkpoint that is not COMMITTING");
-      INVARIANT(
-          committed_tasks_ == std::set<std::string>(spec_.task_ids.begin(), spec_.task_ids.end()),
-          "MemberCommitted before every expected task committed");
+      INVARIANT(EveryTaskCommitted(), "MemberCommitted before every expected task committed");
     } else if (auto* a = std::get_if<SendAllCommitted>(&action)) {
       INVARIANT(current_.call == CoordinatorCall::kCommitMarked && current_.store_reported &&
                     current_.id == a->checkpoint_id,
@@ -907,8 +903,7 @@ void CheckedCoordinator::CheckState() {
   // waits for it to recover.)
   // While a checkpoint is COMMITTING it waits for the tasks' commits instead, and once every
   // task committed, for its mark: written, or its retry armed.
-  const bool all_committed =
-      committed_tasks_ == std::set<std::string>(spec_.task_ids.begin(), spec_.task_ids.end());
+  const bool all_committed = EveryTaskCommitted();
   if (committing_ && all_committed && !deleted_ && !member_) {  // a member's waits for its group
     INVARIANT(mark_outstanding_ || wakeup_,
               "every task committed, and no COMMITTED mark written nor its retry armed");

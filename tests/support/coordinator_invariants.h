@@ -260,6 +260,10 @@ class CheckedCoordinator {
   void OnRoundFinished(const RoundFinished& r, SteadyTime now);
   void CheckState();
   void ForgetSession(SessionId session);
+  // Every task of the spec committed the COMMITTING checkpoint (here, in this life).
+  bool EveryTaskCommitted() const {
+    return committed_tasks_ == std::set<std::string>(spec_.task_ids.begin(), spec_.task_ids.end());
+  }
 
   const TestClock& clock_;
   PipelineCoordinator c_;
