@@ -18,6 +18,10 @@ delay (histogram bucket bounds, whole run).
                                                                    1,000 alignment groups of 5
 With --group-size K the pipelines are members of alignment groups of K (the interval and timeout
 are the groups'), and the simulator reports the trigger skew within each group round.
+With --commit-timeout-ms N every pipeline has a commit phase (docs/PROTOCOL.md "Commit phase"): the
+simulator sends each task's `committed` as its complete asks for it, and the daemon's commit
+duration (its complete to the COMMITTED mark written, ckptd_commit_duration_seconds) is reported
+beside the checkpoint's (trigger to complete).
 Prints one JSON object on stdout; progress on stderr. Standard library only.
 """
 import argparse
@@ -87,7 +91,8 @@ def snapshot(metrics_port):
 
 METRICS_PORT = re.compile(r"metrics on port (\d+)")
 BUCKET = re.compile(r'^(ckptd_round_fan_(?:out|in)_seconds|ckptd_store_commit_seconds|'
-                    r'ckptd_checkpoint_duration_seconds|ckptd_trigger_delay_seconds)_bucket'
+                    r'ckptd_checkpoint_duration_seconds|ckptd_trigger_delay_seconds|'
+                    r'ckptd_commit_duration_seconds)_bucket'
                     r'\{le="([^"]+)"\} (\d+)$')
 
 
@@ -145,7 +150,7 @@ def make_tls(work):
 
 
 def write_config(path, port, data_dir, job, pipelines, tasks, interval_ms, timeout_ms, extra="",
-                 group_size=0):
+                 group_size=0, commit_timeout_ms=0):
     with open(path, "w") as f:
         f.write(extra)
         f.write(f"listen: 127.0.0.1:{port}\n")
@@ -165,7 +170,9 @@ def write_config(path, port, data_dir, job, pipelines, tasks, interval_ms, timeo
         f.write("pipelines:\n")
         for i in range(pipelines):
             group = f", alignment_group: {job}-g{i // group_size}" if group_size > 0 else ""
-            f.write(f"  - {{job_id: {job}, pipeline_id: p{i}, parallelism: {tasks}{group}}}\n")
+            commit = f", commit_timeout_ms: {commit_timeout_ms}" if commit_timeout_ms > 0 else ""
+            f.write(f"  - {{job_id: {job}, pipeline_id: p{i}, parallelism: {tasks}{group}"
+                    f"{commit}}}\n")
 
 
 TOTALS = re.compile(r"totals: .*trigger delay p50 <= (\d+) us, p99 <= (\d+) us, max (\d+) us "
@@ -184,14 +191,16 @@ def run(args):
     if args.writer_nice is not None:
         extra_yaml += f"store: {{writer_nice: {args.writer_nice}}}\n"
     write_config(config, port, os.path.join(work, "data"), job, args.pipelines, args.tasks,
-                 args.interval_ms, args.timeout_ms, extra=extra_yaml, group_size=args.group_size)
+                 args.interval_ms, args.timeout_ms, extra=extra_yaml, group_size=args.group_size,
+                 commit_timeout_ms=args.commit_timeout_ms)
     daemon_log = open(os.path.join(work, "ckptd.log"), "w+")
     daemon = subprocess.Popen([server, "--config", config], stdout=daemon_log,
                               stderr=subprocess.STDOUT)
     sim_proc = None
     result = {"bench": "e2e", "label": args.label, "pipelines": args.pipelines,
               "tasks": args.tasks, "streams_per_pipeline": args.streams,
-              "interval_ms": args.interval_ms, "tls": args.tls, "group_size": args.group_size}
+              "interval_ms": args.interval_ms, "tls": args.tls, "group_size": args.group_size,
+              "commit_timeout_ms": args.commit_timeout_ms}
     if args.writer_nice is not None:
         result["writer_nice"] = args.writer_nice
     try:
@@ -293,10 +302,16 @@ def run(args):
     # The daemon's own share of a round (bucket bounds; buckets are x2 apart).
     for name, key in (("ckptd_round_fan_out_seconds", "fan_out"),
                       ("ckptd_round_fan_in_seconds", "fan_in"),
-                      ("ckptd_store_commit_seconds", "store_commit")):
+                      ("ckptd_store_commit_seconds", "store_commit"),
+                      ("ckptd_commit_duration_seconds", "commit_phase")):
         for q, label in ((0.5, "p50"), (0.99, "p99")):
             result[f"{key}_{label}_le_ms"] = window_quantile(spans0.get(name, {}),
                                                              spans1.get(name, {}), q)
+    if args.commit_timeout_ms > 0:
+        # Every complete asked for a commit and (but the rounds still committing at the end)
+        # every one was marked COMMITTED.
+        result.update({"sim_commits": summary.get("commits", 0),
+                       "sim_all_committed": summary.get("all_committed", 0)})
     if "trigger_skew_ms" in summary:
         result.update({
             "group_skew_p50_ms": summary["trigger_skew_ms"]["p50"],
@@ -329,6 +344,8 @@ def main():
     p.add_argument("--label", default="scale")
     p.add_argument("--group-size", type=int, default=0,
                    help="members per alignment group (0: no groups)")
+    p.add_argument("--commit-timeout-ms", type=int, default=0,
+                   help="every pipeline's commit_timeout_ms (0: no commit phase)")
     p.add_argument("--tls", action="store_true",
                    help="mTLS and auth on the gRPC port (certificates made with openssl)")
     p.add_argument("--time-listing", action="store_true",

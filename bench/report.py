@@ -231,6 +231,7 @@ class Report:
                      f"{anchor[0]['fan_in']['p99_us'] / 1000:.1f} ms" if anchor else "-", None,
                      all(x is not None and x <= 5 for x in spans),
                      "histogram bucket bounds (x2 buckets)")
+        self._evaluate_commit_phase()
         grouped = [r for r in pick(self.ckptd, bench="e2e", label="groups") if ok(r)]
         alone = [r for r in pick(self.ckptd, bench="e2e", label="alone") if ok(r)]
         if grouped:
@@ -266,6 +267,23 @@ class Report:
             self.add(f"restart: {restart['pipelines']:,} stored pipelines scheduled within 2 s",
                      f"{restart['all_scheduled_s']:.2f} s", "-", None,
                      ok(restart) and restart["all_scheduled_s"] <= 2.0)
+
+    def _evaluate_commit_phase(self):
+        """The commit phase's cost: the runs with one beside the runs without, pair by pair (the
+        bench runs them back to back)."""
+        off = [r for r in pick(self.ckptd, bench="e2e", label="commit-off") if ok(r)]
+        on = [r for r in pick(self.ckptd, bench="e2e", label="commit-on") if ok(r)]
+        for i, (c, b) in enumerate(zip(on, off), 1):
+            ratio = c["daemon_cpu_pct"] / b["daemon_cpu_pct"] if b["daemon_cpu_pct"] else None
+            self.add(f"commit phase: {c['pipelines']:,} x {c['tasks']} at 1 s, every round "
+                     f"(pair {i})",
+                     f"{c['completed_per_s']:,.0f} rounds/s, checkpoint p99 "
+                     f"{c['checkpoint_p99_ms']:.0f} ms, commit p99 <= "
+                     f"{bound(c.get('commit_phase_p99_le_ms'))} ms, daemon CPU "
+                     f"{c['daemon_cpu_pct']:.0f}%",
+                     f"without: {b['completed_per_s']:,.0f} rounds/s, checkpoint p99 "
+                     f"{b['checkpoint_p99_ms']:.0f} ms, daemon CPU {b['daemon_cpu_pct']:.0f}%",
+                     ratio, c["every_round"], "ratio = daemon CPU with / without, stated")
 
     def _evaluate_ha(self):
         """High availability on etcd (bench/ha_bench.py): capacity beside etcd's own floor, the

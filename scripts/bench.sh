@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs ckptd's benchmarks beside the performance anchors, in one invocation and one benchmark at a
 # time, and writes bench/results/<date>.{json,md,png}; docs/PERFORMANCE.md explains them.
-# Not part of CI. About 31-36 minutes on 2 cores (13 of them the HA benchmark on etcd), plus a first
+# Not part of CI. About 33-38 minutes on 2 cores (13 of them the HA benchmark on etcd), plus a first
 # Release build.
 #
 #   scripts/bench.sh
@@ -152,6 +152,19 @@ run_bench 180 '"bench":"e2e","label":"scale-2s","pipelines":20000,"tasks":2' \
   "$python" "$root/bench/e2e_bench.py" --build-dir "$build" --work-dir "$work" \
   --pipelines 20000 --tasks 2 --interval-ms 2000 --warmup-s 6 --window-s 12 --sim-channels 8 \
   --label scale-2s
+# The commit phase's cost (docs/PROTOCOL.md "Commit phase"): 5,000 x 2 at 1 s without and with
+# one, back to back, two pairs; the simulator sends `committed` as each complete asks for it.
+step "end to end: 5,000 x 2 at 1 s without and with a commit phase, 2 pairs"
+for pair in 1 2; do
+  for commit_timeout_ms in 0 10000; do
+    label=commit-off
+    [ "$commit_timeout_ms" -eq 0 ] || label=commit-on
+    run_bench 180 "\"bench\":\"e2e\",\"label\":\"$label\",\"pipelines\":5000,\"tasks\":2" \
+      "$python" "$root/bench/e2e_bench.py" --build-dir "$build" --work-dir "$work" \
+      --pipelines 5000 --tasks 2 --warmup-s 5 --window-s 10 --sim-channels 8 \
+      --commit-timeout-ms "$commit_timeout_ms" --label "$label"
+  done
+done
 # The simulator alone, driven by a stand-in daemon (no coordinator, no store) at the 20,000
 # rounds a second that ckptd does not complete on these 2 cores: its own cost a round (target 6).
 # Over 2 connections and over the 8 the runs above use (fewer, fuller reads: less a round).
