@@ -183,10 +183,8 @@ void PipelineSession::StartAttempt() {
   epochs_.OnNewStream();
   // Not on the first hello (see PipelineWorkerOptions::takeover_on_reconnect).
   const bool takeover = options_.takeover_on_reconnect && attempt_id_ > 1;
-  // Read at each attempt: a token rotated in its file is used from the next stream on.
-  attempt_ = ConnectAttempt::Start(core_->StubFor(follower_.current()), core_->NextQueue(),
-                                   attempt_id_, MakeHello(options_, takeover),
-                                   core_->CurrentToken(), shared_from_this());
+  attempt_ = core_->StartAttempt(follower_.current(), attempt_id_, MakeHello(options_, takeover),
+                                 shared_from_this());
 }
 
 void PipelineSession::Send(v1::WorkerMessage message) {
@@ -299,6 +297,7 @@ bool PipelineSession::ChooseNextDaemon(const std::optional<std::string>& leader)
 void PipelineSession::HandleAttemptDone(uint64_t attempt_id, const grpc::Status& status,
                                         const std::optional<std::string>& leader) {
   if (attempt_id != attempt_id_ || !attempt_) return;
+  const bool over_session = attempt_->over_session();
   attempt_.reset();
   connected_.store(false, std::memory_order_relaxed);
   heartbeat_timer_.cancel();
@@ -309,8 +308,14 @@ void PipelineSession::HandleAttemptDone(uint64_t attempt_id, const grpc::Status&
   }
   if (phase_ != Phase::kConnecting && phase_ != Phase::kConnected) return;  // no stream otherwise
 
-  disconnects_.fetch_add(1, std::memory_order_relaxed);
   const bool was_connected = welcomed_this_attempt_;
+  if (over_session && !was_connected && status.error_code() == grpc::StatusCode::UNIMPLEMENTED) {
+    // A daemon from before Session: the same hello again at once, over Connect.
+    core_->SessionUnsupported(follower_.current());
+    StartAttempt();
+    return;
+  }
+  disconnects_.fetch_add(1, std::memory_order_relaxed);
   if (was_connected && steady_clock::now() - welcomed_at_ >= kStableSession) {
     backoff_.Reset();
     standby_backoff_.Reset();

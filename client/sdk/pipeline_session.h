@@ -150,8 +150,8 @@ class PipelineSession final : public PipelineWorker,
   // strand_ only.
   PipelineHandlers handlers_;
   Phase phase_ = Phase::kIdle;
-  std::shared_ptr<ConnectAttempt> attempt_;  // the current stream, until its OnAttemptDone
-  uint64_t attempt_id_ = 0;                  // fences timers and messages of older attempts
+  std::shared_ptr<Attempt> attempt_;  // the current stream, until its OnAttemptDone
+  uint64_t attempt_id_ = 0;           // fences timers and messages of older attempts
   bool welcomed_this_attempt_ = false;
   bool ever_welcomed_ = false;
   std::chrono::steady_clock::time_point welcomed_at_;

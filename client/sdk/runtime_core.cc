@@ -12,6 +12,7 @@
 #include "common/server_list.h"
 #include "sdk/connect_attempt.h"
 #include "sdk/pipeline_session.h"
+#include "sdk/session_mux.h"
 
 namespace ckpt::sdk::internal {
 namespace {
@@ -90,6 +91,7 @@ RuntimeCore::RuntimeCore(Checked checked)
       servers_(std::move(checked.servers)),
       security_(checked.security),
       channels_per_server_(std::max(checked.options.channels, 1)),
+      transport_(checked.options.transport),
       token_(kOptionNames.token_file, std::move(checked.options.token_file),
              std::move(checked.security.token)),
       seed_base_(std::random_device{}() * 0x9E3779B97F4A7C15ULL),
@@ -152,6 +154,47 @@ v1::WorkerService::Stub& RuntimeCore::StubFor(const std::string& address) {
   return *server.stubs[server.next++ % server.stubs.size()];
 }
 
+std::shared_ptr<Attempt> RuntimeCore::StartAttempt(const std::string& address, uint64_t attempt_id,
+                                                   v1::WorkerMessage hello,
+                                                   std::shared_ptr<AttemptListener> listener) {
+  v1::WorkerService::Stub& stub = StubFor(address);
+  bool session = transport_ == WorkerTransport::kSession;
+  // Two tries: a call found used up (its last channel just went) is replaced once.
+  for (int tries = 0; session && tries < 2; ++tries) {
+    std::shared_ptr<SessionMux> mux;
+    {
+      std::lock_guard<std::mutex> lock(channels_mu_);
+      if (connect_only_addresses_.count(address)) {
+        session = false;
+        break;
+      }
+      std::shared_ptr<SessionMux>& slot = sessions_by_stub_[&stub];
+      if (!slot || !slot->Usable()) {
+        slot = SessionMux::Start(stub, NextQueue(), CurrentToken());
+        std::erase_if(session_calls_, [](const auto& call) { return call.expired(); });
+        session_calls_.push_back(slot);
+      }
+      mux = slot;
+    }
+    if (const uint32_t channel = mux->Open(hello, listener, attempt_id)) {
+      return std::make_shared<ChannelAttempt>(std::move(mux), channel);
+    }
+  }
+  // Read at each attempt: a token rotated in its file is used from the next stream on.
+  return ConnectAttempt::Start(stub, NextQueue(), attempt_id, std::move(hello), CurrentToken(),
+                               std::move(listener));
+}
+
+void RuntimeCore::SessionUnsupported(const std::string& address) {
+  std::lock_guard<std::mutex> lock(channels_mu_);
+  if (connect_only_addresses_.insert(address).second) {
+    std::fprintf(stderr,
+                 "ckpt worker sdk: %s has no WorkerService.Session (UNIMPLEMENTED): one Connect "
+                 "stream per pipeline there\n",
+                 address.c_str());
+  }
+}
+
 bool RuntimeCore::MayConnectTo(const std::string& address) {
   // Whether a token is sent at all is fixed at start (only its content rotates): the token read
   // then stands for it.
@@ -203,6 +246,21 @@ void RuntimeCore::Shutdown() {
   // which the threads still run. After this no gRPC reaction refers to any pipeline.
   for (auto& session : live) session->WaitUntilStoppedForever();
   live.clear();
+  std::vector<std::shared_ptr<SessionMux>> calls;
+  {
+    // Every channel has ended; a Session call may still be open or on its way out (its last
+    // channel just went): each is cancelled, and waited for, so that none of its operations is
+    // started on a queue being shut down.
+    std::lock_guard<std::mutex> lock(channels_mu_);
+    for (auto& weak : session_calls_) {
+      if (auto call = weak.lock()) calls.push_back(std::move(call));
+    }
+    session_calls_.clear();
+    sessions_by_stub_.clear();
+  }
+  for (auto& call : calls) call->CancelCall();
+  for (auto& call : calls) call->WaitUntilDone();
+  calls.clear();
   {
     std::unique_lock<std::shared_mutex> lock(post_mu_);
     closed_ = true;

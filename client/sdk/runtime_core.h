@@ -1,7 +1,8 @@
 #pragma once
 // What every pipeline of a WorkerRuntime shares: the io_context and its threads, the gRPC channels
-// (to each daemon of the server list, and to leaders they name), and the list of live pipelines
-// (so that shutdown can stop them all).
+// (to each daemon of the server list, and to leaders they name), the Session calls on them (one
+// per channel, sdk/session_mux.h), and the list of live pipelines (so that shutdown can stop them
+// all).
 
 #include <grpcpp/grpcpp.h>
 
@@ -27,11 +28,13 @@
 #include "ckpt/v1/worker.grpc.pb.h"
 #include "ckpt/worker.h"
 #include "common/security_options.h"
+#include "sdk/attempt.h"
 #include "sdk/token_source.h"
 
 namespace ckpt::sdk::internal {
 
 class PipelineSession;
+class SessionMux;
 
 // A pipeline's serialized context: its handlers, its state machine and the user's Post/RunAfter
 // work run there, one at a time.
@@ -86,6 +89,14 @@ class RuntimeCore {
   // that runs its streams' reactions (sdk/connect_attempt.h). Valid until Shutdown has joined
   // them, which is after every pipeline's stream ended.
   grpc::CompletionQueue& NextQueue();
+  // A new attempt of `listener`'s (its id `attempt_id`) at `address` with `hello`: a channel of
+  // that channel's Session call (opened on first use) or, with the Connect transport or where
+  // the daemon answered Session with UNIMPLEMENTED, a Connect stream of its own.
+  std::shared_ptr<Attempt> StartAttempt(const std::string& address, uint64_t attempt_id,
+                                        v1::WorkerMessage hello,
+                                        std::shared_ptr<AttemptListener> listener);
+  // The daemon at `address` answered Session with UNIMPLEMENTED: Connect streams from now on.
+  void SessionUnsupported(const std::string& address);
   // True when a stream may go to `address` (a leader named by a daemon): a token is sent in clear
   // text only to loopback, as to the addresses of server_address. Says why not on stderr, once
   // per address.
@@ -123,6 +134,7 @@ class RuntimeCore {
   const std::vector<std::string> servers_;
   const cli::ChannelSecurity security_;  // holds the key and the token: never log it
   const int channels_per_server_;
+  const WorkerTransport transport_;
   TokenSource token_;  // itself thread-safe
   const uint64_t seed_base_;
 
@@ -143,6 +155,13 @@ class RuntimeCore {
   // runtime's life, a handful.
   std::map<std::string, ServerChannels> channels_;  // guarded by channels_mu_
   std::set<std::string> refused_addresses_;         // guarded by channels_mu_
+  // The Session call of each stub (one per gRPC channel), replaced once it takes no more
+  // channels; the addresses whose daemon has no Session.
+  std::map<const v1::WorkerService::Stub*, std::shared_ptr<SessionMux>>
+      sessions_by_stub_;  // guarded by channels_mu_
+  // Every call made, until it is gone: Shutdown waits for each before the queues close.
+  std::vector<std::weak_ptr<SessionMux>> session_calls_;  // guarded by channels_mu_
+  std::set<std::string> connect_only_addresses_;          // guarded by channels_mu_
 
   std::shared_mutex post_mu_;
   bool closed_ = false;  // guarded by post_mu_

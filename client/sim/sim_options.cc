@@ -40,6 +40,7 @@ bool ParseDurationFlag(const std::string& flag, const std::string& text,
 ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
   SimOptions options;
   std::string interval_text, timeout_text, duration_text, connect_timeout_text, warmup_text;
+  std::string transport = "session";
   uint64_t seed = 0;
 
   CLI::App app{
@@ -113,6 +114,11 @@ ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
   app.add_option("--threads", options.threads, "Worker runtime threads")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  app.add_option("--transport", transport,
+                 "session: one Session call per connection, the pipelines' streams as its "
+                 "channels, batched (Connect where the daemon has no Session); connect: a "
+                 "Connect stream per pipeline [session]")
+      ->check(CLI::IsMember({"session", "connect"}));
   app.add_option("--channels", options.channels, "gRPC channels (TCP connections) to the daemon")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
@@ -152,6 +158,7 @@ ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
       !ParseDurationFlag("--duration", duration_text, &options.duration, &error)) {
     return Error(error);
   }
+  options.connect_transport = transport == "connect";
   if (!warmup_text.empty() &&
       !ParseDurationFlag("--warmup", warmup_text, &options.warmup, &error)) {
     return Error(error);

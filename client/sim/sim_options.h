@@ -50,13 +50,14 @@ struct SimOptions {
   std::chrono::milliseconds warmup{0};
   std::chrono::milliseconds connect_timeout{10'000};  // give up if no pipeline connected by then
   bool json = false;                                  // summary as one JSON object
-  bool progress = false;         // progress lines on stderr even when it is not a terminal
-  int threads = 2;               // the worker runtime's threads
-  int channels = 1;              // gRPC channels (TCP connections) to the daemon
-  std::string worker_id;         // default "sim-<pid>"
-  std::string event_log;         // append trigger/complete/abort/restore/release lines here
-  std::string state_dir;         // write a state file per task per checkpoint (state_files.h)
-  std::optional<uint64_t> seed;  // for the decline choices; random by default
+  bool progress = false;           // progress lines on stderr even when it is not a terminal
+  int threads = 2;                 // the worker runtime's threads
+  int channels = 1;                // gRPC channels (TCP connections) to the daemon
+  bool connect_transport = false;  // --transport connect: a Connect stream per pipeline
+  std::string worker_id;           // default "sim-<pid>"
+  std::string event_log;           // append trigger/complete/abort/restore/release lines here
+  std::string state_dir;           // write a state file per task per checkpoint (state_files.h)
+  std::optional<uint64_t> seed;    // for the decline choices; random by default
 };
 
 struct ParsedCommandLine {

@@ -91,6 +91,8 @@ sdk::WorkerRuntimeOptions RuntimeOptions(const SimOptions& options) {
   runtime.server_address = options.server;
   runtime.threads = options.threads;
   runtime.channels = options.channels;
+  runtime.transport =
+      options.connect_transport ? sdk::WorkerTransport::kConnect : sdk::WorkerTransport::kSession;
   runtime.ca_file = options.security.ca_file;
   runtime.cert_file = options.security.cert_file;
   runtime.key_file = options.security.key_file;

@@ -141,17 +141,23 @@ Status Daemon::StartServing() {
   stream_queues_ = std::make_unique<StreamQueues>(builder, kWorkerStreamQueues);
   server_ = builder.BuildAndStart();
   if (!server_) return Status::Unavailable("the gRPC server did not start (see gRPC's log above)");
-  stream_queues_->Start(*worker_service_, [service = worker_service_.get()](
-                                              std::unique_ptr<grpc::ServerContext> context,
-                                              std::unique_ptr<StreamQueues::Stream> stream,
-                                              std::shared_ptr<void> ticket) {
-    service->Accept(std::move(context), std::move(stream), std::move(ticket));
-  });
+  stream_queues_->Start(
+      *worker_service_,
+      [service = worker_service_.get()](std::unique_ptr<grpc::ServerContext> context,
+                                        std::unique_ptr<StreamQueues::Stream> stream,
+                                        std::shared_ptr<void> ticket) {
+        service->Accept(std::move(context), std::move(stream), std::move(ticket));
+      },
+      [service = worker_service_.get()](std::unique_ptr<grpc::ServerContext> context,
+                                        std::unique_ptr<StreamQueues::SessionStream> stream,
+                                        std::shared_ptr<void> ticket) {
+        service->AcceptSession(std::move(context), std::move(stream), std::move(ticket));
+      });
   grpc_listener_->Start();
   if (tls_reloader_) tls_reloader_->Start();
   loop_monitor_ = std::make_unique<LoopMonitor>(shards_.AllLoops(), kLoopProbeInterval);
   heap_trimmer_ = std::make_unique<HeapTrimmer>(shards_.control(), [this] {
-    return metrics_.worker_sessions_ended_total.load() +
+    return metrics_.worker_sessions_ended_total.load() + metrics_.session_calls_ended_total.load() +
            metrics_.savepoint_calls_ended_total.load() + metrics_.admin_calls_ended_total.load();
   });
   // Until every port accepts (and on a standby, until it leads): NOT_SERVING, by name too. The

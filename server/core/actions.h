@@ -173,22 +173,24 @@ enum class IgnoredReason {
   kNotPending,      // for a round that is not (or no longer) pending
   kDuplicate,       // the task already answered this round
   kUnknownMessage,  // a message kind this daemon does not know (the rpc edge drops it)
+  kNoChannel,       // on a Session channel not in use (the rpc edge drops it)
 };
 
-// The metric label: "unowned_task", "not_pending", "duplicate", "unknown_message".
+// The metric label: "unowned_task", "not_pending", "duplicate", "unknown_message", "no_channel".
 constexpr const char* IgnoredReasonLabel(IgnoredReason reason) {
   switch (reason) {
     case IgnoredReason::kUnownedTask: return "unowned_task";
     case IgnoredReason::kNotPending: return "not_pending";
     case IgnoredReason::kDuplicate: return "duplicate";
     case IgnoredReason::kUnknownMessage: return "unknown_message";
+    case IgnoredReason::kNoChannel: return "no_channel";
   }
   return "unknown_message";
 }
 
-constexpr IgnoredReason kIgnoredReasons[] = {IgnoredReason::kUnownedTask,
-                                             IgnoredReason::kNotPending, IgnoredReason::kDuplicate,
-                                             IgnoredReason::kUnknownMessage};
+constexpr IgnoredReason kIgnoredReasons[] = {
+    IgnoredReason::kUnownedTask, IgnoredReason::kNotPending, IgnoredReason::kDuplicate,
+    IgnoredReason::kUnknownMessage, IgnoredReason::kNoChannel};
 
 // --- an alignment group's member (docs/ALIGNMENT.md); only a member's coordinator emits these ---
 // Why a member cannot finish a group round.

@@ -11,8 +11,8 @@ namespace ckpt {
 
 namespace {
 
-// Connect calls requested ahead on each queue: a burst of new streams is accepted without waiting
-// for the queue's thread to request the next one.
+// Calls of each method requested ahead on each queue: a burst of new streams is accepted without
+// waiting for the queue's thread to request the next one.
 constexpr int kPendingConnectsPerQueue = 4;
 
 // While Stop waits for the accepted calls to end: how often it says it still waits.
@@ -20,34 +20,61 @@ constexpr auto kLiveCallsReport = std::chrono::seconds(10);
 
 }  // namespace
 
-// One requested Connect call: the context and stream gRPC fills when a call arrives.
-class StreamQueues::PendingConnect final : public QueuedOperation {
+// The two methods a queue serves: how each is requested and handed over.
+struct StreamQueues::ConnectKind {
+  using CallStream = Stream;
+  static void Request(v1::WorkerService::AsyncService& service, grpc::ServerContext* context,
+                      CallStream* stream, grpc::ServerCompletionQueue* queue, void* tag) {
+    service.RequestConnect(context, stream, queue, queue, tag);
+  }
+  static void Accept(StreamQueues& owner, std::unique_ptr<grpc::ServerContext> context,
+                     std::unique_ptr<CallStream> stream) {
+    owner.accept_(std::move(context), std::move(stream), owner.TakeTicket());
+  }
+};
+
+struct StreamQueues::SessionKind {
+  using CallStream = SessionStream;
+  static void Request(v1::WorkerService::AsyncService& service, grpc::ServerContext* context,
+                      CallStream* stream, grpc::ServerCompletionQueue* queue, void* tag) {
+    service.RequestSession(context, stream, queue, queue, tag);
+  }
+  static void Accept(StreamQueues& owner, std::unique_ptr<grpc::ServerContext> context,
+                     std::unique_ptr<CallStream> stream) {
+    owner.accept_session_(std::move(context), std::move(stream), owner.TakeTicket());
+  }
+};
+
+// One requested call: the context and stream gRPC fills when a call arrives.
+template <typename Kind>
+class StreamQueues::PendingCall final : public QueuedOperation {
  public:
-  PendingConnect(StreamQueues& owner, grpc::ServerCompletionQueue& queue)
+  using CallStream = typename Kind::CallStream;
+
+  PendingCall(StreamQueues& owner, grpc::ServerCompletionQueue& queue)
       : owner_(owner),
         queue_(queue),
         context_(std::make_unique<grpc::ServerContext>()),
-        stream_(std::make_unique<Stream>(context_.get())) {}
+        stream_(std::make_unique<CallStream>(context_.get())) {}
 
   void Request(v1::WorkerService::AsyncService& service) {
     Arm(&Completed);
-    service.RequestConnect(context_.get(), stream_.get(), &queue_, &queue_,
-                           static_cast<QueuedOperation*>(this));
+    Kind::Request(service, context_.get(), stream_.get(), &queue_,
+                  static_cast<QueuedOperation*>(this));
   }
 
  private:
   static void Completed(QueuedOperation& operation, bool ok) {
-    std::unique_ptr<PendingConnect> self(static_cast<PendingConnect*>(&operation));
-    if (!ok) return;                            // the server is shutting down
-    self->owner_.RequestConnect(self->queue_);  // the next caller first, then this one
-    self->owner_.accept_(std::move(self->context_), std::move(self->stream_),
-                         self->owner_.TakeTicket());
+    std::unique_ptr<PendingCall> self(static_cast<PendingCall*>(&operation));
+    if (!ok) return;                                    // the server is shutting down
+    self->owner_.template Request<Kind>(self->queue_);  // the next caller first, then this one
+    Kind::Accept(self->owner_, std::move(self->context_), std::move(self->stream_));
   }
 
   StreamQueues& owner_;
   grpc::ServerCompletionQueue& queue_;
   std::unique_ptr<grpc::ServerContext> context_;
-  std::unique_ptr<Stream> stream_;
+  std::unique_ptr<CallStream> stream_;
 };
 
 StreamQueues::StreamQueues(grpc::ServerBuilder& builder, size_t count) {
@@ -58,21 +85,27 @@ StreamQueues::StreamQueues(grpc::ServerBuilder& builder, size_t count) {
 
 StreamQueues::~StreamQueues() { Stop(); }
 
-void StreamQueues::Start(v1::WorkerService::AsyncService& service, Accept accept) {
+void StreamQueues::Start(v1::WorkerService::AsyncService& service, Accept accept,
+                         AcceptSession accept_session) {
   service_ = &service;
   accept_ = std::move(accept);
+  accept_session_ = std::move(accept_session);
   for (auto& queue : queues_) {
-    for (int i = 0; i < kPendingConnectsPerQueue; ++i) RequestConnect(*queue);
+    for (int i = 0; i < kPendingConnectsPerQueue; ++i) {
+      Request<ConnectKind>(*queue);
+      Request<SessionKind>(*queue);
+    }
   }
   for (auto& queue : queues_) {
     threads_.emplace_back([q = queue.get()] { Drain(*q); });
   }
 }
 
-void StreamQueues::RequestConnect(grpc::ServerCompletionQueue& queue) {
+template <typename Kind>
+void StreamQueues::Request(grpc::ServerCompletionQueue& queue) {
   MutexLock lock(mu_);
   if (stopped_) return;
-  auto pending = std::make_unique<PendingConnect>(*this, queue);
+  auto pending = std::make_unique<PendingCall<Kind>>(*this, queue);
   pending->Request(*service_);
   pending.release();  // the queue hands it back, and Completed deletes it
 }

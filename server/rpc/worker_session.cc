@@ -18,12 +18,13 @@ namespace {
 constexpr std::chrono::milliseconds kStuckWriteGrace{500};
 }  // namespace
 
-void WorkerSession::Create(SessionId id, const SessionDeps& deps,
+void WorkerSession::Create(SessionId id, const SessionDeps& deps, const ChannelDeps& channel_deps,
                            std::unique_ptr<grpc::ServerContext> context,
                            std::unique_ptr<Stream> stream, std::shared_ptr<void> ticket,
                            Admission admission) {
-  std::shared_ptr<WorkerSession> session(new WorkerSession(
-      id, deps, std::move(context), std::move(stream), std::move(ticket), std::move(admission)));
+  std::shared_ptr<WorkerSession> session(
+      new WorkerSession(id, deps, channel_deps, std::move(context), std::move(stream),
+                        std::move(ticket), std::move(admission)));
   session->self_ = session;
   ++session->metrics_.worker_sessions;
   session->last_activity_ = Steady::now().time_since_epoch().count();
@@ -37,28 +38,20 @@ void WorkerSession::Create(SessionId id, const SessionDeps& deps,
   session->StartRead(&session->in_);
 }
 
-WorkerSession::WorkerSession(SessionId id, const SessionDeps& deps,
+WorkerSession::WorkerSession(SessionId id, const SessionDeps& deps, const ChannelDeps& channel_deps,
                              std::unique_ptr<grpc::ServerContext> context,
                              std::unique_ptr<Stream> stream, std::shared_ptr<void> ticket,
                              Admission admission)
     : AsyncBidiReactor(std::move(context), std::move(stream), std::move(ticket)),
-      id_(id),
-      registry_(deps.registry),
       metrics_(deps.metrics),
       lease_ttl_(deps.lease_ttl_ms),
       hello_timeout_(deps.hello_timeout_ms),
-      gatekeeper_(deps.gatekeeper),
       limits_(deps.limits),
       leadership_(deps.leadership),
-      quarantine_(deps.quarantine),
       admission_(std::move(admission)),
+      channel_(id, channel_deps, "WorkerService.Connect"),
       lease_strand_(asio::make_strand(deps.shards.Next())),
       lease_timer_(lease_strand_) {}
-
-std::shared_ptr<PipelineRunner> WorkerSession::runner() {
-  MutexLock lock(runner_mu_);
-  return runner_;
-}
 
 void WorkerSession::OnReadDone(bool ok) {
   if (!ok) {
@@ -85,148 +78,17 @@ int64_t WorkerSession::LastMessageAtMs() const {
 }
 
 bool WorkerSession::HandleMessage() {
-  if (!hello_seen_) {
-    if (!in_.has_hello()) {
-      End(Status::InvalidArgument("the first message on a stream must be hello"));
-      return false;
+  if (!channel_.hello_seen()) {
+    if (in_.has_hello()) {
+      hello_received_ = true;
+      ReleasePending();
+      ArmLease(Steady::now() + lease_ttl_);  // from now on the lease, not hello_timeout
     }
-    hello_seen_ = true;
-    hello_received_ = true;
-    ReleasePending();
-    ArmLease(Steady::now() + lease_ttl_);  // from now on the lease, not hello_timeout
-    return HandleHello(in_.hello());
   }
-  auto pipeline = runner();
-  if (!pipeline) return false;  // hello was refused; End is already on its way
-  switch (in_.msg_case()) {
-    case v1::WorkerMessage::kHello:
-      ReportEnded("second hello");
-      End(Status::InvalidArgument("hello was already sent on this stream"));
-      return false;
-    case v1::WorkerMessage::kAck: {
-      const auto& state = in_.ack().state();
-      if (state.uri().size() > kMaxUriBytes || state.checksum().size() > kMaxReasonBytes) {
-        // Stored with the checkpoint and listed to operators: a state this big is a bug.
-        ReportEnded("oversized ack");
-        End(Status::InvalidArgument("ack state too large: uri at most " +
-                                    std::to_string(kMaxUriBytes) + " bytes, checksum at most " +
-                                    std::to_string(kMaxReasonBytes)));
-        return false;
-      }
-      pipeline->Ack(id_, in_.ack().checkpoint_id(), in_.ack().task_id(), FromProto(state),
-                    FiguresFromProto(in_.ack()), in_.ack().position());
-      return true;
-    }
-    case v1::WorkerMessage::kDecline:
-      // The reason goes into the abort sent to every stream of the pipeline: keep it short.
-      pipeline->Decline(id_, in_.decline().checkpoint_id(), in_.decline().task_id(),
-                        TruncateReason(in_.decline().reason()), in_.decline().expired(),
-                        in_.decline().position());
-      return true;
-    case v1::WorkerMessage::kHeartbeat:
-      // The activity time is what a heartbeat is for; positions go to the pipeline, bounded by
-      // the tasks a stream may hold (the coordinator keeps only this stream's).
-      if (const auto& positions = in_.heartbeat().positions(); !positions.empty()) {
-        if (positions.size() > static_cast<size_t>(limits_.max_tasks_per_pipeline)) {
-          ReportEnded("oversized heartbeat");
-          End(Status::InvalidArgument(
-              "heartbeat names " + std::to_string(positions.size()) + " positions, more than " +
-              NameLimit("max_tasks_per_pipeline", limits_.max_tasks_per_pipeline)));
-          return false;
-        }
-        pipeline->Positions(id_, {positions.begin(), positions.end()});
-      }
-      return true;
-    case v1::WorkerMessage::kSavepointRequest:
-      if (auto s = ValidateSavepointTarget(in_.savepoint_request().target()); !s.ok()) {
-        // Refused on this stream, which goes on: the request is the worker's mistake, its tasks
-        // are fine (the target is never copied to the pipeline's strand).
-        Send(SendSavepointRefused{id_, "savepoint request refused: " + s.message(), std::nullopt});
-        return true;
-      }
-      // A member's savepoint is its group's (with stop, a stop of every member): the asker
-      // must be allowed every member's job, under the policy of now.
-      pipeline->RequestSavepoint(
-          id_, in_.savepoint_request().target(), in_.savepoint_request().stop(),
-          [policy = gatekeeper_.policy(), principal = principal_](const std::string& job) {
-            auto refusal = policy->CheckRegistered(principal, job);
-            return refusal ? refusal->status : Status::Ok();
-          });
-      return true;
-    case v1::WorkerMessage::kCommitted:
-      // The task id is only compared with the stream's own (a longer one matches none).
-      pipeline->Committed(id_, in_.committed().checkpoint_id(), in_.committed().task_id());
-      return true;
-    case v1::WorkerMessage::kGoodbye:
-      ReportEnded("goodbye", /*goodbye=*/true);
-      End(Status::Ok());
-      return false;
-    case v1::WorkerMessage::MSG_NOT_SET: break;
-  }
-  // A message kind this build does not know (a newer worker): ignore it, count it.
-  metrics_.CountIgnored(IgnoredReason::kUnknownMessage);
-  return true;
-}
-
-Status WorkerSession::CheckHello(const v1::Hello& hello, std::string* principal) const {
-  for (const auto& [id, what] :
-       {std::pair{&hello.job_id(), "job_id"}, std::pair{&hello.pipeline_id(), "pipeline_id"},
-        std::pair{&hello.worker_id(), "worker_id"}}) {
-    if (auto s = ValidateId(*id, what); !s.ok()) return s;
-    if (auto s = CheckIdLength(*id, what, limits_); !s.ok()) return s;
-  }
-  if (hello.task_ids_size() > limits_.max_tasks_per_pipeline) {
-    return Status::InvalidArgument(
-        "hello names " + std::to_string(hello.task_ids_size()) + " tasks, more than " +
-        NameLimit("max_tasks_per_pipeline", limits_.max_tasks_per_pipeline));
-  }
-  for (const std::string& task : hello.task_ids()) {
-    if (auto s = CheckIdLength(task, "task_id", limits_); !s.ok()) return s;
-  }
-  // Identified again under the policy of now: a reload since Connect may have narrowed or removed
-  // this principal.
-  auto caller = gatekeeper_.Admit(*context(), Access::kWorkerStream, "WorkerService.Connect");
-  if (!caller.ok()) return caller.status();
-  if (Status s = gatekeeper_.CheckJob(*caller, hello.job_id()); !s.ok()) return s;
-  *principal = caller->principal;
-  return Status::Ok();
-}
-
-bool WorkerSession::HandleHello(const v1::Hello& hello) {
-  HelloInfo info;
-  if (Status s = CheckHello(hello, &info.principal); !s.ok()) {
-    End(s);
-    return false;
-  }
-  info.worker_id = hello.worker_id();
-  info.key = PipelineKey{hello.job_id(), hello.pipeline_id()};
-  info.task_ids.assign(hello.task_ids().begin(), hello.task_ids().end());
-  info.takeover = hello.takeover();
-  auto pipeline = registry_.Find(info.key);
-  if (!pipeline) {
-    if (auto held = quarantine_ ? quarantine_->Find(info.key) : std::nullopt) {
-      End(UnreadableStatus(*held));  // FAILED_PRECONDITION with the key or row and why
-      return false;
-    }
-    End(Status::NotFound("no pipeline " + info.key.ToString()));
-    return false;
-  }
-  // Under runner_mu_, so that a cancel racing with this hello either comes first (and nothing is
-  // registered) or comes after and finds the runner (and its SessionEnded follows the Register on
-  // the strand). Posting does not block.
-  principal_ = info.principal;  // read thread only, like in_
-  MutexLock lock(runner_mu_);
-  if (end_reported_) return false;
-  runner_ = pipeline;
-  pipeline->Register(id_, shared_from_this(), std::move(info));
-  return true;
-}
-
-void WorkerSession::ReportEnded(const std::string& why, bool goodbye) {
-  MutexLock lock(runner_mu_);  // see HandleHello
-  if (end_reported_) return;
-  end_reported_ = true;
-  if (runner_) runner_->SessionEnded(id_, why, goodbye);
+  auto ending = channel_.Handle(in_, shared_from_this(), *context());
+  if (!ending) return true;
+  End(std::move(ending->status));
+  return false;
 }
 
 void WorkerSession::Send(OutboundMessage message) {

@@ -1,12 +1,13 @@
 #pragma once
 // WorkerSession is one worker's Connect stream: its reactor on a stream queue
-// (rpc/async_bidi_reactor.h) and, for the pipeline, the SessionSink it writes to.
+// (rpc/async_bidi_reactor.h), the one channel it carries (rpc/worker_channel.h: the hello, the
+// pipeline's runner, each message handed on) and, for the pipeline, the SessionSink it writes to.
 //
 // Threading: reactions run on the stream's queue thread, one at a time; Send and End come from
-// the pipeline's strand, the lease timer and shutdown. Write state is guarded by mu_; the runner
-// pointer by runner_mu_; done_ and the activity time are atomics. Reactions never block and never
-// touch a coordinator: they post to the pipeline's strand through its runner. The lease timer
-// lives on its own strand (lease_strand_).
+// the pipeline's strand, the lease timer and shutdown. Write state is guarded by mu_; done_ and
+// the activity time are atomics. Reactions never block and never touch a coordinator: the
+// channel posts to the pipeline's strand through its runner. The lease timer lives on its own
+// strand (lease_strand_).
 //
 // Lifetime: the session owns itself (self_) from Create until OnDone. Strand handlers and the lease
 // timer may hold more references, so every call after OnDone is a no-op. Finish is called exactly
@@ -29,6 +30,7 @@
 #include "rpc/async_bidi_reactor.h"
 #include "rpc/gatekeeper.h"
 #include "rpc/stream_slots.h"
+#include "rpc/worker_channel.h"
 #include "runtime/daemon_metrics.h"
 #include "runtime/io_shards.h"
 #include "runtime/quarantine.h"
@@ -51,9 +53,11 @@ struct SessionDeps {
   // Pipelines whose records could not be read: a hello for one is FAILED_PRECONDITION with why.
   // May be null (no quarantine).
   const Quarantine* quarantine = nullptr;
+
+  ChannelDeps channel() const { return {registry, metrics, gatekeeper, limits, quarantine}; }
 };
 
-// What WorkerService.Connect decided about a new stream before it reads a byte of it.
+// What WorkerService.Connect (or .Session) decided about a new stream before it reads a byte of it.
 struct Admission {
   Status refused;  // not OK: the stream is ended with this at once
   // Where the stream holds a slot until OnDone (null when it holds none: refused).
@@ -69,7 +73,8 @@ class WorkerSession final : public AsyncBidiReactor<v1::WorkerMessage, v1::Coord
  public:
   // Takes over an accepted call (`context`, `stream` and `ticket` as the stream queue gave them)
   // and starts it: the first read, or the refusal. The session keeps itself alive until OnDone.
-  static void Create(SessionId id, const SessionDeps& deps,
+  // `channel_deps` (deps.channel(), kept by the service) must outlive it.
+  static void Create(SessionId id, const SessionDeps& deps, const ChannelDeps& channel_deps,
                      std::unique_ptr<grpc::ServerContext> context, std::unique_ptr<Stream> stream,
                      std::shared_ptr<void> ticket, Admission admission);
 
@@ -84,15 +89,14 @@ class WorkerSession final : public AsyncBidiReactor<v1::WorkerMessage, v1::Coord
   void OnDone() override;
 
  private:
-  WorkerSession(SessionId id, const SessionDeps& deps, std::unique_ptr<grpc::ServerContext> context,
-                std::unique_ptr<Stream> stream, std::shared_ptr<void> ticket, Admission admission);
-  // The hello's ids within limits, its caller (identified again) allowed its job: OK with the
-  // caller's principal in `*principal`, or the status to end the stream with.
-  Status CheckHello(const v1::Hello& hello, std::string* principal) const;
+  WorkerSession(SessionId id, const SessionDeps& deps, const ChannelDeps& channel_deps,
+                std::unique_ptr<grpc::ServerContext> context, std::unique_ptr<Stream> stream,
+                std::shared_ptr<void> ticket, Admission admission);
   // Handles in_; returns false when the stream must read no more.
   bool HandleMessage();
-  bool HandleHello(const v1::Hello& hello);
-  void ReportEnded(const std::string& why, bool goodbye = false);
+  void ReportEnded(const std::string& why, bool goodbye = false) {
+    channel_.ReportEnded(why, goodbye);
+  }
   void StartNextWriteLocked() CKPT_REQUIRES(mu_);
   void MaybeFinishLocked() CKPT_REQUIRES(mu_);
   // Drops every queued message but the one being written, cancels the call (so that write
@@ -102,34 +106,24 @@ class WorkerSession final : public AsyncBidiReactor<v1::WorkerMessage, v1::Coord
   void ArmLease(std::chrono::steady_clock::time_point at);
   // Gives the pending slot back, once.
   void ReleasePending();
-  std::shared_ptr<PipelineRunner> runner();
 
   // Constant after construction.
-  const SessionId id_;
-  Registry& registry_;
   DaemonMetrics& metrics_;
   const std::chrono::milliseconds lease_ttl_;
   const std::chrono::milliseconds hello_timeout_;
-  const Gatekeeper& gatekeeper_;
   const Limits limits_;
   const Leadership& leadership_;
-  const Quarantine* const quarantine_;
   const Admission admission_;
   const DaemonClock::time_point created_at_ = DaemonClock::now();
 
   std::atomic<bool> done_{false};
   std::atomic<bool> pending_released_{false};  // the pending slot given back (hello, or OnDone)
   std::atomic<bool> hello_received_{false};    // the lease counts from activity only after hello
-  bool end_reported_ CKPT_GUARDED_BY(runner_mu_) = false;  // ordered with the hello's Register
   std::atomic<std::chrono::steady_clock::rep> last_activity_{0};
 
   // Touched only by read reactions (on the queue's thread), of which one is outstanding at a time.
   v1::WorkerMessage in_;
-  bool hello_seen_ = false;
-  std::string principal_;  // who the hello authenticated as ("" without auth)
-
-  Mutex runner_mu_;
-  std::shared_ptr<PipelineRunner> runner_ CKPT_GUARDED_BY(runner_mu_);  // set once, at hello
+  WorkerChannel channel_;  // Handle on read reactions; ReportEnded from anywhere
 
   Mutex mu_;
   // front() is in flight while writing_.

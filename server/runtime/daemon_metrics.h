@@ -37,9 +37,17 @@ struct DaemonMetrics {
   std::atomic<uint64_t> ignored_not_pending_total{0};
   std::atomic<uint64_t> ignored_duplicate_total{0};
   std::atomic<uint64_t> ignored_unknown_message_total{0};
+  std::atomic<uint64_t> ignored_no_channel_total{0};
   std::atomic<int64_t> pending_checkpoints{0};  // gauge
-  std::atomic<int64_t> worker_sessions{0};      // gauge: open streams
+  std::atomic<int64_t> worker_sessions{0};  // gauge: open streams (Connect streams and channels)
   std::atomic<uint64_t> worker_sessions_ended_total{0};
+  // WorkerService.Session: calls open (gauge), frames read, frames written and the envelopes in
+  // them.
+  std::atomic<int64_t> session_calls{0};
+  std::atomic<uint64_t> session_calls_ended_total{0};
+  std::atomic<uint64_t> session_frames_read_total{0};
+  std::atomic<uint64_t> session_frames_written_total{0};
+  std::atomic<uint64_t> session_envelopes_written_total{0};
   std::atomic<int64_t> savepoint_calls{0};  // gauge: open TriggerSavepoint calls
   std::atomic<uint64_t> savepoint_calls_ended_total{0};
   std::atomic<uint64_t> admin_calls_ended_total{0};  // every AdminService call gone
@@ -88,6 +96,7 @@ struct DaemonMetrics {
       case IgnoredReason::kNotPending: return ignored_not_pending_total;
       case IgnoredReason::kDuplicate: return ignored_duplicate_total;
       case IgnoredReason::kUnknownMessage: return ignored_unknown_message_total;
+      case IgnoredReason::kNoChannel: return ignored_no_channel_total;
     }
     return ignored_unknown_message_total;
   }

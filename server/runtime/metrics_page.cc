@@ -140,7 +140,7 @@ std::string RenderMetricsPage(const DaemonMetrics& m, const Registry& registry,
   out.Family("ckptd_ignored_messages_total", "counter",
              "Worker messages ignored, by reason: unowned_task (a task this stream did not "
              "register), not_pending (for a round that is not pending), duplicate, "
-             "unknown_message.");
+             "unknown_message, no_channel (on a Session channel not in use).");
   for (IgnoredReason reason : kIgnoredReasons) {
     out.Sample("ckptd_ignored_messages_total", {{"reason", IgnoredReasonLabel(reason)}},
                Load(m.IgnoredTotal(reason)));
@@ -219,7 +219,19 @@ std::string RenderMetricsPage(const DaemonMetrics& m, const Registry& registry,
     out.Sample("ckptd_pipelines", {{"state", PipelineStateName(s)}},
                Load(m.pipelines_by_state[static_cast<size_t>(s)]));
   }
-  out.Gauge("ckptd_worker_sessions", "Open worker streams.", Load(m.worker_sessions));
+  out.Gauge("ckptd_worker_sessions",
+            "Open worker streams: Connect streams and the channels of Session calls.",
+            Load(m.worker_sessions));
+  out.Gauge("ckptd_worker_session_calls", "Open WorkerService.Session calls.",
+            Load(m.session_calls));
+  out.Counter("ckptd_session_frames_read_total", "Frames read from WorkerService.Session calls.",
+              Load(m.session_frames_read_total));
+  out.Counter("ckptd_session_frames_written_total",
+              "Frames written to WorkerService.Session calls.",
+              Load(m.session_frames_written_total));
+  out.Counter("ckptd_session_envelopes_written_total",
+              "Envelopes in the frames written to Session calls (over the frames: the batching).",
+              Load(m.session_envelopes_written_total));
   out.Gauge("ckptd_savepoint_calls",
             "TriggerSavepoint calls open now (operators waiting for a savepoint).",
             Load(m.savepoint_calls));

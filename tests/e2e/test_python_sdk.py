@@ -27,9 +27,11 @@ BUILD_DIR = None
 JOB = "py"
 PIPELINES = e2e.declared_pipelines(JOB, 1, interval_ms=300, timeout_ms=5000,
                                    tolerable_failures=100)
+SHARED = 20  # pipelines of one worker process, for the Session tests
 CONFIG = "lease_ttl_ms: 3000\nheartbeat_interval_ms: 200\n" + PIPELINES + e2e.declared_pipelines(
     JOB + "pos", 1, interval_ms=300, timeout_ms=5000, tolerable_failures=100,
-    position_interval=100).replace("pipelines:\n", "")
+    position_interval=100).replace("pipelines:\n", "") + e2e.declared_pipelines(
+    JOB + "share", SHARED, interval_ms=100, timeout_ms=5000).replace("pipelines:\n", "")
 WAIT_S = 30
 
 
@@ -212,6 +214,49 @@ class PythonSdkTest(unittest.TestCase):
         dropped = rec.worker.counters.dropped_sends
         rec.worker.ack(1, "0", TaskState(uri="x"))
         self.assertEqual(rec.worker.counters.dropped_sends, dropped + 1)
+
+    def metric(self, name):
+        return e2e.sample(e2e.http_get(self.ws.metrics_url())[2], name) or 0
+
+    def start_shared(self, **options):
+        """SHARED workers of this process, one per pipeline of the share job, started."""
+        recs = [self.worker(pipeline=f"p{i}", job=JOB + "share", **options)
+                for i in range(SHARED)]
+        for rec in recs:
+            rec.worker.start()
+        return recs
+
+    def test_the_workers_of_a_process_share_one_session_call(self):
+        recs = self.start_shared()
+        for rec in recs:
+            rec.next("complete")
+            rec.next("complete")
+        self.assertEqual(self.metric("ckptd_worker_session_calls"), 1)
+        self.assertEqual(self.metric("ckptd_worker_sessions"), SHARED, "a channel each")
+        self.assertGreater(self.metric("ckptd_session_envelopes_written_total"),
+                           self.metric("ckptd_session_frames_written_total"),
+                           "frames carried many envelopes")
+        # One leaves (goodbye), one stops (its channel dropped): the others go on, on the call.
+        recs[0].worker.goodbye(timeout=5)
+        recs[1].worker.stop()
+        self.assertTrue(recs[0].worker.wait_until_stopped(5))
+        e2e.wait_until(lambda: self.metric("ckptd_worker_sessions") == SHARED - 2, WAIT_S,
+                       "two channels to end")
+        for rec in recs[2:]:
+            last = max([0] + [e[1] for e in rec.all("complete")])
+            rec.next("complete", lambda e, last=last: e[1] > last)
+        self.assertEqual(self.metric("ckptd_worker_session_calls"), 1)
+        for rec in recs[2:]:
+            rec.worker.goodbye(timeout=5)
+        e2e.wait_until(lambda: self.metric("ckptd_worker_session_calls") == 0, WAIT_S,
+                       "the call to end with its last channel")
+
+    def test_the_connect_transport_keeps_a_stream_per_worker(self):
+        recs = self.start_shared(transport="connect")
+        for rec in recs:
+            rec.next("complete")
+        self.assertEqual(self.metric("ckptd_worker_session_calls"), 0)
+        self.assertEqual(self.metric("ckptd_worker_sessions"), SHARED)
 
     def test_a_hello_the_daemon_refuses_stops_the_worker_for_good(self):
         rec = self.worker()

@@ -369,6 +369,15 @@ class PipelineWorker {
 // sent from the next stream on (replace the file by a rename, so that no attempt reads it half
 // written; if the file no longer holds a valid token, the last good one is sent and stderr says
 // why).
+// How a runtime's pipelines reach the daemon (docs/PROTOCOL.md, "Worker sessions").
+enum class WorkerTransport {
+  // One WorkerService.Session call per gRPC channel, a channel of it per pipeline, what is sent
+  // meanwhile batched into frames; Connect streams instead where a daemon answers UNIMPLEMENTED
+  // (one that predates Session).
+  kSession,
+  kConnect,  // one WorkerService.Connect stream per pipeline
+};
+
 struct WorkerRuntimeOptions {
   // "host:port" (any gRPC target), or the daemons of an HA group as "host:port,host:port": the
   // leader is followed (see PipelineWorker). A list that does not parse (an empty entry, a missing
@@ -376,6 +385,7 @@ struct WorkerRuntimeOptions {
   std::string server_address;
   int threads = 1;   // the runtime's threads
   int channels = 1;  // gRPC channels (each its own TCP connection) pipelines spread over
+  WorkerTransport transport = WorkerTransport::kSession;
   // PEM CA certificate(s) to check the daemon's certificate with. Empty with TLS: gRPC's default
   // roots (GRPC_DEFAULT_SSL_ROOTS_FILE_PATH, else the system's).
   std::string ca_file;

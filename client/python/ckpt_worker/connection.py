@@ -100,6 +100,7 @@ class Channels:
     def __init__(self, ca_file=None, cert_file=None, key_file=None, tls_server_name=None):
         if bool(cert_file) != bool(key_file):
             raise ValueError("cert_file and key_file go together")
+        self._arguments = (ca_file, cert_file, key_file, tls_server_name)
         self.tls = bool(ca_file or cert_file or key_file)
         if tls_server_name and not self.tls:
             raise ValueError("tls_server_name needs TLS (ca_file, or cert_file and key_file)")
@@ -114,6 +115,14 @@ class Channels:
         if tls_server_name:
             self.options.append(("grpc.ssl_target_name_override", tls_server_name))
         self.channels = {}
+
+    def identity(self):
+        """What the channels' credentials come from (for sharing a Session call)."""
+        return self._arguments
+
+    def copy(self):
+        """Channels with the same credentials, none open yet."""
+        return Channels(*self._arguments)
 
     def get(self, target):
         channel = self.channels.get(target)

@@ -1,4 +1,6 @@
-"""One pipeline's Connect stream, reconnected with backoff until stopped (docs/PROTOCOL.md).
+"""One pipeline's stream, reconnected with backoff until stopped (docs/PROTOCOL.md): a channel of
+the process's shared Session call (session.py), or a Connect call of its own (transport="connect",
+or where the daemon answered Session with UNIMPLEMENTED).
 
 Threads: each PipelineWorker has one thread that opens its streams, reads the daemon's messages
 and calls the handlers, one at a time, and one that sends heartbeats. gRPC's own thread writes
@@ -17,6 +19,7 @@ from ckpt.v1 import common_pb2, worker_pb2, worker_pb2_grpc
 
 from . import retry
 from .connection import Channels, TokenSource, is_loopback, parse_servers
+from .session import HUB
 from .types import (AckFigures, Counters, Disconnect, RestorePoint, TaskState, Trigger, Welcome)
 
 _KIND_NAMES = {
@@ -63,11 +66,13 @@ def _restore_point(r):
 
 
 class _Stream:
-    """One Connect call: its outgoing queue (None half-closes) and what it learnt."""
+    """One Connect call, or one channel of a Session call: its outgoing queue (None half-closes)
+    or channel, and what it learnt."""
 
     def __init__(self):
         self.outgoing = queue.Queue()
         self.call = None
+        self.channel = None  # a session.ChannelCall: sends go there, not to `outgoing`
         self.welcomed_at = None  # time.monotonic() of its welcome
         self.epoch = 0
         self.heartbeat_s = None
@@ -83,12 +88,26 @@ class _Stream:
 
     def send(self, message):
         if not self.closed:
-            self.outgoing.put(message)
+            if self.channel is not None:
+                self.channel.send(message)
+            else:
+                self.outgoing.put(message)
+
+    def queued(self):
+        """What was queued before the stream had a call (the hello)."""
+        messages = []
+        while True:
+            try:
+                message = self.outgoing.get_nowait()
+            except queue.Empty:
+                return messages
+            if message is not None:
+                messages.append(message)
 
     def close(self):
         if not self.closed:
             self.closed = True
-            self.outgoing.put(None)
+            self.outgoing.put(None)  # a channel has no half-close: its goodbye ends it
 
 
 class PipelineWorker:
@@ -100,6 +119,12 @@ class PipelineWorker:
     on_all_committed(checkpoint_id), on_release([ids]), on_state(state, reason),
     on_savepoint_refused(reason), on_disconnected(Disconnect). A handler that raises is printed
     to stderr and the stream goes on.
+
+    transport: "session" (the default) opens this worker's stream as a channel of a Session call
+    that every worker of the process with the same daemon and credentials shares, what they send
+    meanwhile batched into frames (docs/PROTOCOL.md, "Worker sessions"); a daemon without
+    Session (UNIMPLEMENTED) gets a Connect call per worker instead. "connect": a Connect call of
+    its own from the start.
 
     Every hello after the first asks for takeover (takeover_on_reconnect): a live stream holding
     our tasks is most likely our own previous one, not yet seen dead. ack, decline, committed and
@@ -124,9 +149,12 @@ class PipelineWorker:
                  on_savepoint_refused=None, on_disconnected=None, auto_commit=True,
                  takeover_on_reconnect=True, backoff_initial=0.1, backoff_max=5.0,
                  ca_file=None, cert_file=None, key_file=None, token_file=None,
-                 tls_server_name=None):
+                 tls_server_name=None, transport="session"):
         if not task_ids:
             raise ValueError("task_ids: a worker serves at least one task")
+        if transport not in ("session", "connect"):
+            raise ValueError(f"transport: 'session' or 'connect', not {transport!r}")
+        self._transport = transport
         self._servers = parse_servers(server)
         self._channels = Channels(ca_file, cert_file, key_file, tls_server_name)
         if token_file and not self._channels.tls and not all(map(is_loopback, self._servers)):
@@ -330,6 +358,17 @@ class PipelineWorker:
                     self._stream = stream
                     self.counters.attempts += 1
                 code, details, trailers = self._serve(stream, target)
+                if (code == grpc.StatusCode.UNIMPLEMENTED and stream.channel is not None
+                        and stream.welcomed_at is None):
+                    # A daemon from before Session: the same hello again at once, over Connect.
+                    HUB.session_unsupported(target)
+                    print(f"ckpt_worker: {target} has no WorkerService.Session "
+                          "(UNIMPLEMENTED): a Connect stream per worker there", file=sys.stderr)
+                    with self._lock:
+                        self._stream = None
+                    first = True
+                    redirect = target
+                    continue
                 if code == grpc.StatusCode.UNAVAILABLE:
                     self._channels.drop(target)  # its next connect starts afresh
                 with self._lock:
@@ -386,10 +425,17 @@ class PipelineWorker:
         return self._channels.tls or not self._token.path or is_loopback(target)
 
     def _serve(self, stream, target):
-        """Runs one Connect call to its end: (status code, details, trailing metadata)."""
-        stub = worker_pb2_grpc.WorkerServiceStub(self._channels.get(target))
+        """Runs one Connect call (or Session channel) to its end: (status code, details,
+        trailing metadata)."""
         try:
-            stream.call = stub.Connect(stream.requests(), metadata=self._token.metadata())
+            if self._transport == "session" and not HUB.connect_only(target):
+                with self._lock:  # sends from here on go to the channel
+                    stream.channel = HUB.open_channel(target, self._channels,
+                                                      self._token.metadata(), stream.queued())
+                    stream.call = stream.channel
+            else:
+                stub = worker_pb2_grpc.WorkerServiceStub(self._channels.get(target))
+                stream.call = stub.Connect(stream.requests(), metadata=self._token.metadata())
             with self._lock:
                 ending = self._ending
             if ending:

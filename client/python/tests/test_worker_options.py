@@ -48,6 +48,10 @@ class OptionsTest(unittest.TestCase):
             make("127.0.0.1:7070,10.0.0.2:7070", token_file=self.token_file)
         make("127.0.0.1:7070,localhost:7071,[::1]:7072", token_file=self.token_file).close()
 
+    def test_an_unknown_transport_is_refused(self):
+        with self.assertRaisesRegex(ValueError, "transport: 'session' or 'connect'"):
+            make(transport="carrier-pigeon")
+
     def test_a_token_file_without_a_token_is_refused(self):
         with open(self.token_file, "w") as f:
             f.write("\n")

@@ -21,8 +21,10 @@ class WorkerTestCase(unittest.TestCase):
         """A worker over a fake transport, not started; every handler records into
         self.recorder unless `options` names its own. Backoffs are milliseconds, not seconds."""
         self.recorder = Recorder()
+        # The fake transport stands in for Connect calls: the worker's logic is the same over a
+        # Session channel (session.py is tested against a real daemon, tests/e2e).
         arguments = dict(worker_id="w1", job_id="job", pipeline_id="p", task_ids=list(TASKS),
-                         backoff_initial=0.001, backoff_max=0.004)
+                         backoff_initial=0.001, backoff_max=0.004, transport="connect")
         arguments.update(self.recorder.handlers())
         arguments.update(options)
         worker = PipelineWorker(server, **arguments)
