@@ -104,6 +104,10 @@ class AsyncBidiReactor {
   // On the queue's thread. The reaction runs before its operation is counted out, so that one
   // it starts (the next read) keeps the call open.
   void Completed(Kind kind, bool ok) CKPT_EXCLUDES(ops_mu_) {
+    // What the operation's start did under ops_mu_ (a write serializes its message there)
+    // happens before its reaction, for ThreadSanitizer too: a reaction may reuse what was
+    // written (SessionCall builds its next frame in the same message).
+    { MutexLock lock(ops_mu_); }
     if (kind == Kind::kRead) OnReadDone(ok);
     if (kind == Kind::kWrite) OnWriteDone(ok);
     std::shared_ptr<void> ticket;  // declared first: released last

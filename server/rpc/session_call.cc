@@ -13,7 +13,7 @@ using Steady = DaemonClock;  // leases and the hello timeout: the clock tests ma
 
 namespace {
 // How long a write in flight when a lease lapsed may take before the call is cancelled.
-constexpr std::chrono::milliseconds kStuckWriteGrace{500};
+constexpr std::chrono::milliseconds kStuckFrameGrace{500};
 
 int64_t WallMsFromSteady(Steady::rep last) {
   const Steady::time_point at{Steady::duration(last)};
@@ -461,7 +461,7 @@ void SessionCall::ArmLease(Steady::time_point at) {
       self->End(expired);
       // A write in flight gets a moment to finish; a worker frozen mid-read must not keep the
       // call: past the moment it is cancelled, whatever is in flight.
-      self->lease_timer_.expires_after(kStuckWriteGrace);
+      self->lease_timer_.expires_after(kStuckFrameGrace);
       self->lease_timer_.async_wait([self, expired](const boost::system::error_code& ec) {
         if (ec || self->done_) return;
         self->Abandon(expired);
