@@ -18,6 +18,9 @@ delay (histogram bucket bounds, whole run).
                                                                    1,000 alignment groups of 5
 With --group-size K the pipelines are members of alignment groups of K (the interval and timeout
 are the groups'), and the simulator reports the trigger skew within each group round.
+With --transport connect the simulator opens a Connect stream per pipeline instead of one Session
+call per connection (the default, docs/PROTOCOL.md "Worker sessions"); the run reports the frames
+and envelopes the daemon wrote (envelopes over frames: the batching).
 With --commit-timeout-ms N every pipeline has a commit phase (docs/PROTOCOL.md "Commit phase"): the
 simulator sends each task's `committed` as its complete asks for it, and the daemon's commit
 duration (its complete to the COMMITTED mark written, ckptd_commit_duration_seconds) is reported
@@ -101,6 +104,21 @@ def round_spans(metrics_port):
     of the fan-in), of its trigger delay and of whole checkpoints: {name: {le: count}}."""
     with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=60) as r:
         return spans_of(r.read().decode())
+
+
+SESSION_COUNTERS = ("ckptd_session_frames_written_total", "ckptd_session_envelopes_written_total")
+
+
+def session_counters(metrics_port):
+    """The daemon's frames and envelopes written to Session calls so far: {name: value}."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=60) as r:
+        page = r.read().decode()
+    values = {}
+    for line in page.splitlines():
+        name, _, value = line.partition(" ")
+        if name in SESSION_COUNTERS:
+            values[name] = float(value)
+    return values
 
 
 def spans_of(page):
@@ -200,7 +218,7 @@ def run(args):
     result = {"bench": "e2e", "label": args.label, "pipelines": args.pipelines,
               "tasks": args.tasks, "streams_per_pipeline": args.streams,
               "interval_ms": args.interval_ms, "tls": args.tls, "group_size": args.group_size,
-              "commit_timeout_ms": args.commit_timeout_ms}
+              "commit_timeout_ms": args.commit_timeout_ms, "transport": args.transport}
     if args.writer_nice is not None:
         result["writer_nice"] = args.writer_nice
     try:
@@ -224,6 +242,7 @@ def run(args):
              "--streams-per-pipeline", str(args.streams),
              "--warmup", f"{int(args.warmup_s * 1000)}ms", "--json",
              "--threads", str(args.sim_threads), "--channels", str(args.sim_channels),
+             "--transport", args.transport,
              *(["--group-size", str(args.group_size)] if args.group_size > 0 else [])],
             stdout=sim_out, stderr=subprocess.DEVNULL)
         log(f"{args.label}: {args.pipelines} x {args.tasks} tasks, interval {args.interval_ms} ms; "
@@ -231,10 +250,12 @@ def run(args):
         time.sleep(args.warmup_s)
         before = snapshot(metrics_port)
         spans0 = round_spans(metrics_port)
+        frames0 = session_counters(metrics_port)
         cpu0, sim_cpu0, t0 = cpu_seconds(daemon.pid), cpu_seconds(sim_proc.pid), time.monotonic()
         time.sleep(args.window_s)
         cpu1, sim_cpu1, t1 = cpu_seconds(daemon.pid), cpu_seconds(sim_proc.pid), time.monotonic()
         spans1 = round_spans(metrics_port)
+        frames1 = session_counters(metrics_port)
         after = snapshot(metrics_port)
         ctl_list_s = None
         if args.time_listing:
@@ -307,6 +328,10 @@ def run(args):
         for q, label in ((0.5, "p50"), (0.99, "p99")):
             result[f"{key}_{label}_le_ms"] = window_quantile(spans0.get(name, {}),
                                                              spans1.get(name, {}), q)
+    frames = frames1.get(SESSION_COUNTERS[0], 0) - frames0.get(SESSION_COUNTERS[0], 0)
+    envelopes = frames1.get(SESSION_COUNTERS[1], 0) - frames0.get(SESSION_COUNTERS[1], 0)
+    result.update({"session_frames_per_s": frames / window,
+                   "envelopes_per_frame": envelopes / frames if frames else None})
     if args.commit_timeout_ms > 0:
         # Every complete asked for a commit and (but the rounds still committing at the end)
         # every one was marked COMMITTED.
@@ -344,6 +369,9 @@ def main():
     p.add_argument("--label", default="scale")
     p.add_argument("--group-size", type=int, default=0,
                    help="members per alignment group (0: no groups)")
+    p.add_argument("--transport", choices=("session", "connect"), default="session",
+                   help="the simulator's: one Session call per connection, or a Connect stream "
+                        "per pipeline")
     p.add_argument("--commit-timeout-ms", type=int, default=0,
                    help="every pipeline's commit_timeout_ms (0: no commit phase)")
     p.add_argument("--tls", action="store_true",

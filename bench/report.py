@@ -232,6 +232,7 @@ class Report:
                      all(x is not None and x <= 5 for x in spans),
                      "histogram bucket bounds (x2 buckets)")
         self._evaluate_commit_phase()
+        self._evaluate_transports()
         grouped = [r for r in pick(self.ckptd, bench="e2e", label="groups") if ok(r)]
         alone = [r for r in pick(self.ckptd, bench="e2e", label="alone") if ok(r)]
         if grouped:
@@ -267,6 +268,29 @@ class Report:
             self.add(f"restart: {restart['pipelines']:,} stored pipelines scheduled within 2 s",
                      f"{restart['all_scheduled_s']:.2f} s", "-", None,
                      ok(restart) and restart["all_scheduled_s"] <= 2.0)
+
+    def _evaluate_transports(self):
+        """Session beside Connect at the same scale, run back to back."""
+        sessions = [r for r in pick(self.ckptd, bench="e2e", label="transport-session") if ok(r)]
+        connects = [r for r in pick(self.ckptd, bench="e2e", label="transport-connect") if ok(r)]
+        for r in sessions:
+            c = next((c for c in connects if c["pipelines"] == r["pipelines"]), None)
+            limit = 100 if r["pipelines"] >= 20000 else 50
+            per_frame = r.get("envelopes_per_frame")
+            self.add(f"over Session: {r['pipelines']:,} x {r['tasks']} at 1 s, every round, "
+                     f"checkpoint p99 <= {limit} ms",
+                     f"p99 {r['checkpoint_p99_ms']:.0f} ms (p50 {r['checkpoint_p50_ms']:.0f}); "
+                     f"{r['completed_per_s']:,.0f} rounds/s; daemon CPU "
+                     f"{r['daemon_cpu_pct']:.0f}%, simulator {r['sim_cpu_pct']:.0f}%; "
+                     f"{per_frame:.1f} envelopes a frame" if per_frame else
+                     f"p99 {r['checkpoint_p99_ms']:.0f} ms",
+                     f"Connect: p99 {c['checkpoint_p99_ms']:.0f} ms; {c['completed_per_s']:,.0f} "
+                     f"rounds/s; daemon CPU {c['daemon_cpu_pct']:.0f}%, simulator "
+                     f"{c['sim_cpu_pct']:.0f}%" if c else "-",
+                     c["daemon_cpu_pct"] / r["daemon_cpu_pct"] if c and r["daemon_cpu_pct"]
+                     else None,
+                     r["every_round"] and r["checkpoint_p99_ms"] <= limit,
+                     "ratio = daemon CPU Connect / Session")
 
     def _evaluate_commit_phase(self):
         """The commit phase's cost: the runs with one beside the runs without, pair by pair (the

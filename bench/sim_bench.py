@@ -49,7 +49,9 @@ def run(args):
         sim = subprocess.Popen(
             [sim_bin, "--server", f"127.0.0.1:{port}", "--job", "job", "--pipelines",
              str(args.pipelines), "--tasks-per-pipeline", str(args.tasks), "--json",
-             "--threads", str(args.sim_threads), "--channels", str(args.sim_channels)],
+             "--threads", str(args.sim_threads), "--channels", str(args.sim_channels),
+             # The stand-in serves Connect only (a Session would be answered UNIMPLEMENTED).
+             "--transport", "connect"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         log(f"{args.pipelines} x {args.tasks} tasks at {args.interval_ms} ms; warm-up "
             f"{args.warmup_s} s, window {args.window_s} s")

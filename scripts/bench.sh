@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs ckptd's benchmarks beside the performance anchors, in one invocation and one benchmark at a
 # time, and writes bench/results/<date>.{json,md,png}; docs/PERFORMANCE.md explains them.
-# Not part of CI. About 33-38 minutes on 2 cores (13 of them the HA benchmark on etcd), plus a first
+# Not part of CI. About 36-41 minutes on 2 cores (13 of them the HA benchmark on etcd), plus a first
 # Release build.
 #
 #   scripts/bench.sh
@@ -152,6 +152,18 @@ run_bench 180 '"bench":"e2e","label":"scale-2s","pipelines":20000,"tasks":2' \
   "$python" "$root/bench/e2e_bench.py" --build-dir "$build" --work-dir "$work" \
   --pipelines 20000 --tasks 2 --interval-ms 2000 --warmup-s 6 --window-s 12 --sim-channels 8 \
   --label scale-2s
+# The transports side by side (docs/PROTOCOL.md, "Worker sessions"): the runs above go over
+# Session (the simulator's default, one call per connection); these run 10,000 and 20,000 x 2 at
+# 1 s over each transport back to back (targets 1 and 2 of the third performance round).
+step "end to end: Session and Connect side by side, 10,000 and 20,000 x 2 at 1 s"
+for p in 10000 20000; do
+  for transport in session connect; do
+    run_bench 180 "\"bench\":\"e2e\",\"label\":\"transport-$transport\",\"pipelines\":$p,\"tasks\":2" \
+      "$python" "$root/bench/e2e_bench.py" --build-dir "$build" --work-dir "$work" \
+      --pipelines "$p" --tasks 2 --warmup-s 5 --window-s 10 --sim-channels 8 \
+      --transport "$transport" --label "transport-$transport"
+  done
+done
 # The commit phase's cost (docs/PROTOCOL.md "Commit phase"): 5,000 x 2 at 1 s without and with
 # one, back to back, two pairs; the simulator sends `committed` as each complete asks for it.
 step "end to end: 5,000 x 2 at 1 s without and with a commit phase, 2 pairs"

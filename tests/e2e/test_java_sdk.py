@@ -138,6 +138,7 @@ class JavaSdkTest(unittest.TestCase):
         done = w.next("complete", lambda e: e["checkpoint_id"] == cid)
         self.assertEqual(done["kind"], "CHECKPOINT")
         self.assertEqual(self.stored(cid), {"0": f"mem://0/{cid}", "1": f"mem://1/{cid}"})
+        self.assertEqual(self.metric("ckptd_worker_session_calls"), 1, "over Session by default")
         # Heartbeats keep the stream past the lease (3 s): rounds still complete on it after.
         lease_end = time.monotonic() + 3.5
         w.next("complete", lambda e: time.monotonic() > lease_end)
@@ -147,6 +148,17 @@ class JavaSdkTest(unittest.TestCase):
         e2e.wait_until(lambda: "worker javaw said goodbye" in self.ws.read_log("ckptd.log"), 5,
                        "the daemon to release the tasks on goodbye")
         self.assertNotIn("lost task(s)", self.ws.read_log("ckptd.log"))
+
+    def metric(self, name):
+        return e2e.sample(e2e.http_get(self.ws.metrics_url())[2], name) or 0
+
+    def test_the_connect_transport_still_serves(self):
+        w = self.worker("--transport", "connect")
+        cid = w.next("trigger")["checkpoint_id"]
+        w.next("complete", lambda e: e["checkpoint_id"] == cid)
+        self.assertEqual(self.metric("ckptd_worker_session_calls"), 0)
+        self.assertEqual(self.metric("ckptd_worker_sessions"), 1)
+        self.assertEqual(w.terminate(), 128 + signal.SIGTERM, w.stderr())
 
     def test_a_decline_aborts_its_round_and_the_next_one_completes(self):
         w = self.worker("--decline-first", "1")

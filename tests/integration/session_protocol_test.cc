@@ -199,7 +199,7 @@ TEST_F(SessionProtocolTest, ASessionWhoseWorkerNeverReadsEndsAtItsQueueLimit) {
   // Rounds that expire every 20 ms: a trigger and an abort each time, for a worker that reads
   // none of them.
   std::vector<std::pair<uint32_t, v1::WorkerMessage>> hellos;
-  for (int i = 0; i < 50; ++i) {
+  for (int i = 0; i < 200; ++i) {
     const std::string name = "p" + std::to_string(i);
     PipelineSpec spec = TestSpec(name, {"a"}, /*interval_ms=*/10, /*timeout_ms=*/20);
     spec.tolerable_failures = 1000000;

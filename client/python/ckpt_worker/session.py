@@ -49,11 +49,13 @@ class ChannelCall(grpc.RpcError):
         return arrival
 
     def send(self, message):
-        self._session.send(self.number, message)
+        if self._session is not None and self._end is None:
+            self._session.send(self.number, message)
 
     def cancel(self):
         """Drops the channel now: a goodbye tells the daemon, the worker sees CANCELLED."""
-        self._session.close_channel(self.number)
+        if self._session is not None:
+            self._session.close_channel(self.number)
 
     def code(self):
         return self._end[0]
@@ -228,8 +230,11 @@ class SessionHub:
             return target in self._connect_only
 
     def session_unsupported(self, target):
+        """True the first time `target` is named."""
         with self._lock:
+            new = target not in self._connect_only
             self._connect_only.add(target)
+            return new
 
     def open_channel(self, target, channels, metadata, first_messages):
         """A channel on the shared call for `target` with `channels`' credentials (made with

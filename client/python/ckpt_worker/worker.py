@@ -361,9 +361,10 @@ class PipelineWorker:
                 if (code == grpc.StatusCode.UNIMPLEMENTED and stream.channel is not None
                         and stream.welcomed_at is None):
                     # A daemon from before Session: the same hello again at once, over Connect.
-                    HUB.session_unsupported(target)
-                    print(f"ckpt_worker: {target} has no WorkerService.Session "
-                          "(UNIMPLEMENTED): a Connect stream per worker there", file=sys.stderr)
+                    if HUB.session_unsupported(target):
+                        print(f"ckpt_worker: {target} has no WorkerService.Session "
+                              "(UNIMPLEMENTED): a Connect stream per worker there",
+                              file=sys.stderr)
                     with self._lock:
                         self._stream = None
                     first = True

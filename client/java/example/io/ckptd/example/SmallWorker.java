@@ -8,6 +8,7 @@ import io.ckptd.worker.Handler;
 import io.ckptd.worker.PipelineState;
 import io.ckptd.worker.PipelineWorker;
 import io.ckptd.worker.TaskState;
+import io.ckptd.worker.Transport;
 import io.ckptd.worker.Trigger;
 import io.ckptd.worker.Welcome;
 import io.ckptd.worker.WorkerOptions;
@@ -36,6 +37,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  *     --server 127.0.0.1:7070 --job etl --pipeline p0 --tasks 0,1 [--worker-id ID]
  *     [--decline-first N] [--savepoint] [--exit-after-completes N] [--events FILE]
  *     [--ca-file PEM] [--cert-file PEM --key-file PEM] [--token-file FILE] [--throwing-handlers]
+ *     [--transport session|connect]
  * </pre>
  *
  * <p>TLS: --ca-file names the CAs that sign the daemon's certificate; --cert-file and --key-file
@@ -88,6 +90,11 @@ public final class SmallWorker {
     }
     if (args.containsKey("token-file")) {
       options.tokenFile(new File(args.get("token-file")));
+    }
+    switch (args.getOrDefault("transport", "session")) {
+      case "session" -> options.transport(Transport.SESSION);
+      case "connect" -> options.transport(Transport.CONNECT);
+      default -> throw new IllegalArgumentException("--transport: session or connect");
     }
     this.worker = new PipelineWorker(options.build(), new Events());
   }

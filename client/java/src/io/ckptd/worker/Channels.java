@@ -28,6 +28,8 @@ final class Channels {
   private final SslContext ssl; // null: plaintext
   private final String serverNameOverride;
   private final Function<String, ManagedChannel> opener; // null: Netty's, as set up here
+  private final List<Object> identity; // what the credentials come from
+  private final File caFile, certFile, keyFile;
   private final Map<String, ManagedChannel> channels = new HashMap<>();
   private boolean closed;
 
@@ -39,10 +41,19 @@ final class Channels {
     this.ssl = null;
     this.serverNameOverride = null;
     this.opener = Objects.requireNonNull(opener, "opener");
+    this.identity = List.of(opener);
+    this.caFile = this.certFile = this.keyFile = null;
   }
 
   Channels(File caFile, File certFile, File keyFile, String serverNameOverride) {
     this.opener = null;
+    this.caFile = caFile;
+    this.certFile = certFile;
+    this.keyFile = keyFile;
+    this.identity =
+        java.util.Arrays.asList(
+            "tls", String.valueOf(caFile), String.valueOf(certFile), String.valueOf(keyFile),
+            String.valueOf(serverNameOverride));
     if ((certFile == null) != (keyFile == null)) {
       throw new IllegalArgumentException("certFile and keyFile go together");
     }
@@ -76,6 +87,18 @@ final class Channels {
 
   boolean tls() {
     return ssl != null;
+  }
+
+  /** What these channels' credentials come from: equal for channels that may share a call. */
+  List<Object> identity() {
+    return identity;
+  }
+
+  /** New channels with the same credentials (for the process's shared Session calls). */
+  Channels sameCredentials() {
+    return opener != null
+        ? new Channels(opener)
+        : new Channels(caFile, certFile, keyFile, serverNameOverride);
   }
 
   synchronized ManagedChannel get(String target) {

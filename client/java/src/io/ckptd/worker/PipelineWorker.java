@@ -1,8 +1,8 @@
 // One class, not split: a worker's session with the daemon (the stream thread that connects,
 // reconnects with backoff, follows the leader and dispatches; the heartbeats; the public calls) all
 // read and write one state under one lock (the current stream, the newest epoch, the positions).
-// What stands alone is already a class of its own (ConnectStream, Backoff, Channels, RetryPolicy,
-// ServerList, TokenSource); splitting the rest would spread that lock's invariants over several
+// What stands alone is already a class of its own (ConnectStream, SessionCall, Backoff, Channels,
+// RetryPolicy, ServerList, TokenSource); splitting the rest would spread that lock's invariants over several
 // files.
 package io.ckptd.worker;
 
@@ -94,7 +94,7 @@ public final class PipelineWorker implements AutoCloseable {
 
   private final Object lock = new Object();
   // Guarded by lock: read and written from any thread.
-  private ConnectStream stream; // the current one
+  private WorkerStream stream; // the current one
   private boolean started;
   private boolean ending; // goodbye or stop asked, or given up: never reconnect
   private long maxEpoch; // the newest leadership seen
@@ -307,12 +307,12 @@ public final class PipelineWorker implements AutoCloseable {
    */
   public void goodbye(Duration timeout) {
     Objects.requireNonNull(timeout, "timeout");
-    ConnectStream unwelcomed = null;
+    WorkerStream unwelcomed = null;
     boolean wasStarted;
     synchronized (lock) {
       ending = true;
       wasStarted = started;
-      ConnectStream s = stream;
+      WorkerStream s = stream;
       if (s != null && s.welcomed && !s.closed) {
         if (!s.goodbyeSent) { // a second goodbye() only waits
           s.goodbyeSent = true;
@@ -351,7 +351,7 @@ public final class PipelineWorker implements AutoCloseable {
    * reconnects. Waits for the stream thread, unless called from a handler.
    */
   public void stop() {
-    ConnectStream s;
+    WorkerStream s;
     boolean wasStarted;
     synchronized (lock) {
       ending = true;
@@ -439,16 +439,18 @@ public final class PipelineWorker implements AutoCloseable {
         redirect = null;
         boolean takeover = !first && options.takeoverOnReconnect();
         first = false;
-        ConnectStream s = new ConnectStream();
         synchronized (lock) {
           if (ending) {
             break;
           }
-          stream = s;
           attempts++;
         }
         call(h -> h.onConnecting(target, takeover));
-        ConnectStream.End end = serve(s, target, takeover);
+        WorkerStream s = open(target, takeover);
+        synchronized (lock) {
+          stream = s;
+        }
+        WorkerStream.End end = serve(s, target);
         boolean userEnded;
         boolean wasConnected;
         synchronized (lock) {
@@ -466,6 +468,16 @@ public final class PipelineWorker implements AutoCloseable {
         }
         Status.Code code = end.status().getCode();
         String message = end.status().getDescription() == null ? "" : end.status().getDescription();
+        if (code == Status.Code.UNIMPLEMENTED && s.overSession() && !wasConnected) {
+          // A daemon from before Session: the same hello again at once, over Connect.
+          if (SessionHub.INSTANCE.sessionUnsupported(target)) {
+            LOG.log(Level.WARNING, "{0} has no WorkerService.Session (UNIMPLEMENTED): a Connect "
+                + "call per worker there", target);
+          }
+          redirect = target;
+          first = true;
+          continue;
+        }
         if (wasConnected && System.nanoTime() - s.welcomedAtNanos >= STABLE_SESSION_NANOS) {
           backoff.reset();
         }
@@ -523,7 +535,7 @@ public final class PipelineWorker implements AutoCloseable {
       Disconnect d = new Disconnect(Status.Code.INTERNAL, e.toString(), false, false, Duration.ZERO, null);
       call(h -> h.onDisconnected(d));
     } finally {
-      ConnectStream s;
+      WorkerStream s;
       synchronized (lock) {
         ending = true;
         s = stream;
@@ -547,27 +559,49 @@ public final class PipelineWorker implements AutoCloseable {
     return channels.tls() || !token.present() || ServerList.isLoopback(target);
   }
 
-  /** Runs one Connect call to its end, dispatching what arrives. */
-  private ConnectStream.End serve(ConnectStream s, String target, boolean takeover)
-      throws InterruptedException {
-    boolean ended = false; // the call's End arrived: nothing is left to end
+  /**
+   * Starts the next stream to {@code target} with its hello: a channel of the process's Session
+   * call to it, or a Connect call of its own (the CONNECT transport, or a daemon without Session).
+   */
+  private WorkerStream open(String target, boolean takeover) {
+    Hello hello =
+        Hello.newBuilder()
+            .setWorkerId(options.workerId())
+            .setJobId(options.jobId())
+            .setPipelineId(options.pipelineId())
+            .addAllTaskIds(options.taskIds())
+            .setTakeover(takeover)
+            .build();
+    WorkerMessage first = WorkerMessage.newBuilder().setHello(hello).build();
+    String bearer = token.current();
     try {
+      if (options.transport() == Transport.SESSION
+          && !SessionHub.INSTANCE.connectOnly(target)) {
+        return SessionHub.INSTANCE.open(target, channels, bearer, first);
+      }
       WorkerServiceGrpc.WorkerServiceStub stub = WorkerServiceGrpc.newStub(channels.get(target));
-      String bearer = token.current();
       if (bearer != null) {
         Metadata headers = new Metadata();
         headers.put(AUTHORIZATION, "Bearer " + bearer);
         stub = stub.withInterceptors(MetadataUtils.newAttachHeadersInterceptor(headers));
       }
-      Hello hello =
-          Hello.newBuilder()
-              .setWorkerId(options.workerId())
-              .setJobId(options.jobId())
-              .setPipelineId(options.pipelineId())
-              .addAllTaskIds(options.taskIds())
-              .setTakeover(takeover)
-              .build();
-      s.start(stub, WorkerMessage.newBuilder().setHello(hello).build());
+      ConnectStream s = new ConnectStream();
+      s.start(stub, first);
+      return s;
+    } catch (RuntimeException e) {
+      // Not gRPC's status: retried as a broken stream, never the end of this thread.
+      LOG.log(Level.ERROR, "stream to " + target + " failed", e);
+      ConnectStream failed = new ConnectStream(); // never started: it only ends
+      failed.arrivals.add(
+          new WorkerStream.End(Status.UNKNOWN.withDescription(e.toString()), new Metadata()));
+      return failed;
+    }
+  }
+
+  /** Runs one stream to its end, dispatching what arrives. */
+  private WorkerStream.End serve(WorkerStream s, String target) throws InterruptedException {
+    boolean ended = false; // the stream's End arrived: nothing is left to end
+    try {
       synchronized (lock) {
         if (ending && !s.goodbyeSent) {
           s.cancel("worker stopped"); // stop() came before the call existed
@@ -575,7 +609,7 @@ public final class PipelineWorker implements AutoCloseable {
       }
       while (true) {
         Object arrival = s.take();
-        if (arrival instanceof ConnectStream.End end) {
+        if (arrival instanceof WorkerStream.End end) {
           ended = true;
           return end;
         }
@@ -584,7 +618,7 @@ public final class PipelineWorker implements AutoCloseable {
     } catch (RuntimeException e) {
       // Not gRPC's status: retried as a broken stream, never the end of this thread.
       LOG.log(Level.ERROR, "stream to " + target + " failed", e);
-      return new ConnectStream.End(Status.UNKNOWN.withDescription(e.toString()), new Metadata());
+      return new WorkerStream.End(Status.UNKNOWN.withDescription(e.toString()), new Metadata());
     } finally {
       synchronized (lock) {
         s.closed = true;
@@ -597,7 +631,7 @@ public final class PipelineWorker implements AutoCloseable {
     }
   }
 
-  private void dispatch(ConnectStream s, CoordinatorMessage message) {
+  private void dispatch(WorkerStream s, CoordinatorMessage message) {
     switch (message.getMsgCase()) {
       case WELCOME:
         onWelcome(s, message.getWelcome());
@@ -657,7 +691,7 @@ public final class PipelineWorker implements AutoCloseable {
     }
   }
 
-  private void onWelcome(ConnectStream s, io.ckptd.v1.Welcome w) {
+  private void onWelcome(WorkerStream s, io.ckptd.v1.Welcome w) {
     synchronized (lock) {
       s.epoch = w.getLeaderEpoch();
       if (!isCurrent(w.getLeaderEpoch(), maxEpoch)) {
@@ -720,7 +754,7 @@ public final class PipelineWorker implements AutoCloseable {
   }
 
   /** Abort, complete, release and all_committed belong to their stream's welcome, and its epoch. */
-  private boolean staleStream(ConnectStream s) {
+  private boolean staleStream(WorkerStream s) {
     synchronized (lock) {
       if (!s.welcomed || !isCurrent(s.epoch, maxEpoch)) {
         staleMessages++;
@@ -756,7 +790,7 @@ public final class PipelineWorker implements AutoCloseable {
 
   private void sendOnSession(WorkerMessage message) {
     synchronized (lock) {
-      ConnectStream s = stream;
+      WorkerStream s = stream;
       if (s == null || !s.welcomed || s.goodbyeSent || s.closed) {
         droppedSends++;
         return;
@@ -766,7 +800,7 @@ public final class PipelineWorker implements AutoCloseable {
   }
 
   /** A periodic task that throws is never run again: the lease would then expire unnoticed. */
-  private void heartbeatSafely(ConnectStream s) {
+  private void heartbeatSafely(WorkerStream s) {
     try {
       sendHeartbeat(s);
     } catch (RuntimeException e) {
@@ -774,7 +808,7 @@ public final class PipelineWorker implements AutoCloseable {
     }
   }
 
-  private void sendHeartbeat(ConnectStream s) {
+  private void sendHeartbeat(WorkerStream s) {
     synchronized (lock) {
       if (stream != s || s.goodbyeSent || s.closed) {
         return;

@@ -26,6 +26,7 @@ public final class WorkerOptions {
   private final List<String> taskIds;
   private final boolean takeoverOnReconnect;
   private final boolean autoCommit;
+  private final Transport transport;
   private final Duration backoffInitial;
   private final Duration backoffMax;
   private final File caFile;
@@ -55,6 +56,7 @@ public final class WorkerOptions {
     }
     takeoverOnReconnect = b.takeoverOnReconnect;
     autoCommit = b.autoCommit;
+    transport = b.transport;
     backoffInitial = b.backoffInitial;
     backoffMax = b.backoffMax;
     new Backoff(backoffInitial, backoffMax); // checks them
@@ -104,6 +106,11 @@ public final class WorkerOptions {
    * handlers of a commit returned (see {@link Handler#onCommit}); false: the application calls
    * {@link PipelineWorker#committed} itself.
    */
+  /** How the worker reaches the daemon (default {@link Transport#SESSION}). */
+  public Transport transport() {
+    return transport;
+  }
+
   public boolean autoCommit() {
     return autoCommit;
   }
@@ -145,6 +152,7 @@ public final class WorkerOptions {
     private List<String> taskIds;
     private boolean takeoverOnReconnect = true;
     private boolean autoCommit = true;
+    private Transport transport = Transport.SESSION;
     private Duration backoffInitial = Duration.ofMillis(100);
     private Duration backoffMax = Duration.ofSeconds(5);
     private File caFile;
@@ -201,6 +209,17 @@ public final class WorkerOptions {
      */
     public Builder autoCommit(boolean autoCommit) {
       this.autoCommit = autoCommit;
+      return this;
+    }
+
+    /**
+     * {@link Transport#SESSION} (the default): this worker's stream is a channel of a Session call
+     * shared by every worker of the process with the same daemon and credentials, what they send
+     * meanwhile batched into frames; Connect instead where the daemon has no Session.
+     * {@link Transport#CONNECT}: a Connect call of its own.
+     */
+    public Builder transport(Transport transport) {
+      this.transport = Objects.requireNonNull(transport);
       return this;
     }
 

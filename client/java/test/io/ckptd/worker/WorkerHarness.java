@@ -25,9 +25,14 @@ abstract class WorkerHarness {
   /** A worker thread that never ends fails its test, rather than stall the rest of the suite. */
   @Rule public final Timeout perTest = Timeout.seconds(60);
 
-  /** The options most tests use: backoffs of milliseconds, not seconds. */
+  /**
+   * The options most tests use: backoffs of milliseconds, not seconds; Connect calls, which the
+   * fake transport stands in for (the worker's logic is the same over a Session channel; the
+   * Session itself is tested against a real daemon, tests/e2e/test_java_sdk.py).
+   */
   static WorkerOptions.Builder options(String server) {
     return WorkerOptions.builder()
+        .transport(Transport.CONNECT)
         .server(server)
         .workerId("w1")
         .jobId("job")
