@@ -119,6 +119,11 @@ void SessionCall::OnReadDone(bool ok) {
   }
   last_activity_ = Steady::now().time_since_epoch().count();
   metrics_.session_frames_read_total.fetch_add(1, std::memory_order_relaxed);
+  // An ending call opens no channel and hands nothing on: it reads on only to see its end.
+  if (EndRequested()) {
+    StartRead(&in_);
+    return;
+  }
   for (const v1::WorkerEnvelope& envelope : in_.envelopes()) {
     if (!HandleEnvelope(envelope)) return;
   }
