@@ -156,15 +156,7 @@ bool SessionCall::HandleEnvelope(const v1::WorkerEnvelope& envelope) {
                                          ", which is in use"));
     return true;
   }
-  auto ending = channel->logic.Handle(message, channel, *context());
-  if (!ending) return true;
-  if (ending->caller_refused) {
-    ReportEndedAll(ending->status.message());
-    End(std::move(ending->status));
-    return false;
-  }
-  channel->End(std::move(ending->status));
-  return true;
+  return Deliver(*channel, message);
 }
 
 bool SessionCall::OpenChannel(uint32_t number, const v1::WorkerMessage& hello) {
@@ -196,14 +188,18 @@ bool SessionCall::OpenChannel(uint32_t number, const v1::WorkerMessage& hello) {
     channels_[number] = channel;
   }
   ++metrics_.worker_sessions;
-  auto ending = channel->logic.Handle(hello, channel, *context());
+  return Deliver(*channel, hello);
+}
+
+bool SessionCall::Deliver(SessionChannel& channel, const v1::WorkerMessage& message) {
+  auto ending = channel.logic.Handle(message, channel.shared_from_this(), *context());
   if (!ending) return true;
   if (ending->caller_refused) {
     ReportEndedAll(ending->status.message());
     End(std::move(ending->status));
     return false;
   }
-  channel->End(std::move(ending->status));
+  channel.End(std::move(ending->status));
   return true;
 }
 
@@ -260,6 +256,8 @@ void SessionCall::Write(uint32_t number, const OutboundMessage& message) {
     // with the reason, and nothing queued goes out.
     queued_bytes_.fetch_sub(item.bytes, std::memory_order_relaxed);
     if (item.welcome) welcome_bytes_.fetch_sub(item.bytes, std::memory_order_relaxed);
+    // Senders on several strands may pass the limit at once: the call is ended, and counted, once.
+    if (overflowed_.exchange(true)) return;
     ReportEndedAll("not reading its session (limits.max_session_queue_bytes)");
     metrics_.CountLimit(CountedLimit::kMaxSessionQueueBytes);
     Abandon(Status::ResourceExhausted(

@@ -90,6 +90,9 @@ class SessionCall final : public AsyncBidiReactor<v1::WorkerFrame, v1::Coordinat
   // Read side. False when the whole call ends.
   bool HandleEnvelope(const v1::WorkerEnvelope& envelope);
   bool OpenChannel(uint32_t number, const v1::WorkerMessage& hello);
+  // Hands `message` to `channel`; ends the channel, or the whole call for a refused caller, as
+  // its handling says. False when the call ends.
+  bool Deliver(SessionChannel& channel, const v1::WorkerMessage& message);
   std::shared_ptr<SessionChannel> Find(uint32_t number) CKPT_EXCLUDES(channels_mu_);
   // Tells every open channel's pipeline the channel is gone, with why.
   void ReportEndedAll(const std::string& why) CKPT_EXCLUDES(channels_mu_);
@@ -147,6 +150,7 @@ class SessionCall final : public AsyncBidiReactor<v1::WorkerFrame, v1::Coordinat
   // sequentially consistent (Serve and Abandon).
   std::atomic<bool> writing_{false};
   std::atomic<bool> abandoned_{false};
+  std::atomic<bool> overflowed_{false};   // max_session_queue_bytes passed (ended once)
   std::deque<OutgoingEnvelope> pending_;  // writer only: taken, not yet in a frame
   v1::CoordinatorFrame frame_;            // writer only: the frame in flight
   int64_t frame_bytes_ = 0;               // writer only
@@ -168,7 +172,8 @@ class SessionCall final : public AsyncBidiReactor<v1::WorkerFrame, v1::Coordinat
 // One channel of a Session call: the pipeline's SessionSink, and the channel's own handling.
 // Threading: Send and End from any thread (the pipeline's strand, the call's read side);
 // `logic` is used as WorkerChannel says.
-class SessionChannel final : public SessionSink {
+class SessionChannel final : public SessionSink,
+                             public std::enable_shared_from_this<SessionChannel> {
  public:
   SessionChannel(uint32_t number, SessionId id, const ChannelDeps& deps,
                  std::weak_ptr<SessionCall> call, StreamSlots* slots, std::string peer)
