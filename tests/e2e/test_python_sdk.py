@@ -233,9 +233,14 @@ class PythonSdkTest(unittest.TestCase):
             rec.next("complete")
         self.assertEqual(self.metric("ckptd_worker_session_calls"), 1)
         self.assertEqual(self.metric("ckptd_worker_sessions"), SHARED, "a channel each")
-        self.assertGreater(self.metric("ckptd_session_envelopes_written_total"),
-                           self.metric("ckptd_session_frames_written_total"),
-                           "frames carried many envelopes")
+        # One scrape for both: rounds go on between two. How many envelopes share a frame
+        # depends on timing; session_protocol_test proves a frame carries many.
+        scrape = e2e.http_get(self.ws.metrics_url())[2]
+        frames = e2e.sample(scrape, "ckptd_session_frames_written_total")
+        envelopes = e2e.sample(scrape, "ckptd_session_envelopes_written_total")
+        self.assertGreaterEqual(envelopes, 5 * SHARED, "welcome, 2 triggers, 2 completes each")
+        self.assertGreater(frames, 0)
+        self.assertGreaterEqual(envelopes, frames, "a frame carries one envelope or more")
         # One leaves (goodbye), one stops (its channel dropped): the others go on, on the call.
         recs[0].worker.goodbye(timeout=5)
         recs[1].worker.stop()
