@@ -1,6 +1,5 @@
 #include "rpc/session_call.h"
 
-#include <boost/asio/post.hpp>
 #include <vector>
 
 #include "api/proto_convert.h"
@@ -8,23 +7,7 @@
 
 namespace ckpt {
 
-namespace asio = boost::asio;
-using Steady = DaemonClock;  // leases and the hello timeout: the clock tests may move
-
 namespace {
-// How long a write in flight when a lease lapsed may take before the call is cancelled.
-constexpr std::chrono::milliseconds kStuckFrameGrace{500};
-
-int64_t WallMsFromSteady(Steady::rep last) {
-  const Steady::time_point at{Steady::duration(last)};
-  const int64_t age_ms =
-      std::chrono::duration_cast<std::chrono::milliseconds>(Steady::now() - at).count();
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-             .count() -
-         age_ms;
-}
-
 // No envelope: wakes the writer, to finish or to drop what is queued.
 OutgoingEnvelope WakeUp() {
   OutgoingEnvelope item;
@@ -81,13 +64,12 @@ void SessionCall::Create(const SessionDeps& deps, const ChannelDeps& channel_dep
                                                     std::move(admission)));
   call->self_ = call;
   ++call->metrics_.session_calls;
-  call->last_activity_ = Steady::now().time_since_epoch().count();
   if (!call->admission_.refused.ok()) {
     call->End(call->admission_.refused);  // before a byte was read; OnDone follows the Finish
     return;
   }
   // A call that opens no channel is ended once hello_timeout passes (the lease then takes over).
-  call->ArmLease(call->created_at_ + call->hello_timeout_);
+  call->lease_.Start(call);
   call->StartRead(&call->in_);
 }
 
@@ -100,13 +82,11 @@ SessionCall::SessionCall(const SessionDeps& deps, const ChannelDeps& channel_dep
       channel_deps_(channel_deps),
       next_id_(next_id),
       metrics_(deps.metrics),
-      lease_ttl_(deps.lease_ttl_ms),
-      hello_timeout_(deps.hello_timeout_ms),
       limits_(deps.limits),
       leadership_(deps.leadership),
       admission_(std::move(admission)),
-      lease_strand_(asio::make_strand(deps.shards.Next())),
-      lease_timer_(lease_strand_) {}
+      lease_(deps.shards.Next(), std::chrono::milliseconds(deps.lease_ttl_ms),
+             std::chrono::milliseconds(deps.hello_timeout_ms)) {}
 
 void SessionCall::OnReadDone(bool ok) {
   if (!ok) {
@@ -117,7 +97,7 @@ void SessionCall::OnReadDone(bool ok) {
         "the session closed, or a frame could not be parsed (or passed limits.max_message_bytes)"));
     return;
   }
-  last_activity_ = Steady::now().time_since_epoch().count();
+  lease_.Touch();
   metrics_.session_frames_read_total.fetch_add(1, std::memory_order_relaxed);
   // An ending call opens no channel and hands nothing on: it reads on only to see its end.
   if (EndRequested()) {
@@ -160,10 +140,7 @@ bool SessionCall::HandleEnvelope(const v1::WorkerEnvelope& envelope) {
 }
 
 bool SessionCall::OpenChannel(uint32_t number, const v1::WorkerMessage& hello) {
-  if (!hello_received_.exchange(true)) {
-    ReleasePending();
-    ArmLease(Steady::now() + lease_ttl_);  // from now on the lease, not hello_timeout
-  }
+  if (lease_.Greet(shared_from_this())) ReleasePending();
   // limits.max_streams and max_streams_per_peer count channels.
   switch (admission_.slots->TryTake(admission_.peer)) {
     case StreamSlots::Outcome::kTaken: break;
@@ -224,7 +201,7 @@ void SessionCall::ReportEndedAll(const std::string& why) {
   for (auto& channel : open) channel->logic.ReportEnded(why);
 }
 
-int64_t SessionCall::LastMessageAtMs() const { return WallMsFromSteady(last_activity_.load()); }
+int64_t SessionCall::LastMessageAtMs() const { return lease_.LastActivityWallMs(); }
 
 // ---- write side ---------------------------------------------------------------------------------
 
@@ -428,7 +405,7 @@ void SessionCall::OnDone() {
   ReleasePending();
   --metrics_.session_calls;
   ++metrics_.session_calls_ended_total;
-  asio::post(lease_strand_, [self = shared_from_this()] { self->lease_timer_.cancel(); });
+  lease_.Cancel(shared_from_this());
   auto last_reference_held_by_us = std::move(self_);
 }
 
@@ -438,39 +415,17 @@ void SessionCall::ReleasePending() {
   }
 }
 
-void SessionCall::ArmLease(Steady::time_point at) {
-  asio::post(lease_strand_, [self = shared_from_this(), at] {
-    if (self->done_) return;
-    self->lease_timer_.expires_at(at);
-    self->lease_timer_.async_wait([self](const boost::system::error_code& ec) {
-      if (ec || self->done_) return;
-      const bool greeted = self->hello_received_.load();
-      const Steady::time_point last{Steady::duration(self->last_activity_.load())};
-      const Steady::time_point expiry =
-          greeted ? last + self->lease_ttl_ : self->created_at_ + self->hello_timeout_;
-      if (Steady::now() < expiry) {
-        self->ArmLease(expiry);  // activity since: look again when the renewed lease ends
-        return;
-      }
-      if (!greeted) {
-        self->End(Status::DeadlineExceeded("no channel opened within " +
-                                           std::to_string(self->hello_timeout_.count()) +
-                                           " ms (hello_timeout_ms)"));
-        return;
-      }
-      self->ReportEndedAll("lease expired");
-      const Status expired = Status::DeadlineExceeded(
-          "lease expired: no frame for " + std::to_string(self->lease_ttl_.count()) + " ms");
-      self->End(expired);
-      // A write in flight gets a moment to finish; a worker frozen mid-read must not keep the
-      // call: past the moment it is cancelled, whatever is in flight.
-      self->lease_timer_.expires_after(kStuckFrameGrace);
-      self->lease_timer_.async_wait([self, expired](const boost::system::error_code& ec) {
-        if (ec || self->done_) return;
-        self->Abandon(expired);
-      });
-    });
-  });
+void SessionCall::NoHelloInTime(std::chrono::milliseconds hello_timeout) {
+  End(Status::DeadlineExceeded("no channel opened within " + std::to_string(hello_timeout.count()) +
+                               " ms (hello_timeout_ms)"));
+}
+
+Status SessionCall::LeaseExpired(std::chrono::milliseconds lease_ttl) {
+  ReportEndedAll("lease expired");
+  Status expired = Status::DeadlineExceeded("lease expired: no frame for " +
+                                            std::to_string(lease_ttl.count()) + " ms");
+  End(expired);
+  return expired;
 }
 
 }  // namespace ckpt

@@ -18,7 +18,7 @@
 // - channels_ (number -> channel) is guarded by channels_mu_, held for a lookup or an update,
 //   never while a channel handles a message. The end of the call (status, Finish, cancel) is
 //   guarded by end_mu_, which is off the per-message path.
-// - The lease timer lives on its own strand (lease_strand_), as a Connect stream's.
+// - The lease (rpc/stream_lease.h) runs on a strand of its own, as a Connect stream's.
 //
 // Lifetime: the call owns itself (self_) from Create until OnDone. A channel holds only a
 // weak_ptr to it: a pipeline still holding the channel after the call is gone writes to nothing.
@@ -38,6 +38,7 @@
 #include "common/daemon_clock.h"
 #include "common/mutex.h"
 #include "rpc/async_bidi_reactor.h"
+#include "rpc/stream_lease.h"
 #include "rpc/worker_channel.h"
 #include "rpc/worker_session.h"
 
@@ -54,6 +55,7 @@ struct OutgoingEnvelope {
 };
 
 class SessionCall final : public AsyncBidiReactor<v1::WorkerFrame, v1::CoordinatorFrame>,
+                          public StreamLease::Owner,
                           public std::enable_shared_from_this<SessionCall> {
  public:
   // An outgoing frame holds envelopes up to this size (one larger envelope goes alone).
@@ -72,6 +74,12 @@ class SessionCall final : public AsyncBidiReactor<v1::WorkerFrame, v1::Coordinat
   void OnReadDone(bool ok) override;
   void OnWriteDone(bool ok) override;
   void OnDone() override;
+
+  // StreamLease::Owner
+  bool LeaseOver() const override { return done_; }
+  void NoHelloInTime(std::chrono::milliseconds hello_timeout) override;
+  Status LeaseExpired(std::chrono::milliseconds lease_ttl) override;
+  void EndNotWritten(Status expired) override { Abandon(std::move(expired)); }
 
   // From a channel, on any thread: `message` for channel `number`, or its end.
   void Write(uint32_t number, const OutboundMessage& message);
@@ -115,24 +123,19 @@ class SessionCall final : public AsyncBidiReactor<v1::WorkerFrame, v1::Coordinat
   void Abandon(Status status);
   // Whether an end was asked for; the status it asked for.
   bool EndRequested() const { return end_requested_.load(std::memory_order_acquire); }
-  void ArmLease(DaemonClock::time_point at);
   void ReleasePending();
 
   // Constant after construction.
   const ChannelDeps& channel_deps_;
   std::atomic<SessionId>& next_id_;
   DaemonMetrics& metrics_;
-  const std::chrono::milliseconds lease_ttl_;
-  const std::chrono::milliseconds hello_timeout_;
   const Limits limits_;
   const Leadership& leadership_;
   const Admission admission_;
-  const DaemonClock::time_point created_at_ = DaemonClock::now();
 
   std::atomic<bool> done_{false};
   std::atomic<bool> pending_released_{false};  // the pending slot given back (first hello, OnDone)
-  std::atomic<bool> hello_received_{false};    // the lease counts from activity after a hello
-  std::atomic<DaemonClock::rep> last_activity_{0};
+  StreamLease lease_;                          // one for the call: any frame renews every channel
 
   // Read side only.
   v1::WorkerFrame in_;
@@ -161,10 +164,6 @@ class SessionCall final : public AsyncBidiReactor<v1::WorkerFrame, v1::Coordinat
   Status end_status_ CKPT_GUARDED_BY(end_mu_);
   bool finish_called_ CKPT_GUARDED_BY(end_mu_) = false;
   bool cancelled_ CKPT_GUARDED_BY(end_mu_) = false;
-
-  boost::asio::strand<boost::asio::io_context::executor_type> lease_strand_;
-  // lease_strand_ only; on DaemonClock, which tests may move forward.
-  boost::asio::basic_waitable_timer<DaemonClock, DaemonWaitTraits> lease_timer_;
 
   std::shared_ptr<SessionCall> self_;  // released in OnDone
 };

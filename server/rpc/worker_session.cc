@@ -2,21 +2,11 @@
 
 #include <spdlog/spdlog.h>
 
-#include <boost/asio/post.hpp>
-
 #include "api/proto_convert.h"
 #include "core/spec_validation.h"
 #include "rpc/status_mapping.h"
 
 namespace ckpt {
-
-namespace asio = boost::asio;
-using Steady = DaemonClock;  // leases and the hello timeout: the clock tests may move
-
-namespace {
-// How long a write in flight when a lease lapsed may take before the call is cancelled.
-constexpr std::chrono::milliseconds kStuckWriteGrace{500};
-}  // namespace
 
 void WorkerSession::Create(SessionId id, const SessionDeps& deps, const ChannelDeps& channel_deps,
                            std::unique_ptr<grpc::ServerContext> context,
@@ -27,14 +17,13 @@ void WorkerSession::Create(SessionId id, const SessionDeps& deps, const ChannelD
                         std::move(ticket), std::move(admission)));
   session->self_ = session;
   ++session->metrics_.worker_sessions;
-  session->last_activity_ = Steady::now().time_since_epoch().count();
   if (!session->admission_.refused.ok()) {
     // Refused before a byte was read: nothing to register, no lease; OnDone follows the Finish.
     session->End(session->admission_.refused);
     return;
   }
   // A stream that says no hello is ended once hello_timeout passes (the lease then takes over).
-  session->ArmLease(session->created_at_ + session->hello_timeout_);
+  session->lease_.Start(session);
   session->StartRead(&session->in_);
 }
 
@@ -44,14 +33,12 @@ WorkerSession::WorkerSession(SessionId id, const SessionDeps& deps, const Channe
                              Admission admission)
     : AsyncBidiReactor(std::move(context), std::move(stream), std::move(ticket)),
       metrics_(deps.metrics),
-      lease_ttl_(deps.lease_ttl_ms),
-      hello_timeout_(deps.hello_timeout_ms),
       limits_(deps.limits),
       leadership_(deps.leadership),
       admission_(std::move(admission)),
-      channel_(id, channel_deps, "WorkerService.Connect"),
-      lease_strand_(asio::make_strand(deps.shards.Next())),
-      lease_timer_(lease_strand_) {}
+      lease_(deps.shards.Next(), std::chrono::milliseconds(deps.lease_ttl_ms),
+             std::chrono::milliseconds(deps.hello_timeout_ms)),
+      channel_(id, channel_deps, "WorkerService.Connect") {}
 
 void WorkerSession::OnReadDone(bool ok) {
   if (!ok) {
@@ -63,26 +50,17 @@ void WorkerSession::OnReadDone(bool ok) {
         "the stream closed without goodbye, or a message could not be parsed"));
     return;
   }
-  last_activity_ = Steady::now().time_since_epoch().count();
+  lease_.Touch();
   if (HandleMessage()) StartRead(&in_);
 }
 
-int64_t WorkerSession::LastMessageAtMs() const {
-  const Steady::time_point last{Steady::duration(last_activity_.load())};
-  const int64_t age_ms =
-      std::chrono::duration_cast<std::chrono::milliseconds>(Steady::now() - last).count();
-  const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                             std::chrono::system_clock::now().time_since_epoch())
-                             .count();
-  return now_ms - age_ms;
-}
+int64_t WorkerSession::LastMessageAtMs() const { return lease_.LastActivityWallMs(); }
 
 bool WorkerSession::HandleMessage() {
   if (!channel_.hello_seen()) {
     if (in_.has_hello()) {
-      hello_received_ = true;
       ReleasePending();
-      ArmLease(Steady::now() + lease_ttl_);  // from now on the lease, not hello_timeout
+      lease_.Greet(shared_from_this());
     }
   }
   auto ending = channel_.Handle(in_, shared_from_this(), *context());
@@ -216,7 +194,7 @@ void WorkerSession::OnDone() {
   if (admission_.slots) admission_.slots->Remove(admission_.peer);
   --metrics_.worker_sessions;
   ++metrics_.worker_sessions_ended_total;
-  asio::post(lease_strand_, [self = shared_from_this()] { self->lease_timer_.cancel(); });
+  lease_.Cancel(shared_from_this());
   auto last_reference_held_by_us = std::move(self_);
 }
 
@@ -226,41 +204,22 @@ void WorkerSession::ReleasePending() {
   }
 }
 
-void WorkerSession::ArmLease(Steady::time_point at) {
-  asio::post(lease_strand_, [self = shared_from_this(), at] {
-    if (self->done_) return;
-    self->lease_timer_.expires_at(at);
-    self->lease_timer_.async_wait([self](const boost::system::error_code& ec) {
-      if (ec || self->done_) return;
-      const bool greeted = self->hello_received_.load();
-      const Steady::time_point last{Steady::duration(self->last_activity_.load())};
-      const Steady::time_point expiry =
-          greeted ? last + self->lease_ttl_ : self->created_at_ + self->hello_timeout_;
-      if (Steady::now() < expiry) {
-        self->ArmLease(expiry);  // activity since: look again when the renewed lease ends
-        return;
-      }
-      if (!greeted) {
-        self->End(Status::DeadlineExceeded("no hello within " +
-                                           std::to_string(self->hello_timeout_.count()) +
-                                           " ms (hello_timeout_ms)"));
-        return;
-      }
-      self->ReportEnded("lease expired");
-      const Status expired = Status::DeadlineExceeded(
-          "lease expired: no message for " + std::to_string(self->lease_ttl_.count()) + " ms");
-      self->End(expired);
-      // A write in flight gets a moment to finish (the worker then hears the status); a worker
-      // frozen mid-read must not keep its slot and its memory until the transport gives up on
-      // it: past the moment the call is cancelled, whatever is in flight.
-      self->lease_timer_.expires_after(kStuckWriteGrace);
-      self->lease_timer_.async_wait([self, expired](const boost::system::error_code& ec) {
-        if (ec || self->done_) return;
-        MutexLock lock(self->mu_);
-        self->AbandonQueueLocked(expired);
-      });
-    });
-  });
+void WorkerSession::NoHelloInTime(std::chrono::milliseconds hello_timeout) {
+  End(Status::DeadlineExceeded("no hello within " + std::to_string(hello_timeout.count()) +
+                               " ms (hello_timeout_ms)"));
+}
+
+Status WorkerSession::LeaseExpired(std::chrono::milliseconds lease_ttl) {
+  ReportEnded("lease expired");
+  Status expired = Status::DeadlineExceeded("lease expired: no message for " +
+                                            std::to_string(lease_ttl.count()) + " ms");
+  End(expired);  // the worker hears it, if its write gets through
+  return expired;
+}
+
+void WorkerSession::EndNotWritten(Status expired) {
+  MutexLock lock(mu_);
+  AbandonQueueLocked(std::move(expired));
 }
 
 }  // namespace ckpt

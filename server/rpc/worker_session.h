@@ -6,8 +6,8 @@
 // Threading: reactions run on the stream's queue thread, one at a time; Send and End come from
 // the pipeline's strand, the lease timer and shutdown. Write state is guarded by mu_; done_ and
 // the activity time are atomics. Reactions never block and never touch a coordinator: the
-// channel posts to the pipeline's strand through its runner. The lease timer lives on its own
-// strand (lease_strand_).
+// channel posts to the pipeline's strand through its runner. The lease (rpc/stream_lease.h)
+// runs on a strand of its own.
 //
 // Lifetime: the session owns itself (self_) from Create until OnDone. Strand handlers and the lease
 // timer may hold more references, so every call after OnDone is a no-op. Finish is called exactly
@@ -29,6 +29,7 @@
 #include "core/limits.h"
 #include "rpc/async_bidi_reactor.h"
 #include "rpc/gatekeeper.h"
+#include "rpc/stream_lease.h"
 #include "rpc/stream_slots.h"
 #include "rpc/worker_channel.h"
 #include "runtime/daemon_metrics.h"
@@ -69,6 +70,7 @@ struct Admission {
 
 class WorkerSession final : public AsyncBidiReactor<v1::WorkerMessage, v1::CoordinatorMessage>,
                             public SessionSink,
+                            public StreamLease::Owner,
                             public std::enable_shared_from_this<WorkerSession> {
  public:
   // Takes over an accepted call (`context`, `stream` and `ticket` as the stream queue gave them)
@@ -88,6 +90,12 @@ class WorkerSession final : public AsyncBidiReactor<v1::WorkerMessage, v1::Coord
   void OnWriteDone(bool ok) override;
   void OnDone() override;
 
+  // StreamLease::Owner
+  bool LeaseOver() const override { return done_; }
+  void NoHelloInTime(std::chrono::milliseconds hello_timeout) override;
+  Status LeaseExpired(std::chrono::milliseconds lease_ttl) override;
+  void EndNotWritten(Status expired) override;
+
  private:
   WorkerSession(SessionId id, const SessionDeps& deps, const ChannelDeps& channel_deps,
                 std::unique_ptr<grpc::ServerContext> context, std::unique_ptr<Stream> stream,
@@ -103,23 +111,18 @@ class WorkerSession final : public AsyncBidiReactor<v1::WorkerMessage, v1::Coord
   // fails at once, whether or not the peer reads) and ends the stream with `status` (or with the
   // status of an end already asked for).
   void AbandonQueueLocked(Status status) CKPT_REQUIRES(mu_);
-  void ArmLease(std::chrono::steady_clock::time_point at);
   // Gives the pending slot back, once.
   void ReleasePending();
 
   // Constant after construction.
   DaemonMetrics& metrics_;
-  const std::chrono::milliseconds lease_ttl_;
-  const std::chrono::milliseconds hello_timeout_;
   const Limits limits_;
   const Leadership& leadership_;
   const Admission admission_;
-  const DaemonClock::time_point created_at_ = DaemonClock::now();
 
   std::atomic<bool> done_{false};
   std::atomic<bool> pending_released_{false};  // the pending slot given back (hello, or OnDone)
-  std::atomic<bool> hello_received_{false};    // the lease counts from activity only after hello
-  std::atomic<std::chrono::steady_clock::rep> last_activity_{0};
+  StreamLease lease_;
 
   // Touched only by read reactions (on the queue's thread), of which one is outstanding at a time.
   v1::WorkerMessage in_;
@@ -138,10 +141,6 @@ class WorkerSession final : public AsyncBidiReactor<v1::WorkerMessage, v1::Coord
   bool finish_called_ CKPT_GUARDED_BY(mu_) = false;
   bool cancelled_ CKPT_GUARDED_BY(mu_) = false;  // TryCancel called (once is enough)
   Status finish_status_ CKPT_GUARDED_BY(mu_);
-
-  boost::asio::strand<boost::asio::io_context::executor_type> lease_strand_;
-  // lease_strand_ only; on DaemonClock, which tests may move forward.
-  boost::asio::basic_waitable_timer<DaemonClock, DaemonWaitTraits> lease_timer_;
 
   std::shared_ptr<WorkerSession> self_;  // released in OnDone
 };
