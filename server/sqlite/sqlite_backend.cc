@@ -435,10 +435,11 @@ struct SqliteBackend::WriterConn {
 // The read-only connection: used under read_mu_ by whichever thread reads.
 struct SqliteBackend::ReaderConn {
   Db db;
-  Stmt load_pipelines, load_history, list_completed, read_counter, load_groups;
+  Stmt count_pipelines, load_pipelines, load_history, list_completed, read_counter, load_groups;
 
   Status Prepare() {
     Status s;
+    PrepareInto(db, count_pipelines, "SELECT COUNT(*) FROM pipelines", s);
     PrepareInto(db, load_pipelines,
                 "SELECT " + JoinColumns("p.") +
                     ", COALESCE(c.counter, 0) FROM pipelines p LEFT JOIN id_counters c "
@@ -596,9 +597,18 @@ BatchResult SqliteBackend::ApplyBatch(const std::vector<WriteOp>& ops) {
 
 Result<std::vector<StoredPipeline>> SqliteBackend::LoadPipelines() {
   MutexLock lock(read_mu_);
+  std::vector<StoredPipeline> pipelines;
+  {
+    // Room for every row at once: a StoredPipeline is large, and growing the vector row by row
+    // moved 100,000 of them about (0.5 s of a restart's 2.2, mostly faults on fresh pages).
+    ResetGuard counted(reader_->count_pipelines);
+    if (reader_->count_pipelines.Step() == SQLITE_ROW) {
+      pipelines.reserve(
+          static_cast<size_t>(std::max<int64_t>(0, reader_->count_pipelines.ColumnInt(0))));
+    }
+  }
   Stmt& stmt = reader_->load_pipelines;
   ResetGuard guard(stmt);
-  std::vector<StoredPipeline> pipelines;
   std::vector<UnreadableRecord> unreadable;
   // A row that does not read or validate quarantines its pipeline alone (ha/etcd_outcomes.h's
   // rule, on this backend too): the others load and run.
