@@ -100,7 +100,10 @@ struct SqliteBackend::WriterConn {
                 // A counter that is not an integer (damaged; SQLite orders text above every
                 // number) is replaced, so that the next load reads it again.
                 "ON CONFLICT (job_id, pipeline_id) DO UPDATE SET counter = MAX("
-                "CASE WHEN typeof(counter) = 'integer' THEN counter ELSE 0 END, excluded.counter)",
+                "CASE WHEN typeof(counter) = 'integer' THEN counter ELSE 0 END, excluded.counter) "
+                // A counter already as high is not written again: a commit's id was reserved
+                // before, and rewriting the row made every commit dirty its page.
+                "WHERE typeof(counter) != 'integer' OR counter < excluded.counter",
                 s);
     PrepareInto(
         db, insert_checkpoint,
@@ -149,13 +152,16 @@ struct SqliteBackend::WriterConn {
                 s);
     PrepareInto(db, delete_group, "DELETE FROM alignment_groups WHERE name = ?1", s);
     PrepareInto(db, raise_high_water,
-                "UPDATE id_high_water SET value = MAX(value, ?1) WHERE id = 0", s);
+                "UPDATE id_high_water SET value = ?1 WHERE id = 0 AND value < ?1", s);
     // A counter that is not an integer counts as nothing: the high-water mark replaces it.
     PrepareInto(db, counter_to_high_water,
                 "INSERT INTO id_counters (job_id, pipeline_id, counter) VALUES (?1, ?2, "
                 "(SELECT value FROM id_high_water WHERE id = 0)) "
                 "ON CONFLICT (job_id, pipeline_id) DO UPDATE SET counter = MAX("
-                "CASE WHEN typeof(counter) = 'integer' THEN counter ELSE 0 END, excluded.counter)",
+                "CASE WHEN typeof(counter) = 'integer' THEN counter ELSE 0 END, excluded.counter) "
+                // A counter already as high is not written again: a commit's id was reserved
+                // before, and rewriting the row made every commit dirty its page.
+                "WHERE typeof(counter) != 'integer' OR counter < excluded.counter",
                 s);
     PrepareInto(db, raise_group_counter,
                 "UPDATE alignment_groups SET id_counter = MAX(id_counter, ?2) WHERE name = ?1", s);
