@@ -75,11 +75,12 @@ Result<std::string> TaskIdsToJson(const std::vector<std::string>& task_ids) {
 }
 
 Result<std::string> TaskStatesToJson(const CompletedCheckpoint& checkpoint) {
-  try {
-    return TasksJson(checkpoint).dump();
-  } catch (const json::exception& e) {
-    return Status::InvalidArgument(std::string("task states cannot be stored: ") + e.what());
+  // Written straight, without the object TasksJson builds: one a commit, on the store's writer.
+  std::string text;
+  if (!WriteTasksJson(checkpoint, &text)) {
+    return Status::InvalidArgument("task states cannot be stored: a string is not valid UTF-8");
   }
+  return text;
 }
 
 std::optional<std::vector<std::string>> TaskIdsFromJson(const std::string& text) {

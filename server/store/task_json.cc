@@ -29,6 +29,115 @@ bool ReadInt(const json& object, const char* key, int64_t* out) {
   return true;
 }
 
+// Appends `text` as a JSON string, escaped as nlohmann's dump() escapes it. False on invalid
+// UTF-8 (an overlong form, a surrogate, a code point above U+10FFFF or a cut sequence).
+bool AppendString(const std::string& text, std::string* out) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  out->push_back('"');
+  const auto* p = reinterpret_cast<const unsigned char*>(text.data());
+  const auto* end = p + text.size();
+  while (p < end) {
+    const unsigned char c = *p;
+    if (c < 0x80) {
+      switch (c) {
+        case '"': out->append("\\\""); break;
+        case '\\': out->append("\\\\"); break;
+        case '\b': out->append("\\b"); break;
+        case '\f': out->append("\\f"); break;
+        case '\n': out->append("\\n"); break;
+        case '\r': out->append("\\r"); break;
+        case '\t': out->append("\\t"); break;
+        default:
+          if (c < 0x20) {
+            out->append("\\u00");
+            out->push_back(kHex[c >> 4]);
+            out->push_back(kHex[c & 0xF]);
+          } else {
+            out->push_back(static_cast<char>(c));
+          }
+      }
+      ++p;
+      continue;
+    }
+    // A multi-byte sequence: its length from the lead byte, each continuation 10xxxxxx, and the
+    // code point neither overlong, a surrogate, nor above U+10FFFF.
+    int length = 0;
+    uint32_t code = 0;
+    if (c >= 0xC2 && c <= 0xDF) {
+      length = 2;
+      code = c & 0x1F;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      length = 3;
+      code = c & 0x0F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      length = 4;
+      code = c & 0x07;
+    } else {
+      return false;
+    }
+    if (end - p < length) return false;
+    for (int i = 1; i < length; ++i) {
+      if ((p[i] & 0xC0) != 0x80) return false;
+      code = (code << 6) | (p[i] & 0x3F);
+    }
+    if ((length == 3 && code < 0x800) || (length == 4 && code < 0x10000) || code > 0x10FFFF ||
+        (code >= 0xD800 && code <= 0xDFFF)) {
+      return false;
+    }
+    out->append(reinterpret_cast<const char*>(p), static_cast<size_t>(length));
+    p += length;
+  }
+  out->push_back('"');
+  return true;
+}
+
+// Appends `"key":` and the value; keys must come in dump()'s (sorted) order.
+void AppendIntField(const char* key, int64_t value, bool* first, std::string* out) {
+  if (!*first) out->push_back(',');
+  *first = false;
+  out->push_back('"');
+  out->append(key);
+  out->append("\":");
+  out->append(std::to_string(value));
+}
+
+bool AppendStringField(const char* key, const std::string& value, bool* first, std::string* out) {
+  if (!*first) out->push_back(',');
+  *first = false;
+  out->push_back('"');
+  out->append(key);
+  out->append("\":");
+  return AppendString(value, out);
+}
+
+// One task's object, its keys in dump()'s order (sorted), zeros and an empty worker left out as
+// TaskJson leaves them out.
+bool AppendTask(const TaskState& state, const TaskFigures* f, std::string* out) {
+  bool first = true;
+  out->push_back('{');
+  if (f && f->acked_at_ms != 0) AppendIntField(kAckedAt, f->acked_at_ms, &first, out);
+  if (f && f->reported.alignment_duration_ms != 0) {
+    AppendIntField(kAlignment, f->reported.alignment_duration_ms, &first, out);
+  }
+  if (f && f->reported.async_duration_ms != 0) {
+    AppendIntField(kAsync, f->reported.async_duration_ms, &first, out);
+  }
+  if (f && f->reported.bytes_processed_during_alignment != 0) {
+    AppendIntField(kAlignmentBytes, f->reported.bytes_processed_during_alignment, &first, out);
+  }
+  if (!AppendStringField("checksum", state.checksum, &first, out)) return false;
+  AppendIntField("size_bytes", state.size_bytes, &first, out);
+  if (f && f->reported.sync_duration_ms != 0) {
+    AppendIntField(kSync, f->reported.sync_duration_ms, &first, out);
+  }
+  if (!AppendStringField("uri", state.uri, &first, out)) return false;
+  if (f && !f->worker_id.empty() && !AppendStringField(kWorker, f->worker_id, &first, out)) {
+    return false;
+  }
+  out->push_back('}');
+  return true;
+}
+
 }  // namespace
 
 json TaskJson(const TaskState& state, const TaskFigures* figures) {
@@ -80,6 +189,25 @@ json TasksJson(const CompletedCheckpoint& checkpoint) {
     object[task_id] = TaskJson(state, has ? &*figures : nullptr);
   }
   return object;
+}
+
+bool WriteTasksJson(const CompletedCheckpoint& checkpoint, std::string* out) {
+  out->clear();
+  out->reserve(checkpoint.task_states.size() * 128);
+  out->push_back('{');
+  auto figures = checkpoint.task_figures.begin();
+  bool first = true;
+  for (const auto& [task_id, state] : checkpoint.task_states) {
+    while (figures != checkpoint.task_figures.end() && figures->task_id < task_id) ++figures;
+    const bool has = figures != checkpoint.task_figures.end() && figures->task_id == task_id;
+    if (!first) out->push_back(',');
+    first = false;
+    if (!AppendString(task_id, out)) return false;
+    out->push_back(':');
+    if (!AppendTask(state, has ? &*figures : nullptr, out)) return false;
+  }
+  out->push_back('}');
+  return true;
 }
 
 bool ReadTasksJson(const json& object, std::map<std::string, TaskState>* states,

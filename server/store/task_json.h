@@ -25,6 +25,11 @@ bool ReadTaskJson(const std::string& task_id, const nlohmann::json& value, TaskS
 // The object of every task of `checkpoint` (task id -> TaskJson), figures beside their states.
 nlohmann::json TasksJson(const CompletedCheckpoint& checkpoint);
 
+// TasksJson(checkpoint).dump(), written straight into `out` without building the object (a
+// store writes one a commit). False, `out` unspecified, when a string is not valid UTF-8 (as
+// dump() then throws).
+bool WriteTasksJson(const CompletedCheckpoint& checkpoint, std::string* out);
+
 // Reads TasksJson's object into task_states and, unless `figures` is null, the figures (by task
 // id). False when it is not such an object.
 bool ReadTasksJson(const nlohmann::json& object, std::map<std::string, TaskState>* states,
