@@ -13,8 +13,6 @@
 #include <spdlog/spdlog.h>
 #include <sqlite3.h>
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <limits>
 #include <map>
@@ -55,6 +53,7 @@ struct SqliteBackend::WriterConn {
   Db db;
   Stmt begin, commit, rollback, savepoint, release, rollback_to;
   Stmt upsert_pipeline, update_progress, raise_counter, insert_checkpoint, trim_checkpoints;
+  Stmt trim_unpinned;  // trim_checkpoints when no id is to be spared (nearly every commit)
   Stmt mark_committed;
   Stmt delete_pipeline, delete_checkpoints, delete_checkpoint, pipeline_exists, probe;
   Stmt upsert_group, delete_group, raise_group_counter, update_group_progress;
@@ -128,6 +127,12 @@ struct SqliteBackend::WriterConn {
                 "WHERE job_id = ?1 AND pipeline_id = ?2 AND kind = 0 "
                 "ORDER BY checkpoint_id DESC LIMIT 1 OFFSET ?3) "
                 "AND checkpoint_id NOT IN (SELECT value FROM json_each(?4))",
+                s);
+    PrepareInto(db, trim_unpinned,
+                "DELETE FROM checkpoints WHERE job_id = ?1 AND pipeline_id = ?2 AND kind = 0 "
+                "AND checkpoint_id < (SELECT checkpoint_id FROM checkpoints "
+                "WHERE job_id = ?1 AND pipeline_id = ?2 AND kind = 0 "
+                "ORDER BY checkpoint_id DESC LIMIT 1 OFFSET ?3)",
                 s);
     PrepareInto(db, delete_pipeline, "DELETE FROM pipelines WHERE job_id = ?1 AND pipeline_id = ?2",
                 s);
@@ -276,13 +281,15 @@ struct SqliteBackend::WriterConn {
     // Normally a no-op (the id came from a durably reserved block). If a caller ever committed an
     // id it had not reserved, this still keeps the id from being handed out again after a restart.
     if (Status s = RaiseCounter(key, cp.checkpoint_id); !s.ok()) return s;
-    ResetGuard guard(trim_checkpoints);
-    trim_checkpoints.Bind(1, key.job_id);
-    trim_checkpoints.Bind(2, key.pipeline_id);
+    // No pinned id to spare: the statement without the json_each that would spare it.
+    Stmt& trim = commit.keep.empty() ? trim_unpinned : trim_checkpoints;
+    ResetGuard guard(trim);
+    trim.Bind(1, key.job_id);
+    trim.Bind(2, key.pipeline_id);
     // At least the checkpoint just stored survives, whatever `retained` says.
-    trim_checkpoints.Bind(3, int64_t{std::max(commit.retained, 1) - 1});
-    trim_checkpoints.Bind(4, nlohmann::json(commit.keep).dump());
-    if (int rc = trim_checkpoints.Step(); rc != SQLITE_DONE) {
+    trim.Bind(3, int64_t{std::max(commit.retained, 1) - 1});
+    if (!commit.keep.empty()) trim.Bind(4, IdsToJson(commit.keep));
+    if (int rc = trim.Step(); rc != SQLITE_DONE) {
       return db.Error(rc, "trimming the history of " + key.ToString());
     }
     return Status::Ok();

@@ -74,6 +74,16 @@ Result<std::string> TaskIdsToJson(const std::vector<std::string>& task_ids) {
   }
 }
 
+std::string IdsToJson(const std::vector<int64_t>& ids) {
+  std::string text = "[";
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (i) text.push_back(',');
+    text.append(std::to_string(ids[i]));
+  }
+  text.push_back(']');
+  return text;
+}
+
 Result<std::string> TaskStatesToJson(const CompletedCheckpoint& checkpoint) {
   // Written straight, without the object TasksJson builds: one a commit, on the store's writer.
   std::string text;
@@ -157,7 +167,7 @@ void BindProgress(Stmt& stmt, const PipelineProgress& p, int first) {
   stmt.Bind(first + 8, p.last_completed_at_ms);
   stmt.Bind(first + 9, int64_t{p.from_config ? 1 : 0});
   stmt.Bind(first + 10, RestoreFromToJson(p.restore_from));
-  stmt.Bind(first + 11, json(p.released_ids).dump());
+  stmt.Bind(first + 11, IdsToJson(p.released_ids));
   stmt.Bind(first + 12, p.last_committed_id);
   stmt.Bind(first + 13, p.last_committed_at_ms);
 }

@@ -29,6 +29,8 @@ std::optional<StickyState> StickyFromInt(int64_t value);
 Result<std::string> TaskIdsToJson(const std::vector<std::string>& task_ids);
 // Every task's state and figures (store/task_json.h).
 Result<std::string> TaskStatesToJson(const CompletedCheckpoint& checkpoint);
+// A JSON array of ids ("[]", "[3,7]"): what json(ids).dump() writes, without the object.
+std::string IdsToJson(const std::vector<int64_t>& ids);
 // nullopt: the text is not what the To* functions write.
 std::optional<std::vector<std::string>> TaskIdsFromJson(const std::string& text);
 // False: the text is not what TaskStatesToJson writes. `figures` may be null (not wanted).

@@ -1,7 +1,9 @@
-// WriteTasksJson writes what TasksJson(...).dump() writes, byte for byte, and refuses what dump()
-// refuses (strings that are not UTF-8); ReadTasksJson reads it back.
+// WriteTasksJson (and the SQLite rows' IdsToJson) write what dump() writes, byte for byte; the
+// writer refuses what dump() refuses (strings that are not UTF-8); ReadTasksJson reads it back.
 
 #include "store/task_json.h"
+
+#include "sqlite/sqlite_rows.h"
 
 #include <gtest/gtest.h>
 
@@ -172,3 +174,16 @@ TEST(TaskJsonWriter, AgreesWithDumpOnRandomTasks) {
 
 }  // namespace
 }  // namespace ckpt
+
+namespace ckpt::sqlite {
+namespace {
+
+TEST(IdsJson, WritesWhatDumpWrites) {
+  for (const std::vector<int64_t>& ids :
+       std::vector<std::vector<int64_t>>{{}, {7}, {1, 2, 3}, {-1, 0, INT64_MAX, INT64_MIN}}) {
+    EXPECT_EQ(IdsToJson(ids), nlohmann::json(ids).dump());
+  }
+}
+
+}  // namespace
+}  // namespace ckpt::sqlite
