@@ -199,6 +199,8 @@ struct SqliteBackend::WriterConn {
     if (int rc = raise_counter.Step(); rc != SQLITE_DONE) {
       return db.Error(rc, "raising the id counter of " + key.ToString());
     }
+    // Not raised (it was as high already): the mark was raised with it when it was.
+    if (sqlite3_changes(db.get()) == 0) return Status::Ok();
     return RaiseHighWater(counter);
   }
 
@@ -247,15 +249,17 @@ struct SqliteBackend::WriterConn {
   Status CommitCheckpoint(const CheckpointCommit& commit) {
     const PipelineKey& key = commit.key;
     const CompletedCheckpoint& cp = commit.checkpoint;
-    const std::string what =
-        "checkpoint " + std::to_string(cp.checkpoint_id) + " of " + key.ToString();
-    if (cp.checkpoint_id <= 0) return Status::InvalidArgument(what + ": ids start at 1");
+    // Named only in an error: a commit builds no string it does not need.
+    auto what = [&] {
+      return "checkpoint " + std::to_string(cp.checkpoint_id) + " of " + key.ToString();
+    };
+    if (cp.checkpoint_id <= 0) return Status::InvalidArgument(what() + ": ids start at 1");
     auto states = TaskStatesToJson(cp);
-    if (!states.ok()) return Status::InvalidArgument(what + ": " + states.status().message());
+    if (!states.ok()) return Status::InvalidArgument(what() + ": " + states.status().message());
     bool exists = false;
     if (Status s = PutProgress(key, commit.progress_after, &exists); !s.ok()) return s;
     // A history row without its pipeline would be an orphan no one lists or deletes.
-    if (!exists) return Status::NotFound(what + ": the pipeline has no record (deleted?)");
+    if (!exists) return Status::NotFound(what() + ": the pipeline has no record (deleted?)");
     {
       ResetGuard guard(insert_checkpoint);
       insert_checkpoint.Bind(1, key.job_id);
@@ -273,9 +277,9 @@ struct SqliteBackend::WriterConn {
       if (int rc = insert_checkpoint.Step(); rc != SQLITE_DONE) {
         if (rc == SQLITE_CONSTRAINT_PRIMARYKEY) {
           // Overwriting would rewrite history a worker may already have been told about.
-          return Status::AlreadyExists(what + " is already stored; not overwriting it");
+          return Status::AlreadyExists(what() + " is already stored; not overwriting it");
         }
-        return db.Error(rc, "storing " + what);
+        return db.Error(rc, "storing " + what());
       }
     }
     // Normally a no-op (the id came from a durably reserved block). If a caller ever committed an
