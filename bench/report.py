@@ -180,6 +180,19 @@ class Report:
                      f"{grpc['sink']})", ratio, ratio >= 0.9,
                      "the anchor's row is from the start of the run; the pairs compare at the "
                      "same minute")
+        over_connect = [r for r in pick(self.ckptd, bench="e2e", label="ingest-connect") if ok(r)]
+        for c in over_connect:
+            s = next((r for r in ingest
+                      if r["pipelines"] == c["pipelines"] and r["tasks"] == c["tasks"]), None)
+            if s and s["daemon_cpu_pct"] and c["daemon_cpu_pct"]:
+                # "At the same daemon CPU": acks a second per core of the daemon, each transport.
+                ratio = (s["acks_per_s"] / s["daemon_cpu_pct"]) / (
+                    c["acks_per_s"] / c["daemon_cpu_pct"])
+                self.add("ack ingest over Session >= 3x Connect's at the same daemon CPU",
+                         f"{s['acks_per_s']:,.0f} acks/s at daemon CPU {s['daemon_cpu_pct']:.0f}% "
+                         f"({s['pipelines']} x {s['tasks']})",
+                         f"Connect: {c['acks_per_s']:,.0f} acks/s at {c['daemon_cpu_pct']:.0f}%",
+                         ratio, ratio >= 3, "ratio = Session / Connect, acks a second per core")
         for pairs in (p for p in pick(self.ckptd, bench="ingest_pairs")
                       if p.get("status") in ("ok", "partial")):
             ratios = [r["ratio"] for r in pairs["rows"] if r.get("ratio") is not None]

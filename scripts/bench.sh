@@ -204,6 +204,11 @@ for cfg in "16 500" "64 250"; do
     "$python" "$root/bench/e2e_bench.py" --build-dir "$build" --work-dir "$work" \
     --pipelines "$1" --tasks "$2" --interval-ms 10 --warmup-s 3 --window-s 5 --label ingest
 done
+# The larger of the two over Connect, right after: Session's ingest against Connect's a core.
+run_bench 120 '"bench":"e2e","label":"ingest-connect","pipelines":64,"tasks":250' \
+  "$python" "$root/bench/e2e_bench.py" --build-dir "$build" --work-dir "$work" \
+  --pipelines 64 --tasks 250 --interval-ms 10 --warmup-s 3 --window-s 5 --label ingest-connect \
+  --transport connect
 # The same ingest beside bare gRPC at the same minute, pair by pair (about 1 minute a pair): the
 # anchors ran some twenty minutes earlier, and the machine's speed moves by more than the target's
 # margin in that time. The target's ratio is the pairs' median (report.py).
