@@ -84,16 +84,20 @@ class SessionTestCase(unittest.TestCase):
         worker.start()
         return worker
 
+    def welcomed_workers(self, server, count):
+        """`count` workers (pipelines p0, p1, ...), returned once each has been welcomed."""
+        welcomed = threading.Semaphore(0)
+        workers = [self.worker(server, f"p{i}", on_welcome=lambda w: welcomed.release())
+                   for i in range(count)]
+        for _ in workers:
+            self.assertTrue(welcomed.acquire(timeout=10), "every worker welcomed")
+        return workers
+
 
 class SessionTest(SessionTestCase):
     def test_the_workers_of_a_process_share_one_call(self):
         daemon = SessionOnly()
-        server = self.serve(daemon)
-        welcomed = threading.Semaphore(0)
-        workers = [self.worker(server, f"p{i}", on_welcome=lambda w: welcomed.release())
-                   for i in range(5)]
-        for _ in workers:
-            self.assertTrue(welcomed.acquire(timeout=10), "every worker welcomed")
+        workers = self.welcomed_workers(self.serve(daemon), 5)
         with daemon.condition:
             self.assertEqual(daemon.calls, 1)
             channels = [channel for channel, _ in daemon.hellos]
@@ -131,12 +135,7 @@ class SessionTest(SessionTestCase):
 class FallbackTest(SessionTestCase):
     def test_a_daemon_without_session_gets_a_connect_call_per_worker(self):
         daemon = ConnectOnly()
-        server = self.serve(daemon)
-        welcomed = threading.Semaphore(0)
-        workers = [self.worker(server, f"p{i}", on_welcome=lambda w: welcomed.release())
-                   for i in range(2)]
-        for _ in workers:
-            self.assertTrue(welcomed.acquire(timeout=10), "welcomed over Connect")
+        self.welcomed_workers(self.serve(daemon), 2)  # over Connect
         with daemon.condition:
             self.assertEqual(daemon.connects, 2)
 
