@@ -95,7 +95,7 @@ def snapshot(metrics_port):
 METRICS_PORT = re.compile(r"metrics on port (\d+)")
 BUCKET = re.compile(r'^(ckptd_round_fan_(?:out|in)_seconds|ckptd_store_commit_seconds|'
                     r'ckptd_checkpoint_duration_seconds|ckptd_trigger_delay_seconds|'
-                    r'ckptd_commit_duration_seconds)_bucket'
+                    r'ckptd_trigger_held_seconds|ckptd_commit_duration_seconds)_bucket'
                     r'\{le="([^"]+)"\} (\d+)$')
 
 
@@ -324,7 +324,9 @@ def run(args):
     for name, key in (("ckptd_round_fan_out_seconds", "fan_out"),
                       ("ckptd_round_fan_in_seconds", "fan_in"),
                       ("ckptd_store_commit_seconds", "store_commit"),
-                      ("ckptd_commit_duration_seconds", "commit_phase")):
+                      ("ckptd_commit_duration_seconds", "commit_phase"),
+                      # A round held past its due time by the one before it (its commit).
+                      ("ckptd_trigger_held_seconds", "trigger_held")):
         for q, label in ((0.5, "p50"), (0.99, "p99")):
             result[f"{key}_{label}_le_ms"] = window_quantile(spans0.get(name, {}),
                                                              spans1.get(name, {}), q)

@@ -8,7 +8,9 @@
 // trigger -> acks posted to the strand -> commit -> complete, and the next trigger is one interval
 // after this one. What is measured, over a window after a warm-up:
 //   - trigger delay: actual trigger time minus due time, every sample exactly (through
-//     DaemonMetrics::trigger_delay_sample), p50/p99/p99.9/max;
+//     DaemonMetrics::trigger_delay_sample), p50/p99/p99.9/max: the timer's lateness, counted from
+//     when the round could go; and apart from it the hold, how long the round before kept a
+//     round past its interval's due time (held_*: p50/p99/max and how many rounds were held);
 //   - OS threads of the process and its RSS (read after the warm-up, before the window's samples
 //     fill the sample buffer), CPU over the window.
 // Prints one JSON object on stdout. Run each P in its own process: RSS(P) - RSS(0) is then what P
@@ -28,6 +30,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -157,7 +160,11 @@ int main(int argc, char** argv) {
   DaemonMetrics metrics;
   const double rounds_in_window = measure_s * 1000.0 / static_cast<double>(interval_ms);
   SampleRecorder recorder(static_cast<size_t>(pipelines * (rounds_in_window + 2)) + 1024);
-  metrics.trigger_delay_sample = [&recorder](int64_t micros) { recorder.Record(micros); };
+  SampleRecorder held(static_cast<size_t>(pipelines * (rounds_in_window + 2)) + 1024);
+  metrics.trigger_delay_sample = [&recorder, &held](int64_t delay_micros, int64_t held_micros) {
+    recorder.Record(delay_micros);
+    held.Record(held_micros);
+  };
   MemoryStore store;
   SystemClock clock;
 
@@ -214,6 +221,7 @@ int main(int argc, char** argv) {
   const int64_t cpu0 = ProcessCpuMicros();
   const auto window_start = SteadyClock::now();
   recorder.Arm();
+  held.Arm();
   if (web_rps > 0) {
     web_load = std::async(std::launch::async, [&] {
       return LoadWebView(web, shards.control(), pipelines, web_rps, stop_web);
@@ -221,6 +229,7 @@ int main(int argc, char** argv) {
   }
   std::this_thread::sleep_for(std::chrono::duration<double>(measure_s));
   recorder.Disarm();
+  held.Disarm();
   stop_web = true;
   const WebLoad pages = web_load.valid() ? web_load.get() : WebLoad{};
   const double window_s = SecondsSince(window_start);
@@ -235,6 +244,7 @@ int main(int argc, char** argv) {
   for (auto& r : runners) r->ReleaseAfterStop();
 
   const std::vector<int64_t> samples = recorder.TakeSorted();
+  const std::vector<int64_t> held_samples = held.TakeSorted();
   const auto expected = sessions ? static_cast<uint64_t>(pipelines * rounds_in_window) : 0;
   nlohmann::ordered_json out;
   out["bench"] = web_rps > 0 ? "scheduler_web" : "scheduler";
@@ -256,6 +266,12 @@ int main(int argc, char** argv) {
   out["p99_us"] = Percentile(samples, 0.99);
   out["p999_us"] = Percentile(samples, 0.999);
   out["max_us"] = samples.empty() ? 0 : samples.back();
+  // The other part of a trigger's wait: the round before it held it past the interval's due time.
+  out["held_p50_us"] = Percentile(held_samples, 0.50);
+  out["held_p99_us"] = Percentile(held_samples, 0.99);
+  out["held_max_us"] = held_samples.empty() ? 0 : held_samples.back();
+  out["held_rounds"] =
+      held_samples.end() - std::upper_bound(held_samples.begin(), held_samples.end(), int64_t{0});
   out["completed_in_window"] = completed1 - completed0;
   out["failed_in_window"] = failed1 - failed0;
   out["cpu_pct"] = 100.0 * static_cast<double>(cpu1 - cpu0) / 1e6 / window_s;

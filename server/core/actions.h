@@ -132,9 +132,13 @@ struct DeleteCheckpoints {
   std::vector<int64_t> checkpoint_ids;
 };
 
-// A periodic trigger fired `delay` after it was due.
+// A periodic trigger fired `delay` after it could go (its interval passed, its predecessor ended
+// and min_pause after it); `held` is how long its predecessor (still in flight or committing, then
+// min_pause) kept it past the interval's due time. The first measures the scheduler, the second
+// the rounds.
 struct RecordTriggerDelay {
   std::chrono::microseconds delay{0};
+  std::chrono::microseconds held{0};
 };
 
 // The pending round passed its stuck threshold (CoordinatorOptions::stuck_threshold_ms): the

@@ -112,11 +112,16 @@ Actions PipelineCoordinator::Start(bool restarted) {
 // ---------------------------------------------------------------------------------------------
 // Schedule
 
-std::optional<SteadyTime> PipelineCoordinator::NextPeriodicDue() const {
+SteadyTime PipelineCoordinator::ScheduledDue() const {
   // Never triggered: due at once (after the start offset). A fixed past time, not "now": a real
   // clock moves between the wakeup and this check, and "now" would then always lie a little ahead.
   SteadyTime due = start_hold_until_.value_or(SteadyTime{});
   if (last_trigger_at_) due = std::max(due, *last_trigger_at_ + Millis(spec_.interval_ms));
+  return due;
+}
+
+std::optional<SteadyTime> PipelineCoordinator::NextPeriodicDue() const {
+  SteadyTime due = ScheduledDue();
   if (last_finished_at_) due = std::max(due, *last_finished_at_ + Millis(spec_.min_pause_ms));
   return due;
 }
@@ -295,9 +300,13 @@ bool PipelineCoordinator::TryTrigger(CheckpointKind kind, const std::string& tar
   const SteadyTime now = clock_.SteadyNow();
   if (cause == TriggerCause::kPeriodic) {
     // Due includes the start hold: the delay is how late the trigger came, not how long the
-    // pipeline waited for its tasks or its offset.
+    // pipeline waited for its tasks or its offset. It counts from when the round could go (its
+    // predecessor ended, min_pause passed); how long the predecessor held it past the interval's
+    // due time is reported apart: the first is the scheduler's, the second the rounds'.
     if (auto due = NextPeriodicDue()) {
-      out.push_back(RecordTriggerDelay{Since(PeriodicDueWithPositions(*due), now)});
+      const SteadyTime could_go = PeriodicDueWithPositions(*due);
+      const SteadyTime scheduled = std::min(could_go, PeriodicDueWithPositions(ScheduledDue()));
+      out.push_back(RecordTriggerDelay{Since(could_go, now), Since(scheduled, could_go)});
     }
   }
   PendingRound::Start round;

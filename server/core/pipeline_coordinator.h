@@ -540,7 +540,13 @@ class PipelineCoordinator {
   // The first `max_names` tasks not registered, in spec order; `total` (if given) counts them all.
   std::vector<std::string> MissingTasks(size_t max_names = kMaxListedTaskNames,
                                         int* total = nullptr) const;
+  // When the next periodic round is due: the interval's due (ScheduledDue), and not before
+  // min_pause has passed since the last round ended.
   std::optional<SteadyTime> NextPeriodicDue() const;
+  // When the schedule alone says the next periodic round is due: the start offset, then one
+  // interval after the last trigger. Past it, a round still in flight (or in its commit) holds the
+  // next one back; RecordTriggerDelay reports that hold apart from the timer's own lateness.
+  SteadyTime ScheduledDue() const;
   // Called when the tasks have just become all registered, and on resume: no periodic trigger
   // before the start offset has passed (unless a hold is already running).
   void HoldForStartOffset();

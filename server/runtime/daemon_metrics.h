@@ -74,7 +74,11 @@ struct DaemonMetrics {
   // ckptd_group_rounds_total{result}: alignment group rounds by GroupRoundResult.
   std::array<std::atomic<uint64_t>, 4> group_rounds_total{};
 
-  LatencyHistogram trigger_delay;        // ckptd_trigger_delay_seconds: fire time minus due time
+  LatencyHistogram trigger_delay;  // ckptd_trigger_delay_seconds: fire time minus due time
+  // ckptd_trigger_held_seconds: how long a periodic round's predecessor (in flight, committing,
+  // then min_pause) held it past the interval's due time; 0 for most rounds. The due time of
+  // trigger_delay starts where this ends, so the two never count the same wait.
+  LatencyHistogram trigger_held;
   LatencyHistogram checkpoint_duration;  // ckptd_checkpoint_duration_seconds: trigger to complete
   LatencyHistogram store_commit;         // ckptd_store_commit_seconds: queued to durable
   LatencyHistogram commit_duration;      // ckptd_commit_duration_seconds: complete to COMMITTED
@@ -84,10 +88,11 @@ struct DaemonMetrics {
   LatencyHistogram round_fan_out;
   LatencyHistogram round_fan_in;
 
-  // Empty (off) by default. The benchmarks set it to receive every periodic trigger's delay
-  // exactly: the histogram's buckets are x2 apart, too coarse to compare with the anchors. It runs
-  // on the pipeline's strand, from every io thread at once, so it must be lock-free and not block.
-  std::function<void(int64_t micros)> trigger_delay_sample;
+  // Empty (off) by default. The benchmarks set it to receive every periodic trigger's delay and
+  // hold exactly (trigger_delay, trigger_held): the histograms' buckets are x2 apart, too coarse to
+  // compare with the anchors. It runs on the pipeline's strand, from every io thread at once, so
+  // it must be lock-free and not block.
+  std::function<void(int64_t delay_micros, int64_t held_micros)> trigger_delay_sample;
 
   void CountIgnored(IgnoredReason reason) { ++IgnoredTotal(reason); }
   std::atomic<uint64_t>& IgnoredTotal(IgnoredReason reason) {

@@ -193,6 +193,10 @@ std::string RenderMetricsPage(const DaemonMetrics& m, const Registry& registry,
   out.Family("ckptd_trigger_delay_seconds", "histogram",
              "Scheduling delay: actual trigger time minus due time.");
   out.Histogram("ckptd_trigger_delay_seconds", {}, m.trigger_delay.Take());
+  out.Family("ckptd_trigger_held_seconds", "histogram",
+             "Periodic rounds: how long the round before (in flight or committing, then "
+             "min_pause) held a round past its interval's due time.");
+  out.Histogram("ckptd_trigger_held_seconds", {}, m.trigger_held.Take());
   out.Family("ckptd_store_commit_seconds", "histogram",
              "Time from handing a completed checkpoint to the store to its commit (fsync "
              "included).");

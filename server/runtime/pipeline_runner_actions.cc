@@ -189,8 +189,9 @@ void PipelineRunner::Execute(Action& action) {
     }
   } else if (auto* a = std::get_if<RecordTriggerDelay>(&action)) {
     context_->metrics.trigger_delay.ObserveMicros(a->delay.count());
+    context_->metrics.trigger_held.ObserveMicros(a->held.count());
     if (context_->metrics.trigger_delay_sample)
-      context_->metrics.trigger_delay_sample(a->delay.count());
+      context_->metrics.trigger_delay_sample(a->delay.count(), a->held.count());
   } else if (auto* a = std::get_if<RoundStuck>(&action)) {
     NoteStuck(a->checkpoint_id);
   } else if (std::holds_alternative<CommitOverdue>(action)) {

@@ -107,8 +107,7 @@ std::optional<std::vector<std::string>> TaskIdsFromJson(const std::string& text)
 
 bool TaskStatesFromJson(const std::string& text, std::map<std::string, TaskState>* states,
                         std::vector<TaskFigures>* figures) {
-  json value = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  return ReadTasksJson(value, states, figures);
+  return ReadTasksJsonText(text, states, figures);
 }
 
 namespace {

@@ -40,6 +40,7 @@ TEST_F(DaemonHttpTest, EveryContractMetricHasHelpAndType) {
       {"ckptd_checkpoints_expired_total", "counter"},
       {"ckptd_checkpoint_duration_seconds", "histogram"},
       {"ckptd_trigger_delay_seconds", "histogram"},
+      {"ckptd_trigger_held_seconds", "histogram"},
       {"ckptd_store_commit_seconds", "histogram"},
       {"ckptd_round_fan_out_seconds", "histogram"},
       {"ckptd_round_fan_in_seconds", "histogram"},
@@ -106,6 +107,8 @@ TEST_F(DaemonHttpTest, ValuesFollowCheckpoints) {
   EXPECT_GE(SampleValue(page, "ckptd_round_fan_out_seconds_count"), 2);
   EXPECT_EQ(SampleValue(page, "ckptd_round_fan_in_seconds_count"), 2);
   EXPECT_GE(SampleValue(page, "ckptd_trigger_delay_seconds_count"), 1);
+  // Every periodic trigger observes its hold too (0 when nothing held it).
+  EXPECT_GE(SampleValue(page, "ckptd_trigger_held_seconds_count"), 1);
   EXPECT_EQ(SampleValue(page, "ckptd_checkpoint_duration_seconds_bucket{le=\"+Inf\"}"),
             SampleValue(page, "ckptd_checkpoint_duration_seconds_count"));
 }

@@ -107,7 +107,10 @@ class Harness {
       if (auto* a = std::get_if<SendAbort>(&action)) aborts.push_back(*a);
       if (auto* a = std::get_if<SendComplete>(&action)) completes.push_back(*a);
       if (auto* a = std::get_if<EndSession>(&action)) ended.push_back(*a);
-      if (auto* a = std::get_if<RecordTriggerDelay>(&action)) delays.push_back(a->delay);
+      if (auto* a = std::get_if<RecordTriggerDelay>(&action)) {
+        delays.push_back(a->delay);
+        holds.push_back(a->held);
+      }
       if (auto* a = std::get_if<RoundFinished>(&action)) finished.push_back(*a);
       if (auto* a = std::get_if<IgnoredMessage>(&action))
         ignored.push_back(IgnoredReasonLabel(a->reason));
@@ -217,6 +220,7 @@ class Harness {
   std::vector<SendComplete> completes;
   std::vector<EndSession> ended;
   std::vector<std::chrono::microseconds> delays;
+  std::vector<std::chrono::microseconds> holds;  // RecordTriggerDelay::held, beside `delays`
   std::vector<RoundFinished> finished;
   std::vector<std::string> ignored;
   // Every write of the record or its progress, as the stored record reads after it.

@@ -77,6 +77,33 @@ TEST(Coordinator, MinPauseCountsFromTheEndOfThePreviousRound) {
   EXPECT_EQ(h.triggers.size(), 2u);
 }
 
+TEST(Coordinator, ARoundHeldByItsPredecessorReportsTheHoldApartFromTheDelay) {
+  PipelineSpec spec = MakeSpec();
+  spec.min_pause_ms = 100;
+  Harness h(spec);
+  h.StartToFirstTrigger();
+  h.RunFor(milliseconds(1300));  // the round takes 1.3 s: the next was due at 1.0 s
+  h.AckAll(h.LastTriggerId());
+  h.RunFor(milliseconds(99));
+  EXPECT_EQ(h.triggers.size(), 1u) << "min_pause counts from the end of the round";
+  h.RunFor(milliseconds(1));
+  ASSERT_EQ(h.triggers.size(), 2u);
+  ASSERT_EQ(h.delays.size(), 2u);
+  ASSERT_EQ(h.holds.size(), 2u);
+  EXPECT_EQ(h.holds[0].count(), 0) << "nothing held the first round";
+  // Held from the interval's due time (1.0 s) to the end of the round and its pause (1.4 s); the
+  // timer itself fired on time.
+  EXPECT_EQ(h.holds[1], milliseconds(400));
+  EXPECT_EQ(h.delays[1].count(), 0);
+  // A round that ended in time is not held, even with a pause: 1.4 + 0.2 s, then the interval.
+  h.RunFor(milliseconds(200));
+  h.AckAll(h.LastTriggerId());
+  h.RunFor(milliseconds(800));
+  ASSERT_EQ(h.triggers.size(), 3u);
+  EXPECT_EQ(h.holds[2].count(), 0);
+  EXPECT_EQ(h.delays[2].count(), 0);
+}
+
 TEST(Coordinator, AtMostOneRoundPending) {
   Harness h;
   h.Start();

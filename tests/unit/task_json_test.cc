@@ -167,9 +167,91 @@ TEST(TaskJsonWriter, AgreesWithDumpOnRandomTasks) {
     std::map<std::string, TaskState> states;
     ASSERT_TRUE(ReadTasksJson(json::parse(*written), &states, nullptr));
     EXPECT_EQ(states, cp.task_states);
+    // The reader of the text reads it back too, figures included (those not all zero).
+    std::map<std::string, TaskState> read_states;
+    std::vector<TaskFigures> read_figures, dom_figures;
+    std::map<std::string, TaskState> dom_states;
+    ASSERT_TRUE(ReadTasksJsonText(*written, &read_states, &read_figures));
+    ASSERT_TRUE(ReadTasksJson(json::parse(*written), &dom_states, &dom_figures));
+    EXPECT_EQ(read_states, cp.task_states);
+    EXPECT_EQ(read_figures, dom_figures);
   }
   EXPECT_GT(valid, 1000) << "enough of the random tasks were valid UTF-8 to be written";
   EXPECT_LT(valid, 4000) << "and enough were not";
+}
+
+// The reader of the text against ReadTasksJson over the parsed document, on texts no writer
+// would make: task ids and fields twice, fields of the wrong type or nested, unknown keys, big
+// unsigned numbers, floats, tasks that are not objects, texts cut short. Same verdict, and where
+// both read it, the same states and figures.
+TEST(TaskJsonReader, ReadsEveryTextAsTheDocumentReaderDoes) {
+  std::mt19937_64 random(20261207);
+  const auto pick = [&](std::initializer_list<const char*> from) {
+    return std::string(*(from.begin() + random() % from.size()));
+  };
+  const auto value = [&] {
+    return pick({R"("s")", R"("")", "0", "-7", "42", "18446744073709551615", "1.5", "1e3", "true",
+                 "null", R"({"uri":"x","size_bytes":1})", R"([1,"a",{}])", "[]", "{}"});
+  };
+  const auto field = [&] {
+    return pick({"uri", "size_bytes", "checksum", "worker_id", "acked_at_ms", "sync_duration_ms",
+                 "async_duration_ms", "alignment_duration_ms", "bytes_processed_during_alignment",
+                 "other"});
+  };
+  // Mostly well-formed tasks, so that both readers often accept.
+  const auto task = [&] {
+    if (random() % 20 == 0) return value();
+    std::string t = "{";
+    std::vector<std::string> parts;
+    if (random() % 8) parts.push_back(R"("uri":"u)" + std::to_string(random() % 3) + "\"");
+    if (random() % 8) parts.push_back(R"("size_bytes":)" + std::to_string(random() % 5));
+    if (random() % 8) parts.push_back(R"("checksum":"c")");
+    if (random() % 2) parts.push_back(R"("worker_id":"w)" + std::to_string(random() % 3) + "\"");
+    if (random() % 2) parts.push_back(R"("acked_at_ms":)" + std::to_string(random() % 9));
+    for (int extra = static_cast<int>(random() % 3); extra > 0; --extra) {
+      parts.push_back("\"" + field() + "\":" + value());
+    }
+    std::shuffle(parts.begin(), parts.end(), random);
+    for (size_t i = 0; i < parts.size(); ++i) t += (i ? "," : "") + parts[i];
+    return t + "}";
+  };
+  int accepted = 0, refused = 0;
+  for (int round = 0; round < 20000; ++round) {
+    std::string text;
+    if (random() % 50 == 0) {
+      text = value();
+    } else {
+      text = "{";
+      const int tasks = static_cast<int>(random() % 4);
+      for (int i = 0; i < tasks; ++i) {
+        text += (i ? "," : "") + std::string("\"t") + std::to_string(random() % 3) + "\":" + task();
+      }
+      text += "}";
+    }
+    if (random() % 30 == 0) text.resize(random() % (text.size() + 1));
+    std::map<std::string, TaskState> dom_states, read_states;
+    std::vector<TaskFigures> dom_figures, read_figures;
+    const json document = json::parse(text, nullptr, /*allow_exceptions=*/false);
+    const bool dom = ReadTasksJson(document, &dom_states, &dom_figures);
+    const bool read = ReadTasksJsonText(text, &read_states, &read_figures);
+    ASSERT_EQ(read, dom) << text;
+    // Without figures wanted (their types then go unchecked), the same verdict and states.
+    std::map<std::string, TaskState> dom_plain, read_plain;
+    const bool dom_without = ReadTasksJson(document, &dom_plain, nullptr);
+    ASSERT_EQ(ReadTasksJsonText(text, &read_plain, nullptr), dom_without) << text;
+    if (dom_without) {
+      ASSERT_EQ(read_plain, dom_plain) << text;
+    }
+    if (!dom) {
+      ++refused;
+      continue;
+    }
+    ++accepted;
+    ASSERT_EQ(read_states, dom_states) << text;
+    ASSERT_EQ(read_figures, dom_figures) << text;
+  }
+  EXPECT_GT(accepted, 2000);
+  EXPECT_GT(refused, 2000);
 }
 
 }  // namespace
