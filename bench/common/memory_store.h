@@ -24,7 +24,7 @@ class MemoryStore final : public MetadataStore {
     Complete(puts_, done);
   }
   void ReserveIds(const PipelineKey&, int64_t, Done done) override { Complete(reserves_, done); }
-  void CommitCheckpoint(const CheckpointCommit&, Done done) override { Complete(commits_, done); }
+  void CommitCheckpoint(CheckpointCommit, Done done) override { Complete(commits_, done); }
   void Probe(Done done) override { Complete(puts_, done); }
   void DeletePipeline(const PipelineKey&, Done done) override { Complete(deletes_, done); }
   void DeleteCheckpoints(const PipelineKey&, const std::vector<int64_t>&, Done done) override {

@@ -18,11 +18,17 @@ PendingRound::Timer PendingRound::OnTimer(int64_t checkpoint_id, SteadyTime now)
 PendingRound::Acked PendingRound::Ack(const TaskIdSet& expected, const std::string& task,
                                       const TaskState& state, TaskFigures figures,
                                       int64_t position) {
+  if (completing_ || !expected.count(task)) return Acked::kDuplicate;
+  // One walk of the map finds a repeat and places a new one (this runs for every ack).
+  auto [slot, added] = acked_.try_emplace(task);
   // Checked before the position: a repeated ack is ignored whatever position it names.
-  if (!Awaits(expected, task)) return Acked::kDuplicate;
-  // Snapshotted somewhere else: the round's states would not line up.
-  if (start_.position > 0 && position != start_.position) return Acked::kOtherPosition;
-  acked_.emplace(task, state);
+  if (!added) return Acked::kDuplicate;
+  if (start_.position > 0 && position != start_.position) {
+    // Snapshotted somewhere else: the round's states would not line up.
+    acked_.erase(slot);
+    return Acked::kOtherPosition;
+  }
+  slot->second = state;
   figures_.push_back(std::move(figures));
   if (acked_.size() < expected.size()) return Acked::kAwaitingMore;
   completing_ = true;

@@ -391,16 +391,16 @@ Actions PipelineCoordinator::OnAck(SessionId session, int64_t checkpoint_id,
                                    const AckFigures& reported, int64_t position) {
   Actions out;
   if (!AcceptsRoundMessage(session, checkpoint_id, task_id, "ack", out)) return out;
-  // A repeat is told apart before the ack's figures are made (a worker looping on one ack costs
-  // no copies); Ack checks it again.
-  if (!pending_->Awaits(expected_, task_id)) {
-    out.push_back(IgnoredMessage{IgnoredReason::kDuplicate});
-    return out;
-  }
-  // AcceptsRoundMessage checked that the session holds the task.
+  // AcceptsRoundMessage checked that the session holds the task. A repeat is told apart by Ack
+  // (its figures, two short strings, are made for nothing then; checking first would cost every
+  // ack a second walk of the round's map).
   const PendingRound::Acked acked = pending_->Ack(
       expected_, task_id, state,
       TaskFigures{task_id, sessions_.at(session).worker_id, clock_.WallMs(), reported}, position);
+  if (acked == PendingRound::Acked::kDuplicate) {
+    out.push_back(IgnoredMessage{IgnoredReason::kDuplicate});
+    return out;
+  }
   if (acked == PendingRound::Acked::kOtherPosition) {
     NotePassedPosition(position);
     FailRound(CheckpointStatus::kFailed,

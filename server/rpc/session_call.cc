@@ -70,7 +70,7 @@ void SessionCall::Create(const SessionDeps& deps, const ChannelDeps& channel_dep
   }
   // A call that opens no channel is ended once hello_timeout passes (the lease then takes over).
   call->lease_.Start(call);
-  call->StartRead(&call->in_);
+  call->StartRead(call->NextFrame());
 }
 
 SessionCall::SessionCall(const SessionDeps& deps, const ChannelDeps& channel_deps,
@@ -86,7 +86,22 @@ SessionCall::SessionCall(const SessionDeps& deps, const ChannelDeps& channel_dep
       leadership_(deps.leadership),
       admission_(std::move(admission)),
       lease_(deps.shards.Next(), std::chrono::milliseconds(deps.lease_ttl_ms),
-             std::chrono::milliseconds(deps.hello_timeout_ms)) {}
+             std::chrono::milliseconds(deps.hello_timeout_ms)),
+      in_block_(new char[kReadBlockBytes]),
+      in_arena_(ReadArenaOptions(in_block_.get())) {}
+
+google::protobuf::ArenaOptions SessionCall::ReadArenaOptions(char* block) {
+  google::protobuf::ArenaOptions options;
+  options.initial_block = block;
+  options.initial_block_size = kReadBlockBytes;
+  return options;
+}
+
+v1::WorkerFrame* SessionCall::NextFrame() {
+  in_arena_.Reset();
+  in_ = google::protobuf::Arena::CreateMessage<v1::WorkerFrame>(&in_arena_);
+  return in_;
+}
 
 void SessionCall::OnReadDone(bool ok) {
   if (!ok) {
@@ -101,13 +116,13 @@ void SessionCall::OnReadDone(bool ok) {
   metrics_.session_frames_read_total.fetch_add(1, std::memory_order_relaxed);
   // An ending call opens no channel and hands nothing on: it reads on only to see its end.
   if (EndRequested()) {
-    StartRead(&in_);
+    StartRead(NextFrame());
     return;
   }
-  for (const v1::WorkerEnvelope& envelope : in_.envelopes()) {
+  for (const v1::WorkerEnvelope& envelope : in_->envelopes()) {
     if (!HandleEnvelope(envelope)) return;
   }
-  StartRead(&in_);
+  StartRead(NextFrame());
 }
 
 std::shared_ptr<SessionChannel> SessionCall::Find(uint32_t number) {

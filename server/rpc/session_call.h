@@ -23,6 +23,7 @@
 // Lifetime: the call owns itself (self_) from Create until OnDone. A channel holds only a
 // weak_ptr to it: a pipeline still holding the channel after the call is gone writes to nothing.
 
+#include <google/protobuf/arena.h>
 #include <grpcpp/grpcpp.h>
 
 #include <atomic>
@@ -137,8 +138,18 @@ class SessionCall final : public AsyncBidiReactor<v1::WorkerFrame, v1::Coordinat
   std::atomic<bool> pending_released_{false};  // the pending slot given back (first hello, OnDone)
   StreamLease lease_;                          // one for the call: any frame renews every channel
 
-  // Read side only.
-  v1::WorkerFrame in_;
+  // Read side only. Each frame is parsed onto in_arena_, reset before the next read: a frame's
+  // envelopes, their messages and strings are bump allocations instead of a malloc and a free
+  // each (at ack ingest the allocator was a fifth of the io threads' time, most of it here).
+  // Nothing keeps a reference into a frame past its OnReadDone. in_block_ is the arena's first
+  // block, kept across resets; a larger frame takes more blocks, freed at the reset.
+  static constexpr size_t kReadBlockBytes = 32 * 1024;
+  std::unique_ptr<char[]> in_block_;
+  google::protobuf::Arena in_arena_;
+  v1::WorkerFrame* in_ = nullptr;  // on in_arena_; NextFrame() makes a new one
+  // Resets in_arena_ and returns the frame the next read fills.
+  v1::WorkerFrame* NextFrame();
+  static google::protobuf::ArenaOptions ReadArenaOptions(char* block);
 
   Mutex channels_mu_;
   std::unordered_map<uint32_t, std::shared_ptr<SessionChannel>> channels_

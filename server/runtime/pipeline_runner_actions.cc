@@ -161,7 +161,7 @@ void PipelineRunner::Execute(Action& action) {
     const int64_t id = a->commit.checkpoint.checkpoint_id;
     const SteadyTime queued_at = context_->clock.SteadyNow();
     context_->store.CommitCheckpoint(
-        a->commit, [self = shared_from_this(), id, queued_at](Status s) {
+        std::move(a->commit), [self = shared_from_this(), id, queued_at](Status s) {
           self->ReportWrite(s);
           self->context_->metrics.store_commit.ObserveMicros(
               std::chrono::duration_cast<std::chrono::microseconds>(

@@ -61,8 +61,8 @@ void GroupCommitStore::ReserveIds(const PipelineKey& key, int64_t new_counter, D
   Enqueue(ReserveIdsOp{key, new_counter}, std::move(done));
 }
 
-void GroupCommitStore::CommitCheckpoint(const CheckpointCommit& commit, Done done) {
-  Enqueue(CommitCheckpointOp{commit}, std::move(done));
+void GroupCommitStore::CommitCheckpoint(CheckpointCommit commit, Done done) {
+  Enqueue(CommitCheckpointOp{std::move(commit)}, std::move(done));
 }
 
 void GroupCommitStore::Probe(Done done) {

@@ -41,8 +41,9 @@ class MetadataStore {
 
   // One transaction: appends the checkpoint to the history, writes the progress with it counted,
   // and trims completed checkpoints (not savepoints) beyond `retained`. NOT_FOUND (nothing
-  // written) when the pipeline has no record.
-  virtual void CommitCheckpoint(const CheckpointCommit& commit, Done done) = 0;
+  // written) when the pipeline has no record. By value: a round's commit is moved in (its task
+  // states are hundreds of map nodes for a wide pipeline), not copied.
+  virtual void CommitCheckpoint(CheckpointCommit commit, Done done) = 0;
 
   // A write that changes nothing anyone reads: whether the store takes writes now (StoreHealth
   // probes with it while writes fail).

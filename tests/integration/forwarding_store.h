@@ -23,8 +23,8 @@ class ForwardingStore : public MetadataStore {
   void ReserveIds(const PipelineKey& key, int64_t counter, Done done) override {
     inner_->ReserveIds(key, counter, std::move(done));
   }
-  void CommitCheckpoint(const CheckpointCommit& commit, Done done) override {
-    inner_->CommitCheckpoint(commit, std::move(done));
+  void CommitCheckpoint(CheckpointCommit commit, Done done) override {
+    inner_->CommitCheckpoint(std::move(commit), std::move(done));
   }
   void Probe(Done done) override { inner_->Probe(std::move(done)); }
   void DeleteCheckpoints(const PipelineKey& key, const std::vector<int64_t>& ids,

@@ -56,8 +56,8 @@ class HoldingStore final : public ForwardingStore {
     cv_.notify_all();
   }
 
-  void CommitCheckpoint(const CheckpointCommit& commit, Done done) override {
-    inner().CommitCheckpoint(commit, [this, done = std::move(done)](Status s) {
+  void CommitCheckpoint(CheckpointCommit commit, Done done) override {
+    inner().CommitCheckpoint(std::move(commit), [this, done = std::move(done)](Status s) {
       std::unique_lock lock(mu_);
       if (hold_commits_) return held_.emplace_back(done, s), void();
       lock.unlock();

@@ -130,13 +130,13 @@ void FaultInjectingStore::PutProgress(const PipelineKey& key, const PipelineProg
   inner_->PutProgress(key, progress, std::move(done));
 }
 
-void FaultInjectingStore::CommitCheckpoint(const CheckpointCommit& commit, Done done) {
+void FaultInjectingStore::CommitCheckpoint(CheckpointCommit commit, Done done) {
   done = MaybeHeld(std::move(done));
   if (auto failure = AllWritesFail()) return FailInOrder(std::move(*failure), std::move(done));
   if (auto failure = Take(commits_, commit.key)) {
     return FailInOrder(std::move(*failure), std::move(done));
   }
-  inner_->CommitCheckpoint(commit, std::move(done));
+  inner_->CommitCheckpoint(std::move(commit), std::move(done));
 }
 
 void FaultInjectingStore::Probe(Done done) {

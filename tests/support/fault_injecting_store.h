@@ -50,7 +50,7 @@ class FaultInjectingStore final : public MetadataStore {
   void PutPipeline(const PipelineRecord& record, Done done) override;
   void PutProgress(const PipelineKey& key, const PipelineProgress& progress, Done done) override;
   void ReserveIds(const PipelineKey& key, int64_t new_counter, Done done) override;
-  void CommitCheckpoint(const CheckpointCommit& commit, Done done) override;
+  void CommitCheckpoint(CheckpointCommit commit, Done done) override;
   void Probe(Done done) override;
   void DeletePipeline(const PipelineKey& key, Done done) override;
   void DeleteCheckpoints(const PipelineKey& key, const std::vector<int64_t>& ids,
