@@ -93,7 +93,7 @@ def snapshot(metrics_port):
 
 
 METRICS_PORT = re.compile(r"metrics on port (\d+)")
-BUCKET = re.compile(r'^(ckptd_round_fan_(?:out|in)_seconds|ckptd_store_commit_seconds|'
+BUCKET = re.compile(r'^(ckptd_round_fan_(?:out|in|in_own)_seconds|ckptd_store_commit_seconds|'
                     r'ckptd_checkpoint_duration_seconds|ckptd_trigger_delay_seconds|'
                     r'ckptd_trigger_held_seconds|ckptd_commit_duration_seconds)_bucket'
                     r'\{le="([^"]+)"\} (\d+)$')
@@ -323,6 +323,7 @@ def run(args):
     # The daemon's own share of a round (bucket bounds; buckets are x2 apart).
     for name, key in (("ckptd_round_fan_out_seconds", "fan_out"),
                       ("ckptd_round_fan_in_seconds", "fan_in"),
+                      ("ckptd_round_fan_in_own_seconds", "fan_in_own"),
                       ("ckptd_store_commit_seconds", "store_commit"),
                       ("ckptd_commit_duration_seconds", "commit_phase"),
                       # A round held past its due time by the one before it (its commit).

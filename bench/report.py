@@ -231,14 +231,18 @@ class Report:
                      f"tried {tried}")
         self._evaluate_round_rate(scale)
         for w in (r for r in pick(self.ckptd, bench="e2e", label="wide") if ok(r)):
-            spans = [w.get("fan_out_p99_le_ms"), w.get("fan_in_p99_le_ms")]
+            # The daemon's share: the fan-out, and the fan-in less the store's commit of the round
+            # (the disk's fsync; rows from before that split judge the whole fan-in).
+            own = w.get("fan_in_own_p99_le_ms", w.get("fan_in_p99_le_ms"))
+            spans = [w.get("fan_out_p99_le_ms"), own]
             streams = w.get("streams_per_pipeline", 1)
             anchor = [a for a in pick(self.ckptd, bench="fanout-anchor", tasks=w["tasks"],
                                       streams=streams) if ok(a)]
             self.add(f"wide pipelines: {w['pipelines']:,} x {w['tasks']:,} tasks over "
                      f"{streams} streams each, the daemon's share of a round p99 <= 5 ms",
-                     f"fan-out p99 <= {bound(spans[0])} ms, fan-in p99 <= {bound(spans[1])} ms "
-                     f"(durable commit included)",
+                     f"fan-out p99 <= {bound(spans[0])} ms, fan-in less the store's commit p99 "
+                     f"<= {bound(own)} ms (whole fan-in p99 <= {bound(w.get('fan_in_p99_le_ms'))}"
+                     f" ms, store commit p99 <= {bound(w.get('store_commit_p99_le_ms'))} ms)",
                      f"bare gRPC, one such pipeline: fan-out p99 "
                      f"{anchor[0]['fan_out']['p99_us'] / 1000:.1f} ms, fan-in p99 "
                      f"{anchor[0]['fan_in']['p99_us'] / 1000:.1f} ms" if anchor else "-", None,
@@ -336,8 +340,32 @@ class Report:
             self._evaluate_ha_run(default[0], "")
         for tuned in (r for r in cluster if r.get("max_txn_ops", 128) != 128):
             self._evaluate_ha_run(tuned, f", members at --max-txn-ops {tuned['max_txn_ops']:,}")
-        for single in (r for r in runs if r.get("etcd_members", 3) == 1):
-            self._evaluate_ha_run(single, "")
+        singles = [r for r in runs if r.get("etcd_members", 3) == 1]
+        if len(singles) == 1:
+            self._evaluate_ha_run(singles[0], "")
+        elif singles:
+            self._evaluate_ha_single_runs(singles)
+
+    def _evaluate_ha_single_runs(self, runs):
+        """One member, run after run: in how many of them the steady state held (round three's
+        target 4: p99 <= 200 ms, nothing failed, in at least 9 of 10)."""
+        held, p99s = 0, []
+        for r in runs:
+            steady = r.get("steady")
+            if r.get("status") != "ok" or not steady:
+                continue
+            p99 = steady["checkpoint_ms"]["p99"]
+            p99s.append(p99)
+            clean = steady["failed"] == 0 and steady["aborts_seen_by_workers"] == 0
+            held += 1 if clean and p99 <= 200 else 0
+        spread = (f"; p99 {min(p99s):,.0f}-{max(p99s):,.0f} ms, median "
+                  f"{statistics.median(p99s):,.0f} ms" if p99s else "")
+        pipelines = next((r["steady"]["pipelines"] for r in runs if r.get("steady")), 0)
+        self.add(f"etcd (1 member): {pipelines:,} pipelines at 1 s, nothing failed, checkpoint "
+                 "p99 <= 200 ms in >= 9 of 10 runs",
+                 f"{held} of {len(runs)} runs{spread}", "-", None,
+                 len(runs) >= 10 and held * 10 >= 9 * len(runs),
+                 "each run its own daemons, etcd member and simulator")
 
     def _evaluate_ha_run(self, ha, limit):
         members, floor = ha.get("etcd_members", 3), ha.get("etcd_sequential_puts_per_s")

@@ -213,6 +213,10 @@ std::string RenderMetricsPage(const DaemonMetrics& m, const Registry& registry,
              "Time from reading a round's last ack to handing its complete to every worker "
              "stream (the durable commit included); alignment group rounds are not counted.");
   out.Histogram("ckptd_round_fan_in_seconds", {}, m.round_fan_in.Take());
+  out.Family("ckptd_round_fan_in_own_seconds", "histogram",
+             "The fan-in less the store's commit of the round (queued to durable): the daemon's "
+             "own share, apart from the disk.");
+  out.Histogram("ckptd_round_fan_in_own_seconds", {}, m.round_fan_in_own.Take());
 
   out.Gauge("ckptd_pending_checkpoints",
             "Checkpoints and savepoints pending now (triggered, not "

@@ -260,6 +260,9 @@ class PipelineRunner : public std::enable_shared_from_this<PipelineRunner> {
   // When the pending round's last ack was read from its stream (ckptd_round_fan_in_seconds);
   // the epoch: none (its complete was sent, or a new round began).
   SteadyTime round_last_ack_at_{};
+  // How long the store held the pending round's commit (queued to durable), set as its
+  // completion runs: the fan-in less this is the daemon's own share (round_fan_in_own).
+  SteadyTime::duration round_store_time_{};
   std::optional<PipelineState> counted_state_;  // where it adds one in pipelines_by_state
   bool counted_pending_ = false;  // whether this pipeline adds one to metrics.pending_checkpoints
   bool deleted_ = false;          // after Delete, every event is dropped

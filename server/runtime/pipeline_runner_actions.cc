@@ -77,7 +77,11 @@ void PipelineRunner::Execute(Action& action) {
   } else if (auto* a = std::get_if<SendComplete>(&action)) {
     SendToSessions(sessions_, *a);
     if (round_last_ack_at_ != SteadyTime{}) {
-      context_->metrics.round_fan_in.ObserveMicros(MicrosSince(round_last_ack_at_));
+      const int64_t fan_in = MicrosSince(round_last_ack_at_);
+      context_->metrics.round_fan_in.ObserveMicros(fan_in);
+      const int64_t in_store =
+          std::chrono::duration_cast<std::chrono::microseconds>(round_store_time_).count();
+      context_->metrics.round_fan_in_own.ObserveMicros(std::max<int64_t>(0, fan_in - in_store));
       round_last_ack_at_ = SteadyTime{};
     }
   } else if (auto* a = std::get_if<SendRelease>(&action)) {
@@ -170,8 +174,12 @@ void PipelineRunner::Execute(Action& action) {
           // Never dropped: what is durable is complete (the coordinator checks the id and phase).
           // The usual success posts a handler without the Status: smaller, and nothing to move.
           if (s.ok()) {
-            self->PostStoreCompletion(
-                [id](PipelineRunner& r) { r.Run(r.coordinator_.OnCommitted(id)); });
+            // How long the store held the round, for the fan-in's own share (SendComplete).
+            const SteadyTime durable_at = self->context_->clock.SteadyNow();
+            self->PostStoreCompletion([id, held = durable_at - queued_at](PipelineRunner& r) {
+              r.round_store_time_ = held;
+              r.Run(r.coordinator_.OnCommitted(id));
+            });
           } else {
             self->PostStoreCompletion([id, s = std::move(s)](PipelineRunner& r) {
               r.Run(r.coordinator_.OnCommitFailed(id, s));

@@ -41,6 +41,7 @@ TEST_F(DaemonHttpTest, EveryContractMetricHasHelpAndType) {
       {"ckptd_checkpoint_duration_seconds", "histogram"},
       {"ckptd_trigger_delay_seconds", "histogram"},
       {"ckptd_trigger_held_seconds", "histogram"},
+      {"ckptd_round_fan_in_own_seconds", "histogram"},
       {"ckptd_store_commit_seconds", "histogram"},
       {"ckptd_round_fan_out_seconds", "histogram"},
       {"ckptd_round_fan_in_seconds", "histogram"},
@@ -106,6 +107,7 @@ TEST_F(DaemonHttpTest, ValuesFollowCheckpoints) {
   // them started no commit, so no third fan-in.
   EXPECT_GE(SampleValue(page, "ckptd_round_fan_out_seconds_count"), 2);
   EXPECT_EQ(SampleValue(page, "ckptd_round_fan_in_seconds_count"), 2);
+  EXPECT_EQ(SampleValue(page, "ckptd_round_fan_in_own_seconds_count"), 2);
   EXPECT_GE(SampleValue(page, "ckptd_trigger_delay_seconds_count"), 1);
   // Every periodic trigger observes its hold too (0 when nothing held it).
   EXPECT_GE(SampleValue(page, "ckptd_trigger_held_seconds_count"), 1);
