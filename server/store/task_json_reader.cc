@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <set>
 
+#include "store/task_fields.h"
 #include "store/task_json.h"
+#include "store/task_json_plain.h"
 
 namespace ckpt {
 namespace {
@@ -21,38 +23,6 @@ struct FieldValue {
   std::string text;
   int64_t number = 0;
 };
-
-// The fields ReadTaskJson reads; any other key is skipped with its value.
-enum class Field {
-  kUri,
-  kSizeBytes,
-  kChecksum,
-  kWorkerId,
-  kAckedAt,
-  kSync,
-  kAsync,
-  kAlignment,
-  kAlignmentBytes,
-  kIgnored  // also the count of the fields read
-};
-constexpr size_t kFieldsRead = static_cast<size_t>(Field::kIgnored);
-
-Field FieldNamed(std::string_view key) {
-  static constexpr std::pair<std::string_view, Field> kNames[] = {
-      {"uri", Field::kUri},
-      {"size_bytes", Field::kSizeBytes},
-      {"checksum", Field::kChecksum},
-      {"worker_id", Field::kWorkerId},
-      {"acked_at_ms", Field::kAckedAt},
-      {"sync_duration_ms", Field::kSync},
-      {"async_duration_ms", Field::kAsync},
-      {"alignment_duration_ms", Field::kAlignment},
-      {"bytes_processed_during_alignment", Field::kAlignmentBytes}};
-  for (const auto& [name, field] : kNames) {
-    if (key == name) return field;
-  }
-  return Field::kIgnored;
-}
 
 class TasksReader {
  public:
@@ -70,7 +40,7 @@ class TasksReader {
   bool binary(json::binary_t&) { return Scalar(Held::kOther); }
   bool string(json::string_t& s) {
     if (depth_ != 2) return Scalar(Held::kOther);
-    if (field_ != Field::kIgnored) {
+    if (field_ != TaskField::kOther) {
       Slot(field_).held = Held::kString;
       Slot(field_).text = std::move(s);
     }
@@ -87,7 +57,7 @@ class TasksReader {
     if (depth_ == 1) {
       task_id_ = std::move(k);
     } else if (depth_ == 2) {
-      field_ = FieldNamed(k);
+      field_ = TaskFieldNamed(k);
     }
     return true;
   }
@@ -113,14 +83,14 @@ class TasksReader {
     if (depth_ == 0) return false;  // no object at all
     if (depth_ == 1) {
       invalid_.insert(task_id_);  // a task that is not an object (unless a later one replaces it)
-    } else if (depth_ == 2 && field_ != Field::kIgnored) {
+    } else if (depth_ == 2 && field_ != TaskField::kOther) {
       Slot(field_).held = held;
     }
     return true;
   }
   bool Integer(int64_t n) {
     if (depth_ != 2) return Scalar(Held::kOther);
-    if (field_ != Field::kIgnored) {
+    if (field_ != TaskField::kOther) {
       Slot(field_).held = Held::kInteger;
       Slot(field_).number = n;
     }
@@ -130,7 +100,7 @@ class TasksReader {
     if (depth_ == 1) {
       task_is_object_ = object;
       for (FieldValue& f : fields_) f.held = Held::kAbsent;  // a new task's value
-    } else if (depth_ == 2 && field_ != Field::kIgnored) {
+    } else if (depth_ == 2 && field_ != TaskField::kOther) {
       Slot(field_).held = Held::kOther;  // an object or array where a field is read
     }
     ++depth_;
@@ -172,30 +142,30 @@ class TasksReader {
   }
 
   bool Read(TaskState* state, TaskFigures* task, bool* has_figures) {
-    const FieldValue& uri = Slot(Field::kUri);
-    const FieldValue& size = Slot(Field::kSizeBytes);
-    const FieldValue& checksum = Slot(Field::kChecksum);
+    const FieldValue& uri = Slot(TaskField::kUri);
+    const FieldValue& size = Slot(TaskField::kSizeBytes);
+    const FieldValue& checksum = Slot(TaskField::kChecksum);
     if (uri.held != Held::kString || size.held != Held::kInteger ||
         checksum.held != Held::kString) {
       return false;
     }
     *state = TaskState{uri.text, size.number, checksum.text};
-    *has_figures =
-        Slot(Field::kWorkerId).held != Held::kAbsent || Slot(Field::kAckedAt).held != Held::kAbsent;
+    *has_figures = Slot(TaskField::kWorkerId).held != Held::kAbsent ||
+                   Slot(TaskField::kAckedAt).held != Held::kAbsent;
     if (!figures_ || !*has_figures) return true;
-    const FieldValue& worker = Slot(Field::kWorkerId);
+    const FieldValue& worker = Slot(TaskField::kWorkerId);
     if (worker.held == Held::kString) {
       task->worker_id = worker.text;
     } else if (worker.held != Held::kAbsent) {
       return false;
     }
-    return ReadInt(Field::kAckedAt, &task->acked_at_ms) &&
-           ReadInt(Field::kSync, &task->reported.sync_duration_ms) &&
-           ReadInt(Field::kAsync, &task->reported.async_duration_ms) &&
-           ReadInt(Field::kAlignment, &task->reported.alignment_duration_ms) &&
-           ReadInt(Field::kAlignmentBytes, &task->reported.bytes_processed_during_alignment);
+    return ReadInt(TaskField::kAckedAt, &task->acked_at_ms) &&
+           ReadInt(TaskField::kSync, &task->reported.sync_duration_ms) &&
+           ReadInt(TaskField::kAsync, &task->reported.async_duration_ms) &&
+           ReadInt(TaskField::kAlignment, &task->reported.alignment_duration_ms) &&
+           ReadInt(TaskField::kAlignmentBytes, &task->reported.bytes_processed_during_alignment);
   }
-  bool ReadInt(Field field, int64_t* out) const {
+  bool ReadInt(TaskField field, int64_t* out) const {
     const FieldValue& f = Slot(field);
     if (f.held == Held::kAbsent) return true;
     if (f.held != Held::kInteger) return false;
@@ -203,16 +173,16 @@ class TasksReader {
     return true;
   }
 
-  FieldValue& Slot(Field field) { return fields_[static_cast<size_t>(field)]; }
-  const FieldValue& Slot(Field field) const { return fields_[static_cast<size_t>(field)]; }
+  FieldValue& Slot(TaskField field) { return fields_[static_cast<size_t>(field)]; }
+  const FieldValue& Slot(TaskField field) const { return fields_[static_cast<size_t>(field)]; }
 
   std::map<std::string, TaskState>* states_;
   std::vector<TaskFigures>* figures_;
   int depth_ = 0;
   bool task_is_object_ = false;  // the value of the task being read (depth 2 and more) is one
   std::string task_id_;
-  Field field_ = Field::kIgnored;
-  FieldValue fields_[kFieldsRead];
+  TaskField field_ = TaskField::kOther;
+  FieldValue fields_[kTaskFieldCount];
   // Task ids whose last object so far is not a task's; a later valid object clears its id.
   std::set<std::string> invalid_;
 };
@@ -221,6 +191,11 @@ class TasksReader {
 
 bool ReadTasksJsonText(std::string_view text, std::map<std::string, TaskState>* states,
                        std::vector<TaskFigures>* figures) {
+  // Text as the stores write it is read without the general parser (ReadPlainTasksJson says
+  // which): at start that is every pipeline's newest checkpoint.
+  if (ReadPlainTasksJson(text, states, figures)) return true;
+  states->clear();
+  if (figures) figures->clear();
   TasksReader reader(states, figures);
   return json::sax_parse(text.begin(), text.end(), &reader) && reader.Finish();
 }

@@ -2,6 +2,7 @@
 // writer refuses what dump() refuses (strings that are not UTF-8); ReadTasksJson reads it back.
 
 #include "store/task_json.h"
+#include "store/task_json_plain.h"
 
 #include "sqlite/sqlite_rows.h"
 
@@ -215,7 +216,7 @@ TEST(TaskJsonReader, ReadsEveryTextAsTheDocumentReaderDoes) {
     for (size_t i = 0; i < parts.size(); ++i) t += (i ? "," : "") + parts[i];
     return t + "}";
   };
-  int accepted = 0, refused = 0;
+  int accepted = 0, refused = 0, plain = 0;
   for (int round = 0; round < 20000; ++round) {
     std::string text;
     if (random() % 50 == 0) {
@@ -242,6 +243,15 @@ TEST(TaskJsonReader, ReadsEveryTextAsTheDocumentReaderDoes) {
     if (dom_without) {
       ASSERT_EQ(read_plain, dom_plain) << text;
     }
+    // The fast path reads a text only when the document reader would read it the same.
+    std::map<std::string, TaskState> plain_states;
+    std::vector<TaskFigures> plain_figures;
+    if (ReadPlainTasksJson(text, &plain_states, &plain_figures)) {
+      ++plain;
+      ASSERT_TRUE(dom) << text;
+      ASSERT_EQ(plain_states, dom_states) << text;
+      ASSERT_EQ(plain_figures, dom_figures) << text;
+    }
     if (!dom) {
       ++refused;
       continue;
@@ -252,6 +262,42 @@ TEST(TaskJsonReader, ReadsEveryTextAsTheDocumentReaderDoes) {
   }
   EXPECT_GT(accepted, 2000);
   EXPECT_GT(refused, 2000);
+  EXPECT_GT(plain, 1000) << "the fast path is taken for texts without anything unusual";
+}
+
+// What the writer writes (printable ASCII strings) is read by the fast path, figures and all,
+// as the document reader reads it.
+TEST(TaskJsonReader, TheFastPathReadsWhatTheWriterWrites) {
+  CompletedCheckpoint cp;
+  cp.task_states["source-0"] = {"s3://bucket/job/chk-7/source-0", 4096, "crc32c:0a1b2c3d"};
+  cp.task_states["sink-1"] = {"", 0, ""};
+  cp.task_states["map-2"] = {"file:///tmp/x y", INT64_MIN, "~!@#$%^&*()"};
+  TaskFigures f;
+  f.task_id = "map-2";
+  f.worker_id = "worker-a";
+  f.acked_at_ms = 1765000000000;
+  f.reported.sync_duration_ms = 3;
+  f.reported.bytes_processed_during_alignment = INT64_MAX;
+  TaskFigures g;
+  g.task_id = "source-0";
+  g.acked_at_ms = 5;
+  cp.task_figures = {f, g};
+  const auto written = Written(cp);
+  ASSERT_TRUE(written.has_value());
+  std::map<std::string, TaskState> states;
+  std::vector<TaskFigures> figures;
+  ASSERT_TRUE(ReadPlainTasksJson(*written, &states, &figures)) << *written;
+  EXPECT_EQ(states, cp.task_states);
+  EXPECT_EQ(figures, cp.task_figures);
+  // Whitespace, an escape, a byte above ASCII or a fraction: left to the general reader.
+  for (const char* other : {R"({ "a":{"checksum":"","size_bytes":1,"uri":""}})",
+                            R"({"a":{"checksum":"\n","size_bytes":1,"uri":""}})",
+                            "{\"\xc3\xa9\":{\"checksum\":\"\",\"size_bytes\":1,\"uri\":\"\"}}",
+                            R"({"a":{"checksum":"","size_bytes":1.0,"uri":""}})"}) {
+    std::map<std::string, TaskState> s;
+    std::vector<TaskFigures> v;
+    EXPECT_FALSE(ReadPlainTasksJson(other, &s, &v)) << other;
+  }
 }
 
 }  // namespace
