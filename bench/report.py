@@ -231,8 +231,9 @@ class Report:
                      f"tried {tried}")
         self._evaluate_round_rate(scale)
         for w in (r for r in pick(self.ckptd, bench="e2e", label="wide") if ok(r)):
-            # The daemon's share: the fan-out, and the fan-in less the store's commit of the round
-            # (the disk's fsync; rows from before that split judge the whole fan-in).
+            # The loop's share: the fan-out, and the fan-in less the store's time with the round
+            # (its queue, encoding, transaction and fsync; rows from before that split judge the
+            # whole fan-in). The whole fan-in and the store's part are stated beside it.
             own = w.get("fan_in_own_p99_le_ms", w.get("fan_in_p99_le_ms"))
             spans = [w.get("fan_out_p99_le_ms"), own]
             streams = w.get("streams_per_pipeline", 1)
@@ -240,7 +241,7 @@ class Report:
                                       streams=streams) if ok(a)]
             self.add(f"wide pipelines: {w['pipelines']:,} x {w['tasks']:,} tasks over "
                      f"{streams} streams each, the daemon's share of a round p99 <= 5 ms",
-                     f"fan-out p99 <= {bound(spans[0])} ms, fan-in less the store's commit p99 "
+                     f"fan-out p99 <= {bound(spans[0])} ms, fan-in less the store's time p99 "
                      f"<= {bound(own)} ms (whole fan-in p99 <= {bound(w.get('fan_in_p99_le_ms'))}"
                      f" ms, store commit p99 <= {bound(w.get('store_commit_p99_le_ms'))} ms)",
                      f"bare gRPC, one such pipeline: fan-out p99 "
@@ -280,11 +281,30 @@ class Report:
                      f"{single['completions_per_s']:,.0f}/s one txn+fsync each" if single else "-",
                      ratio, group["completions_per_s"] >= 20000, "ratio = group / single")
         self._evaluate_ha()
+        self._evaluate_regression_pairs()
         restart = one(self.ckptd, bench="restart")
         if restart:
             self.add(f"restart: {restart['pipelines']:,} stored pipelines scheduled within 2 s",
                      f"{restart['all_scheduled_s']:.2f} s", "-", None,
                      ok(restart) and restart["all_scheduled_s"] <= 2.0)
+
+    def _evaluate_regression_pairs(self):
+        """Rounds one and two's rows, an older build beside this one pair by pair
+        (bench/regression_pairs.py; round three's target 7)."""
+        for run in (r for r in pick(self.ckptd, bench="regression_pairs") if ok(r)):
+            worse = [f"{row['row']}: {f['figure']} x{f['ratio']}" for row in run["rows"]
+                     for f in row["figures"] if not f["held"]]
+            # Every row, not a selection (--only): a partial run says nothing of the others.
+            whole = not run.get("only") and run["figures"] == run.get("every_figure")
+            self.add(f"nothing earlier regresses: {run['figures']} figures of rounds one and two, "
+                     f"an older build beside this one, {run['pairs']} pairs each",
+                     f"{run['held']} of {run['figures']} within {run['tolerance']:.0%}"
+                     + ("" if whole else f" (rows matching '{run['only']}' only)"
+                        if run.get("only") else " (not every row)"),
+                     "the older build, the same minute", None,
+                     whole and run["figures"] > 0 and run["held"] == run["figures"],
+                     "not held: " + "; ".join(worse) if worse else "ratio per figure in the "
+                     "table below")
 
     def _evaluate_transports(self):
         """Session beside Connect at the same scale, run back to back."""
@@ -679,6 +699,19 @@ class Report:
                     f"{restart['all_scheduled_s']:.2f} s, their restart writes durable after "
                     f"{restart['restart_durable_s']:.2f} s (RSS {restart['rss_kb'] / 1024:.0f} MiB, "
                     f"{restart['os_threads']} threads)."]
+        for run in (r for r in pick(self.ckptd, bench="regression_pairs") if ok(r)):
+            out += ["", "## Nothing earlier regresses: an older build beside this one, in pairs", "",
+                    f"`bench/regression_pairs.py`, {run['pairs']} pairs a row (the older build, "
+                    f"then this one), each with its own harness; a figure holds when this build's "
+                    f"median is no more than {run['tolerance']:.0%} worse.", "",
+                    "| row | figure | older build | this build | ratio | holds |",
+                    "|---|---|---|---|---|---|"]
+            for row in run["rows"]:
+                for f in row["figures"]:
+                    out.append(f"| {row['row']} | {f['figure']} ({f['better']} is better) | "
+                               f"{fmt(f['old_median'], 1)} | {fmt(f['new_median'], 1)} | "
+                               f"{fmt(f['ratio'], 2)} | "
+                               f"{'yes' if f['held'] else '**no**' if f.get('baseline', True) else 'no baseline'} |")
         return "\n".join(out) + "\n"
 
     def plot(self, path):

@@ -11,6 +11,9 @@
 #   CKPT_BENCH_DATE=NAME       the results' file name (default: today, UTC)
 #   CKPT_BENCH_PAIRS=N         scheduler pairs beside bare Asio at 100,000 (default 10; 0 skips)
 #   CKPT_BENCH_HA_RUNS=N       runs of the one-member HA steady state (default 10)
+#   CKPT_BENCH_OLD_TREE=DIR    an older commit's tree with its build-bench/: rounds one and two's
+#                              rows beside it, in pairs (bench/regression_pairs.py; unset: skipped)
+#   CKPT_BENCH_REGRESSION_PAIRS=N  those pairs (default 3)
 #   CKPT_BENCH_INGEST_PAIRS=N  ack ingest pairs beside bare gRPC (default 3; 0 skips)
 set -euo pipefail
 
@@ -272,6 +275,17 @@ if command -v etcd >/dev/null; then
   done
 else
   step "etcd is not installed (scripts/setup.sh installs it): HA benchmark skipped"
+fi
+
+# Nothing earlier regresses (target 7 of the third performance round): rounds one and two's rows, an
+# older build beside this one pair by pair (bench/regression_pairs.py, about 6 minutes a pair). Only
+# with CKPT_BENCH_OLD_TREE: a tree of the older commit with its Release build in build-bench/.
+if [ -n "${CKPT_BENCH_OLD_TREE:-}" ]; then
+  regression_pairs=${CKPT_BENCH_REGRESSION_PAIRS:-3}
+  step "nothing earlier regresses: $regression_pairs pairs beside $CKPT_BENCH_OLD_TREE"
+  run_bench $((regression_pairs * 900)) '"bench":"regression_pairs"' \
+    "$python" "$root/bench/regression_pairs.py" --old-tree "$CKPT_BENCH_OLD_TREE" \
+    --new-tree "$root" --pairs "$regression_pairs" --work-dir "$work"
 fi
 
 # ---- report --------------------------------------------------------------------------------------

@@ -87,8 +87,9 @@ struct DaemonMetrics {
   // ack read from its stream to the `complete` handed to every stream (durable commit included).
   LatencyHistogram round_fan_out;
   LatencyHistogram round_fan_in;
-  // ckptd_round_fan_in_own_seconds: round_fan_in less the store's commit of the round (queued to
-  // durable, as store_commit): what the loops themselves took, apart from the disk's fsync.
+  // ckptd_round_fan_in_own_seconds: round_fan_in less the store's time with the round (handed
+  // over to durable, as store_commit: its queue, the writer's encoding and transaction, the
+  // fsync): what the pipeline's loop and its streams took.
   LatencyHistogram round_fan_in_own;
 
   // Empty (off) by default. The benchmarks set it to receive every periodic trigger's delay and

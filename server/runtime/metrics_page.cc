@@ -214,8 +214,9 @@ std::string RenderMetricsPage(const DaemonMetrics& m, const Registry& registry,
              "stream (the durable commit included); alignment group rounds are not counted.");
   out.Histogram("ckptd_round_fan_in_seconds", {}, m.round_fan_in.Take());
   out.Family("ckptd_round_fan_in_own_seconds", "histogram",
-             "The fan-in less the store's commit of the round (queued to durable): the daemon's "
-             "own share, apart from the disk.");
+             "The fan-in less the store's time with the round (handed over to durable: its "
+             "queue, the writer's encoding and transaction, the fsync): the pipeline's loop "
+             "and its streams.");
   out.Histogram("ckptd_round_fan_in_own_seconds", {}, m.round_fan_in_own.Take());
 
   out.Gauge("ckptd_pending_checkpoints",

@@ -261,7 +261,7 @@ class PipelineRunner : public std::enable_shared_from_this<PipelineRunner> {
   // the epoch: none (its complete was sent, or a new round began).
   SteadyTime round_last_ack_at_{};
   // How long the store held the pending round's commit (queued to durable), set as its
-  // completion runs: the fan-in less this is the daemon's own share (round_fan_in_own).
+  // completion runs: the fan-in less this is the loop's and the streams' share (round_fan_in_own).
   SteadyTime::duration round_store_time_{};
   std::optional<PipelineState> counted_state_;  // where it adds one in pipelines_by_state
   bool counted_pending_ = false;  // whether this pipeline adds one to metrics.pending_checkpoints
