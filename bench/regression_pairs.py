@@ -22,6 +22,7 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -107,6 +108,15 @@ ROWS = [
 ]
 
 
+def commit_of(tree):
+    """The tree's commit (what the results name, rather than a path of this machine)."""
+    try:
+        return subprocess.run(["git", "-C", tree, "rev-parse", "--short", "HEAD"], check=True,
+                              capture_output=True, text=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
 def run_row(tree, command, work, timeout_s):
     cmd = [part.replace("{work}", work) for part in command(tree)]
     result = run_json(cmd, timeout_s)
@@ -178,7 +188,8 @@ def main():
     held = sum(1 for r in rows for f in r["figures"] if f["held"])
     total = sum(len(r["figures"]) for r in rows)
     every = sum(len(figures) for _, _, figures in ROWS)
-    print(json.dumps({"bench": "regression_pairs", "old_tree": trees["old"], "pairs": args.pairs,
+    print(json.dumps({"bench": "regression_pairs", "old_commit": commit_of(trees["old"]),
+                      "new_commit": commit_of(trees["new"]), "pairs": args.pairs,
                       "tolerance": args.tolerance, "only": args.only, "rows": rows, "held": held,
                       "figures": total, "every_figure": every, "status": "ok"}))
 

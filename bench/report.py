@@ -701,8 +701,10 @@ class Report:
                     f"{restart['os_threads']} threads)."]
         for run in (r for r in pick(self.ckptd, bench="regression_pairs") if ok(r)):
             out += ["", "## Nothing earlier regresses: an older build beside this one, in pairs", "",
-                    f"`bench/regression_pairs.py`, {run['pairs']} pairs a row (the older build, "
-                    f"then this one), each with its own harness; a figure holds when this build's "
+                    f"`bench/regression_pairs.py`, {run['pairs']} pairs a row (the build of "
+                    f"{run.get('old_commit') or 'an older commit'} beside "
+                    f"{run.get('new_commit') or 'this one'}, the two going first in turn), each "
+                    f"with its own harness; a figure holds when this build's "
                     f"median is no more than {run['tolerance']:.0%} worse.", "",
                     "| row | figure | older build | this build | ratio | holds |",
                     "|---|---|---|---|---|---|"]

@@ -1,10 +1,14 @@
 #pragma once
 // The fields of a task's object in a stored checkpoint (task_json.h), by name: what both readers
-// of that text (the general one and the fast path) look for.
+// of that text (the general one and the fast path) look for, and the order both leave figures in.
 
+#include <algorithm>
 #include <cstddef>
 #include <string_view>
 #include <utility>
+#include <vector>
+
+#include "core/types.h"
 
 namespace ckpt {
 
@@ -37,6 +41,17 @@ inline TaskField TaskFieldNamed(std::string_view name) {
     if (name == known) return field;
   }
   return TaskField::kOther;
+}
+
+// CompletedCheckpoint::task_figures' order, by task id. Texts as the stores write them come in
+// that order already (checked first); a hand-made one may not.
+inline void SortByTaskId(std::vector<TaskFigures>* figures) {
+  const auto by_id = [](const TaskFigures& a, const TaskFigures& b) {
+    return a.task_id < b.task_id;
+  };
+  if (!std::is_sorted(figures->begin(), figures->end(), by_id)) {
+    std::sort(figures->begin(), figures->end(), by_id);
+  }
 }
 
 }  // namespace ckpt

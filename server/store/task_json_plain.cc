@@ -2,7 +2,6 @@
 
 #include "store/task_fields.h"
 
-#include <algorithm>
 #include <cstdint>
 #include <limits>
 
@@ -139,12 +138,7 @@ bool ReadPlainTasksJson(std::string_view text, std::map<std::string, TaskState>*
     if (!in.Take('}')) return false;
   }
   if (!in.AtEnd()) return false;
-  const auto by_id = [](const TaskFigures& a, const TaskFigures& b) {
-    return a.task_id < b.task_id;
-  };
-  if (figures && !std::is_sorted(figures->begin(), figures->end(), by_id)) {
-    std::sort(figures->begin(), figures->end(), by_id);
-  }
+  if (figures) SortByTaskId(figures);
   return true;
 }
 

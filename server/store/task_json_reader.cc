@@ -3,7 +3,6 @@
 // hold is tracked only as far as the rules read it: each field's last value and its type, and for
 // a task id seen twice, its last object.
 
-#include <algorithm>
 #include <set>
 
 #include "store/task_fields.h"
@@ -68,13 +67,7 @@ class TasksReader {
   // After the last event: whether every task id's last object was a task's.
   bool Finish() {
     if (!invalid_.empty()) return false;
-    // Written in key order; a hand-made text may not be.
-    const auto by_id = [](const TaskFigures& a, const TaskFigures& b) {
-      return a.task_id < b.task_id;
-    };
-    if (figures_ && !std::is_sorted(figures_->begin(), figures_->end(), by_id)) {
-      std::sort(figures_->begin(), figures_->end(), by_id);
-    }
+    if (figures_) SortByTaskId(figures_);
     return true;
   }
 
