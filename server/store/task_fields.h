@@ -1,11 +1,11 @@
 #pragma once
-// The fields of a task's object in a stored checkpoint (task_json.h), by name: what both readers
-// of that text (the general one and the fast path) look for, and the order both leave figures in.
+// The fields of a task's object in a stored checkpoint (task_json.h) and their keys: what the
+// writer writes and every reader of that text looks for, and the order the readers leave figures
+// in.
 
 #include <algorithm>
 #include <cstddef>
 #include <string_view>
-#include <utility>
 #include <vector>
 
 #include "core/types.h"
@@ -26,19 +26,27 @@ enum class TaskField {
 };
 inline constexpr size_t kTaskFieldCount = static_cast<size_t>(TaskField::kOther);
 
+// The key each field is written under (the protos' names).
+constexpr const char* TaskFieldKey(TaskField field) {
+  switch (field) {
+    case TaskField::kUri: return "uri";
+    case TaskField::kSizeBytes: return "size_bytes";
+    case TaskField::kChecksum: return "checksum";
+    case TaskField::kWorkerId: return "worker_id";
+    case TaskField::kAckedAt: return "acked_at_ms";
+    case TaskField::kSync: return "sync_duration_ms";
+    case TaskField::kAsync: return "async_duration_ms";
+    case TaskField::kAlignment: return "alignment_duration_ms";
+    case TaskField::kAlignmentBytes: return "bytes_processed_during_alignment";
+    case TaskField::kOther: break;
+  }
+  return "";
+}
+
 inline TaskField TaskFieldNamed(std::string_view name) {
-  static constexpr std::pair<std::string_view, TaskField> kNames[] = {
-      {"uri", TaskField::kUri},
-      {"size_bytes", TaskField::kSizeBytes},
-      {"checksum", TaskField::kChecksum},
-      {"worker_id", TaskField::kWorkerId},
-      {"acked_at_ms", TaskField::kAckedAt},
-      {"sync_duration_ms", TaskField::kSync},
-      {"async_duration_ms", TaskField::kAsync},
-      {"alignment_duration_ms", TaskField::kAlignment},
-      {"bytes_processed_during_alignment", TaskField::kAlignmentBytes}};
-  for (const auto& [known, field] : kNames) {
-    if (name == known) return field;
+  for (size_t i = 0; i < kTaskFieldCount; ++i) {
+    const auto field = static_cast<TaskField>(i);
+    if (name == TaskFieldKey(field)) return field;
   }
   return TaskField::kOther;
 }

@@ -2,19 +2,24 @@
 
 #include <algorithm>
 
+#include "store/task_fields.h"
+
 namespace ckpt {
 
 using nlohmann::json;
 
 namespace {
 
-// The figure keys, as the protos name them.
-constexpr const char* kWorker = "worker_id";
-constexpr const char* kAckedAt = "acked_at_ms";
-constexpr const char* kSync = "sync_duration_ms";
-constexpr const char* kAsync = "async_duration_ms";
-constexpr const char* kAlignment = "alignment_duration_ms";
-constexpr const char* kAlignmentBytes = "bytes_processed_during_alignment";
+// The keys (store/task_fields.h), as the protos name them.
+constexpr const char* kUri = TaskFieldKey(TaskField::kUri);
+constexpr const char* kSizeBytes = TaskFieldKey(TaskField::kSizeBytes);
+constexpr const char* kChecksum = TaskFieldKey(TaskField::kChecksum);
+constexpr const char* kWorker = TaskFieldKey(TaskField::kWorkerId);
+constexpr const char* kAckedAt = TaskFieldKey(TaskField::kAckedAt);
+constexpr const char* kSync = TaskFieldKey(TaskField::kSync);
+constexpr const char* kAsync = TaskFieldKey(TaskField::kAsync);
+constexpr const char* kAlignment = TaskFieldKey(TaskField::kAlignment);
+constexpr const char* kAlignmentBytes = TaskFieldKey(TaskField::kAlignmentBytes);
 
 void PutIfSet(json& object, const char* key, int64_t value) {
   if (value != 0) object[key] = value;
@@ -125,12 +130,12 @@ bool AppendTask(const TaskState& state, const TaskFigures* f, std::string* out) 
   if (f && f->reported.bytes_processed_during_alignment != 0) {
     AppendIntField(kAlignmentBytes, f->reported.bytes_processed_during_alignment, &first, out);
   }
-  if (!AppendStringField("checksum", state.checksum, &first, out)) return false;
-  AppendIntField("size_bytes", state.size_bytes, &first, out);
+  if (!AppendStringField(kChecksum, state.checksum, &first, out)) return false;
+  AppendIntField(kSizeBytes, state.size_bytes, &first, out);
   if (f && f->reported.sync_duration_ms != 0) {
     AppendIntField(kSync, f->reported.sync_duration_ms, &first, out);
   }
-  if (!AppendStringField("uri", state.uri, &first, out)) return false;
+  if (!AppendStringField(kUri, state.uri, &first, out)) return false;
   if (f && !f->worker_id.empty() && !AppendStringField(kWorker, f->worker_id, &first, out)) {
     return false;
   }
@@ -141,8 +146,7 @@ bool AppendTask(const TaskState& state, const TaskFigures* f, std::string* out) 
 }  // namespace
 
 json TaskJson(const TaskState& state, const TaskFigures* figures) {
-  json object = {
-      {"uri", state.uri}, {"size_bytes", state.size_bytes}, {"checksum", state.checksum}};
+  json object = {{kUri, state.uri}, {kSizeBytes, state.size_bytes}, {kChecksum, state.checksum}};
   if (figures) {
     if (!figures->worker_id.empty()) object[kWorker] = figures->worker_id;
     PutIfSet(object, kAckedAt, figures->acked_at_ms);
@@ -157,9 +161,9 @@ json TaskJson(const TaskState& state, const TaskFigures* figures) {
 bool ReadTaskJson(const std::string& task_id, const json& value, TaskState* state,
                   TaskFigures* figures, bool* has_figures) {
   if (!value.is_object()) return false;
-  auto uri = value.find("uri");
-  auto size = value.find("size_bytes");
-  auto checksum = value.find("checksum");
+  auto uri = value.find(kUri);
+  auto size = value.find(kSizeBytes);
+  auto checksum = value.find(kChecksum);
   if (uri == value.end() || !uri->is_string() || size == value.end() ||
       !size->is_number_integer() || checksum == value.end() || !checksum->is_string()) {
     return false;
