@@ -21,6 +21,7 @@ PipelineSession::PipelineSession(std::shared_ptr<RuntimeCore> core, PipelineWork
       standby_backoff_(
           BackoffPolicy{options_.backoff_initial, std::min(options_.backoff_max, kStandbyPollMax)},
           core_->NextSeed()),
+      standby_poll_(kStandbyPollWindow, core_->servers().size() > 1),
       follower_(core_->servers()),
       heartbeat_timer_(strand_),
       retry_timer_(strand_),

@@ -43,9 +43,10 @@ class PipelineSession final : public PipelineWorker,
   static constexpr std::chrono::milliseconds kDefaultHeartbeatInterval{3000};
   // A session that stayed up this long resets the backoff.
   static constexpr std::chrono::milliseconds kStableSession{1000};
-  // Once a standby has answered since the last welcome, retries are no further apart than this
-  // (jittered): a live standby means a takeover within the election TTL, and the workers should
-  // find the new leader within a second of it, not after a backoff grown while it campaigned.
+  // Once a standby has answered since the last welcome, or a welcomed stream was lost while the
+  // worker knows several daemons, retries are no further apart than this (jittered): a takeover is
+  // due within the election TTL, and the workers should find the new leader within a second of
+  // it, not after a backoff grown while it campaigned (see StandbyPoll).
   static constexpr std::chrono::milliseconds kStandbyPollMax{1000};
   // ... for this long after the first such answer: a group that stays without a leader (etcd's
   // quorum lost) is then retried at the normal backoff again.
@@ -159,9 +160,9 @@ class PipelineSession final : public PipelineWorker,
   // When the current stream last took a message to send: every message renews the lease.
   std::chrono::steady_clock::time_point last_sent_at_;
   Backoff backoff_;
-  Backoff standby_backoff_;                       // backoff_ capped at kStandbyPollMax
-  StandbyPoll standby_poll_{kStandbyPollWindow};  // when standby_backoff_ is the one
-  cli::LeaderFollower follower_;                  // which daemon the next stream goes to
+  Backoff standby_backoff_;       // backoff_ capped at kStandbyPollMax
+  StandbyPoll standby_poll_;      // when standby_backoff_ is the one
+  cli::LeaderFollower follower_;  // which daemon the next stream goes to
   EpochFilter epochs_;
   // The positions of the last triggers, by checkpoint id (at most kRememberedTriggers).
   static constexpr size_t kRememberedTriggers = 8;

@@ -2,9 +2,12 @@
 // When a pipeline's session retries at the standby pace (PipelineSession::kStandbyPollMax) rather
 // than its normal backoff. A daemon that answers as a standby of an HA group says a takeover is
 // under way, due within the election TTL: the worker should find the new leader within about a
-// second of it, not after a backoff grown while the standby campaigned. But only for `window`
-// after the first such answer since the last welcome: a group that stays without a leader (etcd's
-// quorum lost) is then retried at the normal backoff again, and a welcome starts it over.
+// second of it, not after a backoff grown while the standby campaigned. So does a welcomed stream
+// lost by a worker that knows several daemons: its leader may have died, and the standby's answer
+// may never reach this worker before the takeover (its channel to the standby can still fail fast
+// from an earlier outage, a restart of that standby). But only for `window` after the first such
+// sign since the last welcome: a group that stays without a leader (etcd's quorum lost) is then
+// retried at the normal backoff again, and a welcome starts it over.
 //
 // Threading: a plain value; requires external synchronization (the session's strand). Times are
 // passed in, so that tests need no clock.
@@ -17,13 +20,15 @@ class StandbyPoll {
  public:
   using TimePoint = std::chrono::steady_clock::time_point;
 
-  explicit StandbyPoll(std::chrono::milliseconds window) : window_(window) {}
+  // `in_group`: the worker was given more than one daemon, so a lost leader has a successor.
+  StandbyPoll(std::chrono::milliseconds window, bool in_group)
+      : window_(window), in_group_(in_group) {}
 
   // A stream ended at `now`: whether it had been welcomed, and whether a daemon answered as a
   // standby (its trailer named a leader, or said there is none yet).
   void StreamEnded(bool was_welcomed, bool standby_answered, TimePoint now) {
     if (was_welcomed) answered_ = false;
-    if (standby_answered && !answered_) {
+    if ((standby_answered || (was_welcomed && in_group_)) && !answered_) {
       answered_ = true;
       since_ = now;
     }
@@ -34,7 +39,9 @@ class StandbyPoll {
 
  private:
   const std::chrono::milliseconds window_;
-  bool answered_ = false;  // a standby answered since the last welcome (or the start) ...
+  const bool in_group_;
+  bool answered_ = false;  // a standby answered (or a welcomed stream was lost) since the last
+                           // welcome or the start ...
   TimePoint since_;        // ... first at this time
 };
 

@@ -12,14 +12,14 @@ constexpr milliseconds kWindow{30000};
 const StandbyPoll::TimePoint t0{seconds(1000)};
 
 TEST(SdkStandbyPoll, NoStandbyAnswerKeepsTheNormalBackoff) {
-  StandbyPoll poll(kWindow);
+  StandbyPoll poll(kWindow, /*in_group=*/false);
   EXPECT_FALSE(poll.Active(t0));
   poll.StreamEnded(/*was_welcomed=*/false, /*standby_answered=*/false, t0);
   EXPECT_FALSE(poll.Active(t0));
 }
 
 TEST(SdkStandbyPoll, AStandbyAnswerPollsForTheWindowFromTheFirstAnswerThenStops) {
-  StandbyPoll poll(kWindow);
+  StandbyPoll poll(kWindow, /*in_group=*/false);
   poll.StreamEnded(false, true, t0);
   EXPECT_TRUE(poll.Active(t0));
   // Later answers of standbys do not extend it: a group without a leader is not polled forever.
@@ -31,7 +31,7 @@ TEST(SdkStandbyPoll, AStandbyAnswerPollsForTheWindowFromTheFirstAnswerThenStops)
 }
 
 TEST(SdkStandbyPoll, AWelcomeStartsItOver) {
-  StandbyPoll poll(kWindow);
+  StandbyPoll poll(kWindow, /*in_group=*/false);
   poll.StreamEnded(false, true, t0);
   EXPECT_FALSE(poll.Active(t0 + seconds(40)));
   // A leader welcomed the worker; that stream ended, and a standby answers the next attempt.
@@ -43,6 +43,27 @@ TEST(SdkStandbyPoll, AWelcomeStartsItOver) {
   poll.StreamEnded(true, true, t0 + seconds(200));
   EXPECT_TRUE(poll.Active(t0 + seconds(201)));
   EXPECT_FALSE(poll.Active(t0 + seconds(231)));
+}
+
+TEST(SdkStandbyPoll, AWelcomedStreamLostInAGroupPollsWithoutAStandbyAnswer) {
+  // The leader died; the standby's answer never came (this worker's channel to it still failed
+  // fast from the standby's own restart): a takeover is due all the same.
+  StandbyPoll poll(kWindow, /*in_group=*/true);
+  poll.StreamEnded(/*was_welcomed=*/false, /*standby_answered=*/false, t0);
+  EXPECT_FALSE(poll.Active(t0)) << "never welcomed: nothing was lost";
+  poll.StreamEnded(/*was_welcomed=*/true, /*standby_answered=*/false, t0 + seconds(10));
+  EXPECT_TRUE(poll.Active(t0 + seconds(10)));
+  // Failures to connect and standby answers after it do not extend the window.
+  poll.StreamEnded(false, false, t0 + seconds(20));
+  poll.StreamEnded(false, true, t0 + seconds(30));
+  EXPECT_TRUE(poll.Active(t0 + seconds(39)));
+  EXPECT_FALSE(poll.Active(t0 + seconds(40)));
+}
+
+TEST(SdkStandbyPoll, AWelcomedStreamLostByAWorkerOfOneDaemonKeepsTheNormalBackoff) {
+  StandbyPoll poll(kWindow, /*in_group=*/false);
+  poll.StreamEnded(/*was_welcomed=*/true, /*standby_answered=*/false, t0);
+  EXPECT_FALSE(poll.Active(t0));
 }
 
 }  // namespace
