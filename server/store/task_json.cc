@@ -1,6 +1,7 @@
 #include "store/task_json.h"
 
 #include <algorithm>
+#include <charconv>
 
 #include "store/task_fields.h"
 
@@ -42,6 +43,12 @@ bool AppendString(const std::string& text, std::string* out) {
   const auto* p = reinterpret_cast<const unsigned char*>(text.data());
   const auto* end = p + text.size();
   while (p < end) {
+    // A run of bytes that stand for themselves goes out in one append: ids and uris are mostly
+    // that, and a byte at a time was a tenth of the writer's time on a 2,000-task checkpoint.
+    const auto* run = p;
+    while (p < end && *p >= 0x20 && *p < 0x80 && *p != '"' && *p != '\\') ++p;
+    if (p != run) out->append(reinterpret_cast<const char*>(run), static_cast<size_t>(p - run));
+    if (p == end) break;
     const unsigned char c = *p;
     if (c < 0x80) {
       switch (c) {
@@ -103,7 +110,9 @@ void AppendIntField(const char* key, int64_t value, bool* first, std::string* ou
   out->push_back('"');
   out->append(key);
   out->append("\":");
-  out->append(std::to_string(value));
+  char digits[24];
+  const auto written = std::to_chars(digits, digits + sizeof digits, value);
+  out->append(digits, written.ptr);
 }
 
 bool AppendStringField(const char* key, const std::string& value, bool* first, std::string* out) {
