@@ -284,9 +284,10 @@ struct PipelineWorkerCounters {
 // list. Once a standby has answered, or a welcomed stream was lost, the backoff is capped at a
 // second (jittered) for 30 s: a takeover is due within the election TTL, and the new leader is
 // found within about a second of it. Each new stream takes its tasks over (as any reconnect does):
-// the tasks keep running and are not asked to restart. Every message is believed only from the newest leadership seen: a
-// trigger of a lower leader_epoch than one seen, and a welcome, abort or complete on a stream
-// whose welcome had one, are dropped (not given to the handlers) and counted as stale_messages.
+// the tasks keep running and are not asked to restart. Every message is believed only from the
+// newest leadership seen: a trigger of a lower leader_epoch than one seen, and a welcome, abort or
+// complete on a stream whose welcome had one, are dropped (not given to the handlers) and counted
+// as stale_messages.
 //
 // Sends: Ack, Decline and RequestSavepoint go out only on a welcomed stream, before Goodbye.
 // Otherwise (connecting, backing off, stopped) they are dropped and counted, not queued: an ack
