@@ -65,8 +65,11 @@ class Report:
         everything = pick(ckptd, bench="scheduler")
         # Runs with a worker session per pipeline (rounds every interval), and idle runs (no
         # session: every pipeline waits for its tasks), which measure what a pipeline itself costs.
-        self.sched = sorted((r for r in everything if r.get("sessions", True)),
+        self.sched = sorted((r for r in everything
+                             if r.get("sessions", True) and r.get("phases", "paced") == "paced"),
                             key=lambda r: r["pipelines"])
+        # Sessions registering all at once, first triggers set by the start offset.
+        self.spread = [r for r in everything if r.get("phases") in ("spread", "hash")]
         self.idle = sorted((r for r in everything if not r.get("sessions", True)),
                            key=lambda r: r["pipelines"])
         base = one(self.sched, pipelines=0)
@@ -282,11 +285,27 @@ class Report:
                      ratio, group["completions_per_s"] >= 20000, "ratio = group / single")
         self._evaluate_ha()
         self._evaluate_regression_pairs()
+        self._evaluate_start_spread()
         restart = one(self.ckptd, bench="restart")
         if restart:
             self.add(f"restart: {restart['pipelines']:,} stored pipelines scheduled within 2 s",
                      f"{restart['all_scheduled_s']:.2f} s", "-", None,
                      ok(restart) and restart["all_scheduled_s"] <= 2.0)
+
+    def _evaluate_start_spread(self):
+        """Fleet control, the spread: the most first triggers in any tenth of the interval, as a
+        share of the pipelines, when every session registers at once; by start slot (the daemon's
+        way) beside by key hash."""
+        slot = one(self.spread, phases="spread")
+        hashed = one(self.spread, phases="hash")
+        if slot and slot.get("first_triggers_most_in_a_tenth") is not None:
+            share = slot["first_triggers_most_in_a_tenth"]
+            other = hashed.get("first_triggers_most_in_a_tenth") if hashed else None
+            self.add(f"start spread: {slot['pipelines']:,} pipelines registering at once, the "
+                     f"most first triggers in any tenth of the interval <= 20 %",
+                     f"{share:.1%} (by start slot)",
+                     "-" if other is None else f"{other:.1%} (by key hash)", None,
+                     ok(slot) and share <= 0.2)
 
     def _evaluate_regression_pairs(self):
         """Rounds one and two's rows, an older build beside this one pair by pair

@@ -17,9 +17,13 @@
 // pipelines cost. With --sessions 0 no worker connects: every pipeline waits for its tasks, which
 // measures what an idle pipeline costs (no session, no round).
 //
-// With --phases hash the phases are set the daemon's way instead (`start_spread_ms`): every session
-// registers at once and each pipeline holds its first trigger for a fraction of the interval fixed
-// by its key, so the phases are uniform at random rather than even.
+// With --phases hash the phases are set by the start offset instead: every session registers at
+// once (as after a restart or a takeover, every worker reconnecting) and each pipeline holds its
+// first trigger for a fraction of the interval fixed by its key, so the phases are uniform at
+// random rather than even. With --phases spread, the daemon's way (`start_spread_ms` unset): the
+// fraction of each pipeline's start slot, the order it was made in. Both report the first
+// triggers' spread: the most of them in any tenth of the interval, as a share of the pipelines
+// (first_triggers_most_in_a_tenth: at most 0.2 is the daemon's rule).
 //
 // With --web-rps R the web view (server/web) is loaded through the window, as a browser left open
 // on it would be, only harder: R page requests a second, one after the other, alternating the
@@ -31,6 +35,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -70,6 +75,18 @@ double SecondsSince(SteadyClock::time_point t) {
 // io threads fall behind, every trigger due meanwhile fires late and in a clump, and since each
 // next trigger is due one interval after the actual one, the clump comes back round after round.
 PipelineKey PipelineKeyOf(int i) { return {"bench", "p" + std::to_string(i)}; }
+
+// The most of `times` inside any window [t, t + width).
+size_t MostInAWindow(std::vector<int64_t> times, int64_t width) {
+  std::sort(times.begin(), times.end());
+  size_t most = 0;
+  size_t first = 0;
+  for (size_t last = 0; last < times.size(); ++last) {
+    while (times[last] - times[first] >= width) ++first;
+    most = std::max(most, last - first + 1);
+  }
+  return most;
+}
 
 StoredPipeline MakePipeline(int i, int tasks, int64_t interval_ms) {
   StoredPipeline stored;
@@ -146,8 +163,8 @@ int main(int argc, char** argv) {
   const bool sessions = args.Int("sessions") != 0;
   const double web_rps = args.Double("web-rps");
   const std::string phases = args.Str("phases");
-  if (phases != "paced" && phases != "hash") {
-    std::fprintf(stderr, "--phases: paced or hash, not '%s'\n", phases.c_str());
+  if (phases != "paced" && phases != "hash" && phases != "spread") {
+    std::fprintf(stderr, "--phases: paced, hash or spread, not '%s'\n", phases.c_str());
     return 2;
   }
   // The daemon's rule (Daemon::Start): `threads: 0` means one io thread per core.
@@ -172,6 +189,9 @@ int main(int argc, char** argv) {
 
   // Every pipeline first, waiting for its tasks; then the sessions, paced over one interval.
   const auto setup_start = SteadyClock::now();
+  // Each pipeline's first trigger, in microseconds after the registrations began (0: none yet).
+  std::vector<std::atomic<int64_t>> first_trigger_us(static_cast<size_t>(pipelines));
+  SteadyClock::time_point registered_at;
   std::vector<std::shared_ptr<PipelineRunner>> runners;
   runners.reserve(pipelines);
   // paced: start_spread 0, the paced registrations alone set each phase. hash: the daemon's own
@@ -181,10 +201,12 @@ int main(int argc, char** argv) {
       RunnerContext{.store = store, .clock = clock, .metrics = metrics});
   CoordinatorOptions options;
   if (phases == "hash") options.start_spread = Millis(interval_ms);
+  if (phases == "spread") options.start_spread = std::nullopt;  // the whole interval
   for (int i = 0; i < pipelines; ++i) {
     auto runner = std::make_shared<PipelineRunner>(shards.For(PipelineKeyOf(i)),
                                                    MakePipeline(i, tasks, interval_ms),
                                                    /*restarted=*/false, context, options);
+    if (phases == "spread") runner->SetStartSlot(static_cast<uint64_t>(i));
     runner->Start();
     runners.push_back(std::move(runner));
   }
@@ -196,6 +218,7 @@ int main(int argc, char** argv) {
     const auto first = SteadyClock::now() + std::chrono::milliseconds(interval_ms / 10);
     const std::chrono::duration<double, std::milli> spacing(static_cast<double>(interval_ms) /
                                                             std::max(pipelines, 1));
+    registered_at = SteadyClock::now();
     for (int i = 0; i < pipelines; ++i) {
       if (phases == "paced") {
         std::this_thread::sleep_until(
@@ -203,7 +226,8 @@ int main(int argc, char** argv) {
       }
       const SessionId session = static_cast<SessionId>(i) + 1;
       runners[i]->Register(session,
-                           std::make_shared<InstantAckSink>(runners[i], session, shared_task_ids),
+                           std::make_shared<InstantAckSink>(runners[i], session, shared_task_ids,
+                                                            &first_trigger_us[i], registered_at),
                            HelloInfo{"bench-worker", runners[i]->key(), task_ids,
                                      /*takeover=*/false, /*principal=*/""});
     }
@@ -272,6 +296,12 @@ int main(int argc, char** argv) {
   out["held_max_us"] = held_samples.empty() ? 0 : held_samples.back();
   out["held_rounds"] =
       held_samples.end() - std::upper_bound(held_samples.begin(), held_samples.end(), int64_t{0});
+  if (sessions) {
+    std::vector<int64_t> firsts;
+    for (const auto& first : first_trigger_us) firsts.push_back(first.load());
+    const size_t most = MostInAWindow(std::move(firsts), interval_ms * 100);
+    out["first_triggers_most_in_a_tenth"] = static_cast<double>(most) / std::max(pipelines, 1);
+  }
   out["completed_in_window"] = completed1 - completed0;
   out["failed_in_window"] = failed1 - failed0;
   out["cpu_pct"] = 100.0 * static_cast<double>(cpu1 - cpu0) / 1e6 / window_s;

@@ -108,6 +108,16 @@ done
 step "scheduler: 100,000 pipelines with the web view's pages loaded (5 a second) beside them"
 run_bench 120 '"bench":"scheduler_web","pipelines":100000' \
   "$build/bench/ckpt-bench-scheduler" --pipelines 100000 --warmup-s 2 --measure-s 10 --web-rps 5
+# Fleet control, the spread: 100,000 pipelines whose sessions all register at once (as after a
+# restart or a takeover, every worker reconnecting), first triggers set by the start slot (the
+# daemon's way) and, beside it, by the key's hash; the most first triggers in any tenth of the
+# interval, as a share (the daemon's rule: at most 0.2).
+step "scheduler: the start spread of 100,000 pipelines registering at once (slot, then hash)"
+for phases in spread hash; do
+  run_bench 120 "\"bench\":\"scheduler\",\"pipelines\":100000,\"phases\":\"$phases\"" \
+    "$build/bench/ckpt-bench-scheduler" --pipelines 100000 --phases "$phases" --warmup-s 3 \
+    --measure-s 3
+done
 # Target 4 of the second performance round: how often the tail holds, not one figure. Ten pairs
 # (ckptd, then the bare Asio pattern) alone and ten beside a spinning process, about 7 minutes.
 # CKPT_BENCH_PAIRS sets the count (0 skips it); it needs the anchors' asio_timers.

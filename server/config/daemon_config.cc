@@ -215,7 +215,10 @@ MaybeYamlError ConfigReader::ReadTopLevelField(const YamlField& field) {
     return ReadInt(field, 0, kMaxDurationMs, &config_.stuck_threshold_ms);
   }
   if (name == "start_spread_ms") {
-    return ReadInt(field, 0, kMaxDurationMs, &config_.start_spread_ms);
+    int64_t spread = 0;
+    if (auto error = ReadInt(field, 0, kMaxDurationMs, &spread)) return error;
+    config_.start_spread_ms = spread;
+    return std::nullopt;
   }
   if (name == "lease_ttl_ms") {
     lease_ = field;

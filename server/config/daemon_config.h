@@ -48,10 +48,11 @@ struct DaemonConfig {
   // memory (about 20 KB in gRPC and here) and identifies no one.
   int64_t hello_timeout_ms = 10000;
   int64_t shutdown_grace_ms = 10000;  // SIGTERM: how long pending rounds may finish
-  // When a pipeline's tasks become all registered, its next periodic trigger waits a fixed
-  // per-pipeline fraction of min(this, its interval), so pipelines whose workers connect together
-  // do not checkpoint in lockstep (CoordinatorOptions::start_spread). 0 = trigger at once.
-  int64_t start_spread_ms = 1000;
+  // When an overdue pipeline's tasks become all registered (a start, a takeover) or it is
+  // resumed, its next periodic trigger waits a fixed per-pipeline fraction of min(this, its
+  // interval), so pipelines whose workers connect together do not checkpoint in lockstep
+  // (CoordinatorOptions::start_spread). Unset: of the whole interval. 0 = trigger at once.
+  std::optional<int64_t> start_spread_ms;
   // A pending round older than this is logged once at warning with what holds it, and counted
   // (ckptd_checkpoints_stuck_total). 0 = automatic: max(3 x the pipeline's recent p95, 30 s).
   int64_t stuck_threshold_ms = 0;

@@ -1,10 +1,19 @@
 #include "config/reload_rules.h"
 
 #include <functional>
+#include <optional>
 #include <sstream>
 
 namespace ckpt {
 namespace {
+
+template <typename T>
+std::string Text(const T& value);
+
+template <typename T>
+std::string Text(const std::optional<T>& value) {
+  return value ? Text(*value) : "unset";
+}
 
 template <typename T>
 std::string Text(const T& value) {

@@ -73,13 +73,15 @@ struct CoordinatorOptions {
   // Must outlive the coordinator.
   RestorePins* pins = nullptr;
   // Pipelines whose workers connect together (a fleet starting, every worker reconnecting after
-  // a daemon restart) would trigger together and stay together: rule 4 counts each interval from
-  // the actual trigger, so a clump never spreads by itself, and a clump of thousands of rounds
-  // meets the network and the store at once. So when its tasks become all registered, and when
-  // it is resumed, a pipeline holds its next periodic trigger until its start offset has passed:
-  // a fraction of min(start_spread, interval) fixed by its key. 0: no offset. Savepoints and
-  // TriggerCheckpoint do not wait for it.
-  Millis start_spread{0};
+  // a daemon restart or a takeover, a job's pipelines resumed together) would trigger together
+  // and stay together: rule 4 counts each interval from the actual trigger, so a clump never
+  // spreads by itself, and a clump of thousands of rounds meets the network and the store at
+  // once. So when its tasks become all registered, and when it is resumed, a pipeline already
+  // overdue holds its next periodic trigger until its start offset has passed: a fixed fraction
+  // (its start slot's, else its key's) of min(start_spread, interval); nullopt: of the interval.
+  // One not yet due keeps its schedule. 0: no offset. Savepoints and TriggerCheckpoint do not
+  // wait for it.
+  std::optional<Millis> start_spread = Millis{0};
   // With a position_interval, tasks that never reported a position are named in a warning at most
   // this often (they hold every periodic trigger).
   Millis positions_warn_interval{60000};
@@ -94,9 +96,17 @@ struct CoordinatorOptions {
 std::shared_ptr<const CoordinatorOptions> SharedCoordinatorOptions(
     const CoordinatorOptions& options);
 
-// A pipeline's start offset (CoordinatorOptions::start_spread): in [0, min(spread, interval)),
-// the same for a key in every run.
-std::chrono::microseconds StartOffset(const PipelineKey& key, Millis spread, int64_t interval_ms);
+// A pipeline's place in the start spread, in [0, 1). By its start slot (the order the daemon made
+// its pipelines in): slot i at the fractional part of i times the golden ratio, so that any N
+// consecutive slots, from any first one, leave no tenth of [0, 1) with more than about N / 10 +
+// 2 of them (a job's pipelines, made one after another, are spread as evenly as the daemon's).
+double StartSlotFraction(uint64_t slot);
+// ... else by its key: the same in every run, spread evenly only on average.
+double StartKeyFraction(const PipelineKey& key);
+// A pipeline's start offset (CoordinatorOptions::start_spread): `fraction` of min(spread,
+// interval), of the interval when `spread` is nullopt.
+std::chrono::microseconds StartOffset(double fraction, std::optional<Millis> spread,
+                                      int64_t interval_ms);
 
 // Where a worker restores from (docs/PROTOCOL.md, "Restore and release").
 struct RestorePoint {
@@ -210,6 +220,10 @@ class PipelineCoordinator {
                       const CoordinatorOptions& options);
   PipelineCoordinator(const PipelineCoordinator&) = delete;
   PipelineCoordinator& operator=(const PipelineCoordinator&) = delete;
+
+  // The pipeline's place in the order its daemon made pipelines (StartSlotFraction). Before
+  // Start; without it the start offset comes from the key.
+  void SetStartSlot(uint64_t slot) { start_slot_ = slot; }
 
   // First event. `restarted`: loaded from the store at daemon start, which bumps the generation
   // and takes the schedule's baseline from the last completed checkpoint.
@@ -548,7 +562,8 @@ class PipelineCoordinator {
   // next one back; RecordTriggerDelay reports that hold apart from the timer's own lateness.
   SteadyTime ScheduledDue() const;
   // Called when the tasks have just become all registered, and on resume: no periodic trigger
-  // before the start offset has passed (unless a hold is already running).
+  // before the start offset has passed (unless a hold is already running, or the schedule does
+  // not have the pipeline due yet).
   void HoldForStartOffset();
   std::optional<SteadyTime> DesiredWakeup() const;
   // The record as the store will hold it once every write already handed to it is applied.
@@ -607,6 +622,7 @@ class PipelineCoordinator {
   // No periodic trigger before this: when the last hold began (the task set completed, or a
   // resume), plus the start offset.
   MaybeTime start_hold_until_;
+  std::optional<uint64_t> start_slot_;  // SetStartSlot's; the key's fraction without one
   SteadyTime next_missing_warn_at_;
 
   // Where workers restore from: the newest completed round with its task states (null before the

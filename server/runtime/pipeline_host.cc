@@ -49,7 +49,11 @@ PipelineHost::~PipelineHost() {
 std::shared_ptr<PipelineRunner> PipelineHost::MakeRunner(const StoredPipeline& stored,
                                                          bool restarted) {
   CoordinatorOptions options;
-  options.start_spread = Millis(options_.start_spread_ms);
+  if (options_.start_spread_ms) {
+    options.start_spread = Millis(*options_.start_spread_ms);
+  } else {
+    options.start_spread = std::nullopt;
+  }
   options.stuck_threshold_ms = options_.stuck_threshold_ms;
   options.savepoint_root = options_.savepoint_root;
   options.savepoint_requests_per_minute = options_.limits.savepoint_requests_per_minute;
@@ -57,6 +61,7 @@ std::shared_ptr<PipelineRunner> PipelineHost::MakeRunner(const StoredPipeline& s
   options.pins = &pins_;
   auto runner = std::make_shared<PipelineRunner>(shards_.For(stored.record.spec.key), stored,
                                                  restarted, runner_context_, std::move(options));
+  runner->SetStartSlot(next_start_slot_.fetch_add(1, std::memory_order_relaxed));
   if (const std::string& group = stored.record.spec.alignment_group; !group.empty()) {
     // Joined before it starts (both are posts to its strand): it never schedules on its own.
     auto joined = groups_.Join(group, stored.record.spec.key);

@@ -37,7 +37,8 @@ namespace ckpt {
 struct PipelineHostOptions {
   int64_t heartbeat_interval_ms = 3000;
   int64_t lease_ttl_ms = 10000;
-  int64_t start_spread_ms = 0;
+  // CoordinatorOptions::start_spread: nullopt spreads over the interval, 0 not at all.
+  std::optional<int64_t> start_spread_ms = 0;
   int64_t stuck_threshold_ms = 0;  // CoordinatorOptions::stuck_threshold_ms
   // Where savepoints go when a request names no target directory.
   std::string savepoint_root;
@@ -206,6 +207,9 @@ class PipelineHost {
                           options_.limits.max_pipelines, &metrics_};
   RestorePins pins_;  // the restore points operators set; every coordinator consults it
   std::atomic<bool> refusing_creates_{false};  // any thread; set once, by RefuseCreates
+  // The next runner's start slot (CoordinatorOptions::start_spread): runners are made in the
+  // order Load sorts them, then as created. Any thread.
+  std::atomic<uint64_t> next_start_slot_{0};
   // Keys whose Create is between its registry check and its registry Add (the store write in
   // between): a second create of the same key is refused instead of overwriting the first one's
   // stored record. creating_mu_ is held only for a set lookup.

@@ -74,6 +74,9 @@ class PipelineRunner : public std::enable_shared_from_this<PipelineRunner> {
   PipelineRunner(const PipelineRunner&) = delete;
   PipelineRunner& operator=(const PipelineRunner&) = delete;
 
+  // Before Start, from the thread that made the runner (PipelineCoordinator::SetStartSlot).
+  void SetStartSlot(uint64_t slot) { coordinator_.SetStartSlot(slot); }
+
   // Any thread: the coordinator's key is constant (PipelineCoordinator::key).
   const PipelineKey& key() const { return coordinator_.key(); }
 

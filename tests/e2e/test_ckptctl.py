@@ -11,9 +11,12 @@ import e2e_util as e2e
 
 BUILD_DIR = None
 
+# start_spread_ms: the first round of a pipeline of an hour's interval within a second, as the
+# tests wait for one (the default spreads first rounds over the whole interval).
 CONFIG = """
 lease_ttl_ms: 2000
 heartbeat_interval_ms: 500
+start_spread_ms: 1000
 defaults:
   interval_ms: 3600000
   timeout_ms: 60000

@@ -83,6 +83,9 @@ class DaemonTest : public ::testing::Test {
     config_.metrics_listen = "127.0.0.1:0";  // never the default port: tests run side by side
     config_.data_dir = data_dir_.string();
     config_.threads = 2;
+    // First triggers within a second of the tasks registering, as tests of pipelines with long
+    // intervals expect; the default (the whole interval) is start_spread's own tests' subject.
+    config_.start_spread_ms = 1000;
     config_.lease_ttl_ms = 3000;
     config_.heartbeat_interval_ms = 1000;
     config_.shutdown_grace_ms = 1000;

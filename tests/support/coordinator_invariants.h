@@ -123,6 +123,9 @@ class CheckedCoordinator {
 
   void SetActionHook(ActionHook hook) { hook_ = std::move(hook); }
 
+  // Before Start (PipelineCoordinator::SetStartSlot): no event, nothing to check.
+  void SetStartSlot(uint64_t slot) { c_.SetStartSlot(slot); }
+
   // --- the coordinator's events, each checked ---
   Actions Start(bool restarted);
   // The armed timer fires: the runtime no longer holds it.

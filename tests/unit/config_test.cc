@@ -42,7 +42,7 @@ TEST(ConfigParse, EmptyFileMeansAllDefaults) {
     EXPECT_EQ(config.lease_ttl_ms, 10000);
     EXPECT_EQ(config.heartbeat_interval_ms, 3000);
     EXPECT_EQ(config.shutdown_grace_ms, 10000);
-    EXPECT_EQ(config.start_spread_ms, 1000);
+    EXPECT_FALSE(config.start_spread_ms.has_value()) << "unset: the whole interval";
     EXPECT_EQ(config.log_level, "info");
     EXPECT_EQ(config.log_format, "text");
     EXPECT_FALSE(config.metrics_per_pipeline);

@@ -1,10 +1,13 @@
 // The start offset (CoordinatorOptions::start_spread): once its tasks are all registered, and on
-// resume, a pipeline's next periodic trigger waits a per-pipeline fraction of
-// min(spread, interval).
+// resume, an overdue pipeline's next periodic trigger waits a per-pipeline fraction of
+// min(spread, interval), of the interval when no spread is set; one not yet due keeps its
+// schedule.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <optional>
 #include <set>
+#include <vector>
 
 #include "coordinator_harness.h"
 
@@ -14,7 +17,7 @@ namespace {
 using std::chrono::microseconds;
 using std::chrono::milliseconds;
 
-CoordinatorOptions Spread(Millis spread) {
+CoordinatorOptions Spread(std::optional<Millis> spread) {
   CoordinatorOptions options;
   options.start_spread = spread;
   return options;
@@ -47,8 +50,10 @@ void RunFirstRound(Harness& h, SteadyTime::duration offset) {
 }
 
 // How long after its tasks registered a fresh pipeline's first periodic trigger is due.
-SteadyTime::duration OffsetOf(const PipelineSpec& spec, Millis spread) {
+SteadyTime::duration OffsetOf(const PipelineSpec& spec, std::optional<Millis> spread,
+                              std::optional<uint64_t> slot = std::nullopt) {
   Harness h(spec, 0, Spread(spread));
+  if (slot) h.c().SetStartSlot(*slot);
   h.Start();
   const SteadyTime registered = h.clock.SteadyNow();
   h.RegisterAll();
@@ -87,7 +92,7 @@ TEST(CoordinatorStartSpread, OffsetsAreFixedPerKeyAndSpreadOverTheSpan) {
     ASSERT_GE(offset, SteadyTime::duration(0));
     ASSERT_LT(offset, milliseconds(1000));
     EXPECT_EQ(OffsetOf(spec, Millis(1000)), offset) << "the same key, the same offset";
-    EXPECT_EQ(StartOffset(spec.key, Millis(1000), spec.interval_ms), offset);
+    EXPECT_EQ(StartOffset(StartKeyFraction(spec.key), Millis(1000), spec.interval_ms), offset);
     distinct.insert(offset);
     ++per_bin[std::chrono::duration_cast<microseconds>(offset).count() * kBins / 1'000'000];
   }
@@ -238,6 +243,84 @@ TEST(CoordinatorStartSpread, ATakeoverOfTasksThatWereAllThereDoesNotWait) {
   h.Apply(reg.actions);
   h.RunFor(milliseconds(1));
   EXPECT_EQ(h.triggers.size(), 2u);
+}
+
+// The most of `fractions` that fall in any window [x, x + width) of [0, 1).
+size_t MostInAWindow(std::vector<double> fractions, double width) {
+  std::sort(fractions.begin(), fractions.end());
+  size_t most = 0;
+  size_t first = 0;
+  for (size_t last = 0; last < fractions.size(); ++last) {
+    while (fractions[last] - fractions[first] >= width) ++first;
+    most = std::max(most, last - first + 1);
+  }
+  return most;
+}
+
+TEST(CoordinatorStartSpread, AnyRunOfSlotsLeavesNoTenthWithMoreThanAFifth) {
+  // A daemon's pipelines, or a job's made one after another: consecutive slots from anywhere.
+  for (const uint64_t count : {100u, 137u, 1000u, 10'000u}) {
+    for (const uint64_t first : {0u, 1u, 77u, 12'345u, 99'999u}) {
+      std::vector<double> fractions;
+      for (uint64_t slot = first; slot < first + count; ++slot) {
+        const double f = StartSlotFraction(slot);
+        ASSERT_GE(f, 0.0);
+        ASSERT_LT(f, 1.0);
+        fractions.push_back(f);
+      }
+      const size_t most = MostInAWindow(fractions, 0.1);
+      EXPECT_LE(most, count / 5) << count << " slots from " << first;
+      // Far better than the bound: a tenth's share plus a few.
+      EXPECT_LE(most, count / 10 + 4) << count << " slots from " << first;
+    }
+  }
+}
+
+TEST(CoordinatorStartSpread, TheSlotSetsTheOffsetAndNoSpreadMeansTheWholeInterval) {
+  const PipelineSpec spec = SpecNamed("p7", /*interval_ms=*/10'000);
+  int beyond_a_second = 0;
+  for (uint64_t slot = 0; slot < 50; ++slot) {
+    const auto offset = OffsetOf(spec, std::nullopt, slot);
+    EXPECT_EQ(offset, StartOffset(StartSlotFraction(slot), std::nullopt, spec.interval_ms));
+    EXPECT_LT(offset, milliseconds(10'000));
+    if (offset >= milliseconds(1000)) ++beyond_a_second;
+  }
+  EXPECT_GT(beyond_a_second, 40) << "spread over the whole 10 s interval, not its first second";
+  // A spread that is set caps it.
+  for (uint64_t slot = 0; slot < 50; ++slot) {
+    EXPECT_LT(OffsetOf(spec, Millis(1000), slot), milliseconds(1000));
+  }
+}
+
+TEST(CoordinatorStartSpread, APipelineNotYetDueAfterARestartKeepsItsSchedule) {
+  const PipelineSpec spec = SpecNamed("p7");
+  StoredPipeline stored;
+  stored.record.spec = spec;
+  stored.id_counter = 100;
+  stored.record.last_completed_id = 100;
+  Harness h(stored, Spread(std::nullopt));
+  stored.record.last_completed_at_ms = h.clock.WallMs() - 300;  // due in 700 ms
+  h.Build(stored, Spread(std::nullopt));
+  h.c().SetStartSlot(1);  // an offset of 618 ms, were it overdue
+  ASSERT_GT(StartOffset(StartSlotFraction(1), std::nullopt, 1000), milliseconds(600));
+  h.Start(/*restarted=*/true);
+  h.RegisterAll();
+  ExpectOneTriggerAfter(h, milliseconds(700), "its own schedule, not the start offset");
+}
+
+TEST(CoordinatorStartSpread, AResumedPipelineNotYetDueKeepsItsSchedule) {
+  Harness h(SpecNamed("p7"), 0, Spread(std::nullopt));
+  h.c().SetStartSlot(1);
+  const auto offset = StartOffset(StartSlotFraction(1), std::nullopt, 1000);
+  RunFirstRound(h, offset);
+  h.RunFor(milliseconds(100));
+  auto paused = h.c().Pause();
+  h.Apply(paused.actions);
+  h.RunFor(milliseconds(100));
+  auto resumed = h.c().Resume();
+  h.Apply(resumed.actions);
+  // Triggered 200 ms ago: due in 800 ms, as if it had not been paused.
+  ExpectOneTriggerAfter(h, milliseconds(800), "a resume of a pipeline not yet due");
 }
 
 }  // namespace

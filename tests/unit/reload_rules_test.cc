@@ -91,5 +91,15 @@ TEST(ReloadRules, PrincipalsAreReplacedWhileAuthStaysOn) {
   EXPECT_EQ(InForceAfterReload(running, next).auth, next.auth);
 }
 
+TEST(ReloadRules, AnUnsetValueIsNamedAsUnset) {
+  // start_spread_ms unset spreads over the whole interval: not the same as any number.
+  const auto changes =
+      RestartOnlyChanges(Parse("log: {level: info}\n"), Parse("start_spread_ms: 500\n"));
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_EQ(changes[0].key, "start_spread_ms");
+  EXPECT_EQ(changes[0].running, "unset");
+  EXPECT_EQ(changes[0].wanted, "500");
+}
+
 }  // namespace
 }  // namespace ckpt
