@@ -298,7 +298,10 @@ class Report:
         way) beside by key hash."""
         slot = one(self.spread, phases="spread")
         hashed = one(self.spread, phases="hash")
-        if slot and slot.get("first_triggers_most_in_a_tenth") is not None:
+        if slot and slot.get("first_triggers_most_in_a_tenth") is None:
+            self.add("start spread: 100,000 pipelines registering at once", "the run failed", "-",
+                     None, False)
+        elif slot:
             share = slot["first_triggers_most_in_a_tenth"]
             other = hashed.get("first_triggers_most_in_a_tenth") if hashed else None
             self.add(f"start spread: {slot['pipelines']:,} pipelines registering at once, the "

@@ -194,9 +194,9 @@ int main(int argc, char** argv) {
   SteadyClock::time_point registered_at;
   std::vector<std::shared_ptr<PipelineRunner>> runners;
   runners.reserve(pipelines);
-  // paced: start_spread 0, the paced registrations alone set each phase. hash: the daemon's own
-  // way (`start_spread_ms`): every session registers at once and each pipeline holds its first
-  // trigger for its start offset, a fraction of the interval fixed by its key.
+  // paced: start_spread 0, the paced registrations alone set each phase. hash and spread: every
+  // session registers at once and each pipeline holds its first trigger for its start offset, a
+  // fraction of the interval fixed by its key (hash) or its start slot (spread, the daemon's way).
   const auto context = std::make_shared<const RunnerContext>(
       RunnerContext{.store = store, .clock = clock, .metrics = metrics});
   CoordinatorOptions options;

@@ -322,7 +322,9 @@ void PipelineSession::HandleAttemptDone(uint64_t attempt_id, const grpc::Status&
     standby_backoff_.Reset();
   }
   // A trailer (even empty) means an HA daemon answered as a standby: a takeover is under way.
-  standby_poll_.StreamEnded(was_connected, leader.has_value(), steady_clock::now());
+  standby_poll_.StreamEnded(was_connected, leader.has_value(),
+                            status.error_code() == grpc::StatusCode::UNAVAILABLE,
+                            steady_clock::now());
   const bool poll_standby = standby_poll_.Active(steady_clock::now());
 
   Disconnect info;

@@ -3,16 +3,19 @@
 // than its normal backoff. A daemon that answers as a standby of an HA group says a takeover is
 // under way, due within the election TTL: the worker should find the new leader within about a
 // second of it, not after a backoff grown while the standby campaigned. So does a welcomed stream
-// lost by a worker that knows several daemons: its leader may have died, and the standby's answer
-// may never reach this worker before the takeover (its channel to the standby can still fail fast
-// from an earlier outage, a restart of that standby). But only for `window` after the first such
-// sign since the last welcome: a group that stays without a leader (etcd's quorum lost) is then
-// retried at the normal backoff again, and a welcome starts it over.
+// that ended UNAVAILABLE for a worker that knows several daemons: its leader may have died, and
+// the standby's answer may never reach this worker before the takeover (its channel to the
+// standby can still fail fast from an earlier outage, a restart of that standby). But only for
+// `window` after the first such sign since the last welcome: a group that stays without a leader
+// (etcd's quorum lost) is then retried at the normal backoff again, and a welcome starts it over.
+// A lost stream opens a window at most once per `window`: one that is welcomed and lost again and
+// again (a leader dropping it) backs off as any other.
 //
 // Threading: a plain value; requires external synchronization (the session's strand). Times are
 // passed in, so that tests need no clock.
 
 #include <chrono>
+#include <optional>
 
 namespace ckpt::sdk::internal {
 
@@ -24,13 +27,20 @@ class StandbyPoll {
   StandbyPoll(std::chrono::milliseconds window, bool in_group)
       : window_(window), in_group_(in_group) {}
 
-  // A stream ended at `now`: whether it had been welcomed, and whether a daemon answered as a
-  // standby (its trailer named a leader, or said there is none yet).
-  void StreamEnded(bool was_welcomed, bool standby_answered, TimePoint now) {
+  // A stream ended at `now`: whether it had been welcomed, whether a daemon answered as a
+  // standby (its trailer named a leader, or said there is none yet), and whether it ended
+  // UNAVAILABLE.
+  void StreamEnded(bool was_welcomed, bool standby_answered, bool unavailable, TimePoint now) {
     if (was_welcomed) answered_ = false;
-    if ((standby_answered || (was_welcomed && in_group_)) && !answered_) {
+    if (answered_) return;
+    if (standby_answered) {
       answered_ = true;
       since_ = now;
+    } else if (was_welcomed && unavailable && in_group_ &&
+               (!lost_window_since_ || now - *lost_window_since_ >= window_)) {
+      answered_ = true;
+      since_ = now;
+      lost_window_since_ = now;
     }
   }
 
@@ -43,6 +53,7 @@ class StandbyPoll {
   bool answered_ = false;  // a standby answered (or a welcomed stream was lost) since the last
                            // welcome or the start ...
   TimePoint since_;        // ... first at this time
+  std::optional<TimePoint> lost_window_since_;  // when a lost stream last opened a window
 };
 
 }  // namespace ckpt::sdk::internal

@@ -88,8 +88,13 @@ class Driver {
     options.missing_tasks_warn_interval = Millis(10'000);
     options.reserve_retry = Millis(1'000);
     options.savepoint_root = "/sp";
-    static constexpr int64_t kSpreads[] = {0, 0, 50, 1000};
-    options.start_spread = Millis(kSpreads[(h3 >> 2) & 3]);
+    static constexpr int64_t kSpreads[] = {0, -1, 50, 1000};  // -1: unset, the whole interval
+    const int64_t spread = kSpreads[(h3 >> 2) & 3];
+    if (spread >= 0) {
+      options.start_spread = Millis(spread);
+    } else {
+      options.start_spread = std::nullopt;
+    }
 
     StoredPipeline stored;
     stored.id_counter = kCounters[(h1 >> 3) & 7];
@@ -115,6 +120,7 @@ class Driver {
         if (timeout_ids_.size() > 8) timeout_ids_.erase(timeout_ids_.begin());
       }
     });
+    if (h1 & 0x100) c_->SetStartSlot(h2);  // else the key's fraction
     c_->Start(restarted);
   }
 

@@ -100,8 +100,8 @@ TEST_F(WorkerProtocolTest, ConfiguredStartSpreadHoldsTheFirstPeriodicTrigger) {
     return Describe("s0").state == PipelineState::kRunning &&
            Describe("s1").state == PipelineState::kRunning;
   }));
-  // (The other tests here run the default spread, the whole interval, with intervals of 100 ms:
-  // their first trigger comes within 100 ms of the tasks registering.)
+  // (The other tests here run the fixture's spread of a second with intervals of 100 ms: their
+  // first trigger comes within 100 ms of the tasks registering.)
   const bool first = w0.WaitTrigger(milliseconds(1500)).has_value();
   const bool second = w1.WaitTrigger(milliseconds(first ? 100 : 1500)).has_value();
   EXPECT_NE(first, second) << "one pipeline triggers at once, the other waits its start offset";

@@ -299,13 +299,13 @@ TEST(CoordinatorStartSpread, APipelineNotYetDueAfterARestartKeepsItsSchedule) {
   stored.id_counter = 100;
   stored.record.last_completed_id = 100;
   Harness h(stored, Spread(std::nullopt));
-  stored.record.last_completed_at_ms = h.clock.WallMs() - 300;  // due in 700 ms
+  stored.record.last_completed_at_ms = h.clock.WallMs() - 900;  // due in 100 ms
   h.Build(stored, Spread(std::nullopt));
   h.c().SetStartSlot(1);  // an offset of 618 ms, were it overdue
   ASSERT_GT(StartOffset(StartSlotFraction(1), std::nullopt, 1000), milliseconds(600));
   h.Start(/*restarted=*/true);
   h.RegisterAll();
-  ExpectOneTriggerAfter(h, milliseconds(700), "its own schedule, not the start offset");
+  ExpectOneTriggerAfter(h, milliseconds(100), "its own schedule, not the start offset");
 }
 
 TEST(CoordinatorStartSpread, AResumedPipelineNotYetDueKeepsItsSchedule) {
@@ -313,14 +313,14 @@ TEST(CoordinatorStartSpread, AResumedPipelineNotYetDueKeepsItsSchedule) {
   h.c().SetStartSlot(1);
   const auto offset = StartOffset(StartSlotFraction(1), std::nullopt, 1000);
   RunFirstRound(h, offset);
-  h.RunFor(milliseconds(100));
+  h.RunFor(milliseconds(400));
   auto paused = h.c().Pause();
   h.Apply(paused.actions);
-  h.RunFor(milliseconds(100));
+  h.RunFor(milliseconds(500));
   auto resumed = h.c().Resume();
   h.Apply(resumed.actions);
-  // Triggered 200 ms ago: due in 800 ms, as if it had not been paused.
-  ExpectOneTriggerAfter(h, milliseconds(800), "a resume of a pipeline not yet due");
+  // Triggered 900 ms ago: due in 100 ms, as if it had not been paused (not at its 618 ms offset).
+  ExpectOneTriggerAfter(h, milliseconds(100), "a resume of a pipeline not yet due");
 }
 
 }  // namespace

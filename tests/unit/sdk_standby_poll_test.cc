@@ -14,33 +14,34 @@ const StandbyPoll::TimePoint t0{seconds(1000)};
 TEST(SdkStandbyPoll, NoStandbyAnswerKeepsTheNormalBackoff) {
   StandbyPoll poll(kWindow, /*in_group=*/false);
   EXPECT_FALSE(poll.Active(t0));
-  poll.StreamEnded(/*was_welcomed=*/false, /*standby_answered=*/false, t0);
+  poll.StreamEnded(/*was_welcomed=*/false, /*standby_answered=*/false, /*unavailable=*/true, t0);
   EXPECT_FALSE(poll.Active(t0));
 }
 
 TEST(SdkStandbyPoll, AStandbyAnswerPollsForTheWindowFromTheFirstAnswerThenStops) {
   StandbyPoll poll(kWindow, /*in_group=*/false);
-  poll.StreamEnded(false, true, t0);
+  poll.StreamEnded(false, true, true, t0);
   EXPECT_TRUE(poll.Active(t0));
   // Later answers of standbys do not extend it: a group without a leader is not polled forever.
-  poll.StreamEnded(false, true, t0 + seconds(20));
+  poll.StreamEnded(false, true, true, t0 + seconds(20));
   EXPECT_TRUE(poll.Active(t0 + seconds(29)));
-  poll.StreamEnded(false, true, t0 + seconds(29));
+  poll.StreamEnded(false, true, true, t0 + seconds(29));
   EXPECT_FALSE(poll.Active(t0 + kWindow));
   EXPECT_FALSE(poll.Active(t0 + seconds(600)));
 }
 
 TEST(SdkStandbyPoll, AWelcomeStartsItOver) {
   StandbyPoll poll(kWindow, /*in_group=*/false);
-  poll.StreamEnded(false, true, t0);
+  poll.StreamEnded(false, true, true, t0);
   EXPECT_FALSE(poll.Active(t0 + seconds(40)));
   // A leader welcomed the worker; that stream ended, and a standby answers the next attempt.
-  poll.StreamEnded(/*was_welcomed=*/true, /*standby_answered=*/false, t0 + seconds(50));
+  poll.StreamEnded(/*was_welcomed=*/true, /*standby_answered=*/false, /*unavailable=*/true,
+                   t0 + seconds(50));
   EXPECT_FALSE(poll.Active(t0 + seconds(50)));
-  poll.StreamEnded(false, true, t0 + seconds(60));
+  poll.StreamEnded(false, true, true, t0 + seconds(60));
   EXPECT_TRUE(poll.Active(t0 + seconds(61)));
   // The welcomed stream itself ended by a standby's answer (the leader was deposed).
-  poll.StreamEnded(true, true, t0 + seconds(200));
+  poll.StreamEnded(true, true, true, t0 + seconds(200));
   EXPECT_TRUE(poll.Active(t0 + seconds(201)));
   EXPECT_FALSE(poll.Active(t0 + seconds(231)));
 }
@@ -49,21 +50,48 @@ TEST(SdkStandbyPoll, AWelcomedStreamLostInAGroupPollsWithoutAStandbyAnswer) {
   // The leader died; the standby's answer never came (this worker's channel to it still failed
   // fast from the standby's own restart): a takeover is due all the same.
   StandbyPoll poll(kWindow, /*in_group=*/true);
-  poll.StreamEnded(/*was_welcomed=*/false, /*standby_answered=*/false, t0);
+  poll.StreamEnded(/*was_welcomed=*/false, /*standby_answered=*/false, /*unavailable=*/true, t0);
   EXPECT_FALSE(poll.Active(t0)) << "never welcomed: nothing was lost";
-  poll.StreamEnded(/*was_welcomed=*/true, /*standby_answered=*/false, t0 + seconds(10));
+  poll.StreamEnded(/*was_welcomed=*/true, /*standby_answered=*/false, /*unavailable=*/true,
+                   t0 + seconds(10));
   EXPECT_TRUE(poll.Active(t0 + seconds(10)));
   // Failures to connect and standby answers after it do not extend the window.
-  poll.StreamEnded(false, false, t0 + seconds(20));
-  poll.StreamEnded(false, true, t0 + seconds(30));
+  poll.StreamEnded(false, false, true, t0 + seconds(20));
+  poll.StreamEnded(false, true, true, t0 + seconds(30));
   EXPECT_TRUE(poll.Active(t0 + seconds(39)));
   EXPECT_FALSE(poll.Active(t0 + seconds(40)));
 }
 
 TEST(SdkStandbyPoll, AWelcomedStreamLostByAWorkerOfOneDaemonKeepsTheNormalBackoff) {
   StandbyPoll poll(kWindow, /*in_group=*/false);
-  poll.StreamEnded(/*was_welcomed=*/true, /*standby_answered=*/false, t0);
+  poll.StreamEnded(/*was_welcomed=*/true, /*standby_answered=*/false, /*unavailable=*/true, t0);
   EXPECT_FALSE(poll.Active(t0));
+}
+
+TEST(SdkStandbyPoll, OnlyAWelcomedStreamEndedUnavailableCountsAsALostLeader) {
+  StandbyPoll poll(kWindow, /*in_group=*/true);
+  // Its lease expired, or our previous stream was still seen: the same daemon, the normal backoff.
+  poll.StreamEnded(/*was_welcomed=*/true, /*standby_answered=*/false, /*unavailable=*/false, t0);
+  EXPECT_FALSE(poll.Active(t0));
+}
+
+TEST(SdkStandbyPoll, AStreamLostAgainAndAgainOpensAWindowOncePerWindow) {
+  // A leader that welcomes the worker and drops it, over and over: the first loss opens a window;
+  // the losses in the next 30 s do not open another, so the worker backs off as it would anyway.
+  StandbyPoll poll(kWindow, /*in_group=*/true);
+  poll.StreamEnded(true, false, true, t0);
+  EXPECT_TRUE(poll.Active(t0));
+  for (int s = 1; s < 30; ++s) {
+    poll.StreamEnded(true, false, true, t0 + seconds(s));
+    EXPECT_FALSE(poll.Active(t0 + seconds(s))) << s << " s after the first loss";
+  }
+  poll.StreamEnded(true, false, true, t0 + seconds(30));
+  EXPECT_TRUE(poll.Active(t0 + seconds(30))) << "a window later, a loss counts again";
+  // A standby's answer is a sign of its own, whenever it comes.
+  poll.StreamEnded(true, false, true, t0 + seconds(31));
+  EXPECT_FALSE(poll.Active(t0 + seconds(31)));
+  poll.StreamEnded(false, true, true, t0 + seconds(32));
+  EXPECT_TRUE(poll.Active(t0 + seconds(32)));
 }
 
 }  // namespace

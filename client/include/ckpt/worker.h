@@ -281,13 +281,14 @@ struct PipelineWorkerCounters {
 // a standby refuses (UNAVAILABLE naming the leader) is opened again at once at the leader, at most
 // three times in a row; a stream that ends UNAVAILABLE with no leader named (the daemon is down, or
 // a standby knows no leader yet) is opened again, after the backoff, at the next daemon of the
-// list. Once a standby has answered, or a welcomed stream was lost, the backoff is capped at a
-// second (jittered) for 30 s: a takeover is due within the election TTL, and the new leader is
-// found within about a second of it. Each new stream takes its tasks over (as any reconnect does):
-// the tasks keep running and are not asked to restart. Every message is believed only from the
-// newest leadership seen: a trigger of a lower leader_epoch than one seen, and a welcome, abort or
-// complete on a stream whose welcome had one, are dropped (not given to the handlers) and counted
-// as stale_messages.
+// list. Once a standby has answered, or a welcomed stream ended UNAVAILABLE (the leader may be
+// gone) while several daemons are listed, the backoff is capped at a second (jittered) for 30 s:
+// a takeover is due within the election TTL, and the new leader is found within about a second
+// of it. A stream lost again and again opens that window at most once per 30 s. Each new stream
+// takes its tasks over (as any reconnect does): the tasks keep running and are not asked to
+// restart. Every message is believed only from the newest leadership seen: a trigger of a lower
+// leader_epoch than one seen, and a welcome, abort or complete on a stream whose welcome had one,
+// are dropped (not given to the handlers) and counted as stale_messages.
 //
 // Sends: Ack, Decline and RequestSavepoint go out only on a welcomed stream, before Goodbye.
 // Otherwise (connecting, backing off, stopped) they are dropped and counted, not queued: an ack
