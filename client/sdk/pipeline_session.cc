@@ -317,13 +317,15 @@ void PipelineSession::HandleAttemptDone(uint64_t attempt_id, const grpc::Status&
     return;
   }
   disconnects_.fetch_add(1, std::memory_order_relaxed);
-  if (was_connected && steady_clock::now() - welcomed_at_ >= kStableSession) {
+  const bool was_stable = was_connected && steady_clock::now() - welcomed_at_ >= kStableSession;
+  if (was_stable) {
     backoff_.Reset();
     standby_backoff_.Reset();
   }
-  // A trailer (even empty) means an HA daemon answered as a standby: a takeover is under way.
+  // A trailer (even empty) means an HA daemon answered as a standby: a takeover is under way. So
+  // may a leader lost (standby_poll.h).
   standby_poll_.StreamEnded(was_connected, leader.has_value(),
-                            status.error_code() == grpc::StatusCode::UNAVAILABLE,
+                            was_stable && status.error_code() == grpc::StatusCode::UNAVAILABLE,
                             steady_clock::now());
   const bool poll_standby = standby_poll_.Active(steady_clock::now());
 

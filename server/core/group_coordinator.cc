@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "core/spec_validation.h"
+#include "core/start_spread.h"
 
 namespace ckpt {
 
@@ -132,9 +133,12 @@ GroupActions GroupCoordinator::OnMemberState(const PipelineKey& member, bool rea
                                              const std::string& holdup) {
   auto it = members_.find(member);
   if (it == members_.end()) return {};
+  const bool all_before = AllReady();
   it->second.ready = ready;
   it->second.holdup = ready ? std::string() : holdup;
-  return ready ? TryStart(false, std::nullopt) : GroupActions{};
+  if (!ready) return {};
+  if (!all_before && AllReady()) HoldForStartOffset();
+  return TryStart(false, std::nullopt);
 }
 
 GroupActions GroupCoordinator::OnMemberPositions(const PipelineKey& member,
@@ -400,8 +404,19 @@ int64_t GroupCoordinator::NextPosition() const {
   return position;
 }
 
+void GroupCoordinator::HoldForStartOffset() {
+  const SteadyTime now = clock_.SteadyNow();
+  if (start_hold_until_ && *start_hold_until_ > now) return;
+  // Not due yet: its own schedule already sets it apart from the groups that are.
+  if (last_trigger_at_ && *last_trigger_at_ + Millis(spec_.interval_ms) > now) return;
+  const double fraction = options_.start_slot ? StartSlotFraction(*options_.start_slot)
+                                              : StartKeyFraction(PipelineKey{"", spec_.name});
+  start_hold_until_ = now + StartOffset(fraction, options_.start_spread, spec_.interval_ms);
+}
+
 SteadyTime GroupCoordinator::TimeGateOpensAt() const {
   SteadyTime at = baseline_;
+  if (start_hold_until_) at = std::max(at, *start_hold_until_);
   if (last_trigger_at_) at = std::max(at, *last_trigger_at_ + Millis(spec_.interval_ms));
   if (last_finished_at_ && spec_.min_pause_ms > 0) {
     at = std::max(at, *last_finished_at_ + Millis(spec_.min_pause_ms));

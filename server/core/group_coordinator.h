@@ -125,6 +125,11 @@ struct GroupExplanation {
 
 struct GroupOptions {
   int64_t id_block = 100;  // ids reserved per store write
+  // The start offset (core/start_spread.h), as a pipeline's: when its members become all ready
+  // while the group is overdue, its next periodic round waits the fraction of `start_slot` (else
+  // of its name) of min(start_spread, interval); nullopt: of the interval. 0: no offset.
+  std::optional<Millis> start_spread = Millis{0};
+  std::optional<uint64_t> start_slot;
 };
 
 class GroupCoordinator {
@@ -135,7 +140,7 @@ class GroupCoordinator {
 
   // First event: the first block of ids is reserved. The schedule continues from the last
   // completed round (progress.last_completed_at_ms, mapped onto the steady clock); a group that
-  // never completed one starts its first round as soon as every member is ready.
+  // never completed one is due as soon as every member is ready (then its start offset, if any).
   GroupActions Start();
 
   // --- membership ---
@@ -231,8 +236,12 @@ class GroupCoordinator {
   // each at least one interval past the last round's position.
   bool PositionsAllow() const;
   int64_t NextPosition() const;
-  // When the time gates open (interval since the last trigger, min pause since the last end).
+  // When the time gates open (the start offset, interval since the last trigger, min pause since
+  // the last end).
   SteadyTime TimeGateOpensAt() const;
+  // The members have just become all ready: no periodic round before the start offset has
+  // passed, when the group is overdue (unless a hold is already running).
+  void HoldForStartOffset();
   int64_t IdFloor() const;
   // Whether next_id_ (raised above IdFloor) is durably reserved; if not, asks for a block (once).
   bool EnsureIds(GroupActions& out);
@@ -275,6 +284,7 @@ class GroupCoordinator {
   std::optional<SteadyTime> next_position_warning_;  // when members without positions are named
   std::optional<SteadyTime> last_trigger_at_;
   std::optional<SteadyTime> last_finished_at_;
+  std::optional<SteadyTime> start_hold_until_;  // HoldForStartOffset's
   SteadyTime baseline_;
 };
 

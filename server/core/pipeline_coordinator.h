@@ -42,6 +42,7 @@
 #include "core/restore_pins.h"
 #include "core/savepoint_queue.h"
 #include "core/session_table.h"
+#include "core/start_spread.h"
 #include "core/task_id_set.h"
 #include "core/task_owners.h"
 #include "core/types.h"
@@ -95,18 +96,6 @@ struct CoordinatorOptions {
 // lives. Threading: any thread (a mutex held for a comparison per distinct options alive).
 std::shared_ptr<const CoordinatorOptions> SharedCoordinatorOptions(
     const CoordinatorOptions& options);
-
-// A pipeline's place in the start spread, in [0, 1). By its start slot (the order the daemon made
-// its pipelines in): slot i at the fractional part of i times the golden ratio, so that any N
-// consecutive slots, from any first one, leave no tenth of [0, 1) with more than about N / 10 +
-// 2 of them (a job's pipelines, made one after another, are spread as evenly as the daemon's).
-double StartSlotFraction(uint64_t slot);
-// ... else by its key: the same in every run, spread evenly only on average.
-double StartKeyFraction(const PipelineKey& key);
-// A pipeline's start offset (CoordinatorOptions::start_spread): `fraction` of min(spread,
-// interval), of the interval when `spread` is nullopt.
-std::chrono::microseconds StartOffset(double fraction, std::optional<Millis> spread,
-                                      int64_t interval_ms);
 
 // Where a worker restores from (docs/PROTOCOL.md, "Restore and release").
 struct RestorePoint {

@@ -12,7 +12,8 @@ namespace ckpt {
 namespace asio = boost::asio;
 
 GroupRunner::GroupRunner(asio::io_context& io, const StoredGroup& stored, MetadataStore& store,
-                         const Clock& clock, DaemonMetrics& metrics, StoreHealth* store_health)
+                         const Clock& clock, DaemonMetrics& metrics, StoreHealth* store_health,
+                         GroupOptions options)
     : name_(stored.spec.name),
       store_(store),
       clock_(clock),
@@ -20,7 +21,7 @@ GroupRunner::GroupRunner(asio::io_context& io, const StoredGroup& stored, Metada
       store_health_(store_health),
       durable_id_counter_(stored.progress.id_counter),
       strand_(asio::make_strand(io)),
-      coordinator_(stored.spec, stored.progress, clock),
+      coordinator_(stored.spec, stored.progress, clock, std::move(options)),
       wakeup_timer_(strand_),
       deadline_timer_(strand_),
       published_progress_copy_(stored.progress) {

@@ -34,8 +34,10 @@ class GroupRunner : public std::enable_shared_from_this<GroupRunner> {
  public:
   // `store`, `clock` and `metrics` must outlive the runner and every handler it posts;
   // `store_health` (may be null) is told the outcome of every group write, as a pipeline's are.
+  // `options`: the coordinator's (GroupOptions: ids, the start offset).
   GroupRunner(boost::asio::io_context& io, const StoredGroup& stored, MetadataStore& store,
-              const Clock& clock, DaemonMetrics& metrics, StoreHealth* store_health = nullptr);
+              const Clock& clock, DaemonMetrics& metrics, StoreHealth* store_health = nullptr,
+              GroupOptions options = {});
   GroupRunner(const GroupRunner&) = delete;
   GroupRunner& operator=(const GroupRunner&) = delete;
 

@@ -49,11 +49,7 @@ PipelineHost::~PipelineHost() {
 std::shared_ptr<PipelineRunner> PipelineHost::MakeRunner(const StoredPipeline& stored,
                                                          bool restarted) {
   CoordinatorOptions options;
-  if (options_.start_spread_ms) {
-    options.start_spread = Millis(*options_.start_spread_ms);
-  } else {
-    options.start_spread = std::nullopt;
-  }
+  options.start_spread = StartSpread();
   options.stuck_threshold_ms = options_.stuck_threshold_ms;
   options.savepoint_root = options_.savepoint_root;
   options.savepoint_requests_per_minute = options_.limits.savepoint_requests_per_minute;
@@ -75,6 +71,18 @@ std::shared_ptr<PipelineRunner> PipelineHost::MakeRunner(const StoredPipeline& s
     }
   }
   return runner;
+}
+
+std::optional<Millis> PipelineHost::StartSpread() const {
+  if (!options_.start_spread_ms) return std::nullopt;  // the whole interval
+  return Millis(*options_.start_spread_ms);
+}
+
+GroupOptions PipelineHost::MakeGroupOptions() {
+  GroupOptions options;
+  options.start_spread = StartSpread();
+  options.start_slot = next_start_slot_.fetch_add(1, std::memory_order_relaxed);
+  return options;
 }
 
 Status PipelineHost::Load(const std::vector<PipelineSpec>& declared_specs,

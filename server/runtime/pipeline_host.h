@@ -170,6 +170,10 @@ class PipelineHost {
 
  private:
   std::shared_ptr<PipelineRunner> MakeRunner(const StoredPipeline& stored, bool restarted);
+  // A new group runner's coordinator options: the start spread and the next start slot.
+  GroupOptions MakeGroupOptions();
+  // options_.start_spread_ms as the coordinators take it.
+  std::optional<Millis> StartSpread() const;
   // Reads `from`'s checkpoint (the newest when its id is 0) from the store. Blocking.
   Result<CompletedCheckpoint> ReadRestoreSource(const CheckpointRef& from);
   // An operator-set restore point of a stored pipeline: `source` is adopted (true), or, when it
@@ -202,7 +206,7 @@ class PipelineHost {
                           [this](const StoredGroup& group) {
                             return std::make_shared<GroupRunner>(
                                 shards_.For(PipelineKey{"", group.spec.name}), group, store_,
-                                clock_, metrics_, &store_health_);
+                                clock_, metrics_, &store_health_, MakeGroupOptions());
                           },
                           options_.limits.max_pipelines, &metrics_};
   RestorePins pins_;  // the restore points operators set; every coordinator consults it

@@ -3,6 +3,7 @@
 // back), in the order docs/ALIGNMENT.md gives them; split by rule, that fixture would move to a
 // header for files of a few tests each.
 #include "core/group_coordinator.h"
+#include "core/start_spread.h"
 
 #include <gtest/gtest.h>
 
@@ -322,8 +323,9 @@ TEST_F(GroupTest, NoIdAboveTheBoundIsHandedOutOrReserved) {
 
 TEST_F(GroupTest, TheFirstRoundWaitsForItsIdsAndLaterOnesFindThemReserved) {
   reserve_at_once_ = false;
-  group_.emplace(AlignmentGroupSpec{"g", 1000, 5000, 0, 0}, GroupProgress{}, clock_,
-                 GroupOptions{/*id_block=*/4});
+  GroupOptions options;
+  options.id_block = 4;
+  group_.emplace(AlignmentGroupSpec{"g", 1000, 5000, 0, 0}, GroupProgress{}, clock_, options);
   auto reserves = Of<ReserveGroupIds>(group_->Start());
   ASSERT_EQ(reserves.size(), 1u) << "at the start, before any round";
   Join({kA});
@@ -700,6 +702,68 @@ TEST_F(GroupTest, TasksThatNeverReportPositionsAreNamedOnceAMinute) {
   clock_.Advance(Millis(60000));
   Run(group_->OnWakeup());
   EXPECT_EQ(Of<Log>(Take()).size(), 1u);
+}
+
+// The start offset (core/start_spread.h): a group overdue when its members become all ready waits
+// its slot's fraction of the interval, as a pipeline does; one not yet due keeps its schedule.
+class GroupStartSpreadTest : public GroupTest {
+ protected:
+  void MakeSpread(GroupProgress progress = {}) {
+    GroupOptions options;
+    options.start_spread = std::nullopt;  // the whole interval
+    options.start_slot = 1;               // 618 ms of 1 s
+    group_.emplace(AlignmentGroupSpec{"g", 1000, 5000, 0, 0}, progress, clock_, options);
+    Run(group_->Start());
+  }
+  // Moves time on by `by` and wakes the group.
+  void Wake(Millis by) {
+    clock_.Advance(by);
+    Run(group_->OnWakeup());
+  }
+};
+
+TEST_F(GroupStartSpreadTest, AnOverdueGroupWaitsItsOffsetOnceItsMembersAreReady) {
+  MakeSpread();
+  ASSERT_EQ(StartOffset(StartSlotFraction(1), std::nullopt, 1000),
+            std::chrono::microseconds(618'033));
+  Join({kA, kB});
+  EXPECT_EQ(Started(), 0) << "never triggered, so overdue: it waits its offset";
+  Wake(Millis(618));
+  EXPECT_EQ(Started(), 0);
+  Wake(Millis(1));
+  const int64_t first = Started();
+  EXPECT_GT(first, 0) << "at its offset";
+  // The interval counts from that round as always.
+  CompleteRound(first, {kA, kB});
+  Take();
+  Wake(Millis(999));
+  EXPECT_EQ(Started(), 0);
+  Wake(Millis(1));
+  EXPECT_GT(Started(), first);
+}
+
+TEST_F(GroupStartSpreadTest, AGroupNotYetDueAfterARestartKeepsItsSchedule) {
+  GroupProgress progress;
+  progress.last_completed_at_ms = clock_.WallMs() - 900;  // due in 100 ms
+  progress.last_round_id = 5;
+  progress.id_counter = 5;
+  MakeSpread(progress);
+  Join({kA, kB});
+  EXPECT_EQ(Started(), 0);
+  Wake(Millis(100));
+  EXPECT_GT(Started(), 0) << "its own schedule, not the 618 ms offset";
+}
+
+TEST_F(GroupStartSpreadTest, ASavepointDoesNotWaitForTheOffset) {
+  MakeSpread();
+  Join({kA, kB});
+  ASSERT_EQ(Started(), 0);
+  int64_t id = 0;
+  auto asked = group_->RequestRound(CheckpointKind::kSavepoint, &id, Millis(10000));
+  ASSERT_TRUE(asked.status.ok()) << asked.status.ToString();
+  Run(std::move(asked.actions));
+  EXPECT_GT(Started(), 0);
+  EXPECT_EQ(Started(), id);
 }
 
 }  // namespace

@@ -281,10 +281,10 @@ struct PipelineWorkerCounters {
 // a standby refuses (UNAVAILABLE naming the leader) is opened again at once at the leader, at most
 // three times in a row; a stream that ends UNAVAILABLE with no leader named (the daemon is down, or
 // a standby knows no leader yet) is opened again, after the backoff, at the next daemon of the
-// list. Once a standby has answered, or a welcomed stream ended UNAVAILABLE (the leader may be
-// gone) while several daemons are listed, the backoff is capped at a second (jittered) for 30 s:
-// a takeover is due within the election TTL, and the new leader is found within about a second
-// of it. A stream lost again and again opens that window at most once per 30 s. Each new stream
+// list. Once a standby has answered, or (with several daemons listed) a stream that had stayed
+// welcomed for a second ended UNAVAILABLE (the leader may be gone), the backoff is capped at a
+// second (jittered) for 30 s: a takeover is due within the election TTL, and the new leader is
+// found within about a second of it. Each new stream
 // takes its tasks over (as any reconnect does): the tasks keep running and are not asked to
 // restart. Every message is believed only from the newest leadership seen: a trigger of a lower
 // leader_epoch than one seen, and a welcome, abort or complete on a stream whose welcome had one,
