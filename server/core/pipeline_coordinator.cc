@@ -158,7 +158,7 @@ void PipelineCoordinator::HoldForStartOffset() {
   // Not due yet: its own schedule already sets it apart from the pipelines that are.
   if (last_trigger_at_ && *last_trigger_at_ + Millis(spec_.interval_ms) > now) return;
   const double fraction =
-      start_slot_ ? StartSlotFraction(*start_slot_) : StartKeyFraction(spec_.key);
+      start_slot_ != kNoStartSlot ? StartSlotFraction(start_slot_) : StartKeyFraction(spec_.key);
   start_hold_until_ = now + StartOffset(fraction, options_->start_spread, spec_.interval_ms);
 }
 

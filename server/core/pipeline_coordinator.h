@@ -19,6 +19,7 @@
 // docs/DESIGN.md, "The coordinator's parts". The handlers are in pipeline_coordinator*.cc by
 // concern (rounds and schedule, sessions, restore, positions, group membership, inspection).
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>
@@ -611,7 +612,10 @@ class PipelineCoordinator {
   // No periodic trigger before this: when the last hold began (the task set completed, or a
   // resume), plus the start offset.
   MaybeTime start_hold_until_;
-  std::optional<uint64_t> start_slot_;  // SetStartSlot's; the key's fraction without one
+  // SetStartSlot's; kNoStartSlot: the key's fraction (a sentinel, not an optional: 8 bytes a
+  // pipeline less, at 100,000 of them).
+  static constexpr uint64_t kNoStartSlot = UINT64_MAX;
+  uint64_t start_slot_ = kNoStartSlot;
   SteadyTime next_missing_warn_at_;
 
   // Where workers restore from: the newest completed round with its task states (null before the
