@@ -1,8 +1,8 @@
 """The start spread on a real daemon: pipelines whose workers connect together (a fleet starting;
 a daemon restarted after a kill -9, its workers with it; an HA standby taking over from a leader
-killed with kill -9) do not checkpoint together. Their first
-triggers, read from the store, leave no tenth of the interval with more than a fifth of them, and
-still cover most of it (docs/PROTOCOL.md, the paragraph on the start offset)."""
+killed with kill -9) do not checkpoint together. Their first triggers, read from the store, leave
+no tenth of the interval with more than a fifth of them, and still cover most of it
+(docs/PROTOCOL.md, the paragraph on the start offset)."""
 import json
 import signal
 import time
