@@ -172,6 +172,11 @@ class PipelineWorker:
         self._auto_commit = auto_commit
         self._takeover_on_reconnect = takeover_on_reconnect
         self._backoff = retry.Backoff(backoff_initial, backoff_max)
+        # The standby pace (retry.StandbyPoll): the backoff capped at STANDBY_POLL_MAX_S.
+        self._standby_backoff = retry.Backoff(
+            backoff_initial, max(backoff_initial, min(backoff_max, retry.STANDBY_POLL_MAX_S)))
+        self._standby_poll = retry.StandbyPoll(retry.STANDBY_POLL_WINDOW_S,
+                                               len(self._servers) > 1)
 
         # Guarded by _lock: everything below, read and written from any thread.
         self._lock = threading.Lock()
@@ -381,10 +386,18 @@ class PipelineWorker:
                 with self._lock:
                     self.counters.disconnects += 1
                 was_connected = stream.welcomed_at is not None
-                if was_connected and time.monotonic() - stream.welcomed_at >= _STABLE_SESSION_S:
+                stable = (was_connected and
+                          time.monotonic() - stream.welcomed_at >= _STABLE_SESSION_S)
+                if stable:
                     self._backoff.reset()
+                    self._standby_backoff.reset()
                 if was_connected:
                     redirects = 0
+                # A trailer (even empty) is a standby's answer: a takeover is under way. So may
+                # a leader lost be.
+                self._standby_poll.stream_ended(
+                    was_connected, retry.LEADER_TRAILER in dict(trailers or ()),
+                    stable and code == grpc.StatusCode.UNAVAILABLE, time.monotonic())
                 leader = dict(trailers or ()).get(retry.LEADER_TRAILER)
                 if leader and not self._may_connect_to(leader):
                     print(f"ckpt_worker: not following the leader {leader}: the bearer token "
@@ -409,6 +422,8 @@ class PipelineWorker:
                     break
                 if action == retry.RETRY and code == grpc.StatusCode.ABORTED:
                     delay = 0.0  # restored by an operator: back at once for the new restore point
+                elif action == retry.RETRY and self._standby_poll.active(time.monotonic()):
+                    delay = self._standby_backoff.next_delay()
                 else:
                     delay = self._backoff.next_delay(slowly=action == retry.RETRY_SLOWLY)
                 self._call("disconnected", Disconnect(code, details, was_connected, True, delay))

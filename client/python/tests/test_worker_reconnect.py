@@ -85,7 +85,7 @@ class RetryTest(WorkerTestCase):
                 self.assertFalse(worker.is_connected())
 
 
-class BackoffTest(WorkerTestCase):
+class DelaysTestCase(WorkerTestCase):
     def setUp(self):
         # Each delay at the top of its jitter range, so that the progression shows.
         patch = mock.patch.object(retry, "random",
@@ -100,6 +100,8 @@ class BackoffTest(WorkerTestCase):
     def delays(self):
         return [d.retry_in_s for (d,) in self.recorder.of("disconnected")]
 
+
+class BackoffTest(DelaysTestCase):
     def test_delays_double_up_to_the_maximum(self):
         self.start_worker(backoff_initial=0.001, backoff_max=0.004)
         self.fail_calls(4)
@@ -127,6 +129,47 @@ class BackoffTest(WorkerTestCase):
             self.welcome_next_call().finish(Code.UNAVAILABLE)
             self.recorder.wait_for("disconnected", 3)
         self.assertEqual(self.delays(), [0.001, 0.002, 0.004])
+
+
+class StandbyPaceTest(DelaysTestCase):
+    """After a standby's answer, or a leader lost in an HA group, the delays stop growing past
+    the standby pace (retry.STANDBY_POLL_MAX_S, here 4 ms) for a while."""
+
+    def setUp(self):
+        super().setUp()
+        patch = mock.patch.object(retry, "STANDBY_POLL_MAX_S", 0.004)
+        patch.start()
+        self.addCleanup(patch.stop)
+
+    def test_without_a_sign_the_backoff_grows(self):
+        self.start_worker(HA_GROUP, backoff_initial=0.001, backoff_max=1.0)
+        self.fail_calls(4)
+        self.recorder.wait_for("disconnected", 4)
+        self.assertEqual(self.delays(), [0.001, 0.002, 0.004, 0.008])
+
+    def test_a_standby_s_answer_caps_the_delays(self):
+        self.start_worker(HA_GROUP, backoff_initial=0.001, backoff_max=1.0)
+        # A standby that knows no leader yet (an empty trailer), then daemons that refuse.
+        self.transport.next_call().finish(Code.UNAVAILABLE, "a standby", leader(""))
+        self.fail_calls(3)
+        self.recorder.wait_for("disconnected", 4)
+        self.assertEqual(self.delays(), [0.001, 0.002, 0.004, 0.004])
+
+    def test_a_leader_lost_in_a_group_caps_the_delays(self):
+        with mock.patch.object(worker_module, "_STABLE_SESSION_S", 0.0):
+            self.start_worker(HA_GROUP, backoff_initial=0.001, backoff_max=1.0)
+            self.welcome_next_call().finish(Code.UNAVAILABLE, "socket closed")
+            self.fail_calls(4)
+            self.recorder.wait_for("disconnected", 5)
+        self.assertEqual(self.delays(), [0.001, 0.002, 0.004, 0.004, 0.004])
+
+    def test_a_leader_lost_by_a_worker_of_one_daemon_keeps_the_backoff(self):
+        with mock.patch.object(worker_module, "_STABLE_SESSION_S", 0.0):
+            self.start_worker(backoff_initial=0.001, backoff_max=1.0)
+            self.welcome_next_call().finish(Code.UNAVAILABLE, "socket closed")
+            self.fail_calls(4)
+            self.recorder.wait_for("disconnected", 5)
+        self.assertEqual(self.delays(), [0.001, 0.002, 0.004, 0.008, 0.016])
 
 
 class ServerListTest(WorkerTestCase):
