@@ -70,6 +70,9 @@ public final class PipelineWorker implements AutoCloseable {
   private static final System.Logger LOG = System.getLogger("io.ckptd.worker");
   /** A session that stayed up this long starts the next backoff from the beginning. */
   private static final long STABLE_SESSION_NANOS = TimeUnit.SECONDS.toNanos(1);
+  /** The standby pace (StandbyPoll): retries at most this far apart, for the window below. */
+  private static final Duration STANDBY_POLL_MAX = Duration.ofSeconds(1);
+  private static final Duration STANDBY_POLL_WINDOW = Duration.ofSeconds(30);
   /** Every tenth heartbeat carries every task's position, not only the ones that changed. */
   private static final int FULL_POSITIONS_EVERY = 10;
   /** Ack positions default to the trigger's: the last few triggers are enough. */
@@ -87,6 +90,8 @@ public final class PipelineWorker implements AutoCloseable {
   private final Channels channels;
   private final TokenSource token;
   private final Backoff backoff; // the stream thread's alone
+  private final Backoff standbyBackoff; // the stream thread's alone: backoff capped at a second
+  private final StandbyPoll standbyPoll; // the stream thread's alone: when standbyBackoff is used
   private final Thread thread;
   private final ScheduledExecutorService heartbeats;
   private final CountDownLatch stopSignal = new CountDownLatch(1); // wakes a backoff wait
@@ -134,6 +139,11 @@ public final class PipelineWorker implements AutoCloseable {
           "tokenFile without TLS: a token is sent in the clear only to a loopback address");
     }
     this.backoff = new Backoff(options.backoffInitial(), options.backoffMax());
+    Duration standbyMax = options.backoffMax().compareTo(STANDBY_POLL_MAX) < 0
+        ? options.backoffMax() : STANDBY_POLL_MAX;
+    this.standbyBackoff = new Backoff(options.backoffInitial(),
+        standbyMax.compareTo(options.backoffInitial()) < 0 ? options.backoffInitial() : standbyMax);
+    this.standbyPoll = new StandbyPoll(STANDBY_POLL_WINDOW.toNanos(), options.servers().size() > 1);
     String name = options.jobId() + "/" + options.pipelineId();
     this.thread = new Thread(this::run, "ckpt " + name);
     this.thread.setDaemon(true);
@@ -478,13 +488,23 @@ public final class PipelineWorker implements AutoCloseable {
           first = true;
           continue;
         }
-        if (wasConnected && System.nanoTime() - s.welcomedAtNanos >= STABLE_SESSION_NANOS) {
+        boolean stable =
+            wasConnected && System.nanoTime() - s.welcomedAtNanos >= STABLE_SESSION_NANOS;
+        if (stable) {
           backoff.reset();
+          standbyBackoff.reset();
         }
         if (wasConnected) {
           redirectsInARow = 0;
         }
         String leader = end.trailers().get(LEADER);
+        // A trailer (even empty) is a standby's answer: a takeover is under way. So may a leader
+        // lost be.
+        standbyPoll.streamEnded(
+            wasConnected,
+            leader != null,
+            stable && code == Status.Code.UNAVAILABLE,
+            System.nanoTime());
         if (leader != null && !leader.isEmpty() && !mayConnectTo(leader)) {
           LOG.log(
               Level.WARNING,
@@ -516,10 +536,14 @@ public final class PipelineWorker implements AutoCloseable {
           call(h -> h.onDisconnected(d));
           break;
         }
-        Duration delay =
-            RetryPolicy.isRestore(code, message)
-                ? Duration.ZERO // restored by an operator: back at once for the new restore point
-                : backoff.nextDelay(action == RetryPolicy.Action.RETRY_SLOWLY);
+        Duration delay;
+        if (RetryPolicy.isRestore(code, message)) {
+          delay = Duration.ZERO; // restored by an operator: back at once for the new restore point
+        } else if (action == RetryPolicy.Action.RETRY && standbyPoll.active(System.nanoTime())) {
+          delay = standbyBackoff.nextDelay(false);
+        } else {
+          delay = backoff.nextDelay(action == RetryPolicy.Action.RETRY_SLOWLY);
+        }
         Disconnect d = new Disconnect(code, message, wasConnected, true, delay, null);
         call(h -> h.onDisconnected(d));
         if (stopSignal.await(delay.toNanos(), TimeUnit.NANOSECONDS)) {

@@ -181,6 +181,19 @@ public class PipelineWorkerReconnectTest extends WorkerHarness {
     assertWithin(MS.multipliedBy(4), MS.multipliedBy(8), delay);
   }
 
+  @Test
+  public void aStandbysAnswerCapsTheDelaysAtASecond() {
+    // Without it the fourth delay is 1.2-2.4 s (from 0.3 s, doubling). After a standby that knows
+    // no leader yet (an empty trailer), the standby pace: at most 1 s (StandbyPoll).
+    Duration initial = Duration.ofMillis(300);
+    start(options(HA_GROUP).backoffInitial(initial).backoffMax(Duration.ofSeconds(8)).build());
+    finishAsStandby(transport.nextCall(), "");
+    for (int i = 0; i < 3; i++) {
+      transport.nextCall().finish(Code.UNAVAILABLE, "connection refused");
+    }
+    assertWithin(Duration.ofMillis(500), Duration.ofSeconds(1), disconnect(3).retryIn());
+  }
+
   // ---- the server list and the leader -----------------------------------------------------------
 
   @Test
