@@ -405,13 +405,12 @@ int64_t GroupCoordinator::NextPosition() const {
 }
 
 void GroupCoordinator::HoldForStartOffset() {
-  const SteadyTime now = clock_.SteadyNow();
-  if (start_hold_until_ && *start_hold_until_ > now) return;
-  // Not due yet: its own schedule already sets it apart from the groups that are.
-  if (last_trigger_at_ && *last_trigger_at_ + Millis(spec_.interval_ms) > now) return;
   const double fraction = options_.start_slot ? StartSlotFraction(*options_.start_slot)
                                               : StartKeyFraction(PipelineKey{"", spec_.name});
-  start_hold_until_ = now + StartOffset(fraction, options_.start_spread, spec_.interval_ms);
+  if (auto hold = NewStartHold(clock_.SteadyNow(), start_hold_until_, last_trigger_at_,
+                               spec_.interval_ms, fraction, options_.start_spread)) {
+    start_hold_until_ = *hold;
+  }
 }
 
 SteadyTime GroupCoordinator::TimeGateOpensAt() const {

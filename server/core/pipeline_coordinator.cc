@@ -151,15 +151,12 @@ std::shared_ptr<const CoordinatorOptions> SharedCoordinatorOptions(
 }
 
 void PipelineCoordinator::HoldForStartOffset() {
-  const SteadyTime now = clock_.SteadyNow();
-  // A hold not yet over stays: a task set that keeps completing and breaking again (a worker in a
-  // crash loop) must not push the trigger out each time.
-  if (start_hold_until_ && *start_hold_until_ > now) return;
-  // Not due yet: its own schedule already sets it apart from the pipelines that are.
-  if (last_trigger_at_ && *last_trigger_at_ + Millis(spec_.interval_ms) > now) return;
   const double fraction =
       start_slot_ != kNoStartSlot ? StartSlotFraction(start_slot_) : StartKeyFraction(spec_.key);
-  start_hold_until_ = now + StartOffset(fraction, options_->start_spread, spec_.interval_ms);
+  if (auto hold = NewStartHold(clock_.SteadyNow(), start_hold_until_, last_trigger_at_,
+                               spec_.interval_ms, fraction, options_->start_spread)) {
+    start_hold_until_ = *hold;
+  }
 }
 
 std::optional<SteadyTime> PipelineCoordinator::DesiredWakeup() const {

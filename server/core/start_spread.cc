@@ -28,4 +28,12 @@ std::chrono::microseconds StartOffset(double fraction, std::optional<Millis> spr
   return std::chrono::microseconds{static_cast<int64_t>(fraction * span_ms * 1000.0)};
 }
 
+std::optional<SteadyTime> NewStartHold(SteadyTime now, std::optional<SteadyTime> hold,
+                                       std::optional<SteadyTime> last_trigger, int64_t interval_ms,
+                                       double fraction, std::optional<Millis> spread) {
+  if (hold && *hold > now) return std::nullopt;
+  if (last_trigger && *last_trigger + Millis(interval_ms) > now) return std::nullopt;
+  return now + StartOffset(fraction, spread, interval_ms);
+}
+
 }  // namespace ckpt

@@ -25,4 +25,12 @@ double StartKeyFraction(const PipelineKey& key);
 std::chrono::microseconds StartOffset(double fraction, std::optional<Millis> spread,
                                       int64_t interval_ms);
 
+// The hold a schedule takes at `now` (its tasks or members just became all ready, or it was
+// resumed): now plus its offset, or nullopt to keep what it has. A hold not yet over stays (a
+// worker in a crash loop must not push the trigger out each time), and a schedule not yet due
+// (one interval after `last_trigger`) keeps its due time: only the overdue are spread.
+std::optional<SteadyTime> NewStartHold(SteadyTime now, std::optional<SteadyTime> hold,
+                                       std::optional<SteadyTime> last_trigger, int64_t interval_ms,
+                                       double fraction, std::optional<Millis> spread);
+
 }  // namespace ckpt

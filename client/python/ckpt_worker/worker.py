@@ -393,12 +393,13 @@ class PipelineWorker:
                     self._standby_backoff.reset()
                 if was_connected:
                     redirects = 0
+                trailer = dict(trailers or ())
                 # A trailer (even empty) is a standby's answer: a takeover is under way. So may
                 # a leader lost be.
                 self._standby_poll.stream_ended(
-                    was_connected, retry.LEADER_TRAILER in dict(trailers or ()),
+                    was_connected, retry.LEADER_TRAILER in trailer,
                     stable and code == grpc.StatusCode.UNAVAILABLE, time.monotonic())
-                leader = dict(trailers or ()).get(retry.LEADER_TRAILER)
+                leader = trailer.get(retry.LEADER_TRAILER)
                 if leader and not self._may_connect_to(leader):
                     print(f"ckpt_worker: not following the leader {leader}: the bearer token "
                           "would go to it in the clear", file=sys.stderr)
