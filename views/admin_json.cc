@@ -152,6 +152,11 @@ Json ExplanationJson(const v1::PipelineExplanation& e) {
       {"committing_checkpoint_id", e.committing_checkpoint_id()},
       {"commit_age_ms", e.commit_age_ms()},
       {"commit_timeout_ms", e.commit_timeout_ms()},
+      {"admission_rounds_in_flight", e.admission_rounds_in_flight()},
+      {"admission_bytes_in_flight", e.admission_bytes_in_flight()},
+      {"admission_cap", e.admission_cap()},
+      {"admission_cap_value", e.admission_cap_value()},
+      {"admission_waiting_ahead", e.admission_waiting_ahead()},
   };
 }
 

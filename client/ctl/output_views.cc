@@ -274,6 +274,13 @@ std::string ExplanationView(const v1::PipelineExplanation& e, int64_t now_ms) {
                        FormatDuration(e.commit_timeout_ms()) +
                        (e.holdup() == v1::PIPELINE_HOLDUP_COMMIT_OVERDUE ? ", overdue)" : ")")});
   }
+  if (e.holdup() == v1::PIPELINE_HOLDUP_WAITING_FOR_ADMISSION) {
+    fields.AddRow(
+        {"Admission:", std::to_string(e.admission_rounds_in_flight()) + " rounds in flight, " +
+                           std::to_string(e.admission_bytes_in_flight()) + " bytes predicted; " +
+                           e.admission_cap() + " " + std::to_string(e.admission_cap_value()) +
+                           "; " + std::to_string(e.admission_waiting_ahead()) + " waiting ahead"});
+  }
   fields.AddRow({"Recent rounds:", e.recent_rounds() == 0
                                        ? "none completed yet"
                                        : std::to_string(e.recent_rounds()) + ", p95 " +

@@ -211,16 +211,16 @@ void AddTaskCommitTimes(const std::vector<std::pair<std::string, int64_t>>& time
   }
 }
 
-static_assert(static_cast<int>(Holdup::kCommitOverdue) == v1::PIPELINE_HOLDUP_COMMIT_OVERDUE &&
-                  static_cast<int>(Holdup::kCommitting) == v1::PIPELINE_HOLDUP_COMMITTING &&
-                  static_cast<int>(Holdup::kWaitingForGroup) ==
-                      v1::PIPELINE_HOLDUP_WAITING_FOR_GROUP &&
-                  static_cast<int>(Holdup::kWaitingForPositions) ==
-                      v1::PIPELINE_HOLDUP_WAITING_FOR_POSITIONS &&
-                  static_cast<int>(Holdup::kWaitingMinPause) ==
-                      v1::PIPELINE_HOLDUP_WAITING_MIN_PAUSE &&
-                  static_cast<int>(Holdup::kRoundSlow) == v1::PIPELINE_HOLDUP_ROUND_SLOW,
-              "Holdup and PipelineHoldup must keep the same order");
+static_assert(
+    static_cast<int>(Holdup::kWaitingForAdmission) == v1::PIPELINE_HOLDUP_WAITING_FOR_ADMISSION &&
+        static_cast<int>(Holdup::kCommitOverdue) == v1::PIPELINE_HOLDUP_COMMIT_OVERDUE &&
+        static_cast<int>(Holdup::kCommitting) == v1::PIPELINE_HOLDUP_COMMITTING &&
+        static_cast<int>(Holdup::kWaitingForGroup) == v1::PIPELINE_HOLDUP_WAITING_FOR_GROUP &&
+        static_cast<int>(Holdup::kWaitingForPositions) ==
+            v1::PIPELINE_HOLDUP_WAITING_FOR_POSITIONS &&
+        static_cast<int>(Holdup::kWaitingMinPause) == v1::PIPELINE_HOLDUP_WAITING_MIN_PAUSE &&
+        static_cast<int>(Holdup::kRoundSlow) == v1::PIPELINE_HOLDUP_ROUND_SLOW,
+    "Holdup and PipelineHoldup must keep the same order");
 
 void ToProto(const Explanation& e, const std::string& summary, v1::PipelineExplanation* out) {
   out->set_summary(summary);
@@ -258,6 +258,11 @@ void ToProto(const Explanation& e, const std::string& summary, v1::PipelineExpla
   }
   out->set_committing_checkpoint_id(e.committing_checkpoint_id);
   out->set_commit_age_ms(e.commit_age_ms);
+  out->set_admission_rounds_in_flight(e.admission_rounds_in_flight);
+  out->set_admission_bytes_in_flight(e.admission_bytes_in_flight);
+  out->set_admission_cap(e.admission_cap);
+  out->set_admission_cap_value(e.admission_cap_value);
+  out->set_admission_waiting_ahead(e.admission_waiting_ahead);
   out->set_commit_timeout_ms(e.commit_timeout_ms);
 }
 

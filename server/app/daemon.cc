@@ -99,6 +99,7 @@ Status Daemon::Start() {
       config_.savepoint_root.empty() ? config_.data_dir + "/savepoints" : config_.savepoint_root;
   options.config_source = config_.source_path;
   options.limits = config_.limits;
+  options.admission = config_.admission;
   host_ = std::make_unique<PipelineHost>(shards_, *store_, clock_, metrics_, options,
                                          config_.defaults, [this](bool) { UpdateHealthService(); });
   if (reload_cancelled_) host_->CancelApplyDeclared();

@@ -75,6 +75,11 @@ ReloadResult Daemon::Reload(const DaemonConfig& next) {
         "and to declared ones");
   }
   host_->SetDefaults(next.defaults);
+  if (!(next.admission == host_->admission().caps())) {
+    spdlog::info("reload: admission max_concurrent_rounds {} max_inflight_bytes {} (0: no cap)",
+                 next.admission.max_concurrent_rounds, next.admission.max_inflight_bytes);
+    host_->admission().SetCaps(next.admission);
+  }
 
   MutexLock declared_lock(declared_mu_);
   declared_ = next.pipelines;

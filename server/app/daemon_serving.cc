@@ -240,6 +240,7 @@ std::string Daemon::MetricsText() const {
     options.store_unreadable_records = etcd_store_->backend().unreadable_seen_by_standby();
   }
   options.version = kCkptVersion;
+  options.admission = &host_->admission();
   options.per_pipeline = per_pipeline_metrics_.load();
   options.start_time_seconds = kProcessStart;
   if (etcd_store_) {

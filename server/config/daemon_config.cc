@@ -50,10 +50,12 @@ constexpr std::string_view kTopLevelKeys[] = {"listen",
                                               "tls",
                                               "auth",
                                               "limits",
+                                              "admission",
                                               "insecure",
                                               "advertise"};
 constexpr std::string_view kLogKeys[] = {"level", "format"};
 constexpr std::string_view kMetricsKeys[] = {"per_pipeline", "web_view"};
+constexpr std::string_view kAdmissionKeys[] = {"max_concurrent_rounds", "max_inflight_bytes"};
 // The keys PipelineDefaults and PipelineSpec share: `defaults` may set exactly what a pipeline may.
 constexpr std::string_view kPolicyKeys[] = {"interval_ms", "timeout_ms", "min_pause_ms",
                                             "tolerable_failures", "retained"};
@@ -181,6 +183,14 @@ MaybeYamlError ConfigReader::ReadTopLevelField(const YamlField& field) {
   if (name == "tls") return ReadTlsSection(field, &config_.tls);
   if (name == "auth") return ReadAuthSection(field, &config_.auth);
   if (name == "limits") return ReadLimitsSection(field, &config_.limits);
+  if (name == "admission") {
+    return ForEachField(field.value, field.path, kAdmissionKeys, [this](const YamlField& f) {
+      if (f.name == "max_concurrent_rounds") {
+        return ReadInt(f, 0, int64_t{1} << 40, &config_.admission.max_concurrent_rounds);
+      }
+      return ReadInt(f, 0, int64_t{1} << 60, &config_.admission.max_inflight_bytes);
+    });
+  }
   if (name == "insecure") return ReadBool(field, &config_.insecure);
   if (name == "metrics_listen") {
     // "" (quoted: a bare `metrics_listen:` is more likely a mistake) turns the HTTP server off.

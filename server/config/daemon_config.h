@@ -12,6 +12,7 @@
 #include "auth/tls_settings.h"
 #include "common/status.h"
 #include "config/etcd_settings.h"
+#include "core/admission_queue.h"
 #include "core/limits.h"
 #include "core/types.h"
 
@@ -63,6 +64,10 @@ struct DaemonConfig {
   TlsSettings tls;
   AuthSpec auth;  // reloaded on SIGHUP
   Limits limits;
+  // admission { max_concurrent_rounds, max_inflight_bytes }: caps on the rounds in flight across
+  // every pipeline and group of the daemon, and on their predicted bytes (docs/PROTOCOL.md,
+  // "Admission"). 0 = no cap (the default). Reloaded on SIGHUP.
+  AdmissionCaps admission;
   bool insecure = false;
   PipelineDefaults defaults;            // applied to pipelines that leave a key out
   std::vector<PipelineSpec> pipelines;  // declared at start (and on SIGHUP)
@@ -89,11 +94,6 @@ inline constexpr uint64_t kMaxConfigBytes = 16 << 20;
 // file, a directory, anything but a regular file (a FIFO would block the reader), more than
 // kMaxConfigBytes.
 Result<DaemonConfig> LoadDaemonConfig(const std::string& path);
-
-// Whether the web view is served: metrics.web_view when set; otherwise only while metrics_listen
-// is on loopback and `auth` is off, so that a daemon which authenticates its callers does not show
-// their pipelines to anyone who reaches the HTTP port unless told to.
-bool WebViewOn(const DaemonConfig& config);
 
 // Whether the web view is served: metrics.web_view when set; otherwise only while metrics_listen
 // is on loopback and `auth` is off, so that a daemon which authenticates its callers does not show

@@ -103,6 +103,7 @@ std::vector<std::string> ReloadableChanges(const DaemonConfig& running, const Da
     changes.push_back("pipelines");
   }
   if (running.alignment_groups != next.alignment_groups) changes.push_back("alignment_groups");
+  if (!(running.admission == next.admission)) changes.push_back("admission");
   if (running.auth.enabled == next.auth.enabled && !(running.auth == next.auth)) {
     changes.push_back("auth");
   }
@@ -118,6 +119,7 @@ DaemonConfig InForceAfterReload(const DaemonConfig& running, const DaemonConfig&
   in_force.pipelines = next.pipelines;
   in_force.pipeline_restore_from = next.pipeline_restore_from;
   in_force.alignment_groups = next.alignment_groups;
+  in_force.admission = next.admission;
   if (running.auth.enabled == next.auth.enabled) in_force.auth = next.auth;
   in_force.source_path = next.source_path;
   return in_force;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "core/admission_queue.h"
 #include "core/limits.h"
 #include "core/types.h"
 
@@ -90,6 +91,16 @@ struct ArmTimeout {
   int64_t checkpoint_id = 0;
 };
 struct CancelTimeout {};
+
+// Admission (docs/PROTOCOL.md, "Admission"): a round is ready to trigger but the daemon caps the
+// rounds in flight. The runtime asks (RoundAdmission::Ask) and calls OnAdmitted once it may go;
+// asking again while waiting moves it (a savepoint now waits ahead of the periodic round it waited
+// as).
+struct AskAdmission {
+  AdmissionRequest request;
+};
+// The admitted round ended, or the round asked for is no longer wanted (RoundAdmission::Leave).
+struct LeaveAdmission {};
 
 // Store writes. Completion comes back as OnIdsReserved/OnIdsReserveFailed and
 // OnCommitted/OnCommitFailed; PersistRecord and PersistProgress are fire-and-forget (a failure is
@@ -252,10 +263,10 @@ struct Log {
 using Action =
     std::variant<SendTrigger, SendAbort, SendComplete, SendRelease, SendState, SendSavepointRefused,
                  SendAllCommitted, EndSession, ArmWakeup, CancelWakeup, ArmTimeout, CancelTimeout,
-                 ReserveIds, PersistRecord, PersistProgress, CommitCheckpoint, PersistCommitMark,
-                 DeleteCheckpoints, PinDropped, RecordTriggerDelay, RoundStuck, RoundFinished,
-                 CommitOverdue, CommitFinished, MemberDone, MemberFailed, MemberCommitted,
-                 IgnoredMessage, Log>;
+                 AskAdmission, LeaveAdmission, ReserveIds, PersistRecord, PersistProgress,
+                 CommitCheckpoint, PersistCommitMark, DeleteCheckpoints, PinDropped,
+                 RecordTriggerDelay, RoundStuck, RoundFinished, CommitOverdue, CommitFinished,
+                 MemberDone, MemberFailed, MemberCommitted, IgnoredMessage, Log>;
 using Actions = std::vector<Action>;
 
 }  // namespace ckpt

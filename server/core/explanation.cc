@@ -66,6 +66,7 @@ const char* HoldupName(Holdup holdup) {
     case Holdup::kWaitingForGroup: return "WAITING_FOR_GROUP";
     case Holdup::kCommitting: return "COMMITTING";
     case Holdup::kCommitOverdue: return "COMMIT_OVERDUE";
+    case Holdup::kWaitingForAdmission: return "WAITING_FOR_ADMISSION";
   }
   return "NONE";
 }
@@ -168,6 +169,20 @@ std::string ExplainSentence(const PipelineKey& key, const Explanation& e, int64_
         text += "; " + e.tasks.front().task_id + " is held by no worker";
       }
       return text + "; no new checkpoint until it is COMMITTED";
+    }
+    case Holdup::kWaitingForAdmission: {
+      std::string text = "queued behind " + std::to_string(e.admission_rounds_in_flight) +
+                         " rounds in flight (cap ";
+      if (e.admission_cap == "admission.max_inflight_bytes") {
+        text += "max_inflight_bytes " + std::to_string(e.admission_cap_value) + ", " +
+                std::to_string(e.admission_bytes_in_flight) + " bytes in flight)";
+      } else {
+        text += std::to_string(e.admission_cap_value) + ")";
+      }
+      if (e.admission_waiting_ahead > 0) {
+        text += "; " + std::to_string(e.admission_waiting_ahead) + " waiting ahead of it";
+      }
+      return text;
     }
     case Holdup::kNone: break;
   }

@@ -29,6 +29,7 @@ enum class Holdup {
   kWaitingForGroup,      // a member of an alignment group: the group's round or schedule holds it
   kCommitting,           // the newest checkpoint is COMMITTING, within commit_timeout_ms
   kCommitOverdue,        // it is COMMITTING past commit_timeout_ms (`tasks`: not committed)
+  kWaitingForAdmission,  // ready, but the daemon's admission caps hold its round in line
 };
 const char* HoldupName(Holdup holdup);  // "ROUND_SLOW", as the proto names it
 
@@ -71,6 +72,14 @@ struct Explanation {
   int64_t committing_checkpoint_id = 0;
   int64_t commit_age_ms = 0;
   int64_t commit_timeout_ms = 0;
+  // kWaitingForAdmission (the runtime fills these from the daemon's admission,
+  // RoundAdmission::Look): the rounds and predicted bytes in flight, the cap that holds the line
+  // and its value, and how many rounds wait ahead of this one. A group member's are its group's.
+  int64_t admission_rounds_in_flight = 0;
+  int64_t admission_bytes_in_flight = 0;
+  std::string admission_cap;  // "admission.max_concurrent_rounds" or "admission.max_inflight_bytes"
+  int64_t admission_cap_value = 0;
+  int64_t admission_waiting_ahead = 0;
 };
 
 inline constexpr size_t kMaxExplainedTasks = 1000;

@@ -130,13 +130,18 @@ GroupActions GroupCoordinator::UpdateSpec(const AlignmentGroupSpec& spec) {
 }
 
 GroupActions GroupCoordinator::OnMemberState(const PipelineKey& member, bool ready,
-                                             const std::string& holdup) {
+                                             const std::string& holdup, int64_t predicted_bytes) {
   auto it = members_.find(member);
   if (it == members_.end()) return {};
   const bool all_before = AllReady();
   it->second.ready = ready;
   it->second.holdup = ready ? std::string() : holdup;
-  if (!ready) return {};
+  it->second.predicted_bytes = predicted_bytes;
+  if (!ready) {
+    GroupActions out;
+    SettleAdmission(out);  // a place in line is for a group ready to go
+    return out;
+  }
   if (!all_before && AllReady()) HoldForStartOffset();
   return TryStart(false, std::nullopt);
 }
@@ -264,6 +269,7 @@ GroupActions GroupCoordinator::OnCommitted(int64_t checkpoint_id) {
   out.push_back(GroupRoundFinished{pending_->id, GroupRoundResult::kCompleted, ""});
   last_finished_at_ = clock_.SteadyNow();
   pending_.reset();
+  SettleAdmission(out);  // its round ended: the admission it held goes
   auto more = TryStart(false, std::nullopt);
   out.insert(out.end(), more.begin(), more.end());
   return out;
@@ -276,15 +282,25 @@ GroupActions GroupCoordinator::OnCommitFailed(int64_t checkpoint_id, const Statu
                   MemberOutcome::kStoreFailed, MemberOutcome::kStoreFailed);
 }
 
-GroupCoordinator::Outcome GroupCoordinator::RequestRound(CheckpointKind kind,
-                                                         int64_t* checkpoint_id, Millis timeout) {
+GroupCoordinator::Outcome GroupCoordinator::RequestRound(
+    CheckpointKind kind, int64_t* checkpoint_id, Millis timeout,
+    const std::function<Status(const AdmissionRequest&)>& admit_now) {
   if (checkpoint_id) *checkpoint_id = 0;
   const bool savepoint = kind != CheckpointKind::kCheckpoint;
   if (members_.empty()) {
     return {Status::FailedPrecondition("group " + spec_.name + " has no members"), {}};
   }
   const bool ids_ready = std::max(next_id_, IdFloor() + 1) <= progress_.id_counter;
-  if (!pending_ && AllReady() && ids_ready) {
+  // With admission, a savepoint waits in the admission line like one queued behind a round.
+  const bool savepoint_waits_in_line = savepoint && AdmissionOn();
+  if (!pending_ && AllReady() && ids_ready && !savepoint_waits_in_line) {
+    if (AdmissionOn() && admit_now && admission_ != AdmissionState::kAdmitted) {
+      // An operator's round does not wait in line: it goes now or is refused, naming the cap.
+      if (Status s = admit_now(RequestForAdmission(AdmissionClass::kPeriodic)); !s.ok()) {
+        return {std::move(s), {}};
+      }
+      admission_ = AdmissionState::kAdmitted;  // (a group waiting in line is refused above)
+    }
     GroupActions out = TryStart(true, kind);
     if (checkpoint_id && pending_) *checkpoint_id = pending_->id;
     return {Status::Ok(), std::move(out)};
@@ -323,6 +339,7 @@ GroupActions GroupCoordinator::CancelQueuedSavepoint() {
   if (queued_) {
     out.push_back(GroupSavepointDropped{queued_->kind, "nobody waits for it any more"});
     queued_.reset();
+    SettleAdmission(out);
   }
   return out;
 }
@@ -369,6 +386,7 @@ GroupExplanation GroupCoordinator::Explain() const {
   }
   e.waiting_for_ids = std::max(next_id_, IdFloor() + 1) > progress_.id_counter;
   e.waiting_for_positions = !PositionsAllow();
+  e.waiting_for_admission = WaitingForAdmission();
   if (e.holding.empty() && !e.waiting_for_ids && !e.waiting_for_positions) {
     e.next_trigger_in_ms = std::max<int64_t>(
         0, std::chrono::duration_cast<Millis>(TimeGateOpensAt() - clock_.SteadyNow()).count());
@@ -450,19 +468,36 @@ int64_t GroupCoordinator::IdFloor() const {
 
 GroupActions GroupCoordinator::TryStart(bool forced, std::optional<CheckpointKind> kind) {
   GroupActions out;
-  if (pending_ || !AllReady()) return out;
+  if (pending_ || !AllReady()) {
+    SettleAdmission(out);
+    return out;
+  }
   const bool savepoint_waits = queued_.has_value();
   if (!forced && !savepoint_waits) {
     if (!PositionsAllow()) {  // OnMemberPositions tries again
       WarnAboutMissingPositions(out);
+      SettleAdmission(out);
       return out;
     }
     if (clock_.SteadyNow() < TimeGateOpensAt()) {
       ArmWakeup(TimeGateOpensAt(), out);
+      SettleAdmission(out);
       return out;
     }
   }
-  if (!EnsureIds(out)) return out;  // OnIdsReserved tries again
+  if (!forced && admission_ != AdmissionState::kAdmitted && AdmissionOn()) {
+    // Ready and due, but the daemon caps the rounds in flight: the round waits in line as one
+    // unit (OnAdmitted tries again). A savepoint queued meanwhile moves it ahead.
+    const AdmissionState waiting =
+        savepoint_waits ? AdmissionState::kWaitingSavepoint : AdmissionState::kWaitingPeriodic;
+    if (admission_ != waiting) {
+      admission_ = waiting;
+      out.push_back(AskAdmission{RequestForAdmission(savepoint_waits ? AdmissionClass::kSavepoint
+                                                                     : AdmissionClass::kPeriodic)});
+    }
+    return out;
+  }
+  if (!EnsureIds(out)) return out;  // OnIdsReserved tries again (an admission stays held)
   PendingRound round;
   round.id = next_id_++;
   round.kind = kind ? *kind : queued_ ? queued_->kind : CheckpointKind::kCheckpoint;
@@ -488,6 +523,40 @@ GroupActions GroupCoordinator::TryStart(bool forced, std::optional<CheckpointKin
   return out;
 }
 
+AdmissionRequest GroupCoordinator::RequestForAdmission(AdmissionClass line) const {
+  AdmissionRequest request;
+  request.line = line;
+  request.due = TimeGateOpensAt();
+  request.rounds = static_cast<int64_t>(members_.size());
+  request.bytes = 0;
+  for (const auto& [key, m] : members_) request.bytes += m.predicted_bytes;
+  return request;
+}
+
+GroupActions GroupCoordinator::OnAdmitted() {
+  if (!WaitingForAdmission()) return {};  // it left meanwhile
+  admission_ = AdmissionState::kAdmitted;
+  return TryStart(false, std::nullopt);
+}
+
+void GroupCoordinator::SettleAdmission(GroupActions& out) {
+  switch (admission_) {
+    case AdmissionState::kNone: return;
+    case AdmissionState::kAdmitted:
+      // In flight with its round. (Admitted and waiting for its ids, TryStart does not settle.)
+      if (pending_) return;
+      break;
+    case AdmissionState::kWaitingPeriodic:
+    case AdmissionState::kWaitingSavepoint:
+      if (!pending_ && AllReady() && (admission_ == AdmissionState::kWaitingPeriodic || queued_)) {
+        return;
+      }
+      break;
+  }
+  admission_ = AdmissionState::kNone;
+  out.push_back(LeaveAdmission{});
+}
+
 GroupActions GroupCoordinator::EndRound(GroupRoundResult result, const std::string& reason,
                                         const std::set<PipelineKey>& at_fault,
                                         MemberOutcome fault_outcome,
@@ -509,6 +578,7 @@ GroupActions GroupCoordinator::EndRound(GroupRoundResult result, const std::stri
                         " ended for every member: " + reason});
   last_finished_at_ = clock_.SteadyNow();
   pending_.reset();
+  SettleAdmission(out);  // its round ended: the admission it held goes
   ArmNext(out);
   return out;
 }

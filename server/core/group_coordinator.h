@@ -24,7 +24,9 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -34,6 +36,7 @@
 #include "common/status.h"
 #include "core/actions.h"
 #include "core/clock.h"
+#include "core/round_admission.h"
 #include "core/types.h"
 
 namespace ckpt {
@@ -105,7 +108,7 @@ using GroupAction =
     std::variant<StartMemberRound, MemberRoundDurable, AbortMemberRound, ArmGroupWakeup,
                  ArmGroupDeadline, CancelGroupDeadline, ReserveGroupIds, CommitGroupRound,
                  GroupRoundStarted, GroupSavepointDropped, GroupRoundFinished, MarkMemberCommitted,
-                 Log>;
+                 AskAdmission, LeaveAdmission, Log>;
 using GroupActions = std::vector<GroupAction>;
 
 // What holds the group now, for `pipeline why` of its members and `group get`.
@@ -121,6 +124,7 @@ struct GroupExplanation {
   int64_t next_trigger_in_ms = -1;             // -1: not known (held, or pending)
   int64_t last_round_id = 0;
   int64_t last_position = 0;
+  bool waiting_for_admission = false;  // ready, its round held in the daemon's admission line
 };
 
 struct GroupOptions {
@@ -130,6 +134,9 @@ struct GroupOptions {
   // of its name) of min(start_spread, interval); nullopt: of the interval. 0: no offset.
   std::optional<Millis> start_spread = Millis{0};
   std::optional<uint64_t> start_slot;
+  // The daemon's admission caps (docs/PROTOCOL.md, "Admission"); null: none. A round asks as one
+  // unit counting its members, with the sum of their predicted bytes.
+  std::shared_ptr<RoundAdmission> admission;
 };
 
 class GroupCoordinator {
@@ -157,8 +164,10 @@ class GroupCoordinator {
   GroupActions UpdateSpec(const AlignmentGroupSpec& spec);
 
   // --- what members report ---
-  // `holdup`: why it is not ready ("" when ready), shown by Explain.
-  GroupActions OnMemberState(const PipelineKey& member, bool ready, const std::string& holdup);
+  // `holdup`: why it is not ready ("" when ready), shown by Explain. `predicted_bytes`: its part
+  // of the next round's predicted size (its last completed checkpoint's), for admission.
+  GroupActions OnMemberState(const PipelineKey& member, bool ready, const std::string& holdup,
+                             int64_t predicted_bytes = 0);
   GroupActions OnMemberPositions(const PipelineKey& member, const MemberPositions& positions);
   // Every task of `member` acked round `checkpoint_id`; `commit` is its part of the group commit.
   // Ignored for any round but the pending one, or from a member not in it.
@@ -177,6 +186,8 @@ class GroupCoordinator {
   // --- timers ---
   GroupActions OnWakeup();
   GroupActions OnDeadline(int64_t checkpoint_id);
+  // The round asked for (AskAdmission) may go: it starts if it still can (else it leaves).
+  GroupActions OnAdmitted();
 
   // --- store completions ---
   GroupActions OnIdsReserved(int64_t counter);
@@ -196,8 +207,12 @@ class GroupCoordinator {
   // checkpoint is then FAILED_PRECONDITION (UNAVAILABLE while ids are being reserved).
   // `checkpoint_id` gets the id of a round started now (0 otherwise). A refused call has no
   // actions.
+  // While the daemon caps admission a savepoint always waits in the admission line (as queued),
+  // and a checkpoint asks `admit_now` first (RoundAdmission::AdmitNow), whose refusal is the
+  // answer.
   Outcome RequestRound(CheckpointKind kind, int64_t* checkpoint_id = nullptr,
-                       Millis timeout = Millis(300000));
+                       Millis timeout = Millis(300000),
+                       const std::function<Status(const AdmissionRequest&)>& admit_now = {});
   // The callers of a queued savepoint went away: it is dropped.
   GroupActions CancelQueuedSavepoint();
 
@@ -218,6 +233,7 @@ class GroupCoordinator {
     bool ready = false;
     std::string holdup = "has not reported yet";
     std::optional<MemberPositions> positions;
+    int64_t predicted_bytes = 0;
   };
   struct PendingRound {
     int64_t id = 0;
@@ -256,6 +272,17 @@ class GroupCoordinator {
   void WarnAboutMissingPositions(GroupActions& out);
   // Drops a queued savepoint whose timeout passed.
   void ExpireQueuedSavepoint(GroupActions& out);
+  // Admission (as a pipeline's, PipelineCoordinator::SettleAdmission): whether a cap is set, what
+  // a round asks for, and leaving what is no longer wanted: a place in line when the group is no
+  // longer ready, an admission without a round (unless it only waits for its ids).
+  bool AdmissionOn() const { return options_.admission && options_.admission->enabled(); }
+  AdmissionRequest RequestForAdmission(AdmissionClass line) const;
+  void SettleAdmission(GroupActions& out);
+  enum class AdmissionState : uint8_t { kNone, kWaitingPeriodic, kWaitingSavepoint, kAdmitted };
+  bool WaitingForAdmission() const {
+    return admission_ == AdmissionState::kWaitingPeriodic ||
+           admission_ == AdmissionState::kWaitingSavepoint;
+  }
 
   AlignmentGroupSpec spec_;
   GroupProgress progress_;
@@ -275,6 +302,7 @@ class GroupCoordinator {
   int64_t next_id_ = 1;         // the next id to hand out, if within progress_.id_counter
   bool reserving_ = false;      // a ReserveGroupIds is with the store
   bool bump_position_ = false;  // the last round failed on a passed position: one more step
+  AdmissionState admission_ = AdmissionState::kNone;
   struct QueuedSavepoint {
     CheckpointKind kind = CheckpointKind::kSavepoint;
     SteadyTime deadline;

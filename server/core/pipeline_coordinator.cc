@@ -180,8 +180,12 @@ std::optional<SteadyTime> PipelineCoordinator::DesiredWakeup() const {
     consider(next_missing_warn_at_);
   } else if (!pending_ && !Committing() && !ids_.waiting() && store_writable_ && !group_) {
     // A queued savepoint starts as soon as it can, ignoring interval, min pause and positions.
+    // A round waiting in the admission line is woken by its admission (OnAdmitted), not the
+    // timer; a savepoint asked meanwhile wakes it once, to move it ahead in the line.
     if (savepoints_.queued()) {
-      consider(SteadyTime{});
+      if (admission_ != AdmissionState::kWaitingSavepoint) consider(SteadyTime{});
+    } else if (admission_ == AdmissionState::kWaitingPeriodic) {
+      // OnAdmitted re-drives it.
     } else if (PositionsOpen()) {
       consider(*NextPeriodicDue());
     } else {
@@ -192,6 +196,7 @@ std::optional<SteadyTime> PipelineCoordinator::DesiredWakeup() const {
 }
 
 void PipelineCoordinator::Rearm(Actions& out) {
+  SettleAdmission(out);
   std::optional<SteadyTime> want = DesiredWakeup();
   if (want == armed_wakeup_) return;
   armed_wakeup_ = want;
@@ -278,6 +283,19 @@ bool PipelineCoordinator::TryTrigger(CheckpointKind kind, const std::string& tar
       !AllTasksRegistered() || !store_writable_) {
     return false;
   }
+  if (cause != TriggerCause::kManual && admission_ != AdmissionState::kAdmitted && AdmissionOn()) {
+    // Ready, but the daemon caps the rounds in flight: it waits in line (OnAdmitted re-drives
+    // this). A savepoint asked while its periodic round waited moves ahead.
+    const bool savepoint = cause == TriggerCause::kSavepoint;
+    const AdmissionState waiting =
+        savepoint ? AdmissionState::kWaitingSavepoint : AdmissionState::kWaitingPeriodic;
+    if (admission_ != waiting) {
+      admission_ = waiting;
+      out.push_back(AskAdmission{
+          RequestForAdmission(savepoint ? AdmissionClass::kSavepoint : AdmissionClass::kPeriodic)});
+    }
+    return false;
+  }
   const std::optional<int64_t> id = ids_.Take();
   if (!id) {
     // No durable id left: wait for the reservation, whose completion re-drives this trigger.
@@ -328,6 +346,49 @@ bool PipelineCoordinator::TryTrigger(CheckpointKind kind, const std::string& tar
   if (commits_) commits_->phase.reset();  // the last one's COMMITTED record: a new round is on
   MaybeReserveIds(out);
   return true;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Admission
+
+AdmissionRequest PipelineCoordinator::RequestForAdmission(AdmissionClass line) const {
+  AdmissionRequest request;
+  request.line = line;
+  if (line == AdmissionClass::kPeriodic) {
+    if (auto due = NextPeriodicDue()) request.due = *due;
+  }
+  request.rounds = 1;
+  request.bytes = PredictedRoundBytes();
+  return request;
+}
+
+Actions PipelineCoordinator::OnAdmitted() {
+  Actions out;
+  if (!WaitingForAdmission()) return out;  // it left meanwhile (the runtime drops most such)
+  admission_ = AdmissionState::kAdmitted;
+  return OnWakeup();  // triggers if it still can; Rearm leaves the admission if it did not
+}
+
+void PipelineCoordinator::SettleAdmission(Actions& out) {
+  switch (admission_) {
+    case AdmissionState::kNone: return;
+    case AdmissionState::kAdmitted:
+      if (pending_ && !pending_->of_group()) return;  // in flight until the round ends
+      break;
+    case AdmissionState::kWaitingPeriodic:
+    case AdmissionState::kWaitingSavepoint: {
+      // Still ready to trigger: it keeps its place. The schedule and the ids do not matter here
+      // (it asked once due; an id reservation is quick).
+      const bool ready = !pending_ && !Committing() && !shutting_down_ && !deleted_ && !group_ &&
+                         sticky_ == StickyState::kActive && AllTasksRegistered() && store_writable_;
+      const bool savepoint_left =
+          admission_ == AdmissionState::kWaitingSavepoint && !savepoints_.queued();
+      if (ready && !savepoint_left) return;
+      break;
+    }
+  }
+  admission_ = AdmissionState::kNone;
+  out.push_back(LeaveAdmission{});
 }
 
 Actions PipelineCoordinator::OnTimeout(int64_t checkpoint_id) {
@@ -510,6 +571,7 @@ Actions PipelineCoordinator::OnCommitted(int64_t checkpoint_id) {
     // and the metrics learn the outcome. Nothing is written back.
     out.push_back(RoundFinished{round.id(), round.kind(), CheckpointStatus::kCompleted,
                                 Since(round.triggered_at(), now), "", false, round.target()});
+    SettleAdmission(out);
     return out;
   }
   out.reserve(4);  // SendComplete, SendRelease, RoundFinished, ArmWakeup
@@ -564,6 +626,7 @@ Actions PipelineCoordinator::OnCommitFailed(int64_t checkpoint_id, const Status&
     out.push_back(RoundFinished{round.id(), round.kind(), CheckpointStatus::kFailed,
                                 Since(round.triggered_at(), clock_.SteadyNow()),
                                 "store write failed: " + error.message(), false, round.target()});
+    SettleAdmission(out);
     return out;
   }
   // A failed write is a failed checkpoint, never a complete one. The failure is the daemon's, not

@@ -19,7 +19,9 @@
 // docs/DESIGN.md, "The coordinator's parts". The handlers are in pipeline_coordinator*.cc by
 // concern (rounds and schedule, sessions, restore, positions, group membership, inspection).
 
+#include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -41,6 +43,7 @@
 #include "core/position_tracking.h"
 #include "core/recent_durations.h"
 #include "core/restore_pins.h"
+#include "core/round_admission.h"
 #include "core/savepoint_queue.h"
 #include "core/session_table.h"
 #include "core/start_spread.h"
@@ -84,6 +87,10 @@ struct CoordinatorOptions {
   // One not yet due keeps its schedule. 0: no offset. Savepoints and TriggerCheckpoint do not
   // wait for it.
   std::optional<Millis> start_spread = Millis{0};
+  // The daemon's admission caps (docs/PROTOCOL.md, "Admission"); null: none (most tests). While
+  // it has a cap, a round ready to trigger asks first (AskAdmission) and goes once admitted
+  // (OnAdmitted); TriggerCheckpoint is admitted at once or refused. Must outlive the coordinator.
+  const RoundAdmission* admission = nullptr;
   // With a position_interval, tasks that never reported a position are named in a warning at most
   // this often (they hold every periodic trigger).
   Millis positions_warn_interval{60000};
@@ -221,6 +228,17 @@ class PipelineCoordinator {
 
   // --- timers ---
   Actions OnWakeup();
+  // The round asked for (AskAdmission) may go: it triggers now if it still can; otherwise it
+  // leaves (LeaveAdmission). Ignored unless one was asked for.
+  Actions OnAdmitted();
+  // What the next round is predicted to write, for admission: the sum of the restore point's
+  // task sizes (the last completed checkpoint's; 0 before the first).
+  int64_t PredictedRoundBytes() const { return restore_ ? restore_->state_bytes : 0; }
+  // Whether a round ready to trigger waits for admission now (`pipeline why`).
+  bool WaitingForAdmission() const {
+    return admission_ == AdmissionState::kWaitingPeriodic ||
+           admission_ == AdmissionState::kWaitingSavepoint;
+  }
   // The round's timer: its stuck threshold (RoundStuck, and the timer again for the deadline), or
   // its deadline (the round expires).
   Actions OnTimeout(int64_t checkpoint_id);
@@ -303,7 +321,10 @@ class PipelineCoordinator {
   Outcome Pause();
   Outcome Resume();
   // Starts a checkpoint now. FAILED_PRECONDITION while a round is pending or when not RUNNING.
-  Outcome TriggerCheckpoint(int64_t* checkpoint_id);
+  // While the daemon caps admission, `admit_now` is asked first (RoundAdmission::AdmitNow with the
+  // runtime's ticket): its refusal (RESOURCE_EXHAUSTED naming the cap) is the answer.
+  using AdmitNow = std::function<Status(const AdmissionRequest&)>;
+  Outcome TriggerCheckpoint(int64_t* checkpoint_id, const AdmitNow& admit_now = {});
   // Asks for a savepoint (operator or worker). Joins one already queued or pending when `stop` and
   // `target` (as asked) agree; otherwise FAILED_PRECONDITION. `timeout` counts from now.
   Outcome RequestSavepoint(const std::string& target, bool stop, Millis timeout);
@@ -449,6 +470,19 @@ class PipelineCoordinator {
     int64_t registered_at_ms = 0;  // wall clock: since when it holds its tasks
   };
   enum class TriggerCause { kPeriodic, kManual, kSavepoint };
+  // Where the pipeline stands with the daemon's admission (options_->admission).
+  enum class AdmissionState : uint8_t {
+    kNone,              // asked for nothing, holds nothing
+    kWaitingPeriodic,   // a periodic round waits in line (AskAdmission)
+    kWaitingSavepoint,  // a savepoint waits in line, ahead of every periodic round
+    kAdmitted,          // its round may go, or flies: it leaves when the round ends
+  };
+  bool AdmissionOn() const { return options_->admission && options_->admission->enabled(); }
+  // What a round of this pipeline asks for: its line, its due time, its predicted bytes.
+  AdmissionRequest RequestForAdmission(AdmissionClass line) const;
+  // After every event (Rearm): an admitted pipeline without a round, and a waiting one that is no
+  // longer ready to trigger, leave (LeaveAdmission), so that no place is held for nothing.
+  void SettleAdmission(Actions& out);
 
   Outcome RequestSavepoint(const std::string& target, bool stop, Millis timeout, bool worker_asked);
   // spec_ = spec but for the key, which is equal (checked) and which other threads read (key()):
@@ -604,6 +638,7 @@ class PipelineCoordinator {
   IdReservation ids_;  // the durable ids free to hand out, and their reservation
   bool store_writable_ = true;
   bool persist_owed_ = false;  // a failed write waits for the store to take writes again
+  AdmissionState admission_ = AdmissionState::kNone;
 
   // Schedule.
   MaybeTime last_trigger_at_;
@@ -634,7 +669,13 @@ class PipelineCoordinator {
           kind(checkpoint.kind),
           operator_set(operator_set),
           location(std::move(checkpoint.location)),
-          task_states(checkpoint.task_states) {}
+          task_states(checkpoint.task_states),
+          state_bytes(SumSizes(checkpoint.task_states)) {}
+    static int64_t SumSizes(const std::map<std::string, TaskState>& states) {
+      int64_t sum = 0;
+      for (const auto& [task, state] : states) sum += std::max<int64_t>(state.size_bytes, 0);
+      return sum;
+    }
     // The pipeline whose checkpoint it is, `own` unless another's.
     const PipelineKey& source(const PipelineKey& own) const {
       return other_source ? *other_source : own;
@@ -646,6 +687,8 @@ class PipelineCoordinator {
     bool operator_set = false;  // RestorePipeline or restore_from: pinned; a completion ends it
     std::string location;
     PackedTaskStates task_states;
+    // The sum of its tasks' size_bytes: what the next round is predicted to write (admission).
+    int64_t state_bytes = 0;
   };
   std::unique_ptr<const HeldRestorePoint> restore_;
   // The history as the store keeps it, what leaves it and what its last release was. Declared

@@ -202,6 +202,10 @@ Explanation PipelineCoordinator::Explain(int64_t stuck_threshold_ms) const {
     }
     return e;
   }
+  if (WaitingForAdmission()) {
+    e.holdup = Holdup::kWaitingForAdmission;  // the runtime adds the line's figures
+    return e;
+  }
   if (armed_wakeup_) {
     e.next_trigger_in_ms =
         std::max<int64_t>(std::chrono::duration_cast<Millis>(*armed_wakeup_ - now).count(), 0);

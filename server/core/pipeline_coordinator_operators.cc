@@ -45,7 +45,8 @@ PipelineCoordinator::Outcome PipelineCoordinator::Resume() {
   return o;
 }
 
-PipelineCoordinator::Outcome PipelineCoordinator::TriggerCheckpoint(int64_t* checkpoint_id) {
+PipelineCoordinator::Outcome PipelineCoordinator::TriggerCheckpoint(int64_t* checkpoint_id,
+                                                                    const AdmitNow& admit_now) {
   Outcome o;
   if (group_) {
     o.status = Status::FailedPrecondition("a member of alignment group " + group_->name +
@@ -70,7 +71,16 @@ PipelineCoordinator::Outcome PipelineCoordinator::TriggerCheckpoint(int64_t* che
         "the store fails writes (disk full?); no round starts until it takes them again");
     return o;
   }
+  if (AdmissionOn() && admission_ != AdmissionState::kAdmitted && admit_now) {
+    // An operator's round does not wait in line: it goes now or is refused, naming the cap.
+    if (Status s = admit_now(RequestForAdmission(AdmissionClass::kPeriodic)); !s.ok()) {
+      o.status = std::move(s);
+      return o;
+    }
+    admission_ = AdmissionState::kAdmitted;
+  }
   if (!TryTrigger(CheckpointKind::kCheckpoint, "", TriggerCause::kManual, o.actions)) {
+    SettleAdmission(o.actions);
     o.status = Status::Unavailable("no checkpoint id is reserved yet; retry shortly");
     return o;
   }
@@ -282,6 +292,7 @@ PipelineCoordinator::Outcome PipelineCoordinator::Delete() {
   out.push_back(CancelTimeout{});
   armed_wakeup_.reset();
   out.push_back(CancelWakeup{});
+  SettleAdmission(out);  // a place in line goes; a round with the store keeps its admission
   return o;
 }
 
@@ -318,6 +329,7 @@ Actions PipelineCoordinator::AbortForShutdown() {
   if (pending_ && !pending_->completing()) {
     FailRound(CheckpointStatus::kAborted, "daemon shutting down", FailureCause::kAborted, out);
   }
+  SettleAdmission(out);
   return out;
 }
 

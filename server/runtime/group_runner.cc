@@ -21,12 +21,19 @@ GroupRunner::GroupRunner(asio::io_context& io, const StoredGroup& stored, Metada
       store_health_(store_health),
       durable_id_counter_(stored.progress.id_counter),
       strand_(asio::make_strand(io)),
-      coordinator_(stored.spec, stored.progress, clock, std::move(options)),
+      coordinator_(stored.spec, stored.progress, clock, options),
       wakeup_timer_(strand_),
       deadline_timer_(strand_),
-      published_progress_copy_(stored.progress) {
+      published_progress_copy_(stored.progress),
+      admission_(options.admission),
+      admission_ticket_(admission_ ? admission_->NewTicket() : 0) {
   MutexLock lock(progress_mu_);
   published_progress_ = stored.progress;
+}
+
+GroupRunner::~GroupRunner() {
+  // A group dropped while its round flew or waited must not hold its place for ever.
+  if (admission_) admission_->Leave(admission_ticket_);
 }
 
 template <typename F>
@@ -44,6 +51,7 @@ void GroupRunner::Start() {
 void GroupRunner::Stop() {
   asio::post(strand_, [self = shared_from_this()] {
     self->stopped_ = true;
+    self->ReleaseAdmission();  // nothing more starts here
     self->wakeup_timer_.cancel();
     self->deadline_timer_.cancel();
     for (auto& done : self->queued_round_waiters_) {
@@ -74,10 +82,31 @@ void GroupRunner::RemoveMember(const PipelineKey& key, std::string why) {
   });
 }
 
-void GroupRunner::MemberState(const PipelineKey& key, bool ready, std::string holdup) {
-  Post([key, ready, holdup = std::move(holdup)](GroupRunner& g) {
-    g.Run(g.coordinator_.OnMemberState(key, ready, holdup));
+void GroupRunner::MemberState(const PipelineKey& key, bool ready, std::string holdup,
+                              int64_t predicted_bytes) {
+  Post([key, ready, holdup = std::move(holdup), predicted_bytes](GroupRunner& g) {
+    g.Run(g.coordinator_.OnMemberState(key, ready, holdup, predicted_bytes));
   });
+}
+
+void GroupRunner::AskForAdmission(const AdmissionRequest& request) {
+  CKPT_ASSERT_ON_STRAND(strand_);
+  if (!admission_) return;  // the coordinator asks only when it was given one
+  const uint32_t ask = ++admission_asks_;
+  admission_->Ask(admission_ticket_, request, [weak = weak_from_this(), ask] {
+    if (auto self = weak.lock()) {
+      self->Post([ask](GroupRunner& g) {
+        if (g.admission_asks_ != ask) return;  // left, or asked again, since
+        g.Run(g.coordinator_.OnAdmitted());
+      });
+    }
+  });
+}
+
+void GroupRunner::ReleaseAdmission() {
+  CKPT_ASSERT_ON_STRAND(strand_);
+  ++admission_asks_;  // an answer still on its way is for nothing now
+  if (admission_) admission_->Leave(admission_ticket_);
 }
 
 void GroupRunner::MemberPositions(const PipelineKey& key, ckpt::MemberPositions positions) {
@@ -122,7 +151,13 @@ void GroupRunner::RequestRound(CheckpointKind kind, Millis timeout, RoundDone do
       }
     }
     int64_t id = 0;
-    auto outcome = self->coordinator_.RequestRound(kind, &id, timeout);
+    std::function<Status(const AdmissionRequest&)> admit_now;
+    if (self->admission_) {
+      admit_now = [g = self.get()](const AdmissionRequest& request) {
+        return g->admission_->AdmitNow(g->admission_ticket_, request);
+      };
+    }
+    auto outcome = self->coordinator_.RequestRound(kind, &id, timeout, admit_now);
     if (!outcome.status.ok()) return done(outcome.status, 0);
     // Started now: the members were sent their StartMemberRound by Run, ahead of `done`.
     // Queued (a savepoint): `done` when it starts or is dropped.
@@ -167,7 +202,11 @@ void GroupRunner::Execute(GroupAction& action) {
                    std::holds_alternative<ReserveGroupIds>(action))) {
     return;  // stopped: a round in flight ends, nothing new starts
   }
-  if (auto* a = std::get_if<StartMemberRound>(&action)) {
+  if (auto* a = std::get_if<AskAdmission>(&action)) {
+    if (!stopped_) AskForAdmission(a->request);
+  } else if (std::holds_alternative<LeaveAdmission>(action)) {
+    ReleaseAdmission();
+  } else if (auto* a = std::get_if<StartMemberRound>(&action)) {
     if (auto member = MemberRunner(a->member)) {
       member->StartGroupRound(a->checkpoint_id, a->kind, a->position);
     } else {

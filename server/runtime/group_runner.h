@@ -16,6 +16,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -40,6 +41,7 @@ class GroupRunner : public std::enable_shared_from_this<GroupRunner> {
               GroupOptions options = {});
   GroupRunner(const GroupRunner&) = delete;
   GroupRunner& operator=(const GroupRunner&) = delete;
+  ~GroupRunner();
 
   const std::string& name() const { return name_; }
   // The end of the group's durably reserved ids, from any thread: a member that leaves
@@ -58,7 +60,9 @@ class GroupRunner : public std::enable_shared_from_this<GroupRunner> {
   void RemoveMember(const PipelineKey& key, std::string why);
 
   // --- what members report ---
-  void MemberState(const PipelineKey& key, bool ready, std::string holdup);
+  // `predicted_bytes`: its part of the next round's predicted size (admission).
+  void MemberState(const PipelineKey& key, bool ready, std::string holdup,
+                   int64_t predicted_bytes = 0);
   void MemberPositions(const PipelineKey& key, ckpt::MemberPositions positions);
   void MemberDone(const PipelineKey& key, int64_t checkpoint_id, CheckpointCommit commit);
   // Every task of the member committed group round `checkpoint_id` (a commit phase).
@@ -78,6 +82,11 @@ class GroupRunner : public std::enable_shared_from_this<GroupRunner> {
   void RequestRound(CheckpointKind kind, Millis timeout, RoundDone done, MemberCheck check = {});
   // The group's policy changed (PutAlignmentGroup, a reload).
   void UpdateSpec(AlignmentGroupSpec spec);
+  // The group's place in the daemon's admission line (nullopt: no admission). Any thread.
+  std::optional<RoundAdmission::View> LookAtAdmission() const {
+    if (!admission_) return std::nullopt;
+    return admission_->Look(admission_ticket_);
+  }
   // Runs `fn` on the strand with the coordinator (read-only use).
   void Inspect(std::function<void(const GroupCoordinator&)> fn);
 
@@ -89,6 +98,9 @@ class GroupRunner : public std::enable_shared_from_this<GroupRunner> {
   std::shared_ptr<PipelineRunner> MemberRunner(const PipelineKey& key) const;
   template <typename F>
   void Post(F&& f);
+  // AskAdmission and LeaveAdmission, by this group's ticket (as PipelineRunner's).
+  void AskForAdmission(const AdmissionRequest& request);
+  void ReleaseAdmission();
 
   const std::string name_;
   MetadataStore& store_;
@@ -117,6 +129,11 @@ class GroupRunner : public std::enable_shared_from_this<GroupRunner> {
   std::vector<RoundDone> queued_round_waiters_;
   bool stopped_ = false;
   GroupProgress published_progress_copy_;  // what published_progress_ holds (no lock to compare)
+  // The daemon's admission (null: none), this group's ticket in it (taken when the runner is
+  // made) and its asks: an answer names the ask it answers.
+  const std::shared_ptr<RoundAdmission> admission_;
+  const AdmissionTicket admission_ticket_;
+  uint32_t admission_asks_ = 0;
 };
 
 }  // namespace ckpt

@@ -223,6 +223,24 @@ std::string RenderMetricsPage(const DaemonMetrics& m, const Registry& registry,
             "Checkpoints and savepoints pending now (triggered, not "
             "finished).",
             Load(m.pending_checkpoints));
+  // Admission (docs/PROTOCOL.md, "Admission"). Without a cap rounds are not admitted one by
+  // one: the rounds in flight are then the pending ones, and their bytes are not predicted.
+  const RoundAdmission* admission = options.admission;
+  const bool admitting = admission && admission->enabled();
+  out.Gauge(
+      "ckptd_rounds_in_flight",
+      "Rounds in flight (triggered, not ended), as admission counts them: an alignment "
+      "group's round counts as its members.",
+      admitting ? static_cast<double>(admission->rounds_in_flight()) : Load(m.pending_checkpoints));
+  out.Gauge("ckptd_inflight_state_bytes",
+            "Predicted bytes of the rounds in flight (each pipeline's last completed size); 0 "
+            "while admission has no cap.",
+            admitting ? static_cast<double>(admission->bytes_in_flight()) : 0.0);
+  out.Gauge("ckptd_rounds_waiting", "Rounds ready to trigger, waiting for admission.",
+            admission ? static_cast<double>(admission->rounds_waiting()) : 0.0);
+  out.Counter("ckptd_rounds_deferred_total",
+              "Rounds that had to wait for admission (a cap was full when they became ready).",
+              admission ? static_cast<double>(admission->deferred_total()) : 0.0);
   out.Family("ckptd_pipelines", "gauge", "Pipelines by state.");
   for (PipelineState s : kStates) {
     out.Sample("ckptd_pipelines", {{"state", PipelineStateName(s)}},

@@ -9,6 +9,7 @@
 
 #include <string>
 
+#include "core/round_admission.h"
 #include "runtime/daemon_metrics.h"
 #include "runtime/registry.h"
 
@@ -26,6 +27,9 @@ struct MetricsPageOptions {
   uint64_t tls_handshake_failures = 0;
   // ckptd_store_unreadable_records (runtime/quarantine.h; a standby's watch).
   uint64_t store_unreadable_records = 0;
+  // The daemon's admission (ckptd_rounds_in_flight, ckptd_inflight_state_bytes,
+  // ckptd_rounds_waiting, ckptd_rounds_deferred_total); null: the series read 0.
+  const RoundAdmission* admission = nullptr;
 };
 
 std::string RenderMetricsPage(const DaemonMetrics& metrics, const Registry& registry,

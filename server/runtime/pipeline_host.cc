@@ -35,9 +35,10 @@ PipelineHost::PipelineHost(IoShards& shards, MetadataStore& store, const Clock& 
       store_health_(
           store, shards.control(), [this](bool writable) { OnStoreWritable(writable); },
           options_.store_probe_interval),
+      admission_(std::make_shared<RoundAdmission>(options_.admission)),
       runner_context_(std::make_shared<const RunnerContext>(RunnerContext{
           store_, clock_, metrics_, options_.heartbeat_interval_ms, options_.lease_ttl_ms,
-          &store_health_, [this](const CheckpointRef& ref) { PinDropped(ref); }})),
+          &store_health_, [this](const CheckpointRef& ref) { PinDropped(ref); }, admission_})),
       defaults_(defaults) {}
 
 PipelineHost::~PipelineHost() {
@@ -55,6 +56,7 @@ std::shared_ptr<PipelineRunner> PipelineHost::MakeRunner(const StoredPipeline& s
   options.savepoint_requests_per_minute = options_.limits.savepoint_requests_per_minute;
   options.max_savepoints = options_.limits.max_savepoints_per_pipeline;
   options.pins = &pins_;
+  options.admission = admission_.get();
   auto runner = std::make_shared<PipelineRunner>(shards_.For(stored.record.spec.key), stored,
                                                  restarted, runner_context_, std::move(options));
   runner->SetStartSlot(next_start_slot_.fetch_add(1, std::memory_order_relaxed));
@@ -82,6 +84,7 @@ GroupOptions PipelineHost::MakeGroupOptions() {
   GroupOptions options;
   options.start_spread = StartSpread();
   options.start_slot = next_start_slot_.fetch_add(1, std::memory_order_relaxed);
+  options.admission = admission_;
   return options;
 }
 

@@ -23,6 +23,7 @@
 #include "core/clock.h"
 #include "core/limits.h"
 #include "core/restore_pins.h"
+#include "core/round_admission.h"
 #include "runtime/alignment_groups.h"
 #include "runtime/blocking_work.h"
 #include "runtime/daemon_metrics.h"
@@ -42,6 +43,9 @@ struct PipelineHostOptions {
   int64_t stuck_threshold_ms = 0;  // CoordinatorOptions::stuck_threshold_ms
   // Where savepoints go when a request names no target directory.
   std::string savepoint_root;
+  // admission { max_concurrent_rounds, max_inflight_bytes }: the caps on rounds in flight across
+  // every pipeline and group of the daemon (docs/PROTOCOL.md, "Admission"); reloadable.
+  AdmissionCaps admission;
   // The config file that declares pipelines, for messages ("" when there is none).
   std::string config_source;
   // How often StoreHealth probes a store that fails writes.
@@ -162,6 +166,8 @@ class PipelineHost {
   // record starts shut down), later StopProbing (no store probes after the store's last flush),
   // then JoinBlockingPool.
   void RefuseCreates() { refusing_creates_.store(true); }
+  // The daemon's admission: its gauges for /metrics, its caps for a reload. Any thread.
+  RoundAdmission& admission() { return *admission_; }
   void StopProbing() { store_health_.Stop(); }
   void JoinBlockingPool() {
     reads_.Join();
@@ -197,6 +203,8 @@ class PipelineHost {
   const PipelineHostOptions options_;
   const std::function<void(bool)> on_store_writable_;
   StoreHealth store_health_;  // its probe timer is on shards_.control()
+  // Shared by every runner and group runner (which hold it: a runner leaves it when destroyed).
+  const std::shared_ptr<RoundAdmission> admission_;
   // Shared by every runner; it points at the members above, and at this host (PinDropped).
   const std::shared_ptr<const RunnerContext> runner_context_;
   Registry registry_;

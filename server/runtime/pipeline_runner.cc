@@ -36,6 +36,12 @@ PipelineRunner::PipelineRunner(asio::io_context& io, const StoredPipeline& store
                                             std::memory_order_relaxed);
 }
 
+PipelineRunner::~PipelineRunner() {
+  // A runner dropped while its round flew or waited (a shutdown; a delete whose round was with
+  // the store) must not hold its place for ever.
+  if (admission_ticket_ != 0 && context_->admission) context_->admission->Leave(admission_ticket_);
+}
+
 int64_t PipelineRunner::MicrosSince(SteadyTime start) const {
   return std::chrono::duration_cast<std::chrono::microseconds>(context_->clock.SteadyNow() - start)
       .count();

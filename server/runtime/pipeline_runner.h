@@ -64,6 +64,9 @@ struct RunnerContext {
   // A pin on another pipeline's checkpoint went away (PinDropped): tells that pipeline. Any
   // thread; must not block. May be empty.
   std::function<void(const CheckpointRef&)> on_pin_dropped{};
+  // The daemon's admission caps (docs/PROTOCOL.md, "Admission"), shared with every group; null:
+  // none. Held here so that it outlives every runner (a runner leaves it when destroyed).
+  std::shared_ptr<RoundAdmission> admission{};
 };
 
 class PipelineRunner : public std::enable_shared_from_this<PipelineRunner> {
@@ -73,6 +76,7 @@ class PipelineRunner : public std::enable_shared_from_this<PipelineRunner> {
                  std::shared_ptr<const RunnerContext> context, CoordinatorOptions coordinator);
   PipelineRunner(const PipelineRunner&) = delete;
   PipelineRunner& operator=(const PipelineRunner&) = delete;
+  ~PipelineRunner();
 
   // Before Start, from the thread that made the runner (PipelineCoordinator::SetStartSlot).
   void SetStartSlot(uint64_t slot) { coordinator_.SetStartSlot(slot); }
@@ -200,6 +204,11 @@ class PipelineRunner : public std::enable_shared_from_this<PipelineRunner> {
   void AddSavepointObserver(const std::shared_ptr<SavepointObserver>& observer);
   // May move out of `action` (a message goes to the last of its sessions without a copy).
   void Execute(Action& action);
+  // AskAdmission and LeaveAdmission: the daemon's admission, by this runner's ticket. An answer
+  // to an ask that was left or asked again since is dropped (admission_asks_).
+  void AskForAdmission(const AdmissionRequest& request);
+  void ReleaseAdmission();
+  AdmissionTicket admission_ticket();  // taken on first use
   // Tells StoreHealth how a store write went. Called on the store's thread before the write's
   // completion is posted: a write the store refused (UNAVAILABLE) also holds this pipeline's
   // triggers at once, ahead of its completion on the strand, instead of after StoreHealth's news
@@ -273,6 +282,10 @@ class PipelineRunner : public std::enable_shared_from_this<PipelineRunner> {
   bool timer_armed_ = false;         // a wait on timer_ is outstanding, at timer_.expiry()
   bool timer_firing_ = false;        // within OnTimer: its runs re-arm once, when it ends
   const bool restarted_;             // constant: the daemon restarted with it
+  // This pipeline's number in the daemon's admission (0: not taken yet), and how many asks it
+  // made: an admission's answer names the ask it answers.
+  uint32_t admission_asks_ = 0;
+  AdmissionTicket admission_ticket_ = 0;
   // What most pipelines never need: made on first use (occasional()), so that the others pay one
   // pointer for it.
   struct Occasional {
@@ -291,6 +304,7 @@ class PipelineRunner : public std::enable_shared_from_this<PipelineRunner> {
     bool reported = false;  // the fields below were sent
     bool ready = false;
     std::string holdup;
+    int64_t predicted_bytes = 0;  // PredictedRoundBytes, as sent
     MemberPositions positions;
     uint64_t positions_version = 0;  // PositionGate::version() when `positions` was sent
     // A delete waiting for the outcome of the group round its part is in (null: none).

@@ -44,6 +44,33 @@ void PipelineRunner::Run(Actions actions) {
   if (group_) ReportToGroup();
 }
 
+AdmissionTicket PipelineRunner::admission_ticket() {
+  CKPT_ASSERT_ON_STRAND(strand_);
+  if (admission_ticket_ == 0) admission_ticket_ = context_->admission->NewTicket();
+  return admission_ticket_;
+}
+
+void PipelineRunner::AskForAdmission(const AdmissionRequest& request) {
+  CKPT_ASSERT_ON_STRAND(strand_);
+  if (!context_->admission) return;  // the coordinator asks only when the host gave it one
+  const uint32_t ask = ++admission_asks_;
+  // Weakly: the admission holds this until it admits, and must not keep a deleted runner alive.
+  context_->admission->Ask(admission_ticket(), request, [weak = weak_from_this(), ask] {
+    if (auto self = weak.lock()) {
+      self->Post([ask](PipelineRunner& r) {
+        if (r.admission_asks_ != ask) return;  // left, or asked again, since
+        r.Run(r.coordinator_.OnAdmitted());
+      });
+    }
+  });
+}
+
+void PipelineRunner::ReleaseAdmission() {
+  CKPT_ASSERT_ON_STRAND(strand_);
+  ++admission_asks_;  // an answer still on its way is for nothing now
+  if (context_->admission && admission_ticket_ != 0) context_->admission->Leave(admission_ticket_);
+}
+
 void PipelineRunner::UpdatePendingGauge() {
   CKPT_ASSERT_ON_STRAND(strand_);
   const bool pending = coordinator_.HasPendingRound();
@@ -110,6 +137,10 @@ void PipelineRunner::Execute(Action& action) {
   } else if (std::holds_alternative<CancelTimeout>(action)) {
     timeout_at_ = kNoDeadline;
     ArmTimer();
+  } else if (auto* a = std::get_if<AskAdmission>(&action)) {
+    AskForAdmission(a->request);
+  } else if (std::holds_alternative<LeaveAdmission>(action)) {
+    ReleaseAdmission();
   } else if (auto* a = std::get_if<ReserveIds>(&action)) {
     const int64_t counter = a->new_counter;
     context_->store.ReserveIds(key(), counter, [self = shared_from_this(), counter](Status s) {

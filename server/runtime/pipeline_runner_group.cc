@@ -84,10 +84,12 @@ void PipelineRunner::ReportToGroup() {
   if (deleted_) return;
   GroupLink& g = *group_;
   auto [ready, holdup] = coordinator_.GroupReadiness();
-  if (!g.reported || ready != g.ready || holdup != g.holdup) {
+  const int64_t bytes = coordinator_.PredictedRoundBytes();
+  if (!g.reported || ready != g.ready || holdup != g.holdup || bytes != g.predicted_bytes) {
     g.ready = ready;
     g.holdup = holdup;
-    g.runner->MemberState(key(), ready, std::move(holdup));
+    g.predicted_bytes = bytes;
+    g.runner->MemberState(key(), ready, std::move(holdup), bytes);
   }
   // The positions are a scan of the tasks: only when the gate changed.
   const uint64_t version = coordinator_.PositionsVersion();

@@ -59,7 +59,13 @@ void PipelineRunner::TriggerCheckpoint(
                                    done(s, m.coordinator_.Pending());
                                  });
     }
-    auto outcome = r.coordinator_.TriggerCheckpoint(nullptr);
+    PipelineCoordinator::AdmitNow admit_now;
+    if (r.context_->admission) {
+      admit_now = [&r](const AdmissionRequest& request) {
+        return r.context_->admission->AdmitNow(r.admission_ticket(), request);
+      };
+    }
+    auto outcome = r.coordinator_.TriggerCheckpoint(nullptr, admit_now);
     r.Run(std::move(outcome.actions));
     done(outcome.status, r.coordinator_.Pending());
   });
@@ -257,6 +263,9 @@ void PipelineRunner::Explain(
   PostOperator([stuck_threshold_ms, done = std::move(done)](PipelineRunner& r) {
     if (r.deleted_) return done(r.DeletedStatus(), {}, "");
     Explanation e = r.coordinator_.Explain(stuck_threshold_ms);
+    if (e.holdup == Holdup::kWaitingForAdmission && r.context_->admission) {
+      DescribeAdmission(r.context_->admission->Look(r.admission_ticket()), e);
+    }
     for (TaskHoldup& t : e.tasks) {
       if (auto it = r.sessions_.find(t.session); it != r.sessions_.end()) {
         t.last_message_at_ms = it->second->LastMessageAtMs();
@@ -265,13 +274,21 @@ void PipelineRunner::Explain(
     if (!r.group_)
       return done(Status::Ok(), e, ExplainSentence(r.key(), e, r.context_->clock.WallMs()));
     // A member: what holds its group, asked on the group's strand (answered from there).
-    r.group_->runner->Inspect([self = r.shared_from_this(), e = std::move(e),
+    r.group_->runner->Inspect([self = r.shared_from_this(), group_runner = r.group_->runner,
+                               e = std::move(e),
                                done = std::move(done)](const GroupCoordinator& group) mutable {
       const GroupExplanation g = group.Explain();
       e.group_pending_checkpoint_id = g.pending_checkpoint_id;
       e.group_holding = g.holding;
       e.group_waiting_for_positions = g.waiting_for_positions;
       e.group_waiting_for_ids = g.waiting_for_ids;
+      if (g.waiting_for_admission && e.holdup == Holdup::kWaitingForGroup) {
+        // Its group's round waits in the daemon's admission line, as one unit.
+        if (auto view = group_runner->LookAtAdmission()) {
+          e.holdup = Holdup::kWaitingForAdmission;
+          DescribeAdmission(*view, e);
+        }
+      }
       if (e.holdup == Holdup::kWaitingForGroup && e.pending_checkpoint_id == 0) {
         e.next_trigger_in_ms = g.next_trigger_in_ms;
       }

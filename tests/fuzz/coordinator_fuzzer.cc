@@ -72,8 +72,9 @@ class Driver {
   // generation - 1. h1: bits 0-2 id block, bits 3-5 stored id counter, bits 6-7 age of the last
   // completed checkpoint. h2: the spec's policy (SpecFromByte). h3: bits 0-1 task count, bits
   // 2-3 start spread, bits 4-5 position_interval, bits 6-7 commit_timeout_ms (a commit phase on
-  // half the inputs).
-  // Then events: an opcode byte (mod 35, see Event()) and its argument bytes.
+  // half the inputs). Derived: admission caps on when bit 0 of h0 ^ h2 ^ h3 is set, a start slot
+  // when bit 7 of h1 ^ h3 is.
+  // Then events: an opcode byte (mod 36, see Event()) and its argument bytes.
   void Setup() {
     const uint8_t h0 = in_.Byte(), h1 = in_.Byte(), h2 = in_.Byte(), h3 = in_.Byte();
     const bool restarted = h0 & 1;
@@ -94,6 +95,11 @@ class Driver {
       options.start_spread = Millis(spread);
     } else {
       options.start_spread = std::nullopt;
+    }
+
+    if ((h0 ^ h2 ^ h3) & 1) {
+      // A cap: every round asks first; the fuzzer answers (op 35) when and if it likes.
+      options.admission = &admission_;
     }
 
     StoredPipeline stored;
@@ -120,7 +126,7 @@ class Driver {
         if (timeout_ids_.size() > 8) timeout_ids_.erase(timeout_ids_.begin());
       }
     });
-    if (h1 & 0x100) c_->SetStartSlot(h2);  // else the key's fraction
+    if ((h1 ^ h3) & 0x80) c_->SetStartSlot(h2);  // else the key's fraction
     c_->Start(restarted);
   }
 
@@ -149,7 +155,7 @@ class Driver {
   // ---- events ---------------------------------------------------------------------------------
 
   void Event() {
-    const uint8_t op = in_.Byte() % 35;
+    const uint8_t op = in_.Byte() % 36;
     // After Delete the runtime drops every worker message, timer and id reservation and answers
     // operator calls with NOT_FOUND (runtime/pipeline_runner_internal.h); only the completion of a
     // commit handed to the store before the delete still arrives. Time still passes.
@@ -227,11 +233,19 @@ class Driver {
         c_->Resume();
         break;
       case 18: {
-        Trace("trigger now");
+        const bool refused = in_.Byte() & 1;  // with admission: the cap is full, or not
+        Trace(std::string("trigger now") + (refused ? " (admission refuses)" : ""));
         int64_t id = 0;
-        c_->TriggerCheckpoint(&id);
+        c_->TriggerCheckpoint(&id, [refused](const AdmissionRequest&) {
+          return refused ? Status::ResourceExhausted("admission.max_concurrent_rounds 1 is full")
+                         : Status::Ok();
+        });
         break;
       }
+      case 35:  // the admission asked for comes (or a late answer to one left since)
+        Trace("admitted");
+        c_->OnAdmitted();
+        break;
       case 19: RequestSavepoint(in_.Byte()); break;
       case 20: {
         const uint8_t mask = in_.Byte(), policy = in_.Byte();
@@ -659,6 +673,8 @@ class Driver {
 
   Input& in_;
   FuzzClock clock_;
+  // A cap, so that the coordinator asks; the fuzzer itself answers (op 35), not this queue.
+  RoundAdmission admission_{AdmissionCaps{1, 0}};
   std::optional<CheckedCoordinator> c_;
   bool auto_store_ = false;
   bool member_ = false;  // the coordinator is a member of an alignment group (GroupEvent)

@@ -156,6 +156,12 @@ std::string Describe(const GroupAction& action) {
       return "MarkMemberCommitted " + a.member.ToString() + " id " +
              std::to_string(a.checkpoint_id);
     }
+    std::string operator()(const AskAdmission& a) const {
+      return std::string("AskAdmission ") +
+             (a.request.line == AdmissionClass::kSavepoint ? "savepoint" : "periodic") +
+             " rounds " + std::to_string(a.request.rounds);
+    }
+    std::string operator()(const LeaveAdmission&) const { return "LeaveAdmission"; }
     std::string operator()(const Log& a) const { return "Log: " + a.text; }
   };
   return std::visit(V{}, action);

@@ -28,6 +28,7 @@ const char* CoordinatorCallName(CoordinatorCall call) {
     case CoordinatorCall::kPause: return "Pause";
     case CoordinatorCall::kResume: return "Resume";
     case CoordinatorCall::kTriggerNow: return "TriggerCheckpoint";
+    case CoordinatorCall::kAdmitted: return "OnAdmitted";
     case CoordinatorCall::kSavepoint: return "RequestSavepoint";
     case CoordinatorCall::kWorkerSavepoint: return "OnWorkerSavepointRequest";
     case CoordinatorCall::kSavepointCallersGone: return "OnSavepointCallersGone";
@@ -100,6 +101,12 @@ std::string DescribeAction(const Action& action) {
     return "CommitCheckpoint id=" + std::to_string(a->commit.checkpoint.checkpoint_id);
   }
   if (std::holds_alternative<RecordTriggerDelay>(action)) return "RecordTriggerDelay";
+  if (auto* a = std::get_if<AskAdmission>(&action)) {
+    return std::string("AskAdmission ") +
+           (a->request.line == AdmissionClass::kSavepoint ? "savepoint" : "periodic") +
+           " bytes=" + std::to_string(a->request.bytes);
+  }
+  if (std::holds_alternative<LeaveAdmission>(action)) return "LeaveAdmission";
   if (auto* a = std::get_if<RoundFinished>(&action)) {
     return "RoundFinished id=" + std::to_string(a->checkpoint_id) + " " +
            CheckpointStatusName(a->status) + (a->requeued ? " requeued" : "") + " (" + a->reason +
@@ -140,7 +147,10 @@ std::string DescribeAction(const Action& action) {
 
 CheckedCoordinator::CheckedCoordinator(const StoredPipeline& stored, const TestClock& clock,
                                        CoordinatorOptions options, Report report)
-    : clock_(clock), c_(stored, clock, std::move(options)), report_(std::move(report)) {
+    : clock_(clock),
+      c_(stored, clock, options),
+      report_(std::move(report)),
+      admitting_(options.admission && options.admission->enabled()) {
   initial_counter_ = stored.id_counter;
   reserved_confirmed_ = stored.id_counter;
   stored_last_completed_at_ms_ = stored.record.last_completed_at_ms;
@@ -378,8 +388,25 @@ PipelineCoordinator::Outcome CheckedCoordinator::Resume() {
   return o;
 }
 
-PipelineCoordinator::Outcome CheckedCoordinator::TriggerCheckpoint(int64_t* checkpoint_id) {
-  auto o = c_.TriggerCheckpoint(checkpoint_id);
+Actions CheckedCoordinator::OnAdmitted() {
+  if (admission_ == ModelAdmission::kAsked) admission_ = ModelAdmission::kAdmitted;
+  Actions out = c_.OnAdmitted();
+  Apply({CoordinatorCall::kAdmitted}, out);
+  return out;
+}
+
+PipelineCoordinator::Outcome CheckedCoordinator::TriggerCheckpoint(
+    int64_t* checkpoint_id, const PipelineCoordinator::AdmitNow& admit_now) {
+  PipelineCoordinator::AdmitNow admit;
+  if (admit_now) {
+    admit = [this, &admit_now](const AdmissionRequest& request) {
+      Status s = admit_now(request);
+      INVARIANT(admission_ != ModelAdmission::kAdmitted, "admitted now while admitted already");
+      if (s.ok()) admission_ = ModelAdmission::kAdmitted;
+      return s;
+    };
+  }
+  auto o = c_.TriggerCheckpoint(checkpoint_id, admit);
   Apply({CoordinatorCall::kTriggerNow}, o.actions);
   if (o.status.ok()) {
     INVARIANT(open_round_ && *open_round_ == *checkpoint_id,
@@ -571,6 +598,14 @@ void CheckedCoordinator::Apply(Step step, const Actions& actions) {
     if (hook_) hook_(action);
     if (auto* a = std::get_if<SendTrigger>(&action)) {
       OnTrigger(*a, status, now);
+    } else if (auto* a = std::get_if<AskAdmission>(&action)) {
+      INVARIANT(!member_, "a member asked for admission (its rounds are its group's)");
+      INVARIANT(admission_ != ModelAdmission::kAdmitted, "asked for admission while admitted");
+      admission_ = ModelAdmission::kAsked;
+      asked_as_savepoint_ = a->request.line == AdmissionClass::kSavepoint;
+    } else if (std::holds_alternative<LeaveAdmission>(action)) {
+      INVARIANT(admission_ != ModelAdmission::kNone, "left an admission it did not ask for");
+      admission_ = ModelAdmission::kNone;
     } else if (auto* a = std::get_if<ArmTimeout>(&action)) {
       INVARIANT(open_round_ && *open_round_ == a->checkpoint_id,
                 "ArmTimeout for a round that is not the open one");
@@ -744,6 +779,9 @@ void CheckedCoordinator::OnTrigger(const SendTrigger& t, const PipelineStatus& s
                 status.registered_tasks == static_cast<int>(status.spec.task_ids.size()),
             "trigger while tasks are missing");
   INVARIANT(t.generation == status.generation, "trigger tagged with a stale generation");
+  if (admitting_ && !member_) {
+    INVARIANT(admission_ == ModelAdmission::kAdmitted, "a round triggered without admission");
+  }
   const std::vector<SessionId> sessions = c_.Sessions();
   INVARIANT(std::set<SessionId>(t.to.begin(), t.to.end()) ==
                     std::set<SessionId>(sessions.begin(), sessions.end()) &&
@@ -871,6 +909,12 @@ void CheckedCoordinator::CheckState() {
   generation_ = status.generation;
   INVARIANT(c_.HasPendingRound() == open_round_.has_value(),
             "HasPendingRound disagrees with the triggers and finishes seen");
+  INVARIANT(admission_ != ModelAdmission::kAdmitted || (open_round_ && !open_is_group_),
+            "an admission held without a round of its own");
+  INVARIANT(
+      admission_ != ModelAdmission::kAsked ||
+          (!open_round_ && status.state == PipelineState::kRunning && !deleted_ && !shutting_down_),
+      "a place in the admission line held by a pipeline not ready to trigger");
   INVARIANT(status.pending_checkpoint_id == open_round_.value_or(0),
             "pending_checkpoint_id is not the open round");
   if (auto pending = c_.Pending()) {
@@ -910,7 +954,8 @@ void CheckedCoordinator::CheckState() {
   }
   if (!deleted_ && !shutting_down_ && store_writable_ && status.state == PipelineState::kRunning &&
       !open_round_ && !member_ && !committing_) {  // a member's schedule is its group's
-    INVARIANT(wakeup_ || reserve_outstanding_,
+    // Or it waits in the admission line, whose answer (OnAdmitted) drives it on.
+    INVARIANT(wakeup_ || reserve_outstanding_ || admission_ == ModelAdmission::kAsked,
               "RUNNING, idle, and nothing armed: the schedule stopped");
   }
   // A queued savepoint fails once the pipeline is PAUSED, FAILED, STOPPED or deleted, and starts
@@ -926,7 +971,10 @@ void CheckedCoordinator::CheckState() {
     if (!shutting_down_ && store_writable_ && status.state == PipelineState::kRunning &&
         !open_round_ && !committing_) {
       const bool ids_left = std::max(last_trigger_id_, initial_counter_) < reserved_confirmed_;
-      INVARIANT(ids_left ? wakeup_ && *wakeup_ <= clock_.Peek() : wakeup_ || reserve_outstanding_,
+      // Or it waits in the admission line, as a savepoint (ahead of every periodic round).
+      const bool in_line = admission_ == ModelAdmission::kAsked && asked_as_savepoint_;
+      INVARIANT(in_line || (ids_left ? wakeup_ && *wakeup_ <= clock_.Peek()
+                                     : wakeup_ || reserve_outstanding_),
                 "a queued savepoint could start, but nothing starts it now");
     }
   }

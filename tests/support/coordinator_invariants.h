@@ -31,6 +31,10 @@
 //     nothing released; SendRelease comes only with a completion (after its SendComplete; never
 //     for it, a savepoint, or an id released before) or with the durable delete of exactly those
 //     ids; DeleteCheckpoints never names the restore point nor an id already being deleted;
+//   - admission (docs/PROTOCOL.md, "Admission"): while the options' admission has a cap, no round
+//     triggers but one admitted (OnAdmitted after its AskAdmission, or TriggerCheckpoint's
+//     admit_now), an admission is never held without a round (it leaves when the round ends), and
+//     a round waits in line only while the pipeline is RUNNING with no round of its own;
 //   - the commit phase (docs/PROTOCOL.md, "Commit phase"): a checkpoint is never COMMITTED (its
 //     mark written, all_committed sent) before every expected task committed it; no trigger while
 //     one is COMMITTING; a COMMITTING checkpoint is never released nor handed to be deleted.
@@ -100,6 +104,7 @@ enum class CoordinatorCall {
   kCommitMarked,
   kCommitMarkFailed,
   kGroupCommitted,
+  kAdmitted,
 };
 const char* CoordinatorCallName(CoordinatorCall call);
 
@@ -157,7 +162,11 @@ class CheckedCoordinator {
   Actions OnPersistFailed(bool whole_record);
   PipelineCoordinator::Outcome Pause();
   PipelineCoordinator::Outcome Resume();
-  PipelineCoordinator::Outcome TriggerCheckpoint(int64_t* checkpoint_id);
+  // `admit_now` as the runtime passes it (PipelineCoordinator::TriggerCheckpoint).
+  PipelineCoordinator::Outcome TriggerCheckpoint(
+      int64_t* checkpoint_id, const PipelineCoordinator::AdmitNow& admit_now = {});
+  // The admission asked for may go (the runtime's answer to AskAdmission).
+  Actions OnAdmitted();
   PipelineCoordinator::Outcome RequestSavepoint(const std::string& target, bool stop,
                                                 Millis timeout);
   Actions OnWorkerSavepointRequest(SessionId session, const std::string& target, bool stop);
@@ -254,6 +263,10 @@ class CheckedCoordinator {
 
   void Violation(int line, const char* cond, const std::string& what);
   std::string StepText() const;
+  // Where the pipeline stands with the admission, as its actions say.
+  enum class ModelAdmission { kNone, kAsked, kAdmitted };
+  ModelAdmission admission_ = ModelAdmission::kNone;
+  bool asked_as_savepoint_ = false;  // the last ask was in the savepoints' line
 
   // Checks one call's actions, carrying them out on the model, then the state after it.
   void Apply(Step step, const Actions& actions);
@@ -271,6 +284,8 @@ class CheckedCoordinator {
   const TestClock& clock_;
   PipelineCoordinator c_;
   Report report_;
+  // The options' admission had a cap at construction (the fuzzer and the tests keep it so).
+  const bool admitting_;
   ActionHook hook_;
   Millis tolerance_{0};
   Step current_;

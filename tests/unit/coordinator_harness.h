@@ -125,6 +125,8 @@ class Harness {
         persisted.push_back(record);
       }
       if (auto* a = std::get_if<Log>(&action)) logs.push_back(*a);
+      if (auto* a = std::get_if<AskAdmission>(&action)) asks.push_back(*a);
+      if (std::holds_alternative<LeaveAdmission>(action)) ++leaves;
       if (auto* a = std::get_if<ReserveIds>(&action)) {
         reserve_requests.push_back(a->new_counter);
         if (auto_reserve) Apply(coordinator->OnIdsReserved(a->new_counter));
@@ -228,6 +230,8 @@ class Harness {
   // The whole-record writes only (PersistRecord).
   std::vector<PipelineRecord> persisted_records;
   std::vector<Log> logs;
+  std::vector<AskAdmission> asks;  // admission asked for (the test answers: c().OnAdmitted())
+  int leaves = 0;                  // LeaveAdmission
   std::vector<int64_t> reserve_requests;
   std::vector<CommitCheckpoint> commits;
   std::vector<SendAllCommitted> all_committed;

@@ -49,11 +49,11 @@ CheckpointCommit CommitOf(const PipelineKey& key, int64_t id) {
 
 class GroupTest : public ::testing::Test {
  protected:
-  void Make(AlignmentGroupSpec spec = {}, GroupProgress progress = {}) {
+  void Make(AlignmentGroupSpec spec = {}, GroupProgress progress = {}, GroupOptions options = {}) {
     if (spec.name.empty()) spec.name = "g";
     spec.interval_ms = spec.interval_ms == 10000 ? 1000 : spec.interval_ms;
     spec.timeout_ms = spec.timeout_ms == 600000 ? 5000 : spec.timeout_ms;
-    group_.emplace(spec, progress, clock_);
+    group_.emplace(spec, progress, clock_, options);
     Run(group_->Start());
   }
 
@@ -101,6 +101,47 @@ class GroupTest : public ::testing::Test {
   GroupActions log_;
   bool reserve_at_once_ = true;
 };
+
+TEST_F(GroupTest, UnderAdmissionCapsARoundAsksAsOneUnitCountingItsMembers) {
+  GroupOptions options;
+  options.admission = std::make_shared<RoundAdmission>(AdmissionCaps{10, 0});
+  Make({}, {}, options);
+  for (const auto& m : {kA, kB, kC}) Run(group_->AddMember(m, 0));
+  Run(group_->OnMemberState(kA, true, "", 100));
+  Run(group_->OnMemberState(kB, true, "", 20));
+  Run(group_->OnMemberState(kC, true, "", 0));
+  auto asks = Of<AskAdmission>(Take());
+  ASSERT_EQ(asks.size(), 1u);
+  EXPECT_EQ(asks[0].request.rounds, 3);
+  EXPECT_EQ(asks[0].request.bytes, 120);
+  EXPECT_EQ(Started(), 0) << "no round before it is admitted";
+  EXPECT_TRUE(group_->Explain().waiting_for_admission);
+
+  // A member that stops being ready takes the group out of the line.
+  Run(group_->OnMemberState(kB, false, "PAUSED"));
+  EXPECT_EQ(Of<LeaveAdmission>(Take()).size(), 1u);
+  Run(group_->OnAdmitted());  // a late answer to the ask it left
+  EXPECT_EQ(Started(), 0);
+  Run(group_->OnMemberState(kB, true, "", 20));
+  ASSERT_EQ(Of<AskAdmission>(Take()).size(), 1u);
+
+  Run(group_->OnAdmitted());
+  const int64_t id = Started();
+  ASSERT_GT(id, 0);
+  EXPECT_TRUE(Of<LeaveAdmission>(log_).empty()) << "held while the round flies";
+  CompleteRound(id, {kA, kB, kC});
+  auto after = Take();
+  EXPECT_EQ(Of<LeaveAdmission>(after).size(), 1u) << "left when the round ended";
+
+  // A member's TriggerCheckpoint goes now or is refused with the cap's name.
+  clock_.Advance(Millis(1000));
+  auto refused = group_->RequestRound(
+      CheckpointKind::kCheckpoint, nullptr, Millis(1000), [](const AdmissionRequest&) {
+        return Status::ResourceExhausted("admission.max_concurrent_rounds 10 is full");
+      });
+  EXPECT_EQ(refused.status.code(), StatusCode::kResourceExhausted);
+  EXPECT_TRUE(Of<StartMemberRound>(refused.actions).empty());
+}
 
 TEST_F(GroupTest, OneIdForAllAndCompleteOnlyOnceTheCommitOfAllIsDurable) {
   Make();
