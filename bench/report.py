@@ -66,8 +66,11 @@ class Report:
         # Runs with a worker session per pipeline (rounds every interval), and idle runs (no
         # session: every pipeline waits for its tasks), which measure what a pipeline itself costs.
         self.sched = sorted((r for r in everything
-                             if r.get("sessions", True) and r.get("phases", "paced") == "paced"),
+                             if r.get("sessions", True) and r.get("phases", "paced") == "paced"
+                             and "admission_max_concurrent_rounds" not in r),
                             key=lambda r: r["pipelines"])
+        # Under admission caps (rounds held in flight by a delay, so that the cap binds).
+        self.admission = [r for r in everything if "admission_max_concurrent_rounds" in r]
         # Sessions registering all at once, first triggers set by the start offset.
         self.spread = [r for r in everything if r.get("phases") in ("spread", "hash")]
         self.idle = sorted((r for r in everything if not r.get("sessions", True)),
@@ -286,6 +289,7 @@ class Report:
         self._evaluate_ha()
         self._evaluate_regression_pairs()
         self._evaluate_start_spread()
+        self._evaluate_admission()
         restart = one(self.ckptd, bench="restart")
         if restart:
             self.add(f"restart: {restart['pipelines']:,} stored pipelines scheduled within 2 s",
@@ -309,6 +313,25 @@ class Report:
                      f"{share:.1%} (by start slot)",
                      "-" if other is None else f"{other:.1%} (by key hash)", None,
                      ok(slot) and share <= 0.2)
+
+    def _evaluate_admission(self):
+        """Fleet control, admission: under max_concurrent_rounds, the most rounds in flight at
+        once never passes it, every pipeline still checkpoints, and the wait's p99."""
+        for r in self.admission:
+            cap = r["admission_max_concurrent_rounds"]
+            if "most_rounds_in_flight" not in r:
+                self.add(f"admission: {r['pipelines']:,} pipelines under max_concurrent_rounds "
+                         f"{cap}", "the run failed", "-", None, False)
+                continue
+            self.add(f"admission: {r['pipelines']:,} pipelines at {r['interval_ms']} ms, rounds "
+                     f"{r.get('ack_delay_ms', 0)} ms long, max_concurrent_rounds {cap}: never "
+                     f"above it, every pipeline checkpoints",
+                     f"most in flight {r['most_rounds_in_flight']}, "
+                     f"{r['pipelines_checkpointed_in_window']:,} of {r['pipelines']:,} "
+                     f"checkpointed, wait p50 {r['admission_wait_p50_us'] / 1000:,.0f} ms "
+                     f"p99 {r['admission_wait_p99_us'] / 1000:,.0f} ms",
+                     "-", None, ok(r) and r["most_rounds_in_flight"] <= cap and
+                     r["pipelines_checkpointed_in_window"] == r["pipelines"])
 
     def _evaluate_regression_pairs(self):
         """Rounds one and two's rows, an older build beside this one pair by pair

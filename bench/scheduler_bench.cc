@@ -25,6 +25,14 @@
 // triggers' spread: the most of them in any tenth of the interval, as a share of the pipelines
 // (first_triggers_most_in_a_tenth: at most 0.2 is the daemon's rule).
 //
+// With --admission-rounds N the daemon's admission caps the rounds in flight at N (admission
+// { max_concurrent_rounds }), and --ack-delay-ms D keeps each round in flight for D ms (the acks
+// come that long after the trigger, from a timer thread standing in for the workers), so that the
+// cap binds: P / interval x D rounds would otherwise be in flight. Reported: the most rounds in
+// flight at once (never above N), how many pipelines completed a checkpoint in the window (every
+// one should), and the admission wait, ask to admitted (p50/p99 of the window, bucketed as
+// ckptd_admission_wait_seconds is).
+//
 // With --web-rps R the web view (server/web) is loaded through the window, as a browser left open
 // on it would be, only harder: R page requests a second, one after the other, alternating the
 // pipeline list sorted by last duration (every pipeline filtered and sorted, the most a list page
@@ -42,6 +50,7 @@
 #include <thread>
 #include <vector>
 
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
 #include <future>
 #include <random>
@@ -53,6 +62,7 @@
 #include "common/proc_stats.h"
 #include "common/sample_recorder.h"
 #include "core/clock.h"
+#include "core/round_admission.h"
 #include "runtime/daemon_metrics.h"
 #include "runtime/io_shards.h"
 #include "runtime/pipeline_runner.h"
@@ -154,7 +164,9 @@ int main(int argc, char** argv) {
                   {"threads", "0"},
                   {"sessions", "1"},
                   {"web-rps", "0"},
-                  {"phases", "paced"}});
+                  {"phases", "paced"},
+                  {"admission-rounds", "0"},
+                  {"ack-delay-ms", "0"}});
   const int pipelines = static_cast<int>(args.Int("pipelines"));
   const int tasks = static_cast<int>(args.Int("tasks"));
   const int64_t interval_ms = args.Int("interval-ms");
@@ -163,6 +175,8 @@ int main(int argc, char** argv) {
   const bool sessions = args.Int("sessions") != 0;
   const double web_rps = args.Double("web-rps");
   const std::string phases = args.Str("phases");
+  const int64_t admission_rounds = args.Int("admission-rounds");
+  const int64_t ack_delay_ms = args.Int("ack-delay-ms");
   if (phases != "paced" && phases != "hash" && phases != "spread") {
     std::fprintf(stderr, "--phases: paced, hash or spread, not '%s'\n", phases.c_str());
     return 2;
@@ -197,9 +211,18 @@ int main(int argc, char** argv) {
   // paced: start_spread 0, the paced registrations alone set each phase. hash and spread: every
   // session registers at once and each pipeline holds its first trigger for its start offset, a
   // fraction of the interval fixed by its key (hash) or its start slot (spread, the daemon's way).
+  auto admission = admission_rounds > 0
+                       ? std::make_shared<RoundAdmission>(AdmissionCaps{admission_rounds, 0})
+                       : nullptr;
   const auto context = std::make_shared<const RunnerContext>(
-      RunnerContext{.store = store, .clock = clock, .metrics = metrics});
+      RunnerContext{.store = store, .clock = clock, .metrics = metrics, .admission = admission});
   CoordinatorOptions options;
+  options.admission = admission.get();
+  // The workers' side of --ack-delay-ms: one thread of timers, apart from the daemon's loops.
+  boost::asio::io_context acks_io;
+  auto acks_work = boost::asio::make_work_guard(acks_io);
+  std::thread acks_thread;
+  if (ack_delay_ms > 0) acks_thread = std::thread([&acks_io] { acks_io.run(); });
   if (phases == "hash") options.start_spread = Millis(interval_ms);
   if (phases == "spread") options.start_spread = std::nullopt;  // the whole interval
   for (int i = 0; i < pipelines; ++i) {
@@ -225,11 +248,13 @@ int main(int argc, char** argv) {
             first + std::chrono::duration_cast<SteadyClock::duration>(spacing * i));
       }
       const SessionId session = static_cast<SessionId>(i) + 1;
-      runners[i]->Register(session,
-                           std::make_shared<InstantAckSink>(runners[i], session, shared_task_ids,
-                                                            &first_trigger_us[i], registered_at),
-                           HelloInfo{"bench-worker", runners[i]->key(), task_ids,
-                                     /*takeover=*/false, /*principal=*/""});
+      runners[i]->Register(
+          session,
+          std::make_shared<InstantAckSink>(
+              runners[i], session, shared_task_ids, &first_trigger_us[i], registered_at,
+              ack_delay_ms > 0 ? &acks_io : nullptr, std::chrono::milliseconds(ack_delay_ms)),
+          HelloInfo{"bench-worker", runners[i]->key(), task_ids,
+                    /*takeover=*/false, /*principal=*/""});
     }
   }
 
@@ -243,6 +268,11 @@ int main(int argc, char** argv) {
   const uint64_t failed0 =
       metrics.checkpoints_failed_total.load() + metrics.checkpoints_expired_total.load();
   const int64_t cpu0 = ProcessCpuMicros();
+  std::vector<int64_t> completed_before;
+  for (const auto& r : runners) {
+    completed_before.push_back(r->pipeline_metrics().last_completed_id.load());
+  }
+  const LatencyHistogram::Snapshot waits_before = metrics.admission_wait.Take();
   const auto window_start = SteadyClock::now();
   recorder.Arm();
   held.Arm();
@@ -262,8 +292,22 @@ int main(int argc, char** argv) {
   const uint64_t failed1 =
       metrics.checkpoints_failed_total.load() + metrics.checkpoints_expired_total.load();
   const ProcStatus end_window = ReadProcStatus();
+  int pipelines_checkpointed = 0;
+  for (size_t i = 0; i < runners.size(); ++i) {
+    if (runners[i]->pipeline_metrics().last_completed_id.load() > completed_before[i]) {
+      ++pipelines_checkpointed;
+    }
+  }
+  LatencyHistogram::Snapshot waits = metrics.admission_wait.Take();
+  for (size_t b = 0; b < waits.bucket_counts.size(); ++b) {
+    waits.bucket_counts[b] -= waits_before.bucket_counts[b];
+  }
+  waits.count -= waits_before.count;
 
   // Stop the io threads before reading the samples: no Record call can be running then.
+  acks_work.reset();
+  acks_io.stop();
+  if (acks_thread.joinable()) acks_thread.join();
   shards.Stop();
   for (auto& r : runners) r->ReleaseAfterStop();
 
@@ -316,8 +360,25 @@ int main(int argc, char** argv) {
     out["web_pipeline_p99_us"] = Percentile(pages.pipeline_us, 0.99);
     out["web_failed"] = pages.failed;
   }
+  out["pipelines_checkpointed_in_window"] = pipelines_checkpointed;
   // A run whose pipelines did not keep up (far fewer triggers than expected) is not a clean figure.
   out["status"] = samples.size() * 10 >= expected * 9 ? "ok" : "behind";
+  if (admission) {
+    out["ack_delay_ms"] = ack_delay_ms;
+    out["admission_max_concurrent_rounds"] = admission_rounds;
+    out["most_rounds_in_flight"] = admission->most_rounds_in_flight();
+    out["rounds_deferred"] = admission->deferred_total();
+    out["admission_waits_in_window"] = waits.count;
+    out["admission_wait_p50_us"] = waits.QuantileMicros(0.50);
+    out["admission_wait_p99_us"] = waits.QuantileMicros(0.99);
+    out["admission_wait_max_us"] = waits.max_micros;  // of the whole run
+    // Under a cap that binds, fewer rounds run than the interval asks for, by design: the run is
+    // clean when the cap held and every pipeline still checkpointed.
+    out["status"] = admission->most_rounds_in_flight() <= admission_rounds &&
+                            pipelines_checkpointed == pipelines
+                        ? "ok"
+                        : "failed";
+  }
   std::printf("%s\n", out.dump().c_str());
   return 0;
 }

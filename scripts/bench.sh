@@ -118,6 +118,13 @@ for phases in spread hash; do
     "$build/bench/ckpt-bench-scheduler" --pipelines 100000 --phases "$phases" --warmup-s 3 \
     --measure-s 3
 done
+# Fleet control, admission: 10,000 pipelines at 1 s whose rounds each stay in flight 80 ms (800
+# would fly at once), under max_concurrent_rounds 500: the most in flight at once (never above
+# 500), how many pipelines still checkpointed in the window (all), and the admission wait's p99.
+step "scheduler: 10,000 pipelines at 1 s under admission max_concurrent_rounds 500"
+run_bench 120 '"bench":"scheduler","pipelines":10000,"interval_ms":1000,"admission_max_concurrent_rounds":500' \
+  "$build/bench/ckpt-bench-scheduler" --pipelines 10000 --admission-rounds 500 --ack-delay-ms 80 \
+  --warmup-s 3 --measure-s 5
 # Target 4 of the second performance round: how often the tail holds, not one figure. Ten pairs
 # (ckptd, then the bare Asio pattern) alone and ten beside a spinning process, about 7 minutes.
 # CKPT_BENCH_PAIRS sets the count (0 skips it); it needs the anchors' asio_timers.

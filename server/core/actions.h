@@ -145,7 +145,8 @@ struct DeleteCheckpoints {
 
 // A periodic trigger fired `delay` after it could go (its interval passed, its predecessor ended
 // and min_pause after it); `held` is how long its predecessor (still in flight or committing, then
-// min_pause) kept it past the interval's due time. The first measures the scheduler, the second
+// min_pause) kept it past the interval's due time, or, when it waited for admission, how long it
+// was due before it triggered (its delay is then 0). The first measures the scheduler, the second
 // the rounds.
 struct RecordTriggerDelay {
   std::chrono::microseconds delay{0};

@@ -312,7 +312,13 @@ bool PipelineCoordinator::TryTrigger(CheckpointKind kind, const std::string& tar
     if (auto due = NextPeriodicDue()) {
       const SteadyTime could_go = PeriodicDueWithPositions(*due);
       const SteadyTime scheduled = std::min(could_go, PeriodicDueWithPositions(ScheduledDue()));
-      out.push_back(RecordTriggerDelay{Since(could_go, now), Since(scheduled, could_go)});
+      if (admission_ == AdmissionState::kAdmitted) {
+        // It waited in the admission line since it was due: other pipelines' rounds held it
+        // (ckptd_admission_wait_seconds has the wait alone), not the scheduler's lateness.
+        out.push_back(RecordTriggerDelay{std::chrono::microseconds(0), Since(scheduled, now)});
+      } else {
+        out.push_back(RecordTriggerDelay{Since(could_go, now), Since(scheduled, could_go)});
+      }
     }
   }
   PendingRound::Start round;

@@ -17,6 +17,9 @@ std::vector<RoundAdmission::Admitted> RoundAdmission::Admit(
     told_when_admitted_.erase(it);
   }
   rounds_in_flight_.store(queue_.rounds_in_flight(), std::memory_order_relaxed);
+  if (queue_.rounds_in_flight() > most_rounds_in_flight_.load(std::memory_order_relaxed)) {
+    most_rounds_in_flight_.store(queue_.rounds_in_flight(), std::memory_order_relaxed);
+  }
   bytes_in_flight_.store(queue_.bytes_in_flight(), std::memory_order_relaxed);
   rounds_waiting_.store(static_cast<int64_t>(queue_.waiting()), std::memory_order_relaxed);
   return admitted;

@@ -65,6 +65,10 @@ class RoundAdmission {
   int64_t bytes_in_flight() const { return bytes_in_flight_.load(std::memory_order_relaxed); }
   int64_t rounds_waiting() const { return rounds_waiting_.load(std::memory_order_relaxed); }
   uint64_t deferred_total() const { return deferred_total_.load(std::memory_order_relaxed); }
+  // The most rounds in flight at once since the daemon started (benchmarks: never above the cap).
+  int64_t most_rounds_in_flight() const {
+    return most_rounds_in_flight_.load(std::memory_order_relaxed);
+  }
 
  private:
   // Takes the callbacks of `tickets` and publishes the gauges; under the lock.
@@ -81,6 +85,7 @@ class RoundAdmission {
   std::atomic<int64_t> bytes_in_flight_{0};
   std::atomic<int64_t> rounds_waiting_{0};
   std::atomic<uint64_t> deferred_total_{0};
+  std::atomic<int64_t> most_rounds_in_flight_{0};
 };
 
 // `pipeline why` of a round waiting in line: the figures of `view` into `e` (admission_*).

@@ -86,6 +86,9 @@ struct DaemonMetrics {
   // loop handing a trigger to every stream of its pipeline. ckptd_round_fan_in_seconds: the last
   // ack read from its stream to the `complete` handed to every stream (durable commit included).
   LatencyHistogram round_fan_out;
+  // ckptd_admission_wait_seconds: how long a round ready to trigger waited in the admission line
+  // (docs/PROTOCOL.md, "Admission"), ask to admitted; only rounds that asked (a cap is set).
+  LatencyHistogram admission_wait;
   LatencyHistogram round_fan_in;
   // ckptd_round_fan_in_own_seconds: round_fan_in less the store's time with the round (handed
   // over to durable, as store_commit: its queue, the writer's encoding and transaction, the

@@ -93,10 +93,14 @@ void GroupRunner::AskForAdmission(const AdmissionRequest& request) {
   CKPT_ASSERT_ON_STRAND(strand_);
   if (!admission_) return;  // the coordinator asks only when it was given one
   const uint32_t ask = ++admission_asks_;
-  admission_->Ask(admission_ticket_, request, [weak = weak_from_this(), ask] {
+  const SteadyTime asked_at = clock_.SteadyNow();
+  admission_->Ask(admission_ticket_, request, [weak = weak_from_this(), ask, asked_at] {
     if (auto self = weak.lock()) {
-      self->Post([ask](GroupRunner& g) {
+      self->Post([ask, asked_at](GroupRunner& g) {
         if (g.admission_asks_ != ask) return;  // left, or asked again, since
+        g.metrics_.admission_wait.ObserveMicros(
+            std::chrono::duration_cast<std::chrono::microseconds>(g.clock_.SteadyNow() - asked_at)
+                .count());
         g.Run(g.coordinator_.OnAdmitted());
       });
     }

@@ -238,6 +238,9 @@ std::string RenderMetricsPage(const DaemonMetrics& m, const Registry& registry,
             admitting ? static_cast<double>(admission->bytes_in_flight()) : 0.0);
   out.Gauge("ckptd_rounds_waiting", "Rounds ready to trigger, waiting for admission.",
             admission ? static_cast<double>(admission->rounds_waiting()) : 0.0);
+  out.Family("ckptd_admission_wait_seconds", "histogram",
+             "How long a round ready to trigger waited for admission (while a cap is set).");
+  out.Histogram("ckptd_admission_wait_seconds", {}, m.admission_wait.Take());
   out.Counter("ckptd_rounds_deferred_total",
               "Rounds that had to wait for admission (a cap was full when they became ready).",
               admission ? static_cast<double>(admission->deferred_total()) : 0.0);

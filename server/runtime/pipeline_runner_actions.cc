@@ -55,10 +55,12 @@ void PipelineRunner::AskForAdmission(const AdmissionRequest& request) {
   if (!context_->admission) return;  // the coordinator asks only when the host gave it one
   const uint32_t ask = ++admission_asks_;
   // Weakly: the admission holds this until it admits, and must not keep a deleted runner alive.
-  context_->admission->Ask(admission_ticket(), request, [weak = weak_from_this(), ask] {
+  const SteadyTime asked_at = context_->clock.SteadyNow();
+  context_->admission->Ask(admission_ticket(), request, [weak = weak_from_this(), ask, asked_at] {
     if (auto self = weak.lock()) {
-      self->Post([ask](PipelineRunner& r) {
+      self->Post([ask, asked_at](PipelineRunner& r) {
         if (r.admission_asks_ != ask) return;  // left, or asked again, since
+        r.context_->metrics.admission_wait.ObserveMicros(r.MicrosSince(asked_at));
         r.Run(r.coordinator_.OnAdmitted());
       });
     }

@@ -43,6 +43,7 @@ TEST(ConfigParse, EmptyFileMeansAllDefaults) {
     EXPECT_EQ(config.heartbeat_interval_ms, 3000);
     EXPECT_EQ(config.shutdown_grace_ms, 10000);
     EXPECT_FALSE(config.start_spread_ms.has_value()) << "unset: the whole interval";
+    EXPECT_FALSE(config.admission.any()) << "no admission caps";
     EXPECT_EQ(config.log_level, "info");
     EXPECT_EQ(config.log_format, "text");
     EXPECT_FALSE(config.metrics_per_pipeline);
@@ -76,8 +77,13 @@ TEST(ConfigParse, ReadsEveryTopLevelKey) {
       "  level: debug\n"
       "  format: json\n"
       "metrics:\n"
-      "  per_pipeline: true\n");
+      "  per_pipeline: true\n"
+      "admission:\n"
+      "  max_concurrent_rounds: 500\n"
+      "  max_inflight_bytes: 1000000000\n");
   EXPECT_EQ(config.listen, "0.0.0.0:7171");
+  EXPECT_EQ(config.admission.max_concurrent_rounds, 500);
+  EXPECT_EQ(config.admission.max_inflight_bytes, 1000000000);
   EXPECT_EQ(config.metrics_listen, "[::1]:9000");
   EXPECT_EQ(config.data_dir, "/var/lib/ckptd");
   EXPECT_EQ(config.savepoint_root, "s3://bucket/savepoints");

@@ -40,6 +40,10 @@ TEST_F(CoordinatorAdmissionTest, ARoundReadyToTriggerAsksAndGoesOnlyOnceAdmitted
   h_.Apply(h_.c().OnAdmitted());
   ASSERT_EQ(h_.triggers.size(), 1u);
   EXPECT_EQ(h_.leaves, 0);
+  // The wait in line is not the scheduler's lateness: counted as held by the other rounds.
+  ASSERT_EQ(h_.delays.size(), 1u);
+  EXPECT_EQ(h_.delays[0], std::chrono::microseconds(0));
+  EXPECT_GE(h_.holds[0], Millis(5000));
   h_.AckAll(h_.LastTriggerId());  // durable at once (auto_commit)
   EXPECT_EQ(h_.completes.size(), 1u);
   EXPECT_EQ(h_.leaves, 1);  // the round ended: its place goes

@@ -40,6 +40,8 @@ const std::map<std::string, std::pair<std::string, std::string>>& Variants() {
        {"auth: {principals: [{name: a, token_sha256: " + kDigest + ", role: admin}]}\n",
         "auth: {principals: [{name: b, token_sha256: " + kDigest + ", role: admin}]}\n"}},
       {"limits", {"limits: {max_pipelines: 10}\n", "limits: {max_pipelines: 20}\n"}},
+      {"admission",
+       {"admission: {max_concurrent_rounds: 10}\n", "admission: {max_inflight_bytes: 20}\n"}},
       {"insecure", {"insecure: false\n", "insecure: true\n"}},
       {"advertise", {"advertise: a.example:7070\n", "advertise: b.example:7070\n"}},
   };
@@ -81,6 +83,14 @@ TEST(ReloadRules, WhatARestartAppliesStaysAsItRunsAndSoDoesWhatDependsOnIt) {
   EXPECT_EQ(WebViewOn(in_force), WebViewOn(running)) << "the web view follows the running auth";
   EXPECT_NE(WebViewOn(next), WebViewOn(running)) << "(the file alone would have turned it off)";
   EXPECT_EQ(in_force.log_level, "debug") << "what a reload applies is applied";
+}
+
+TEST(ReloadRules, AdmissionCapsAreReloaded) {
+  const DaemonConfig running = Parse(Variants().at("admission").first);
+  const DaemonConfig next = Parse(Variants().at("admission").second);
+  EXPECT_TRUE(RestartOnlyChanges(running, next).empty());
+  EXPECT_EQ(ReloadableChanges(running, next), std::vector<std::string>{"admission"});
+  EXPECT_EQ(InForceAfterReload(running, next).admission, next.admission);
 }
 
 TEST(ReloadRules, PrincipalsAreReplacedWhileAuthStaysOn) {
