@@ -290,6 +290,7 @@ class Report:
         self._evaluate_regression_pairs()
         self._evaluate_start_spread()
         self._evaluate_admission()
+        self._evaluate_backlog()
         restart = one(self.ckptd, bench="restart")
         if restart:
             self.add(f"restart: {restart['pipelines']:,} stored pipelines scheduled within 2 s",
@@ -332,6 +333,22 @@ class Report:
                      f"p99 {r['admission_wait_p99_us'] / 1000:,.0f} ms",
                      "-", None, ok(r) and r["most_rounds_in_flight"] <= cap and
                      r["pipelines_checkpointed_in_window"] == r["pipelines"])
+
+    def _evaluate_backlog(self):
+        """Fleet control, the adaptive interval: a backlog episode stretches every pipeline's
+        interval to max_interval_ms and it comes back once caught up."""
+        for r in pick(self.ckptd, bench="backlog"):
+            if r.get("gap_during_p50_ms") is None:
+                self.add("backlog episode: the interval stretches and comes back", "the run failed",
+                         "-", None, False)
+                continue
+            self.add(f"backlog episode: {r['pipelines']} pipelines at {r['interval_ms']} ms, "
+                     f"max_interval {r['max_interval_ms']} ms: the interval stretches and comes "
+                     f"back",
+                     f"gaps p50 {r['gap_before_p50_ms']:,.0f} -> {r['gap_during_p50_ms']:,.0f} -> "
+                     f"{r['gap_after_p50_ms']:,.0f} ms; {r['pipelines_stretched']} stretched "
+                     f"within {r['stretched_within_max_s']:.1f} s, {r['pipelines_back']} back "
+                     f"within {r['back_within_max_s']:.1f} s", "-", None, ok(r))
 
     def _evaluate_regression_pairs(self):
         """Rounds one and two's rows, an older build beside this one pair by pair

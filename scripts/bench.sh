@@ -125,6 +125,12 @@ step "scheduler: 10,000 pipelines at 1 s under admission max_concurrent_rounds 5
 run_bench 120 '"bench":"scheduler","pipelines":10000,"interval_ms":1000,"admission_max_concurrent_rounds":500' \
   "$build/bench/ckpt-bench-scheduler" --pipelines 10000 --admission-rounds 500 --ack-delay-ms 80 \
   --warmup-s 3 --measure-s 5
+# Fleet control, the adaptive interval: a backlog episode on a real daemon (100 pipelines at 1 s,
+# max_interval_ms 5 s, the simulator behind from 6 s for 16 s): the gaps between triggers before,
+# during and after it, and how soon every pipeline stretched and came back.
+step "end to end: a backlog episode (the interval stretches to max_interval_ms and comes back)"
+run_bench 120 '"bench":"backlog","pipelines":100' \
+  "$python" "$root/bench/backlog_bench.py" --build-dir "$build" --work-dir "$work"
 # Target 4 of the second performance round: how often the tail holds, not one figure. Ten pairs
 # (ckptd, then the bare Asio pattern) alone and ten beside a spinning process, about 7 minutes.
 # CKPT_BENCH_PAIRS sets the count (0 skips it); it needs the anchors' asio_timers.

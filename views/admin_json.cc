@@ -61,6 +61,10 @@ Json PipelineJson(const v1::Pipeline& p) {
       {"last_committed_checkpoint_id", p.last_committed_checkpoint_id()},
       {"from_config", p.from_config()},
       {"restore", RestoreJson(p.restore())},
+      {"max_overhead", spec.max_overhead()},
+      {"max_interval_ms", spec.max_interval_ms()},
+      {"effective_interval_ms", p.effective_interval_ms()},
+      {"effective_interval_reason", p.effective_interval_reason()},
   };
 }
 
@@ -157,6 +161,8 @@ Json ExplanationJson(const v1::PipelineExplanation& e) {
       {"admission_cap", e.admission_cap()},
       {"admission_cap_value", e.admission_cap_value()},
       {"admission_waiting_ahead", e.admission_waiting_ahead()},
+      {"effective_interval_ms", e.effective_interval_ms()},
+      {"effective_interval_reason", e.effective_interval_reason()},
   };
 }
 

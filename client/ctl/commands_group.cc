@@ -17,10 +17,12 @@ namespace {
 
 struct GroupFlags {
   std::string name;
-  std::string interval, timeout, min_pause, commit_timeout;  // durations as typed
+  std::string interval, timeout, min_pause, commit_timeout, max_interval;  // durations as typed
   int64_t position_interval = 0;
+  double max_overhead = 0;
   CLI::Option *interval_option = nullptr, *timeout_option = nullptr, *min_pause_option = nullptr,
-              *position_interval_option = nullptr, *commit_timeout_option = nullptr;
+              *position_interval_option = nullptr, *commit_timeout_option = nullptr,
+              *max_overhead_option = nullptr, *max_interval_option = nullptr;
 };
 
 std::optional<std::string> Given(const CLI::Option* option, const std::string& value) {
@@ -45,7 +47,13 @@ CommandResult RunPut(const GlobalOptions& global, const GroupFlags& flags) {
       !SetDuration("--min-pause", Given(flags.min_pause_option, flags.min_pause),
                    &v1::AlignmentGroupSpec::set_min_pause_ms, &spec, &error) ||
       !SetDuration("--commit-timeout", Given(flags.commit_timeout_option, flags.commit_timeout),
-                   &v1::AlignmentGroupSpec::set_commit_timeout_ms, &spec, &error)) {
+                   &v1::AlignmentGroupSpec::set_commit_timeout_ms, &spec, &error) ||
+      !SetDuration("--max-interval", Given(flags.max_interval_option, flags.max_interval),
+                   &v1::AlignmentGroupSpec::set_max_interval_ms, &spec, &error) ||
+      !SetMaxOverhead(flags.max_overhead_option->count() > 0
+                          ? std::optional<double>(flags.max_overhead)
+                          : std::nullopt,
+                      &v1::AlignmentGroupSpec::set_max_overhead, &spec, &error)) {
     return CommandResult::BadUsage(error);
   }
   if (flags.position_interval_option->count() > 0) {
@@ -150,6 +158,16 @@ Examples:
                         "A commit phase for every member (replacing theirs): each round is "
                         "COMMITTING until every task of every member committed it, overdue "
                         "after this long, e.g. 30s; 0s: none")
+            ->type_name("DURATION");
+    flags->max_overhead_option =
+        cmd->add_option("--max-overhead", flags->max_overhead,
+                        "Adaptive interval: the share of time the group's rounds may take; the "
+                        "interval stretches to their recent p95 duration / this; 0: off")
+            ->type_name("FRACTION");
+    flags->max_interval_option =
+        cmd->add_option("--max-interval", flags->max_interval,
+                        "Adaptive interval: the longest the interval stretches to, and the "
+                        "interval while a member's worker reports backlog, e.g. 10m; 0: no cap")
             ->type_name("DURATION");
     cmd->callback([&context, flags] {
       context.action = [&context, flags] { return RunPut(context.global, *flags); };

@@ -16,12 +16,14 @@ namespace {
 
 // CLI11 writes into these; Collect() keeps only the flags given.
 struct SpecFlagBindings {
-  std::string tasks, interval, timeout, min_pause, commit_timeout;
+  std::string tasks, interval, timeout, min_pause, commit_timeout, max_interval;
   int64_t parallelism = 0, tolerable_failures = 0, retained = 0, position_interval = 0;
+  double max_overhead = 0;
   CLI::Option *tasks_option = nullptr, *parallelism_option = nullptr, *interval_option = nullptr,
               *timeout_option = nullptr, *min_pause_option = nullptr,
               *tolerable_failures_option = nullptr, *retained_option = nullptr,
-              *position_interval_option = nullptr, *commit_timeout_option = nullptr;
+              *position_interval_option = nullptr, *commit_timeout_option = nullptr,
+              *max_overhead_option = nullptr, *max_interval_option = nullptr;
 
   SpecFlags Collect() const {
     SpecFlags flags;
@@ -34,6 +36,8 @@ struct SpecFlagBindings {
     if (retained_option->count() > 0) flags.retained = retained;
     if (position_interval_option->count() > 0) flags.position_interval = position_interval;
     if (commit_timeout_option->count() > 0) flags.commit_timeout = commit_timeout;
+    if (max_overhead_option->count() > 0) flags.max_overhead = max_overhead;
+    if (max_interval_option->count() > 0) flags.max_interval = max_interval;
     return flags;
   }
 };
@@ -84,6 +88,18 @@ void AddSpecOptions(CLI::App* cmd, SpecFlagBindings* b, const char* unset_means)
       cmd->add_option("--commit-timeout", b->commit_timeout,
                       "A commit phase: each checkpoint is COMMITTING until every task committed "
                       "its side effects, and overdue after this long, e.g. 30s; 0: none" +
+                          unset)
+          ->type_name("DURATION");
+  b->max_overhead_option =
+      cmd->add_option("--max-overhead", b->max_overhead,
+                      "Adaptive interval: the share of time checkpoints may take; the interval "
+                      "stretches to the recent p95 duration / this (e.g. 0.1); 0: off" +
+                          unset)
+          ->type_name("FRACTION");
+  b->max_interval_option =
+      cmd->add_option("--max-interval", b->max_interval,
+                      "Adaptive interval: the longest the interval stretches to, and the interval "
+                      "while a worker reports backlog, e.g. 10m; 0: no cap" +
                           unset)
           ->type_name("DURATION");
 }

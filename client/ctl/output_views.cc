@@ -143,6 +143,17 @@ std::string PipelineDetail(const v1::Pipeline& p, int64_t now_ms) {
                                     std::to_string(p.expired_count()) + ", consecutive failures " +
                                     std::to_string(p.consecutive_failures())});
   table.AddRow({"Interval:", FormatDuration(spec.interval_ms())});
+  if (spec.max_overhead() > 0 || spec.max_interval_ms() > 0 ||
+      p.effective_interval_ms() != spec.interval_ms()) {
+    char overhead[32];
+    std::snprintf(overhead, sizeof overhead, "%g", spec.max_overhead());
+    table.AddRow({"Effective interval:",
+                  FormatDuration(p.effective_interval_ms()) + " (" + p.effective_interval_reason() +
+                      "; max_overhead " + overhead + ", max_interval " +
+                      (spec.max_interval_ms() > 0 ? FormatDuration(spec.max_interval_ms())
+                                                  : std::string("none")) +
+                      ")"});
+  }
   table.AddRow({"Timeout:", FormatDuration(spec.timeout_ms())});
   table.AddRow({"Min pause:", FormatDuration(spec.min_pause_ms())});
   table.AddRow({"Tolerable failures:", std::to_string(spec.tolerable_failures())});
@@ -280,6 +291,10 @@ std::string ExplanationView(const v1::PipelineExplanation& e, int64_t now_ms) {
                            std::to_string(e.admission_bytes_in_flight()) + " bytes predicted; " +
                            e.admission_cap() + " " + std::to_string(e.admission_cap_value()) +
                            "; " + std::to_string(e.admission_waiting_ahead()) + " waiting ahead"});
+  }
+  if (e.effective_interval_ms() > 0) {
+    fields.AddRow({"Effective interval:", FormatDuration(e.effective_interval_ms()) + " (" +
+                                              e.effective_interval_reason() + ")"});
   }
   fields.AddRow({"Recent rounds:", e.recent_rounds() == 0
                                        ? "none completed yet"

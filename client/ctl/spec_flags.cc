@@ -108,7 +108,10 @@ bool ApplySpecFlags(const SpecFlags& flags, TasksRule rule, v1::PipelineSpec* sp
          SetCount("--tolerable-failures", flags.tolerable_failures,
                   &v1::PipelineSpec::set_tolerable_failures, spec, error) &&
          SetCount("--retained", flags.retained, &v1::PipelineSpec::set_retained, spec, error) &&
-         SetPositionInterval(flags.position_interval, spec, error);
+         SetPositionInterval(flags.position_interval, spec, error) &&
+         SetDuration("--max-interval", flags.max_interval, &v1::PipelineSpec::set_max_interval_ms,
+                     spec, error) &&
+         SetMaxOverhead(flags.max_overhead, &v1::PipelineSpec::set_max_overhead, spec, error);
 }
 
 }  // namespace ckpt::ctl

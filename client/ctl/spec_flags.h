@@ -23,10 +23,12 @@ struct SpecFlags {
   std::optional<int64_t> retained;
   std::optional<int64_t> position_interval;   // --position-interval N (0: time alone)
   std::optional<std::string> commit_timeout;  // --commit-timeout 30s (0: no commit phase)
+  std::optional<double> max_overhead;         // --max-overhead 0.1 (0: off)
+  std::optional<std::string> max_interval;    // --max-interval 10m (0: no cap)
 
   bool empty() const {
     return !tasks && !parallelism && !interval && !timeout && !min_pause && !tolerable_failures &&
-           !retained && !position_interval && !commit_timeout;
+           !retained && !position_interval && !commit_timeout && !max_overhead && !max_interval;
   }
 };
 
@@ -48,6 +50,20 @@ bool SetDuration(const char* flag, const std::optional<std::string>& text,
   const std::optional<int64_t> ms = ParseDurationFlag(flag, *text, error);
   if (!ms) return false;
   (message->*setter)(*ms);
+  return true;
+}
+
+// Sets max_overhead when --max-overhead was given: a fraction in [0, 1] (0: off). False with
+// *error otherwise.
+template <typename Message>
+bool SetMaxOverhead(const std::optional<double>& value, void (Message::*setter)(double),
+                    Message* message, std::string* error) {
+  if (!value) return true;
+  if (!(*value >= 0 && *value <= 1)) {
+    *error = "--max-overhead: a fraction between 0 (off) and 1, got " + std::to_string(*value);
+    return false;
+  }
+  (message->*setter)(*value);
   return true;
 }
 

@@ -58,8 +58,9 @@ v1::WorkerMessage MakeSavepointRequest(std::string target, bool stop) {
   return message;
 }
 
-v1::WorkerMessage MakeHeartbeat(const std::map<std::string, int64_t>& positions) {
+v1::WorkerMessage MakeHeartbeat(const std::map<std::string, int64_t>& positions, bool backlog) {
   v1::WorkerMessage message;
+  message.mutable_heartbeat()->set_backlog(backlog);
   auto& out = *message.mutable_heartbeat()->mutable_positions();
   for (const auto& [task, position] : positions) out[task] = position;
   return message;

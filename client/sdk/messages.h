@@ -16,7 +16,8 @@ v1::WorkerMessage MakeDecline(int64_t checkpoint_id, std::string task_id, std::s
                               bool expired, int64_t position);
 v1::WorkerMessage MakeSavepointRequest(std::string target, bool stop);
 v1::WorkerMessage MakeCommitted(int64_t checkpoint_id, std::string task_id);
-v1::WorkerMessage MakeHeartbeat(const std::map<std::string, int64_t>& positions);
+v1::WorkerMessage MakeHeartbeat(const std::map<std::string, int64_t>& positions,
+                                bool backlog = false);
 v1::WorkerMessage MakeGoodbye();
 
 CheckpointKind FromProto(v1::CheckpointKind kind);

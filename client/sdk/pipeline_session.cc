@@ -90,6 +90,19 @@ void PipelineSession::SetPosition(const std::string& task_id, int64_t position) 
   unsent_positions_[task_id] = position;
 }
 
+void PipelineSession::SetBacklog(bool backlog) {
+  if (backlog_.exchange(backlog) == backlog) return;
+  // Said at once rather than at the next heartbeat, on the strand as every send is.
+  RunOnStrand([self = shared_from_this()] { self->SendBacklogIfChanged(); });
+}
+
+void PipelineSession::SendBacklogIfChanged() {
+  if (phase_ != Phase::kConnected || !welcomed_this_attempt_) return;  // said once welcomed
+  if (backlog_.load() == backlog_sent_) return;
+  Send(MakeHeartbeat(TakeHeartbeatPositions(), backlog_.load()));
+  backlog_sent_ = backlog_.load();
+}
+
 int64_t PipelineSession::TriggerPosition(int64_t checkpoint_id) const {
   auto it = trigger_positions_.find(checkpoint_id);
   return it == trigger_positions_.end() ? 0 : it->second;
@@ -219,6 +232,9 @@ void PipelineSession::HandleMessage(uint64_t attempt_id, const v1::CoordinatorMe
         connected_.store(true, std::memory_order_relaxed);
         ArmHeartbeat(heartbeat_interval_);
       }
+      // The daemon forgot this stream's backlog with the last stream: said again, at once.
+      backlog_sent_ = false;
+      SendBacklogIfChanged();
       if (current) {
         // A new session: the daemon forgot what the last one reported, and the engine may go
         // back to the restore point's position. Until a task's next SetPosition, what it had
@@ -408,11 +424,13 @@ void PipelineSession::ArmHeartbeat(steady_clock::duration after) {
         // nothing new (20,000 busy streams would send 6,700 a second for nothing). With positions
         // in use every heartbeat goes out: it carries them.
         const steady_clock::duration quiet = steady_clock::now() - self->last_sent_at_;
-        if (quiet < self->heartbeat_interval_ && !self->PositionsInUse()) {
+        if (quiet < self->heartbeat_interval_ && !self->PositionsInUse() &&
+            self->backlog_.load() == self->backlog_sent_) {
           self->ArmHeartbeat(self->heartbeat_interval_ - quiet);  // a whole interval quiet
           return;
         }
-        self->Send(MakeHeartbeat(self->TakeHeartbeatPositions()));
+        self->backlog_sent_ = self->backlog_.load();
+        self->Send(MakeHeartbeat(self->TakeHeartbeatPositions(), self->backlog_sent_));
         self->ArmHeartbeat(self->heartbeat_interval_);
       });
 }

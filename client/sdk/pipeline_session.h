@@ -62,6 +62,9 @@ class PipelineSession final : public PipelineWorker,
   void Decline(int64_t checkpoint_id, std::string task_id, std::string reason, bool expired,
                int64_t position) override;
   void SetPosition(const std::string& task_id, int64_t position) override;
+  void SetBacklog(bool backlog) override;
+  // On strand_: a heartbeat carrying backlog_ when the daemon has not heard it on this stream.
+  void SendBacklogIfChanged();
   void RequestSavepoint(std::string target, bool stop) override;
   void Committed(int64_t checkpoint_id, std::string task_id) override;
   void Goodbye(std::chrono::milliseconds timeout) override;
@@ -181,6 +184,10 @@ class PipelineSession final : public PipelineWorker,
   std::set<std::string> rewindable_;  // guarded by positions_mu_
   int heartbeats_since_full_ = 0;     // guarded by positions_mu_
   static constexpr int kFullPositionsEvery = 10;
+  // SetBacklog's, from any thread; what the daemon last heard on this attempt (strand_: reset to
+  // false at each welcome, since the daemon forgets a stream's backlog when the stream ends).
+  std::atomic<bool> backlog_{false};
+  bool backlog_sent_ = false;
 
   // Held while a handler runs (on strand_), and briefly by Stop() off the runtime's threads.
   std::mutex handler_mu_;

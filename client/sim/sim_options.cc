@@ -40,6 +40,7 @@ bool ParseDurationFlag(const std::string& flag, const std::string& text,
 ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
   SimOptions options;
   std::string interval_text, timeout_text, duration_text, connect_timeout_text, warmup_text;
+  std::string backlog_after_text, backlog_for_text;
   std::string transport = "session";
   uint64_t seed = 0;
 
@@ -101,6 +102,15 @@ ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
   app.add_option("--decline-rate", options.decline_rate,
                  "Fraction of triggers declined by one task, 0..1")
       ->capture_default_str();
+  app.add_option("--backlog-after", backlog_after_text,
+                 "Every pipeline reports a backlog (heartbeat.backlog: its tasks are catching up) "
+                 "from this long after it starts, e.g. 10s; a pipeline with max_interval_ms then "
+                 "checkpoints at that [absent: never]")
+      ->type_name("DURATION");
+  app.add_option("--backlog-for", backlog_for_text,
+                 "With --backlog-after: report it for this long, then caught up, e.g. 10s [0: to "
+                 "the end]")
+      ->type_name("DURATION");
   app.add_option("--duration", duration_text,
                  "Run this long, e.g. 30s (0 or absent: until SIGINT or SIGTERM)");
   app.add_option("--warmup", warmup_text,
@@ -159,6 +169,19 @@ ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
     return Error(error);
   }
   options.connect_transport = transport == "connect";
+  if (!backlog_after_text.empty()) {
+    options.backlog_after.emplace();
+    if (!ParseDurationFlag("--backlog-after", backlog_after_text, &*options.backlog_after,
+                           &error)) {
+      return Error(error);
+    }
+  }
+  if (!backlog_for_text.empty()) {
+    if (backlog_after_text.empty()) return Error("--backlog-for needs --backlog-after");
+    if (!ParseDurationFlag("--backlog-for", backlog_for_text, &options.backlog_for, &error)) {
+      return Error(error);
+    }
+  }
   if (!warmup_text.empty() &&
       !ParseDurationFlag("--warmup", warmup_text, &options.warmup, &error)) {
     return Error(error);

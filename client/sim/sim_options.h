@@ -48,6 +48,10 @@ struct SimOptions {
   // the run has passed are left out of the summary: the first rounds of many pipelines that
   // connect at once are a burst, not the steady state a benchmark measures. 0: keep every sample.
   std::chrono::milliseconds warmup{0};
+  // --backlog-after, --backlog-for: every pipeline reports a backlog (heartbeat.backlog) from this
+  // long after its start, for this long (0: until the end); nullopt: never.
+  std::optional<std::chrono::milliseconds> backlog_after;
+  std::chrono::milliseconds backlog_for{0};
   std::chrono::milliseconds connect_timeout{10'000};  // give up if no pipeline connected by then
   bool json = false;                                  // summary as one JSON object
   bool progress = false;           // progress lines on stderr even when it is not a terminal

@@ -114,6 +114,15 @@ void SimPipeline::Start(sdk::WorkerRuntime& runtime) {
   };
   worker_ = runtime.AddPipeline(std::move(options), std::move(handlers));
   worker_->Start();
+  if (config_.backlog_after) {
+    // A backlog episode: behind from then on, caught up again after backlog_for (if set).
+    worker_->RunAfter(*config_.backlog_after, [this] {
+      worker_->SetBacklog(true);
+      if (config_.backlog_for.count() > 0) {
+        worker_->RunAfter(config_.backlog_for, [this] { worker_->SetBacklog(false); });
+      }
+    });
+  }
 }
 
 void SimPipeline::Log(const char* event, int64_t checkpoint_id, const char* detail) {

@@ -92,7 +92,11 @@ struct SimPipelineConfig {
   std::optional<std::chrono::milliseconds> commit_delay;
   double decline_rate = 0;
   double positions_rate = 0;  // --positions
-  int group = -1;             // --group-size: its group's index (-1: none)
+  // --backlog-after, --backlog-for: report a backlog from this long after the start, for this
+  // long (0: to the end); nullopt: never.
+  std::optional<std::chrono::milliseconds> backlog_after;
+  std::chrono::milliseconds backlog_for{0};
+  int group = -1;  // --group-size: its group's index (-1: none)
   int group_size = 0;
   uint64_t seed = 0;
   // Rounds triggered before this are not sampled (SimOptions::warmup).

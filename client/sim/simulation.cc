@@ -128,6 +128,8 @@ SimOutcome Simulation::Run(const sigset_t& signals) {
         config.commit_delay = milliseconds(options_.commit_delay_ms);
       config.decline_rate = options_.decline_rate;
       config.positions_rate = options_.positions_rate;
+      config.backlog_after = options_.backlog_after;
+      config.backlog_for = options_.backlog_for;
       if (options_.group_size > 0) {
         config.group = i / options_.group_size;
         // The last group may be smaller.

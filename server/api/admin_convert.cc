@@ -33,6 +33,8 @@ PipelineSpec SpecFromCreate(const v1::PipelineSpec& proto, const PipelineDefault
   spec.retained = proto.has_retained() ? proto.retained() : defaults.retained;
   spec.position_interval = proto.position_interval();  // no daemon default: 0, time alone
   spec.commit_timeout_ms = proto.commit_timeout_ms();  // no daemon default: 0, no commit phase
+  spec.max_overhead = proto.max_overhead();            // 0: no adaptive interval
+  spec.max_interval_ms = proto.max_interval_ms();
   spec.alignment_group = proto.alignment_group();
   return spec;
 }
@@ -48,6 +50,8 @@ PipelineSpec SpecFromUpdate(const v1::PipelineSpec& proto, const PipelineSpec& c
   if (proto.has_retained()) spec.retained = proto.retained();
   if (proto.has_position_interval()) spec.position_interval = proto.position_interval();
   if (proto.has_commit_timeout_ms()) spec.commit_timeout_ms = proto.commit_timeout_ms();
+  if (proto.has_max_overhead()) spec.max_overhead = proto.max_overhead();
+  if (proto.has_max_interval_ms()) spec.max_interval_ms = proto.max_interval_ms();
   // An update leaves the group alone unless it names one (UpdateSpec refuses a different one).
   if (!proto.alignment_group().empty()) spec.alignment_group = proto.alignment_group();
   return spec;
@@ -67,6 +71,10 @@ void ToProto(const PipelineStatus& s, v1::Pipeline* out) {
   spec->set_position_interval(s.spec.position_interval);
   spec->set_alignment_group(s.spec.alignment_group);
   spec->set_commit_timeout_ms(s.spec.commit_timeout_ms);
+  spec->set_max_overhead(s.spec.max_overhead);
+  spec->set_max_interval_ms(s.spec.max_interval_ms);
+  out->set_effective_interval_ms(s.effective_interval_ms);
+  out->set_effective_interval_reason(s.effective_interval_reason);
   out->set_committing_checkpoint_id(s.committing_checkpoint_id);
   out->set_last_committed_checkpoint_id(s.last_committed_checkpoint_id);
   out->set_state(ckpt::ToProto(s.state));
@@ -263,6 +271,8 @@ void ToProto(const Explanation& e, const std::string& summary, v1::PipelineExpla
   out->set_admission_cap(e.admission_cap);
   out->set_admission_cap_value(e.admission_cap_value);
   out->set_admission_waiting_ahead(e.admission_waiting_ahead);
+  out->set_effective_interval_ms(e.effective_interval_ms);
+  out->set_effective_interval_reason(e.effective_interval_reason);
   out->set_commit_timeout_ms(e.commit_timeout_ms);
 }
 
@@ -286,6 +296,8 @@ AlignmentGroupUpdate GroupUpdateFromProto(const v1::AlignmentGroupSpec& proto) {
   if (proto.has_min_pause_ms()) update.min_pause_ms = proto.min_pause_ms();
   if (proto.has_position_interval()) update.position_interval = proto.position_interval();
   if (proto.has_commit_timeout_ms()) update.commit_timeout_ms = proto.commit_timeout_ms();
+  if (proto.has_max_overhead()) update.max_overhead = proto.max_overhead();
+  if (proto.has_max_interval_ms()) update.max_interval_ms = proto.max_interval_ms();
   return update;
 }
 
@@ -304,6 +316,8 @@ void ToProto(const AlignmentGroupView& view, v1::AlignmentGroup* out) {
   spec->set_min_pause_ms(g.spec.min_pause_ms);
   spec->set_position_interval(g.spec.position_interval);
   spec->set_commit_timeout_ms(g.spec.commit_timeout_ms);
+  spec->set_max_overhead(g.spec.max_overhead);
+  spec->set_max_interval_ms(g.spec.max_interval_ms);
   for (const PipelineKey& key : view.members) {
     auto* member = out->add_members();
     member->set_job_id(key.job_id);

@@ -61,13 +61,24 @@ constexpr std::string_view kPolicyKeys[] = {"interval_ms", "timeout_ms", "min_pa
                                             "tolerable_failures", "retained"};
 // position_interval and commit_timeout_ms are a pipeline's own (or its group's): no daemon-wide
 // default.
-constexpr std::string_view kPipelineKeys[] = {
-    "job_id",           "pipeline_id",  "task_ids",          "parallelism",
-    "interval_ms",      "timeout_ms",   "min_pause_ms",      "tolerable_failures",
-    "retained",         "restore_from", "position_interval", "alignment_group",
-    "commit_timeout_ms"};
-constexpr std::string_view kGroupKeys[] = {
-    "name", "interval_ms", "timeout_ms", "min_pause_ms", "position_interval", "commit_timeout_ms"};
+constexpr std::string_view kPipelineKeys[] = {"job_id",
+                                              "pipeline_id",
+                                              "task_ids",
+                                              "parallelism",
+                                              "interval_ms",
+                                              "timeout_ms",
+                                              "min_pause_ms",
+                                              "tolerable_failures",
+                                              "retained",
+                                              "restore_from",
+                                              "position_interval",
+                                              "alignment_group",
+                                              "commit_timeout_ms",
+                                              "max_overhead",
+                                              "max_interval_ms"};
+constexpr std::string_view kGroupKeys[] = {"name",         "interval_ms",       "timeout_ms",
+                                           "min_pause_ms", "position_interval", "commit_timeout_ms",
+                                           "max_overhead", "max_interval_ms"};
 // pipelines[].restore_from: the fields of CreatePipeline's restore_from.
 constexpr std::string_view kRestoreFromKeys[] = {"job_id", "pipeline_id", "checkpoint_id"};
 // spdlog's level names.
@@ -371,6 +382,8 @@ MaybeYamlError ConfigReader::ReadAlignmentGroups(const YamlField& field) {
       if (f.name == "timeout_ms") return ReadIntAs(f, &spec.timeout_ms);
       if (f.name == "min_pause_ms") return ReadIntAs(f, &spec.min_pause_ms);
       if (f.name == "commit_timeout_ms") return ReadIntAs(f, &spec.commit_timeout_ms);
+      if (f.name == "max_overhead") return ReadFraction(f, 0, 1, &spec.max_overhead);
+      if (f.name == "max_interval_ms") return ReadIntAs(f, &spec.max_interval_ms);
       return ReadIntAs(f, &spec.position_interval);
     };
     if (auto error = ForEachField(entry, path, kGroupKeys, visit)) return error;
@@ -443,6 +456,8 @@ MaybeYamlError ConfigReader::ReadPipeline(const YAML::Node& entry, const std::st
     }
     if (field.name == "position_interval") return ReadIntAs(field, &spec->position_interval);
     if (field.name == "commit_timeout_ms") return ReadIntAs(field, &spec->commit_timeout_ms);
+    if (field.name == "max_overhead") return ReadFraction(field, 0, 1, &spec->max_overhead);
+    if (field.name == "max_interval_ms") return ReadIntAs(field, &spec->max_interval_ms);
     if (field.name == "alignment_group") return ReadString(field, &spec->alignment_group);
     if (field.name == "restore_from") {
       CheckpointRef ref;

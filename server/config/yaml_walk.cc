@@ -46,6 +46,13 @@ bool MayBeInteger(const YAML::Node& node) {
   return node.IsScalar() && (node.Tag() == "?" || node.Tag() == "tag:yaml.org,2002:int");
 }
 
+// A bound for a message: "0", "1", "0.5".
+std::string FormatNumber(double value) {
+  std::ostringstream out;
+  out << value;
+  return out.str();
+}
+
 // Records where each document starts and where its content (anything but a lone null) begins.
 class DocumentScanner : public YAML::EventHandler {
  public:
@@ -219,6 +226,26 @@ MaybeYamlError ReadInt(const YamlField& field, int64_t min, int64_t max, int64_t
                             DescribeNode(field.value));
   }
   if (value < min || value > max) return OutOfRange(field, min, max);
+  *out = value;
+  return std::nullopt;
+}
+
+MaybeYamlError ReadFraction(const YamlField& field, double min, double max, double* out) {
+  const std::string expected =
+      "a number between " + FormatNumber(min) + " and " + FormatNumber(max) + ", got ";
+  if (!MayBeInteger(field.value) && field.value.Tag() != "tag:yaml.org,2002:float") {
+    return field.ValueError(field.path + ": expected " + expected + DescribeNode(field.value));
+  }
+  const std::string_view text = field.value.Scalar();
+  // Digits, at most one '.', nothing else: no sign, exponent, "nan" or "inf" to slip through.
+  const bool plain = !text.empty() && text.find_first_not_of("0123456789.") == text.npos &&
+                     std::count(text.begin(), text.end(), '.') <= 1 && text != ".";
+  double value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (!plain || ec != std::errc() || end != text.data() + text.size() || value < min ||
+      value > max) {
+    return field.ValueError(field.path + ": expected " + expected + DescribeNode(field.value));
+  }
   *out = value;
   return std::nullopt;
 }

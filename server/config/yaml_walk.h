@@ -79,6 +79,10 @@ MaybeYamlError ReadIntAs(const YamlField& field, T* out,
   return std::nullopt;
 }
 
+// A plain decimal fraction within [min, max] ("0.1", "0", "1"); exponents, "nan", "inf",
+// hexadecimal and quoted numbers are refused.
+MaybeYamlError ReadFraction(const YamlField& field, double min, double max, double* out);
+
 // A scalar (not null, not a map or list), as text.
 MaybeYamlError ReadString(const YamlField& field, std::string* out);
 

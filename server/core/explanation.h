@@ -80,6 +80,9 @@ struct Explanation {
   std::string admission_cap;  // "admission.max_concurrent_rounds" or "admission.max_inflight_bytes"
   int64_t admission_cap_value = 0;
   int64_t admission_waiting_ahead = 0;
+  // The interval the next periodic trigger is scheduled by, and why (AdaptiveInterval).
+  int64_t effective_interval_ms = 0;
+  std::string effective_interval_reason;
 };
 
 inline constexpr size_t kMaxExplainedTasks = 1000;

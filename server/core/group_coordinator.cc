@@ -24,6 +24,7 @@ GroupCoordinator::GroupCoordinator(AlignmentGroupSpec spec, GroupProgress progre
       baseline_(clock.SteadyNow()) {
   // Ids below the stored counter may have been handed out before a restart: never again.
   progress_.id_counter = next_id_ - 1;
+  FixEffectiveInterval();
 }
 
 GroupActions GroupCoordinator::Start() {
@@ -118,11 +119,30 @@ bool GroupCoordinator::CommittingWith(const PipelineKey& member) const {
                      [&](const CheckpointCommit& c) { return c.key == member; });
 }
 
+IntervalInputs GroupCoordinator::AdaptiveIntervalInputs() const {
+  const bool backlog = std::any_of(members_.begin(), members_.end(),
+                                   [](const auto& entry) { return entry.second.backlog; });
+  return IntervalInputs{spec_.interval_ms,         spec_.max_overhead,        spec_.max_interval_ms,
+                        recent_durations_.count(), recent_durations_.P95Ms(), backlog};
+}
+
+void GroupCoordinator::FixEffectiveInterval(GroupActions* out) {
+  EffectiveInterval fixed = DescribeEffectiveInterval(AdaptiveIntervalInputs());
+  const bool changed = fixed.ms != effective_interval_ms_;
+  effective_interval_ms_ = fixed.ms;
+  if (out && changed) out->push_back(GroupIntervalChanged{fixed.ms, std::move(fixed.reason)});
+}
+
+GroupIntervalChanged GroupCoordinator::CurrentInterval() const {
+  return {effective_interval_ms_, DescribeEffectiveInterval(AdaptiveIntervalInputs()).reason};
+}
+
 GroupActions GroupCoordinator::UpdateSpec(const AlignmentGroupSpec& spec) {
   if (spec == spec_) return {};
   spec_ = spec;
   armed_wakeup_.reset();  // the time gate may have moved either way: arm it anew
   GroupActions out;
+  FixEffectiveInterval(&out);
   out.push_back(Log{LogLevel::kInfo, "group " + spec_.name + ": policy changed (interval " +
                                          std::to_string(spec_.interval_ms) + " ms)"});
   ArmNext(out);
@@ -130,13 +150,15 @@ GroupActions GroupCoordinator::UpdateSpec(const AlignmentGroupSpec& spec) {
 }
 
 GroupActions GroupCoordinator::OnMemberState(const PipelineKey& member, bool ready,
-                                             const std::string& holdup, int64_t predicted_bytes) {
+                                             const std::string& holdup, int64_t predicted_bytes,
+                                             bool backlog) {
   auto it = members_.find(member);
   if (it == members_.end()) return {};
   const bool all_before = AllReady();
   it->second.ready = ready;
   it->second.holdup = ready ? std::string() : holdup;
   it->second.predicted_bytes = predicted_bytes;
+  it->second.backlog = backlog;
   if (!ready) {
     GroupActions out;
     SettleAdmission(out);  // a place in line is for a group ready to go
@@ -268,7 +290,10 @@ GroupActions GroupCoordinator::OnCommitted(int64_t checkpoint_id) {
   }
   out.push_back(GroupRoundFinished{pending_->id, GroupRoundResult::kCompleted, ""});
   last_finished_at_ = clock_.SteadyNow();
+  recent_durations_.Add(
+      std::chrono::duration_cast<Millis>(*last_finished_at_ - pending_->triggered_at).count());
   pending_.reset();
+  FixEffectiveInterval(&out);
   SettleAdmission(out);  // its round ended: the admission it held goes
   auto more = TryStart(false, std::nullopt);
   out.insert(out.end(), more.begin(), more.end());
@@ -363,6 +388,14 @@ void GroupCoordinator::ExpireQueuedSavepoint(GroupActions& out) {
 
 GroupExplanation GroupCoordinator::Explain() const {
   GroupExplanation e;
+  {
+    EffectiveInterval now = DescribeEffectiveInterval(AdaptiveIntervalInputs());
+    e.effective_interval_ms = effective_interval_ms_;
+    e.effective_interval_reason = now.ms == effective_interval_ms_
+                                      ? std::move(now.reason)
+                                      : ShortDuration(effective_interval_ms_) +
+                                            " until the next round ends, then " + now.reason;
+  }
   e.last_round_id = progress_.last_round_id;
   e.last_position = progress_.last_position;
   if (committing_) e.committing_checkpoint_id = committing_->id;
@@ -434,7 +467,7 @@ void GroupCoordinator::HoldForStartOffset() {
 SteadyTime GroupCoordinator::TimeGateOpensAt() const {
   SteadyTime at = baseline_;
   if (start_hold_until_) at = std::max(at, *start_hold_until_);
-  if (last_trigger_at_) at = std::max(at, *last_trigger_at_ + Millis(spec_.interval_ms));
+  if (last_trigger_at_) at = std::max(at, *last_trigger_at_ + Millis(effective_interval_ms_));
   if (last_finished_at_ && spec_.min_pause_ms > 0) {
     at = std::max(at, *last_finished_at_ + Millis(spec_.min_pause_ms));
   }
@@ -578,6 +611,7 @@ GroupActions GroupCoordinator::EndRound(GroupRoundResult result, const std::stri
                         " ended for every member: " + reason});
   last_finished_at_ = clock_.SteadyNow();
   pending_.reset();
+  FixEffectiveInterval(&out);
   SettleAdmission(out);  // its round ended: the admission it held goes
   ArmNext(out);
   return out;

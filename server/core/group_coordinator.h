@@ -35,7 +35,9 @@
 
 #include "common/status.h"
 #include "core/actions.h"
+#include "core/adaptive_interval.h"
 #include "core/clock.h"
+#include "core/recent_durations.h"
 #include "core/round_admission.h"
 #include "core/types.h"
 
@@ -96,6 +98,12 @@ struct GroupSavepointDropped {
   CheckpointKind kind = CheckpointKind::kSavepoint;
   std::string reason;
 };
+// The group's effective interval changed (docs/PROTOCOL.md, "Adaptive interval"): every member's
+// GetPipeline shows it (PipelineCoordinator::SetGroupInterval).
+struct GroupIntervalChanged {
+  int64_t ms = 0;
+  std::string reason;
+};
 // For metrics (ckptd_group_rounds_total{result}) and logs.
 enum class GroupRoundResult { kCompleted, kAborted, kFailed, kExpired };
 struct GroupRoundFinished {
@@ -108,7 +116,7 @@ using GroupAction =
     std::variant<StartMemberRound, MemberRoundDurable, AbortMemberRound, ArmGroupWakeup,
                  ArmGroupDeadline, CancelGroupDeadline, ReserveGroupIds, CommitGroupRound,
                  GroupRoundStarted, GroupSavepointDropped, GroupRoundFinished, MarkMemberCommitted,
-                 AskAdmission, LeaveAdmission, Log>;
+                 AskAdmission, LeaveAdmission, GroupIntervalChanged, Log>;
 using GroupActions = std::vector<GroupAction>;
 
 // What holds the group now, for `pipeline why` of its members and `group get`.
@@ -125,6 +133,9 @@ struct GroupExplanation {
   int64_t last_round_id = 0;
   int64_t last_position = 0;
   bool waiting_for_admission = false;  // ready, its round held in the daemon's admission line
+  // The group's adaptive interval (docs/PROTOCOL.md, "Adaptive interval"), and why.
+  int64_t effective_interval_ms = 0;
+  std::string effective_interval_reason;
 };
 
 struct GroupOptions {
@@ -166,8 +177,10 @@ class GroupCoordinator {
   // --- what members report ---
   // `holdup`: why it is not ready ("" when ready), shown by Explain. `predicted_bytes`: its part
   // of the next round's predicted size (its last completed checkpoint's), for admission.
+  // `backlog`: a task of the member reports backlog (the group's interval stretches to its
+  // max_interval_ms from the next round's end).
   GroupActions OnMemberState(const PipelineKey& member, bool ready, const std::string& holdup,
-                             int64_t predicted_bytes = 0);
+                             int64_t predicted_bytes = 0, bool backlog = false);
   GroupActions OnMemberPositions(const PipelineKey& member, const MemberPositions& positions);
   // Every task of `member` acked round `checkpoint_id`; `commit` is its part of the group commit.
   // Ignored for any round but the pending one, or from a member not in it.
@@ -223,6 +236,8 @@ class GroupCoordinator {
   std::vector<PipelineKey> Members() const;
   bool HasPendingRound() const { return pending_.has_value(); }
   int64_t PendingRoundId() const { return pending_ ? pending_->id : 0; }
+  // The effective interval in force, and why (told to a member when it joins).
+  GroupIntervalChanged CurrentInterval() const;
   // Whether the round with the store holds `member`'s part (it hears the outcome, even if it
   // left meanwhile).
   bool CommittingWith(const PipelineKey& member) const;
@@ -234,6 +249,7 @@ class GroupCoordinator {
     std::string holdup = "has not reported yet";
     std::optional<MemberPositions> positions;
     int64_t predicted_bytes = 0;
+    bool backlog = false;
   };
   struct PendingRound {
     int64_t id = 0;
@@ -276,6 +292,10 @@ class GroupCoordinator {
   // a round asks for, and leaving what is no longer wanted: a place in line when the group is no
   // longer ready, an admission without a round (unless it only waits for its ids).
   bool AdmissionOn() const { return options_.admission && options_.admission->enabled(); }
+  // The adaptive interval of the group's rounds: its inputs, fixed when a round ends.
+  IntervalInputs AdaptiveIntervalInputs() const;
+  // With `out`, a change is told to the members (GroupIntervalChanged).
+  void FixEffectiveInterval(GroupActions* out = nullptr);
   AdmissionRequest RequestForAdmission(AdmissionClass line) const;
   void SettleAdmission(GroupActions& out);
   enum class AdmissionState : uint8_t { kNone, kWaitingPeriodic, kWaitingSavepoint, kAdmitted };
@@ -303,6 +323,8 @@ class GroupCoordinator {
   bool reserving_ = false;      // a ReserveGroupIds is with the store
   bool bump_position_ = false;  // the last round failed on a passed position: one more step
   AdmissionState admission_ = AdmissionState::kNone;
+  RecentDurations recent_durations_;   // of the group's completed rounds, trigger to durable
+  int64_t effective_interval_ms_ = 0;  // FixEffectiveInterval's
   struct QueuedSavepoint {
     CheckpointKind kind = CheckpointKind::kSavepoint;
     SteadyTime deadline;

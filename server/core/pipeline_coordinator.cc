@@ -65,6 +65,7 @@ PipelineCoordinator::PipelineCoordinator(const StoredPipeline& stored, const Clo
         std::make_unique<const HeldRestorePoint>(spec_.key, spec_.key, false, *stored.newest);
   }
   restore_rescaled_ = RestoreSetDiffers();
+  FixEffectiveInterval();
   SyncPositionGate();
   if (!expected_.empty()) tasks_missing_since_ms_ = clock_.WallMs();  // no stream yet
   const bool newest_committing =
@@ -116,8 +117,32 @@ SteadyTime PipelineCoordinator::ScheduledDue() const {
   // Never triggered: due at once (after the start offset). A fixed past time, not "now": a real
   // clock moves between the wakeup and this check, and "now" would then always lie a little ahead.
   SteadyTime due = start_hold_until_.value_or(SteadyTime{});
-  if (last_trigger_at_) due = std::max(due, *last_trigger_at_ + Millis(spec_.interval_ms));
+  if (last_trigger_at_) due = std::max(due, *last_trigger_at_ + Millis(effective_interval_ms_));
   return due;
+}
+
+IntervalInputs PipelineCoordinator::AdaptiveIntervalInputs() const {
+  return IntervalInputs{spec_.interval_ms,         spec_.max_overhead,        spec_.max_interval_ms,
+                        recent_durations_.count(), recent_durations_.P95Ms(), backlog_streams_ > 0};
+}
+
+void PipelineCoordinator::FixEffectiveInterval() {
+  effective_interval_ms_ = EffectiveIntervalMs(AdaptiveIntervalInputs());
+}
+
+Actions PipelineCoordinator::OnBacklog(SessionId session, bool backlog) {
+  Actions out;
+  auto it = sessions_.find(session);
+  if (it == sessions_.end() || it->second.backlog == backlog) return out;
+  it->second.backlog = backlog;
+  backlog_streams_ += backlog ? 1 : -1;
+  // Applies from the next round's end (the interval is fixed when a round ends); said now.
+  out.push_back(
+      Log{LogLevel::kInfo,
+          "worker " + Printable(it->second.worker_id) +
+              (backlog ? " reports a backlog" : " caught up") +
+              (spec_.max_interval_ms > 0 ? "" : " (no max_interval_ms: the interval stays)")});
+  return out;
 }
 
 std::optional<SteadyTime> PipelineCoordinator::NextPeriodicDue() const {
@@ -524,6 +549,7 @@ void PipelineCoordinator::FailRound(CheckpointStatus status, const std::string& 
   }
   const SteadyTime now = clock_.SteadyNow();
   last_finished_at_ = now;
+  FixEffectiveInterval();  // a round ended: the next trigger goes by it (a backlog, say)
   if (cause == FailureCause::kAborted) {
     // Not the pipeline's failure: workers come and go. The history still shows the round.
     status = CheckpointStatus::kAborted;
@@ -588,6 +614,7 @@ Actions PipelineCoordinator::OnCommitted(int64_t checkpoint_id) {
   last_completed_kind_ = round.kind();
   last_completed_at_ms_ = clock_.WallMs();
   recent_durations_.Add(std::chrono::duration_cast<Millis>(now - round.triggered_at()).count());
+  FixEffectiveInterval();  // the next trigger goes by it
   if (round.kind() == CheckpointKind::kSavepointAndStop) SetSticky(StickyState::kStopped);
   // First the commit phase, as the round was written: it ends the streams that cannot know what
   // this checkpoint commits, which must not be asked to commit it.
@@ -775,7 +802,7 @@ std::string PipelineCoordinator::SavepointLocation(const std::string& target, in
 }
 
 void PipelineCoordinator::AdoptSpecKeepingKey(const PipelineSpec& spec) {
-  static_assert(sizeof(PipelineSpec) == 168, "PipelineSpec changed: adopt its new fields here");
+  static_assert(sizeof(PipelineSpec) == 184, "PipelineSpec changed: adopt its new fields here");
   spec_.task_ids = spec.task_ids;
   spec_.interval_ms = spec.interval_ms;
   spec_.timeout_ms = spec.timeout_ms;
@@ -784,6 +811,8 @@ void PipelineCoordinator::AdoptSpecKeepingKey(const PipelineSpec& spec) {
   spec_.retained = spec.retained;
   spec_.position_interval = spec.position_interval;
   spec_.commit_timeout_ms = spec.commit_timeout_ms;
+  spec_.max_overhead = spec.max_overhead;
+  spec_.max_interval_ms = spec.max_interval_ms;
   // alignment_group: equal as well (checked).
 }
 

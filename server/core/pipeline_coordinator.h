@@ -31,6 +31,7 @@
 
 #include "common/status.h"
 #include "core/actions.h"
+#include "core/adaptive_interval.h"
 #include "core/checkpoint_history.h"
 #include "core/clock.h"
 #include "core/commit_phase.h"
@@ -204,6 +205,10 @@ struct PipelineStatus {
   int64_t last_completed_at_ms = 0;
   int64_t committing_checkpoint_id = 0;  // 0: none
   int64_t last_committed_checkpoint_id = 0;
+  // The adaptive interval (docs/PROTOCOL.md, "Adaptive interval"): what the next periodic trigger
+  // is scheduled by, and why. A member's is its group's (the runtime fills it in).
+  int64_t effective_interval_ms = 0;
+  std::string effective_interval_reason;
   PipelineCounters counters;
   int sessions = 0;
   bool from_config = false;
@@ -234,6 +239,8 @@ class PipelineCoordinator {
   // What the next round is predicted to write, for admission: the sum of the restore point's
   // task sizes (the last completed checkpoint's; 0 before the first).
   int64_t PredictedRoundBytes() const { return restore_ ? restore_->state_bytes : 0; }
+  // Whether a stream of this pipeline reports backlog now (heartbeat.backlog).
+  bool HasBacklog() const { return backlog_streams_ > 0; }
   // Whether a round ready to trigger waits for admission now (`pipeline why`).
   bool WaitingForAdmission() const {
     return admission_ == AdmissionState::kWaitingPeriodic ||
@@ -271,6 +278,10 @@ class PipelineCoordinator {
   // steps one interval further.
   Actions OnDecline(SessionId session, int64_t checkpoint_id, const std::string& task_id,
                     const std::string& reason, bool expired, int64_t position = 0);
+  // A heartbeat's backlog flag, when it changed for `session` (the runtime sends changes only):
+  // while any stream reports one, the effective interval is max_interval_ms (docs/PROTOCOL.md,
+  // "Adaptive interval"), from the next round's end. A stream that ends is forgotten.
+  Actions OnBacklog(SessionId session, bool backlog);
   // A heartbeat's positions (task id, position): kept per task (the highest) when the pipeline
   // has a position_interval, and ignored otherwise. Tasks the stream does not hold are ignored.
   Actions OnPositions(SessionId session,
@@ -367,6 +378,9 @@ class PipelineCoordinator {
   // reserved before its first round. A pending group round (not done) is aborted.
   Actions SetGroup(std::optional<AlignmentGroupSpec> group, int64_t id_floor = 0);
   bool group_member() const { return group_ != nullptr; }
+  // A member: its group's effective interval and why, shown by Describe as its own (the group's
+  // rounds are its rounds).
+  void SetGroupInterval(int64_t ms, std::string reason);
   // Whether a group round could start here now; if not, why (the group names it).
   std::pair<bool, std::string> GroupReadiness() const;
   // What the tasks reported (heartbeat.positions), for the group's position gate.
@@ -468,6 +482,7 @@ class PipelineCoordinator {
     WarnBudget warn_budget;
     std::string principal;
     int64_t registered_at_ms = 0;  // wall clock: since when it holds its tasks
+    bool backlog = false;          // its last heartbeat said backlog (OnBacklog)
   };
   enum class TriggerCause { kPeriodic, kManual, kSavepoint };
   // Where the pipeline stands with the daemon's admission (options_->admission).
@@ -581,9 +596,16 @@ class PipelineCoordinator {
   // When the next periodic round is due: the interval's due (ScheduledDue), and not before
   // min_pause has passed since the last round ended.
   std::optional<SteadyTime> NextPeriodicDue() const;
+  // The adaptive interval's inputs now (core/adaptive_interval.h), and fixing it: when a round
+  // ends, at construction and when the spec changes.
+  IntervalInputs AdaptiveIntervalInputs() const;
+  void FixEffectiveInterval();
+  // Why the effective interval is what it is (GetPipeline, `pipeline why`).
+  std::string EffectiveIntervalReason() const;
   // When the schedule alone says the next periodic round is due: the start offset, then one
-  // interval after the last trigger. Past it, a round still in flight (or in its commit) holds the
-  // next one back; RecordTriggerDelay reports that hold apart from the timer's own lateness.
+  // effective interval after the last trigger. Past it, a round still in flight (or in its commit)
+  // holds the next one back; RecordTriggerDelay reports that hold apart from the timer's own
+  // lateness.
   SteadyTime ScheduledDue() const;
   // Called when the tasks have just become all registered, and on resume: no periodic trigger
   // before the start offset has passed (unless a hold is already running, or the schedule does
@@ -625,6 +647,10 @@ class PipelineCoordinator {
   // Wall clock since when a task of the set has had no stream (0: all held). At start, the start.
   int64_t tasks_missing_since_ms_ = 0;
   RecentDurations recent_durations_;  // of the last completed rounds
+  // The interval the next periodic trigger is scheduled by (FixEffectiveInterval), and the streams
+  // reporting backlog now.
+  int64_t effective_interval_ms_ = 0;
+  uint32_t backlog_streams_ = 0;
   StickyState sticky_ = StickyState::kActive;
   PipelineCounters counters_;
   int64_t last_completed_id_ = 0;
@@ -744,6 +770,9 @@ class PipelineCoordinator {
     std::vector<RoundSummary> recent;
     // The tasks of the newest failed round (recent's first, when ids match), for GetCheckpoint.
     std::unique_ptr<const FailedRoundTasks> last_failed_tasks;
+    // A member's: its group's effective interval and why (SetGroupInterval; 0: not told yet).
+    int64_t group_interval_ms = 0;
+    std::string group_interval_reason;
   };
   std::unique_ptr<Occasional> occasional_;
   Occasional& occasional();

@@ -170,4 +170,10 @@ Actions PipelineCoordinator::EndGroupRound(int64_t checkpoint_id, MemberOutcome 
   return out;
 }
 
+void PipelineCoordinator::SetGroupInterval(int64_t ms, std::string reason) {
+  Occasional& o = occasional();
+  o.group_interval_ms = ms;
+  o.group_interval_reason = std::move(reason);
+}
+
 }  // namespace ckpt

@@ -85,6 +85,8 @@ Explanation PipelineCoordinator::Explain(int64_t stuck_threshold_ms) const {
   e.state_since_ms = sticky_since_ms_;
   e.timeout_ms = spec_.timeout_ms;
   e.interval_ms = spec_.interval_ms;
+  e.effective_interval_ms = effective_interval_ms_;
+  e.effective_interval_reason = EffectiveIntervalReason();
   e.recent_p95_ms = recent_durations_.P95Ms();
   e.recent_rounds = recent_durations_.count();
   e.stuck_threshold_ms = StuckThresholdMs(
@@ -230,6 +232,14 @@ PipelineState PipelineCoordinator::State() const {
   return AllTasksRegistered() ? PipelineState::kRunning : PipelineState::kWaitingForTasks;
 }
 
+std::string PipelineCoordinator::EffectiveIntervalReason() const {
+  // The figure in force was fixed when the last round ended; what today's inputs say applies
+  // from the next round's end (a backlog reported since, say).
+  EffectiveInterval now = DescribeEffectiveInterval(AdaptiveIntervalInputs());
+  if (now.ms == effective_interval_ms_) return std::move(now.reason);
+  return ShortDuration(effective_interval_ms_) + " until the next round ends, then " + now.reason;
+}
+
 PipelineStatus PipelineCoordinator::Describe(bool with_task_ids) const {
   PipelineStatus s;
   if (with_task_ids) {
@@ -242,6 +252,10 @@ PipelineStatus PipelineCoordinator::Describe(bool with_task_ids) const {
     s.spec.tolerable_failures = spec_.tolerable_failures;
     s.spec.retained = spec_.retained;
     s.spec.commit_timeout_ms = spec_.commit_timeout_ms;
+    s.spec.position_interval = spec_.position_interval;
+    s.spec.alignment_group = spec_.alignment_group;
+    s.spec.max_overhead = spec_.max_overhead;
+    s.spec.max_interval_ms = spec_.max_interval_ms;
   }
   s.expected_tasks = static_cast<int>(expected_.size());
   s.state = State();
@@ -253,6 +267,13 @@ PipelineStatus PipelineCoordinator::Describe(bool with_task_ids) const {
   s.last_completed_at_ms = last_completed_at_ms_;
   s.committing_checkpoint_id = CommittingId();
   s.last_committed_checkpoint_id = LastCommittedId();
+  s.effective_interval_ms = effective_interval_ms_;
+  s.effective_interval_reason = EffectiveIntervalReason();
+  if (group_ && occasional_or_none().group_interval_ms > 0) {
+    s.effective_interval_ms = occasional_or_none().group_interval_ms;
+    s.effective_interval_reason =
+        "alignment group's: " + occasional_or_none().group_interval_reason;
+  }
   s.counters = counters_;
   s.sessions = static_cast<int>(sessions_.size());
   s.from_config = from_config_;

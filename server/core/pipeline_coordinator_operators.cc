@@ -206,6 +206,7 @@ PipelineCoordinator::Outcome PipelineCoordinator::UpdateSpec(const PipelineSpec&
   }
   expected_ = new_tasks;
   if (tasks_changed && restore_) restore_rescaled_ = RestoreSetDiffers();
+  FixEffectiveInterval();  // a new interval or adaptive policy applies to the next trigger
   SyncPositionGate();
   o.actions.push_back(Log{
       LogLevel::kInfo, "spec updated" + std::string(tasks_changed ? " (task set changed)" : "")});
@@ -288,6 +289,7 @@ PipelineCoordinator::Outcome PipelineCoordinator::Delete() {
         EndSession{session, Status::NotFound("pipeline " + spec_.key.ToString() + " was deleted")});
   }
   sessions_.clear();
+  backlog_streams_ = 0;
   task_owner_.ReleaseAll();
   out.push_back(CancelTimeout{});
   armed_wakeup_.reset();

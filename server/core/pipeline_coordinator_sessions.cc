@@ -152,6 +152,7 @@ void PipelineCoordinator::LoseSession(SessionId session, const std::string& why,
     }
   }
   const std::string worker = it->second.worker_id;
+  if (it->second.backlog) --backlog_streams_;  // its backlog ends with it
   sessions_.erase(it);
   if (lost.empty()) return;
   ForgetPositions(lost);

@@ -106,6 +106,23 @@ Status CheckCounters(std::initializer_list<std::pair<const char*, int64_t>> numb
 
 }  // namespace
 
+// max_overhead and max_interval_ms, of a pipeline or a group (docs/PROTOCOL.md, "Adaptive
+// interval"): a fraction in [0, 1] (0: off), and 0 (no cap) or at least the interval.
+static Status CheckAdaptiveInterval(double max_overhead, int64_t max_interval_ms,
+                                    int64_t interval_ms) {
+  if (!(max_overhead >= 0 && max_overhead <= 1)) {  // NaN fails both
+    return Status::InvalidArgument("max_overhead is " + std::to_string(max_overhead) +
+                                   ", must be a fraction between 0 (off) and 1");
+  }
+  if (auto s = CheckDuration(max_interval_ms, 0, "max_interval_ms"); !s.ok()) return s;
+  if (max_interval_ms > 0 && max_interval_ms < interval_ms) {
+    return Status::InvalidArgument("max_interval_ms " + std::to_string(max_interval_ms) +
+                                   " is below interval_ms " + std::to_string(interval_ms) +
+                                   " (0: no cap)");
+  }
+  return Status::Ok();
+}
+
 // position_interval, of a pipeline or a group: 0 (none) up to kMaxPosition.
 static Status CheckPositionInterval(int64_t position_interval) {
   if (position_interval < 0 || position_interval > kMaxPosition) {
@@ -122,6 +139,10 @@ Status ValidateGroupSpec(const AlignmentGroupSpec& spec) {
   if (auto s = CheckDuration(spec.timeout_ms, 1, "timeout_ms"); !s.ok()) return s;
   if (auto s = CheckDuration(spec.min_pause_ms, 0, "min_pause_ms"); !s.ok()) return s;
   if (auto s = CheckDuration(spec.commit_timeout_ms, 0, "commit_timeout_ms"); !s.ok()) return s;
+  if (auto s = CheckAdaptiveInterval(spec.max_overhead, spec.max_interval_ms, spec.interval_ms);
+      !s.ok()) {
+    return s;
+  }
   return CheckPositionInterval(spec.position_interval);
 }
 
@@ -154,6 +175,10 @@ Status ValidateSpec(const PipelineSpec& spec, bool stored) {
                                    ", must be between 1 and " + std::to_string(kMaxRetained));
   }
   if (auto s = CheckDuration(spec.commit_timeout_ms, 0, "commit_timeout_ms"); !s.ok()) return s;
+  if (auto s = CheckAdaptiveInterval(spec.max_overhead, spec.max_interval_ms, spec.interval_ms);
+      !s.ok()) {
+    return s;
+  }
   return CheckPositionInterval(spec.position_interval);
 }
 

@@ -82,6 +82,12 @@ struct PipelineSpec {
   // > 0: every completed checkpoint has a commit phase, and a commit not done this long after
   // `complete` is overdue (docs/PROTOCOL.md, "Commit phase"). 0: none.
   int64_t commit_timeout_ms = 0;
+  // The adaptive interval (docs/PROTOCOL.md, "Adaptive interval"): with max_overhead > 0 (a
+  // fraction of the interval), the effective interval is at least the recent p95 duration divided
+  // by it; with max_interval_ms > 0 (at least interval_ms), it is at most that, and exactly that
+  // while a task reports backlog. 0: off.
+  double max_overhead = 0;
+  int64_t max_interval_ms = 0;
 
   bool operator==(const PipelineSpec&) const = default;
 };
@@ -246,6 +252,9 @@ struct AlignmentGroupSpec {
   int64_t min_pause_ms = 0;
   int64_t position_interval = 0;  // 0: no position gate
   int64_t commit_timeout_ms = 0;  // replaces its members' (0: no commit phase)
+  // The adaptive interval of the group's rounds, as a pipeline's (PipelineSpec::max_overhead).
+  double max_overhead = 0;
+  int64_t max_interval_ms = 0;
 
   bool operator==(const AlignmentGroupSpec&) const = default;
 };

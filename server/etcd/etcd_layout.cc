@@ -174,17 +174,20 @@ std::optional<Layout::CheckpointRef> Layout::ParseCheckpointKey(const std::strin
 }
 
 std::string EncodeGroup(const StoredGroup& g) {
-  return json{{"interval_ms", g.spec.interval_ms},
-              {"timeout_ms", g.spec.timeout_ms},
-              {"min_pause_ms", g.spec.min_pause_ms},
-              {"position_interval", g.spec.position_interval},
-              {"commit_timeout_ms", g.spec.commit_timeout_ms},
-              {"from_config", g.from_config},
-              {"id_counter", g.progress.id_counter},
-              {"last_round_id", g.progress.last_round_id},
-              {"last_position", g.progress.last_position},
-              {"last_completed_at_ms", g.progress.last_completed_at_ms}}
-      .dump();
+  json v{{"interval_ms", g.spec.interval_ms},
+         {"timeout_ms", g.spec.timeout_ms},
+         {"min_pause_ms", g.spec.min_pause_ms},
+         {"position_interval", g.spec.position_interval},
+         {"commit_timeout_ms", g.spec.commit_timeout_ms},
+         {"from_config", g.from_config},
+         {"id_counter", g.progress.id_counter},
+         {"last_round_id", g.progress.last_round_id},
+         {"last_position", g.progress.last_position},
+         {"last_completed_at_ms", g.progress.last_completed_at_ms}};
+  // Written only when set: a value without them is what a daemon before them wrote.
+  if (g.spec.max_overhead != 0) v["max_overhead"] = g.spec.max_overhead;
+  if (g.spec.max_interval_ms != 0) v["max_interval_ms"] = g.spec.max_interval_ms;
+  return v.dump();
 }
 
 std::optional<StoredGroup> DecodeGroup(const std::string& value, const std::string& name) {
@@ -198,6 +201,8 @@ std::optional<StoredGroup> DecodeGroup(const std::string& value, const std::stri
     g.spec.min_pause_ms = v.at("min_pause_ms").get<int64_t>();
     g.spec.position_interval = v.at("position_interval").get<int64_t>();
     g.spec.commit_timeout_ms = v.value("commit_timeout_ms", int64_t{0});
+    g.spec.max_overhead = v.value("max_overhead", 0.0);
+    g.spec.max_interval_ms = v.value("max_interval_ms", int64_t{0});
     g.from_config = v.at("from_config").get<bool>();
     g.progress.id_counter = v.at("id_counter").get<int64_t>();
     g.progress.last_round_id = v.at("last_round_id").get<int64_t>();
@@ -221,6 +226,8 @@ Result<std::string> EncodeSpec(const PipelineSpec& spec) {
     if (spec.position_interval != 0) v["position_interval"] = spec.position_interval;
     if (!spec.alignment_group.empty()) v["alignment_group"] = spec.alignment_group;
     if (spec.commit_timeout_ms != 0) v["commit_timeout_ms"] = spec.commit_timeout_ms;
+    if (spec.max_overhead != 0) v["max_overhead"] = spec.max_overhead;
+    if (spec.max_interval_ms != 0) v["max_interval_ms"] = spec.max_interval_ms;
     return v.dump();
   } catch (const json::exception& e) {
     return Status::InvalidArgument("spec of " + spec.key.ToString() +
@@ -243,6 +250,8 @@ std::optional<PipelineSpec> DecodeSpec(const std::string& value, const PipelineK
     spec.position_interval = v.value("position_interval", int64_t{0});
     spec.alignment_group = v.value("alignment_group", std::string());
     spec.commit_timeout_ms = v.value("commit_timeout_ms", int64_t{0});
+    spec.max_overhead = v.value("max_overhead", 0.0);
+    spec.max_interval_ms = v.value("max_interval_ms", int64_t{0});
     return spec;
   } catch (const json::exception&) {
     return std::nullopt;

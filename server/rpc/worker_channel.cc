@@ -66,6 +66,11 @@ std::optional<ChannelEnding> WorkerChannel::Handle(const v1::WorkerMessage& mess
         }
         pipeline->Positions(id_, {positions.begin(), positions.end()});
       }
+      if (message.heartbeat().backlog() != backlog_) {
+        // Only a change: a heartbeat a second from 100,000 streams must not each post an event.
+        backlog_ = message.heartbeat().backlog();
+        pipeline->Backlog(id_, backlog_);
+      }
       return std::nullopt;
     case v1::WorkerMessage::kSavepointRequest:
       if (auto s = ValidateSavepointTarget(message.savepoint_request().target()); !s.ok()) {

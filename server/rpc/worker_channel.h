@@ -87,6 +87,7 @@ class WorkerChannel {
 
   // Read side only (Handle).
   bool hello_seen_ = false;
+  bool backlog_ = false;   // the last heartbeat's backlog: only a change goes to the pipeline
   std::string principal_;  // who the hello authenticated as ("" without auth)
 
   Mutex runner_mu_;

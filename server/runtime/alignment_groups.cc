@@ -139,7 +139,8 @@ int AlignmentGroups::ApplyDeclared(const std::vector<AlignmentGroupSpec>& declar
     auto promise = std::make_shared<std::promise<Status>>();
     writes.emplace_back(spec.name, promise->get_future());
     Put(AlignmentGroupUpdate{spec.name, spec.interval_ms, spec.timeout_ms, spec.min_pause_ms,
-                             spec.position_interval, spec.commit_timeout_ms},
+                             spec.position_interval, spec.commit_timeout_ms, spec.max_overhead,
+                             spec.max_interval_ms},
         PipelineDefaults{}, /*from_config=*/true,
         [promise](Result<AlignmentGroupView> view) { promise->set_value(view.status()); });
   }
@@ -238,6 +239,8 @@ void AlignmentGroups::Put(const AlignmentGroupUpdate& update, const PipelineDefa
   if (update.min_pause_ms) next.spec.min_pause_ms = *update.min_pause_ms;
   if (update.position_interval) next.spec.position_interval = *update.position_interval;
   if (update.commit_timeout_ms) next.spec.commit_timeout_ms = *update.commit_timeout_ms;
+  if (update.max_overhead) next.spec.max_overhead = *update.max_overhead;
+  if (update.max_interval_ms) next.spec.max_interval_ms = *update.max_interval_ms;
   next.from_config = from_config;
   if (Status s = ValidateGroupSpec(next.spec); !s.ok()) return done(s);
   if (!BeginWrite(next.spec.name)) return done(Busy(next.spec.name));

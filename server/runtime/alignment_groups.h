@@ -33,6 +33,8 @@ struct AlignmentGroupUpdate {
   std::optional<int64_t> min_pause_ms;
   std::optional<int64_t> position_interval;
   std::optional<int64_t> commit_timeout_ms;
+  std::optional<double> max_overhead;
+  std::optional<int64_t> max_interval_ms;
 };
 
 // A group as the API shows it.

@@ -64,6 +64,11 @@ void GroupRunner::Stop() {
 void GroupRunner::AddMember(const PipelineKey& key, std::weak_ptr<PipelineRunner> member,
                             int64_t id_floor) {
   Post([key, member = std::move(member), id_floor](GroupRunner& g) mutable {
+    if (auto runner = member.lock()) {
+      // Its schedule is the group's from now on: GetPipeline shows the group's interval.
+      GroupIntervalChanged interval = g.coordinator_.CurrentInterval();
+      runner->GroupInterval(interval.ms, std::move(interval.reason));
+    }
     g.members_[key] = std::move(member);
     g.Run(g.coordinator_.AddMember(key, id_floor));
   });
@@ -83,9 +88,9 @@ void GroupRunner::RemoveMember(const PipelineKey& key, std::string why) {
 }
 
 void GroupRunner::MemberState(const PipelineKey& key, bool ready, std::string holdup,
-                              int64_t predicted_bytes) {
-  Post([key, ready, holdup = std::move(holdup), predicted_bytes](GroupRunner& g) {
-    g.Run(g.coordinator_.OnMemberState(key, ready, holdup, predicted_bytes));
+                              int64_t predicted_bytes, bool backlog) {
+  Post([key, ready, holdup = std::move(holdup), predicted_bytes, backlog](GroupRunner& g) {
+    g.Run(g.coordinator_.OnMemberState(key, ready, holdup, predicted_bytes, backlog));
   });
 }
 
@@ -292,6 +297,10 @@ void GroupRunner::Execute(GroupAction& action) {
     LogLine(LogLevel::kWarn, "savepoint dropped: " + a->reason);
     for (auto& done : queued_round_waiters_) done(Status::DeadlineExceeded(a->reason), 0);
     queued_round_waiters_.clear();
+  } else if (auto* a = std::get_if<GroupIntervalChanged>(&action)) {
+    for (const auto& [key, weak] : members_) {
+      if (auto member = weak.lock()) member->GroupInterval(a->ms, a->reason);
+    }
   } else if (auto* a = std::get_if<GroupRoundFinished>(&action)) {
     ++metrics_.group_rounds_total[static_cast<size_t>(a->result)];
   } else if (auto* a = std::get_if<Log>(&action)) {

@@ -62,7 +62,7 @@ class GroupRunner : public std::enable_shared_from_this<GroupRunner> {
   // --- what members report ---
   // `predicted_bytes`: its part of the next round's predicted size (admission).
   void MemberState(const PipelineKey& key, bool ready, std::string holdup,
-                   int64_t predicted_bytes = 0);
+                   int64_t predicted_bytes = 0, bool backlog = false);
   void MemberPositions(const PipelineKey& key, ckpt::MemberPositions positions);
   void MemberDone(const PipelineKey& key, int64_t checkpoint_id, CheckpointCommit commit);
   // Every task of the member committed group round `checkpoint_id` (a commit phase).

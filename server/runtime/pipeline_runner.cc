@@ -134,6 +134,11 @@ void PipelineRunner::Positions(SessionId session,
   });
 }
 
+void PipelineRunner::Backlog(SessionId session, bool backlog) {
+  Post(
+      [session, backlog](PipelineRunner& r) { r.Run(r.coordinator_.OnBacklog(session, backlog)); });
+}
+
 void PipelineRunner::RequestSavepoint(SessionId session, std::string target, bool stop,
                                       JobCheck may_serve) {
   Post([=, target = std::move(target), may_serve = std::move(may_serve)](PipelineRunner& r) {

@@ -96,6 +96,8 @@ class PipelineRunner : public std::enable_shared_from_this<PipelineRunner> {
   void Committed(SessionId session, int64_t checkpoint_id, std::string task_id);
   // A heartbeat's positions (task id, position).
   void Positions(SessionId session, std::vector<std::pair<std::string, int64_t>> positions);
+  // A heartbeat's backlog flag changed on this stream (PipelineCoordinator::OnBacklog).
+  void Backlog(SessionId session, bool backlog);
   // A worker's savepoint_request. `may_serve(job)`: whether the asker may act for pipelines of
   // `job` (OK, or the refusal); a member's request asks it of every member of its group.
   using JobCheck = std::function<Status(const std::string& job)>;
@@ -179,6 +181,8 @@ class PipelineRunner : public std::enable_shared_from_this<PipelineRunner> {
   // From the group's strand: its round starts, became durable, or ended without completing.
   void StartGroupRound(int64_t checkpoint_id, CheckpointKind kind, int64_t position);
   void GroupRoundDurable(int64_t checkpoint_id);
+  // The group's effective interval changed (PipelineCoordinator::SetGroupInterval).
+  void GroupInterval(int64_t ms, std::string reason);
   // Every member committed group round `checkpoint_id`: this one may mark it COMMITTED.
   void GroupCommitted(int64_t checkpoint_id);
   void EndGroupRound(int64_t checkpoint_id, MemberOutcome outcome, std::string reason);
@@ -305,6 +309,7 @@ class PipelineRunner : public std::enable_shared_from_this<PipelineRunner> {
     bool ready = false;
     std::string holdup;
     int64_t predicted_bytes = 0;  // PredictedRoundBytes, as sent
+    bool backlog = false;         // HasBacklog, as sent
     MemberPositions positions;
     uint64_t positions_version = 0;  // PositionGate::version() when `positions` was sent
     // A delete waiting for the outcome of the group round its part is in (null: none).

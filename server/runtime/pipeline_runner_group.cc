@@ -41,6 +41,12 @@ void PipelineRunner::GroupRoundDurable(int64_t checkpoint_id) {
   });
 }
 
+void PipelineRunner::GroupInterval(int64_t ms, std::string reason) {
+  Post([ms, reason = std::move(reason)](PipelineRunner& r) mutable {
+    if (r.group_) r.coordinator_.SetGroupInterval(ms, std::move(reason));
+  });
+}
+
 void PipelineRunner::GroupCommitted(int64_t checkpoint_id) {
   // Never dropped: the mark it lets go is what ends the COMMITTING state.
   PostStoreCompletion([checkpoint_id](PipelineRunner& r) {
@@ -85,11 +91,14 @@ void PipelineRunner::ReportToGroup() {
   GroupLink& g = *group_;
   auto [ready, holdup] = coordinator_.GroupReadiness();
   const int64_t bytes = coordinator_.PredictedRoundBytes();
-  if (!g.reported || ready != g.ready || holdup != g.holdup || bytes != g.predicted_bytes) {
+  const bool backlog = coordinator_.HasBacklog();
+  if (!g.reported || ready != g.ready || holdup != g.holdup || bytes != g.predicted_bytes ||
+      backlog != g.backlog) {
     g.ready = ready;
     g.holdup = holdup;
     g.predicted_bytes = bytes;
-    g.runner->MemberState(key(), ready, std::move(holdup), bytes);
+    g.backlog = backlog;
+    g.runner->MemberState(key(), ready, std::move(holdup), bytes, backlog);
   }
   // The positions are a scan of the tasks: only when the gate changed.
   const uint64_t version = coordinator_.PositionsVersion();

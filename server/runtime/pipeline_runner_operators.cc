@@ -282,6 +282,8 @@ void PipelineRunner::Explain(
       e.group_holding = g.holding;
       e.group_waiting_for_positions = g.waiting_for_positions;
       e.group_waiting_for_ids = g.waiting_for_ids;
+      e.effective_interval_ms = g.effective_interval_ms;  // a member's schedule is its group's
+      e.effective_interval_reason = "alignment group's: " + g.effective_interval_reason;
       if (g.waiting_for_admission && e.holdup == Holdup::kWaitingForGroup) {
         // Its group's round waits in the daemon's admission line, as one unit.
         if (auto view = group_runner->LookAtAdmission()) {

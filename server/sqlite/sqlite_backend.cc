@@ -147,13 +147,15 @@ struct SqliteBackend::WriterConn {
     PrepareInto(db, upsert_group,
                 "INSERT INTO alignment_groups (name, interval_ms, timeout_ms, min_pause_ms, "
                 "position_interval, from_config, id_counter, last_round_id, last_position, "
-                "last_completed_at_ms, commit_timeout_ms) "
-                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, 0, 0, 0, 0, ?7) "
+                "last_completed_at_ms, commit_timeout_ms, max_overhead, max_interval_ms) "
+                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, 0, 0, 0, 0, ?7, ?8, ?9) "
                 "ON CONFLICT (name) DO UPDATE SET interval_ms = excluded.interval_ms, "
                 "timeout_ms = excluded.timeout_ms, min_pause_ms = excluded.min_pause_ms, "
                 "position_interval = excluded.position_interval, "
                 "from_config = excluded.from_config, "
-                "commit_timeout_ms = excluded.commit_timeout_ms",
+                "commit_timeout_ms = excluded.commit_timeout_ms, "
+                "max_overhead = excluded.max_overhead, "
+                "max_interval_ms = excluded.max_interval_ms",
                 s);
     PrepareInto(db, delete_group, "DELETE FROM alignment_groups WHERE name = ?1", s);
     PrepareInto(db, raise_high_water,
@@ -361,6 +363,8 @@ struct SqliteBackend::WriterConn {
     upsert_group.Bind(5, spec.position_interval);
     upsert_group.Bind(6, int64_t{from_config ? 1 : 0});
     upsert_group.Bind(7, spec.commit_timeout_ms);
+    upsert_group.Bind(8, spec.max_overhead);
+    upsert_group.Bind(9, spec.max_interval_ms);
     if (int rc = upsert_group.Step(); rc != SQLITE_DONE) {
       return db.Error(rc, "writing alignment group " + spec.name);
     }
@@ -487,7 +491,8 @@ struct SqliteBackend::ReaderConn {
     PrepareInto(db, load_groups,
                 "SELECT name, interval_ms, timeout_ms, min_pause_ms, position_interval, "
                 "from_config, id_counter, last_round_id, last_position, last_completed_at_ms, "
-                "commit_timeout_ms FROM alignment_groups ORDER BY name",
+                "commit_timeout_ms, max_overhead, max_interval_ms FROM alignment_groups "
+                "ORDER BY name",
                 s);
     return s;
   }
@@ -834,7 +839,8 @@ Result<std::vector<StoredGroup>> SqliteBackend::LoadGroups() {
   int rc;
   while ((rc = stmt.Step()) == SQLITE_ROW) {
     bool numbers = true;
-    for (int col = 1; col <= 9; ++col) numbers = numbers && stmt.ColumnIsInt(col);
+    for (int col = 1; col <= 10; ++col) numbers = numbers && stmt.ColumnIsInt(col);
+    numbers = numbers && stmt.ColumnIsNumber(11) && stmt.ColumnIsInt(12);
     if (!numbers) {
       UnreadableRecord record;
       record.kind = UnreadableRecord::Kind::kGroup;
@@ -858,6 +864,8 @@ Result<std::vector<StoredGroup>> SqliteBackend::LoadGroups() {
     g.progress.last_position = stmt.ColumnInt(8);
     g.progress.last_completed_at_ms = stmt.ColumnInt(9);
     g.spec.commit_timeout_ms = stmt.ColumnInt(10);
+    g.spec.max_overhead = stmt.ColumnDouble(11);
+    g.spec.max_interval_ms = stmt.ColumnInt(12);
   }
   if (rc != SQLITE_DONE) return reader_->db.Error(rc, "loading alignment groups from " + path_);
   unreadable_groups_ = std::move(unreadable);

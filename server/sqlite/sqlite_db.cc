@@ -142,6 +142,8 @@ Stmt::~Stmt() {
 
 void Stmt::Bind(int index, int64_t value) { sqlite3_bind_int64(stmt_, index, value); }
 
+void Stmt::Bind(int index, double value) { sqlite3_bind_double(stmt_, index, value); }
+
 void Stmt::Bind(int index, std::string_view value) {
   sqlite3_bind_text64(stmt_, index, value.data(), value.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
 }
@@ -160,6 +162,13 @@ int Stmt::Run() {
 int64_t Stmt::ColumnInt(int col) const { return sqlite3_column_int64(stmt_, col); }
 
 bool Stmt::ColumnIsInt(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_INTEGER; }
+
+double Stmt::ColumnDouble(int col) const { return sqlite3_column_double(stmt_, col); }
+
+bool Stmt::ColumnIsNumber(int col) const {
+  const int type = sqlite3_column_type(stmt_, col);
+  return type == SQLITE_INTEGER || type == SQLITE_FLOAT;
+}
 
 std::string Stmt::ColumnText(int col) const {
   const unsigned char* text = sqlite3_column_text(stmt_, col);

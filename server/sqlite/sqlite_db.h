@@ -71,6 +71,7 @@ class Stmt {
 
   // Parameter indexes are 1-based, as in SQLite (?1, ?2, ...). Text is copied (SQLITE_TRANSIENT).
   void Bind(int index, int64_t value);
+  void Bind(int index, double value);
   void Bind(int index, std::string_view value);
 
   // One step: SQLITE_ROW, SQLITE_DONE or an error code (inspect with Db::Error).
@@ -82,6 +83,9 @@ class Stmt {
   int64_t ColumnInt(int col) const;  // 0-based, as in SQLite
   // Whether the value of `col` is stored as an integer (a column SQLite lets hold text too).
   bool ColumnIsInt(int col) const;
+  double ColumnDouble(int col) const;
+  // Whether `col` holds an integer or a real.
+  bool ColumnIsNumber(int col) const;
   std::string ColumnText(int col) const;
 
   // Resets and clears the bindings. A statement left stepped (not reset) keeps its read transaction

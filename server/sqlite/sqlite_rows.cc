@@ -139,7 +139,8 @@ std::optional<std::optional<CheckpointRef>> RestoreFromFromJson(const std::strin
 const char* const kRecordColumns[kRecordColumnCount] = {
     "job_id", "pipeline_id", "task_ids", "interval_ms", "timeout_ms", "min_pause_ms",
     "tolerable_failures", "retained", "position_interval", "alignment_group",
-    "commit_timeout_ms", "generation", "sticky_state", "completed_count", "failed_count",
+    "commit_timeout_ms", "max_overhead", "max_interval_ms", "generation", "sticky_state",
+    "completed_count", "failed_count",
     "expired_count", "consecutive_failures", "last_completed_id", "last_completed_kind",
     "last_completed_at_ms", "from_config", "restore_from", "released_ids", "last_committed_id",
     "last_committed_at_ms"};
@@ -183,7 +184,9 @@ void BindRecord(Stmt& stmt, const PipelineRecord& r, const std::string& task_ids
   stmt.Bind(9, r.spec.position_interval);
   stmt.Bind(10, r.spec.alignment_group);
   stmt.Bind(11, r.spec.commit_timeout_ms);
-  BindProgress(stmt, r.progress(), 12);
+  stmt.Bind(12, r.spec.max_overhead);
+  stmt.Bind(13, r.spec.max_interval_ms);
+  BindProgress(stmt, r.progress(), 14);
 }
 
 Result<PipelineRecord> ReadRecord(const Stmt& stmt, const std::string& path) {
@@ -192,7 +195,7 @@ Result<PipelineRecord> ReadRecord(const Stmt& stmt, const std::string& path) {
   r.spec.key.pipeline_id = stmt.ColumnText(1);
   const std::string where = "pipeline " + r.spec.key.ToString() + " in " + path;
   // SQLite lets an INTEGER column hold text: a value that is not a number is damage, not 0.
-  for (int col : {3, 4, 5, 6, 7, 8, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 23, 24}) {
+  for (int col : {3, 4, 5, 6, 7, 8, 10, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 25, 26}) {
     if (!stmt.ColumnIsInt(col)) {
       return Status::Internal(std::string("column ") + kRecordColumns[col] + " of " + where +
                               " is not an integer");
@@ -209,31 +212,37 @@ Result<PipelineRecord> ReadRecord(const Stmt& stmt, const std::string& path) {
   r.spec.position_interval = stmt.ColumnInt(8);
   r.spec.alignment_group = stmt.ColumnText(9);
   r.spec.commit_timeout_ms = stmt.ColumnInt(10);
-  r.generation = stmt.ColumnInt(11);
-  auto sticky = StickyFromInt(stmt.ColumnInt(12));
+  // REAL, or an INTEGER a hand-written row may hold (0): anything else is damage.
+  if (!stmt.ColumnIsNumber(11)) {
+    return Status::Internal("column max_overhead of " + where + " is not a number");
+  }
+  r.spec.max_overhead = stmt.ColumnDouble(11);
+  r.spec.max_interval_ms = stmt.ColumnInt(12);
+  r.generation = stmt.ColumnInt(13);
+  auto sticky = StickyFromInt(stmt.ColumnInt(14));
   if (!sticky) return Status::Internal("unknown sticky_state of " + where);
   r.sticky = *sticky;
-  r.counters.completed_count = stmt.ColumnInt(13);
-  r.counters.failed_count = stmt.ColumnInt(14);
-  r.counters.expired_count = stmt.ColumnInt(15);
-  r.counters.consecutive_failures = stmt.ColumnInt(16);
-  r.last_completed_id = stmt.ColumnInt(17);
-  auto kind = KindFromInt(stmt.ColumnInt(18));
+  r.counters.completed_count = stmt.ColumnInt(15);
+  r.counters.failed_count = stmt.ColumnInt(16);
+  r.counters.expired_count = stmt.ColumnInt(17);
+  r.counters.consecutive_failures = stmt.ColumnInt(18);
+  r.last_completed_id = stmt.ColumnInt(19);
+  auto kind = KindFromInt(stmt.ColumnInt(20));
   if (!kind) return Status::Internal("unknown last_completed_kind of " + where);
   r.last_completed_kind = *kind;
-  r.last_completed_at_ms = stmt.ColumnInt(19);
-  r.from_config = stmt.ColumnInt(20) != 0;
-  auto restore_from = RestoreFromFromJson(stmt.ColumnText(21));
+  r.last_completed_at_ms = stmt.ColumnInt(21);
+  r.from_config = stmt.ColumnInt(22) != 0;
+  auto restore_from = RestoreFromFromJson(stmt.ColumnText(23));
   if (!restore_from) return Status::Internal("unreadable restore_from of " + where);
   r.restore_from = std::move(*restore_from);
-  auto released = json::parse(stmt.ColumnText(22), nullptr, /*allow_exceptions=*/false);
+  auto released = json::parse(stmt.ColumnText(24), nullptr, /*allow_exceptions=*/false);
   if (!released.is_array()) return Status::Internal("unreadable released_ids of " + where);
   for (const auto& id : released) {
     if (!id.is_number_integer()) return Status::Internal("unreadable released_ids of " + where);
     r.released_ids.push_back(id.get<int64_t>());
   }
-  r.last_committed_id = stmt.ColumnInt(23);
-  r.last_committed_at_ms = stmt.ColumnInt(24);
+  r.last_committed_id = stmt.ColumnInt(25);
+  r.last_committed_at_ms = stmt.ColumnInt(26);
   return r;
 }
 

@@ -37,17 +37,17 @@ std::optional<std::vector<std::string>> TaskIdsFromJson(const std::string& text)
 bool TaskStatesFromJson(const std::string& text, std::map<std::string, TaskState>* states,
                         std::vector<TaskFigures>* figures);
 
-// The pipelines table's columns, in the order BindRecord binds (?1..?25) and ReadRecord reads
-// (0..24). Columns kFirstProgressColumn.. are the progress (PipelineProgress).
+// The pipelines table's columns, in the order BindRecord binds (?1..?27) and ReadRecord reads
+// (0..26). Columns kFirstProgressColumn.. are the progress (PipelineProgress).
 extern const char* const kRecordColumns[];
-constexpr int kRecordColumnCount = 25;
-constexpr int kFirstProgressColumn = 11;
+constexpr int kRecordColumnCount = 27;
+constexpr int kFirstProgressColumn = 13;
 
 // "<prefix>job_id, <prefix>pipeline_id, ..." over kRecordColumns.
 std::string JoinColumns(const std::string& prefix);
 // The progress columns as ?first..?first+13.
 void BindProgress(Stmt& stmt, const PipelineProgress& p, int first);
-// Binds ?1..?25 in kRecordColumns order.
+// Binds ?1..?27 in kRecordColumns order.
 void BindRecord(Stmt& stmt, const PipelineRecord& r, const std::string& task_ids_json);
 // Reads columns 0..24 in kRecordColumns order; INTERNAL names what is unreadable, and where
 // (`path`).

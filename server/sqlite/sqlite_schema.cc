@@ -136,9 +136,18 @@ ALTER TABLE checkpoints ADD COLUMN committed_at_ms INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE alignment_groups ADD COLUMN commit_timeout_ms INTEGER NOT NULL DEFAULT 0;
 )sql";
 
+// The adaptive interval (docs/PROTOCOL.md, "Adaptive interval"): a pipeline's and a group's
+// max_overhead (a fraction, 0: off) and max_interval_ms (0: no cap).
+constexpr const char* kSchemaV9 = R"sql(
+ALTER TABLE pipelines ADD COLUMN max_overhead REAL NOT NULL DEFAULT 0;
+ALTER TABLE pipelines ADD COLUMN max_interval_ms INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE alignment_groups ADD COLUMN max_overhead REAL NOT NULL DEFAULT 0;
+ALTER TABLE alignment_groups ADD COLUMN max_interval_ms INTEGER NOT NULL DEFAULT 0;
+)sql";
+
 // What takes version N-1 to N, from 2 on: kUpgrades[N - 2].
 constexpr const char* kUpgrades[] = {kSchemaV2, kSchemaV3, kSchemaV4, kSchemaV5,
-                                     kSchemaV6, kSchemaV7, kSchemaV8};
+                                     kSchemaV6, kSchemaV7, kSchemaV8, kSchemaV9};
 static_assert(std::size(kUpgrades) == kSchemaVersion - 1,
               "one upgrade per version after the first");
 

@@ -328,6 +328,13 @@ std::string RenderPipelinePage(const PipelinePageData& d, int refresh_s, int64_t
   body += Fact("State", state_text);
   body += Fact("Interval", E(FormatDuration(p.spec().interval_ms())) + ", timeout " +
                                E(FormatDuration(p.spec().timeout_ms())));
+  // The adaptive interval: what the next trigger goes by, and why (the pipeline's `why`).
+  const int64_t effective =
+      e.effective_interval_ms() > 0 ? e.effective_interval_ms() : p.effective_interval_ms();
+  const std::string& reason =
+      e.effective_interval_ms() > 0 ? e.effective_interval_reason() : p.effective_interval_reason();
+  body += Fact("Effective interval",
+               E(FormatDuration(effective)) + (reason.empty() ? "" : " (" + E(reason) + ")"));
   std::string tasks = std::to_string(p.registered_tasks()) + " of " +
                       std::to_string(p.expected_tasks()) + " registered";
   if (p.missing_tasks_total() > 0) {

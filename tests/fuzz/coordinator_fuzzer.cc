@@ -72,9 +72,9 @@ class Driver {
   // generation - 1. h1: bits 0-2 id block, bits 3-5 stored id counter, bits 6-7 age of the last
   // completed checkpoint. h2: the spec's policy (SpecFromByte). h3: bits 0-1 task count, bits
   // 2-3 start spread, bits 4-5 position_interval, bits 6-7 commit_timeout_ms (a commit phase on
-  // half the inputs). Derived: admission caps on when bit 0 of h0 ^ h2 ^ h3 is set, a start slot
-  // when bit 7 of h1 ^ h3 is.
-  // Then events: an opcode byte (mod 36, see Event()) and its argument bytes.
+  // half the inputs). Derived: the adaptive interval from bits 4-5 of h1 ^ h2. Derived: admission
+  // caps on when bit 0 of h0 ^ h2 ^ h3 is set, a start slot when bit 7 of h1 ^ h3 is. Then events:
+  // an opcode byte (mod 37, see Event()) and its argument bytes.
   void Setup() {
     const uint8_t h0 = in_.Byte(), h1 = in_.Byte(), h2 = in_.Byte(), h3 = in_.Byte();
     const bool restarted = h0 & 1;
@@ -109,6 +109,11 @@ class Driver {
     stored.record.spec.position_interval = PositionIntervalFrom(h3 >> 4);
     static constexpr int64_t kCommitTimeouts[] = {0, 0, 50, 5'000};
     stored.record.spec.commit_timeout_ms = kCommitTimeouts[(h3 >> 6) & 3];
+    // The adaptive interval on three inputs of four (bits 4-5 of h1 ^ h2): max_overhead,
+    // max_interval_ms, or both.
+    const int adaptive = ((h1 ^ h2) >> 4) & 3;
+    if (adaptive & 1) stored.record.spec.max_overhead = 0.5;
+    if (adaptive & 2) stored.record.spec.max_interval_ms = 4 * stored.record.spec.interval_ms;
     stored.record.generation = 1 + (h0 >> 5);
     stored.record.sticky = static_cast<StickyState>((h0 >> 3) & 3);
     stored.record.counters.completed_count = stored.id_counter > 0 ? 3 : 0;
@@ -155,7 +160,7 @@ class Driver {
   // ---- events ---------------------------------------------------------------------------------
 
   void Event() {
-    const uint8_t op = in_.Byte() % 36;
+    const uint8_t op = in_.Byte() % 37;
     // After Delete the runtime drops every worker message, timer and id reservation and answers
     // operator calls with NOT_FOUND (runtime/pipeline_runner_internal.h); only the completion of a
     // commit handed to the store before the delete still arrives. Time still passes.
@@ -240,6 +245,12 @@ class Driver {
           return refused ? Status::ResourceExhausted("admission.max_concurrent_rounds 1 is full")
                          : Status::Ok();
         });
+        break;
+      }
+      case 36: {  // a stream's heartbeat says backlog, or caught up (a stream of any age)
+        const uint8_t b = in_.Byte();
+        Trace(std::string("backlog ") + ((b & 1) ? "on" : "off"));
+        c_->OnBacklog(PickSession(b >> 1), b & 1);
         break;
       }
       case 35:  // the admission asked for comes (or a late answer to one left since)
@@ -537,6 +548,9 @@ class Driver {
     PipelineSpec spec = SpecFromByte(policy, 0);
     spec.position_interval = PositionIntervalFrom(mask >> 6);
     spec.commit_timeout_ms = c_->model_spec().commit_timeout_ms;  // kept: the setup chose it
+    // The adaptive policy kept as the setup chose it, its cap following the new interval.
+    spec.max_overhead = c_->model_spec().max_overhead;
+    if (c_->model_spec().max_interval_ms > 0) spec.max_interval_ms = 4 * spec.interval_ms;
     for (int i = 0; i < 4; ++i) {
       if (mask & (1 << i)) spec.task_ids.push_back(kAllTasks[i]);
     }

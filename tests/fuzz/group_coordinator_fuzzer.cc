@@ -162,6 +162,9 @@ std::string Describe(const GroupAction& action) {
              " rounds " + std::to_string(a.request.rounds);
     }
     std::string operator()(const LeaveAdmission&) const { return "LeaveAdmission"; }
+    std::string operator()(const GroupIntervalChanged& a) const {
+      return "GroupIntervalChanged " + std::to_string(a.ms) + " ms (" + a.reason + ")";
+    }
     std::string operator()(const Log& a) const { return "Log: " + a.text; }
   };
   return std::visit(V{}, action);
@@ -252,7 +255,8 @@ class GroupDriver {
   // last round id, bits 6-7 age of the last completed round. h3: bits 0-1 position_interval, bits
   // 2-4 the members' own id counters, bit 5 every member reports ready at once, bit 6 the members
   // join before Start. h1's bits 6-7 (the position_interval being h3's) pick commit_timeout_ms.
-  // Then events: an opcode byte (mod 28, see Event()) and its argument bytes.
+  // Derived: admission caps on when bit 0 of h0 ^ h1 ^ h2 ^ h3 is set (the fuzzer answers: op 28).
+  // Then events: an opcode byte (mod 29, see Event()) and its argument bytes.
   void Setup() {
     const uint8_t h0 = in_.Byte(), h1 = in_.Byte(), h2 = in_.Byte(), h3 = in_.Byte();
     const int member_count = 1 + (h0 & 7) % 6;
@@ -260,6 +264,10 @@ class GroupDriver {
     clock_.SetTicking(h0 & 16);
     static constexpr int64_t kBlocks[] = {100, 1, 2, 3, 4, 10, 50, 100};
     options_.id_block = kBlocks[(h0 >> 5) & 7];
+    if ((h0 ^ h1 ^ h2 ^ h3) & 1) {
+      // A cap, so that every periodic round asks; the fuzzer itself answers (op 28).
+      options_.admission = std::make_shared<RoundAdmission>(AdmissionCaps{1, 0});
+    }
 
     spec_ = SpecFromByte(h1);
     spec_.position_interval = PositionIntervalFrom(h3 & 3);
@@ -310,6 +318,7 @@ class GroupDriver {
     last_trigger_.reset();
     last_end_lower_.reset();
     last_end_upper_.reset();
+    admission_ = ModelAdmission::kNone;  // a new coordinator holds no place
     c_.emplace(spec_, store_.progress, clock_, options_);
     if (store_.progress.last_completed_at_ms > 0) {
       // Start maps the last completion's wall time onto the steady clock.
@@ -351,7 +360,7 @@ class GroupDriver {
   // ---- events ---------------------------------------------------------------------------------
 
   void Event() {
-    const uint8_t op = in_.Byte() % 28;
+    const uint8_t op = in_.Byte() % 29;
     switch (op) {
       case 0: {  // time passes (timers do not fire by themselves)
         const uint8_t b = in_.Byte();
@@ -464,6 +473,11 @@ class GroupDriver {
                         (id & 1) == 0 && committing > 0 ? committing : PickId(id >> 1));
         break;
       }
+      case 28:  // the admission asked for comes (or a late answer to one left since)
+        GROUP_FUZZ_TRACE("admitted");
+        if (admission_ == ModelAdmission::kAsked) admission_ = ModelAdmission::kAdmitted;
+        Apply("OnAdmitted", c_->OnAdmitted());
+        break;
       case 27:  // every member still COMMITTING reports
         if (committing_) {
           const std::set<PipelineKey> waiting = committing_->waiting;
@@ -889,6 +903,8 @@ class GroupDriver {
     if (expect == Expect::kNoActions) {
       for (const auto& a : actions) {
         if (allow_logs && std::holds_alternative<Log>(a)) continue;
+        // Leaving the admission line changes nothing the group does.
+        if (std::holds_alternative<LeaveAdmission>(a)) continue;
         Fail("a call that must change nothing had an action: " + Describe(a));
       }
     }
@@ -898,12 +914,32 @@ class GroupDriver {
     std::set<PipelineKey> durable;
     for (auto& action : actions) {
       if (g_verbose) std::fprintf(stderr, "    -> %s\n", Describe(action).c_str());
+      if (auto* a = std::get_if<AskAdmission>(&action)) {
+        GROUP_FUZZ_CHECK(options_.admission != nullptr, "asked for admission without a cap");
+        GROUP_FUZZ_CHECK(admission_ != ModelAdmission::kAdmitted,
+                         "asked for admission while admitted");
+        GROUP_FUZZ_CHECK(a->request.rounds == static_cast<int64_t>(members_.size()),
+                         "a group round asks for " + std::to_string(a->request.rounds) +
+                             " rounds, not its " + std::to_string(members_.size()) + " members");
+        admission_ = ModelAdmission::kAsked;
+        continue;
+      }
+      if (std::holds_alternative<LeaveAdmission>(action)) {
+        GROUP_FUZZ_CHECK(admission_ != ModelAdmission::kNone,
+                         "left an admission it did not ask for");
+        admission_ = ModelAdmission::kNone;
+        continue;
+      }
       if (std::holds_alternative<MarkMemberCommitted>(action)) {
         GROUP_FUZZ_CHECK(marks_checked, "MarkMemberCommitted from " + std::string(call) +
                                             ", which reports no member's commit");
         continue;
       }
       if (auto* a = std::get_if<StartMemberRound>(&action)) {
+        // An operator's round (forced) does not wait in line; any other waits for admission.
+        GROUP_FUZZ_CHECK(!options_.admission || forced || admission_ == ModelAdmission::kAdmitted ||
+                             (round_ && round_->id == a->checkpoint_id),
+                         "a group round started without admission");
         GROUP_FUZZ_CHECK(!committing_,
                          "round " + std::to_string(a->checkpoint_id) + " started while round " +
                              std::to_string(committing_ ? committing_->id : 0) + " is COMMITTING");
@@ -1196,7 +1232,11 @@ class GroupDriver {
       CheckQueuedSavepointWakes();
       return;
     }
-    // Idle, every member ready.
+    // Idle, every member ready. In the admission line, its answer (OnAdmitted) drives it on.
+    if (admission_ == ModelAdmission::kAsked) {
+      CheckQueuedSavepointWakes();
+      return;
+    }
     if (queued_) {
       GROUP_FUZZ_CHECK(
           reserve_.has_value() || (wakeup_ && *wakeup_ <= clock_.Peek() + Millis(1000)),
@@ -1245,6 +1285,10 @@ class GroupDriver {
   GroupInput& in_;
   GroupFuzzClock clock_;
   GroupOptions options_;
+  // Where the group stands with the admission, as its actions say (AskAdmission, LeaveAdmission,
+  // and the fuzzer's own answers).
+  enum class ModelAdmission { kNone, kAsked, kAdmitted };
+  ModelAdmission admission_ = ModelAdmission::kNone;
   AlignmentGroupSpec spec_;
   std::optional<GroupCoordinator> c_;
   bool auto_store_ = false;

@@ -31,6 +31,7 @@ class RecordingDaemon final : public v1::WorkerService::Service {
   struct Arrival {
     v1::WorkerMessage::MsgCase kind;
     Clock::time_point at;
+    bool backlog = false;  // a heartbeat's
   };
 
   explicit RecordingDaemon(milliseconds heartbeat_interval)
@@ -59,6 +60,14 @@ class RecordingDaemon final : public v1::WorkerService::Service {
     }
     return n;
   }
+  // The backlog flag of every heartbeat that arrived, in order.
+  std::vector<bool> HeartbeatBacklogs() const {
+    std::vector<bool> flags;
+    for (const Arrival& a : arrivals()) {
+      if (a.kind == v1::WorkerMessage::kHeartbeat) flags.push_back(a.backlog);
+    }
+    return flags;
+  }
   // The arrival time of the first and of the last ack (nullopt: none yet).
   std::optional<std::pair<Clock::time_point, Clock::time_point>> AckSpan() const {
     std::optional<std::pair<Clock::time_point, Clock::time_point>> span;
@@ -83,7 +92,8 @@ class RecordingDaemon final : public v1::WorkerService::Service {
     stream->Write(welcome);
     while (stream->Read(&message)) {
       std::lock_guard<std::mutex> lock(mu_);
-      arrivals_.push_back({message.msg_case(), Clock::now()});
+      arrivals_.push_back({message.msg_case(), Clock::now(),
+                           message.has_heartbeat() && message.heartbeat().backlog()});
     }
     return grpc::Status::OK;
   }
@@ -154,6 +164,23 @@ TEST_F(SdkHeartbeatTest, WithPositionsInUseEveryHeartbeatGoesOut) {
   ASSERT_TRUE(ack_span.has_value());
   EXPECT_GE(daemon_.HeartbeatsBetween(ack_span->first, ack_span->second), 5)
       << "positions ride on heartbeats: they go out every interval, acks or not";
+}
+
+TEST_F(SdkHeartbeatTest, ABacklogGoesOutAtOnceAndRidesOnEveryHeartbeat) {
+  Connect();
+  worker_->SetBacklog(true);
+  ASSERT_TRUE(Eventually([&] {
+    const std::vector<bool> flags = daemon_.HeartbeatBacklogs();
+    return !flags.empty() && flags.back();
+  })) << "SetBacklog(true) goes out in a heartbeat";
+  const size_t said = daemon_.HeartbeatBacklogs().size();
+  ASSERT_TRUE(Eventually([&] { return daemon_.HeartbeatBacklogs().size() >= said + 3; }));
+  for (size_t i = said; i < daemon_.HeartbeatBacklogs().size(); ++i) {
+    EXPECT_TRUE(daemon_.HeartbeatBacklogs()[i]) << "heartbeat " << i << " dropped the backlog";
+  }
+  worker_->SetBacklog(false);
+  ASSERT_TRUE(Eventually([&] { return !daemon_.HeartbeatBacklogs().back(); }))
+      << "caught up: said too";
 }
 
 }  // namespace

@@ -44,6 +44,7 @@ const char* CoordinatorCallName(CoordinatorCall call) {
     case CoordinatorCall::kPinDropped: return "OnPinDropped";
     case CoordinatorCall::kRestore: return "Restore";
     case CoordinatorCall::kPositions: return "OnPositions";
+    case CoordinatorCall::kBacklog: return "OnBacklog";
     case CoordinatorCall::kSetGroup: return "SetGroup";
     case CoordinatorCall::kStartGroupRound: return "StartGroupRound";
     case CoordinatorCall::kEndGroupRound: return "EndGroupRound";
@@ -285,6 +286,12 @@ Actions CheckedCoordinator::OnDecline(SessionId session, int64_t checkpoint_id,
                                       bool expired, int64_t position) {
   Actions out = c_.OnDecline(session, checkpoint_id, task_id, reason, expired, position);
   Apply({CoordinatorCall::kDecline, checkpoint_id, session, task_id}, out);
+  return out;
+}
+
+Actions CheckedCoordinator::OnBacklog(SessionId session, bool backlog) {
+  Actions out = c_.OnBacklog(session, backlog);
+  Apply({CoordinatorCall::kBacklog, 0, session}, out);
   return out;
 }
 

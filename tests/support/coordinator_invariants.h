@@ -105,6 +105,7 @@ enum class CoordinatorCall {
   kCommitMarkFailed,
   kGroupCommitted,
   kAdmitted,
+  kBacklog,
 };
 const char* CoordinatorCallName(CoordinatorCall call);
 
@@ -150,6 +151,7 @@ class CheckedCoordinator {
                 const TaskState& state, const AckFigures& reported = {}, int64_t position = 0);
   Actions OnDecline(SessionId session, int64_t checkpoint_id, const std::string& task_id,
                     const std::string& reason, bool expired, int64_t position = 0);
+  Actions OnBacklog(SessionId session, bool backlog);
   Actions OnPositions(SessionId session,
                       const std::vector<std::pair<std::string, int64_t>>& positions);
   // The store's answers. An OnCommitted/OnCommitFailed of another id than the commit the store

@@ -71,7 +71,11 @@ TEST(CtlOutputJson, PipelineHasEveryContractKeyInOrder) {
                                                   "committing_checkpoint_id",
                                                   "last_committed_checkpoint_id",
                                                   "from_config",
-                                                  "restore"}));
+                                                  "restore",
+                                                  "max_overhead",
+                                                  "max_interval_ms",
+                                                  "effective_interval_ms",
+                                                  "effective_interval_reason"}));
   EXPECT_EQ(json["job_id"], "etl");
   EXPECT_EQ(json["pipeline_id"], "p0");
   EXPECT_EQ(json["state"], "WAITING_FOR_TASKS");
@@ -91,7 +95,7 @@ TEST(CtlOutputJson, PipelineHasEveryContractKeyInOrder) {
 
 TEST(CtlOutputJson, EmptyPipelineStillHasEveryKey) {
   const Json json = PipelineJson(v1::Pipeline());
-  EXPECT_EQ(json.size(), 30u);
+  EXPECT_EQ(json.size(), 34u);
   EXPECT_EQ(Keys(json["restore"]),
             (std::vector<std::string>{"checkpoint_id", "kind", "location", "source_job_id",
                                       "source_pipeline_id", "rescaled", "operator_set", "position",

@@ -55,6 +55,8 @@ TEST_P(MetadataStoreContract, ARecordRoundTripsEveryFieldAndAPutReplacesIt) {
   r.spec.retained = 7;
   r.spec.position_interval = 250;
   r.spec.commit_timeout_ms = 45000;
+  r.spec.max_overhead = 0.125;
+  r.spec.max_interval_ms = 900000;
   r.generation = 42;
   r.last_committed_id = 98;
   r.last_committed_at_ms = 1700000001000;
@@ -650,6 +652,8 @@ TEST_P(MetadataStoreContract, GroupsRoundTripAndTheirCounterOnlyGrows) {
   AlignmentGroupSpec changed = a;
   changed.interval_ms = 5000;
   changed.position_interval = 0;
+  changed.max_overhead = 0.05;
+  changed.max_interval_ms = 600000;
   ASSERT_TRUE(Await([&](auto done) { store->PutGroup(changed, true, done); }).ok());
   ASSERT_TRUE(Await([&](auto done) { store->DeleteGroup("blocks", done); }).ok());
   ASSERT_TRUE(Await([&](auto done) { store->DeleteGroup("blocks", done); }).ok());

@@ -121,9 +121,11 @@ TEST_F(StoreDataDirTest, ADatabaseOfAnotherStoreIsRefused) {
 
 TEST_F(StoreDataDirTest, AStoreOfTheFirstReleaseIsMigratedAndGivenAnId) {
   MakeStore();
-  // What the first release left: schema version 1 without `meta` and what 3 to 8 added,
+  // What the first release left: schema version 1 without `meta` and what 3 to 9 added,
   // no STORE_ID.
   Sql(db(),
+      "ALTER TABLE pipelines DROP COLUMN max_overhead; ALTER TABLE pipelines DROP COLUMN "
+      "max_interval_ms; "
       "ALTER TABLE pipelines DROP COLUMN commit_timeout_ms; ALTER TABLE pipelines DROP COLUMN "
       "last_committed_id; ALTER TABLE pipelines DROP COLUMN last_committed_at_ms; ALTER TABLE "
       "checkpoints DROP COLUMN commit_status; ALTER TABLE checkpoints DROP COLUMN "

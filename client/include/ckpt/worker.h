@@ -324,6 +324,11 @@ class PipelineWorker {
   // restored, welcome.restore.position, or from where it is), and until it does the daemon
   // knows no position of it.
   virtual void SetPosition(const std::string& task_id, int64_t position) = 0;
+  // The tasks are behind, catching up on a backlog (true), or caught up (false): sent in the next
+  // heartbeat (at once when it changed). While any worker of a pipeline says so, the daemon
+  // checkpoints it at its max_interval_ms, when set (docs/PROTOCOL.md, "Adaptive interval"), so
+  // that checkpoints slow the catching up less. Cheap; any thread. Said again after a reconnect.
+  virtual void SetBacklog(bool backlog) = 0;
   // Asks the daemon for a savepoint of this pipeline.
   virtual void RequestSavepoint(std::string target, bool stop) = 0;
   // The task committed what checkpoint_id held back (a commit phase; with auto_commit the SDK

@@ -186,6 +186,7 @@ class PipelineWorker:
         self._max_epoch = 0          # the newest leadership seen
         self._positions = {}         # task -> the highest position set
         self._changed = set()        # tasks whose position the next heartbeat carries
+        self._backlog = False        # set_backlog's: every heartbeat carries it
         self._may_go_back = set()    # tasks whose first position after a welcome may be lower
         self._trigger_positions = {}  # checkpoint id -> its trigger's position
         self.counters = Counters()
@@ -268,6 +269,22 @@ class PipelineWorker:
             if last != position or first_since_welcome:
                 self._positions[task_id] = position
                 self._changed.add(task_id)
+
+    def set_backlog(self, backlog):
+        """The tasks are behind, catching up on a backlog (True), or caught up (False): said at
+        once and in every heartbeat. While any worker of a pipeline says so, the daemon
+        checkpoints it at its max_interval_ms, when set (docs/PROTOCOL.md, "Adaptive
+        interval"). Said again after a reconnect."""
+        backlog = bool(backlog)
+        with self._lock:
+            if backlog == self._backlog:
+                return
+            self._backlog = backlog
+            stream = self._stream
+            if (stream is not None and stream.welcomed_at is not None
+                    and not stream.goodbye_sent and not stream.closed):
+                stream.send(worker_pb2.WorkerMessage(
+                    heartbeat=worker_pb2.Heartbeat(backlog=backlog)))
 
     def goodbye(self, timeout=5.0):
         """Deregisters the tasks cleanly: goodbye, then half-close, then the daemon ends the
@@ -531,6 +548,10 @@ class PipelineWorker:
             # rounds to where the task no longer is.
             self._changed = set()
             self._may_go_back = set(self._tasks)
+            if self._backlog:
+                # The daemon forgot the last stream's backlog with it: said again, at once.
+                stream.send(worker_pb2.WorkerMessage(
+                    heartbeat=worker_pb2.Heartbeat(backlog=True)))
         self._heartbeat_wake.set()  # follow this session's interval from now
         welcomed = self._call("welcome", Welcome(
             session_id=w.session_id, generation=w.generation, state=state_name(w.state),
@@ -599,5 +620,5 @@ class PipelineWorker:
                              if t in self._positions and t not in self._may_go_back}
                 self._changed = set()
                 stream.send(worker_pb2.WorkerMessage(
-                    heartbeat=worker_pb2.Heartbeat(positions=positions)))
+                    heartbeat=worker_pb2.Heartbeat(positions=positions, backlog=self._backlog)))
 

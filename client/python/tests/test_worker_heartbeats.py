@@ -97,3 +97,36 @@ class HeartbeatTest(WorkerTestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class BacklogTest(WorkerTestCase):
+    """set_backlog (docs/PROTOCOL.md, "Adaptive interval"): said at once and in every heartbeat,
+    and again on the next stream after a reconnect (the daemon forgets a stream's backlog)."""
+
+    def test_the_backlog_goes_out_at_once_rides_on_heartbeats_and_is_said_again(self):
+        worker = self.start_worker()
+        call = self.welcome_next_call(heartbeat_ms=60_000)  # no periodic heartbeat meanwhile
+        worker.set_backlog(True)
+        said = call.wait_sent_where("heartbeat", lambda m: m.heartbeat.backlog,
+                                    "a heartbeat saying backlog")
+        self.assertTrue(said.heartbeat.backlog)
+        worker.set_backlog(True)  # no change: nothing more
+        worker.set_backlog(False)
+        call.wait_sent_where("heartbeat", lambda m: not m.heartbeat.backlog,
+                             "a heartbeat saying caught up")
+        self.assertEqual(len(call.sent("heartbeat")), 2, call.sent("heartbeat"))
+
+        worker.set_backlog(True)
+        call.wait_sent("heartbeat", 3)
+        call.finish(grpc.StatusCode.UNAVAILABLE, "daemon restarting")
+        again = self.welcome_next_call(heartbeat_ms=60_000)
+        again.wait_sent_where("heartbeat", lambda m: m.heartbeat.backlog,
+                              "the backlog said again on the new stream")
+
+    def test_periodic_heartbeats_carry_the_backlog(self):
+        worker = self.start_worker()
+        call = self.welcome_next_call(heartbeat_ms=FAST_HEARTBEAT_MS)
+        worker.set_backlog(True)
+        sent = len(call.sent("heartbeat"))
+        later = call.wait_sent("heartbeat", sent + 3)[sent:]
+        self.assertTrue(all(h.heartbeat.backlog for h in later), later)

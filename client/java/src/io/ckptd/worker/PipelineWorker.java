@@ -106,6 +106,7 @@ public final class PipelineWorker implements AutoCloseable {
   private final Map<String, Long> positions = new HashMap<>(); // task -> highest position set
   private Set<String> changed = new HashSet<>(); // tasks the next heartbeat reports
   private Set<String> mayGoBack = new HashSet<>(); // first position after a welcome may be lower
+  private boolean backlog; // setBacklog's: every heartbeat carries it
   private final TreeMap<Long, Long> triggerPositions = new TreeMap<>(); // checkpoint -> position
   private ScheduledFuture<?> heartbeat;
   private long heartbeatsSent;
@@ -300,6 +301,28 @@ public final class PipelineWorker implements AutoCloseable {
       if (firstSinceWelcome || last == null || last != position) {
         positions.put(taskId, position);
         changed.add(taskId);
+      }
+    }
+  }
+
+  /**
+   * The tasks are behind, catching up on a backlog (true), or caught up (false): said at once and
+   * in every heartbeat. While any worker of a pipeline says so, the daemon checkpoints it at its
+   * max_interval_ms, when set (docs/PROTOCOL.md, "Adaptive interval"). Said again after a
+   * reconnect.
+   */
+  public void setBacklog(boolean behind) {
+    synchronized (lock) {
+      if (behind == backlog) {
+        return;
+      }
+      backlog = behind;
+      WorkerStream s = stream;
+      if (s != null && s.welcomed && !s.goodbyeSent && !s.closed) {
+        s.send(
+            WorkerMessage.newBuilder()
+                .setHeartbeat(Heartbeat.newBuilder().setBacklog(behind))
+                .build());
       }
     }
   }
@@ -734,6 +757,11 @@ public final class PipelineWorker implements AutoCloseable {
       // sent for it: a position from before a restore would push rounds to where it is not.
       changed = new HashSet<>();
       mayGoBack = new HashSet<>(tasks);
+      if (backlog) {
+        // The daemon forgot the last stream's backlog with it: said again, at once.
+        s.send(
+            WorkerMessage.newBuilder().setHeartbeat(Heartbeat.newBuilder().setBacklog(true)).build());
+      }
       long intervalMs =
           w.getHeartbeatIntervalMs() > 0 ? w.getHeartbeatIntervalMs() : DEFAULT_HEARTBEAT_MS;
       stopHeartbeats();
@@ -847,6 +875,7 @@ public final class PipelineWorker implements AutoCloseable {
         }
       }
       changed = new HashSet<>();
+      hb.setBacklog(backlog);
       s.send(WorkerMessage.newBuilder().setHeartbeat(hb).build());
     }
   }

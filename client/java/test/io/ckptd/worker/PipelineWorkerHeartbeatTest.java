@@ -132,4 +132,41 @@ public class PipelineWorkerHeartbeatTest extends WorkerHarness {
       assertNotEquals(Long.valueOf(20), positions(heartbeat).get("0"));
     }
   }
+
+  /**
+   * setBacklog (docs/PROTOCOL.md, "Adaptive interval"): said at once and in every heartbeat, and
+   * again on the next stream after a reconnect (the daemon forgets a stream's backlog).
+   */
+  @Test
+  public void theBacklogGoesOutAtOnceRidesOnHeartbeatsAndIsSaidAgain() {
+    PipelineWorker worker = start();
+    FakeCall call = welcomeNextCall(Messages.welcome(0, 60_000));
+    worker.setBacklog(true);
+    call.awaitSentWhere(MsgCase.HEARTBEAT, m -> m.getHeartbeat().getBacklog(),
+        "a heartbeat saying backlog");
+    worker.setBacklog(true); // no change: nothing more
+    worker.setBacklog(false);
+    call.awaitSentWhere(MsgCase.HEARTBEAT, m -> !m.getHeartbeat().getBacklog(),
+        "a heartbeat saying caught up");
+    assertEquals(2, call.sent(MsgCase.HEARTBEAT).size());
+
+    worker.setBacklog(true);
+    call.awaitSent(MsgCase.HEARTBEAT, 3);
+    call.finish(Status.Code.UNAVAILABLE, "daemon restarting");
+    FakeCall again = welcomeNextCall(Messages.welcome(0, 60_000));
+    again.awaitSentWhere(MsgCase.HEARTBEAT, m -> m.getHeartbeat().getBacklog(),
+        "the backlog said again on the new stream");
+  }
+
+  @Test
+  public void periodicHeartbeatsCarryTheBacklog() {
+    PipelineWorker worker = start();
+    FakeCall call = welcomeWithFastHeartbeats();
+    worker.setBacklog(true);
+    int sent = call.sent(MsgCase.HEARTBEAT).size();
+    for (WorkerMessage heartbeat : nextHeartbeats(call, 3)) {
+      assertTrue(heartbeat.getHeartbeat().getBacklog());
+    }
+    assertTrue(call.sent(MsgCase.HEARTBEAT).size() >= sent + 3);
+  }
 }
