@@ -189,7 +189,13 @@ std::string ExplainSentence(const PipelineKey& key, const Explanation& e, int64_
   std::string text = "checkpointing";
   if (e.next_trigger_in_ms >= 0) {
     text += ": the next checkpoint is due in " + ShortDuration(e.next_trigger_in_ms) +
-            " (interval " + ShortDuration(e.interval_ms) + ")";
+            " (interval " + ShortDuration(e.interval_ms);
+    if (e.effective_interval_ms > 0 && e.effective_interval_ms != e.interval_ms) {
+      // The adaptive interval stretched it: say by how much and why.
+      text += ", effective " + ShortDuration(e.effective_interval_ms) + ": " +
+              e.effective_interval_reason;
+    }
+    text += ")";
   }
   if (e.last_completed_checkpoint_id > 0) {
     text += "; the last, " + std::to_string(e.last_completed_checkpoint_id) + ", completed " +

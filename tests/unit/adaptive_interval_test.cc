@@ -109,6 +109,10 @@ TEST(AdaptiveIntervalCoordinator, SlowRoundsStretchTheIntervalFromTheThirdOn) {
   // p95 510 ms (the rounds are acked 500 ms after a trigger this loop sees 10 ms late) / 0.25.
   EXPECT_EQ(h.c().Describe().effective_interval_ms, 2040);
   EXPECT_EQ(h.c().Explain().effective_interval_ms, 2040);
+  const std::string sentence = ExplainSentence(spec.key, h.c().Explain(), 0);
+  EXPECT_NE(sentence.find("(interval 1s, effective 2s: p95 510ms of the last 5 rounds"),
+            std::string::npos)
+      << sentence;
 }
 
 TEST(AdaptiveIntervalCoordinator, ABacklogAppliesFromTheNextRoundsEndAndEndsWithItsStream) {
