@@ -99,8 +99,10 @@ void PipelineSession::SetBacklog(bool backlog) {
 void PipelineSession::SendBacklogIfChanged() {
   if (phase_ != Phase::kConnected || !welcomed_this_attempt_) return;  // said once welcomed
   if (backlog_.load() == backlog_sent_) return;
-  Send(MakeHeartbeat(TakeHeartbeatPositions(), backlog_.load()));
+  // The backlog alone: positions keep to their heartbeats (after a welcome they wait for the
+  // tasks' next SetPosition).
   backlog_sent_ = backlog_.load();
+  Send(MakeHeartbeat({}, backlog_sent_));
 }
 
 int64_t PipelineSession::TriggerPosition(int64_t checkpoint_id) const {
@@ -233,8 +235,7 @@ void PipelineSession::HandleMessage(uint64_t attempt_id, const v1::CoordinatorMe
         ArmHeartbeat(heartbeat_interval_);
       }
       // The daemon forgot this stream's backlog with the last stream: said again, at once.
-      backlog_sent_ = false;
-      SendBacklogIfChanged();
+      backlog_sent_ = false;  // the daemon forgot the last stream's backlog with it
       if (current) {
         // A new session: the daemon forgot what the last one reported, and the engine may go
         // back to the restore point's position. Until a task's next SetPosition, what it had
@@ -245,6 +246,7 @@ void PipelineSession::HandleMessage(uint64_t attempt_id, const v1::CoordinatorMe
         rewindable_.clear();
         for (const auto& [task, position] : positions_) rewindable_.insert(task);
       }
+      if (current) SendBacklogIfChanged();  // said again on this stream, at once
       // A deposed leader's stream stays up (it ends when that daemon exits), but says nothing.
       if (current) {
         InvokeHandler(handlers_.on_welcome, FromProto(message.welcome()));

@@ -1,8 +1,13 @@
 #include "core/admission_queue.h"
 
+#include <algorithm>
 #include <iterator>
 
 namespace ckpt {
+
+int64_t AdmissionQueue::Clamped(int64_t bytes) {
+  return std::clamp<int64_t>(bytes, 0, kMaxPredictedBytes);
+}
 
 std::string AdmissionRefusal::Text() const {
   const bool bytes = std::string(cap) == "admission.max_inflight_bytes";
@@ -20,7 +25,8 @@ std::optional<AdmissionRefusal> AdmissionQueue::WouldPass(const AdmissionRequest
     return AdmissionRefusal{"admission.max_concurrent_rounds", caps_.max_concurrent_rounds,
                             rounds_in_flight_, line_.size()};
   }
-  if (caps_.max_inflight_bytes > 0 && bytes_in_flight_ + request.bytes > caps_.max_inflight_bytes) {
+  if (caps_.max_inflight_bytes > 0 &&
+      Clamped(request.bytes) > caps_.max_inflight_bytes - bytes_in_flight_) {
     return AdmissionRefusal{"admission.max_inflight_bytes", caps_.max_inflight_bytes,
                             bytes_in_flight_, line_.size()};
   }
@@ -28,9 +34,10 @@ std::optional<AdmissionRefusal> AdmissionQueue::WouldPass(const AdmissionRequest
 }
 
 void AdmissionQueue::Fly(AdmissionTicket ticket, const AdmissionRequest& request) {
-  flying_[ticket] = Flying{request.rounds, request.bytes};
+  const int64_t bytes = Clamped(request.bytes);
+  flying_[ticket] = Flying{request.rounds, bytes};
   rounds_in_flight_ += request.rounds;
-  bytes_in_flight_ += request.bytes;
+  bytes_in_flight_ += bytes;  // at most the cap plus one round: far from overflowing
 }
 
 std::vector<AdmissionTicket> AdmissionQueue::AdmitFromHead() {

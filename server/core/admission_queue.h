@@ -30,6 +30,15 @@ struct AdmissionCaps {
   bool operator==(const AdmissionCaps&) const = default;
 };
 
+// A round's predicted bytes are clamped to [0, this]: they come from workers' acks (size_bytes),
+// and sums of hostile figures must neither overflow nor go negative.
+inline constexpr int64_t kMaxPredictedBytes = int64_t{1} << 60;
+
+// Saturating: a + b within [0, kMaxPredictedBytes], for operands in that range.
+constexpr int64_t AddPredictedBytes(int64_t a, int64_t b) {
+  return b > kMaxPredictedBytes - a ? kMaxPredictedBytes : a + b;
+}
+
 // Who asks: a pipeline or an alignment group, by a number the daemon hands out (RoundAdmission).
 using AdmissionTicket = uint64_t;
 
@@ -96,6 +105,8 @@ class AdmissionQueue {
     int64_t bytes = 0;
   };
 
+  // A request's bytes within [0, kMaxPredictedBytes].
+  static int64_t Clamped(int64_t bytes);
   // Whether `request` may fly now beside what flies already; otherwise the cap it would pass.
   std::optional<AdmissionRefusal> WouldPass(const AdmissionRequest& request) const;
   void Fly(AdmissionTicket ticket, const AdmissionRequest& request);

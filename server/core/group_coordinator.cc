@@ -364,7 +364,10 @@ GroupActions GroupCoordinator::CancelQueuedSavepoint() {
   if (queued_) {
     out.push_back(GroupSavepointDropped{queued_->kind, "nobody waits for it any more"});
     queued_.reset();
+    // Out of the savepoints' line; the schedule goes on from here (the next periodic round asks,
+    // or the wakeup waits for the gates), not from the dropped savepoint's timeout.
     SettleAdmission(out);
+    ArmNext(out);
   }
   return out;
 }
@@ -562,7 +565,9 @@ AdmissionRequest GroupCoordinator::RequestForAdmission(AdmissionClass line) cons
   request.due = TimeGateOpensAt();
   request.rounds = static_cast<int64_t>(members_.size());
   request.bytes = 0;
-  for (const auto& [key, m] : members_) request.bytes += m.predicted_bytes;
+  for (const auto& [key, m] : members_) {
+    request.bytes = AddPredictedBytes(request.bytes, m.predicted_bytes);
+  }
   return request;
 }
 

@@ -138,7 +138,7 @@ Actions PipelineCoordinator::OnBacklog(SessionId session, bool backlog) {
   backlog_streams_ += backlog ? 1 : -1;
   // Applies from the next round's end (the interval is fixed when a round ends); said now.
   out.push_back(
-      Log{LogLevel::kInfo,
+      Log{LogLevel::kDebug,  // debug: a lag hovering at its threshold flips it often
           "worker " + Printable(it->second.worker_id) +
               (backlog ? " reports a backlog" : " caught up") +
               (spec_.max_interval_ms > 0 ? "" : " (no max_interval_ms: the interval stays)")});
@@ -414,7 +414,9 @@ void PipelineCoordinator::SettleAdmission(Actions& out) {
                          sticky_ == StickyState::kActive && AllTasksRegistered() && store_writable_;
       const bool savepoint_left =
           admission_ == AdmissionState::kWaitingSavepoint && !savepoints_.queued();
-      if (ready && !savepoint_left) return;
+      // A periodic round also waits for its positions (savepoints do not).
+      const bool gate_closed = admission_ == AdmissionState::kWaitingPeriodic && !PositionsOpen();
+      if (ready && !savepoint_left && !gate_closed) return;
       break;
     }
   }

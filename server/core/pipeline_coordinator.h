@@ -698,8 +698,11 @@ class PipelineCoordinator {
           task_states(checkpoint.task_states),
           state_bytes(SumSizes(checkpoint.task_states)) {}
     static int64_t SumSizes(const std::map<std::string, TaskState>& states) {
+      // Workers' figures: clamped and saturating (core/admission_queue.h).
       int64_t sum = 0;
-      for (const auto& [task, state] : states) sum += std::max<int64_t>(state.size_bytes, 0);
+      for (const auto& [task, state] : states) {
+        sum = AddPredictedBytes(sum, std::clamp<int64_t>(state.size_bytes, 0, kMaxPredictedBytes));
+      }
       return sum;
     }
     // The pipeline whose checkpoint it is, `own` unless another's.

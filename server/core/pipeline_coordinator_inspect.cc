@@ -216,7 +216,7 @@ Explanation PipelineCoordinator::Explain(int64_t stuck_threshold_ms) const {
   if (last_finished_at_ && last_trigger_at_ && spec_.min_pause_ms > 0 &&
       *last_finished_at_ + Millis(spec_.min_pause_ms) > now &&
       *last_finished_at_ + Millis(spec_.min_pause_ms) >
-          *last_trigger_at_ + Millis(spec_.interval_ms)) {
+          *last_trigger_at_ + Millis(effective_interval_ms_)) {
     e.holdup = Holdup::kWaitingMinPause;
   }
   return e;

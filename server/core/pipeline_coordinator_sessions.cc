@@ -90,6 +90,9 @@ PipelineCoordinator::Registration PipelineCoordinator::OnRegister(
     info.first_task = std::min(info.first_task, static_cast<uint32_t>(i));
     info.last_task = std::max(info.last_task, static_cast<uint32_t>(i));
   }
+  if (auto old = sessions_.find(session); old != sessions_.end() && old->second.backlog) {
+    --backlog_streams_;  // a second hello on a stream (refused by the edge today) starts afresh
+  }
   sessions_[session] = std::move(info);
   if (pending_ && pending_->completing() && pending_->commit_phase()) {
     // Welcomed with the checkpoint before the one with the store (BeginCommitPhase).

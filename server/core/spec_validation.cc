@@ -110,9 +110,11 @@ Status CheckCounters(std::initializer_list<std::pair<const char*, int64_t>> numb
 // interval"): a fraction in [0, 1] (0: off), and 0 (no cap) or at least the interval.
 static Status CheckAdaptiveInterval(double max_overhead, int64_t max_interval_ms,
                                     int64_t interval_ms) {
-  if (!(max_overhead >= 0 && max_overhead <= 1)) {  // NaN fails both
+  // A floor of 0.001: below it the interval would stretch a thousandfold past the rounds'
+  // p95, a week without a cap.
+  if (!(max_overhead == 0 || (max_overhead >= 0.001 && max_overhead <= 1))) {  // NaN fails
     return Status::InvalidArgument("max_overhead is " + std::to_string(max_overhead) +
-                                   ", must be a fraction between 0 (off) and 1");
+                                   ", must be 0 (off) or a fraction between 0.001 and 1");
   }
   if (auto s = CheckDuration(max_interval_ms, 0, "max_interval_ms"); !s.ok()) return s;
   if (max_interval_ms > 0 && max_interval_ms < interval_ms) {

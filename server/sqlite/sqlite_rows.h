@@ -49,7 +49,7 @@ std::string JoinColumns(const std::string& prefix);
 void BindProgress(Stmt& stmt, const PipelineProgress& p, int first);
 // Binds ?1..?27 in kRecordColumns order.
 void BindRecord(Stmt& stmt, const PipelineRecord& r, const std::string& task_ids_json);
-// Reads columns 0..24 in kRecordColumns order; INTERNAL names what is unreadable, and where
+// Reads columns 0..26 in kRecordColumns order; INTERNAL names what is unreadable, and where
 // (`path`).
 Result<PipelineRecord> ReadRecord(const Stmt& stmt, const std::string& path);
 

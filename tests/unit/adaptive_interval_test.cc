@@ -56,7 +56,7 @@ TEST(AdaptiveIntervalRule, ValidationRefusesAMaxBelowTheIntervalAndABadFraction)
   EXPECT_NE(s.message().find("max_interval_ms 5000 is below interval_ms 10000"), std::string::npos)
       << s.message();
   spec.max_interval_ms = 0;
-  for (double bad : {-0.1, 1.5, std::nan("")}) {
+  for (double bad : {-0.1, 1.5, 0.0005, std::nan("")}) {
     spec.max_overhead = bad;
     EXPECT_EQ(ValidateSpec(spec).code(), StatusCode::kInvalidArgument) << bad;
   }

@@ -82,6 +82,19 @@ TEST(AdmissionQueueTest, ARoundLargerThanTheWholeBytesCapGoesAloneOnceNothingFli
   EXPECT_EQ(q.Leave(2), Tickets{3});
 }
 
+TEST(AdmissionQueueTest, HostileSizesNeitherOverflowNorGoNegative) {
+  // Predicted bytes come from workers' acks: INT64_MAX and negatives must not wrap the sums.
+  AdmissionQueue q(AdmissionCaps{0, 100});
+  ASSERT_EQ(q.Ask(1, Periodic(0, INT64_MAX)), Tickets{1});  // alone: larger than the cap
+  EXPECT_EQ(q.bytes_in_flight(), kMaxPredictedBytes);
+  EXPECT_EQ(q.Ask(2, Periodic(1, -5)), Tickets{}) << "nothing fits beside a round past the cap";
+  EXPECT_EQ(q.Ask(3, Periodic(2, INT64_MAX)), Tickets{});
+  EXPECT_EQ(q.Leave(1), Tickets{2});
+  EXPECT_EQ(q.bytes_in_flight(), 0) << "a negative size counts as none";
+  EXPECT_EQ(q.Leave(2), Tickets{3});
+  EXPECT_EQ(AddPredictedBytes(kMaxPredictedBytes, kMaxPredictedBytes), kMaxPredictedBytes);
+}
+
 TEST(AdmissionQueueTest, AnAlignmentGroupsRoundCountsAsItsMembers) {
   AdmissionQueue q(AdmissionCaps{4, 0});
   ASSERT_EQ(q.Ask(1, Periodic(0, 0, 3)), Tickets{1});
