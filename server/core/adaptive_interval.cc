@@ -47,4 +47,10 @@ EffectiveInterval DescribeEffectiveInterval(const IntervalInputs& in) {
   return {ms, "interval_ms " + ShortDuration(ms)};
 }
 
+std::string InForceReason(int64_t in_force_ms, const IntervalInputs& now) {
+  EffectiveInterval next = DescribeEffectiveInterval(now);
+  if (next.ms == in_force_ms) return std::move(next.reason);
+  return ShortDuration(in_force_ms) + " until the next round ends, then " + next.reason;
+}
+
 }  // namespace ckpt

@@ -39,5 +39,9 @@ struct EffectiveInterval {
 
 int64_t EffectiveIntervalMs(const IntervalInputs& in);
 EffectiveInterval DescribeEffectiveInterval(const IntervalInputs& in);
+// Why the interval in force (fixed when the last round ended) is what it is, worded from `now`'s
+// inputs: when they give another figure (a backlog reported since, say), that applies from the
+// next round's end, and the text says so.
+std::string InForceReason(int64_t in_force_ms, const IntervalInputs& now);
 
 }  // namespace ckpt

@@ -391,14 +391,8 @@ void GroupCoordinator::ExpireQueuedSavepoint(GroupActions& out) {
 
 GroupExplanation GroupCoordinator::Explain() const {
   GroupExplanation e;
-  {
-    EffectiveInterval now = DescribeEffectiveInterval(AdaptiveIntervalInputs());
-    e.effective_interval_ms = effective_interval_ms_;
-    e.effective_interval_reason = now.ms == effective_interval_ms_
-                                      ? std::move(now.reason)
-                                      : ShortDuration(effective_interval_ms_) +
-                                            " until the next round ends, then " + now.reason;
-  }
+  e.effective_interval_ms = effective_interval_ms_;
+  e.effective_interval_reason = InForceReason(effective_interval_ms_, AdaptiveIntervalInputs());
   e.last_round_id = progress_.last_round_id;
   e.last_position = progress_.last_position;
   if (committing_) e.committing_checkpoint_id = committing_->id;

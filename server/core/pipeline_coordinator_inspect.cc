@@ -233,11 +233,7 @@ PipelineState PipelineCoordinator::State() const {
 }
 
 std::string PipelineCoordinator::EffectiveIntervalReason() const {
-  // The figure in force was fixed when the last round ended; what today's inputs say applies
-  // from the next round's end (a backlog reported since, say).
-  EffectiveInterval now = DescribeEffectiveInterval(AdaptiveIntervalInputs());
-  if (now.ms == effective_interval_ms_) return std::move(now.reason);
-  return ShortDuration(effective_interval_ms_) + " until the next round ends, then " + now.reason;
+  return InForceReason(effective_interval_ms_, AdaptiveIntervalInputs());
 }
 
 PipelineStatus PipelineCoordinator::Describe(bool with_task_ids) const {
