@@ -54,6 +54,17 @@ struct AdmissionRequest {
   int64_t bytes = 0;   // predicted: the last completed checkpoint's size (0: none yet)
 };
 
+// Where a pipeline or a group stands with the admission, as its coordinator keeps it.
+enum class AdmissionState : uint8_t {
+  kNone,              // asked for nothing, holds nothing
+  kWaitingPeriodic,   // a periodic round waits in line (AskAdmission)
+  kWaitingSavepoint,  // a savepoint waits in line, ahead of every periodic round
+  kAdmitted,          // its round may go, or flies: it leaves when the round ends
+};
+constexpr bool InLine(AdmissionState state) {
+  return state == AdmissionState::kWaitingPeriodic || state == AdmissionState::kWaitingSavepoint;
+}
+
 // Why a round cannot be admitted now (TriggerCheckpoint's RESOURCE_EXHAUSTED names the cap).
 struct AdmissionRefusal {
   const char* cap = "";  // "admission.max_concurrent_rounds" or "admission.max_inflight_bytes"

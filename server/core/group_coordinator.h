@@ -298,11 +298,7 @@ class GroupCoordinator {
   void FixEffectiveInterval(GroupActions* out = nullptr);
   AdmissionRequest RequestForAdmission(AdmissionClass line) const;
   void SettleAdmission(GroupActions& out);
-  enum class AdmissionState : uint8_t { kNone, kWaitingPeriodic, kWaitingSavepoint, kAdmitted };
-  bool WaitingForAdmission() const {
-    return admission_ == AdmissionState::kWaitingPeriodic ||
-           admission_ == AdmissionState::kWaitingSavepoint;
-  }
+  bool WaitingForAdmission() const { return InLine(admission_); }
 
   AlignmentGroupSpec spec_;
   GroupProgress progress_;

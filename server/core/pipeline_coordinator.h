@@ -242,10 +242,7 @@ class PipelineCoordinator {
   // Whether a stream of this pipeline reports backlog now (heartbeat.backlog).
   bool HasBacklog() const { return backlog_streams_ > 0; }
   // Whether a round ready to trigger waits for admission now (`pipeline why`).
-  bool WaitingForAdmission() const {
-    return admission_ == AdmissionState::kWaitingPeriodic ||
-           admission_ == AdmissionState::kWaitingSavepoint;
-  }
+  bool WaitingForAdmission() const { return InLine(admission_); }
   // The round's timer: its stuck threshold (RoundStuck, and the timer again for the deadline), or
   // its deadline (the round expires).
   Actions OnTimeout(int64_t checkpoint_id);
@@ -485,13 +482,7 @@ class PipelineCoordinator {
     bool backlog = false;          // its last heartbeat said backlog (OnBacklog)
   };
   enum class TriggerCause { kPeriodic, kManual, kSavepoint };
-  // Where the pipeline stands with the daemon's admission (options_->admission).
-  enum class AdmissionState : uint8_t {
-    kNone,              // asked for nothing, holds nothing
-    kWaitingPeriodic,   // a periodic round waits in line (AskAdmission)
-    kWaitingSavepoint,  // a savepoint waits in line, ahead of every periodic round
-    kAdmitted,          // its round may go, or flies: it leaves when the round ends
-  };
+  // Whether the daemon caps admission now (options_->admission): rounds then ask first.
   bool AdmissionOn() const { return options_->admission && options_->admission->enabled(); }
   // What a round of this pipeline asks for: its line, its due time, its predicted bytes.
   AdmissionRequest RequestForAdmission(AdmissionClass line) const;

@@ -8,7 +8,6 @@ the metrics count it all; a reload lifts the cap."""
 import json
 import signal
 import subprocess
-import time
 import unittest
 
 import e2e_util as e2e
@@ -173,7 +172,9 @@ class AdmissionTest(unittest.TestCase):
                        self.ws.metric("ckptd_inflight_state_bytes") == 0, 30,
                        "the line to empty once the reload lifted the cap")
         deferred = self.ws.metric("ckptd_rounds_deferred_total")
-        time.sleep(1)  # rounds run on meanwhile; none waits now (no condition to wait on)
+        completed = self.ws.metric("ckptd_checkpoints_completed_total")
+        e2e.wait_until(lambda: self.ws.metric("ckptd_checkpoints_completed_total") >=
+                       completed + 3 * PIPELINES, 30, "rounds to go on without a cap")
         self.assertEqual(self.ws.metric("ckptd_rounds_deferred_total"), deferred)
 
     def test_the_bytes_cap_holds_on_predicted_sizes(self):
