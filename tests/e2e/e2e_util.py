@@ -41,7 +41,22 @@ def free_port():
     """A loopback port free now, for a process started later to listen on. Picked below the
     kernel's ephemeral range, where a port asked of bind(0) would come from: there every
     outgoing connection of every process on the machine takes its local port, so one of them
-    (another test's client) may hold it by the time the process binds it."""
+    (another test's client) may hold it by the time the process binds it. Never the same port
+    twice in one test process: a port picked for a daemon not started yet is still free, and
+    would otherwise be picked again for (say) an etcd member started before it."""
+    for _ in range(100):
+        port = _pick_free_port()
+        if port not in _ports_given:
+            _ports_given.add(port)
+            return port
+    raise AssertionError("no free loopback port found in 100 tries")
+
+
+# Every port free_port() handed out in this process.
+_ports_given = set()
+
+
+def _pick_free_port():
     try:
         with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
             ephemeral_low = int(f.read().split()[0])
@@ -263,16 +278,34 @@ class Workspace:
         the config is this workspace's (the HTTP port opens a moment later, once it is ready).
         The listening sockets must be ckptd's own: another process that took a port picked by
         free_port() answers a connect just as well, while ckptd exits failing to bind it."""
-        proc = self.start("ckptd", "--config", config)
+        for attempt in range(3):
+            log_start = len(self.read_log("ckptd.log"))
+            proc = self.start("ckptd", "--config", config)
+            with open(config) as f:
+                ports = [self.port]
+                if f"metrics_listen: 127.0.0.1:{self.metrics_port}" in f.read():
+                    ports.append(self.metrics_port)
+            wait_until(lambda: all(listens(proc.pid, p) for p in ports) or
+                       proc.poll() is not None, 30, "ckptd to listen")
+            if proc.poll() is None:
+                return proc
+            log = self.read_log("ckptd.log")[log_start:]
+            if "address already in use" not in log or attempt == 2:
+                raise AssertionError("ckptd exited at start:\n" + log)
+            # Another process on the machine took a port between free_port() and the bind:
+            # the same daemon on fresh ports (the config names this workspace's ports only).
+            self._move_ports(config)
+        raise AssertionError("unreachable")
+
+    def _move_ports(self, config):
         with open(config) as f:
-            ports = [self.port]
-            if f"metrics_listen: 127.0.0.1:{self.metrics_port}" in f.read():
-                ports.append(self.metrics_port)
-        wait_until(lambda: all(listens(proc.pid, p) for p in ports) or proc.poll() is not None,
-                   30, "ckptd to listen")
-        if proc.poll() is not None:
-            raise AssertionError("ckptd exited at start:\n" + self.read_log("ckptd.log"))
-        return proc
+            text = f.read()
+        for attr in ("port", "metrics_port"):
+            old, new = getattr(self, attr), free_port()
+            text = text.replace(f"127.0.0.1:{old}\n", f"127.0.0.1:{new}\n")
+            setattr(self, attr, new)
+        with open(config, "w") as f:
+            f.write(text)
 
     def read_log(self, name):
         try:
