@@ -108,6 +108,7 @@ Json CheckpointJson(const v1::CheckpointInfo& c) {
       {"pending_tasks", StringArray(c.pending_tasks())},
       {"pending_tasks_total", c.pending_tasks_total()},
       {"tasks", std::move(tasks)},
+      {"unrestorable", c.unrestorable()},
   };
 }
 

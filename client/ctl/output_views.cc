@@ -187,13 +187,16 @@ std::string CheckpointsView(const Checkpoints& checkpoints, int64_t now_ms) {
       text += PendingLines(c, now_ms);
       continue;
     }
-    std::vector<std::string> row = {std::to_string(c.checkpoint_id()),
-                                    ShortName(c.kind()),
-                                    ShortName(c.status()),
-                                    FormatAgo(c.triggered_at_ms(), now_ms),
-                                    Took(c),
-                                    Fraction(c.acked_tasks(), c.expected_tasks()),
-                                    Detail(c)};
+    // A checkpoint a task failed to restore is never a restore point again: say so where its
+    // status is read.
+    std::vector<std::string> row = {
+        std::to_string(c.checkpoint_id()),
+        ShortName(c.kind()),
+        ShortName(c.status()) + (c.unrestorable() ? " UNRESTORABLE" : ""),
+        FormatAgo(c.triggered_at_ms(), now_ms),
+        Took(c),
+        Fraction(c.acked_tasks(), c.expected_tasks()),
+        Detail(c)};
     if (commits) row.insert(row.begin() + 3, CommitCell(c));
     finished.AddRow(row);
   }

@@ -51,6 +51,17 @@ v1::WorkerMessage MakeCommitted(int64_t checkpoint_id, std::string task_id) {
   return message;
 }
 
+v1::WorkerMessage MakeRestoreResult(int64_t checkpoint_id, std::string task_id, bool ok,
+                                    std::string reason) {
+  v1::WorkerMessage message;
+  v1::RestoreResult* result = message.mutable_restore_result();
+  result->set_checkpoint_id(checkpoint_id);
+  result->set_task_id(std::move(task_id));
+  result->set_ok(ok);
+  result->set_reason(std::move(reason));
+  return message;
+}
+
 v1::WorkerMessage MakeSavepointRequest(std::string target, bool stop) {
   v1::WorkerMessage message;
   message.mutable_savepoint_request()->set_target(std::move(target));
@@ -98,6 +109,7 @@ Welcome FromProto(const v1::Welcome& welcome) {
   out.generation = welcome.generation();
   out.state = FromProto(welcome.state());
   out.last_completed_checkpoint_id = welcome.last_completed_checkpoint_id();
+  out.restore_withheld = welcome.restore_withheld();
   out.last_completed_kind = FromProto(welcome.last_completed_kind());
   out.heartbeat_interval_ms = welcome.heartbeat_interval_ms();
   out.lease_ttl_ms = welcome.lease_ttl_ms();

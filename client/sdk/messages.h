@@ -16,6 +16,8 @@ v1::WorkerMessage MakeDecline(int64_t checkpoint_id, std::string task_id, std::s
                               bool expired, int64_t position);
 v1::WorkerMessage MakeSavepointRequest(std::string target, bool stop);
 v1::WorkerMessage MakeCommitted(int64_t checkpoint_id, std::string task_id);
+v1::WorkerMessage MakeRestoreResult(int64_t checkpoint_id, std::string task_id, bool ok,
+                                    std::string reason);
 v1::WorkerMessage MakeHeartbeat(const std::map<std::string, int64_t>& positions,
                                 bool backlog = false);
 v1::WorkerMessage MakeGoodbye();

@@ -1,6 +1,7 @@
 #include "sdk/pipeline_session.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "sdk/grpc_status_code.h"
 #include "sdk/messages.h"
@@ -74,6 +75,41 @@ void PipelineSession::Commit(int64_t checkpoint_id) {
   InvokeHandler(handlers_.on_commit, checkpoint_id);
   if (!options_.auto_commit || !HandlersEnabled()) return;
   for (const std::string& task : options_.task_ids) Send(MakeCommitted(checkpoint_id, task));
+}
+
+void PipelineSession::Restore(const v1::Welcome& welcome) {
+  if (welcome.restore_withheld()) {
+    // The pipeline has state it cannot offer: the application is held back (on_welcome would
+    // start it as a fresh pipeline) until an operator restores the pipeline, which ends this
+    // stream; the next welcome carries the new restore point.
+    InvokeHandler(handlers_.on_state, PipelineState::kFailed,
+                  "the pipeline's restore point failed and none replaced it; the application is "
+                  "held back until an operator restores it (ckptctl pipeline why)");
+    return;
+  }
+  const v1::RestorePoint& restore = welcome.restore();
+  // The restore handler's outcome goes to the daemon (docs/PROTOCOL.md, "Verified restore"): an
+  // exception is a failed restore, which moves the pipeline to an older restore point.
+  std::string failure;
+  try {
+    InvokeHandler(handlers_.on_welcome, FromProto(welcome));
+  } catch (const std::exception& e) {
+    failure = e.what();
+    if (failure.empty()) failure = "the restore handler threw";
+  } catch (...) {
+    failure = "the restore handler threw";
+  }
+  if (restore.checkpoint_id() != 0 && !options_.task_ids.empty()) {
+    Send(MakeRestoreResult(restore.checkpoint_id(), options_.task_ids.front(), failure.empty(),
+                           failure));
+  }
+  if (!failure.empty()) {
+    std::fprintf(stderr, "ckpt worker sdk: restoring checkpoint %lld failed: %s\n",
+                 static_cast<long long>(restore.checkpoint_id()), failure.c_str());
+    return;
+  }
+  // The restore handler committed what the COMMITTING restore point held back.
+  if (restore.commit_pending()) Commit(restore.checkpoint_id());
 }
 
 void PipelineSession::SetPosition(const std::string& task_id, int64_t position) {
@@ -248,12 +284,7 @@ void PipelineSession::HandleMessage(uint64_t attempt_id, const v1::CoordinatorMe
       }
       if (current) SendBacklogIfChanged();  // said again on this stream, at once
       // A deposed leader's stream stays up (it ends when that daemon exits), but says nothing.
-      if (current) {
-        InvokeHandler(handlers_.on_welcome, FromProto(message.welcome()));
-        // The restore handler committed what the COMMITTING restore point held back.
-        const v1::RestorePoint& restore = message.welcome().restore();
-        if (restore.commit_pending()) Commit(restore.checkpoint_id());
-      }
+      if (current) Restore(message.welcome());
       return;
     }
     case v1::CoordinatorMessage::kTrigger:

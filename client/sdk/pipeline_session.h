@@ -130,6 +130,10 @@ class PipelineSession final : public PipelineWorker,
   // A commit the daemon asked for: on_commit, then (auto_commit) `committed` for every task of
   // this stream. strand_ only.
   void Commit(int64_t checkpoint_id);
+  // A welcome's restore: on_welcome (the restore handler), its outcome sent as restore_result (an
+  // exception is a failure), then a pending commit; or, with the restore withheld, on_state
+  // FAILED only (the application is held back). strand_ only.
+  void Restore(const v1::Welcome& welcome);
   // The trigger's position for an ack that named none (0: unknown or none).
   int64_t TriggerPosition(int64_t checkpoint_id) const;
   void CancelTimers();

@@ -111,6 +111,12 @@ ParsedCommandLine ParseCommandLine(int argc, const char* const* argv) {
                  "With --backlog-after: report it for this long, then caught up, e.g. 10s [0: to "
                  "the end]")
       ->type_name("DURATION");
+  app.add_option("--fail-restore", options.fail_restore,
+                 "Fail the restore of this checkpoint id (every pipeline's streams): the restore "
+                 "handler throws, the daemon marks it unrestorable and moves the pipeline to an "
+                 "older checkpoint [0: never]")
+      ->type_name("ID")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--duration", duration_text,
                  "Run this long, e.g. 30s (0 or absent: until SIGINT or SIGTERM)");
   app.add_option("--warmup", warmup_text,

@@ -52,6 +52,9 @@ struct SimOptions {
   // long after its start, for this long (0: until the end); nullopt: never.
   std::optional<std::chrono::milliseconds> backlog_after;
   std::chrono::milliseconds backlog_for{0};
+  // --fail-restore: every stream's restore of this checkpoint id fails (its restore handler
+  // throws, so the SDK reports restore_result ok false); 0: none.
+  int64_t fail_restore = 0;
   std::chrono::milliseconds connect_timeout{10'000};  // give up if no pipeline connected by then
   bool json = false;                                  // summary as one JSON object
   bool progress = false;           // progress lines on stderr even when it is not a terminal

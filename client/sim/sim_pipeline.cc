@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <stdexcept>
 
 namespace ckpt::sim {
 
@@ -158,6 +159,13 @@ void SimPipeline::OnWelcome(const sdk::Welcome& welcome) {
   if (restore.checkpoint_id == 0) return;
   counters_.restores.fetch_add(1, std::memory_order_relaxed);
   Log("restore", restore.checkpoint_id, sdk::ToString(restore.kind));
+  if (restore.checkpoint_id == config_.fail_restore) {
+    // A failed restore, as an engine's would be: the SDK reports the exception to the daemon.
+    counters_.restores_failed.fetch_add(1, std::memory_order_relaxed);
+    Log("restore_failed", restore.checkpoint_id, nullptr);
+    throw std::runtime_error("ckpt-worker-sim --fail-restore " +
+                             std::to_string(config_.fail_restore));
+  }
   if (!config_.state_files) return;
   // Each state handed over must still be there: nothing a restore needs was released.
   for (const auto& [task, state] : restore.task_states) {

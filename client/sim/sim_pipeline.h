@@ -32,8 +32,9 @@ struct SimCounters {
   std::atomic<uint64_t> stopped_pipelines{0};  // gave up for good (an error not retried)
   std::atomic<uint64_t> state_changes{0};      // `state` messages: paused, failed, stopped, ...
   std::atomic<uint64_t> savepoints_refused{0};
-  std::atomic<uint64_t> restores{0};  // welcomes that named a restore point
-  std::atomic<uint64_t> releases{0};  // checkpoint ids released (per stream)
+  std::atomic<uint64_t> restores{0};         // welcomes that named a restore point
+  std::atomic<uint64_t> restores_failed{0};  // --fail-restore: restore handlers that threw
+  std::atomic<uint64_t> releases{0};         // checkpoint ids released (per stream)
   // --state-dir: files a restore point named that did not exist; files that could not be written.
   std::atomic<uint64_t> restore_files_missing{0};
   std::atomic<uint64_t> state_write_errors{0};
@@ -96,7 +97,8 @@ struct SimPipelineConfig {
   // long (0: to the end); nullopt: never.
   std::optional<std::chrono::milliseconds> backlog_after;
   std::chrono::milliseconds backlog_for{0};
-  int group = -1;  // --group-size: its group's index (-1: none)
+  int64_t fail_restore = 0;  // --fail-restore: the restore of this checkpoint id fails (0: none)
+  int group = -1;            // --group-size: its group's index (-1: none)
   int group_size = 0;
   uint64_t seed = 0;
   // Rounds triggered before this are not sampled (SimOptions::warmup).

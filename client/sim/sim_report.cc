@@ -51,6 +51,7 @@ nlohmann::ordered_json SummaryToJson(const SimSummary& s) {
       {"restores", s.restores},
       {"releases", s.releases},
       {"restore_files_missing", s.restore_files_missing},
+      {"restores_failed", s.restores_failed},
       {"aligned_rounds", s.aligned_rounds},
       {"position_spread_max", s.position_spread_max},
       {"positions_passed", s.positions_passed},

@@ -33,6 +33,7 @@ struct SimSummary {
   uint64_t stale_messages = 0;         // of a deposed leader, dropped by the SDK
   uint64_t leader_redirects = 0;       // streams refused by a standby that went to the leader
   uint64_t restores = 0;               // welcomes naming a restore point
+  uint64_t restores_failed = 0;        // restores failed on purpose (--fail-restore)
   uint64_t releases = 0;               // checkpoint ids released to a stream
   uint64_t restore_files_missing = 0;  // --state-dir: handed back, but not there
   // --positions: completed rounds (counted per pipeline) whose tasks snapshotted at a trigger's
@@ -53,7 +54,8 @@ struct SimSummary {
 // Keys: pipelines, tasks, triggers, acks, declines, completes, aborts, duration_ms,
 // checkpoint_ms {p50, p99, max}, trigger_gap_ms {p50, p99, max}, connects, reconnects,
 // disconnects, dropped_sends, stale_messages, leader_redirects, restores, releases,
-// restore_files_missing, aligned_rounds, position_spread_max, positions_passed; with
+// restore_files_missing, restores_failed, aligned_rounds, position_spread_max, positions_passed;
+// with
 // --group-size, trigger_skew_ms {p50, p99, max, rounds}.
 nlohmann::ordered_json SummaryToJson(const SimSummary& summary);
 // A few human lines, newline-terminated.

@@ -130,6 +130,7 @@ SimOutcome Simulation::Run(const sigset_t& signals) {
       config.positions_rate = options_.positions_rate;
       config.backlog_after = options_.backlog_after;
       config.backlog_for = options_.backlog_for;
+      config.fail_restore = options_.fail_restore;
       if (options_.group_size > 0) {
         config.group = i / options_.group_size;
         // The last group may be smaller.
@@ -208,6 +209,7 @@ SimOutcome Simulation::Run(const sigset_t& signals) {
   summary.aborts = counters.aborts.load();
   summary.aborts_at_goodbye = summary.aborts - aborts_in_run;
   summary.restores = counters.restores.load();
+  summary.restores_failed = counters.restores_failed.load();
   summary.releases = counters.releases.load();
   summary.restore_files_missing = counters.restore_files_missing.load();
   summary.aligned_rounds = counters.aligned_rounds();

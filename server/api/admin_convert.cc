@@ -58,6 +58,7 @@ PipelineSpec SpecFromUpdate(const v1::PipelineSpec& proto, const PipelineSpec& c
 }
 
 void ToProto(const PipelineStatus& s, v1::Pipeline* out) {
+  if (!s.state_reason.empty()) out->set_state_reason(s.state_reason);
   auto* spec = out->mutable_spec();
   spec->set_job_id(s.spec.key.job_id);
   spec->set_pipeline_id(s.spec.key.pipeline_id);
@@ -136,6 +137,7 @@ void ToProto(const CompletedCheckpoint& c, int expected_tasks, v1::CheckpointInf
   out->set_alignment_group(c.alignment_group);
   out->set_commit_status(ToProto(c.commit_status));
   out->set_committed_at_ms(c.committed_at_ms);
+  out->set_unrestorable(c.unrestorable);
   if (!with_states) return;
   for (const auto& [task, state] : c.task_states)
     ckpt::ToProto(state, &(*out->mutable_state())[task]);

@@ -12,12 +12,14 @@ namespace ckpt {
 
 namespace {
 
-// The coordinator's COMMITTED mark, for ApplyCommitMark: the etcd store writes a checkpoint
-// COMMITTING and marks it COMMITTED in the pipeline's progress only.
+// The coordinator's marks, for ApplyProgressMarks: the COMMITTED mark (the etcd store writes a
+// checkpoint COMMITTING and marks it COMMITTED in the pipeline's progress only) and the
+// unrestorable ones (kept in the progress by both stores).
 PipelineProgress CommitMarks(const PipelineCoordinator& c) {
   PipelineProgress marks;
   marks.last_committed_id = c.LastCommittedId();
   marks.last_committed_at_ms = c.LastCommittedAtMs();
+  marks.unrestorable_ids = c.UnrestorableIds();
   return marks;
 }
 
@@ -46,7 +48,7 @@ void ReadCheckpointHistory(AdminBackend& backend, const std::shared_ptr<Pipeline
         [limit, out, state_bytes, expected, pending, marks, recent = std::move(recent),
          done = std::move(done)](Result<std::vector<CompletedCheckpoint>> completed) {
           if (!completed.ok()) return done(completed.status());
-          for (CompletedCheckpoint& checkpoint : *completed) ApplyCommitMark(marks, checkpoint);
+          for (CompletedCheckpoint& checkpoint : *completed) ApplyProgressMarks(marks, checkpoint);
           if (pending) {
             ToProto(*pending, out->add_checkpoints());
             if (state_bytes) state_bytes->push_back(0);
@@ -125,7 +127,7 @@ void ReadCheckpoint(AdminBackend& backend, const std::shared_ptr<PipelineRunner>
           if (found->empty() || found->front().checkpoint_id != id) {
             return done(Status::NotFound(missing));
           }
-          ApplyCommitMark(marks, found->front());
+          ApplyProgressMarks(marks, found->front());
           ToProto(found->front(), expected, out);
           out->clear_state();  // the states are in `tasks`: a wide checkpoint's, once
           AddTasks(found->front(), out);

@@ -53,6 +53,7 @@ void ToProto(const OutboundMessage& message, v1::CoordinatorMessage* out) {
     w->mutable_retained_checkpoint_ids()->Add(m->info.retained_checkpoint_ids.begin(),
                                               m->info.retained_checkpoint_ids.end());
     w->set_last_committed_checkpoint_id(m->info.last_committed_checkpoint_id);
+    w->set_restore_withheld(m->info.restore_withheld);
   } else if (auto* m = std::get_if<SendTrigger>(&message)) {
     auto* t = out->mutable_trigger();
     t->set_checkpoint_id(m->checkpoint_id);

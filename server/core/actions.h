@@ -137,6 +137,21 @@ struct PinDropped {
   CheckpointRef ref;
 };
 
+// Verified restore (docs/PROTOCOL.md): reads checkpoint `checkpoint_id` of this pipeline from the
+// store, once every write already handed to the store is durable (the unrestorable mark among
+// them: a restart must not offer the failed checkpoint again), and answers
+// OnRestoreCandidate(failed_id, checkpoint_id, the checkpoint, or none when the store does not
+// hold it). A read that fails is retried by the runtime while the coordinator still waits for it
+// (AwaitsRestoreCandidate).
+struct ReadRestoreCandidate {
+  int64_t failed_id = 0;
+  int64_t checkpoint_id = 0;
+};
+// A task failed to restore the restore point (counted: ckptd_restore_failures_total).
+struct RestoreFailed {
+  int64_t checkpoint_id = 0;
+};
+
 // Removes checkpoints from the history (DeleteCheckpoint); completion comes back as
 // OnCheckpointsDeleted / OnCheckpointsDeleteFailed with the same ids.
 struct DeleteCheckpoints {
@@ -266,8 +281,9 @@ using Action =
                  SendAllCommitted, EndSession, ArmWakeup, CancelWakeup, ArmTimeout, CancelTimeout,
                  AskAdmission, LeaveAdmission, ReserveIds, PersistRecord, PersistProgress,
                  CommitCheckpoint, PersistCommitMark, DeleteCheckpoints, PinDropped,
-                 RecordTriggerDelay, RoundStuck, RoundFinished, CommitOverdue, CommitFinished,
-                 MemberDone, MemberFailed, MemberCommitted, IgnoredMessage, Log>;
+                 ReadRestoreCandidate, RestoreFailed, RecordTriggerDelay, RoundStuck, RoundFinished,
+                 CommitOverdue, CommitFinished, MemberDone, MemberFailed, MemberCommitted,
+                 IgnoredMessage, Log>;
 using Actions = std::vector<Action>;
 
 }  // namespace ckpt

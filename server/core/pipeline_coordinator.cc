@@ -65,6 +65,10 @@ PipelineCoordinator::PipelineCoordinator(const StoredPipeline& stored, const Clo
         std::make_unique<const HeldRestorePoint>(spec_.key, spec_.key, false, *stored.newest);
   }
   restore_rescaled_ = RestoreSetDiffers();
+  if (!stored.record.unrestorable_ids.empty()) {
+    occasional().unrestorable = stored.record.unrestorable_ids;
+    std::sort(occasional().unrestorable.begin(), occasional().unrestorable.end());
+  }
   FixEffectiveInterval();
   SyncPositionGate();
   if (!expected_.empty()) tasks_missing_since_ms_ = clock_.WallMs();  // no stream yet
@@ -105,6 +109,20 @@ Actions PipelineCoordinator::Start(bool restarted) {
   if (restarted) DeleteUnpinnedOutsideWindow(out);
   // The last release may not have reached the workers before the daemon stopped.
   history_.OnStart(restarted);
+  if (restore_ && !restore_->other_source && IsUnrestorable(restore_->checkpoint_id)) {
+    // Its restore point was marked before the daemon stopped (it may have stopped before the
+    // fallback): the fallback again, or, when it had failed for that, FAILED as it was.
+    auto& failure = occasional().restore_failure;
+    failure = std::make_unique<Occasional::RestoreFailure>();
+    failure->checkpoint_id = restore_->checkpoint_id;
+    failure->what = "checkpoint " + std::to_string(restore_->checkpoint_id) +
+                    " is unrestorable (a task failed to restore it before the daemon stopped)";
+    if (sticky_ == StickyState::kFailed) {
+      failure->why = failure->what + "; choose a restore point with ckptctl pipeline restore";
+    } else {
+      LookForFallback(restore_->checkpoint_id, out);
+    }
+  }
   MaybeReserveIds(out);
   Rearm(out);
   return out;
@@ -200,7 +218,8 @@ std::optional<SteadyTime> PipelineCoordinator::DesiredWakeup() const {
     consider(commits_->phase->mark_retry_at());
   }
   if (const auto* queued = savepoints_.queued()) consider(queued->deadline);
-  if (sticky_ != StickyState::kActive) return at;
+  // Held by its state, or by a failed restore point being replaced (OnRestoreCandidate re-arms).
+  if (sticky_ != StickyState::kActive || RestoreBlocked()) return at;
   if (!AllTasksRegistered()) {
     consider(next_missing_warn_at_);
   } else if (!pending_ && !Committing() && !ids_.waiting() && store_writable_ && !group_) {
@@ -305,7 +324,7 @@ Actions PipelineCoordinator::OnIdsReserveFailed(const Status& error) {
 bool PipelineCoordinator::TryTrigger(CheckpointKind kind, const std::string& target,
                                      TriggerCause cause, Actions& out) {
   if (pending_ || Committing() || shutting_down_ || sticky_ != StickyState::kActive ||
-      !AllTasksRegistered() || !store_writable_) {
+      !AllTasksRegistered() || !store_writable_ || RestoreBlocked()) {
     return false;
   }
   if (cause != TriggerCause::kManual && admission_ != AdmissionState::kAdmitted && AdmissionOn()) {
@@ -755,6 +774,9 @@ PipelineProgress PipelineCoordinator::ProjectedProgress() const {
     r.restore_from = CheckpointRef{restore_->source(spec_.key), restore_->checkpoint_id};
   }
   r.released_ids = history_.last_released();
+  for (int64_t id : UnrestorableIds()) {
+    if (history_.Find(id)) r.unrestorable_ids.push_back(id);
+  }
   if (commits_) {
     r.last_committed_id = commits_->last_committed_id;
     r.last_committed_at_ms = commits_->last_committed_at_ms;

@@ -134,6 +134,9 @@ struct WelcomeInfo {
   // that was away may delete the state of any other.
   std::vector<int64_t> retained_checkpoint_ids;
   int64_t last_committed_checkpoint_id = 0;  // the newest durably COMMITTED (0: none)
+  // The restore point failed and nothing replaced it (the pipeline is FAILED): `restore` is empty
+  // although the pipeline has state; a worker must not start as a fresh pipeline.
+  bool restore_withheld = false;
 };
 
 // A finished round kept in memory (failed and expired ones are not in the store).
@@ -213,6 +216,8 @@ struct PipelineStatus {
   int sessions = 0;
   bool from_config = false;
   RestorePoint restore;  // without task states
+  // Its failed restore (FAILED because of it, or choosing an older restore point); "" otherwise.
+  std::string state_reason;
 };
 
 class PipelineCoordinator {
@@ -414,6 +419,30 @@ class PipelineCoordinator {
   Outcome Restore(const PipelineKey& source, CompletedCheckpoint checkpoint);
   // The restore point as ckptctl pipeline get shows it (checkpoint_id 0: none), all task states.
   RestorePoint CurrentRestorePoint() const;
+
+  // --- verified restore (pipeline_coordinator_restore.cc; docs/PROTOCOL.md, "Verified
+  // restore") ---
+  // A task's restore_result. Ignored unless it is a failure naming the restore point, from a
+  // stream holding `task_id`, not marked yet. Then: marked unrestorable (its own checkpoint),
+  // counted (RestoreFailed), the pending round aborted (unless it is with the store: its
+  // completion moves the restore point anyway), and either the fallback begins (the newest older
+  // checkpoint of the history not marked: ReadRestoreCandidate; no round starts and no hello is
+  // welcomed meanwhile) or, with no fallback allowed (restore_from, an alignment group, a
+  // COMMITTING or COMMITTED checkpoint) or none left, the pipeline becomes FAILED with the reason.
+  Actions OnRestoreResult(SessionId session, int64_t checkpoint_id, const std::string& task_id,
+                          bool ok, const std::string& reason);
+  // ReadRestoreCandidate's answer: `found` (checkpoint `checkpoint_id`, or none when the store
+  // does not hold it: the next older one is tried) becomes the restore point, the generation is
+  // bumped and every stream ends ABORTED "restored to checkpoint ...". Ignored unless the fallback
+  // from `failed_id` is still under way.
+  Actions OnRestoreCandidate(int64_t failed_id, int64_t checkpoint_id,
+                             std::optional<CompletedCheckpoint> found);
+  // Whether the fallback from `failed_id` still waits for its read (the runtime retries a failed
+  // read only while it does).
+  bool AwaitsRestoreCandidate(int64_t failed_id) const;
+  // The checkpoints of this pipeline a task failed to restore, ascending (ckptctl checkpoint list
+  // marks them).
+  const std::vector<int64_t>& UnrestorableIds() const { return occasional_or_none().unrestorable; }
 
   // Removes a savepoint or a retained checkpoint from the history (docs/PROTOCOL.md, "Restore and
   // release"). NOT_FOUND when the history does not hold it; FAILED_PRECONDITION for the restore
@@ -617,6 +646,25 @@ class PipelineCoordinator {
                       const std::vector<int64_t>& keep, Actions& out);
   // Whether the restore point's task set differs from the expected one.
   bool RestoreSetDiffers() const;
+  // Why the pipeline is PAUSED, FAILED or STOPPED (Pipeline.state_reason, `pipeline why`), or
+  // what its restore is doing; "" when nothing holds it.
+  std::string StateReason() const;
+  // --- verified restore ---
+  bool IsUnrestorable(int64_t checkpoint_id) const;
+  // The restore point failed and nothing replaced it yet: a welcome carries no restore point, no
+  // round starts, and Resume is refused (an operator chooses with RestorePipeline).
+  bool RestoreBlocked() const;
+  // A fallback's read is under way: no round starts and hellos are refused (UNAVAILABLE).
+  bool LookingForFallback() const;
+  // The fallback from the failed restore point: the newest checkpoint of the history below
+  // `below` that is neither marked nor being deleted is read (ReadRestoreCandidate); with none,
+  // the pipeline becomes FAILED.
+  void LookForFallback(int64_t below, Actions& out);
+  // FAILED because of the failed restore: `why` is its state reason.
+  void FailForRestore(const std::string& why, Actions& out);
+  // The restore point moved (a completion, RestorePipeline): a failure of the old one is over.
+  // Marks of checkpoints that left the history are dropped.
+  void ForgetRestoreFailure();
   // RESOURCE_EXHAUSTED when the history holds options_->max_savepoints savepoints.
   Status CheckSavepointRoom() const;
   bool IsPinned(int64_t checkpoint_id) const;
@@ -767,6 +815,16 @@ class PipelineCoordinator {
     // A member's: its group's effective interval and why (SetGroupInterval; 0: not told yet).
     int64_t group_interval_ms = 0;
     std::string group_interval_reason;
+    // Verified restore: this pipeline's checkpoints a task failed to restore (ascending; only ids
+    // of the history), and the failure of the restore point held now, if any (null: none).
+    std::vector<int64_t> unrestorable;
+    struct RestoreFailure {
+      int64_t checkpoint_id = 0;
+      std::string what;      // "restore of N failed on task T: REASON"
+      std::string why;       // the state reason once FAILED because of it
+      bool looking = false;  // a fallback's read is under way
+    };
+    std::unique_ptr<RestoreFailure> restore_failure;
   };
   std::unique_ptr<Occasional> occasional_;
   Occasional& occasional();

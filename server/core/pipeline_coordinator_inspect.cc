@@ -78,6 +78,29 @@ std::optional<CheckpointDetail> PipelineCoordinator::DescribeCheckpoint(
   return detail;
 }
 
+std::string PipelineCoordinator::StateReason() const {
+  const auto* failure = occasional_or_none().restore_failure.get();
+  if (failure && !failure->why.empty()) return failure->why;
+  switch (sticky_) {
+    case StickyState::kPaused: return "paused by an operator";
+    case StickyState::kFailed: {
+      std::string reason = "after " + std::to_string(counters_.consecutive_failures) +
+                           " consecutive failed checkpoints (tolerable_failures " +
+                           std::to_string(spec_.tolerable_failures) + ")";
+      if (const auto& recent = occasional_or_none().recent;
+          !recent.empty() && !recent.front().failure_reason.empty()) {
+        reason += "; the last, " + std::to_string(recent.front().checkpoint_id) + ": " +
+                  recent.front().failure_reason;
+      }
+      return reason;
+    }
+    case StickyState::kStopped: return "by savepoint " + std::to_string(last_completed_id_);
+    case StickyState::kActive: break;
+  }
+  if (failure && failure->looking) return "choosing an older restore point: " + failure->what;
+  return {};
+}
+
 Explanation PipelineCoordinator::Explain(int64_t stuck_threshold_ms) const {
   Explanation e;
   const SteadyTime now = clock_.SteadyNow();
@@ -109,22 +132,13 @@ Explanation PipelineCoordinator::Explain(int64_t stuck_threshold_ms) const {
     e.tasks.push_back(std::move(t));
   };
 
+  e.state_reason = StateReason();
   if (sticky_ == StickyState::kPaused) {
     e.holdup = Holdup::kPaused;
-    e.state_reason = "paused by an operator";
   } else if (sticky_ == StickyState::kFailed) {
     e.holdup = Holdup::kFailed;
-    e.state_reason = "after " + std::to_string(counters_.consecutive_failures) +
-                     " consecutive failed checkpoints (tolerable_failures " +
-                     std::to_string(spec_.tolerable_failures) + ")";
-    if (const auto& recent = occasional_or_none().recent;
-        !recent.empty() && !recent.front().failure_reason.empty()) {
-      e.state_reason += "; the last, " + std::to_string(recent.front().checkpoint_id) + ": " +
-                        recent.front().failure_reason;
-    }
   } else if (sticky_ == StickyState::kStopped) {
     e.holdup = Holdup::kStopped;
-    e.state_reason = "by savepoint " + std::to_string(last_completed_id_);
   }
   if (pending_) {
     // A round under way is what an operator asks about first, whatever the state says next.
@@ -275,6 +289,8 @@ PipelineStatus PipelineCoordinator::Describe(bool with_task_ids) const {
   s.from_config = from_config_;
   s.restore = RestorePointFor({});
   s.restore.task_states.clear();
+  // Pipeline.state_reason carries the restore's story (the other states' reasons are in `why`).
+  if (occasional_or_none().restore_failure) s.state_reason = StateReason();
   return s;
 }
 

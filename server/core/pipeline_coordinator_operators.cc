@@ -33,6 +33,12 @@ PipelineCoordinator::Outcome PipelineCoordinator::Resume() {
                                           "; resume works from PAUSED, FAILED and STOPPED");
     return o;
   }
+  if (RestoreBlocked()) {
+    o.status = Status::FailedPrecondition("pipeline " + spec_.key.ToString() +
+                                          " has no restore point to resume from: " + StateReason() +
+                                          " (ckptctl checkpoint list shows the others)");
+    return o;
+  }
   o.actions.push_back(
       Log{LogLevel::kInfo, std::string("pipeline resumed from ") + PipelineStateName(State())});
   SetSticky(StickyState::kActive);

@@ -21,7 +21,8 @@ bool PipelineCoordinator::RestoreSetDiffers() const {
 
 RestorePoint PipelineCoordinator::RestorePointFor(const std::vector<std::string>& task_ids) const {
   RestorePoint point;
-  if (!restore_) return point;
+  // A restore point that failed is never offered, not even while nothing replaced it.
+  if (!restore_ || RestoreBlocked()) return point;
   const HeldRestorePoint& held = *restore_;
   point.checkpoint_id = held.checkpoint_id;
   point.kind = held.kind;
@@ -46,7 +47,7 @@ RestorePoint PipelineCoordinator::RestorePointFor(const std::vector<std::string>
 
 RestorePoint PipelineCoordinator::CurrentRestorePoint() const {
   RestorePoint point = RestorePointFor({});
-  if (restore_ && !point.rescaled) {
+  if (point.checkpoint_id != 0 && !point.rescaled) {
     point.task_states = restore_->task_states.ToMap();
   }
   return point;
@@ -78,6 +79,7 @@ void PipelineCoordinator::AdoptCompleted(int64_t checkpoint_id, CheckpointKind k
 
   std::vector<int64_t> released =
       history_.Adopt(checkpoint_id, kind, spec_.retained, keep);  // recorded: a restart resends
+  ForgetRestoreFailure();
   if (!released.empty()) out.push_back(SendRelease{Sessions(), std::move(released)});
   // A pin dropped while this commit was in flight: what it spared may go now.
   DeleteUnpinnedOutsideWindow(out);
@@ -99,6 +101,10 @@ Status PipelineCoordinator::AddPin(int64_t checkpoint_id, const PipelineKey& hol
       "checkpoint " + std::to_string(checkpoint_id) + " of pipeline " + spec_.key.ToString();
   if (!entry || history_.BeingDeleted(checkpoint_id)) {
     return Status::NotFound(what + " is not in its history (ckptctl checkpoint list shows it)");
+  }
+  if (IsUnrestorable(checkpoint_id)) {
+    return Status::FailedPrecondition(
+        what + " is unrestorable (a task failed to restore it); pick another one");
   }
   if (!options_->pins) return Status::Internal("no restore pins in this daemon");
   if (checkpoint_id == CommittingId()) {
@@ -153,6 +159,7 @@ PipelineCoordinator::Outcome PipelineCoordinator::Restore(const PipelineKey& sou
   restore_ =
       std::make_unique<const HeldRestorePoint>(spec_.key, source, true, std::move(checkpoint));
   restore_rescaled_ = RestoreSetDiffers();
+  ForgetRestoreFailure();
   SyncPositionGate();
   const std::string why = "restored to checkpoint " + ref.ToString();
   if (sticky_ == StickyState::kFailed || sticky_ == StickyState::kStopped) {
@@ -241,6 +248,157 @@ Actions PipelineCoordinator::OnCheckpointsDeleteFailed(const std::vector<int64_t
   out.push_back(
       Log{LogLevel::kWarn, "deleting checkpoint(s) failed, they stay: " + error.ToString()});
   return out;
+}
+
+// --- verified restore ---
+
+bool PipelineCoordinator::IsUnrestorable(int64_t checkpoint_id) const {
+  const std::vector<int64_t>& marked = occasional_or_none().unrestorable;
+  return std::binary_search(marked.begin(), marked.end(), checkpoint_id);
+}
+
+bool PipelineCoordinator::RestoreBlocked() const {
+  if (!restore_) return false;
+  const auto* failure = occasional_or_none().restore_failure.get();
+  if (failure && failure->checkpoint_id == restore_->checkpoint_id) return true;
+  return !restore_->other_source && IsUnrestorable(restore_->checkpoint_id);
+}
+
+bool PipelineCoordinator::LookingForFallback() const {
+  const auto* failure = occasional_or_none().restore_failure.get();
+  return failure && failure->looking;
+}
+
+bool PipelineCoordinator::AwaitsRestoreCandidate(int64_t failed_id) const {
+  const auto* failure = occasional_or_none().restore_failure.get();
+  return !deleted_ && failure && failure->looking && failure->checkpoint_id == failed_id;
+}
+
+Actions PipelineCoordinator::OnRestoreResult(SessionId session, int64_t checkpoint_id,
+                                             const std::string& task_id, bool ok,
+                                             const std::string& reason) {
+  Actions out;
+  if (deleted_ || !HoldsTask(session, checkpoint_id, task_id, "restore_result", out)) return out;
+  // A success changes nothing; a failure of what is no longer the restore point (a completion or
+  // an operator moved it), or of one already handled, is old news.
+  if (ok || !restore_ || restore_->checkpoint_id != checkpoint_id || RestoreBlocked()) return out;
+  const bool own = !restore_->other_source;
+  // "restore of N failed on task T: REASON" (docs/PROTOCOL.md); another pipeline's checkpoint
+  // by its full name.
+  const std::string what =
+      "restore of " +
+      (own ? std::to_string(checkpoint_id)
+           : "checkpoint " + CheckpointRef{restore_->source(spec_.key), checkpoint_id}.ToString()) +
+      " failed on task " + task_id + ": " +
+      (reason.empty() ? std::string("no reason given") : reason);
+  out.push_back(RestoreFailed{checkpoint_id});
+  Occasional& o = occasional();
+  if (own) {
+    o.unrestorable.insert(
+        std::lower_bound(o.unrestorable.begin(), o.unrestorable.end(), checkpoint_id),
+        checkpoint_id);
+  }
+  o.restore_failure = std::make_unique<Occasional::RestoreFailure>();
+  o.restore_failure->checkpoint_id = checkpoint_id;
+  o.restore_failure->what = what;
+  out.push_back(Log{LogLevel::kError, what + (own ? "; marked unrestorable" : "")});
+  // A round with the store cannot be aborted: once durable it is the restore point, and the
+  // fallback's answer then comes too late to matter.
+  if (pending_ && !pending_->completing()) {
+    FailRound(CheckpointStatus::kAborted, what, FailureCause::kAborted, out);
+  }
+  std::string refusal;
+  if (!own) {
+    refusal = "it is another pipeline's checkpoint (restore_from)";
+  } else if (group_) {
+    refusal = "the pipeline is a member of alignment group " + group_->name;
+  } else if (checkpoint_id == CommittingId()) {
+    refusal = "it is COMMITTING, and falling back past it would repeat its side effects";
+  } else if (commits_ && checkpoint_id <= commits_->last_committed_id) {
+    refusal = "it is COMMITTED, and falling back past it would repeat its side effects";
+  }
+  if (!refusal.empty()) {
+    FailForRestore(what + "; no fallback: " + refusal +
+                       "; choose a restore point with ckptctl pipeline restore",
+                   out);
+  } else {
+    LookForFallback(checkpoint_id, out);
+  }
+  Persist(out);
+  Rearm(out);
+  return out;
+}
+
+void PipelineCoordinator::LookForFallback(int64_t below, Actions& out) {
+  Occasional::RestoreFailure& failure = *occasional().restore_failure;
+  int64_t candidate = 0;
+  for (const PackedHistoryEntry& entry : history_.entries()) {  // oldest first
+    const int64_t id = entry.checkpoint_id();
+    if (id >= below) break;
+    if (!IsUnrestorable(id) && !history_.BeingDeleted(id)) candidate = id;
+  }
+  if (candidate == 0) {
+    failure.looking = false;
+    FailForRestore(failure.what +
+                       "; no older retained checkpoint is left: choose a restore point with "
+                       "ckptctl pipeline restore",
+                   out);
+    return;
+  }
+  failure.looking = true;
+  out.push_back(ReadRestoreCandidate{failure.checkpoint_id, candidate});
+}
+
+void PipelineCoordinator::FailForRestore(const std::string& why, Actions& out) {
+  Occasional::RestoreFailure& failure = *occasional().restore_failure;
+  failure.looking = false;
+  failure.why = why;
+  SetSticky(StickyState::kFailed);
+  out.push_back(Log{LogLevel::kError, "pipeline FAILED: " + why});
+  AnnounceState(why, out);
+  FinishQueuedSavepoint("pipeline FAILED", out);
+}
+
+Actions PipelineCoordinator::OnRestoreCandidate(int64_t failed_id, int64_t checkpoint_id,
+                                                std::optional<CompletedCheckpoint> found) {
+  Actions out;
+  if (!AwaitsRestoreCandidate(failed_id) || !restore_ || restore_->checkpoint_id != failed_id) {
+    return out;
+  }
+  if (!found || found->checkpoint_id != checkpoint_id) {
+    // The history named it, the store no longer holds it: the next older one.
+    out.push_back(Log{LogLevel::kWarn, "checkpoint " + std::to_string(checkpoint_id) +
+                                           " is not in the store; trying an older one"});
+    LookForFallback(checkpoint_id, out);
+    Persist(out);
+    Rearm(out);
+    return out;
+  }
+  const std::string why = "restored to checkpoint " +
+                          CheckpointRef{spec_.key, checkpoint_id}.ToString() + ": " +
+                          occasional().restore_failure->what;
+  occasional().restore_failure.reset();
+  restore_ =
+      std::make_unique<const HeldRestorePoint>(spec_.key, spec_.key, false, std::move(*found));
+  restore_rescaled_ = RestoreSetDiffers();
+  SyncPositionGate();
+  out.push_back(Log{LogLevel::kWarn, "pipeline " + why});
+  // Every stream ends, so that its worker comes back and is handed the new restore point.
+  for (SessionId session : Sessions()) {
+    out.push_back(EndSession{session, Status::Aborted(why)});
+    LoseSession(session, why, out);
+  }
+  BumpGeneration(why, out);
+  Persist(out);
+  Rearm(out);
+  return out;
+}
+
+void PipelineCoordinator::ForgetRestoreFailure() {
+  if (!occasional_) return;
+  occasional_->restore_failure.reset();
+  std::erase_if(occasional_->unrestorable,
+                [&](int64_t id) { return history_.Find(id) == nullptr; });
 }
 
 }  // namespace ckpt

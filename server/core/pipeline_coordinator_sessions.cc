@@ -25,6 +25,13 @@ PipelineCoordinator::Registration PipelineCoordinator::OnRegister(
     reg.status = Status::InvalidArgument("hello names no task_ids");
     return reg;
   }
+  if (LookingForFallback()) {
+    // Its workers would be handed a restore point that is being replaced: they come back soon.
+    reg.status = Status::Unavailable(
+        "pipeline " + spec_.key.ToString() + " is choosing an older restore point (" +
+        occasional_or_none().restore_failure->what + "); try again shortly");
+    return reg;
+  }
   if (!TaskOwners::Holdable(session)) {  // the runtime's ids never are (task_owners.h)
     reg.status = Status::Internal("stream id " + std::to_string(session) + " is reserved");
     return reg;
@@ -118,6 +125,7 @@ PipelineCoordinator::Registration PipelineCoordinator::OnRegister(
       {}};
   reg.welcome.retained_checkpoint_ids = history_.Ids();
   reg.welcome.last_committed_checkpoint_id = LastCommittedId();
+  reg.welcome.restore_withheld = RestoreBlocked();
   // After the welcome (the actions run after it is sent): a release the daemon may have died
   // before sending, again.
   if (history_.resend_release()) out.push_back(SendRelease{{session}, history_.last_released()});

@@ -1,5 +1,7 @@
 #include "core/types.h"
 
+#include <algorithm>
+
 namespace ckpt {
 
 namespace {
@@ -62,7 +64,9 @@ const char* CommitStatusName(CommitStatus s) {
   return "UNKNOWN";
 }
 
-void ApplyCommitMark(const PipelineProgress& progress, CompletedCheckpoint& checkpoint) {
+void ApplyProgressMarks(const PipelineProgress& progress, CompletedCheckpoint& checkpoint) {
+  checkpoint.unrestorable = std::binary_search(
+      progress.unrestorable_ids.begin(), progress.unrestorable_ids.end(), checkpoint.checkpoint_id);
   if (checkpoint.commit_status != CommitStatus::kCommitting) return;
   if (checkpoint.checkpoint_id > progress.last_committed_id) return;
   checkpoint.commit_status = CommitStatus::kCommitted;

@@ -135,9 +135,11 @@ struct CompletedCheckpoint {
   int64_t position = 0;         // where the tasks snapshotted (trigger.position); 0: no position
   std::string alignment_group;  // a group round's: the group's name; "" for the pipeline's own
   // As written at completion, kNone or kCommitting; read back kCommitted once the pipeline's
-  // progress says so (PipelineProgress::last_committed_id, ApplyCommitMark).
+  // progress says so (PipelineProgress::last_committed_id, ApplyProgressMarks).
   CommitStatus commit_status = CommitStatus::kNone;
   int64_t committed_at_ms = 0;  // wall clock; 0: not committed, or the time was not kept
+  // A task failed to restore it (PipelineProgress::unrestorable_ids): set when read for a listing.
+  bool unrestorable = false;
 
   bool operator==(const CompletedCheckpoint&) const = default;
 };
@@ -188,13 +190,18 @@ struct PipelineProgress {
   // to it is COMMITTED; one above it is COMMITTING.
   int64_t last_committed_id = 0;
   int64_t last_committed_at_ms = 0;
+  // Checkpoints of this pipeline a task failed to restore (restore_result ok false; docs/
+  // PROTOCOL.md, "Verified restore"), ascending: never a restore point again. Only ids its
+  // history still holds.
+  std::vector<int64_t> unrestorable_ids;
 
   bool operator==(const PipelineProgress&) const = default;
 };
 
 // A checkpoint as `progress` says it stands: one written COMMITTING reads COMMITTED once the
-// COMMITTED mark reached its id, with the mark's time when it is the marked one.
-void ApplyCommitMark(const PipelineProgress& progress, CompletedCheckpoint& checkpoint);
+// COMMITTED mark reached its id, with the mark's time when it is the marked one; one of
+// unrestorable_ids reads unrestorable.
+void ApplyProgressMarks(const PipelineProgress& progress, CompletedCheckpoint& checkpoint);
 
 // What the store keeps per pipeline besides its checkpoint history and its id counter.
 struct PipelineRecord : PipelineProgress {

@@ -285,6 +285,8 @@ json ProgressJson(const PipelineProgress& p) {
     v["last_committed_id"] = p.last_committed_id;
     v["last_committed_at_ms"] = p.last_committed_at_ms;
   }
+  // Likewise the unrestorable marks (docs/PROTOCOL.md, "Verified restore").
+  if (!p.unrestorable_ids.empty()) v["unrestorable"] = p.unrestorable_ids;
   return v;
 }
 
@@ -315,6 +317,8 @@ json CompactProgressJson(const PipelineProgress& p, const CompletedCheckpoint& s
     v["last_committed_id"] = p.last_committed_id;
     v["last_committed_at_ms"] = p.last_committed_at_ms;
   }
+  // Likewise the unrestorable marks (docs/PROTOCOL.md, "Verified restore").
+  if (!p.unrestorable_ids.empty()) v["unrestorable"] = p.unrestorable_ids;
   return v;
 }
 
@@ -343,6 +347,9 @@ std::optional<PipelineProgress> ProgressFromJson(const json& v, const CompletedC
     if (v.contains("released")) p.released_ids = v.at("released").get<std::vector<int64_t>>();
     p.last_committed_id = v.value("last_committed_id", int64_t{0});
     p.last_committed_at_ms = v.value("last_committed_at_ms", int64_t{0});
+    if (v.contains("unrestorable")) {
+      p.unrestorable_ids = v.at("unrestorable").get<std::vector<int64_t>>();
+    }
     if (v.contains("restore_from")) {
       const json& r = v.at("restore_from");
       p.restore_from =
@@ -385,7 +392,7 @@ Result<std::string> EncodeCheckpoint(const CompletedCheckpoint& cp,
     if (cp.position != 0) head["position"] = cp.position;
     if (!cp.alignment_group.empty()) head["alignment_group"] = cp.alignment_group;
     // Written COMMITTING; the progress's COMMITTED mark says when it is COMMITTED (the value is
-    // never rewritten: ApplyCommitMark reads the two together).
+    // never rewritten: ApplyProgressMarks reads the two together).
     if (cp.commit_status != CommitStatus::kNone) {
       head["commit_status"] = CommitStatusName(cp.commit_status);
     }

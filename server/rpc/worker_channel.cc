@@ -93,6 +93,13 @@ std::optional<ChannelEnding> WorkerChannel::Handle(const v1::WorkerMessage& mess
       // The task id is only compared with the stream's own (a longer one matches none).
       pipeline->Committed(id_, message.committed().checkpoint_id(), message.committed().task_id());
       return std::nullopt;
+    case v1::WorkerMessage::kRestoreResult: {
+      const v1::RestoreResult& result = message.restore_result();
+      // The reason goes into logs and the pipeline's state reason: keep it short.
+      pipeline->RestoreResult(id_, result.checkpoint_id(), result.task_id(), result.ok(),
+                              TruncateReason(result.reason()));
+      return std::nullopt;
+    }
     case v1::WorkerMessage::kGoodbye:
       ReportEnded("goodbye", /*goodbye=*/true);
       return ChannelEnding{Status::Ok()};

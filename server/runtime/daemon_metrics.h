@@ -28,6 +28,7 @@ struct DaemonMetrics {
   std::atomic<uint64_t> triggers_total{0};
   std::atomic<uint64_t> checkpoints_stuck_total{0};  // rounds past their stuck threshold
   std::atomic<uint64_t> commits_overdue_total{0};    // commit phases past commit_timeout_ms
+  std::atomic<uint64_t> restore_failures_total{0};   // restore_result failures of restore points
   // Stuck notices logged in the current second, and held back (StuckNoticeBudget).
   std::atomic<int64_t> stuck_log_second{0};
   std::atomic<int64_t> stuck_logged_this_second{0};

@@ -135,6 +135,10 @@ std::string RenderMetricsPage(const DaemonMetrics& m, const Registry& registry,
               "Commit phases still COMMITTING past their commit_timeout_ms, once each (never "
               "aborted); `ckptctl pipeline why` names the tasks that have not committed.",
               Load(m.commits_overdue_total));
+  out.Counter("ckptd_restore_failures_total",
+              "Restore points a task failed to restore (restore_result not ok), once each: "
+              "marked unrestorable, and the pipeline fell back to an older checkpoint or FAILED.",
+              Load(m.restore_failures_total));
   out.Counter("ckptd_acks_total", "Acknowledgements received from tasks.", Load(m.acks_total));
 
   out.Family("ckptd_ignored_messages_total", "counter",

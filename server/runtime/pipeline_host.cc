@@ -38,7 +38,8 @@ PipelineHost::PipelineHost(IoShards& shards, MetadataStore& store, const Clock& 
       admission_(std::make_shared<RoundAdmission>(options_.admission)),
       runner_context_(std::make_shared<const RunnerContext>(RunnerContext{
           store_, clock_, metrics_, options_.heartbeat_interval_ms, options_.lease_ttl_ms,
-          &store_health_, [this](const CheckpointRef& ref) { PinDropped(ref); }, admission_})),
+          &store_health_, [this](const CheckpointRef& ref) { PinDropped(ref); }, admission_,
+          &writes_})),
       defaults_(defaults) {}
 
 PipelineHost::~PipelineHost() {

@@ -127,6 +127,13 @@ void PipelineRunner::Committed(SessionId session, int64_t checkpoint_id, std::st
   });
 }
 
+void PipelineRunner::RestoreResult(SessionId session, int64_t checkpoint_id, std::string task_id,
+                                   bool ok, std::string reason) {
+  Post([=, task_id = std::move(task_id), reason = std::move(reason)](PipelineRunner& r) {
+    r.Run(r.coordinator_.OnRestoreResult(session, checkpoint_id, task_id, ok, reason));
+  });
+}
+
 void PipelineRunner::Positions(SessionId session,
                                std::vector<std::pair<std::string, int64_t>> positions) {
   Post([session, positions = std::move(positions)](PipelineRunner& r) {

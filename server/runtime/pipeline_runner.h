@@ -43,6 +43,8 @@
 
 namespace ckpt {
 
+class BlockingWork;
+
 class GroupRunner;
 
 // What every runner of a host shares, made once (PipelineHost) and held by each runner through
@@ -67,6 +69,9 @@ struct RunnerContext {
   // The daemon's admission caps (docs/PROTOCOL.md, "Admission"), shared with every group; null:
   // none. Held here so that it outlives every runner (a runner leaves it when destroyed).
   std::shared_ptr<RoundAdmission> admission{};
+  // Where a fallback's store read runs (ReadRestoreCandidate), off every strand; must outlive
+  // every runner. Null (tests and benchmarks without a host): read on the strand.
+  BlockingWork* store_reads = nullptr;
 };
 
 class PipelineRunner : public std::enable_shared_from_this<PipelineRunner> {
@@ -94,6 +99,9 @@ class PipelineRunner : public std::enable_shared_from_this<PipelineRunner> {
                bool expired, int64_t position = 0);
   // A task's `committed` (docs/PROTOCOL.md, "Commit phase").
   void Committed(SessionId session, int64_t checkpoint_id, std::string task_id);
+  // A task's restore_result (docs/PROTOCOL.md, "Verified restore").
+  void RestoreResult(SessionId session, int64_t checkpoint_id, std::string task_id, bool ok,
+                     std::string reason);
   // A heartbeat's positions (task id, position).
   void Positions(SessionId session, std::vector<std::pair<std::string, int64_t>> positions);
   // A heartbeat's backlog flag changed on this stream (PipelineCoordinator::OnBacklog).
@@ -211,6 +219,10 @@ class PipelineRunner : public std::enable_shared_from_this<PipelineRunner> {
   // AskAdmission and LeaveAdmission: the daemon's admission, by this runner's ticket. An answer
   // to an ask that was left or asked again since is dropped (admission_asks_).
   void AskForAdmission(const AdmissionRequest& request);
+  // ReadRestoreCandidate: the read off the strand, its answer back on it; a failed read is tried
+  // again after a second while the coordinator still waits for it.
+  void ReadRestoreCandidateOffStrand(int64_t failed_id, int64_t checkpoint_id);
+  void RetryRestoreCandidate(int64_t failed_id, int64_t checkpoint_id, const std::string& why);
   void ReleaseAdmission();
   AdmissionTicket admission_ticket();  // taken on first use
   // Tells StoreHealth how a store write went. Called on the store's thread before the write's

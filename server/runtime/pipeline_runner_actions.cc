@@ -237,6 +237,10 @@ void PipelineRunner::Execute(Action& action) {
     NoteStuck(a->checkpoint_id);
   } else if (std::holds_alternative<CommitOverdue>(action)) {
     ++context_->metrics.commits_overdue_total;
+  } else if (std::holds_alternative<RestoreFailed>(action)) {
+    ++context_->metrics.restore_failures_total;
+  } else if (auto* a = std::get_if<ReadRestoreCandidate>(&action)) {
+    ReadRestoreCandidateOffStrand(a->failed_id, a->checkpoint_id);
   } else if (auto* a = std::get_if<CommitFinished>(&action)) {
     context_->metrics.commit_duration.ObserveMicros(a->duration.count());
   } else if (auto* a = std::get_if<RoundFinished>(&action)) {

@@ -84,6 +84,17 @@ std::string IdsToJson(const std::vector<int64_t>& ids) {
   return text;
 }
 
+std::optional<std::vector<int64_t>> IdsFromJson(const std::string& text) {
+  auto ids = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!ids.is_array()) return std::nullopt;
+  std::vector<int64_t> out;
+  for (const auto& id : ids) {
+    if (!id.is_number_integer()) return std::nullopt;
+    out.push_back(id.get<int64_t>());
+  }
+  return out;
+}
+
 Result<std::string> TaskStatesToJson(const CompletedCheckpoint& checkpoint) {
   // Written straight, without the object TasksJson builds: one a commit, on the store's writer.
   std::string text;
@@ -143,7 +154,7 @@ const char* const kRecordColumns[kRecordColumnCount] = {
     "completed_count", "failed_count",
     "expired_count", "consecutive_failures", "last_completed_id", "last_completed_kind",
     "last_completed_at_ms", "from_config", "restore_from", "released_ids", "last_committed_id",
-    "last_committed_at_ms"};
+    "last_committed_at_ms", "unrestorable_ids"};
 // clang-format on
 
 std::string JoinColumns(const std::string& prefix) {
@@ -170,6 +181,7 @@ void BindProgress(Stmt& stmt, const PipelineProgress& p, int first) {
   stmt.Bind(first + 11, IdsToJson(p.released_ids));
   stmt.Bind(first + 12, p.last_committed_id);
   stmt.Bind(first + 13, p.last_committed_at_ms);
+  stmt.Bind(first + 14, IdsToJson(p.unrestorable_ids));
 }
 
 void BindRecord(Stmt& stmt, const PipelineRecord& r, const std::string& task_ids_json) {
@@ -235,14 +247,14 @@ Result<PipelineRecord> ReadRecord(const Stmt& stmt, const std::string& path) {
   auto restore_from = RestoreFromFromJson(stmt.ColumnText(23));
   if (!restore_from) return Status::Internal("unreadable restore_from of " + where);
   r.restore_from = std::move(*restore_from);
-  auto released = json::parse(stmt.ColumnText(24), nullptr, /*allow_exceptions=*/false);
-  if (!released.is_array()) return Status::Internal("unreadable released_ids of " + where);
-  for (const auto& id : released) {
-    if (!id.is_number_integer()) return Status::Internal("unreadable released_ids of " + where);
-    r.released_ids.push_back(id.get<int64_t>());
-  }
+  auto released = IdsFromJson(stmt.ColumnText(24));
+  if (!released) return Status::Internal("unreadable released_ids of " + where);
+  r.released_ids = std::move(*released);
   r.last_committed_id = stmt.ColumnInt(25);
   r.last_committed_at_ms = stmt.ColumnInt(26);
+  auto unrestorable = IdsFromJson(stmt.ColumnText(27));
+  if (!unrestorable) return Status::Internal("unreadable unrestorable_ids of " + where);
+  r.unrestorable_ids = std::move(*unrestorable);
   return r;
 }
 

@@ -32,22 +32,23 @@ Result<std::string> TaskStatesToJson(const CompletedCheckpoint& checkpoint);
 // A JSON array of ids ("[]", "[3,7]"): what json(ids).dump() writes, without the object.
 std::string IdsToJson(const std::vector<int64_t>& ids);
 // nullopt: the text is not what the To* functions write.
+std::optional<std::vector<int64_t>> IdsFromJson(const std::string& text);
 std::optional<std::vector<std::string>> TaskIdsFromJson(const std::string& text);
 // False: the text is not what TaskStatesToJson writes. `figures` may be null (not wanted).
 bool TaskStatesFromJson(const std::string& text, std::map<std::string, TaskState>* states,
                         std::vector<TaskFigures>* figures);
 
-// The pipelines table's columns, in the order BindRecord binds (?1..?27) and ReadRecord reads
-// (0..26). Columns kFirstProgressColumn.. are the progress (PipelineProgress).
+// The pipelines table's columns, in the order BindRecord binds (?1..?28) and ReadRecord reads
+// (0..27). Columns kFirstProgressColumn.. are the progress (PipelineProgress).
 extern const char* const kRecordColumns[];
-constexpr int kRecordColumnCount = 27;
+constexpr int kRecordColumnCount = 28;
 constexpr int kFirstProgressColumn = 13;
 
 // "<prefix>job_id, <prefix>pipeline_id, ..." over kRecordColumns.
 std::string JoinColumns(const std::string& prefix);
-// The progress columns as ?first..?first+13.
+// The progress columns as ?first..?first+14.
 void BindProgress(Stmt& stmt, const PipelineProgress& p, int first);
-// Binds ?1..?27 in kRecordColumns order.
+// Binds ?1..?28 in kRecordColumns order.
 void BindRecord(Stmt& stmt, const PipelineRecord& r, const std::string& task_ids_json);
 // Reads columns 0..26 in kRecordColumns order; INTERNAL names what is unreadable, and where
 // (`path`).

@@ -17,7 +17,8 @@ namespace {
 // Version 1; version 2 adds `meta` (kSchemaV2); version 3 the operator-set restore point
 // (kSchemaV3); version 4 the last release (kSchemaV4); version 5 positions (kSchemaV5); version 6
 // alignment groups (kSchemaV6); version 7 the ids' high-water mark (kSchemaV7); version 8 the
-// commit phase (kSchemaV8). A new store
+// commit phase (kSchemaV8); version 9 the adaptive interval (kSchemaV9); version 10 the
+// unrestorable marks (kSchemaV10). A new store
 // is created at the current version; an older file is migrated step by step (Migrate); an older
 // ckptd refuses a newer file instead of misreading it.
 constexpr const char* kSchemaV1 = R"sql(
@@ -145,9 +146,15 @@ ALTER TABLE alignment_groups ADD COLUMN max_overhead REAL NOT NULL DEFAULT 0;
 ALTER TABLE alignment_groups ADD COLUMN max_interval_ms INTEGER NOT NULL DEFAULT 0;
 )sql";
 
+// Verified restore (docs/PROTOCOL.md, "Verified restore"): the checkpoints a task failed to
+// restore (a JSON array of ids), riding with the progress.
+constexpr const char* kSchemaV10 = R"sql(
+ALTER TABLE pipelines ADD COLUMN unrestorable_ids TEXT NOT NULL DEFAULT '[]';
+)sql";
+
 // What takes version N-1 to N, from 2 on: kUpgrades[N - 2].
-constexpr const char* kUpgrades[] = {kSchemaV2, kSchemaV3, kSchemaV4, kSchemaV5,
-                                     kSchemaV6, kSchemaV7, kSchemaV8, kSchemaV9};
+constexpr const char* kUpgrades[] = {kSchemaV2, kSchemaV3, kSchemaV4, kSchemaV5, kSchemaV6,
+                                     kSchemaV7, kSchemaV8, kSchemaV9, kSchemaV10};
 static_assert(std::size(kUpgrades) == kSchemaVersion - 1,
               "one upgrade per version after the first");
 

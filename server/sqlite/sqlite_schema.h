@@ -15,7 +15,7 @@ namespace ckpt::sqlite {
 // Written in the file header so that Open can tell our database from anyone else's.
 constexpr int32_t kApplicationId = 0x636b7074;  // "ckpt"
 // PRAGMA user_version. A file with a newer version is refused, never downgraded.
-constexpr int64_t kSchemaVersion = 9;
+constexpr int64_t kSchemaVersion = 10;
 
 // What a file holds, found before anything is written to it.
 enum class FileIdentity { kEmpty, kOurs };

@@ -45,6 +45,8 @@ const char* CoordinatorCallName(CoordinatorCall call) {
     case CoordinatorCall::kRestore: return "Restore";
     case CoordinatorCall::kPositions: return "OnPositions";
     case CoordinatorCall::kBacklog: return "OnBacklog";
+    case CoordinatorCall::kRestoreResult: return "OnRestoreResult";
+    case CoordinatorCall::kRestoreCandidate: return "OnRestoreCandidate";
     case CoordinatorCall::kSetGroup: return "SetGroup";
     case CoordinatorCall::kStartGroupRound: return "StartGroupRound";
     case CoordinatorCall::kEndGroupRound: return "EndGroupRound";
@@ -246,6 +248,9 @@ PipelineCoordinator::Registration CheckedCoordinator::OnRegister(
       INVARIANT(restore.checkpoint_id == last_completed_id_,
                 "welcome's restore point is not the last completed checkpoint");
     }
+    INVARIANT(restore.source != spec_.key || !unrestorable_.count(restore.checkpoint_id),
+              "welcome names a checkpoint marked unrestorable");
+    INVARIANT(!restore_read_outstanding_, "a hello welcomed while the fallback is being read");
     if (restore.checkpoint_id > 0 && restore.source == spec_.key) {
       const auto& retained = reg.welcome.retained_checkpoint_ids;
       INVARIANT(
@@ -292,6 +297,43 @@ Actions CheckedCoordinator::OnDecline(SessionId session, int64_t checkpoint_id,
 Actions CheckedCoordinator::OnBacklog(SessionId session, bool backlog) {
   Actions out = c_.OnBacklog(session, backlog);
   Apply({CoordinatorCall::kBacklog, 0, session}, out);
+  return out;
+}
+
+Actions CheckedCoordinator::OnRestoreResult(SessionId session, int64_t checkpoint_id,
+                                            const std::string& task_id, bool ok,
+                                            const std::string& reason) {
+  const RestorePoint before = c_.CurrentRestorePoint();
+  Actions out = c_.OnRestoreResult(session, checkpoint_id, task_id, ok, reason);
+  for (const Action& action : out) {
+    if (!std::holds_alternative<RestoreFailed>(action)) continue;
+    INVARIANT(!ok, "a successful restore_result counted as a failure");
+    INVARIANT(before.checkpoint_id == checkpoint_id,
+              "a restore_result of another checkpoint than the restore point counted");
+    INVARIANT(!unrestorable_.count(checkpoint_id), "a checkpoint failed its restore twice");
+    if (before.source == spec_.key) unrestorable_.insert(checkpoint_id);
+    restored_ = true;  // the restore point may move away from the last completed checkpoint
+  }
+  Apply({CoordinatorCall::kRestoreResult, checkpoint_id, session, task_id}, out);
+  return out;
+}
+
+Actions CheckedCoordinator::OnRestoreCandidate(int64_t failed_id, int64_t checkpoint_id,
+                                               std::optional<CompletedCheckpoint> found) {
+  if (restore_read_outstanding_ && restore_read_outstanding_->failed_id == failed_id &&
+      restore_read_outstanding_->checkpoint_id == checkpoint_id) {
+    restore_read_outstanding_.reset();
+  }
+  const bool adopted = found.has_value();
+  Actions out = c_.OnRestoreCandidate(failed_id, checkpoint_id, std::move(found));
+  for (const Action& action : out) {
+    if (auto* end = std::get_if<EndSession>(&action)) ForgetSession(end->session);
+  }
+  Apply({CoordinatorCall::kRestoreCandidate, checkpoint_id}, out);
+  if (adopted && !out.empty() && c_.CurrentRestorePoint().checkpoint_id == checkpoint_id) {
+    INVARIANT(checkpoint_id < failed_id, "a fallback went to a newer checkpoint");
+    INVARIANT(c_.Sessions().empty(), "a stream outlived a fallback");
+  }
   return out;
 }
 
@@ -514,6 +556,7 @@ PipelineCoordinator::Outcome CheckedCoordinator::Restore(const PipelineKey& sour
   Apply({CoordinatorCall::kRestore, id}, o.actions);
   if (o.status.ok()) {
     restored_ = true;
+    restore_read_outstanding_.reset();  // its answer comes too late to matter
     INVARIANT(c_.CurrentRestorePoint().checkpoint_id == id, "Restore did not take");
     INVARIANT(c_.Sessions().empty(), "a stream outlived a Restore");
   } else {
@@ -605,6 +648,12 @@ void CheckedCoordinator::Apply(Step step, const Actions& actions) {
     if (hook_) hook_(action);
     if (auto* a = std::get_if<SendTrigger>(&action)) {
       OnTrigger(*a, status, now);
+      INVARIANT(!restore_read_outstanding_, "a round started while the fallback is being read");
+    } else if (auto* a = std::get_if<ReadRestoreCandidate>(&action)) {
+      INVARIANT(!restore_read_outstanding_, "two fallback reads at once");
+      INVARIANT(a->checkpoint_id < a->failed_id, "a fallback read of a newer checkpoint");
+      INVARIANT(!unrestorable_.count(a->checkpoint_id), "a fallback to a marked checkpoint");
+      restore_read_outstanding_ = *a;
     } else if (auto* a = std::get_if<AskAdmission>(&action)) {
       INVARIANT(!member_, "a member asked for admission (its rounds are its group's)");
       INVARIANT(admission_ != ModelAdmission::kAdmitted, "asked for admission while admitted");
@@ -872,6 +921,7 @@ void CheckedCoordinator::OnComplete(const SendComplete& s) {
   }
   completed_here_ = true;
   restored_ = false;
+  restore_read_outstanding_.reset();  // the completion is the restore point: its answer is late
   complete_sent_ = true;
   ++expected_completed_count_;
   last_completed_id_ = id;
@@ -961,8 +1011,10 @@ void CheckedCoordinator::CheckState() {
   }
   if (!deleted_ && !shutting_down_ && store_writable_ && status.state == PipelineState::kRunning &&
       !open_round_ && !member_ && !committing_) {  // a member's schedule is its group's
-    // Or it waits in the admission line, whose answer (OnAdmitted) drives it on.
-    INVARIANT(wakeup_ || reserve_outstanding_ || admission_ == ModelAdmission::kAsked,
+    // Or it waits in the admission line, whose answer (OnAdmitted) drives it on, or for the
+    // fallback's read (OnRestoreCandidate).
+    INVARIANT(wakeup_ || reserve_outstanding_ || admission_ == ModelAdmission::kAsked ||
+                  restore_read_outstanding_,
               "RUNNING, idle, and nothing armed: the schedule stopped");
   }
   // A queued savepoint fails once the pipeline is PAUSED, FAILED, STOPPED or deleted, and starts

@@ -106,6 +106,8 @@ enum class CoordinatorCall {
   kGroupCommitted,
   kAdmitted,
   kBacklog,
+  kRestoreResult,
+  kRestoreCandidate,
 };
 const char* CoordinatorCallName(CoordinatorCall call);
 
@@ -152,6 +154,11 @@ class CheckedCoordinator {
   Actions OnDecline(SessionId session, int64_t checkpoint_id, const std::string& task_id,
                     const std::string& reason, bool expired, int64_t position = 0);
   Actions OnBacklog(SessionId session, bool backlog);
+  // Verified restore: a task's restore_result, and the store's answer to ReadRestoreCandidate.
+  Actions OnRestoreResult(SessionId session, int64_t checkpoint_id, const std::string& task_id,
+                          bool ok, const std::string& reason);
+  Actions OnRestoreCandidate(int64_t failed_id, int64_t checkpoint_id,
+                             std::optional<CompletedCheckpoint> found);
   Actions OnPositions(SessionId session,
                       const std::vector<std::pair<std::string, int64_t>>& positions);
   // The store's answers. An OnCommitted/OnCommitFailed of another id than the commit the store
@@ -209,6 +216,10 @@ class CheckedCoordinator {
   // A member: every member of its group committed the round (the group's side is the caller's).
   Actions OnGroupCommitted(int64_t checkpoint_id);
   int64_t CommittingId() const { return c_.CommittingId(); }
+  const std::vector<int64_t>& UnrestorableIds() const { return c_.UnrestorableIds(); }
+  bool AwaitsRestoreCandidate(int64_t failed_id) const {
+    return c_.AwaitsRestoreCandidate(failed_id);
+  }
   int64_t LastCommittedId() const { return c_.LastCommittedId(); }
   std::vector<std::pair<std::string, int64_t>> TaskCommitTimes(int64_t checkpoint_id) const {
     return c_.TaskCommitTimes(checkpoint_id);
@@ -238,6 +249,10 @@ class CheckedCoordinator {
   // Ids handed to the store for deletion (DeleteCheckpoints) and not yet reported.
   const std::set<int64_t>& deletes_outstanding() const { return deletes_outstanding_; }
   const std::optional<int64_t>& open_round() const { return open_round_; }
+  // The fallback read handed out (ReadRestoreCandidate) and not answered yet.
+  const std::optional<ReadRestoreCandidate>& restore_read_outstanding() const {
+    return restore_read_outstanding_;
+  }
   int64_t last_trigger_id() const { return last_trigger_id_; }
   // task -> the live session that registered it.
   const std::map<std::string, SessionId>& owners() const { return owner_; }
@@ -311,7 +326,11 @@ class CheckedCoordinator {
   std::set<int64_t> deletes_outstanding_;
   std::set<int64_t> deleted_now_;  // the ids of the OnCheckpointsDeleted being checked
   bool completed_here_ = false;    // a round completed in this model's life
-  bool restored_ = false;          // an operator's Restore since the last completion
+  bool restored_ = false;  // an operator's Restore or a failed restore since the last completion
+  // Verified restore: the checkpoints marked unrestorable (RestoreFailed of the own restore
+  // point), and the fallback read handed out and not answered yet.
+  std::set<int64_t> unrestorable_;
+  std::optional<ReadRestoreCandidate> restore_read_outstanding_;
   int64_t stored_last_completed_at_ms_ = 0;
 
   // Model.

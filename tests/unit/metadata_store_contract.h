@@ -60,6 +60,7 @@ TEST_P(MetadataStoreContract, ARecordRoundTripsEveryFieldAndAPutReplacesIt) {
   r.generation = 42;
   r.last_committed_id = 98;
   r.last_committed_at_ms = 1700000001000;
+  r.unrestorable_ids = {90, 97};
   r.sticky = StickyState::kStopped;
   r.counters = {5, 6, 7, 2};
   r.last_completed_id = 99;
@@ -448,7 +449,7 @@ TEST_P(MetadataStoreContract, ALoadReturnsTheProgressOfTheLastWriteCommitOrProgr
 }
 
 // The commit phase (docs/PROTOCOL.md, "Commit phase"): a checkpoint is written COMMITTING, and
-// its COMMITTED mark is a progress write naming it. Read together (ApplyCommitMark), the load
+// its COMMITTED mark is a progress write naming it. Read together (ApplyProgressMarks), the load
 // and the listing say COMMITTED with the mark's time, whatever the backend keeps where; one not
 // yet marked stays COMMITTING, and one written without the phase stays NONE.
 TEST_P(MetadataStoreContract, TheCommittedMarkRidesWithTheProgressAndMarksItsCheckpoint) {
@@ -472,7 +473,7 @@ TEST_P(MetadataStoreContract, TheCommittedMarkRidesWithTheProgressAndMarksItsChe
     auto loaded = store->LoadPipelines();
     EXPECT_TRUE(loaded.ok() && loaded->size() == 1u);
     if (loaded.ok() && loaded->size() == 1u) {
-      for (CompletedCheckpoint& cp : out) ApplyCommitMark((*loaded)[0].record.progress(), cp);
+      for (CompletedCheckpoint& cp : out) ApplyProgressMarks((*loaded)[0].record.progress(), cp);
     }
     return out;
   };
@@ -505,6 +506,43 @@ TEST_P(MetadataStoreContract, TheCommittedMarkRidesWithTheProgressAndMarksItsChe
   ASSERT_EQ(list.size(), 3u);
   EXPECT_EQ(list[0].commit_status, CommitStatus::kCommitting);
   EXPECT_EQ(list[1].commit_status, CommitStatus::kCommitted);
+}
+
+// Verified restore (docs/PROTOCOL.md): the unrestorable marks ride with the progress, written
+// alone or with a commit, and mark their checkpoints when listed (ApplyProgressMarks).
+TEST_P(MetadataStoreContract, TheUnrestorableMarksRideWithTheProgressAndMarkTheirCheckpoints) {
+  auto store = Open();
+  PipelineRecord r = MakeRecord("j", "p");
+  ASSERT_TRUE(Await([&](auto done) { store->PutPipeline(r, done); }).ok());
+  auto commit = [&](int64_t id) {
+    CompletedCheckpoint cp = MakeCheckpoint(id);
+    r.counters.completed_count += 1;
+    r.last_completed_id = id;
+    r.last_completed_kind = cp.kind;
+    r.last_completed_at_ms = cp.finished_at_ms;
+    return Await([&](auto done) { store->CommitCheckpoint(CommitOf(r, cp), done); });
+  };
+  auto loaded_marks = [&]() {
+    auto loaded = store->LoadPipelines();
+    EXPECT_TRUE(loaded.ok() && loaded->size() == 1u);
+    return loaded.ok() && loaded->size() == 1u ? (*loaded)[0].record.unrestorable_ids
+                                               : std::vector<int64_t>{99999};
+  };
+  ASSERT_TRUE(commit(1).ok());
+  ASSERT_TRUE(commit(2).ok());
+  r.unrestorable_ids = {2};
+  ASSERT_TRUE(Await([&](auto done) { store->PutProgress(r.spec.key, r.progress(), done); }).ok());
+  EXPECT_EQ(loaded_marks(), std::vector<int64_t>{2});
+  ASSERT_TRUE(commit(3).ok());  // the progress after it keeps the mark
+  EXPECT_EQ(loaded_marks(), std::vector<int64_t>{2});
+
+  auto list = store->ListCompleted(r.spec.key, 0);
+  ASSERT_TRUE(list.ok()) << list.status().ToString();
+  ASSERT_EQ(list->size(), 3u);
+  for (CompletedCheckpoint& cp : *list) ApplyProgressMarks(r.progress(), cp);
+  EXPECT_FALSE((*list)[0].unrestorable);
+  EXPECT_TRUE((*list)[1].unrestorable) << "checkpoint 2";
+  EXPECT_FALSE((*list)[2].unrestorable);
 }
 
 TEST_P(MetadataStoreContract, ADuplicateCheckpointIdFailsOnlyThatOpOfItsBatch) {

@@ -121,9 +121,10 @@ TEST_F(StoreDataDirTest, ADatabaseOfAnotherStoreIsRefused) {
 
 TEST_F(StoreDataDirTest, AStoreOfTheFirstReleaseIsMigratedAndGivenAnId) {
   MakeStore();
-  // What the first release left: schema version 1 without `meta` and what 3 to 9 added,
+  // What the first release left: schema version 1 without `meta` and what 3 to 10 added,
   // no STORE_ID.
   Sql(db(),
+      "ALTER TABLE pipelines DROP COLUMN unrestorable_ids; "
       "ALTER TABLE pipelines DROP COLUMN max_overhead; ALTER TABLE pipelines DROP COLUMN "
       "max_interval_ms; "
       "ALTER TABLE pipelines DROP COLUMN commit_timeout_ms; ALTER TABLE pipelines DROP COLUMN "

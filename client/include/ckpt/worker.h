@@ -155,6 +155,10 @@ struct Welcome {
   std::vector<int64_t> retained_checkpoint_ids;
   // The newest checkpoint whose commit phase is durably COMMITTED (0: none).
   int64_t last_committed_checkpoint_id = 0;
+  // The pipeline's restore point failed and none replaced it (FAILED, `restore` empty although
+  // the pipeline has state). The SDK then does not call on_welcome (the application would start
+  // as a fresh pipeline): on_state reports FAILED, until an operator restores the pipeline.
+  bool restore_withheld = false;
 };
 
 // Take a snapshot of every task of this stream, then Ack (or Decline) it per task.
@@ -190,6 +194,11 @@ struct Disconnect {
 // stopped (WaitUntilStopped) or the runtime is destroyed. The handlers themselves are released once
 // the worker is stopped.
 struct PipelineHandlers {
+  // The restore handler: load the tasks' state from welcome.restore. Unlike the others it may
+  // throw: an exception is a failed restore, reported to the daemon (restore_result; the SDK
+  // reports success too), which marks that checkpoint unrestorable and ends this stream, to come
+  // back with an older restore point (docs/PROTOCOL.md, "Verified restore"). Not called while
+  // welcome.restore_withheld (on_state says FAILED instead).
   std::function<void(const Welcome&)> on_welcome;
   std::function<void(const Trigger&)> on_trigger;
   std::function<void(int64_t checkpoint_id, const std::string& reason)> on_abort;

@@ -63,6 +63,9 @@ class Welcome:
     retained_checkpoint_ids: List[int]
     # The newest checkpoint whose commit phase is durably COMMITTED (0: none).
     last_committed_checkpoint_id: int = 0
+    # The restore point failed and none replaced it: FAILED, `restore` empty although the
+    # pipeline has state. The SDK then does not call on_welcome (on_state says FAILED).
+    restore_withheld: bool = False
 
 
 @dataclass(frozen=True)

@@ -120,6 +120,13 @@ class PipelineWorker:
     on_savepoint_refused(reason), on_disconnected(Disconnect). A handler that raises is printed
     to stderr and the stream goes on.
 
+    on_welcome is the restore handler (docs/PROTOCOL.md, "Verified restore"): with a restore
+    point, its outcome is sent to the daemon (restore_result); if it raises, the restore failed,
+    the daemon marks that checkpoint unrestorable and ends the stream, and the next welcome names
+    an older checkpoint. A welcome with restore_withheld (the pipeline FAILED without a restore
+    point it may offer) does not call on_welcome: on_state("FAILED", reason) holds the
+    application back until an operator restores the pipeline.
+
     transport: "session" (the default) opens this worker's stream as a channel of a Session call
     that every worker of the process with the same daemon and credentials shares, what they send
     meanwhile batched into frames (docs/PROTOCOL.md, "Worker sessions"); a daemon without
@@ -553,7 +560,16 @@ class PipelineWorker:
                 stream.send(worker_pb2.WorkerMessage(
                     heartbeat=worker_pb2.Heartbeat(backlog=True)))
         self._heartbeat_wake.set()  # follow this session's interval from now
-        welcomed = self._call("welcome", Welcome(
+        if w.restore_withheld:
+            # The pipeline has state it cannot offer: the application is held back (on_welcome
+            # would start it as a fresh pipeline) until an operator restores the pipeline, which
+            # ends this stream; the next welcome carries the new restore point.
+            self._call("state", "FAILED",
+                       "the pipeline's restore point failed and none replaced it; the "
+                       "application is held back until an operator restores it "
+                       "(ckptctl pipeline why)")
+            return
+        failure = self._call_for_failure("welcome", Welcome(
             session_id=w.session_id, generation=w.generation, state=state_name(w.state),
             last_completed_checkpoint_id=w.last_completed_checkpoint_id,
             last_completed_kind=kind_name(w.last_completed_kind),
@@ -561,8 +577,14 @@ class PipelineWorker:
             leader_epoch=w.leader_epoch, restore=_restore_point(w.restore),
             retained_checkpoint_ids=list(w.retained_checkpoint_ids),
             last_committed_checkpoint_id=w.last_committed_checkpoint_id))
+        if w.restore.checkpoint_id:
+            # The restore handler's outcome (docs/PROTOCOL.md, "Verified restore"): an exception
+            # is a failed restore, and the daemon moves the pipeline to an older checkpoint.
+            self._send_on_session(worker_pb2.WorkerMessage(restore_result=worker_pb2.RestoreResult(
+                checkpoint_id=w.restore.checkpoint_id, task_id=self._hello.task_ids[0],
+                ok=failure is None, reason=failure or "")))
         # The restore point is still COMMITTING: on_welcome restored what it holds, to commit.
-        if welcomed and w.restore.commit_pending:
+        if failure is None and w.restore.commit_pending:
             self._commit(w.restore.checkpoint_id)
 
     def _commit(self, checkpoint_id):
@@ -580,15 +602,19 @@ class PipelineWorker:
 
     def _call(self, name, *args):
         """False if the handler raised: what it was to do may not be done."""
+        return self._call_for_failure(name, *args) is None
+
+    def _call_for_failure(self, name, *args):
+        """None, or what the handler raised (printed to stderr too)."""
         handler = self._handlers.get(name)
         if handler is None:
-            return True
+            return None
         try:
             handler(*args)
         except Exception as e:  # a handler's bug must not end the stream's thread
             traceback.print_exception(type(e), e, e.__traceback__)
-            return False
-        return True
+            return str(e) or type(e).__name__
+        return None
 
     # ---- sends and heartbeats ------------------------------------------------------------------
 

@@ -18,7 +18,14 @@ public interface Handler {
   /** The worker is about to open a stream to {@code target}; {@code takeover}: its hello asks for it. */
   default void onConnecting(String target, boolean takeover) {}
 
-  /** The daemon accepted the stream: load the tasks' state from {@code welcome.restore()}. */
+  /**
+   * The daemon accepted the stream: load the tasks' state from {@code welcome.restore()}. This is
+   * the restore handler (docs/PROTOCOL.md, "Verified restore"): with a restore point, the worker
+   * sends its outcome to the daemon; an exception means the restore failed, and the daemon marks
+   * that checkpoint unrestorable and ends the stream, whose next welcome names an older one. Not
+   * called when the pipeline is FAILED without a restore point it may offer ({@link
+   * #onStateChange} says FAILED instead, and the application should wait).
+   */
   default void onWelcome(Welcome welcome) {}
 
   /** Snapshot every task, then call {@code ack} (or {@code decline}) once per task. */

@@ -13,6 +13,7 @@ import io.ckptd.v1.Decline;
 import io.ckptd.v1.Goodbye;
 import io.ckptd.v1.Heartbeat;
 import io.ckptd.v1.Hello;
+import io.ckptd.v1.RestoreResult;
 import io.ckptd.v1.SavepointRequest;
 import io.ckptd.v1.WorkerMessage;
 import io.ckptd.v1.WorkerServiceGrpc;
@@ -769,11 +770,36 @@ public final class PipelineWorker implements AutoCloseable {
           heartbeats.scheduleAtFixedRate(
               () -> heartbeatSafely(s), intervalMs, intervalMs, TimeUnit.MILLISECONDS);
     }
+    if (w.getRestoreWithheld()) {
+      // The pipeline has state it cannot offer: the application is held back (onWelcome would
+      // start it as a fresh pipeline) until an operator restores the pipeline, which ends this
+      // stream; the next welcome carries the new restore point.
+      call(
+          h ->
+              h.onStateChange(
+                  PipelineState.FAILED,
+                  "the pipeline's restore point failed and none replaced it; the application is"
+                      + " held back until an operator restores it (ckptctl pipeline why)"));
+      return;
+    }
     Welcome welcome = Protos.welcome(w);
-    boolean returned = call(h -> h.onWelcome(welcome));
+    String failure = callForFailure(h -> h.onWelcome(welcome));
+    long restored = welcome.restore().checkpointId();
+    if (restored != 0) {
+      // The restore handler's outcome (docs/PROTOCOL.md, "Verified restore"): an exception is a
+      // failed restore, and the daemon moves the pipeline to an older checkpoint.
+      RestoreResult result =
+          RestoreResult.newBuilder()
+              .setCheckpointId(restored)
+              .setTaskId(options.taskIds().get(0))
+              .setOk(failure == null)
+              .setReason(failure == null ? "" : failure)
+              .build();
+      sendOnSession(WorkerMessage.newBuilder().setRestoreResult(result).build());
+    }
     if (welcome.restore().commitPending()) {
       // onWelcome restored the tasks; the restore point's commit follows.
-      commit(welcome.restore().checkpointId(), returned);
+      commit(restored, failure == null);
     }
   }
 
@@ -818,16 +844,21 @@ public final class PipelineWorker implements AutoCloseable {
 
   /** Runs a handler; false when it threw (logged). */
   private boolean call(Consumer<Handler> event) {
-    boolean returned = false;
+    return callForFailure(event) == null;
+  }
+
+  /** Null when the handler returned; otherwise what it threw (logged too). */
+  private String callForFailure(Consumer<Handler> event) {
+    String failure = null;
     try {
       event.accept(handler);
-      returned = true;
     } catch (VirtualMachineError e) {
       throw e; // out of memory, say: run() ends the worker and reports it
     } catch (Throwable e) {
       // A handler's bug must not end the stream thread: nor an AssertionError (a test's assert)
       // or a checked exception thrown past javac (Kotlin, sneaky throws).
       LOG.log(Level.ERROR, "a handler of " + options.jobId() + "/" + options.pipelineId() + " threw", e);
+      failure = e.getMessage() != null ? e.getMessage() : e.getClass().getName();
     }
     if (Thread.interrupted()) {
       // A handler that restored an interrupt it caught would make the next take() or backoff
@@ -835,7 +866,7 @@ public final class PipelineWorker implements AutoCloseable {
       LOG.log(Level.WARNING, "a handler of {0}/{1} left the stream thread interrupted; cleared",
           options.jobId(), options.pipelineId());
     }
-    return returned;
+    return failure;
   }
 
   // ---- sends and heartbeats ---------------------------------------------------------------------
