@@ -1,5 +1,6 @@
 #include "sim/simulation.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <ctime>
@@ -149,6 +150,7 @@ SimOutcome Simulation::Run(const sigset_t& signals) {
   const Clock::time_point started = Clock::now();
   Clock::time_point ended;
   uint64_t aborts_in_run = 0;
+  bool any_connected = false;  // a stream was welcomed (its SDK counters)
   {
     sdk::WorkerRuntime runtime(RuntimeOptions(options_));
     for (auto& pipeline : pipelines) pipeline->Start(runtime);
@@ -183,6 +185,9 @@ SimOutcome Simulation::Run(const sigset_t& signals) {
     }
     ended = Clock::now();
     aborts_in_run = counters.aborts.load();
+    // A welcome the SDK held back (restore_withheld: on_state, no on_welcome) connected too.
+    any_connected = std::any_of(pipelines.begin(), pipelines.end(),
+                                [](const auto& p) { return p->worker().counters().connects > 0; });
 
     // Deregister cleanly, all streams at once, within one bounded wait.
     for (auto& pipeline : pipelines) pipeline->worker().Goodbye(kGoodbyeWait);
@@ -190,7 +195,7 @@ SimOutcome Simulation::Run(const sigset_t& signals) {
     for (auto& pipeline : pipelines) pipeline->worker().WaitUntilStopped(deadline);
   }  // the runtime's destructor cancels what is left; no handler runs after it
 
-  if (outcome.exit_code == 0 && counters.welcomes.load() == 0) {
+  if (outcome.exit_code == 0 && counters.welcomes.load() == 0 && !any_connected) {
     outcome.exit_code = 1;
     outcome.reason = ConnectFailure(options_, counters, "during the run");
   }

@@ -346,6 +346,7 @@ void PipelineCoordinator::LookForFallback(int64_t below, Actions& out) {
     return;
   }
   failure.looking = true;
+  failure.reading_id = candidate;
   out.push_back(ReadRestoreCandidate{failure.checkpoint_id, candidate});
 }
 
@@ -362,7 +363,8 @@ void PipelineCoordinator::FailForRestore(const std::string& why, Actions& out) {
 Actions PipelineCoordinator::OnRestoreCandidate(int64_t failed_id, int64_t checkpoint_id,
                                                 std::optional<CompletedCheckpoint> found) {
   Actions out;
-  if (!AwaitsRestoreCandidate(failed_id) || !restore_ || restore_->checkpoint_id != failed_id) {
+  if (!AwaitsRestoreCandidate(failed_id) || !restore_ || restore_->checkpoint_id != failed_id ||
+      occasional().restore_failure->reading_id != checkpoint_id) {
     return out;
   }
   if (!found || found->checkpoint_id != checkpoint_id) {

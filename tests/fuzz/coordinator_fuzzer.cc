@@ -160,7 +160,7 @@ class Driver {
   // ---- events ---------------------------------------------------------------------------------
 
   void Event() {
-    const uint8_t op = in_.Byte() % 37;
+    const uint8_t op = in_.Byte() % 39;
     // After Delete the runtime drops every worker message, timer and id reservation and answers
     // operator calls with NOT_FOUND (runtime/pipeline_runner_internal.h); only the completion of a
     // commit handed to the store before the delete still arrives. Time still passes.
@@ -253,6 +253,14 @@ class Driver {
         c_->OnBacklog(PickSession(b >> 1), b & 1);
         break;
       }
+      case 37: {  // a task reports its restore: mostly a failure of the restore point
+        const uint8_t session = in_.Byte(), id = in_.Byte(), task = in_.Byte();
+        RestoreResult(session, id, task);
+        break;
+      }
+      case 38:  // the store answers the fallback's read: the checkpoint, or not held
+        RestoreCandidate(in_.Byte());
+        break;
       case 35:  // the admission asked for comes (or a late answer to one left since)
         Trace("admitted");
         c_->OnAdmitted();
@@ -465,6 +473,39 @@ class Driver {
     Trace("committed " + std::to_string(id) + " task " + task + " session " +
           std::to_string(session));
     c_->OnTaskCommitted(session, id, task);
+  }
+
+  void RestoreResult(uint8_t session_byte, uint8_t id_byte, uint8_t task_byte) {
+    const std::string task = task_byte % 5 < 4 ? kAllTasks[task_byte % 5] : "x";
+    auto owner = c_->owners().find(task);
+    const SessionId session = (session_byte & 0x80) == 0 && owner != c_->owners().end()
+                                  ? owner->second
+                                  : PickSession(session_byte & 0x7f);
+    const int64_t restore_point = c_->CurrentRestorePoint().checkpoint_id;
+    const int64_t id =
+        (id_byte & 1) == 0 && restore_point > 0 ? restore_point : PickCheckpointId(id_byte >> 1);
+    const bool ok = (task_byte & 0x80) != 0;
+    Trace("restore_result " + std::to_string(id) + " task " + task + " session " +
+          std::to_string(session) + (ok ? " ok" : " failed"));
+    c_->OnRestoreResult(session, id, task, ok, "fuzzed");
+  }
+
+  void RestoreCandidate(uint8_t b) {
+    const auto& read = c_->restore_read_outstanding();
+    // Mostly the read outstanding; sometimes a late or wrong answer (it must change nothing).
+    const int64_t failed = read && (b & 1) == 0 ? read->failed_id : PickCheckpointId(b >> 2);
+    const int64_t id = read && (b & 1) == 0 ? read->checkpoint_id : failed - 1;
+    std::optional<CompletedCheckpoint> found;
+    if ((b & 2) == 0) {
+      found.emplace();
+      found->checkpoint_id = id;
+      for (const std::string& task : c_->spec().task_ids) {
+        found->task_states[task] = TaskState{"mem://" + task, 1, "c"};
+      }
+    }
+    Trace("restore candidate " + std::to_string(id) + " for " + std::to_string(failed) +
+          (found ? "" : " (not held)"));
+    c_->OnRestoreCandidate(failed, id, std::move(found));
   }
 
   void CommitAllOwned(uint8_t b) {
