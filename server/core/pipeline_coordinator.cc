@@ -430,7 +430,8 @@ void PipelineCoordinator::SettleAdmission(Actions& out) {
       // Still ready to trigger: it keeps its place. The schedule and the ids do not matter here
       // (it asked once due; an id reservation is quick).
       const bool ready = !pending_ && !Committing() && !shutting_down_ && !deleted_ && !group_ &&
-                         sticky_ == StickyState::kActive && AllTasksRegistered() && store_writable_;
+                         sticky_ == StickyState::kActive && AllTasksRegistered() &&
+                         store_writable_ && !RestoreBlocked();
       const bool savepoint_left =
           admission_ == AdmissionState::kWaitingSavepoint && !savepoints_.queued();
       // A periodic round also waits for its positions (savepoints do not).

@@ -193,7 +193,8 @@ std::string HistorySection(const PipelinePageData& d, int64_t now_ms) {
     html += "<tr class=\"checkpoint\" data-checkpoint-id=\"" + std::to_string(c.checkpoint_id()) +
             "\" data-status=\"" + E(status) + "\"><td class=\"num\"><a href=\"" +
             CheckpointPath(key, c.checkpoint_id()) + "\">" + std::to_string(c.checkpoint_id()) +
-            "</a></td><td>" + E(ShortName(c.kind())) + "</td><td>" + E(status) + "</td><td>" +
+            "</a></td><td>" + E(ShortName(c.kind())) + "</td><td>" + E(status) +
+            (c.unrestorable() ? " UNRESTORABLE" : "") + "</td><td>" +
             E(FormatAgo(c.triggered_at_ms(), now_ms)) + "</td><td class=\"num\">" +
             E(FormatDuration(TookMs(c, now_ms))) + "</td><td class=\"num\">" +
             std::to_string(c.acked_tasks()) + " / " + std::to_string(c.expected_tasks()) +
@@ -397,7 +398,9 @@ std::string RenderCheckpointPage(const PipelineKey& key, const v1::CheckpointInf
   body += "<h1>" + E(ShortName(c.kind())) + " " + id + " of " + E(key.job_id) + " / " +
           E(key.pipeline_id) + "</h1>";
   body += "<dl class=\"facts\" id=\"facts\">";
-  body += Fact("Status", E(ShortName(c.status())));
+  body +=
+      Fact("Status", E(ShortName(c.status())) +
+                         (c.unrestorable() ? " (unrestorable: a task failed to restore it)" : ""));
   body += Fact("Triggered", E(FormatAgo(c.triggered_at_ms(), now_ms)));
   body += Fact(pending ? "Pending for" : "Took", E(FormatDuration(TookMs(c, now_ms))));
   body += Fact("Tasks acked",

@@ -5,6 +5,8 @@
 // reports an unreadable record as its watch brings it, before any takeover.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <condition_variable>
 #include <mutex>
@@ -91,6 +93,33 @@ TEST_F(EtcdUnreadableTest, AGarbageValueQuarantinesItsPipelineAloneAndUnknownKey
   EXPECT_EQ(Etcdctl(Cluster().endpoints().front(),
                     "get --prefix --keys-only " + prefix_ + "/pipelines/job/bad/"),
             "");
+  EXPECT_EQ(fenced->fatal.load(), 0);
+}
+
+TEST_F(EtcdUnreadableTest, UnrestorableMarksThatDoNotReadQuarantineTheirPipelineAlone) {
+  Populate();
+  auto raw = Client(Cluster().endpoints(), prefix_);
+  const std::string progress =
+      Etcdctl(Cluster().endpoints().front(),
+              "get " + prefix_ + "/pipelines/job/bad/progress --print-value-only");
+  auto value = nlohmann::json::parse(progress, nullptr, /*allow_exceptions=*/false);
+  ASSERT_TRUE(value.is_object()) << progress;
+  value["unrestorable"] = {3, "x"};
+  // Written below the checkpoint's own progress: a later mod revision makes it the one read.
+  ASSERT_TRUE(RawPut(*raw, prefix_ + "/pipelines/job/bad/progress", value.dump()).ok());
+
+  auto fenced = OpenFenced(Cluster().endpoints(), prefix_);
+  auto loaded = fenced->store->LoadPipelines();
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  ASSERT_EQ(loaded->size(), 1u);
+  EXPECT_EQ(loaded->front().record.spec.key.pipeline_id, "good");
+  const auto unreadable = fenced->store->UnreadableRecords();
+  ASSERT_EQ(std::count_if(unreadable.begin(), unreadable.end(),
+                          [](const auto& r) {
+                            return r.kind == UnreadableRecord::Kind::kPipeline &&
+                                   r.pipeline.pipeline_id == "bad";
+                          }),
+            1);
   EXPECT_EQ(fenced->fatal.load(), 0);
 }
 

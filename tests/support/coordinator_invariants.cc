@@ -970,7 +970,8 @@ void CheckedCoordinator::CheckState() {
             "an admission held without a round of its own");
   INVARIANT(
       admission_ != ModelAdmission::kAsked ||
-          (!open_round_ && status.state == PipelineState::kRunning && !deleted_ && !shutting_down_),
+          (!open_round_ && status.state == PipelineState::kRunning && !deleted_ &&
+           !shutting_down_ && !restore_read_outstanding_),
       "a place in the admission line held by a pipeline not ready to trigger");
   INVARIANT(status.pending_checkpoint_id == open_round_.value_or(0),
             "pending_checkpoint_id is not the open round");
@@ -1030,11 +1031,13 @@ void CheckedCoordinator::CheckState() {
     if (!shutting_down_ && store_writable_ && status.state == PipelineState::kRunning &&
         !open_round_ && !committing_) {
       const bool ids_left = std::max(last_trigger_id_, initial_counter_) < reserved_confirmed_;
-      // Or it waits in the admission line, as a savepoint (ahead of every periodic round).
+      // Or it waits in the admission line, as a savepoint (ahead of every periodic round), or
+      // for the fallback's read (no round starts from a restore point that failed).
       const bool in_line = admission_ == ModelAdmission::kAsked && asked_as_savepoint_;
-      INVARIANT(in_line || (ids_left ? wakeup_ && *wakeup_ <= clock_.Peek()
-                                     : wakeup_ || reserve_outstanding_),
-                "a queued savepoint could start, but nothing starts it now");
+      INVARIANT(
+          in_line || restore_read_outstanding_ ||
+              (ids_left ? wakeup_ && *wakeup_ <= clock_.Peek() : wakeup_ || reserve_outstanding_),
+          "a queued savepoint could start, but nothing starts it now");
     }
   }
 }

@@ -327,6 +327,37 @@ TEST_F(SqliteStoreTest, AHistoryIdOutOfRangeQuarantinesItsPipelineAtLoad) {
       << unreadable[0].reason;
 }
 
+TEST_F(SqliteStoreTest, UnrestorableMarksThatDoNotReadQuarantineTheirPipelineAlone) {
+  {
+    auto store = OpenStore();
+    ASSERT_TRUE(store);
+    for (const char* name : {"good", "bad"}) {
+      PipelineRecord r = MakeRecord("j", name);
+      r.unrestorable_ids = {4};
+      ASSERT_TRUE(Await([&](auto done) { store->PutPipeline(r, done); }).ok());
+    }
+  }
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(db_path().c_str(), &db), SQLITE_OK);
+    const char* sql =
+        "UPDATE pipelines SET unrestorable_ids = '[4,\"x\"]' WHERE pipeline_id = 'bad'";
+    ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(db);
+  }
+  auto store = OpenStore();
+  ASSERT_TRUE(store);
+  auto loaded = store->LoadPipelines();
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  ASSERT_EQ(loaded->size(), 1u);
+  EXPECT_EQ((*loaded)[0].record.unrestorable_ids, std::vector<int64_t>{4});
+  auto unreadable = store->UnreadableRecords();
+  ASSERT_EQ(unreadable.size(), 1u);
+  EXPECT_EQ(unreadable[0].pipeline.pipeline_id, "bad");
+  EXPECT_NE(unreadable[0].reason.find("unrestorable_ids"), std::string::npos)
+      << unreadable[0].reason;
+}
+
 TEST_F(SqliteStoreTest, ReadsAnswerWhileTheWriterIsBusy) {
   auto store = OpenStore();
   ASSERT_TRUE(store);
