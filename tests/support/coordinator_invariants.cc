@@ -310,8 +310,10 @@ Actions CheckedCoordinator::OnRestoreResult(SessionId session, int64_t checkpoin
     INVARIANT(!ok, "a successful restore_result counted as a failure");
     INVARIANT(before.checkpoint_id == checkpoint_id,
               "a restore_result of another checkpoint than the restore point counted");
-    INVARIANT(!unrestorable_.count(checkpoint_id), "a checkpoint failed its restore twice");
-    if (before.source == spec_.key) unrestorable_.insert(checkpoint_id);
+    if (before.source == spec_.key) {  // the marks are of this pipeline's own checkpoints
+      INVARIANT(!unrestorable_.count(checkpoint_id), "a checkpoint failed its restore twice");
+      unrestorable_.insert(checkpoint_id);
+    }
     restored_ = true;  // the restore point may move away from the last completed checkpoint
   }
   Apply({CoordinatorCall::kRestoreResult, checkpoint_id, session, task_id}, out);
@@ -968,11 +970,10 @@ void CheckedCoordinator::CheckState() {
             "HasPendingRound disagrees with the triggers and finishes seen");
   INVARIANT(admission_ != ModelAdmission::kAdmitted || (open_round_ && !open_is_group_),
             "an admission held without a round of its own");
-  INVARIANT(
-      admission_ != ModelAdmission::kAsked ||
-          (!open_round_ && status.state == PipelineState::kRunning && !deleted_ &&
-           !shutting_down_ && !restore_read_outstanding_),
-      "a place in the admission line held by a pipeline not ready to trigger");
+  INVARIANT(admission_ != ModelAdmission::kAsked ||
+                (!open_round_ && status.state == PipelineState::kRunning && !deleted_ &&
+                 !shutting_down_ && !restore_read_outstanding_),
+            "a place in the admission line held by a pipeline not ready to trigger");
   INVARIANT(status.pending_checkpoint_id == open_round_.value_or(0),
             "pending_checkpoint_id is not the open round");
   if (auto pending = c_.Pending()) {
