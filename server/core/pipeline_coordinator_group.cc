@@ -60,6 +60,10 @@ std::pair<bool, std::string> PipelineCoordinator::GroupReadiness() const {
                        std::to_string(expected_.size()) + " tasks: " + FirstNames(names, total)};
   }
   if (!store_writable_) return {false, "the store fails writes"};
+  if (RestoreBlocked()) {
+    const auto* failure = occasional_or_none().restore_failure.get();
+    return {false, "its restore point failed" + (failure ? ": " + failure->what : std::string())};
+  }
   if (Committing()) {
     return {false, "checkpoint " + std::to_string(CommittingId()) + " is COMMITTING (" +
                        std::to_string(commits_->phase->tasks_left()) + " tasks left)"};

@@ -380,8 +380,17 @@ Actions PipelineCoordinator::OnRestoreCandidate(int64_t failed_id, int64_t check
                           CheckpointRef{spec_.key, checkpoint_id}.ToString() + ": " +
                           occasional().restore_failure->what;
   occasional().restore_failure.reset();
-  restore_ =
-      std::make_unique<const HeldRestorePoint>(spec_.key, spec_.key, false, std::move(*found));
+  // An operator's choice that failed (RestorePipeline to an older checkpoint of its own): the
+  // fallback stands in for it, pinned and persisted as the operator's was, so that a restart does
+  // not go back to the newest checkpoint the operator rolled back from.
+  const bool operator_set = restore_->operator_set;
+  if (operator_set && options_->pins) {
+    const CheckpointRef was{spec_.key, failed_id};
+    if (options_->pins->Remove(was, spec_.key)) out.push_back(PinDropped{was});
+    options_->pins->Add({spec_.key, checkpoint_id}, spec_.key);
+  }
+  restore_ = std::make_unique<const HeldRestorePoint>(spec_.key, spec_.key, operator_set,
+                                                      std::move(*found));
   restore_rescaled_ = RestoreSetDiffers();
   SyncPositionGate();
   out.push_back(Log{LogLevel::kWarn, "pipeline " + why});

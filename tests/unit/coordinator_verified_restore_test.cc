@@ -170,6 +170,35 @@ TEST(CoordinatorVerifiedRestore, AnOperatorsRestoreEndsTheFailure) {
   EXPECT_FALSE(reg.welcome.restore_withheld);
 }
 
+TEST(CoordinatorVerifiedRestore, AnOperatorsRollbackThatFailsFallsBackAndStaysTheOperators) {
+  RestorePins pins;
+  CoordinatorOptions options;
+  options.pins = &pins;
+  Harness h(MakeSpec(), 0, options);
+  const auto ids = ThreeCompletedRounds(h);
+  // An operator rolls back to the middle one (the host pins it first).
+  h.Apply(h.c().Pause().actions);
+  ASSERT_TRUE(h.c().AddPin(ids[1], {"job", "pipe"}).ok());
+  auto rolled = h.c().Restore({"job", "pipe"}, Stored(ids[1]));
+  ASSERT_TRUE(rolled.status.ok()) << rolled.status.ToString();
+  h.Apply(rolled.actions);
+  auto reg = h.c().OnRegister(2, "w2", {"a", "b"}, false);
+  ASSERT_TRUE(reg.status.ok());
+  h.Apply(reg.actions);
+  ASSERT_EQ(reg.welcome.restore.checkpoint_id, ids[1]);
+
+  FailRestore(h, ids[1], 2);
+  h.Apply(h.c().OnRestoreCandidate(ids[1], ids[0], Stored(ids[0])));
+  const RestorePoint now = h.c().CurrentRestorePoint();
+  EXPECT_EQ(now.checkpoint_id, ids[0]) << "older than the operator's choice, not the newest";
+  EXPECT_TRUE(now.operator_set);
+  EXPECT_TRUE(pins.IsPinned({"job", "pipe"}, ids[0]));
+  EXPECT_FALSE(pins.IsPinned({"job", "pipe"}, ids[1])) << "the failed one's pin is let go";
+  ASSERT_FALSE(h.persisted.empty());
+  EXPECT_EQ(h.persisted.back().restore_from, (CheckpointRef{{"job", "pipe"}, ids[0]}))
+      << "a restart keeps the rollback";
+}
+
 TEST(CoordinatorVerifiedRestore, AnotherPipelinesCheckpointIsNotFallenBackFrom) {
   StoredPipeline stored;
   stored.record.spec = MakeSpec();

@@ -152,12 +152,14 @@ TEST(CtlOutputJson, CheckpointWithStateSortedByTask) {
   (*c.mutable_state())["a"] = a;
 
   const Json json = CheckpointJson(c);
-  EXPECT_EQ(Keys(json), (std::vector<std::string>{
-                            "checkpoint_id", "kind", "status", "triggered_at_ms", "finished_at_ms",
-                            "acked_tasks", "expected_tasks", "failure_reason", "location",
-                            "position", "alignment_group", "commit_status", "committed_at_ms",
-                            "state", "pending_tasks", "pending_tasks_total", "tasks"}));
+  EXPECT_EQ(Keys(json),
+            (std::vector<std::string>{"checkpoint_id", "kind", "status", "triggered_at_ms",
+                                      "finished_at_ms", "acked_tasks", "expected_tasks",
+                                      "failure_reason", "location", "position", "alignment_group",
+                                      "commit_status", "committed_at_ms", "state", "pending_tasks",
+                                      "pending_tasks_total", "tasks", "unrestorable"}));
   EXPECT_EQ(json["tasks"], Json::array()) << "a list view's: GetCheckpoint fills it";
+  EXPECT_EQ(json["unrestorable"], false);
   EXPECT_EQ(json["kind"], "SAVEPOINT_AND_STOP");
   EXPECT_EQ(json["status"], "COMPLETED");
   EXPECT_EQ(json["failure_reason"], "");
