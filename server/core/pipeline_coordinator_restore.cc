@@ -213,8 +213,10 @@ PipelineCoordinator::Outcome PipelineCoordinator::DeleteCheckpoint(int64_t check
         "one completes");
     return o;
   }
+  const auto* failure = occasional_or_none().restore_failure.get();
   if ((restore_ && !restore_->other_source && restore_->checkpoint_id == checkpoint_id) ||
-      IsPinned(checkpoint_id)) {
+      IsPinned(checkpoint_id) ||
+      (failure && failure->looking && failure->reading_id == checkpoint_id)) {
     o.status = Status::FailedPrecondition(
         what + " of pipeline " + spec_.key.ToString() +
         " is a restore point (ckptctl pipeline get shows each pipeline's); restore that pipeline "
@@ -367,8 +369,10 @@ Actions PipelineCoordinator::OnRestoreCandidate(int64_t failed_id, int64_t check
       occasional().restore_failure->reading_id != checkpoint_id) {
     return out;
   }
-  if (!found || found->checkpoint_id != checkpoint_id) {
-    // The history named it, the store no longer holds it: the next older one.
+  if (!found || found->checkpoint_id != checkpoint_id || !history_.Find(checkpoint_id) ||
+      history_.BeingDeleted(checkpoint_id)) {
+    // The history named it, the store (or the history, since) no longer holds it: the next older
+    // one.
     out.push_back(Log{LogLevel::kWarn, "checkpoint " + std::to_string(checkpoint_id) +
                                            " is not in the store; trying an older one"});
     LookForFallback(checkpoint_id, out);

@@ -127,6 +127,22 @@ TEST(CoordinatorVerifiedRestore, ACheckpointTheStoreNoLongerHoldsIsPassedOver) {
   EXPECT_EQ(h.c().CurrentRestorePoint().checkpoint_id, ids[0]);
 }
 
+TEST(CoordinatorVerifiedRestore, TheCheckpointBeingReadForTheFallbackStays) {
+  Harness h;
+  const auto ids = ThreeCompletedRounds(h);
+  FailRestore(h, ids[2]);
+  EXPECT_EQ(h.c().DeleteCheckpoint(ids[1]).status.code(), StatusCode::kFailedPrecondition)
+      << "it is about to be the restore point";
+  // Deleted anyway (a delete already in flight), it is passed over when the read comes back.
+  auto deleted = h.c().DeleteCheckpoint(ids[0]);
+  ASSERT_TRUE(deleted.status.ok());
+  h.Apply(deleted.actions);
+  h.Apply(h.c().OnCheckpointsDeleted({ids[0]}));
+  Actions next = h.c().OnRestoreCandidate(ids[2], ids[1], Stored(ids[1]));
+  h.Apply(next);
+  EXPECT_EQ(h.c().CurrentRestorePoint().checkpoint_id, ids[1]);
+}
+
 TEST(CoordinatorVerifiedRestore, WithNoOlderCheckpointThePipelineFailsAndOffersNoState) {
   Harness h;
   const int64_t only = h.StartToFirstTrigger();
