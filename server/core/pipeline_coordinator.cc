@@ -69,6 +69,19 @@ PipelineCoordinator::PipelineCoordinator(const StoredPipeline& stored, const Clo
     occasional().unrestorable = stored.record.unrestorable_ids;
     std::sort(occasional().unrestorable.begin(), occasional().unrestorable.end());
   }
+  if (restore_ && restore_->other_source && stored.record.restore_from_failed) {
+    // Another pipeline's checkpoint that failed to restore before the daemon stopped: still
+    // FAILED, still withheld, until an operator restores the pipeline elsewhere.
+    auto& failure = occasional().restore_failure;
+    failure = std::make_unique<Occasional::RestoreFailure>();
+    failure->checkpoint_id = restore_->checkpoint_id;
+    failure->what = "restore of checkpoint " +
+                    CheckpointRef{*restore_->other_source, restore_->checkpoint_id}.ToString() +
+                    " failed before the daemon stopped";
+    failure->why = failure->what +
+                   "; no fallback: it is another pipeline's checkpoint (restore_from); choose a "
+                   "restore point with ckptctl pipeline restore";
+  }
   FixEffectiveInterval();
   SyncPositionGate();
   if (!expected_.empty()) tasks_missing_since_ms_ = clock_.WallMs();  // no stream yet
@@ -110,18 +123,14 @@ Actions PipelineCoordinator::Start(bool restarted) {
   // The last release may not have reached the workers before the daemon stopped.
   history_.OnStart(restarted);
   if (restore_ && !restore_->other_source && IsUnrestorable(restore_->checkpoint_id)) {
-    // Its restore point was marked before the daemon stopped (it may have stopped before the
-    // fallback): the fallback again, or, when it had failed for that, FAILED as it was.
+    // Its restore point was marked before the daemon stopped (a fallback is not stored: it is
+    // found again, the same way, whatever the pipeline's state).
     auto& failure = occasional().restore_failure;
     failure = std::make_unique<Occasional::RestoreFailure>();
     failure->checkpoint_id = restore_->checkpoint_id;
-    failure->what = "checkpoint " + std::to_string(restore_->checkpoint_id) +
-                    " is unrestorable (a task failed to restore it before the daemon stopped)";
-    if (sticky_ == StickyState::kFailed) {
-      failure->why = failure->what + "; choose a restore point with ckptctl pipeline restore";
-    } else {
-      LookForFallback(restore_->checkpoint_id, out);
-    }
+    failure->what = "restore of " + std::to_string(restore_->checkpoint_id) +
+                    " failed before the daemon stopped (marked unrestorable)";
+    DecideRestoreFailure(out);
   }
   MaybeReserveIds(out);
   Rearm(out);
@@ -689,6 +698,7 @@ Actions PipelineCoordinator::OnCommitFailed(int64_t checkpoint_id, const Status&
   // ckptd").
   FailRound(CheckpointStatus::kFailed, "store write failed: " + error.message(),
             FailureCause::kNotCounted, out);
+  MaybeDecideRestoreFailure(out);  // a restore that failed meanwhile waited for this round
   Rearm(out);
   return out;
 }
@@ -778,6 +788,11 @@ PipelineProgress PipelineCoordinator::ProjectedProgress() const {
   for (int64_t id : UnrestorableIds()) {
     if (history_.Find(id)) r.unrestorable_ids.push_back(id);
   }
+  if (const auto* failure = occasional_or_none().restore_failure.get();
+      failure && restore_ && restore_->other_source &&
+      failure->checkpoint_id == restore_->checkpoint_id) {
+    r.restore_from_failed = true;
+  }
   if (commits_) {
     r.last_committed_id = commits_->last_committed_id;
     r.last_committed_at_ms = commits_->last_committed_at_ms;
@@ -789,6 +804,7 @@ PipelineProgress PipelineCoordinator::ProjectedProgress() const {
   }
   if (pending_ && pending_->completing()) {
     r.restore_from.reset();  // a completion ends an operator-set restore point
+    r.restore_from_failed = false;
     const int64_t plain_extra =
         pending_->kind() == CheckpointKind::kCheckpoint ? pending_->id() : 0;
     if (auto released = history_.ReleasedBy(spec_.retained, plain_extra, pending_->keep());

@@ -660,6 +660,11 @@ class PipelineCoordinator {
   // `below` that is neither marked nor being deleted is read (ReadRestoreCandidate); with none,
   // the pipeline becomes FAILED.
   void LookForFallback(int64_t below, Actions& out);
+  // The failed restore point, once no round is with the store: FAILED when no fallback is
+  // allowed (restore_from, a group, a commit phase past it), else LookForFallback.
+  void DecideRestoreFailure(Actions& out);
+  // The same when a failure waits for it (its round with the store failed instead).
+  void MaybeDecideRestoreFailure(Actions& out);
   // FAILED because of the failed restore: `why` is its state reason.
   void FailForRestore(const std::string& why, Actions& out);
   // The restore point moved (a completion, RestorePipeline): a failure of the old one is over.

@@ -170,6 +170,7 @@ Actions PipelineCoordinator::EndGroupRound(int64_t checkpoint_id, MemberOutcome 
       FailRound(CheckpointStatus::kFailed, why, FailureCause::kNotCounted, out, false);
       break;
   }
+  MaybeDecideRestoreFailure(out);  // a restore that failed meanwhile waited for this round
   Rearm(out);
   return out;
 }

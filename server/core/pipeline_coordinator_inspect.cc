@@ -81,24 +81,29 @@ std::optional<CheckpointDetail> PipelineCoordinator::DescribeCheckpoint(
 std::string PipelineCoordinator::StateReason() const {
   const auto* failure = occasional_or_none().restore_failure.get();
   if (failure && !failure->why.empty()) return failure->why;
+  std::string reason;
   switch (sticky_) {
-    case StickyState::kPaused: return "paused by an operator";
-    case StickyState::kFailed: {
-      std::string reason = "after " + std::to_string(counters_.consecutive_failures) +
-                           " consecutive failed checkpoints (tolerable_failures " +
-                           std::to_string(spec_.tolerable_failures) + ")";
+    case StickyState::kPaused: reason = "paused by an operator"; break;
+    case StickyState::kFailed:
+      reason = "after " + std::to_string(counters_.consecutive_failures) +
+               " consecutive failed checkpoints (tolerable_failures " +
+               std::to_string(spec_.tolerable_failures) + ")";
       if (const auto& recent = occasional_or_none().recent;
           !recent.empty() && !recent.front().failure_reason.empty()) {
         reason += "; the last, " + std::to_string(recent.front().checkpoint_id) + ": " +
                   recent.front().failure_reason;
       }
-      return reason;
-    }
-    case StickyState::kStopped: return "by savepoint " + std::to_string(last_completed_id_);
+      break;
+    case StickyState::kStopped:
+      reason = "by savepoint " + std::to_string(last_completed_id_);
+      break;
     case StickyState::kActive: break;
   }
-  if (failure && failure->looking) return "choosing an older restore point: " + failure->what;
-  return {};
+  if (failure && failure->looking) {
+    const std::string story = "choosing an older restore point: " + failure->what;
+    return reason.empty() ? story : reason + "; " + story;
+  }
+  return reason;
 }
 
 Explanation PipelineCoordinator::Explain(int64_t stuck_threshold_ms) const {

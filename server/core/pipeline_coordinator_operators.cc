@@ -34,9 +34,10 @@ PipelineCoordinator::Outcome PipelineCoordinator::Resume() {
     return o;
   }
   if (RestoreBlocked()) {
-    o.status = Status::FailedPrecondition("pipeline " + spec_.key.ToString() +
-                                          " has no restore point to resume from: " + StateReason() +
-                                          " (ckptctl checkpoint list shows the others)");
+    o.status =
+        Status::FailedPrecondition("pipeline " + spec_.key.ToString() +
+                                   " has no restore point to resume from yet: " + StateReason() +
+                                   " (ckptctl checkpoint list shows the others)");
     return o;
   }
   o.actions.push_back(

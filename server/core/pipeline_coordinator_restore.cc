@@ -79,6 +79,19 @@ void PipelineCoordinator::AdoptCompleted(int64_t checkpoint_id, CheckpointKind k
 
   std::vector<int64_t> released =
       history_.Adopt(checkpoint_id, kind, spec_.retained, keep);  // recorded: a restart resends
+  if (const auto* failure = occasional_or_none().restore_failure.get()) {
+    // A restore failed while this round was with the store: its worker waits to be sent to the
+    // new restore point, this one.
+    const std::string why = "restored to checkpoint " +
+                            CheckpointRef{spec_.key, checkpoint_id}.ToString() + ": " +
+                            failure->what;
+    out.push_back(Log{LogLevel::kWarn, "pipeline " + why});
+    for (SessionId session : Sessions()) {
+      out.push_back(EndSession{session, Status::Aborted(why)});
+      LoseSession(session, why, out);
+    }
+    BumpGeneration(why, out);
+  }
   ForgetRestoreFailure();
   if (!released.empty()) out.push_back(SendRelease{Sessions(), std::move(released)});
   // A pin dropped while this commit was in flight: what it spared may go now.
@@ -304,31 +317,48 @@ Actions PipelineCoordinator::OnRestoreResult(SessionId session, int64_t checkpoi
   o.restore_failure->checkpoint_id = checkpoint_id;
   o.restore_failure->what = what;
   out.push_back(Log{LogLevel::kError, what + (own ? "; marked unrestorable" : "")});
-  // A round with the store cannot be aborted: once durable it is the restore point, and the
-  // fallback's answer then comes too late to matter.
   if (pending_ && !pending_->completing()) {
     FailRound(CheckpointStatus::kAborted, what, FailureCause::kAborted, out);
   }
+  // The mark goes to the store ahead of the fallback's read, which waits for it
+  // (ReadRestoreCandidate).
+  Persist(out);
+  // A round with the store cannot be aborted: once durable it is the restore point
+  // (AdoptCompleted); if it fails instead, the decision is made then (DecideRestoreFailure).
+  if (!pending_) DecideRestoreFailure(out);
+  Rearm(out);
+  return out;
+}
+
+void PipelineCoordinator::DecideRestoreFailure(Actions& out) {
+  Occasional::RestoreFailure& failure = *occasional().restore_failure;
+  const int64_t checkpoint_id = failure.checkpoint_id;
   std::string refusal;
-  if (!own) {
+  if (restore_->other_source) {
     refusal = "it is another pipeline's checkpoint (restore_from)";
-  } else if (group_) {
-    refusal = "the pipeline is a member of alignment group " + group_->name;
+  } else if (group_ || !spec_.alignment_group.empty()) {
+    refusal = "the pipeline is a member of alignment group " +
+              (group_ ? group_->name : spec_.alignment_group);
   } else if (checkpoint_id == CommittingId()) {
     refusal = "it is COMMITTING, and falling back past it would repeat its side effects";
   } else if (commits_ && checkpoint_id <= commits_->last_committed_id) {
     refusal = "it is COMMITTED, and falling back past it would repeat its side effects";
   }
   if (!refusal.empty()) {
-    FailForRestore(what + "; no fallback: " + refusal +
+    FailForRestore(failure.what + "; no fallback: " + refusal +
                        "; choose a restore point with ckptctl pipeline restore",
                    out);
   } else {
     LookForFallback(checkpoint_id, out);
   }
-  Persist(out);
-  Rearm(out);
-  return out;
+}
+
+void PipelineCoordinator::MaybeDecideRestoreFailure(Actions& out) {
+  const auto* failure = occasional_or_none().restore_failure.get();
+  if (pending_ || !failure || failure->looking || !failure->why.empty() || !RestoreBlocked()) {
+    return;
+  }
+  DecideRestoreFailure(out);
 }
 
 void PipelineCoordinator::LookForFallback(int64_t below, Actions& out) {
@@ -360,6 +390,7 @@ void PipelineCoordinator::FailForRestore(const std::string& why, Actions& out) {
   out.push_back(Log{LogLevel::kError, "pipeline FAILED: " + why});
   AnnounceState(why, out);
   FinishQueuedSavepoint("pipeline FAILED", out);
+  Persist(out);
 }
 
 Actions PipelineCoordinator::OnRestoreCandidate(int64_t failed_id, int64_t checkpoint_id,

@@ -74,7 +74,10 @@ Status ValidateSavepointTarget(const std::string& target) {
 
 std::string TruncateReason(std::string text) {
   if (text.size() <= kMaxReasonBytes) return text;
-  text.resize(kMaxReasonBytes);
+  // Not within a UTF-8 character: the text goes into protobuf strings, which must stay valid.
+  size_t cut = kMaxReasonBytes;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  text.resize(cut);
   return text + "... (truncated)";
 }
 

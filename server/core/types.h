@@ -194,6 +194,9 @@ struct PipelineProgress {
   // PROTOCOL.md, "Verified restore"), ascending: never a restore point again. Only ids its
   // history still holds.
   std::vector<int64_t> unrestorable_ids;
+  // A task failed to restore restore_from (another pipeline's checkpoint, which this pipeline
+  // does not mark): the pipeline is FAILED and offers it no more, also after a restart.
+  bool restore_from_failed = false;
 
   bool operator==(const PipelineProgress&) const = default;
 };

@@ -287,6 +287,7 @@ json ProgressJson(const PipelineProgress& p) {
   }
   // Likewise the unrestorable marks (docs/PROTOCOL.md, "Verified restore").
   if (!p.unrestorable_ids.empty()) v["unrestorable"] = p.unrestorable_ids;
+  if (p.restore_from_failed) v["restore_from_failed"] = true;
   return v;
 }
 
@@ -319,6 +320,7 @@ json CompactProgressJson(const PipelineProgress& p, const CompletedCheckpoint& s
   }
   // Likewise the unrestorable marks (docs/PROTOCOL.md, "Verified restore").
   if (!p.unrestorable_ids.empty()) v["unrestorable"] = p.unrestorable_ids;
+  if (p.restore_from_failed) v["restore_from_failed"] = true;
   return v;
 }
 
@@ -349,6 +351,9 @@ std::optional<PipelineProgress> ProgressFromJson(const json& v, const CompletedC
     p.last_committed_at_ms = v.value("last_committed_at_ms", int64_t{0});
     if (v.contains("unrestorable")) {
       p.unrestorable_ids = v.at("unrestorable").get<std::vector<int64_t>>();
+    }
+    if (v.contains("restore_from_failed")) {
+      p.restore_from_failed = v.at("restore_from_failed").get<bool>();
     }
     if (v.contains("restore_from")) {
       const json& r = v.at("restore_from");

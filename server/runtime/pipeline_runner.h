@@ -219,10 +219,12 @@ class PipelineRunner : public std::enable_shared_from_this<PipelineRunner> {
   // AskAdmission and LeaveAdmission: the daemon's admission, by this runner's ticket. An answer
   // to an ask that was left or asked again since is dropped (admission_asks_).
   void AskForAdmission(const AdmissionRequest& request);
-  // ReadRestoreCandidate: the read off the strand, its answer back on it; a failed read is tried
-  // again after a second while the coordinator still waits for it.
-  void ReadRestoreCandidateOffStrand(int64_t failed_id, int64_t checkpoint_id);
-  void RetryRestoreCandidate(int64_t failed_id, int64_t checkpoint_id, const std::string& why);
+  // ReadRestoreCandidate: the read off the strand, its answer back on it. A read the store may
+  // answer later (UNAVAILABLE, ...) is tried again, from a second up to every 30 s, while the
+  // coordinator still waits for it; one that does not read is passed over (answered as not held).
+  void ReadRestoreCandidateOffStrand(int64_t failed_id, int64_t checkpoint_id, int attempt = 0);
+  void RetryRestoreCandidate(int64_t failed_id, int64_t checkpoint_id, int attempt,
+                             const std::string& why);
   void ReleaseAdmission();
   AdmissionTicket admission_ticket();  // taken on first use
   // Tells StoreHealth how a store write went. Called on the store's thread before the write's

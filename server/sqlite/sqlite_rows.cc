@@ -154,7 +154,7 @@ const char* const kRecordColumns[kRecordColumnCount] = {
     "completed_count", "failed_count",
     "expired_count", "consecutive_failures", "last_completed_id", "last_completed_kind",
     "last_completed_at_ms", "from_config", "restore_from", "released_ids", "last_committed_id",
-    "last_committed_at_ms", "unrestorable_ids"};
+    "last_committed_at_ms", "unrestorable_ids", "restore_from_failed"};
 // clang-format on
 
 std::string JoinColumns(const std::string& prefix) {
@@ -182,6 +182,7 @@ void BindProgress(Stmt& stmt, const PipelineProgress& p, int first) {
   stmt.Bind(first + 12, p.last_committed_id);
   stmt.Bind(first + 13, p.last_committed_at_ms);
   stmt.Bind(first + 14, IdsToJson(p.unrestorable_ids));
+  stmt.Bind(first + 15, int64_t{p.restore_from_failed ? 1 : 0});
 }
 
 void BindRecord(Stmt& stmt, const PipelineRecord& r, const std::string& task_ids_json) {
@@ -207,7 +208,7 @@ Result<PipelineRecord> ReadRecord(const Stmt& stmt, const std::string& path) {
   r.spec.key.pipeline_id = stmt.ColumnText(1);
   const std::string where = "pipeline " + r.spec.key.ToString() + " in " + path;
   // SQLite lets an INTEGER column hold text: a value that is not a number is damage, not 0.
-  for (int col : {3, 4, 5, 6, 7, 8, 10, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 25, 26}) {
+  for (int col : {3, 4, 5, 6, 7, 8, 10, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 25, 26, 28}) {
     if (!stmt.ColumnIsInt(col)) {
       return Status::Internal(std::string("column ") + kRecordColumns[col] + " of " + where +
                               " is not an integer");
@@ -255,6 +256,7 @@ Result<PipelineRecord> ReadRecord(const Stmt& stmt, const std::string& path) {
   auto unrestorable = IdsFromJson(stmt.ColumnText(27));
   if (!unrestorable) return Status::Internal("unreadable unrestorable_ids of " + where);
   r.unrestorable_ids = std::move(*unrestorable);
+  r.restore_from_failed = stmt.ColumnInt(28) != 0;
   return r;
 }
 

@@ -38,17 +38,17 @@ std::optional<std::vector<std::string>> TaskIdsFromJson(const std::string& text)
 bool TaskStatesFromJson(const std::string& text, std::map<std::string, TaskState>* states,
                         std::vector<TaskFigures>* figures);
 
-// The pipelines table's columns, in the order BindRecord binds (?1..?28) and ReadRecord reads
-// (0..27). Columns kFirstProgressColumn.. are the progress (PipelineProgress).
+// The pipelines table's columns, in the order BindRecord binds (?1..?29) and ReadRecord reads
+// (0..28). Columns kFirstProgressColumn.. are the progress (PipelineProgress).
 extern const char* const kRecordColumns[];
-constexpr int kRecordColumnCount = 28;
+constexpr int kRecordColumnCount = 29;
 constexpr int kFirstProgressColumn = 13;
 
 // "<prefix>job_id, <prefix>pipeline_id, ..." over kRecordColumns.
 std::string JoinColumns(const std::string& prefix);
-// The progress columns as ?first..?first+14.
+// The progress columns as ?first..?first+15.
 void BindProgress(Stmt& stmt, const PipelineProgress& p, int first);
-// Binds ?1..?28 in kRecordColumns order.
+// Binds ?1..?29 in kRecordColumns order.
 void BindRecord(Stmt& stmt, const PipelineRecord& r, const std::string& task_ids_json);
 // Reads columns 0..26 in kRecordColumns order; INTERNAL names what is unreadable, and where
 // (`path`).

@@ -147,9 +147,10 @@ ALTER TABLE alignment_groups ADD COLUMN max_interval_ms INTEGER NOT NULL DEFAULT
 )sql";
 
 // Verified restore (docs/PROTOCOL.md, "Verified restore"): the checkpoints a task failed to
-// restore (a JSON array of ids), riding with the progress.
+// restore (a JSON array of ids), and whether restore_from failed, riding with the progress.
 constexpr const char* kSchemaV10 = R"sql(
 ALTER TABLE pipelines ADD COLUMN unrestorable_ids TEXT NOT NULL DEFAULT '[]';
+ALTER TABLE pipelines ADD COLUMN restore_from_failed INTEGER NOT NULL DEFAULT 0;
 )sql";
 
 // What takes version N-1 to N, from 2 on: kUpgrades[N - 2].

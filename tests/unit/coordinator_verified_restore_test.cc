@@ -228,6 +228,76 @@ TEST(CoordinatorVerifiedRestore, AnotherPipelinesCheckpointIsNotFallenBackFrom) 
   EXPECT_EQ(h.c().State(), PipelineState::kFailed);
   EXPECT_NE(h.c().Describe().state_reason.find("restore_from"), std::string::npos);
   EXPECT_TRUE(h.c().UnrestorableIds().empty()) << "marks are of this pipeline's checkpoints";
+  ASSERT_FALSE(h.persisted.empty());
+  EXPECT_TRUE(h.persisted.back().restore_from_failed) << "the failure is durable instead";
+
+  // After a restart: still FAILED, still withheld.
+  stored.record = h.persisted.back();
+  Harness again(stored, {});
+  again.Start(/*restarted=*/true);
+  EXPECT_EQ(again.c().State(), PipelineState::kFailed);
+  auto reg = again.c().OnRegister(1, "w1", {"a", "b"}, false);
+  ASSERT_TRUE(reg.status.ok());
+  again.Apply(reg.actions);
+  EXPECT_EQ(reg.welcome.restore.checkpoint_id, 0);
+  EXPECT_TRUE(reg.welcome.restore_withheld);
+  EXPECT_NE(again.c().Describe().state_reason.find("restore_from"), std::string::npos);
+}
+
+TEST(CoordinatorVerifiedRestore, AFailureWhileARoundIsWithTheStoreWaitsForIt) {
+  Harness h;
+  const auto ids = ThreeCompletedRounds(h);
+  h.auto_commit = false;
+  h.RunFor(milliseconds(1000));
+  const int64_t with_store = h.LastTriggerId();
+  h.AckAll(with_store);
+  Actions failed = FailRestore(h, ids[2]);
+  EXPECT_TRUE(ActionsOf<ReadRestoreCandidate>(failed).empty()) << "the round may still land";
+  // It does not: the fallback is decided then.
+  Actions store_failed = h.c().OnCommitFailed(with_store, Status::Unavailable("disk full"));
+  h.Apply(store_failed);
+  const auto reads = ActionsOf<ReadRestoreCandidate>(store_failed);
+  ASSERT_EQ(reads.size(), 1u);
+  EXPECT_EQ(reads[0].checkpoint_id, ids[1]);
+}
+
+TEST(CoordinatorVerifiedRestore, ARoundThatLandsAfterAFailureSendsTheWorkersToIt) {
+  Harness h;
+  const auto ids = ThreeCompletedRounds(h);
+  h.auto_commit = false;
+  h.RunFor(milliseconds(1000));
+  const int64_t with_store = h.LastTriggerId();
+  h.AckAll(with_store);
+  FailRestore(h, ids[2]);
+  h.ended.clear();
+  h.Apply(h.c().OnCommitted(with_store));
+  ASSERT_EQ(h.ended.size(), 1u) << "the worker whose restore failed comes back";
+  EXPECT_EQ(h.ended[0].status.message(),
+            "restored to checkpoint job/pipe@" + std::to_string(with_store) + ": restore of " +
+                std::to_string(ids[2]) + " failed on task a: state file is corrupt");
+  EXPECT_EQ(h.c().CurrentRestorePoint().checkpoint_id, with_store);
+}
+
+TEST(CoordinatorVerifiedRestore, AFallbackIsFoundAgainAfterARestartWhateverTheState) {
+  StoredPipeline stored;
+  stored.record.spec = MakeSpec();
+  stored.record.last_completed_id = 7;
+  stored.record.unrestorable_ids = {7};
+  stored.record.sticky = StickyState::kFailed;  // later rounds failed past tolerable_failures
+  stored.id_counter = 100;
+  stored.history = {{6, CheckpointKind::kCheckpoint}, {7, CheckpointKind::kCheckpoint}};
+  stored.newest = Stored(7);
+  Harness h(stored, {});
+  h.Start(/*restarted=*/true);
+  const auto reads = ActionsOf<ReadRestoreCandidate>(h.all);
+  ASSERT_EQ(reads.size(), 1u);
+  h.Apply(h.c().OnRestoreCandidate(7, 6, Stored(6)));
+  auto reg = h.c().OnRegister(1, "w1", {"a", "b"}, false);
+  ASSERT_TRUE(reg.status.ok());
+  EXPECT_EQ(reg.welcome.restore.checkpoint_id, 6);
+  EXPECT_FALSE(reg.welcome.restore_withheld);
+  EXPECT_EQ(reg.welcome.state, PipelineState::kFailed) << "as it was";
+  EXPECT_TRUE(h.c().Resume().status.ok()) << "a restore point to resume from";
 }
 
 TEST(CoordinatorVerifiedRestore, ACommittedCheckpointIsNotFallenBackFrom) {

@@ -61,6 +61,7 @@ TEST_P(MetadataStoreContract, ARecordRoundTripsEveryFieldAndAPutReplacesIt) {
   r.last_committed_id = 98;
   r.last_committed_at_ms = 1700000001000;
   r.unrestorable_ids = {90, 97};
+  r.restore_from_failed = true;
   r.sticky = StickyState::kStopped;
   r.counters = {5, 6, 7, 2};
   r.last_completed_id = 99;

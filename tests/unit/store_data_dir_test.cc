@@ -125,6 +125,7 @@ TEST_F(StoreDataDirTest, AStoreOfTheFirstReleaseIsMigratedAndGivenAnId) {
   // no STORE_ID.
   Sql(db(),
       "ALTER TABLE pipelines DROP COLUMN unrestorable_ids; "
+      "ALTER TABLE pipelines DROP COLUMN restore_from_failed; "
       "ALTER TABLE pipelines DROP COLUMN max_overhead; ALTER TABLE pipelines DROP COLUMN "
       "max_interval_ms; "
       "ALTER TABLE pipelines DROP COLUMN commit_timeout_ms; ALTER TABLE pipelines DROP COLUMN "

@@ -797,9 +797,10 @@ public final class PipelineWorker implements AutoCloseable {
               .build();
       sendOnSession(WorkerMessage.newBuilder().setRestoreResult(result).build());
     }
-    if (welcome.restore().commitPending()) {
-      // onWelcome restored the tasks; the restore point's commit follows.
-      commit(restored, failure == null);
+    if (failure == null && welcome.restore().commitPending()) {
+      // onWelcome restored the tasks; the restore point's commit follows (not after a failed
+      // restore: the state it would commit did not load).
+      commit(restored, true);
     }
   }
 

@@ -54,6 +54,21 @@ public class PipelineWorkerRestoreTest extends WorkerHarness {
   }
 
   @Test
+  public void aFailedRestoreOfACommittingRestorePointCommitsNothing() {
+    start();
+    handler.then(
+        "welcome",
+        e -> {
+          throw new IllegalStateException("chk-4 is truncated");
+        });
+    FakeCall call = welcomeNextCall(Messages.welcomeCommitPending(0, 4, 3));
+    assertFalse(firstResult(call).getOk());
+    awaitHandled(call);
+    assertEquals(0, handler.of("commit").size());
+    assertEquals(0, call.sent(MsgCase.COMMITTED).size());
+  }
+
+  @Test
   public void aFreshPipelineSendsNoResult() {
     start();
     FakeCall call = welcomeNextCall();
