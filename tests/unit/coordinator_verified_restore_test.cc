@@ -32,6 +32,15 @@ CompletedCheckpoint Stored(int64_t id) {
   return checkpoint;
 }
 
+// The next round, every task acked: it is with the store, which has not answered yet.
+int64_t RoundWithTheStore(Harness& h) {
+  h.auto_commit = false;
+  h.RunFor(milliseconds(1000));
+  const int64_t id = h.LastTriggerId();
+  h.AckAll(id);
+  return id;
+}
+
 Actions FailRestore(Harness& h, int64_t id, SessionId session = 1, const std::string& task = "a") {
   Actions out = h.c().OnRestoreResult(session, id, task, false, "state file is corrupt");
   h.Apply(out);
@@ -247,10 +256,7 @@ TEST(CoordinatorVerifiedRestore, AnotherPipelinesCheckpointIsNotFallenBackFrom) 
 TEST(CoordinatorVerifiedRestore, AFailureWhileARoundIsWithTheStoreWaitsForIt) {
   Harness h;
   const auto ids = ThreeCompletedRounds(h);
-  h.auto_commit = false;
-  h.RunFor(milliseconds(1000));
-  const int64_t with_store = h.LastTriggerId();
-  h.AckAll(with_store);
+  const int64_t with_store = RoundWithTheStore(h);
   Actions failed = FailRestore(h, ids[2]);
   EXPECT_TRUE(ActionsOf<ReadRestoreCandidate>(failed).empty()) << "the round may still land";
   // It does not: the fallback is decided then.
@@ -264,10 +270,7 @@ TEST(CoordinatorVerifiedRestore, AFailureWhileARoundIsWithTheStoreWaitsForIt) {
 TEST(CoordinatorVerifiedRestore, ARoundThatLandsAfterAFailureSendsTheWorkersToIt) {
   Harness h;
   const auto ids = ThreeCompletedRounds(h);
-  h.auto_commit = false;
-  h.RunFor(milliseconds(1000));
-  const int64_t with_store = h.LastTriggerId();
-  h.AckAll(with_store);
+  const int64_t with_store = RoundWithTheStore(h);
   FailRestore(h, ids[2]);
   h.ended.clear();
   h.Apply(h.c().OnCommitted(with_store));
@@ -366,10 +369,7 @@ TEST(CoordinatorVerifiedRestore, AfterARestartAMarkedNewestCheckpointIsPassedOve
 TEST(CoordinatorVerifiedRestore, ALateAnswerIsIgnoredOnceACompletionMovedTheRestorePoint) {
   Harness h;
   const auto ids = ThreeCompletedRounds(h);
-  h.auto_commit = false;
-  h.RunFor(milliseconds(1000));
-  const int64_t with_store = h.LastTriggerId();
-  h.AckAll(with_store);
+  const int64_t with_store = RoundWithTheStore(h);
   FailRestore(h, ids[2]);  // the round with the store is not aborted
   h.Apply(h.c().OnCommitted(with_store));
   EXPECT_EQ(h.c().CurrentRestorePoint().checkpoint_id, with_store);
