@@ -51,14 +51,43 @@ v1::WorkerMessage MakeCommitted(int64_t checkpoint_id, std::string task_id) {
   return message;
 }
 
+std::string ReasonForTheWire(const std::string& text, size_t max_bytes) {
+  std::string out;
+  size_t i = 0;
+  while (i < text.size()) {
+    const auto byte = static_cast<unsigned char>(text[i]);
+    // The length of the UTF-8 sequence this byte starts (0: not a start byte).
+    const size_t length = byte < 0x80           ? 1
+                          : (byte >> 5) == 0x6  ? 2
+                          : (byte >> 4) == 0xE  ? 3
+                          : (byte >> 3) == 0x1E ? 4
+                                                : 0;
+    bool valid = length > 0 && i + length <= text.size();
+    for (size_t k = 1; valid && k < length; ++k) {
+      valid = (static_cast<unsigned char>(text[i + k]) & 0xC0) == 0x80;
+    }
+    const size_t take = valid ? length : 1;
+    if (out.size() + take > max_bytes) break;
+    if (valid) {
+      out.append(text, i, length);
+    } else {
+      out.push_back('?');
+    }
+    i += take;
+  }
+  return out;
+}
+
 v1::WorkerMessage MakeRestoreResult(int64_t checkpoint_id, std::string task_id, bool ok,
-                                    std::string reason) {
+                                    const std::string& reason) {
   v1::WorkerMessage message;
   v1::RestoreResult* result = message.mutable_restore_result();
   result->set_checkpoint_id(checkpoint_id);
   result->set_task_id(std::move(task_id));
   result->set_ok(ok);
-  result->set_reason(std::move(reason));
+  // The application's exception text: a protobuf string must be valid UTF-8, and the daemon keeps
+  // 1 KiB of it anyway (a 7 MB message would not even fit a frame).
+  result->set_reason(ReasonForTheWire(reason, kMaxRestoreReasonBytes));
   return message;
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 // Conversions between the worker protocol's protos and the SDK's public types.
 
+#include <cstddef>
 #include <map>
 #include <string>
 
@@ -16,8 +17,14 @@ v1::WorkerMessage MakeDecline(int64_t checkpoint_id, std::string task_id, std::s
                               bool expired, int64_t position);
 v1::WorkerMessage MakeSavepointRequest(std::string target, bool stop);
 v1::WorkerMessage MakeCommitted(int64_t checkpoint_id, std::string task_id);
+// A restore_result; `reason` goes as ReasonForTheWire(reason, kMaxRestoreReasonBytes).
 v1::WorkerMessage MakeRestoreResult(int64_t checkpoint_id, std::string task_id, bool ok,
-                                    std::string reason);
+                                    const std::string& reason);
+// What the daemon keeps of a restore_result's reason.
+inline constexpr size_t kMaxRestoreReasonBytes = 1024;
+// At most `max_bytes` of `text`, cut on a character boundary, each byte that is not part of a
+// valid UTF-8 sequence replaced by '?'.
+std::string ReasonForTheWire(const std::string& text, size_t max_bytes);
 v1::WorkerMessage MakeHeartbeat(const std::map<std::string, int64_t>& positions,
                                 bool backlog = false);
 v1::WorkerMessage MakeGoodbye();

@@ -110,6 +110,10 @@ class _Stream:
             self.outgoing.put(None)  # a channel has no half-close: its goodbye ends it
 
 
+# What the daemon keeps of a failed restore's reason: a longer exception text is cut before it
+# is sent (a huge one would not fit a frame).
+_MAX_RESTORE_REASON = 1024
+
 class PipelineWorker:
     """Serves one pipeline's tasks from this process.
 
@@ -582,7 +586,7 @@ class PipelineWorker:
             # is a failed restore, and the daemon moves the pipeline to an older checkpoint.
             self._send_on_session(worker_pb2.WorkerMessage(restore_result=worker_pb2.RestoreResult(
                 checkpoint_id=w.restore.checkpoint_id, task_id=self._hello.task_ids[0],
-                ok=failure is None, reason=failure or "")))
+                ok=failure is None, reason=(failure or "")[:_MAX_RESTORE_REASON])))
         # The restore point is still COMMITTING: on_welcome restored what it holds, to commit.
         if failure is None and w.restore.commit_pending:
             self._commit(w.restore.checkpoint_id)

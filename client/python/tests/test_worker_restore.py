@@ -33,6 +33,18 @@ class RestoreResultTest(WorkerTestCase):
             self.assertEqual(self.results(call), [(41, "0", False, "chk-41/0 is truncated")])
         self.assertIn("chk-41/0 is truncated", stderr.getvalue())
 
+    def test_a_long_reason_is_cut_to_what_the_daemon_keeps(self):
+        def on_welcome(_):
+            raise RuntimeError("x" * 5000)
+
+        with contextlib.redirect_stderr(io.StringIO()):
+            self.worker = self.start_worker(on_welcome=on_welcome)
+            call = self.transport.next_call()
+            call.reply(msg.welcome(restore=common_pb2.RestorePoint(checkpoint_id=41)))
+            ((_, _, ok, reason),) = self.results(call)
+        self.assertFalse(ok)
+        self.assertEqual(reason, "x" * 1024)
+
     def test_a_fresh_pipeline_sends_no_result(self):
         self.worker = self.start_worker()
         call = self.welcome_next_call()

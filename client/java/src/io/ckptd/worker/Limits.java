@@ -14,7 +14,22 @@ final class Limits {
   /** {@code ack.state.checksum}, in UTF-8 bytes. */
   static final int MAX_CHECKSUM_BYTES = 1024;
 
+  /** What the daemon keeps of {@code restore_result.reason}, in characters. */
+  static final int MAX_RESTORE_REASON_CHARS = 1024;
+
   private Limits() {}
+
+  /** {@code text}, or its first {@code max} characters (never half of a surrogate pair). */
+  static String cut(String text, int max) {
+    if (text.length() <= max) {
+      return text;
+    }
+    int end = max;
+    if (Character.isHighSurrogate(text.charAt(end - 1))) {
+      end--;
+    }
+    return text.substring(0, end);
+  }
 
   /**
    * IllegalArgumentException naming {@code what} when the daemon refuses {@code id} in a hello

@@ -793,7 +793,7 @@ public final class PipelineWorker implements AutoCloseable {
               .setCheckpointId(restored)
               .setTaskId(options.taskIds().get(0))
               .setOk(failure == null)
-              .setReason(failure == null ? "" : failure)
+              .setReason(failure == null ? "" : Limits.cut(failure, Limits.MAX_RESTORE_REASON_CHARS))
               .build();
       sendOnSession(WorkerMessage.newBuilder().setRestoreResult(result).build());
     }

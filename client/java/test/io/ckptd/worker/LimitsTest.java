@@ -1,5 +1,6 @@
 package io.ckptd.worker;
 
+import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertThrows;
 
 import org.junit.Test;
@@ -41,5 +42,13 @@ public class LimitsTest {
           IllegalArgumentException.class,
           () -> Limits.checkTarget(target));
     }
+  }
+
+  @Test
+  public void aLongReasonIsCutAndNeverSplitsASurrogatePair() {
+    assertEquals("short", Limits.cut("short", 1024));
+    assertEquals(1024, Limits.cut("x".repeat(5000), 1024).length());
+    String pair = "\uD83D\uDE00"; // one character outside the BMP: two chars
+    assertEquals("x".repeat(1023), Limits.cut("x".repeat(1023) + pair, 1024));
   }
 }
