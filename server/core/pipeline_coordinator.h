@@ -825,10 +825,10 @@ class PipelineCoordinator {
     std::vector<int64_t> unrestorable;
     struct RestoreFailure {
       int64_t checkpoint_id = 0;
-      std::string what;        // "restore of N failed on task T: REASON"
-      std::string why;         // the state reason once FAILED because of it
-      bool looking = false;    // a fallback's read is under way
-      int64_t reading_id = 0;  // ... of this checkpoint
+      std::string what;  // "restore of N failed on task T: REASON"
+      std::string why;   // the state reason once FAILED because of it
+      // The checkpoint a fallback's read is under way for (0: none).
+      int64_t reading_id = 0;
     };
     std::unique_ptr<RestoreFailure> restore_failure;
   };

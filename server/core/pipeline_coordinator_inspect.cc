@@ -99,7 +99,7 @@ std::string PipelineCoordinator::StateReason() const {
       break;
     case StickyState::kActive: break;
   }
-  if (failure && failure->looking) {
+  if (failure && failure->reading_id != 0) {
     const std::string story = "choosing an older restore point: " + failure->what;
     return reason.empty() ? story : reason + "; " + story;
   }

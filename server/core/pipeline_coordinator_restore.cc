@@ -228,8 +228,7 @@ PipelineCoordinator::Outcome PipelineCoordinator::DeleteCheckpoint(int64_t check
   }
   const auto* failure = occasional_or_none().restore_failure.get();
   if ((restore_ && !restore_->other_source && restore_->checkpoint_id == checkpoint_id) ||
-      IsPinned(checkpoint_id) ||
-      (failure && failure->looking && failure->reading_id == checkpoint_id)) {
+      IsPinned(checkpoint_id) || (failure && failure->reading_id == checkpoint_id)) {
     o.status = Status::FailedPrecondition(
         what + " of pipeline " + spec_.key.ToString() +
         " is a restore point (ckptctl pipeline get shows each pipeline's); restore that pipeline "
@@ -281,12 +280,12 @@ bool PipelineCoordinator::RestoreBlocked() const {
 
 bool PipelineCoordinator::LookingForFallback() const {
   const auto* failure = occasional_or_none().restore_failure.get();
-  return failure && failure->looking;
+  return failure && failure->reading_id != 0;
 }
 
 bool PipelineCoordinator::AwaitsRestoreCandidate(int64_t failed_id) const {
   const auto* failure = occasional_or_none().restore_failure.get();
-  return !deleted_ && failure && failure->looking && failure->checkpoint_id == failed_id;
+  return !deleted_ && failure && failure->reading_id != 0 && failure->checkpoint_id == failed_id;
 }
 
 Actions PipelineCoordinator::OnRestoreResult(SessionId session, int64_t checkpoint_id,
@@ -355,7 +354,8 @@ void PipelineCoordinator::DecideRestoreFailure(Actions& out) {
 
 void PipelineCoordinator::MaybeDecideRestoreFailure(Actions& out) {
   const auto* failure = occasional_or_none().restore_failure.get();
-  if (pending_ || !failure || failure->looking || !failure->why.empty() || !RestoreBlocked()) {
+  if (pending_ || !failure || failure->reading_id != 0 || !failure->why.empty() ||
+      !RestoreBlocked()) {
     return;
   }
   DecideRestoreFailure(out);
@@ -370,21 +370,19 @@ void PipelineCoordinator::LookForFallback(int64_t below, Actions& out) {
     if (!IsUnrestorable(id) && !history_.BeingDeleted(id)) candidate = id;
   }
   if (candidate == 0) {
-    failure.looking = false;
     FailForRestore(failure.what +
                        "; no older retained checkpoint is left: choose a restore point with "
                        "ckptctl pipeline restore",
                    out);
     return;
   }
-  failure.looking = true;
   failure.reading_id = candidate;
   out.push_back(ReadRestoreCandidate{failure.checkpoint_id, candidate});
 }
 
 void PipelineCoordinator::FailForRestore(const std::string& why, Actions& out) {
   Occasional::RestoreFailure& failure = *occasional().restore_failure;
-  failure.looking = false;
+  failure.reading_id = 0;
   failure.why = why;
   SetSticky(StickyState::kFailed);
   out.push_back(Log{LogLevel::kError, "pipeline FAILED: " + why});
