@@ -15,7 +15,7 @@ namespace {
 // The coordinator's marks, for ApplyProgressMarks: the COMMITTED mark (the etcd store writes a
 // checkpoint COMMITTING and marks it COMMITTED in the pipeline's progress only) and the
 // unrestorable ones (kept in the progress by both stores).
-PipelineProgress CommitMarks(const PipelineCoordinator& c) {
+PipelineProgress ProgressMarks(const PipelineCoordinator& c) {
   PipelineProgress marks;
   marks.last_committed_id = c.LastCommittedId();
   marks.last_committed_at_ms = c.LastCommittedAtMs();
@@ -37,7 +37,7 @@ void ReadCheckpointHistory(AdminBackend& backend, const std::shared_ptr<Pipeline
   runner->Inspect([&backend, key = runner->key(), limit, before_id, out, state_bytes,
                    done = std::move(done)](const PipelineCoordinator& c) mutable {
     const int expected = static_cast<int>(c.spec().task_ids.size());
-    const PipelineProgress marks = CommitMarks(c);
+    const PipelineProgress marks = ProgressMarks(c);
     std::optional<PendingSummary> pending = before_id == 0 ? c.Pending() : std::nullopt;
     std::vector<RoundSummary> recent;
     for (const auto& r : c.RecentRounds()) {
@@ -121,7 +121,7 @@ void ReadCheckpoint(AdminBackend& backend, const std::shared_ptr<PipelineRunner>
     const int expected = static_cast<int>(c.spec().task_ids.size());
     backend.ListCompleted(
         key, 1, id + 1,
-        [id, expected, missing, out, marks = CommitMarks(c), commit_times = c.TaskCommitTimes(id),
+        [id, expected, missing, out, marks = ProgressMarks(c), commit_times = c.TaskCommitTimes(id),
          done = std::move(done)](Result<std::vector<CompletedCheckpoint>> found) {
           if (!found.ok()) return done(found.status());
           if (found->empty() || found->front().checkpoint_id != id) {
